@@ -1375,6 +1375,22 @@ static void memobs__text_latency(FILE *f, const char *name, const memobs_latency
     fputc('\n', f);
 }
 
+/* One line naming every kind of misuse seen in the window, if any. */
+static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
+    const uint64_t v[7] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+                           s->tpot_unarmed, s->bad_records, s->untracked_threads};
+    static const char *const what[7] = {"requests not timed (table full)", "token/end for ids not in flight",
+                                        "duplicate begins", "TTFT stops without a start",
+                                        "TPOT steps before a first token", "bad records",
+                                        "records via the shared shard (no per-thread shard)"};
+    unsigned i, n = 0;
+    for (i = 0; i < 7; i++) {
+        if (!v[i]) continue;
+        fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
+    }
+    if (n) fputc('\n', f);
+}
+
 static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
     static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
     const memobs_dirs_t *cols[4];
@@ -1417,15 +1433,7 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
             fprintf(f, "    %-32s %20llu%s%s\n", s->counters[c].name, (unsigned long long)s->counters[c].value,
                     s->counters[c].help[0] ? "  " : "", s->counters[c].help);
     }
-    if (s->requests_dropped | s->requests_unknown | s->requests_duplicate | s->ttft_unmatched | s->tpot_unarmed |
-        s->bad_records | s->untracked_threads)
-        fprintf(f, "  problems: %llu requests not timed (table full), %llu token/end for unknown ids, "
-                   "%llu duplicate begins, %llu TTFT stops without start, %llu TPOT steps unarmed, "
-                   "%llu bad records, %llu records via the shared shard\n",
-                (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
-                (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
-                (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-                (unsigned long long)s->untracked_threads);
+    memobs__text_problems(f, s);
 }
 
 static void memobs__json_dirs(FILE *f, const char *name, const memobs_dirs_t *d) {

@@ -1,0 +1,35 @@
+# memobs: header-only; this Makefile builds the demo, the tests and the benches.
+#   make demo     run examples/offload_engine.c (no GPU needed)
+#   make test     every test; ends with "N passed, N failed"
+#   make bench    speed figures, side by side with baselines
+#   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
+
+CC ?= cc
+CXX ?= c++
+NVCC ?= /usr/local/cuda/bin/nvcc
+PREFIX ?= /usr/local
+BUILD := build
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+export CC CXX NVCC
+
+.PHONY: all demo test bench clean
+all: $(BUILD)/offload_engine
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+$(BUILD)/offload_engine: examples/offload_engine.c memobs.h | $(BUILD)
+	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread -lm
+
+demo: $(BUILD)/offload_engine
+	./$(BUILD)/offload_engine
+
+test:
+	@bash tests/run.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include mk/install.mk
+-include mk/bench.mk

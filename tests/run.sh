@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Test runner: runs every step, shows its ok/not ok lines, and ends with
+# "N passed, N failed" (a step that dies without reporting counts as failed).
+cd "$(dirname "$0")/.." || exit 2
+export BUILD=${BUILD:-build}/tests
+mkdir -p "$BUILD"
+
+pass=0
+fail=0
+step() { # step NAME CMD...
+    local name=$1 out rc p f
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | grep -E '^(not )?ok - '
+    p=$(printf '%s\n' "$out" | grep -c '^ok - ')
+    f=$(printf '%s\n' "$out" | grep -c '^not ok - ')
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "not ok - $name: exited with status $rc"
+        printf '%s\n' "$out" | tail -n 30 | sed 's/^/    # /'
+        f=1
+    elif [ "$f" -ne 0 ]; then
+        printf '%s\n' "$out" | grep -E '^    # ' | head -n 60
+    fi
+    pass=$((pass + p))
+    fail=$((fail + f))
+}
+
+step compile bash tests/test_compile.sh
+step core bash tests/test_core.sh
+step env bash tests/test_env.sh
+step shared bash tests/test_shared.sh
+step demo bash tests/test_demo.sh
+step install bash tests/test_install.sh
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
