@@ -298,27 +298,36 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 
 #else /* !MEMOBS_DISABLE */
 
+/* Casts in user-visible expansions: C++ users may build with -Wold-style-cast. */
+#ifdef __cplusplus
+#define MEMOBS__U64(x) static_cast<uint64_t>(x)
+#define MEMOBS__UNS(x) static_cast<unsigned>(x)
+#else
+#define MEMOBS__U64(x) ((uint64_t)(x))
+#define MEMOBS__UNS(x) ((unsigned)(x))
+#endif
+
 /* prefill: nonzero = prefill phase, zero = decode phase. */
 #define MEMOBS_RECORD_H2D(bytes, prefill) \
-    memobs__xfer(MEMOBS_DIR_H2D, (prefill) ? 1u : 2u, (uint64_t)(bytes))
+    memobs__xfer(MEMOBS_DIR_H2D, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_D2H(bytes, prefill) \
-    memobs__xfer(MEMOBS_DIR_D2H, (prefill) ? 1u : 2u, (uint64_t)(bytes))
+    memobs__xfer(MEMOBS_DIR_D2H, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_D2D(bytes, prefill) \
-    memobs__xfer(MEMOBS_DIR_D2D, (prefill) ? 1u : 2u, (uint64_t)(bytes))
+    memobs__xfer(MEMOBS_DIR_D2D, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
 /* Phase from memobs_set_phase() on this thread ("unphased" if never set). */
-#define MEMOBS_RECORD_H2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_H2D, (uint64_t)(bytes))
-#define MEMOBS_RECORD_D2H_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2H, (uint64_t)(bytes))
-#define MEMOBS_RECORD_D2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2D, (uint64_t)(bytes))
+#define MEMOBS_RECORD_H2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_H2D, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_D2H_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2H, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_D2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2D, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_XFER(dir, bytes, phase) \
-    memobs__xfer((unsigned)(dir), (unsigned)(phase), (uint64_t)(bytes))
+    memobs__xfer(MEMOBS__UNS(dir), MEMOBS__UNS(phase), MEMOBS__U64(bytes))
 #define MEMOBS_SET_PHASE(phase) ((void)memobs_set_phase(phase))
 #define MEMOBS_TTFT_START() memobs_ttft_start()
 #define MEMOBS_TTFT_STOP() memobs_ttft_stop()
 #define MEMOBS_TPOT_STEP() memobs_tpot_step()
 #define MEMOBS_TPOT_STOP() memobs_tpot_stop()
-#define MEMOBS_REQUEST_BEGIN(id) memobs_request_begin((uint64_t)(id))
-#define MEMOBS_REQUEST_TOKEN(id) memobs_request_token((uint64_t)(id))
-#define MEMOBS_REQUEST_END(id) memobs_request_end((uint64_t)(id))
+#define MEMOBS_REQUEST_BEGIN(id) memobs_request_begin(MEMOBS__U64(id))
+#define MEMOBS_REQUEST_TOKEN(id) memobs_request_token(MEMOBS__U64(id))
+#define MEMOBS_REQUEST_END(id) memobs_request_end(MEMOBS__U64(id))
 /* Adds n to the counter called name (a string literal); the handle is looked
    up once per call site. */
 #define MEMOBS_COUNTER_ADD(name, n)                                              \
@@ -329,7 +338,7 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
             memobs__id = memobs__counter_site(name);                             \
             MEMOBS__STORE(&memobs__site_id, memobs__id);                         \
         }                                                                        \
-        if (memobs__id > 0) memobs_counter_add(memobs__id - 1, (uint64_t)(n));   \
+        if (memobs__id > 0) memobs_counter_add(memobs__id - 1, MEMOBS__U64(n));   \
     } while (0)
 
 #endif /* MEMOBS_DISABLE */

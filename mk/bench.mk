@@ -1,0 +1,65 @@
+# mk/bench.mk - `make bench` (included by the top-level Makefile).
+#
+#   make bench        build everything below, then run it (about 15 s)
+#   make bench-build  build only
+#   make bench-asm    disassemble the timed loops (check nothing was hoisted)
+#   BENCH_ITERS=2000000 BENCH_REPS=3 make bench   a quicker, noisier run
+#
+# Builds, under $(BUILD)/bench/:
+#   memobs_bench                 bench/bench.c (the implementation, -O2) and
+#                                bench/bench_disabled.c (-DMEMOBS_DISABLE);
+#                                RUNPATH $ORIGIN, so its dlopen() finds:
+#   libmemobs_bench_default.so   bench/bench_so.c, -fPIC -shared
+#   libmemobs_bench_gnu2.so      the same with TLS descriptors
+#   libmemobs_bench_ie.so        the same with -DMEMOBS_TLS_INITIAL_EXEC
+# The bench prints its targets as PASS/MISS and exits 0 either way.
+#
+# Flags are BENCH_CFLAGS, not CFLAGS: a debug or sanitizer CFLAGS for the
+# tests must not change the figures. Variables of our own start BENCH_.
+
+BUILD ?= build
+BENCH_OUT := $(BUILD)/bench
+BENCH_CFLAGS ?= -O2 -g
+BENCH_WARN ?= -Wall -Wextra -Werror
+BENCH_COMPILE = $(CC) $(BENCH_CFLAGS) $(BENCH_WARN) -I. -Ibench -pthread
+
+# TLS descriptors: -mtls-dialect=gnu2 on x86, the default elsewhere. A
+# compiler that rejects the flag (clang before 19) builds the variant
+# without it, and `make bench` says so.
+BENCH_TLS_DESC := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -x c -c /dev/null -o /dev/null 2>/dev/null && echo -mtls-dialect=gnu2)
+BENCH_SO_FLAGS_default :=
+BENCH_SO_FLAGS_gnu2 := $(BENCH_TLS_DESC)
+BENCH_SO_FLAGS_ie := -DMEMOBS_TLS_INITIAL_EXEC
+
+BENCH_SOS := $(BENCH_OUT)/libmemobs_bench_default.so $(BENCH_OUT)/libmemobs_bench_gnu2.so \
+             $(BENCH_OUT)/libmemobs_bench_ie.so
+
+.PHONY: bench bench-build bench-asm
+
+bench: bench-build
+	@$(if $(BENCH_TLS_DESC),,echo "note: $(CC) has no -mtls-dialect=gnu2; the gnu2 .so uses the default model")
+	$(BENCH_OUT)/memobs_bench
+
+bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
+
+bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
+	@for f in $^; do \
+	    echo "== $$f"; \
+	    objdump -d --no-show-raw-insn $$f | awk '/^[0-9a-f]+ <(bench_loop_|bench_so_)/,/^$$/'; \
+	done
+
+$(BENCH_OUT)/bench.o: bench/bench.c bench/bench.h memobs.h
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -DBENCH_CFLAGS_STR='"$(BENCH_CFLAGS)"' -c $< -o $@
+
+$(BENCH_OUT)/bench_disabled.o: bench/bench_disabled.c bench/bench.h memobs.h
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -DMEMOBS_DISABLE -c $< -o $@
+
+$(BENCH_OUT)/memobs_bench: $(BENCH_OUT)/bench.o $(BENCH_OUT)/bench_disabled.o
+	$(BENCH_COMPILE) $^ -o $@ -Wl,-rpath,'$$ORIGIN' -ldl
+
+# One compile per variant, so the -D reaches every translation unit of it.
+$(BENCH_OUT)/libmemobs_bench_%.so: bench/bench_so.c memobs.h
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -fPIC -shared $(BENCH_SO_FLAGS_$*) $< -o $@

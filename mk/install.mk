@@ -1,0 +1,74 @@
+# mk/install.mk - install / uninstall rules for memobs (included by the
+# top-level Makefile).
+#
+#   make install   [PREFIX=/usr/local] [DESTDIR=]
+#   make uninstall [PREFIX=/usr/local] [DESTDIR=]
+#
+# Installs, under $(DESTDIR)$(PREFIX):
+#   include/memobs*.h                       every header at the repo root
+#   lib/pkgconfig/memobs.pc                 from memobs.pc.in
+#   lib/cmake/memobs/memobsConfig.cmake     from cmake/memobsConfig.cmake.in
+#   lib/cmake/memobs/memobsConfigVersion.cmake
+#                                           from cmake/memobsConfigVersion.cmake.in
+# The CMake package finds its headers relative to its own location, so the
+# installed tree can be moved; the pkg-config file records PREFIX.
+#
+# Variables of our own are MEMOBS_* or memobs_* so that they do not collide
+# with the including Makefile.
+
+# Directory holding this repository, whatever the including Makefile's
+# current directory: "." when included as mk/install.mk from the root.
+memobs_mkdir := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+MEMOBS_SRCDIR := $(patsubst %/,%,$(dir $(memobs_mkdir)))
+
+# Do not let our rules become the default goal of the including Makefile.
+memobs_saved_default_goal := $(.DEFAULT_GOAL)
+
+PREFIX ?= /usr/local
+
+# Version, from the line   #define MEMOBS_VERSION "x.y.z"   of memobs.h
+# (0.0.0 when there is none). The pattern avoids a literal hash sign.
+ifndef MEMOBS_VERSION
+MEMOBS_VERSION := $(or $(shell sed -n 's/^[[:space:]]*.[[:space:]]*define[[:space:]][[:space:]]*MEMOBS_VERSION[[:space:]][[:space:]]*"\([^"]*\)".*/\1/p' '$(MEMOBS_SRCDIR)/memobs.h' 2>/dev/null | head -n 1),0.0.0)
+endif
+
+# Headers: every memobs*.h at the repository root (evaluated when used).
+MEMOBS_HEADERS = $(sort $(wildcard $(MEMOBS_SRCDIR)/memobs*.h))
+
+memobs_prefix   = $(DESTDIR)$(PREFIX)
+memobs_incdir   = $(memobs_prefix)/include
+memobs_pcdir    = $(memobs_prefix)/lib/pkgconfig
+memobs_cmakedir = $(memobs_prefix)/lib/cmake/memobs
+
+# Escape a value for the replacement side of a sed s|...|...| command.
+memobs_sed_escape = $(subst |,\|,$(subst &,\&,$(subst \,\\,$(1))))
+memobs_subst = sed -e 's|@prefix@|$(call memobs_sed_escape,$(PREFIX))|g' \
+                   -e 's|@MEMOBS_VERSION@|$(call memobs_sed_escape,$(MEMOBS_VERSION))|g'
+
+memobs_templates = $(MEMOBS_SRCDIR)/memobs.pc.in \
+                   $(MEMOBS_SRCDIR)/cmake/memobsConfig.cmake.in \
+                   $(MEMOBS_SRCDIR)/cmake/memobsConfigVersion.cmake.in
+
+.PHONY: install uninstall
+
+install: $(memobs_templates)
+	$(if $(MEMOBS_HEADERS),,$(error memobs install: no memobs*.h in $(MEMOBS_SRCDIR)))
+	install -d '$(memobs_incdir)' '$(memobs_pcdir)' '$(memobs_cmakedir)'
+	install -m 644 $(MEMOBS_HEADERS) '$(memobs_incdir)/'
+	memobs_tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/memobs-install.XXXXXX") || exit 1; \
+	trap 'rm -rf "$$memobs_tmp"' EXIT; \
+	$(memobs_subst) '$(MEMOBS_SRCDIR)/memobs.pc.in' > "$$memobs_tmp/memobs.pc" && \
+	$(memobs_subst) '$(MEMOBS_SRCDIR)/cmake/memobsConfig.cmake.in' > "$$memobs_tmp/memobsConfig.cmake" && \
+	$(memobs_subst) '$(MEMOBS_SRCDIR)/cmake/memobsConfigVersion.cmake.in' > "$$memobs_tmp/memobsConfigVersion.cmake" && \
+	install -m 644 "$$memobs_tmp/memobs.pc" '$(memobs_pcdir)/memobs.pc' && \
+	install -m 644 "$$memobs_tmp/memobsConfig.cmake" "$$memobs_tmp/memobsConfigVersion.cmake" '$(memobs_cmakedir)/'
+
+# Removes what install put there, and the memobs-only CMake directory when it
+# is left empty; shared directories (include, lib/pkgconfig, ...) stay.
+uninstall:
+	rm -f $(foreach h,$(notdir $(MEMOBS_HEADERS)),'$(memobs_incdir)/$(h)')
+	rm -f '$(memobs_pcdir)/memobs.pc'
+	rm -f '$(memobs_cmakedir)/memobsConfig.cmake' '$(memobs_cmakedir)/memobsConfigVersion.cmake'
+	if [ -d '$(memobs_cmakedir)' ]; then rmdir '$(memobs_cmakedir)' 2>/dev/null || true; fi
+
+.DEFAULT_GOAL := $(memobs_saved_default_goal)

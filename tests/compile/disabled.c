@@ -1,0 +1,41 @@
+/* MEMOBS_DISABLE, project-wide: macros evaluate nothing, the functions
+   still link and the implementation stays off. */
+#define MEMOBS_IMPLEMENTATION
+#include "memobs.h"
+
+/* Compared by size with empty() in tests/test_compile.sh: no code. */
+void all_macros(int *p);
+void empty(int *p);
+void all_macros(int *p) {
+    MEMOBS_RECORD_H2D((*p)++, (*p)++);
+    MEMOBS_RECORD_D2H((*p)++, 1);
+    MEMOBS_RECORD_D2D((*p)++, 0);
+    MEMOBS_RECORD_H2D_CUR((*p)++);
+    MEMOBS_RECORD_D2H_CUR((*p)++);
+    MEMOBS_RECORD_D2D_CUR((*p)++);
+    MEMOBS_RECORD_XFER((*p)++, (*p)++, (*p)++);
+    MEMOBS_SET_PHASE(MEMOBS_PHASE_DECODE);
+    MEMOBS_COUNTER_ADD("never", (*p)++);
+    MEMOBS_TTFT_START();
+    MEMOBS_TTFT_STOP();
+    MEMOBS_TPOT_STEP();
+    MEMOBS_TPOT_STOP();
+    MEMOBS_REQUEST_BEGIN((*p)++);
+    MEMOBS_REQUEST_TOKEN((*p)++);
+    MEMOBS_REQUEST_END((*p)++);
+}
+void empty(int *p) { (void)p; }
+
+int main(void) {
+    memobs_summary_t s;
+    int x = 0;
+    all_macros(&x);
+    memobs_enable(1); /* cannot switch a compiled-out build on */
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 5);
+    memobs_request_begin(1);
+    memobs_get_summary(&s);
+    if (x != 0) return printf("    # macro arguments were evaluated (%d increments)\n", x), 1;
+    if (memobs_is_enabled()) return printf("    # enabled after memobs_enable(1)\n"), 1;
+    if (s.total.h2d.bytes || s.requests_begun) return printf("    # something was recorded\n"), 1;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* The implementation, plus a check of what the use_* builds recorded. */
+#define MEMOBS_IMPLEMENTATION
+#include "memobs.h"
+
+void use_c(unsigned long long id);
+void use_cxx(unsigned long long id);
+#ifdef WITH_CUDA
+void use_cu(unsigned long long id);
+#endif
+
+int main(void) {
+    memobs_summary_t s;
+    unsigned long long n = 2;
+    int bad = 0;
+    use_c(1);
+    use_cxx(2);
+#ifdef WITH_CUDA
+    use_cu(3);
+    n = 3;
+#endif
+    memobs_get_summary(&s);
+#define EXPECT(want, got) \
+    if ((unsigned long long)(want) != (unsigned long long)(got)) bad = 1, printf("    # %s: expected %llu, got %llu\n", #got, (unsigned long long)(want), (unsigned long long)(got))
+    EXPECT(1000 * n, s.prefill.h2d.bytes);
+    EXPECT(205 * n, s.decode.d2h.bytes);
+    EXPECT(30 * n, s.prefill.d2d.bytes);
+    EXPECT(4 * n, s.decode.h2d.bytes);
+    EXPECT(6 * n, s.decode.d2d.bytes);
+    EXPECT(7 * n, s.unphased.d2d.bytes);
+    EXPECT(1004 * n, s.total.h2d.bytes);
+    EXPECT(7 * n, s.total.h2d.count + s.total.d2h.count + s.total.d2d.count);
+    EXPECT(1, s.ncounters);
+    EXPECT(n, s.counters[0].value);
+    EXPECT(2 * n, s.ttft.count); /* global clock + per request */
+    EXPECT(n, s.e2e.count);
+    EXPECT(n, s.requests_completed);
+    return bad;
+}

@@ -1,0 +1,33 @@
+/* Every public macro, compiled in each language mode without the
+   implementation (tests/test_compile.sh). Records fixed amounts that
+   main.c checks after linking the C, C++ and nvcc builds together. */
+#include "memobs.h"
+
+#ifndef USE_FN
+#define USE_FN use_c
+#endif
+
+#ifdef __cplusplus
+extern "C"
+#endif
+void USE_FN(unsigned long long id);
+
+void USE_FN(unsigned long long id) {
+    MEMOBS_RECORD_H2D(1000, 1);
+    MEMOBS_RECORD_D2H(200, 0);
+    MEMOBS_RECORD_D2D(30, 1);
+    MEMOBS_SET_PHASE(MEMOBS_PHASE_DECODE);
+    MEMOBS_RECORD_H2D_CUR(4);
+    MEMOBS_RECORD_D2H_CUR(5);
+    MEMOBS_RECORD_D2D_CUR(6);
+    MEMOBS_RECORD_XFER(MEMOBS_DIR_D2D, 7, MEMOBS_PHASE_NONE);
+    MEMOBS_SET_PHASE(MEMOBS_PHASE_NONE);
+    MEMOBS_COUNTER_ADD("compile_uses", 1);
+    MEMOBS_TTFT_START();
+    MEMOBS_TTFT_STOP();
+    MEMOBS_TPOT_STEP();
+    MEMOBS_TPOT_STOP();
+    MEMOBS_REQUEST_BEGIN(id);
+    MEMOBS_REQUEST_TOKEN(id);
+    MEMOBS_REQUEST_END(id);
+}

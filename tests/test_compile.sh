@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The header in every mode users build it in: C99/C11 (gcc, clang),
+# C++11/C++17 (g++, clang++) and nvcc, enabled and MEMOBS_DISABLE, with
+# strict warnings as errors; then the C, C++ and nvcc objects linked into one
+# program that checks what each recorded; then the MEMOBS_DISABLE contract.
+cd "$(dirname "$0")/.." || exit 2
+B=${BUILD:-build/tests}/compile
+mkdir -p "$B"
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+rc=0
+WC="-Wall -Wextra -Werror -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wcast-qual -Wundef"
+
+try() { # name command...: one ok/not ok line
+    local name=$1
+    shift
+    if "$@" >"$B/log" 2>&1; then
+        echo "ok - compile: $name"
+    else
+        echo "not ok - compile: $name"
+        sed 's/^/    # /' "$B/log" | head -n 20
+        rc=1
+    fi
+}
+
+for cc in gcc clang; do
+    for std in c99 c11; do
+        for def in "" -DMEMOBS_DISABLE; do
+            try "$cc -std=$std $def" sh -c "$cc -std=$std $WC -Wstrict-prototypes $def -I. -c tests/compile/main.c -o $B/m.o &&
+                $cc -std=$std $WC -Wstrict-prototypes $def -I. -c tests/compile/use.c -o $B/u.o"
+        done
+    done
+done
+for cxx in g++ clang++; do
+    for std in c++11 c++17; do
+        for def in "" -DMEMOBS_DISABLE; do
+            try "$cxx -std=$std $def" sh -c "$cxx -x c++ -std=$std $WC $def -I. -c tests/compile/main.c -o $B/m.o &&
+                $cxx -x c++ -std=$std $WC -Wold-style-cast $def -I. -c tests/compile/use.c -o $B/u.o"
+        done
+    done
+done
+have_nvcc=0
+if [ -x "$NVCC" ]; then
+    have_nvcc=1
+    cp tests/compile/use.c "$B/use.cu"
+    cp tests/compile/main.c "$B/main.cu"
+    for def in "" -DMEMOBS_DISABLE; do
+        try "nvcc $def" sh -c "$NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. -c $B/main.cu -o $B/m.o &&
+            $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. -c $B/use.cu -o $B/u.o"
+    done
+else
+    echo "not ok - compile: nvcc not found at $NVCC (set NVCC=...)"
+    rc=1
+fi
+
+# One program: the implementation built as C; the macros used from C, C++
+# and (where there is nvcc) CUDA translation units.
+link="gcc -std=c99 -O2 -I. -c tests/compile/main.c -o $B/main.o &&
+      gcc -std=c99 -O2 -I. -DUSE_FN=use_c -c tests/compile/use.c -o $B/use_c.o &&
+      g++ -x c++ -std=c++11 -O2 -I. -DUSE_FN=use_cxx -c tests/compile/use.c -o $B/use_cxx.o"
+if [ $have_nvcc = 1 ]; then
+    link="$link && gcc -std=c99 -O2 -I. -DWITH_CUDA -c tests/compile/main.c -o $B/main.o &&
+          $NVCC -O2 -I. -DUSE_FN=use_cu -c $B/use.cu -o $B/use_cu.o &&
+          $NVCC $B/main.o $B/use_c.o $B/use_cxx.o $B/use_cu.o -o $B/mixed -lpthread"
+else
+    link="$link && g++ $B/main.o $B/use_c.o $B/use_cxx.o -o $B/mixed -pthread"
+fi
+try "C, C++ and CUDA objects share one set of counters" sh -c "$link && $B/mixed"
+
+# MEMOBS_DISABLE: no code, no evaluation, functions link and stay off.
+try "MEMOBS_DISABLE: arguments not evaluated, functions link, stays off" sh -c \
+    "gcc -std=c99 -O2 -Wall -Wextra -Werror -DMEMOBS_DISABLE -I. tests/compile/disabled.c -o $B/disabled -pthread &&
+     MEMOBS=1 $B/disabled"
+sizes=$(gcc -std=c99 -O2 -DMEMOBS_DISABLE -I. -c tests/compile/disabled.c -o "$B/d.o" &&
+        nm -S "$B/d.o" | awk '$4 == "all_macros" || $4 == "empty" { print $4, $2 }' | sort)
+if [ "$(echo "$sizes" | awk '{ print $2 }' | sort -u | wc -l)" = 1 ] && [ "$(echo "$sizes" | wc -l)" = 2 ]; then
+    echo "ok - compile: MEMOBS_DISABLE: a function full of macros is as large as an empty one"
+else
+    echo "not ok - compile: MEMOBS_DISABLE emits code: sizes $(echo $sizes)"
+    rc=1
+fi
+undef=$(nm -u "$B/d.o" | grep -c memobs)
+# d.o holds the implementation too; what matters is that all_macros calls nothing
+if objdump -d --no-show-raw-insn "$B/d.o" | awk '/<all_macros>:/,/^$/' | grep -q call; then
+    echo "not ok - compile: MEMOBS_DISABLE: all_macros calls something"
+    rc=1
+else
+    echo "ok - compile: MEMOBS_DISABLE: all_macros makes no calls ($undef undefined memobs symbols)"
+fi
+exit $rc
