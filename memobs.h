@@ -232,7 +232,8 @@ void memobs_tpot_stop(void);
 /* Per request. The first token gives a TTFT sample, later tokens TPOT
    samples (time since the previous token of that request), end an E2E
    sample (requests with no token are counted as aborted). A begin for an id
-   already in flight keeps the first begin time. */
+   already in flight keeps the first begin time. Both clocks feed the same
+   TTFT/TPOT histograms: time a stream of requests with one or the other. */
 void memobs_request_begin(uint64_t id);
 void memobs_request_token(uint64_t id);
 void memobs_request_end(uint64_t id);
@@ -951,7 +952,7 @@ static void memobs__hist_rebase(memobs__hist_t *h) {
    so they stay consistent with each other while samples arrive. */
 static void memobs__hist_read(memobs__hist_t *h, memobs_latency_t *out) {
     static const double q[3] = {0.50, 0.90, 0.99};
-    uint64_t *pq[3];
+    uint64_t *pq[3], rank[3];
     uint64_t n = 0, seen = 0, cnt, max = MEMOBS__LOAD(&h->max.v);
     unsigned i, k = 0;
     pq[0] = &out->p50_ns;
@@ -964,12 +965,18 @@ static void memobs__hist_read(memobs__hist_t *h, memobs_latency_t *out) {
     out->last_ns = MEMOBS__LOAD(&h->last.v);
     cnt = MEMOBS__LOAD(&h->count.v) - h->base_count;
     out->mean_ns = (MEMOBS__LOAD(&h->sum.v) - h->base_sum) / (cnt ? cnt : 1);
-    for (i = 0; i < MEMOBS__HIST_NB && k < 3; i++) {
+    /* rank = ceil(q * n): the smallest sample with at least q of all samples
+       at or below it. The sample of rank n is the max, known exactly. */
+    for (k = 0; k < 3; k++) {
+        double r = q[k] * (double)n;
+        rank[k] = (uint64_t)r + ((double)(uint64_t)r < r);
+        if (rank[k] == 0) rank[k] = 1;
+    }
+    for (i = 0, k = 0; i < MEMOBS__HIST_NB && k < 3; i++) {
         seen += MEMOBS__LOAD(&h->b[i].v) - h->base_b[i];
-        /* rank = ceil(q * n): the smallest value with at least q of samples at or below it */
-        while (k < 3 && (double)seen >= q[k] * (double)n - 1e-9) {
+        for (; k < 3 && seen >= rank[k]; k++) {
             uint64_t v = memobs__hist_value(i);
-            *pq[k++] = (max && v > max) ? max : v;
+            *pq[k] = (rank[k] == n || (max && v > max)) ? max : v;
         }
     }
     out->max_ns = max;
@@ -1180,6 +1187,9 @@ memobs_counter_t memobs_counter_register(const char *name, const char *help) {
         if (strcmp(memobs__g.counters[i].name, name) == 0) break;
     if (i < n) {
         rc = (memobs_counter_t)i;
+        /* A MEMOBS_COUNTER_ADD site may have registered it first, without help. */
+        if (help && *help && !memobs__g.counters[i].help[0])
+            snprintf(memobs__g.counters[i].help, sizeof memobs__g.counters[i].help, "%s", help);
     } else if (n >= MEMOBS_MAX_COUNTERS) {
         rc = MEMOBS_ERR_FULL;
     } else {

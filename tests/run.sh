@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.." || exit 2
 export BUILD=${BUILD:-build}/tests
 mkdir -p "$BUILD"
 
+bash tests/deps.sh
 pass=0
 fail=0
 step() { # step NAME CMD...

@@ -282,6 +282,14 @@ static void test_histogram_error_bound(void) {
     }
     if (worst > 0.008) printf("    # worst percentile error %.4f%%\n", worst * 100);
     CHECK(worst <= 0.008); /* the bound the header states */
+    /* Few samples: a percentile whose rank is the last sample is the max. */
+    memset(&h, 0, sizeof h);
+    for (i = 1; i <= 8; i++) memobs__hist_add(&h, 599790000u + i * 187u);
+    memobs__hist_read(&h, &l);
+    CHECK_U64(599790000u + 8 * 187u, l.p90_ns);
+    CHECK_U64(599790000u + 8 * 187u, l.p99_ns);
+    CHECK_U64(599790000u + 8 * 187u, l.max_ns);
+    CHECK(rel_err(l.p50_ns, 599790000u + 4 * 187u) <= 0.008);
     /* Small values are exact; huge ones clamp without overflow. */
     memset(&h, 0, sizeof h);
     for (i = 0; i < 64; i++) memobs__hist_add(&h, i);
@@ -440,6 +448,8 @@ static void test_counters(void) {
     uint32_t k;
     memobs_reset();
     memobs_set_log(capture_log, NULL);
+    MEMOBS_COUNTER_ADD("late_help", 1); /* registered by a site first, no help */
+    CHECK(memobs_counter_register("late_help", "help given later") >= 0);
     a = memobs_counter_register("kv_blocks_evicted", "blocks evicted to host");
     b = memobs_counter_register("kv_blocks_evicted", NULL); /* same name, same counter */
     CHECK(a >= 0);
@@ -466,6 +476,9 @@ static void test_counters(void) {
         if (strcmp(S.counters[k].name, "kv_blocks_evicted") == 0) {
             CHECK_U64(7, S.counters[k].value);
             CHECK_STR("blocks evicted to host", S.counters[k].help);
+        } else if (strcmp(S.counters[k].name, "late_help") == 0) {
+            CHECK_STR("help given later", S.counters[k].help);
+            CHECK_U64(1, S.counters[k].value);
         }
 }
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs when a fresh machine lacks it (Debian
+# packages; needs root and apt-get). Quiet when everything is there.
+need=()
+command -v clang >/dev/null || need+=(clang)
+command -v clang++ >/dev/null || need+=(clang)
+command -v cmake >/dev/null || need+=(cmake)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v python3 >/dev/null || need+=(python3)
+command -v g++ >/dev/null || need+=(g++)
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "tests/deps.sh: installing ${need[*]}" >&2
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq >/dev/null 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1
+else
+    echo "tests/deps.sh: cannot install (not root or no apt-get); tests that need them will fail" >&2
+fi
+exit 0
