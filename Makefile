@@ -31,5 +31,5 @@ test:
 clean:
 	rm -rf $(BUILD)
 
--include mk/install.mk
--include mk/bench.mk
+include mk/install.mk
+include mk/bench.mk

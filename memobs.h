@@ -45,8 +45,16 @@
                               for libraries linked at start-up; a dlopen()ed
                               module (Python extension) needs the loader's spare
                               static TLS (glibc keeps some; usually fine).
-                              Default: the compiler's model (GCC's
-                              -mtls-dialect=gnu2 makes the .so case cheap too).
+                              Default: the compiler's model, which in a .so
+                              costs about 1-2 ns more per record (GCC's
+                              -mtls-dialect=gnu2 trims some of that).
+     MEMOBS_HIDDEN            PROJECT-WIDE for one shared object. Gives every
+                              memobs symbol hidden visibility, so a .so (say a
+                              Python extension) keeps a private instance even
+                              when another module with its own copy is loaded
+                              with RTLD_GLOBAL. Without it, one process should
+                              hold one implementation that the rest links to.
+     MEMOBS_API               the declaration prefix; overrides MEMOBS_HIDDEN.
      MEMOBS_MAX_REQUESTS      implementation only. Per-request table slots
                               (rounded up to a multiple of 16), default 4096.
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
@@ -107,6 +115,14 @@
 
 #ifndef MEMOBS_MAX_COUNTERS
 #define MEMOBS_MAX_COUNTERS 32
+#endif
+
+#ifndef MEMOBS_API
+#ifdef MEMOBS_HIDDEN
+#define MEMOBS_API __attribute__((visibility("hidden")))
+#else
+#define MEMOBS_API
+#endif
 #endif
 
 #ifdef __cplusplus
@@ -191,17 +207,17 @@ typedef void (*memobs_log_fn)(int level, const char *msg, void *user);
 /* ======================================================================== */
 
 /* Reads the environment once (also done at load time). Idempotent. */
-int memobs_init(void);
-void memobs_enable(int on);
-int memobs_is_enabled(void);
+MEMOBS_API int memobs_init(void);
+MEMOBS_API void memobs_enable(int on);
+MEMOBS_API int memobs_is_enabled(void);
 /* Starts a new statistics window (see THREADS, RESET, FORK). */
-void memobs_reset(void);
+MEMOBS_API void memobs_reset(void);
 /* Replaces the diagnostics sink (default: "memobs: warning: ..." on stderr).
    fn == NULL restores the default. */
-void memobs_set_log(memobs_log_fn fn, void *user);
+MEMOBS_API void memobs_set_log(memobs_log_fn fn, void *user);
 const char *memobs_strerror(int err);
 /* CLOCK_MONOTONIC in nanoseconds: the clock all memobs timings use. */
-uint64_t memobs_now_ns(void);
+MEMOBS_API uint64_t memobs_now_ns(void);
 
 /* ======================================================================== */
 /* Transfers and phase                                                      */
@@ -210,11 +226,11 @@ uint64_t memobs_now_ns(void);
 /* Current phase of the calling thread, read by the _CUR record forms.
    Returns MEMOBS_OK, or MEMOBS_ERR_INVALID (phase unchanged) for a value
    that is not a memobs_phase_t. */
-int memobs_set_phase(memobs_phase_t phase);
-memobs_phase_t memobs_get_phase(void);
+MEMOBS_API int memobs_set_phase(memobs_phase_t phase);
+MEMOBS_API memobs_phase_t memobs_get_phase(void);
 
 /* Function form of the record macros; dir and phase are checked. */
-void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
+MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
 
 /* ======================================================================== */
 /* Timing                                                                   */
@@ -224,19 +240,19 @@ void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
    last value. TTFT_STOP consumes the start (a second stop is counted as
    unmatched) and arms the TPOT clock; TPOT_STEP samples the time since the
    previous token; TPOT_STOP disarms it (engine idle). */
-void memobs_ttft_start(void);
-void memobs_ttft_stop(void);
-void memobs_tpot_step(void);
-void memobs_tpot_stop(void);
+MEMOBS_API void memobs_ttft_start(void);
+MEMOBS_API void memobs_ttft_stop(void);
+MEMOBS_API void memobs_tpot_step(void);
+MEMOBS_API void memobs_tpot_stop(void);
 
 /* Per request. The first token gives a TTFT sample, later tokens TPOT
    samples (time since the previous token of that request), end an E2E
    sample (requests with no token are counted as aborted). A begin for an id
    already in flight keeps the first begin time. Both clocks feed the same
    TTFT/TPOT histograms: time a stream of requests with one or the other. */
-void memobs_request_begin(uint64_t id);
-void memobs_request_token(uint64_t id);
-void memobs_request_end(uint64_t id);
+MEMOBS_API void memobs_request_begin(uint64_t id);
+MEMOBS_API void memobs_request_token(uint64_t id);
+MEMOBS_API void memobs_request_end(uint64_t id);
 
 /* ======================================================================== */
 /* User counters                                                            */
@@ -246,7 +262,7 @@ void memobs_request_end(uint64_t id);
    the same name and gets the same handle). Names match
    [a-zA-Z_][a-zA-Z0-9_]{0,62}. Returns a handle >= 0, or MEMOBS_ERR_INVALID /
    MEMOBS_ERR_FULL (with a warning). */
-memobs_counter_t memobs_counter_register(const char *name, const char *help);
+MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char *help);
 /* memobs_counter_add(handle, n) is an inline function declared below. */
 
 /* ======================================================================== */
@@ -255,19 +271,19 @@ memobs_counter_t memobs_counter_register(const char *name, const char *help);
 
 /* job_id may be NULL (keeps the current one). Needs world_size >= 1 and
    0 <= rank, local_rank < world_size; else MEMOBS_ERR_INVALID, unchanged. */
-int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_size);
-void memobs_get_identity(memobs_identity_t *out);
+MEMOBS_API int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_size);
+MEMOBS_API void memobs_get_identity(memobs_identity_t *out);
 
 /* ======================================================================== */
 /* Summaries                                                                */
 /* ======================================================================== */
 
-void memobs_get_summary(memobs_summary_t *out);
+MEMOBS_API void memobs_get_summary(memobs_summary_t *out);
 /* Writes the summary in the MEMOBS_FORMAT format (default text) to stderr. */
-void memobs_print_summary(void);
-int memobs_write_summary(FILE *f, memobs_format_t fmt);
+MEMOBS_API void memobs_print_summary(void);
+MEMOBS_API int memobs_write_summary(FILE *f, memobs_format_t fmt);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
-int memobs_write_summary_file(const char *path, memobs_format_t fmt);
+MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
 const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* "850 ns", "12.30 us", "4.56 ms", "1.23 s". */
@@ -363,6 +379,9 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* One-field structs: a plain assignment to a counter does not compile. */
 typedef struct { uint64_t v; } memobs__u64_t;
 typedef struct { uint32_t v; } memobs__u32_t;
+/* The on/off flag read by every record: a cache line of its own, so a write
+   to a neighbouring global cannot slow every record down. */
+typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 
 #define MEMOBS__NPHASE 3
 #define MEMOBS__NDIR 3
@@ -387,12 +406,12 @@ typedef struct {
     uint32_t phase;         /* memobs_phase_t */
 } memobs__tls_t;
 
-extern memobs__u32_t memobs__on;
-extern __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
+extern MEMOBS_API memobs__flag_t memobs__on;
+extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
-void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
-void memobs__counter_slow(memobs_counter_t c, uint64_t n);
-int32_t memobs__counter_site(const char *name);
+MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
+MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
+MEMOBS_API int32_t memobs__counter_site(const char *name);
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
     if (MEMOBS__LIKELY(MEMOBS__LOAD(&memobs__on.v) != 0)) {
@@ -559,9 +578,9 @@ static struct {
 } memobs__g;
 
 #ifdef MEMOBS_DISABLE
-memobs__u32_t memobs__on __attribute__((aligned(64))) = {0};
+memobs__flag_t memobs__on __attribute__((aligned(64))) = {0, {0}};
 #else
-memobs__u32_t memobs__on __attribute__((aligned(64))) = {1};
+memobs__flag_t memobs__on __attribute__((aligned(64))) = {1, {0}};
 #endif
 __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
