@@ -1124,27 +1124,27 @@ void memobs_request_begin(uint64_t id) {
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_BEGUN].v, 1u);
 }
 
-static void memobs__req_unknown(uint64_t id, const char *what) {
+/* Locks the stripe of an in-flight id and returns its slot; for an id not
+   in flight, counts it as unknown and returns NULL with nothing locked. */
+static memobs__req_t *memobs__req_live(uint64_t id, const char *what, memobs__req_stripe_t **st) {
+    int at, found;
+    *st = memobs__req_find(id, &at, &found);
+    if (found) return &(*st)->slot[at];
+    pthread_mutex_unlock(&(*st)->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_UNKNOWN].v, 1u);
     memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight; ignored (counted)", what,
                       (unsigned long long)id);
+    return NULL;
 }
 
 void memobs_request_token(uint64_t id) {
-    int at, found;
     memobs__req_stripe_t *st;
     memobs__req_t *r;
     uint64_t now, prev, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     now = memobs_now_ns();
-    st = memobs__req_find(id, &at, &found);
-    if (!found) {
-        pthread_mutex_unlock(&st->lock);
-        memobs__req_unknown(id, "token");
-        return;
-    }
-    r = &st->slot[at];
+    if ((r = memobs__req_live(id, "token", &st)) == NULL) return;
     tokens = r->tokens++;
     prev = r->last_ns;
     begin = r->begin_ns;
@@ -1155,21 +1155,16 @@ void memobs_request_token(uint64_t id) {
 }
 
 void memobs_request_end(uint64_t id) {
-    int at, found;
     memobs__req_stripe_t *st;
+    memobs__req_t *r;
     uint64_t now, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     now = memobs_now_ns();
-    st = memobs__req_find(id, &at, &found);
-    if (!found) {
-        pthread_mutex_unlock(&st->lock);
-        memobs__req_unknown(id, "end");
-        return;
-    }
-    tokens = st->slot[at].tokens;
-    begin = st->slot[at].begin_ns;
-    memobs__req_remove(st, (unsigned)at);
+    if ((r = memobs__req_live(id, "end", &st)) == NULL) return;
+    tokens = r->tokens;
+    begin = r->begin_ns;
+    memobs__req_remove(st, (unsigned)(r - st->slot));
     pthread_mutex_unlock(&st->lock);
     if (tokens == 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABORTED].v, 1u);

@@ -7,25 +7,14 @@ cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/compile
 mkdir -p "$B"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-rc=0
 WC="-Wall -Wextra -Werror -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wcast-qual -Wundef"
 
-try() { # name command...: one ok/not ok line
-    local name=$1
-    shift
-    if "$@" >"$B/log" 2>&1; then
-        echo "ok - compile: $name"
-    else
-        echo "not ok - compile: $name"
-        sed 's/^/    # /' "$B/log" | head -n 20
-        rc=1
-    fi
-}
+. tests/lib.sh
 
 for cc in gcc clang; do
     for std in c99 c11; do
         for def in "" -DMEMOBS_DISABLE; do
-            try "$cc -std=$std $def" sh -c "$cc -std=$std $WC -Wstrict-prototypes $def -I. -c tests/compile/main.c -o $B/m.o &&
+            try compile "$cc -std=$std $def" sh -c "$cc -std=$std $WC -Wstrict-prototypes $def -I. -c tests/compile/main.c -o $B/m.o &&
                 $cc -std=$std $WC -Wstrict-prototypes $def -I. -c tests/compile/use.c -o $B/u.o"
         done
     done
@@ -33,7 +22,7 @@ done
 for cxx in g++ clang++; do
     for std in c++11 c++17; do
         for def in "" -DMEMOBS_DISABLE; do
-            try "$cxx -std=$std $def" sh -c "$cxx -x c++ -std=$std $WC $def -I. -c tests/compile/main.c -o $B/m.o &&
+            try compile "$cxx -std=$std $def" sh -c "$cxx -x c++ -std=$std $WC $def -I. -c tests/compile/main.c -o $B/m.o &&
                 $cxx -x c++ -std=$std $WC -Wold-style-cast $def -I. -c tests/compile/use.c -o $B/u.o"
         done
     done
@@ -44,7 +33,7 @@ if [ -x "$NVCC" ]; then
     cp tests/compile/use.c "$B/use.cu"
     cp tests/compile/main.c "$B/main.cu"
     for def in "" -DMEMOBS_DISABLE; do
-        try "nvcc $def" sh -c "$NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. -c $B/main.cu -o $B/m.o &&
+        try compile "nvcc $def" sh -c "$NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. -c $B/main.cu -o $B/m.o &&
             $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. -c $B/use.cu -o $B/u.o"
     done
 else
@@ -64,10 +53,10 @@ if [ $have_nvcc = 1 ]; then
 else
     link="$link && g++ $B/main.o $B/use_c.o $B/use_cxx.o -o $B/mixed -pthread"
 fi
-try "C, C++ and CUDA objects share one set of counters" sh -c "$link && $B/mixed"
+try compile "C, C++ and CUDA objects share one set of counters" sh -c "$link && $B/mixed"
 
 # MEMOBS_DISABLE: no code, no evaluation, functions link and stay off.
-try "MEMOBS_DISABLE: arguments not evaluated, functions link, stays off" sh -c \
+try compile "MEMOBS_DISABLE: arguments not evaluated, functions link, stays off" sh -c \
     "gcc -std=c99 -O2 -Wall -Wextra -Werror -DMEMOBS_DISABLE -I. tests/compile/disabled.c -o $B/disabled -pthread &&
      MEMOBS=1 $B/disabled"
 sizes=$(gcc -std=c99 -O2 -DMEMOBS_DISABLE -I. -c tests/compile/disabled.c -o "$B/d.o" &&

@@ -111,6 +111,15 @@ else
     bad "RANK >= WORLD_SIZE" "stderr: $(cat "$B/err")"
 fi
 
+# MEMOBS_NO_AUTOINIT: no constructor; the first record reads the environment
+if ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Werror -DMEMOBS_NO_AUTOINIT -I. tests/env_probe.c -o "$B/probe_lazy" -pthread 2>"$B/build.log" &&
+    env MEMOBS=0 MEMOBS_SUMMARY="$B/lazy.json" MEMOBS_FORMAT=json "$B/probe_lazy" 2>"$B/err" &&
+    json_check "$B/lazy.json" 's["enabled"] is False and s["total"]["h2d_bytes"] == 0'; then
+    ok "MEMOBS_NO_AUTOINIT: the first record reads MEMOBS=0 before counting"
+else
+    bad "MEMOBS_NO_AUTOINIT" "$(cat "$B/build.log" "$B/err")"
+fi
+
 env MEMOBS_FORMAT=json "$B/probe" print 2>"$B/err" >/dev/null
 if json_check "$B/err" 's["total"]["h2d_bytes"] == 4096'; then
     ok "memobs_print_summary() follows MEMOBS_FORMAT=json"

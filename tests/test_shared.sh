@@ -5,28 +5,17 @@
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/shared
 mkdir -p "$B"
-rc=0
-try() {
-    local name=$1
-    shift
-    if "$@" >"$B/log" 2>&1; then
-        echo "ok - shared: $name"
-    else
-        echo "not ok - shared: $name"
-        sed 's/^/    # /' "$B/log" | head -n 20
-        rc=1
-    fi
-}
+. tests/lib.sh
 W="-Wall -Wextra -Werror -I."
-try "implementation in a .so, macros in a C++ executable, 4 threads: exact" sh -c \
+try shared "implementation in a .so, macros in a C++ executable, 4 threads: exact" sh -c \
     "${CC:-cc} -std=c99 -O2 $W -fPIC -shared tests/shared/lib.c -o $B/libmo.so -pthread &&
      ${CXX:-c++} -std=c++11 -O2 $W tests/shared/main.cpp -o $B/main -L$B -lmo -Wl,-rpath,'\$ORIGIN' -pthread &&
      $B/main"
-try "dlopen() of a .so built with MEMOBS_TLS_INITIAL_EXEC" sh -c \
+try shared "dlopen() of a .so built with MEMOBS_TLS_INITIAL_EXEC" sh -c \
     "${CC:-cc} -std=c99 -O2 $W -DMEMOBS_TLS_INITIAL_EXEC -fPIC -shared tests/shared/lib.c -o $B/libmo_ie.so -pthread &&
      ${CC:-cc} -std=c99 -O2 $W tests/shared/dlopen.c -o $B/dlopen -ldl &&
      $B/dlopen $B/libmo_ie.so"
-try "two modules with their own copy (MEMOBS_HIDDEN), RTLD_GLOBAL: private instances" sh -c \
+try shared "two modules with their own copy (MEMOBS_HIDDEN), RTLD_GLOBAL: private instances" sh -c \
     "${CC:-cc} -std=c99 -O2 $W -DMEMOBS_HIDDEN -fPIC -shared tests/shared/lib.c -o $B/libmo_a.so -pthread &&
      ${CC:-cc} -std=c99 -O2 $W -DMEMOBS_HIDDEN -fPIC -shared tests/shared/lib.c -o $B/libmo_b.so -pthread &&
      $B/dlopen $B/libmo_a.so $B/libmo_b.so"
