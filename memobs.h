@@ -13,7 +13,12 @@
        memobs_set_phase(MEMOBS_PHASE_DECODE);        // or: per-thread phase ...
        MEMOBS_RECORD_D2H_CUR(block_bytes);           // ... read by the _CUR forms
        MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();
+       memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
+       MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);   // your own counters
        memobs_print_summary();                       // at exit, on stderr
+
+   or set MEMOBS_SUMMARY=stderr and change no code. Every call is declared
+   below with its units and semantics; README.md has the long form.
 
    WHAT IT RECORDS
      Transfers: bytes and op counts for H2D, D2H and D2D, each split by phase
@@ -38,7 +43,7 @@
                               implementation starts disabled and stays so).
      MEMOBS_MAX_COUNTERS      PROJECT-WIDE. User counter slots, default 32.
                               Changes the layout of memobs_summary_t.
-     MEMOBS_TLS_INITIAL_EXEC  PROJECT-WIDE. Use the initial-exec TLS model for
+     MEMOBS_TLS_INITIAL_EXEC  every file of a module. Initial-exec TLS model for
                               the per-thread shard pointer. Makes recording from
                               inside a shared library (.so) as cheap as from an
                               executable, at the cost of static TLS space: safe
