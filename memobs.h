@@ -1554,11 +1554,13 @@ void memobs_print_summary(void) {
 
 /* Expands %r (rank), %p (pid) and %% in a path; 0 if it does not fit. */
 static int memobs__expand_path(const char *in, char *out, size_t len) {
+    memobs_identity_t id;
     size_t o = 0;
+    memobs_get_identity(&id);
     for (; *in; in++) {
         char tmp[24];
         const char *add = tmp;
-        if (in[0] == '%' && in[1] == 'r') snprintf(tmp, sizeof tmp, "%d", (int)memobs__g.identity.rank), in++;
+        if (in[0] == '%' && in[1] == 'r') snprintf(tmp, sizeof tmp, "%d", (int)id.rank), in++;
         else if (in[0] == '%' && in[1] == 'p') snprintf(tmp, sizeof tmp, "%lld", (long long)getpid()), in++;
         else if (in[0] == '%' && in[1] == '%') tmp[0] = '%', tmp[1] = 0, in++;
         else tmp[0] = *in, tmp[1] = 0;

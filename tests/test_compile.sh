@@ -75,4 +75,6 @@ if objdump -d --no-show-raw-insn "$B/d.o" | awk '/<all_macros>:/,/^$/' | grep -q
 else
     echo "ok - compile: MEMOBS_DISABLE: all_macros makes no calls ($undef undefined memobs symbols)"
 fi
+try compile "make bench-build (the benches still build; they are timed only by make bench)" \
+    make -s bench-build BUILD="${BUILD:-build/tests}"
 exit $rc
