@@ -555,7 +555,11 @@ typedef struct {
 
 typedef struct {
     char name[64];
-    char help[128];
+    char help_buf[128];
+    /* "" until help is known, then help_buf. help_buf is written once, before
+       the pointer is published, so a summary can read the text without the
+       lock while a late registration supplies it. */
+    const char *help;
 } memobs__counter_def_t;
 
 /* All mutable state but the hot enabled flag and the TLS slot. */
@@ -1191,6 +1195,12 @@ static int memobs__valid_name(const char *s) {
     return 1;
 }
 
+/* Caller holds memobs__g.lock; called at most once per counter. */
+static void memobs__counter_help(memobs__counter_def_t *d, const char *help) {
+    snprintf(d->help_buf, sizeof d->help_buf, "%s", help);
+    __atomic_store_n(&d->help, (const char *)d->help_buf, __ATOMIC_RELEASE);
+}
+
 memobs_counter_t memobs_counter_register(const char *name, const char *help) {
     uint32_t i, n;
     memobs_counter_t rc;
@@ -1207,13 +1217,13 @@ memobs_counter_t memobs_counter_register(const char *name, const char *help) {
     if (i < n) {
         rc = (memobs_counter_t)i;
         /* A MEMOBS_COUNTER_ADD site may have registered it first, without help. */
-        if (help && *help && !memobs__g.counters[i].help[0])
-            snprintf(memobs__g.counters[i].help, sizeof memobs__g.counters[i].help, "%s", help);
+        if (help && *help && !*memobs__g.counters[i].help) memobs__counter_help(&memobs__g.counters[i], help);
     } else if (n >= MEMOBS_MAX_COUNTERS) {
         rc = MEMOBS_ERR_FULL;
     } else {
         strcpy(memobs__g.counters[n].name, name);
-        snprintf(memobs__g.counters[n].help, sizeof memobs__g.counters[n].help, "%s", help ? help : "");
+        memobs__g.counters[n].help = "";
+        if (help && *help) memobs__counter_help(&memobs__g.counters[n], help);
         /* Publish the name before the count that makes it visible. */
         __atomic_store_n(&memobs__g.ncounters.v, n + 1, __ATOMIC_RELEASE);
         rc = (memobs_counter_t)n;
@@ -1304,7 +1314,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     }
     for (c = 0; c < out->ncounters; c++) {
         out->counters[c].name = memobs__g.counters[c].name;
-        out->counters[c].help = memobs__g.counters[c].help;
+        out->counters[c].help = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
     }
     for (i = 0; i < MEMOBS__ST_COUNT; i++) st[i] = MEMOBS__LOAD(&memobs__g.st[i].v) - memobs__g.st_base[i];
     memobs__hist_read(&memobs__g.ttft, &out->ttft);
