@@ -121,6 +121,9 @@
 #ifndef MEMOBS_MAX_COUNTERS
 #define MEMOBS_MAX_COUNTERS 32
 #endif
+#ifndef MEMOBS_MAX_STACK
+#define MEMOBS_MAX_STACK 32
+#endif
 
 #ifndef MEMOBS_API
 #ifdef MEMOBS_HIDDEN
@@ -180,6 +183,46 @@ typedef struct {
     uint64_t value;
 } memobs_counter_value_t;
 
+/* Memory kinds of the allocation tracker. */
+typedef enum {
+    MEMOBS_MEM_DEVICE = 0,  /* GPU memory: cudaMalloc, cudaMallocAsync, a caching allocator's blocks */
+    MEMOBS_MEM_HOST = 1,    /* pageable host memory */
+    MEMOBS_MEM_PINNED = 2,  /* page-locked host memory: cudaMallocHost, cudaHostAlloc, cudaHostRegister */
+    MEMOBS_MEM_MANAGED = 3  /* unified memory: cudaMallocManaged */
+} memobs_mem_kind_t;
+#define MEMOBS_MEM_KINDS 4
+
+#define MEMOBS_NO_TRACE 0xffffffffu /* trace id of an allocation with no tag and no stack */
+
+/* Per memory kind. current/live are the state now; the rest cover the
+   window (since start-up or the last memobs_reset(); peak starts again at
+   current). Allocations the table had no room for are included. */
+typedef struct {
+    uint64_t current_bytes, peak_bytes;
+    uint64_t live;                /* allocations not yet freed */
+    uint64_t allocs, frees;       /* tracked calls in the window */
+    uint64_t alloc_bytes;         /* bytes allocated in the window */
+} memobs_mem_stats_t;
+
+/* Misuse and overflow of the tracker, counted rather than fatal. */
+typedef struct {
+    uint64_t frees_unknown;     /* free of a pointer that is not live (and not freed recently) */
+    uint64_t frees_double;      /* free of a pointer freed recently and not allocated since */
+    uint64_t frees_null;        /* free(NULL): legal, counted, not warned about */
+    uint64_t allocs_null;       /* alloc record with a NULL pointer: ignored */
+    uint64_t allocs_zero;       /* alloc record of 0 bytes: tracked */
+    uint64_t allocs_duplicate;  /* alloc of a pointer already live: the old record is dropped as freed */
+    uint64_t allocs_bad_kind;   /* kind that is not a memobs_mem_kind_t: ignored */
+    uint64_t untracked;         /* allocs counted in the totals but not in the table (table full) */
+    uint64_t untracked_bytes;
+    uint64_t untracked_live;    /* of those, not yet matched by a free */
+    uint64_t untracked_frees;   /* frees matched to an untracked alloc: their size is unknown, so
+                                   current_bytes may overstate by up to untracked_bytes */
+    uint64_t traces;            /* distinct traces interned (ids 0..traces-1) */
+    uint64_t traces_dropped;    /* allocs whose tag/stack found the trace table full */
+    uint64_t capacity;          /* allocation table capacity (MEMOBS_TRACK_CAPACITY) */
+} memobs_track_problems_t;
+
 typedef struct {
     int enabled;
     uint64_t window_ns; /* time since start-up or the last memobs_reset() */
@@ -197,6 +240,10 @@ typedef struct {
     uint64_t tpot_unarmed;   /* TPOT_STEP before any TTFT_STOP */
     uint64_t bad_records;    /* record with an invalid direction/phase/counter */
     uint64_t untracked_threads; /* records that fell back to the shared shard */
+    /* Allocation tracker, by memobs_mem_kind_t. */
+    int tracking; /* 1 once any allocation was tracked */
+    memobs_mem_stats_t mem[MEMOBS_MEM_KINDS];
+    memobs_track_problems_t track;
     /* User counters, in registration order. */
     uint32_t ncounters;
     memobs_counter_value_t counters[MEMOBS_MAX_COUNTERS];
@@ -271,6 +318,100 @@ MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char
 /* memobs_counter_add(handle, n) is an inline function declared below. */
 
 /* ======================================================================== */
+/* Allocation tracker                                                       */
+/* ======================================================================== */
+
+/* Record an allocation after obtaining it and its free BEFORE releasing it
+   (else another thread may be given the same address in between). The
+   macros (below) fill in the calling thread's device and phase.
+     ptr     the block; NULL is counted and ignored.
+     device  device index; -1 = the calling thread's (memobs_set_device).
+     stream  opaque (a cudaStream_t), stored and shown, never dereferenced.
+     tag     a string (copied, at most 63 bytes) or NULL.
+     depth   C stack frames to capture: -1 = the default (MEMOBS_CALLSTACK,
+             memobs_track_set_callstack), 0 = none, up to MEMOBS_MAX_STACK.
+   Allocations with the same tag and stack share one trace id (dense, in
+   first-seen order). Expected O(1): a hash of the pointer, one striped
+   lock, a few atomic adds. */
+MEMOBS_API void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_mem_kind_t kind, int device,
+                                        const void *stream, const char *tag, int depth);
+MEMOBS_API void memobs_track_free(const void *ptr);
+
+/* Device index used by the macros on this thread (default 0). */
+MEMOBS_API void memobs_set_device(int device);
+MEMOBS_API int memobs_get_device(void);
+
+/* Default C stack depth for allocations made without an explicit depth;
+   0 turns capture off. Clamped to MEMOBS_MAX_STACK. */
+MEMOBS_API int memobs_track_set_callstack(int depth);
+
+/* A tag provider captures a stack of another language (memobs_python.h
+   installs one for Python) on every tracked allocation. Frames are stored
+   as given (pc: a code pointer, line, aux: anything) and turned into text
+   only when a report is written.
+     capture  fills up to max frames for the calling thread; returns the
+              count (0: nothing to add). Runs inside the allocation call:
+              must not block, must not allocate through the tracked
+              allocator.
+     retain   (may be NULL) called once, under the trace lock, when a new
+              trace keeps these frames: take references here.
+     format   writes the text of n frames into buf, one line per '\n';
+              returns the length written.
+     title    heading of the boxed stack, e.g. "Python Stack Trace".
+   The struct is copied. NULL removes the provider. At most 8 providers are
+   installed over the life of a process (they are never freed, so traces
+   made by an old provider stay printable): then MEMOBS_ERR_FULL. */
+typedef struct {
+    uintptr_t pc;
+    uint32_t line, aux;
+} memobs_frame_t;
+typedef struct {
+    int (*capture)(memobs_frame_t *frames, int max, void *user);
+    void (*retain)(const memobs_frame_t *frames, int n, void *user);
+    size_t (*format)(const memobs_frame_t *frames, int n, char *buf, size_t len, void *user);
+    const char *title;
+    void *user;
+} memobs_tag_provider_t;
+MEMOBS_API int memobs_set_tag_provider(const memobs_tag_provider_t *provider);
+
+/* Peak report: when tracked device memory on a device passes its last
+   reported maximum by the fraction growth (and is at least min_bytes), the
+   allocating thread writes a report (the new maximum, the previous one, the
+   block table and the live bytes per trace) to dest: "stderr", "stdout" or
+   a file path (appended; %r/%p expanded). dest NULL or "off" turns it off.
+   growth 0 reports every new maximum. */
+MEMOBS_API int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes);
+
+/* A snapshot of live allocations, for exporters. Returns how many are
+   live (which may exceed max; at most max are written). */
+typedef struct {
+    const void *ptr;
+    uint64_t bytes;
+    memobs_mem_kind_t kind;
+    int32_t device;
+    memobs_phase_t phase;
+    const void *stream;
+    uint64_t time_ns; /* memobs_now_ns() of the alloc */
+    uint32_t trace;   /* MEMOBS_NO_TRACE if none */
+} memobs_alloc_info_t;
+MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
+
+/* Text of a trace: the tag on the first line, then one line per frame
+   (C frames symbolized now: function+offset (module+offset)). Returns the
+   length (truncated to len-1), or MEMOBS_ERR_INVALID for an unknown id. */
+MEMOBS_API int memobs_trace_text(uint32_t trace, char *buf, size_t len);
+
+/* Reports (text, UTF-8 box drawing for stacks). Rows are capped at
+   MEMOBS_REPORT_ROWS (env, default 50; 0 = all); the rest are summed. */
+/* Block table of live allocations, largest first. */
+MEMOBS_API int memobs_print_allocations(FILE *f);
+/* Live bytes and counts per trace, largest first: which line holds memory. */
+MEMOBS_API int memobs_print_alloc_groups(FILE *f);
+/* What is still live, grouped by trace, largest first (MEMOBS_LEAKS=1
+   writes it at exit). */
+MEMOBS_API int memobs_print_leaks(FILE *f);
+
+/* ======================================================================== */
 /* Identity                                                                 */
 /* ======================================================================== */
 
@@ -317,6 +458,14 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 #define MEMOBS_REQUEST_TOKEN(id) ((void)sizeof(id))
 #define MEMOBS_REQUEST_END(id) ((void)sizeof(id))
 #define MEMOBS_COUNTER_ADD(name, n) ((void)sizeof(name), (void)sizeof(n))
+#define MEMOBS_TRACK_ALLOC(ptr, bytes, kind) ((void)sizeof(ptr), (void)sizeof(bytes), (void)sizeof(kind))
+#define MEMOBS_TRACK_ALLOC_N(ptr, bytes, kind, tag) \
+    ((void)sizeof(ptr), (void)sizeof(bytes), (void)sizeof(kind), (void)sizeof(tag))
+#define MEMOBS_TRACK_ALLOC_S(ptr, bytes, kind, depth) \
+    ((void)sizeof(ptr), (void)sizeof(bytes), (void)sizeof(kind), (void)sizeof(depth))
+#define MEMOBS_TRACK_ALLOC_NS(ptr, bytes, kind, tag, depth) \
+    ((void)sizeof(ptr), (void)sizeof(bytes), (void)sizeof(kind), (void)sizeof(tag), (void)sizeof(depth))
+#define MEMOBS_TRACK_FREE(ptr) ((void)sizeof(ptr))
 
 #else /* !MEMOBS_DISABLE */
 
@@ -324,9 +473,13 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 #ifdef __cplusplus
 #define MEMOBS__U64(x) static_cast<uint64_t>(x)
 #define MEMOBS__UNS(x) static_cast<unsigned>(x)
+#define MEMOBS__INT(x) static_cast<int>(x)
+#define MEMOBS__NULL nullptr
 #else
 #define MEMOBS__U64(x) ((uint64_t)(x))
 #define MEMOBS__UNS(x) ((unsigned)(x))
+#define MEMOBS__INT(x) ((int)(x))
+#define MEMOBS__NULL ((void *)0)
 #endif
 
 /* prefill: nonzero = prefill phase, zero = decode phase. */
@@ -362,6 +515,17 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
         }                                                                        \
         if (memobs__id > 0) memobs_counter_add(memobs__id - 1, MEMOBS__U64(n));   \
     } while (0)
+/* Allocation tracker (see its section above): device and phase of this
+   thread; _N adds a tag, _S a C stack of depth frames, _NS both. */
+#define MEMOBS_TRACK_ALLOC(ptr, bytes, kind) \
+    memobs_track_alloc_full(ptr, MEMOBS__U64(bytes), kind, -1, MEMOBS__NULL, MEMOBS__NULL, -1)
+#define MEMOBS_TRACK_ALLOC_N(ptr, bytes, kind, tag) \
+    memobs_track_alloc_full(ptr, MEMOBS__U64(bytes), kind, -1, MEMOBS__NULL, tag, -1)
+#define MEMOBS_TRACK_ALLOC_S(ptr, bytes, kind, depth) \
+    memobs_track_alloc_full(ptr, MEMOBS__U64(bytes), kind, -1, MEMOBS__NULL, MEMOBS__NULL, MEMOBS__INT(depth))
+#define MEMOBS_TRACK_ALLOC_NS(ptr, bytes, kind, tag, depth) \
+    memobs_track_alloc_full(ptr, MEMOBS__U64(bytes), kind, -1, MEMOBS__NULL, tag, MEMOBS__INT(depth))
+#define MEMOBS_TRACK_FREE(ptr) memobs_track_free(ptr)
 
 #endif /* MEMOBS_DISABLE */
 
@@ -397,9 +561,11 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
+    memobs__u64_t trk[MEMOBS_MEM_KINDS][3]; /* [kind][allocs, frees, alloc bytes] */
     /* Bookkeeping below is touched only under the registry lock. */
     uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2] __attribute__((aligned(64)));
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
+    uint64_t base_trk[MEMOBS_MEM_KINDS][3];
     struct memobs__shard_s *next; /* registry list */
     void *raw;                    /* block from MEMOBS_MALLOC */
     int in_use;                   /* owned by a live thread */
@@ -409,6 +575,8 @@ typedef struct memobs__shard_s {
 typedef struct {
     memobs__shard_t *shard; /* NULL until the thread's first record */
     uint32_t phase;         /* memobs_phase_t */
+    int32_t device;         /* memobs_set_device() */
+    uint32_t busy;          /* inside a report, a stack capture or the tracker's set-up */
 } memobs__tls_t;
 
 extern MEMOBS_API memobs__flag_t memobs__on;
@@ -473,16 +641,36 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
 #ifndef MEMOBS_MAX_REQUESTS
 #define MEMOBS_MAX_REQUESTS 4096
 #endif
+#ifndef MEMOBS_CALLSTACK
+#define MEMOBS_CALLSTACK 0
+#endif
+#ifndef MEMOBS_TRACK_CAPACITY
+#define MEMOBS_TRACK_CAPACITY 32768
+#endif
+#ifndef MEMOBS_MAX_TRACES
+#define MEMOBS_MAX_TRACES 4096
+#endif
+#ifndef MEMOBS_MAX_DEVICES
+#define MEMOBS_MAX_DEVICES 16
+#endif
+#if MEMOBS_MAX_TRACES < 16 || (MEMOBS_MAX_TRACES & (MEMOBS_MAX_TRACES - 1)) != 0
+#error "MEMOBS_MAX_TRACES must be a power of two, at least 16"
+#endif
 
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <execinfo.h>
+#define MEMOBS__HAVE_BACKTRACE 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -523,6 +711,17 @@ enum {
     MEMOBS__ST_TPOT_UNARMED,
     MEMOBS__ST_BAD_RECORD,
     MEMOBS__ST_UNTRACKED,
+    MEMOBS__ST_FREE_UNKNOWN,
+    MEMOBS__ST_FREE_DOUBLE,
+    MEMOBS__ST_FREE_NULL,
+    MEMOBS__ST_ALLOC_NULL,
+    MEMOBS__ST_ALLOC_ZERO,
+    MEMOBS__ST_ALLOC_DUP,
+    MEMOBS__ST_ALLOC_BAD_KIND,
+    MEMOBS__ST_UNTRACKED_ALLOCS,
+    MEMOBS__ST_UNTRACKED_BYTES,
+    MEMOBS__ST_UNTRACKED_FREES,
+    MEMOBS__ST_TRACE_DROPPED,
     MEMOBS__ST_COUNT
 };
 
@@ -536,7 +735,15 @@ enum {
     MEMOBS__W_UNTRACKED = 1u << 5,
     MEMOBS__W_BAD_COUNTER = 1u << 6,
     MEMOBS__W_NULL_ARG = 1u << 7,
-    MEMOBS__W_REQ_DUPLICATE = 1u << 8
+    MEMOBS__W_REQ_DUPLICATE = 1u << 8,
+    MEMOBS__W_TRK_BAD = 1u << 9,
+    MEMOBS__W_TRK_NULL = 1u << 10,
+    MEMOBS__W_TRK_ZERO = 1u << 11,
+    MEMOBS__W_TRK_DUP = 1u << 12,
+    MEMOBS__W_TRK_FULL = 1u << 13,
+    MEMOBS__W_TRK_DOUBLE = 1u << 14,
+    MEMOBS__W_TRK_UNKNOWN = 1u << 15,
+    MEMOBS__W_TRACES_FULL = 1u << 16
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -562,6 +769,98 @@ typedef struct {
     const char *help;
 } memobs__counter_def_t;
 
+/* Allocation tracker. Live allocations sit in MEMOBS__TRK_STRIPES
+   open-addressing tables (linear probing, backward-shift delete), each
+   under its own lock, sized once from MEMOBS_TRACK_CAPACITY. Traces
+   (tag + stack) are interned in a table that only grows: lookups are
+   lock-free (the key is published last, with release), inserts take
+   trace_lock. Current bytes are global atomics so that the peak is exact;
+   alloc/free counts live in the per-thread shards. */
+#define MEMOBS__TRK_STRIPES 64
+#define MEMOBS__FREED_RING 16 /* recent frees remembered per stripe (double-free check) */
+#define MEMOBS__TRACE_SLOTS (2 * MEMOBS_MAX_TRACES)
+#define MEMOBS__TRACE_FRAMES (8 * MEMOBS_MAX_TRACES)
+#define MEMOBS__MAX_PROVIDERS 8
+#define MEMOBS__TAG_LEN 64
+
+typedef struct {
+    uint64_t addr; /* 0: empty slot */
+    uint64_t bytes, time_ns;
+    const void *stream;
+    uint32_t trace;
+    int16_t device;
+    uint8_t kind, phase;
+} memobs__alloc_t;
+
+typedef struct {
+    memobs__u32_t lock; /* spin lock: held for a probe and a store */
+    uint32_t n, mask;   /* live entries; slots - 1 */
+    uint32_t ring_pos;
+    memobs__alloc_t *slot;
+    uint64_t freed[MEMOBS__FREED_RING];
+} __attribute__((aligned(64))) memobs__trk_stripe_t;
+
+typedef struct {
+    uint64_t key;  /* 0: empty; else the content hash (never 0), stored last */
+    uint32_t id;   /* dense, first-seen order */
+    uint32_t off;  /* first frame in the frame pool */
+    uint16_t np;   /* provider frames, then nc C frames */
+    uint16_t nc;
+    uint8_t prov;  /* provider slot + 1; 0 = none */
+    char tag[MEMOBS__TAG_LEN];
+} memobs__trace_t;
+
+typedef struct {
+    pthread_mutex_t init_lock;
+    memobs__u32_t ready; /* 0 not set up, 1 ready, 2 set-up failed */
+    uint32_t capacity;   /* live allocations the table holds */
+    memobs__u64_t nlive;      /* tracked live entries, against capacity */
+    memobs__u64_t cur[MEMOBS_MEM_KINDS], peak[MEMOBS_MEM_KINDS];
+    memobs__u64_t untracked_live;
+    memobs__u32_t used;       /* any allocation seen */
+    memobs__u32_t depth;      /* default C stack depth */
+    memobs__trk_stripe_t stripe[MEMOBS__TRK_STRIPES];
+    /* traces */
+    pthread_mutex_t trace_lock;
+    memobs__trace_t *traces;  /* MEMOBS__TRACE_SLOTS */
+    uint32_t *trace_slot;     /* id -> slot */
+    memobs_frame_t *frames;   /* MEMOBS__TRACE_FRAMES */
+    uint32_t frames_used;     /* under trace_lock */
+    memobs__u32_t ntraces;
+    memobs_tag_provider_t prov[MEMOBS__MAX_PROVIDERS];
+    uint32_t nprov;           /* under trace_lock */
+    memobs__u32_t prov_on;    /* installed provider slot + 1, 0 = none */
+    /* device peaks and the peak report */
+    memobs__u64_t dev_cur[MEMOBS_MAX_DEVICES], dev_max[MEMOBS_MAX_DEVICES];
+    memobs__u64_t dev_next[MEMOBS_MAX_DEVICES]; /* report when dev_cur reaches this */
+    memobs__u64_t dev_rep[MEMOBS_MAX_DEVICES];  /* last reported maximum */
+    memobs__u32_t peak_on;
+    double peak_growth;       /* under memobs__g.lock */
+    uint64_t peak_min;
+    char peak_dest[512];
+    char leaks_dest[512];     /* MEMOBS_LEAKS, "" = none */
+    int rows;                 /* MEMOBS_REPORT_ROWS */
+} memobs__trk_t;
+
+/* Stripe locks of the allocation table. A spin lock, not a mutex: the
+   critical section is a few probes, and fork() must hold all of them
+   (ThreadSanitizer aborts when one thread holds more than 64 mutexes). */
+static void memobs__spin_lock(memobs__u32_t *l) {
+    unsigned n = 0;
+    while (__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE)) {
+        while (MEMOBS__LOAD(&l->v)) {
+            if (++n < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield(); /* the holder was preempted */
+            }
+        }
+    }
+}
+static void memobs__spin_unlock(memobs__u32_t *l) { __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE); }
+
 /* All mutable state but the hot enabled flag and the TLS slot. */
 static pthread_once_t memobs__once = PTHREAD_ONCE_INIT; /* not zero on every libc */
 static struct {
@@ -584,6 +883,7 @@ static struct {
     memobs_log_fn log_fn;
     void *log_user;
     memobs__u32_t warned;
+    memobs__trk_t trk; /* allocation tracker */
 } memobs__g;
 
 #ifdef MEMOBS_DISABLE
@@ -753,6 +1053,85 @@ static void memobs__identity_from_env(void) {
 
 static void memobs__shard_release(void *p);
 static void memobs__at_exit(void);
+static void memobs__leaks_at_exit(void);
+static void memobs__peak_arm(void);
+static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own);
+
+/* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
+   1G, 2T (also KiB, MB...: all binary). */
+static int memobs__parse_bytes(const char *s, uint64_t *out) {
+    static const char units[] = "KMGT";
+    char *end;
+    unsigned long long v;
+    const char *u;
+    if (!s || !isdigit((unsigned char)*s)) return 0;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno) return 0;
+    if (*end) {
+        u = strchr(units, toupper((unsigned char)*end));
+        if (!u) return 0;
+        end++;
+        if (*end == 'i' || *end == 'I') end++;
+        if (*end == 'B' || *end == 'b') end++;
+        if (*end) return 0;
+        if (v > (~0ull >> (10 * (u - units + 1)))) return 0;
+        v <<= 10 * (u - units + 1);
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* "stderr"/"1", "stdout", "off"/"0" or a path; 0 for off. */
+static int memobs__env_dest(const char *name, char *out, size_t len) {
+    const char *s = getenv(name);
+    int b;
+    if (!s) return 0;
+    b = memobs__parse_bool(s);
+    if (b == 0) return 0;
+    if (b == 1) s = "stderr";
+    if (!*s || strlen(s) >= len) {
+        memobs__log(MEMOBS_LOG_WARN, "%s is empty or longer than %u bytes; ignored", name, (unsigned)len - 1);
+        return 0;
+    }
+    strcpy(out, s);
+    return 1;
+}
+
+/* Tracker settings from the environment; runs inside memobs__init_once. */
+static void memobs__track_env(void) {
+    memobs__trk_t *t = &memobs__g.trk;
+    const char *s;
+    int v, found = 0;
+    uint64_t b;
+    if (memobs__env_int("MEMOBS_TRACK_CAPACITY", &v, &found)) {
+        if (v >= 1) t->capacity = (uint32_t)v;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACK_CAPACITY=0: must be at least 1; using %u", t->capacity);
+    }
+    if (memobs__env_int("MEMOBS_CALLSTACK", &v, &found)) {
+        if (v > MEMOBS_MAX_STACK)
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CALLSTACK=%d is above MEMOBS_MAX_STACK; using %d", v, MEMOBS_MAX_STACK);
+        MEMOBS__STORE(&t->depth.v, (uint32_t)(v > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : v));
+    }
+    if (memobs__env_int("MEMOBS_REPORT_ROWS", &v, &found)) t->rows = v;
+    if ((s = getenv("MEMOBS_PEAK_GROWTH")) != NULL) {
+        char *end;
+        double g = strtod(s, &end);
+        if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth = g;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_GROWTH='%s' is not a fraction in [0, 1000]; using %g", s,
+                         t->peak_growth);
+    }
+    if ((s = getenv("MEMOBS_PEAK_MIN")) != NULL) {
+        if (memobs__parse_bytes(s, &b)) t->peak_min = b;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_MIN='%s' is not a byte count (like 64M); using %llu", s,
+                         (unsigned long long)t->peak_min);
+    }
+    if (memobs__env_dest("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
+        memobs__peak_arm();
+        MEMOBS__STORE(&t->peak_on.v, 1u);
+    }
+    if (memobs__env_dest("MEMOBS_LEAKS", t->leaks_dest, sizeof t->leaks_dest)) atexit(memobs__leaks_at_exit);
+}
 static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
@@ -762,6 +1141,13 @@ static void memobs__init_once(void) {
     unsigned i;
     pthread_mutex_init(&memobs__g.lock, NULL);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
+    pthread_mutex_init(&memobs__g.trk.init_lock, NULL);
+    pthread_mutex_init(&memobs__g.trk.trace_lock, NULL);
+    memobs__g.trk.capacity = MEMOBS_TRACK_CAPACITY;
+    memobs__g.trk.depth.v = MEMOBS_CALLSTACK > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : MEMOBS_CALLSTACK;
+    memobs__g.trk.rows = 50;
+    memobs__g.trk.peak_growth = 0.10;
+    memobs__g.trk.peak_min = (uint64_t)64 << 20;
     memobs__g.key_ok = pthread_key_create(&memobs__g.key, memobs__shard_release) == 0;
     memobs__g.fallback.shared = 1;
     memobs__g.fallback.in_use = 1;
@@ -773,6 +1159,7 @@ static void memobs__init_once(void) {
     (void)s;
     (void)memobs__parse_bool;
     (void)memobs__at_exit;
+    (void)memobs__track_env;
     return; /* compiled out: stay off, read nothing */
 #else
     if ((s = getenv("MEMOBS")) != NULL) {
@@ -796,6 +1183,7 @@ static void memobs__init_once(void) {
             atexit(memobs__at_exit);
         }
     }
+    memobs__track_env();
 #endif
 }
 
@@ -821,6 +1209,14 @@ int memobs_is_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 
 /* memobs_write_summary_file() reports its own failures. */
 static void memobs__at_exit(void) { (void)memobs_write_summary_file(memobs__g.summary_path, memobs__g.format); }
+
+static void memobs__leaks_at_exit(void) {
+    int own;
+    FILE *f = memobs__open_dest(memobs__g.trk.leaks_dest, "w", "leak report", &own);
+    if (!f) return;
+    if (memobs_print_leaks(f) != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the leak report failed");
+    if (own) fclose(f);
+}
 
 /* ======================================================================== */
 /* Private: shards                                                          */
@@ -863,13 +1259,19 @@ static void memobs__shard_release(void *p) {
    by a thread that does not exist there. */
 static void memobs__atfork_prepare(void) {
     unsigned i;
+    pthread_mutex_lock(&memobs__g.trk.init_lock);
+    pthread_mutex_lock(&memobs__g.trk.trace_lock);
     pthread_mutex_lock(&memobs__g.lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
+    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
+    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
     pthread_mutex_unlock(&memobs__g.lock);
+    pthread_mutex_unlock(&memobs__g.trk.trace_lock);
+    pthread_mutex_unlock(&memobs__g.trk.init_lock);
 }
 static void memobs__atfork_child(void) {
     memobs__shard_t *s;
@@ -1241,6 +1643,545 @@ int32_t memobs__counter_site(const char *name) {
 }
 
 /* ======================================================================== */
+/* Private: allocation tracker                                              */
+/* ======================================================================== */
+
+#define MEMOBS__TRK (memobs__g.trk)
+
+static const char *const memobs__kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+
+/* Adds n to a tracker count of the calling thread's shard. */
+static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
+    memobs__shard_t *s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
+    if (!s) s = &memobs__g.fallback;
+    if (s->shared) MEMOBS__ADD(&s->trk[kind][what].v, n);
+    else MEMOBS__STORE(&s->trk[kind][what].v, MEMOBS__LOAD(&s->trk[kind][what].v) + n);
+}
+
+/* Tables are allocated at the first tracked allocation, so a program that
+   never tracks pays nothing. 1 when ready. */
+static int memobs__trk_ready(void) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    uint32_t r = __atomic_load_n(&t->ready.v, __ATOMIC_ACQUIRE);
+    size_t per, slots, i;
+    if (MEMOBS__LIKELY(r == 1)) return 1;
+    if (r == 2 || memobs__tls.busy) return 0; /* busy: MEMOBS_MALLOC re-entered us */
+    pthread_mutex_lock(&t->init_lock);
+    if (MEMOBS__LOAD(&t->ready.v) == 0) {
+        void *blk;
+        memobs__tls.busy = 1;
+        per = (t->capacity + MEMOBS__TRK_STRIPES - 1) / MEMOBS__TRK_STRIPES;
+        /* Load factor at most 1/2 on average; a skewed stripe still has room. */
+        for (slots = 16; slots < 2 * per; slots *= 2) {
+        }
+        blk = MEMOBS_MALLOC(slots * MEMOBS__TRK_STRIPES * sizeof(memobs__alloc_t));
+        t->traces = (memobs__trace_t *)MEMOBS_MALLOC(MEMOBS__TRACE_SLOTS * sizeof(memobs__trace_t));
+        t->trace_slot = (uint32_t *)MEMOBS_MALLOC(MEMOBS_MAX_TRACES * sizeof(uint32_t));
+        t->frames = (memobs_frame_t *)MEMOBS_MALLOC(MEMOBS__TRACE_FRAMES * sizeof(memobs_frame_t));
+        if (!blk || !t->traces || !t->trace_slot || !t->frames) {
+            if (blk) MEMOBS_FREE(blk);
+            if (t->traces) MEMOBS_FREE(t->traces);
+            if (t->trace_slot) MEMOBS_FREE(t->trace_slot);
+            if (t->frames) MEMOBS_FREE(t->frames);
+            t->traces = NULL;
+            t->trace_slot = NULL;
+            t->frames = NULL;
+            memobs__log(MEMOBS_LOG_WARN, "allocation tracker: cannot allocate its tables for %u allocations; "
+                        "allocations are counted but not tracked", (unsigned)t->capacity);
+            __atomic_store_n(&t->ready.v, 2u, __ATOMIC_RELEASE);
+        } else {
+            memset(blk, 0, slots * MEMOBS__TRK_STRIPES * sizeof(memobs__alloc_t));
+            memset(t->traces, 0, MEMOBS__TRACE_SLOTS * sizeof(memobs__trace_t));
+            for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+                t->stripe[i].slot = (memobs__alloc_t *)blk + i * slots;
+                t->stripe[i].mask = (uint32_t)(slots - 1);
+            }
+            __atomic_store_n(&t->ready.v, 1u, __ATOMIC_RELEASE);
+        }
+        memobs__tls.busy = 0;
+    }
+    r = MEMOBS__LOAD(&t->ready.v);
+    pthread_mutex_unlock(&t->init_lock);
+    return r == 1;
+}
+
+/* Return addresses of the caller of the public function that calls this
+   (frames 0 and 1 are this function and that one). noinline keeps the
+   count right. */
+__attribute__((noinline)) static int memobs__capture_c(void **out, int depth) {
+#ifdef MEMOBS__HAVE_BACKTRACE
+    void *buf[MEMOBS_MAX_STACK + 2];
+    int n, i;
+    if (depth > MEMOBS_MAX_STACK) depth = MEMOBS_MAX_STACK;
+    if (depth <= 0 || memobs__tls.busy) return 0;
+    memobs__tls.busy = 1; /* the first backtrace() loads libgcc_s, which calls malloc */
+    n = backtrace(buf, depth + 2);
+    memobs__tls.busy = 0;
+    for (i = 2; i < n; i++) out[i - 2] = buf[i];
+    return n > 2 ? n - 2 : 0;
+#else
+    (void)out;
+    (void)depth;
+    return 0;
+#endif
+}
+
+static uint64_t memobs__trace_hash(const char *tag, unsigned prov, const memobs_frame_t *fr, unsigned np,
+                                   unsigned nc) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)prov << 32) ^ ((uint64_t)np << 16) ^ nc;
+    unsigned i;
+    for (; *tag; tag++) h = (h ^ (unsigned char)*tag) * 0x100000001b3ull;
+    for (i = 0; i < np + nc; i++) h = memobs__mix(h ^ fr[i].pc) ^ ((uint64_t)fr[i].line << 32 | fr[i].aux);
+    h = memobs__mix(h);
+    return h ? h : 1;
+}
+
+static int memobs__trace_eq(const memobs__trace_t *t, const char *tag, unsigned prov, const memobs_frame_t *fr,
+                            unsigned np, unsigned nc) {
+    return t->np == np && t->nc == nc && t->prov == prov && strcmp(t->tag, tag) == 0 &&
+           (np + nc == 0 || memcmp(&MEMOBS__TRK.frames[t->off], fr, (np + nc) * sizeof *fr) == 0);
+}
+
+/* Slot of the trace with this content, or the empty slot ending its probe. */
+static uint32_t memobs__trace_probe(uint64_t h, const char *tag, unsigned prov, const memobs_frame_t *fr,
+                                    unsigned np, unsigned nc, int *found) {
+    uint32_t i = (uint32_t)(h >> 32) & (MEMOBS__TRACE_SLOTS - 1);
+    for (;; i = (i + 1) & (MEMOBS__TRACE_SLOTS - 1)) {
+        memobs__trace_t *t = &MEMOBS__TRK.traces[i];
+        uint64_t k = __atomic_load_n(&t->key, __ATOMIC_ACQUIRE);
+        if (k == 0) break;
+        if (k == h && memobs__trace_eq(t, tag, prov, fr, np, nc)) {
+            *found = 1;
+            return i;
+        }
+    }
+    *found = 0;
+    return i;
+}
+
+/* Trace id of (tag, provider frames, C frames), interning it on first
+   sight; MEMOBS_NO_TRACE when there is nothing to record or no room. */
+static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int nc_in) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    memobs_frame_t fr[2 * MEMOBS_MAX_STACK];
+    char tag[MEMOBS__TAG_LEN];
+    unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, i;
+    uint32_t slot, id;
+    uint64_t h;
+    int found;
+    if (prov && !memobs__tls.busy) {
+        const memobs_tag_provider_t *p = &t->prov[prov - 1];
+        int n;
+        memobs__tls.busy = 1;
+        n = p->capture(fr, MEMOBS_MAX_STACK, p->user);
+        memobs__tls.busy = 0;
+        np = n > 0 ? (unsigned)(n > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : n) : 0u;
+    }
+    if (np == 0) prov = 0;
+    nc = nc_in > 0 ? (unsigned)nc_in : 0u;
+    for (i = 0; i < nc; i++) {
+        fr[np + i].pc = (uintptr_t)cst[i];
+        fr[np + i].line = 0;
+        fr[np + i].aux = 0;
+    }
+    if (!tag_in) tag_in = "";
+    if (!*tag_in && np + nc == 0) return MEMOBS_NO_TRACE;
+    for (i = 0; i + 1 < sizeof tag && tag_in[i]; i++) tag[i] = tag_in[i];
+    tag[i] = 0;
+    h = memobs__trace_hash(tag, prov, fr, np, nc);
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, &found);
+    if (found) return t->traces[slot].id;
+    pthread_mutex_lock(&t->trace_lock);
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, &found);
+    if (found) {
+        id = t->traces[slot].id;
+    } else if (MEMOBS__LOAD(&t->ntraces.v) >= MEMOBS_MAX_TRACES || t->frames_used + np + nc > MEMOBS__TRACE_FRAMES) {
+        id = MEMOBS_NO_TRACE;
+    } else {
+        memobs__trace_t *e = &t->traces[slot];
+        id = MEMOBS__LOAD(&t->ntraces.v);
+        e->id = id;
+        e->off = t->frames_used;
+        e->np = (uint16_t)np;
+        e->nc = (uint16_t)nc;
+        e->prov = (uint8_t)prov;
+        memcpy(e->tag, tag, sizeof tag);
+        if (np + nc) memcpy(&t->frames[e->off], fr, (np + nc) * sizeof *fr);
+        t->frames_used += np + nc;
+        if (prov && t->prov[prov - 1].retain) t->prov[prov - 1].retain(&t->frames[e->off], (int)np, t->prov[prov - 1].user);
+        t->trace_slot[id] = slot;
+        __atomic_store_n(&t->ntraces.v, id + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&e->key, h, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&t->trace_lock);
+    if (id == MEMOBS_NO_TRACE) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_TRACE_DROPPED].v, 1u);
+        memobs__warn_once(MEMOBS__W_TRACES_FULL, "trace table full (MEMOBS_MAX_TRACES=%u, %u frames); new tags/stacks "
+                          "are not recorded (counted)", (unsigned)MEMOBS_MAX_TRACES, (unsigned)MEMOBS__TRACE_FRAMES);
+    }
+    return id;
+}
+
+/* The trace of a published id, or NULL. */
+static const memobs__trace_t *memobs__trace_get(uint32_t id) {
+    if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1 || id >= __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE))
+        return NULL;
+    return &MEMOBS__TRK.traces[MEMOBS__TRK.trace_slot[id]];
+}
+
+static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uint32_t trace);
+
+/* Accounts an allocation before it is published in the table, so a free
+   on another thread can never subtract bytes that were not added. Returns
+   the device's tracked bytes after the add (0 for other kinds). */
+static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    uint64_t c = MEMOBS__ADD(&t->cur[kind].v, bytes) + bytes;
+    uint64_t p = MEMOBS__LOAD(&t->peak[kind].v);
+    while (c > p && !MEMOBS__CAS(&t->peak[kind].v, &p, c)) {
+    }
+    if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES) {
+        uint64_t dc = MEMOBS__ADD(&t->dev_cur[device].v, bytes) + bytes;
+        uint64_t dm = MEMOBS__LOAD(&t->dev_max[device].v);
+        while (dc > dm && !MEMOBS__CAS(&t->dev_max[device].v, &dm, dc)) {
+        }
+        return dc;
+    }
+    return 0;
+}
+
+/* After a device allocation is in the table: the one thread that moves the
+   device past its report threshold writes the peak report. */
+static void memobs__peak_check(int device, uint64_t dc, uint32_t trace) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    uint64_t next;
+    if (!MEMOBS__LOAD(&t->peak_on.v) || device < 0 || device >= MEMOBS_MAX_DEVICES) return;
+    next = MEMOBS__LOAD(&t->dev_next[device].v);
+    while (dc >= next) {
+        uint64_t want = (uint64_t)((double)dc * (1.0 + t->peak_growth));
+        if (want <= dc) want = dc + 1;
+        if (MEMOBS__CAS(&t->dev_next[device].v, &next, want)) {
+            uint64_t prev = MEMOBS__XCHG(&t->dev_rep[device].v, dc);
+            if (!memobs__tls.busy) memobs__peak_report(device, dc, prev, trace);
+            return;
+        }
+    }
+}
+
+static void memobs__mem_sub(unsigned kind, int device, uint64_t bytes) {
+    MEMOBS__ADD(&MEMOBS__TRK.cur[kind].v, (uint64_t)0 - bytes);
+    if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES)
+        MEMOBS__ADD(&MEMOBS__TRK.dev_cur[device].v, (uint64_t)0 - bytes);
+}
+
+static memobs__trk_stripe_t *memobs__trk_stripe(uint64_t addr, uint32_t *home) {
+    uint64_t h = memobs__mix(addr);
+    memobs__trk_stripe_t *st = &MEMOBS__TRK.stripe[h % MEMOBS__TRK_STRIPES];
+    *home = (uint32_t)(h >> 32);
+    return st;
+}
+
+/* Caller holds st->lock. Slot holding addr, or -1; *hole is the empty slot
+   ending the probe run. */
+static int memobs__trk_find(memobs__trk_stripe_t *st, uint32_t home, uint64_t addr, uint32_t *hole) {
+    uint32_t j = home & st->mask;
+    for (;; j = (j + 1) & st->mask) {
+        if (st->slot[j].addr == addr) return (int)j;
+        if (st->slot[j].addr == 0) {
+            *hole = j;
+            return -1;
+        }
+    }
+}
+
+/* Caller holds st->lock. Backward-shift delete: no tombstones, so probe
+   runs stay short however long the engine runs. */
+static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
+    uint32_t k = j;
+    st->slot[j].addr = 0;
+    st->n--;
+    for (;;) {
+        uint32_t home;
+        k = (k + 1) & st->mask;
+        if (st->slot[k].addr == 0) return;
+        home = (uint32_t)(memobs__mix(st->slot[k].addr) >> 32) & st->mask;
+        if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
+            st->slot[j] = st->slot[k];
+            st->slot[k].addr = 0;
+            j = k;
+        }
+    }
+}
+
+static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, int device, const void *stream,
+                              const char *tag, void *const *cst, int nc) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    memobs__trk_stripe_t *st;
+    memobs__alloc_t old;
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
+    uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i;
+    uint64_t dc, now;
+    int at, full = 0, dup = 0;
+    if (kind >= MEMOBS_MEM_KINDS) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_BAD_KIND].v, 1u);
+        memobs__warn_once(MEMOBS__W_TRK_BAD, "tracked allocation with kind %u, which is not a memobs_mem_kind_t; "
+                          "ignored (counted)", kind);
+        return;
+    }
+    if (!ptr) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_NULL].v, 1u);
+        memobs__warn_once(MEMOBS__W_TRK_NULL, "tracked allocation of a NULL pointer (%llu bytes); ignored (counted)",
+                          (unsigned long long)bytes);
+        return;
+    }
+    if (!MEMOBS__LOAD(&t->used.v)) MEMOBS__STORE(&t->used.v, 1u);
+    if (bytes == 0) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_ZERO].v, 1u);
+        memobs__warn_once(MEMOBS__W_TRK_ZERO, "tracked allocation of 0 bytes at %p; tracked (counted)", ptr);
+    }
+    if (device < 0) device = (kind == MEMOBS_MEM_DEVICE || kind == MEMOBS_MEM_MANAGED) ? memobs__tls.device : -1;
+    memobs__trk_count(kind, 0, 1u);
+    memobs__trk_count(kind, 2, bytes);
+    if (!memobs__trk_ready()) {
+        dc = memobs__mem_add(kind, device, bytes);
+        full = 1;
+    } else {
+        trace = memobs__trace_intern(tag, cst, nc);
+        now = memobs_now_ns();
+        dc = memobs__mem_add(kind, device, bytes);
+        st = memobs__trk_stripe(addr, &home);
+        memobs__spin_lock(&st->lock);
+        for (i = 0; i < MEMOBS__FREED_RING; i++)
+            if (st->freed[i] == addr) st->freed[i] = 0;
+        at = memobs__trk_find(st, home, addr, &hole);
+        if (at >= 0) {
+            dup = 1;
+            old = st->slot[at];
+            hole = (uint32_t)at;
+        } else if (MEMOBS__ADD(&t->nlive.v, 1u) >= t->capacity || st->n + 1 > st->mask) {
+            MEMOBS__ADD(&t->nlive.v, (uint64_t)0 - 1u);
+            full = 1;
+        } else {
+            st->n++;
+        }
+        if (!full) {
+            memobs__alloc_t *e = &st->slot[hole];
+            e->addr = addr;
+            e->bytes = bytes;
+            e->time_ns = now;
+            e->stream = stream;
+            e->trace = trace;
+            e->device = (int16_t)(device < -1 ? -1 : device > 32767 ? 32767 : device);
+            e->kind = (uint8_t)kind;
+            e->phase = (uint8_t)memobs__tls.phase;
+        }
+        memobs__spin_unlock(&st->lock);
+        if (dup) {
+            /* The allocator reused an address whose free we never saw. */
+            memobs__mem_sub(old.kind, old.device, old.bytes);
+            memobs__trk_count(old.kind, 1, 1u);
+            MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_DUP].v, 1u);
+            memobs__warn_once(MEMOBS__W_TRK_DUP, "allocation at %p tracked while already live (a missed free?); the "
+                              "old record is counted as freed", ptr);
+        }
+    }
+    if (full) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_ALLOCS].v, 1u);
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_BYTES].v, bytes);
+        MEMOBS__ADD(&t->untracked_live.v, 1u);
+        memobs__warn_once(MEMOBS__W_TRK_FULL, "allocation table full (MEMOBS_TRACK_CAPACITY=%u) or unavailable; "
+                          "further allocations are counted in the totals but not tracked", (unsigned)t->capacity);
+    }
+    /* After the insert, so the report shows the block that made the peak. */
+    if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, trace);
+}
+
+static void memobs__trk_free(const void *ptr) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    memobs__trk_stripe_t *st;
+    memobs__alloc_t old;
+    uint64_t addr = (uint64_t)(uintptr_t)ptr, u;
+    uint32_t home, hole, i;
+    int at, twice = 0;
+    if (!ptr) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
+        return;
+    }
+    if (MEMOBS__LOAD(&t->ready.v) == 1) {
+        st = memobs__trk_stripe(addr, &home);
+        memobs__spin_lock(&st->lock);
+        at = memobs__trk_find(st, home, addr, &hole);
+        if (at >= 0) {
+            old = st->slot[at];
+            memobs__trk_remove(st, (uint32_t)at);
+            st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
+            memobs__spin_unlock(&st->lock);
+            MEMOBS__ADD(&t->nlive.v, (uint64_t)0 - 1u);
+            memobs__mem_sub(old.kind, old.device, old.bytes);
+            memobs__trk_count(old.kind, 1, 1u);
+            return;
+        }
+        for (i = 0; i < MEMOBS__FREED_RING; i++)
+            if (st->freed[i] == addr) twice = 1;
+        memobs__spin_unlock(&st->lock);
+    }
+    if (twice) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_DOUBLE].v, 1u);
+        memobs__warn_once(MEMOBS__W_TRK_DOUBLE, "double free of %p (freed before and not allocated since); ignored "
+                          "(counted)", ptr);
+        return;
+    }
+    /* Not in the table: while allocations made with the table full are
+       live, take it for one of them (its size is unknown). */
+    u = MEMOBS__LOAD(&t->untracked_live.v);
+    while (u > 0 && !MEMOBS__CAS(&t->untracked_live.v, &u, u - 1)) {
+    }
+    if (u > 0) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_FREES].v, 1u);
+        return;
+    }
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_UNKNOWN].v, 1u);
+    memobs__warn_once(MEMOBS__W_TRK_UNKNOWN, "free of %p, which is not a tracked live allocation; ignored (counted)",
+                      ptr);
+}
+
+/* noinline: memobs__capture_c skips exactly this frame and its own. */
+__attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_mem_kind_t kind,
+                                                       int device, const void *stream, const char *tag, int depth) {
+    void *cst[MEMOBS_MAX_STACK];
+    int nc = 0;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (depth < 0) depth = (int)MEMOBS__LOAD(&MEMOBS__TRK.depth.v);
+    if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth);
+    memobs__trk_alloc(ptr, bytes, (unsigned)kind, device, stream, tag, cst, nc);
+}
+
+void memobs_track_free(const void *ptr) {
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    memobs__trk_free(ptr);
+}
+
+void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
+int memobs_get_device(void) { return memobs__tls.device; }
+
+int memobs_track_set_callstack(int depth) {
+    if (depth < 0) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_callstack(%d): depth must be >= 0; unchanged", depth);
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    MEMOBS__STORE(&MEMOBS__TRK.depth.v, (uint32_t)(depth > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : depth));
+    return MEMOBS_OK;
+}
+
+int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    int rc = MEMOBS_OK;
+    if (p && (!p->capture || !p->format)) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_set_tag_provider: capture and format are required; unchanged");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    pthread_mutex_lock(&t->trace_lock);
+    if (!p) {
+        __atomic_store_n(&t->prov_on.v, 0u, __ATOMIC_RELEASE);
+    } else if (t->nprov >= MEMOBS__MAX_PROVIDERS) {
+        rc = MEMOBS_ERR_FULL;
+    } else {
+        t->prov[t->nprov] = *p;
+        if (!t->prov[t->nprov].title) t->prov[t->nprov].title = "Stack Trace";
+        t->nprov++;
+        __atomic_store_n(&t->prov_on.v, t->nprov, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&t->trace_lock);
+    if (rc == MEMOBS_ERR_FULL)
+        memobs__log(MEMOBS_LOG_WARN, "memobs_set_tag_provider: %d providers were installed already; unchanged",
+                    MEMOBS__MAX_PROVIDERS);
+    return rc;
+}
+
+/* Caller holds memobs__g.lock. */
+static void memobs__peak_arm(void) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    unsigned d;
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        uint64_t m = MEMOBS__LOAD(&t->dev_max[d].v);
+        MEMOBS__STORE(&t->dev_rep[d].v, m);
+        MEMOBS__STORE(&t->dev_next[d].v, m + 1 > t->peak_min ? m + 1 : t->peak_min);
+    }
+}
+
+int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    int off = !dest || strcmp(dest, "off") == 0;
+    if (!off && (!*dest || strlen(dest) >= sizeof t->peak_dest)) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_set_peak_report: destination is empty or too long; unchanged");
+        return MEMOBS_ERR_INVALID;
+    }
+    if (!(growth >= 0.0 && growth <= 1000.0)) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_set_peak_report: growth %g is not in [0, 1000]; unchanged", growth);
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    pthread_mutex_lock(&memobs__g.lock);
+    MEMOBS__STORE(&t->peak_on.v, 0u);
+    if (!off) {
+        strcpy(t->peak_dest, dest);
+        t->peak_growth = growth;
+        t->peak_min = min_bytes;
+        memobs__peak_arm();
+        MEMOBS__STORE(&t->peak_on.v, 1u);
+    }
+    pthread_mutex_unlock(&memobs__g.lock);
+    return MEMOBS_OK;
+}
+
+/* Copies live allocations (at most max) into out; returns how many are
+   live. Takes each stripe lock in turn: a consistent view per stripe. */
+static size_t memobs__trk_snapshot(memobs__alloc_t *out, size_t max) {
+    size_t n = 0;
+    uint32_t i, j;
+    if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return 0;
+    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+        memobs__trk_stripe_t *st = &MEMOBS__TRK.stripe[i];
+        memobs__spin_lock(&st->lock);
+        for (j = 0; j <= st->mask; j++) {
+            if (!st->slot[j].addr) continue;
+            if (n < max) out[n] = st->slot[j];
+            n++;
+        }
+        memobs__spin_unlock(&st->lock);
+    }
+    return n;
+}
+
+size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
+    memobs__alloc_t *a;
+    size_t n, i;
+    if (!out && max) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL output pointer passed to a memobs_get_* call; ignored");
+        return 0;
+    }
+    if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return 0;
+    if (max == 0) return (size_t)MEMOBS__LOAD(&MEMOBS__TRK.nlive.v);
+    a = (memobs__alloc_t *)MEMOBS_MALLOC(max * sizeof *a);
+    if (!a) return 0;
+    n = memobs__trk_snapshot(a, max);
+    for (i = 0; i < n && i < max; i++) {
+        out[i].ptr = (const void *)(uintptr_t)a[i].addr;
+        out[i].bytes = a[i].bytes;
+        out[i].kind = (memobs_mem_kind_t)a[i].kind;
+        out[i].device = a[i].device;
+        out[i].phase = (memobs_phase_t)a[i].phase;
+        out[i].stream = a[i].stream;
+        out[i].time_ns = a[i].time_ns;
+        out[i].trace = a[i].trace;
+    }
+    MEMOBS_FREE(a);
+    return n;
+}
+
+/* ======================================================================== */
 /* Private: identity                                                        */
 /* ======================================================================== */
 
@@ -1311,6 +2252,17 @@ void memobs_get_summary(memobs_summary_t *out) {
             memobs__xfer_sum(&by_phase[i]->d2d, s, i, MEMOBS_DIR_D2D);
         }
         for (c = 0; c < out->ncounters; c++) out->counters[c].value += MEMOBS__LOAD(&s->user[c].v) - s->base_user[c];
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            uint64_t a = MEMOBS__LOAD(&s->trk[c][0].v), fr = MEMOBS__LOAD(&s->trk[c][1].v);
+            out->mem[c].allocs += a - s->base_trk[c][0];
+            out->mem[c].frees += fr - s->base_trk[c][1];
+            out->mem[c].alloc_bytes += MEMOBS__LOAD(&s->trk[c][2].v) - s->base_trk[c][2];
+            out->mem[c].live += a - fr; /* wraps back when summed over shards */
+        }
+    }
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+        out->mem[c].current_bytes = MEMOBS__LOAD(&memobs__g.trk.cur[c].v);
+        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.peak[c].v);
     }
     for (c = 0; c < out->ncounters; c++) {
         out->counters[c].name = memobs__g.counters[c].name;
@@ -1338,6 +2290,21 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->tpot_unarmed = st[MEMOBS__ST_TPOT_UNARMED];
     out->bad_records = st[MEMOBS__ST_BAD_RECORD];
     out->untracked_threads = st[MEMOBS__ST_UNTRACKED];
+    out->tracking = MEMOBS__LOAD(&memobs__g.trk.used.v) != 0;
+    out->track.frees_unknown = st[MEMOBS__ST_FREE_UNKNOWN];
+    out->track.frees_double = st[MEMOBS__ST_FREE_DOUBLE];
+    out->track.frees_null = st[MEMOBS__ST_FREE_NULL];
+    out->track.allocs_null = st[MEMOBS__ST_ALLOC_NULL];
+    out->track.allocs_zero = st[MEMOBS__ST_ALLOC_ZERO];
+    out->track.allocs_duplicate = st[MEMOBS__ST_ALLOC_DUP];
+    out->track.allocs_bad_kind = st[MEMOBS__ST_ALLOC_BAD_KIND];
+    out->track.untracked = st[MEMOBS__ST_UNTRACKED_ALLOCS];
+    out->track.untracked_bytes = st[MEMOBS__ST_UNTRACKED_BYTES];
+    out->track.untracked_frees = st[MEMOBS__ST_UNTRACKED_FREES];
+    out->track.untracked_live = MEMOBS__LOAD(&memobs__g.trk.untracked_live.v);
+    out->track.traces = __atomic_load_n(&memobs__g.trk.ntraces.v, __ATOMIC_ACQUIRE);
+    out->track.traces_dropped = st[MEMOBS__ST_TRACE_DROPPED];
+    out->track.capacity = memobs__g.trk.capacity;
 }
 
 void memobs_reset(void) {
@@ -1350,7 +2317,11 @@ void memobs_reset(void) {
         memobs__u64_t *x = &s->xfer[0][0][0];
         for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 2; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
+        for (i = 0; i < MEMOBS_MEM_KINDS * 3; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }
+    /* The window's peak starts at what is allocated now. */
+    for (i = 0; i < MEMOBS_MEM_KINDS; i++)
+        MEMOBS__STORE(&memobs__g.trk.peak[i].v, MEMOBS__LOAD(&memobs__g.trk.cur[i].v));
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
     memobs__hist_rebase(&memobs__g.ttft);
     memobs__hist_rebase(&memobs__g.tpot);
@@ -1421,14 +2392,23 @@ static void memobs__text_latency(FILE *f, const char *name, const memobs_latency
 
 /* One line naming every kind of misuse seen in the window, if any. */
 static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
-    const uint64_t v[7] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
-                           s->tpot_unarmed, s->bad_records, s->untracked_threads};
-    static const char *const what[7] = {"requests not timed (table full)", "token/end for ids not in flight",
-                                        "duplicate begins", "TTFT stops without a start",
-                                        "TPOT steps before a first token", "bad records",
-                                        "records via the shared shard (no per-thread shard)"};
+    const memobs_track_problems_t *t = &s->track;
+    const uint64_t v[16] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+                            s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
+                            t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
+                            t->untracked, t->untracked_frees, t->traces_dropped};
+    static const char *const what[16] = {"requests not timed (table full)", "token/end for ids not in flight",
+                                         "duplicate begins", "TTFT stops without a start",
+                                         "TPOT steps before a first token", "bad records",
+                                         "records via the shared shard (no per-thread shard)",
+                                         "unmatched frees (pointer not tracked)", "double frees",
+                                         "NULL allocations", "zero-byte allocations",
+                                         "allocations of a live pointer (missed free)", "allocations of a bad kind",
+                                         "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)",
+                                         "frees of untracked allocations (current bytes may be overstated)",
+                                         "allocations whose trace was not kept (trace table full)"};
     unsigned i, n = 0;
-    for (i = 0; i < 7; i++) {
+    for (i = 0; i < 16; i++) {
         if (!v[i]) continue;
         fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
     }
@@ -1471,6 +2451,22 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
     fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu in flight\n",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
             (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight);
+    if (s->tracking) {
+        static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+        char b2[32], b3[32];
+        fprintf(f, "  %-7s | %10s %10s | %8s %8s %8s %10s\n", "memory", "current", "peak", "live", "allocs", "frees",
+                "allocated");
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            const memobs_mem_stats_t *m = &s->mem[c];
+            if (!m->live && !m->allocs && !m->frees && !m->current_bytes) continue;
+            fprintf(f, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
+                    memobs_fmt_bytes(m->current_bytes, b, sizeof b), memobs_fmt_bytes(m->peak_bytes, b2, sizeof b2),
+                    (unsigned long long)m->live, (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                    memobs_fmt_bytes(m->alloc_bytes, b3, sizeof b3));
+        }
+        fprintf(f, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
+                (unsigned long long)s->track.capacity, s->track.untracked_live ? ", some allocations untracked" : "");
+    }
     if (s->ncounters) {
         fprintf(f, "  counters:\n");
         for (c = 0; c < s->ncounters; c++)
@@ -1496,6 +2492,31 @@ static void memobs__json_latency(FILE *f, const char *name, const memobs_latency
             name, (unsigned long long)l->count, (unsigned long long)l->last_ns, (unsigned long long)l->mean_ns,
             (unsigned long long)l->p50_ns, (unsigned long long)l->p90_ns, (unsigned long long)l->p99_ns,
             (unsigned long long)l->max_ns);
+}
+
+static void memobs__json_memory(FILE *f, const memobs_summary_t *s) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+    const memobs_track_problems_t *t = &s->track;
+    unsigned k;
+    fputs("\"memory\":{", f);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const memobs_mem_stats_t *m = &s->mem[k];
+        fprintf(f, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
+                "\"frees\":%llu,\"alloc_bytes\":%llu}", k ? "," : "", kname[k], (unsigned long long)m->current_bytes,
+                (unsigned long long)m->peak_bytes, (unsigned long long)m->live, (unsigned long long)m->allocs,
+                (unsigned long long)m->frees, (unsigned long long)m->alloc_bytes);
+    }
+    fprintf(f, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
+            "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
+            "\"allocs_duplicate\":%llu,\"allocs_bad_kind\":%llu,\"untracked\":%llu,\"untracked_bytes\":%llu,"
+            "\"untracked_live\":%llu,\"untracked_frees\":%llu,\"traces_dropped\":%llu}",
+            s->tracking ? "true" : "false", (unsigned long long)t->traces, (unsigned long long)t->capacity,
+            (unsigned long long)t->frees_unknown, (unsigned long long)t->frees_double,
+            (unsigned long long)t->frees_null, (unsigned long long)t->allocs_null, (unsigned long long)t->allocs_zero,
+            (unsigned long long)t->allocs_duplicate, (unsigned long long)t->allocs_bad_kind,
+            (unsigned long long)t->untracked, (unsigned long long)t->untracked_bytes,
+            (unsigned long long)t->untracked_live, (unsigned long long)t->untracked_frees,
+            (unsigned long long)t->traces_dropped);
 }
 
 static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
@@ -1537,7 +2558,9 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
         memobs__json_str(f, s->counters[c].name);
         fprintf(f, ":%llu", (unsigned long long)s->counters[c].value);
     }
-    fputs("}}\n", f);
+    fputs("},", f);
+    memobs__json_memory(f, s);
+    fputs("}\n", f);
 }
 
 int memobs_write_summary(FILE *f, memobs_format_t fmt) {
@@ -1582,30 +2605,474 @@ static int memobs__expand_path(const char *in, char *out, size_t len) {
     return 1;
 }
 
-int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+/* Opens a destination: "stderr", "stdout" or a path (%r, %p, %% expanded)
+   with fopen mode. *own: the caller must fclose it. NULL, with a warning
+   naming what, when it cannot be opened. */
+static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own) {
     char full[1024];
     FILE *f;
-    int rc;
+    *own = 0;
+    if (strcmp(dest, "stderr") == 0) return stderr;
+    if (strcmp(dest, "stdout") == 0) return stdout;
+    if (!memobs__expand_path(dest, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
+        return NULL;
+    }
+    f = fopen(full, mode);
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the %s: %s", full, what, strerror(errno));
+        return NULL;
+    }
+    *own = 1;
+    return f;
+}
+
+int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+    FILE *f;
+    int rc, own;
     if (!path || !*path) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_summary_file: empty path");
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
-    if (strcmp(path, "stderr") == 0) return memobs_write_summary(stderr, fmt);
-    if (strcmp(path, "stdout") == 0) return memobs_write_summary(stdout, fmt);
-    if (!memobs__expand_path(path, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "summary path '%s' is too long once expanded", path);
+    if ((f = memobs__open_dest(path, "w", "summary", &own)) == NULL) return MEMOBS_ERR_IO;
+    rc = memobs_write_summary(f, fmt);
+    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    if (rc != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the summary to '%s' failed: %s", path, memobs_strerror(rc));
+    return rc;
+}
+
+/* ======================================================================== */
+/* Private: allocation reports                                              */
+/* ======================================================================== */
+
+/* dladdr() and __cxa_demangle() under private names, weak: strict C modes
+   hide dladdr's declaration, glibc before 2.34 keeps it in libdl, and only
+   C++ programs have a demangler. Missing ones leave module+offset text. */
+typedef struct { const char *fname; void *fbase; const char *sname; void *saddr; } memobs__dlinfo_t;
+extern int memobs__dladdr(const void *addr, memobs__dlinfo_t *info) __asm__("dladdr") __attribute__((weak));
+extern char *memobs__demangle(const char *name, char *buf, size_t *len, int *status) __asm__("__cxa_demangle")
+    __attribute__((weak));
+
+/* "function+0x1c (module+0x1a2c)", or "module+0x1a2c" without a symbol.
+   Returns 0 when no function name was found. */
+static int memobs__sym(uintptr_t pc, char *buf, size_t len) {
+    memobs__dlinfo_t di;
+    const char *mod;
+    memset(&di, 0, sizeof di);
+    /* pc - 1: a return address may point past the end of its function. */
+    if (!memobs__dladdr || !memobs__dladdr((const void *)(pc - 1), &di) || !di.fname) {
+        snprintf(buf, len, "0x%llx", (unsigned long long)pc);
+        return 0;
+    }
+    mod = strrchr(di.fname, '/') ? strrchr(di.fname, '/') + 1 : di.fname;
+    if (!*mod) mod = "?";
+    if (di.sname && di.saddr) {
+        int status = -1;
+        char *dm = (memobs__demangle && di.sname[0] == '_' && di.sname[1] == 'Z')
+                       ? memobs__demangle(di.sname, NULL, NULL, &status) : NULL;
+        snprintf(buf, len, "%s+0x%llx (%s+0x%llx)", dm && status == 0 ? dm : di.sname,
+                 (unsigned long long)(pc - (uintptr_t)di.saddr), mod, (unsigned long long)(pc - (uintptr_t)di.fbase));
+        free(dm); /* __cxa_demangle allocates with malloc */
+        return 1;
+    }
+    snprintf(buf, len, "%s+0x%llx", mod, (unsigned long long)(pc - (uintptr_t)di.fbase));
+    return 0;
+}
+
+/* Text of one part of a trace (0: provider frames, 1: C frames), one line
+   per frame. Returns 0 when that part is empty. *unnamed counts C frames
+   without a function name. */
+static size_t memobs__trace_part(const memobs__trace_t *e, int part, char *buf, size_t len, int *unnamed) {
+    const memobs_frame_t *fr = &MEMOBS__TRK.frames[e->off];
+    size_t o = 0;
+    unsigned i;
+    if (len) buf[0] = 0;
+    if (part == 0) {
+        const memobs_tag_provider_t *p;
+        if (!e->np || !e->prov || len == 0) return 0;
+        p = &MEMOBS__TRK.prov[e->prov - 1];
+        o = p->format(fr, (int)e->np, buf, len, p->user);
+        if (o >= len) o = len - 1;
+        buf[o] = 0;
+        return o;
+    }
+    for (i = 0; i < e->nc && o + 1 < len; i++) {
+        char sym[512];
+        int w;
+        if (!memobs__sym(fr[e->np + i].pc, sym, sizeof sym) && unnamed) (*unnamed)++;
+        w = snprintf(buf + o, len - o, "%s#%u %s", i ? "\n" : "", i, sym);
+        if (w < 0) break;
+        o += (size_t)w < len - o ? (size_t)w : len - o - 1;
+    }
+    return o;
+}
+
+int memobs_trace_text(uint32_t trace, char *buf, size_t len) {
+    const memobs__trace_t *e = memobs__trace_get(trace);
+    size_t o;
+    if (!e || !buf || len == 0) return MEMOBS_ERR_INVALID;
+    o = (size_t)snprintf(buf, len, "%s", e->tag);
+    if (o >= len) return (int)(len - 1);
+    if (e->np && o + 1 < len) {
+        buf[o++] = '\n';
+        o += memobs__trace_part(e, 0, buf + o, len - o, NULL);
+    }
+    if (e->nc && o + 1 < len) {
+        buf[o++] = '\n';
+        o += memobs__trace_part(e, 1, buf + o, len - o, NULL);
+    }
+    buf[o < len ? o : len - 1] = 0;
+    return (int)o;
+}
+
+/* Writes s in exactly w display columns (UTF-8 aware: the box drawing
+   characters are 3 bytes, 1 column), cut or padded with spaces. */
+static void memobs__cell(FILE *f, const char *s, int w) {
+    int col = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && col < w) {
+        const unsigned char *q = p + 1;
+        while ((*q & 0xC0) == 0x80) q++;
+        fwrite(p, 1, (size_t)(q - p), f);
+        p = q;
+        col++;
+    }
+    for (; col < w; col++) fputc(' ', f);
+}
+
+/* Heap sort (qsort may allocate, and a report may run inside an allocator). */
+static void memobs__sort(void *base, size_t n, size_t size, int (*before)(const void *, const void *)) {
+    unsigned char *a = (unsigned char *)base, tmp[64];
+    size_t start = n / 2, end = n;
+    if (n < 2 || size > sizeof tmp) return;
+    for (;;) {
+        size_t root, child;
+        if (start > 0) {
+            start--;
+        } else {
+            end--;
+            if (end == 0) return;
+            memcpy(tmp, a, size);
+            memcpy(a, a + end * size, size);
+            memcpy(a + end * size, tmp, size);
+        }
+        for (root = start; (child = 2 * root + 1) < end; root = child) {
+            /* max-heap on "sorts after": the first element ends up last */
+            if (child + 1 < end && before(a + child * size, a + (child + 1) * size)) child++;
+            if (!before(a + root * size, a + child * size)) break;
+            memcpy(tmp, a + root * size, size);
+            memcpy(a + root * size, a + child * size, size);
+            memcpy(a + child * size, tmp, size);
+        }
+    }
+}
+
+/* Largest first, then by address: "a sorts after b" for the heap. */
+static int memobs__alloc_after(const void *x, const void *y) {
+    const memobs__alloc_t *a = (const memobs__alloc_t *)x, *b = (const memobs__alloc_t *)y;
+    return a->bytes != b->bytes ? a->bytes < b->bytes : a->addr > b->addr;
+}
+
+typedef struct {
+    uint64_t bytes, count, oldest_ns;
+    uint32_t trace, kinds; /* kinds: bit mask */
+} memobs__group_t;
+
+static int memobs__group_after(const void *x, const void *y) {
+    const memobs__group_t *a = (const memobs__group_t *)x, *b = (const memobs__group_t *)y;
+    return a->bytes != b->bytes ? a->bytes < b->bytes : a->trace > b->trace;
+}
+
+#define MEMOBS__MIB(b) ((double)(b) / 1048576.0)
+#define MEMOBS__ROW_W 120 /* display columns of a table line */
+#define MEMOBS__BLOCK_TAG_W (MEMOBS__ROW_W - 90) /* what the other block table columns leave */
+#define MEMOBS__GROUP_TAG_W (MEMOBS__ROW_W - 79)
+
+static void memobs__rule(FILE *f) {
+    int i;
+    for (i = 0; i < MEMOBS__ROW_W; i++) fputc('-', f);
+    fputc('\n', f);
+}
+
+/* One boxed stack under a table row. */
+static void memobs__box(FILE *f, const char *title, const char *text) {
+    char line[160];
+    int i, n;
+    n = snprintf(line, sizeof line, "┌─ %s ", title);
+    for (i = 0; i < 60 && n > 0 && (size_t)n + 3 < sizeof line; i++) n += snprintf(line + n, sizeof line - (size_t)n, "─");
+    fputs("|   ", f);
+    memobs__cell(f, line, MEMOBS__ROW_W - 5);
+    fputs("|\n", f);
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        size_t k = nl ? (size_t)(nl - text) : strlen(text);
+        char row[600];
+        snprintf(row, sizeof row, "│    %.*s", (int)(k < 580 ? k : 580), text);
+        fputs("|   ", f);
+        memobs__cell(f, row, MEMOBS__ROW_W - 5);
+        fputs("|\n", f);
+        text += k + (nl ? 1 : 0);
+    }
+    n = snprintf(line, sizeof line, "└");
+    for (i = 0; i < 63 && (size_t)n + 3 < sizeof line; i++) n += snprintf(line + n, sizeof line - (size_t)n, "─");
+    fputs("|   ", f);
+    memobs__cell(f, line, MEMOBS__ROW_W - 5);
+    fputs("|\n", f);
+}
+
+/* The boxes of a trace (provider stack, then C stack); counts C frames
+   without a name into *unnamed. */
+static void memobs__trace_boxes(FILE *f, const memobs__trace_t *e, char *buf, size_t len, int *unnamed) {
+    if (e->np && memobs__trace_part(e, 0, buf, len, unnamed)) memobs__box(f, MEMOBS__TRK.prov[e->prov - 1].title, buf);
+    if (e->nc && memobs__trace_part(e, 1, buf, len, unnamed)) memobs__box(f, "C Stack Trace", buf);
+}
+
+/* The TAG cell of a trace: its tag, else "[Multi-Line Stack]" when a box
+   follows, else "". */
+static const char *memobs__tag_cell(const memobs__trace_t *e, int boxed) {
+    if (!e) return "";
+    if (e->tag[0]) return e->tag;
+    return boxed ? "[Multi-Line Stack]" : "[stack above]";
+}
+
+static void memobs__trace_cell(uint32_t trace, char *b, size_t len) {
+    if (trace == MEMOBS_NO_TRACE) b[0] = 0;
+    else snprintf(b, len, "%u", (unsigned)trace);
+}
+
+/* Block table of n sorted allocations: at most rows of them (0 = all),
+   the rest summed; each stack boxed under its first row. */
+static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, int rows, int *unnamed) {
+    static const char *const phase_name[3] = {"unphased", "prefill", "decode"};
+    unsigned char *shown = NULL;
+    uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE);
+    char *buf = (char *)MEMOBS_MALLOC(8192);
+    size_t i, lim = rows > 0 && (size_t)rows < n ? (size_t)rows : n;
+    uint64_t rest = 0;
+    if (ntr) shown = (unsigned char *)MEMOBS_MALLOC(ntr);
+    if (shown) memset(shown, 0, ntr);
+    memobs__rule(f);
+    fprintf(f, "| %18s | %12s (%10s) | %-7s | %3s | %-8s | %5s | ", "ADDR", "size", "MiB", "KIND", "DEV", "PHASE",
+            "TRACE");
+    memobs__cell(f, "TAG", MEMOBS__BLOCK_TAG_W);
+    fputs(" |\n", f);
+    memobs__rule(f);
+    for (i = 0; i < lim; i++) {
+        const memobs__trace_t *e = memobs__trace_get(a[i].trace);
+        int box = e && (e->np || e->nc) && shown && buf && !shown[a[i].trace];
+        char tr[16], dev[8];
+        memobs__trace_cell(a[i].trace, tr, sizeof tr);
+        if (a[i].device < 0) snprintf(dev, sizeof dev, "-");
+        else snprintf(dev, sizeof dev, "%d", (int)a[i].device);
+        fprintf(f, "| 0x%016llx | %12llu (%10.2f) | %-7s | %3s | %-8s | %5s | ", (unsigned long long)a[i].addr,
+                (unsigned long long)a[i].bytes, MEMOBS__MIB(a[i].bytes), memobs__kind_name[a[i].kind], dev,
+                phase_name[a[i].phase < 3 ? a[i].phase : 0], tr);
+        memobs__cell(f, memobs__tag_cell(e, box || !e || !(e->np || e->nc)), MEMOBS__BLOCK_TAG_W);
+        fputs(" |\n", f);
+        if (box) {
+            shown[a[i].trace] = 1;
+            memobs__trace_boxes(f, e, buf, 8192, unnamed);
+        }
+    }
+    if (lim < n) {
+        char more[96];
+        for (i = lim; i < n; i++) rest += a[i].bytes;
+        snprintf(more, sizeof more, "... %llu more allocations, %llu bytes (%.2f MiB)",
+                 (unsigned long long)(n - lim), (unsigned long long)rest, MEMOBS__MIB(rest));
+        fputs("| ", f);
+        memobs__cell(f, more, MEMOBS__ROW_W - 4);
+        fputs(" |\n", f);
+    }
+    memobs__rule(f);
+    if (buf) MEMOBS_FREE(buf);
+    if (shown) MEMOBS_FREE(shown);
+}
+
+/* Live bytes per trace of n allocations, largest first. */
+static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, int rows, int *unnamed) {
+    uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
+    memobs__group_t *grp = (memobs__group_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *grp);
+    char *buf = (char *)MEMOBS_MALLOC(8192);
+    uint64_t now = memobs_now_ns(), rest = 0, restn = 0;
+    size_t i;
+    if (!grp || !buf) {
+        fputs("  (no memory for the per-trace table)\n", f);
+        if (grp) MEMOBS_FREE(grp);
+        if (buf) MEMOBS_FREE(buf);
+        return;
+    }
+    for (g = 0; g <= ntr; g++) {
+        grp[g].bytes = grp[g].count = grp[g].oldest_ns = 0;
+        grp[g].trace = g < ntr ? g : MEMOBS_NO_TRACE;
+        grp[g].kinds = 0;
+    }
+    for (i = 0; i < n; i++) {
+        memobs__group_t *x = &grp[a[i].trace < ntr ? a[i].trace : ntr];
+        uint64_t age = now > a[i].time_ns ? now - a[i].time_ns : 0;
+        x->bytes += a[i].bytes;
+        x->count++;
+        x->kinds |= 1u << a[i].kind;
+        if (age > x->oldest_ns) x->oldest_ns = age;
+    }
+    for (g = 0; g <= ntr; g++)
+        if (grp[g].count) grp[ng++] = grp[g];
+    memobs__sort(grp, ng, sizeof *grp, memobs__group_after);
+    memobs__rule(f);
+    fprintf(f, "| %5s | %12s (%10s) | %7s | %-14s | %9s | ", "TRACE", "bytes", "MiB", "count", "KINDS", "OLDEST");
+    memobs__cell(f, "TAG", MEMOBS__GROUP_TAG_W);
+    fputs(" |\n", f);
+    memobs__rule(f);
+    for (g = 0; g < ng; g++) {
+        const memobs__trace_t *e = memobs__trace_get(grp[g].trace);
+        char tr[16], kinds[40], age[32];
+        unsigned k;
+        int o = 0;
+        if (rows > 0 && g >= (uint32_t)rows) {
+            rest += grp[g].bytes;
+            restn += grp[g].count;
+            continue;
+        }
+        kinds[0] = 0;
+        for (k = 0; k < MEMOBS_MEM_KINDS; k++)
+            if (grp[g].kinds & (1u << k))
+                o += snprintf(kinds + o, sizeof kinds - (size_t)o, "%s%s", o ? "," : "", memobs__kind_name[k]);
+        memobs__trace_cell(grp[g].trace, tr, sizeof tr);
+        fprintf(f, "| %5s | %12llu (%10.2f) | %7llu | %-14s | %9s | ", tr, (unsigned long long)grp[g].bytes,
+                MEMOBS__MIB(grp[g].bytes), (unsigned long long)grp[g].count, kinds,
+                memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age));
+        memobs__cell(f, e ? memobs__tag_cell(e, 1) : "(no tag, no stack)", MEMOBS__GROUP_TAG_W);
+        fputs(" |\n", f);
+        if (e) memobs__trace_boxes(f, e, buf, 8192, unnamed);
+    }
+    if (rows > 0 && ng > (uint32_t)rows) {
+        char more[96];
+        snprintf(more, sizeof more, "... %u more traces: %llu allocations, %llu bytes (%.2f MiB)",
+                 (unsigned)(ng - (uint32_t)rows), (unsigned long long)restn, (unsigned long long)rest,
+                 MEMOBS__MIB(rest));
+        fputs("| ", f);
+        memobs__cell(f, more, MEMOBS__ROW_W - 4);
+        fputs(" |\n", f);
+    }
+    memobs__rule(f);
+    MEMOBS_FREE(grp);
+    MEMOBS_FREE(buf);
+}
+
+enum { MEMOBS__REP_BLOCKS = 1, MEMOBS__REP_GROUPS = 2, MEMOBS__REP_LEAKS = 4 };
+
+/* Snapshot (filtered to one device's device memory when device >= 0),
+   sorted largest first. *n is the number kept; NULL when none or no memory. */
+static memobs__alloc_t *memobs__report_snapshot(int device, size_t *n) {
+    size_t cap = (size_t)MEMOBS__LOAD(&MEMOBS__TRK.nlive.v) + 1024, live, i, k = 0;
+    memobs__alloc_t *a;
+    *n = 0;
+    if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return NULL;
+    if (cap > MEMOBS__TRK.capacity) cap = MEMOBS__TRK.capacity;
+    a = (memobs__alloc_t *)MEMOBS_MALLOC(cap * sizeof *a);
+    if (!a) return NULL;
+    live = memobs__trk_snapshot(a, cap);
+    if (live > cap) live = cap;
+    for (i = 0; i < live; i++)
+        if (device < 0 || (a[i].kind == MEMOBS_MEM_DEVICE && a[i].device == device)) a[k++] = a[i];
+    memobs__sort(a, k, sizeof *a, memobs__alloc_after);
+    *n = k;
+    return a;
+}
+
+/* Header line of live bytes by kind: "device 1.07 GB in 3, pinned ...". */
+static void memobs__kinds_line(FILE *f, const memobs__alloc_t *a, size_t n) {
+    uint64_t b[MEMOBS_MEM_KINDS] = {0, 0, 0, 0}, c[MEMOBS_MEM_KINDS] = {0, 0, 0, 0};
+    size_t i;
+    unsigned k, o = 0;
+    for (i = 0; i < n; i++) b[a[i].kind] += a[i].bytes, c[a[i].kind]++;
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        if (!c[k]) continue;
+        fprintf(f, "%s%s %llu bytes (%.2f MiB) in %llu", o++ ? ", " : "", memobs__kind_name[k],
+                (unsigned long long)b[k], MEMOBS__MIB(b[k]), (unsigned long long)c[k]);
+    }
+}
+
+static int memobs__alloc_report(FILE *f, unsigned what) {
+    size_t n = 0, i;
+    memobs__alloc_t *a;
+    uint64_t total = 0, untracked = MEMOBS__LOAD(&MEMOBS__TRK.untracked_live.v);
+    uint32_t busy = memobs__tls.busy;
+    int unnamed = 0, rows;
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "allocation report: NULL FILE");
         return MEMOBS_ERR_INVALID;
     }
-    f = fopen(full, "w");
-    if (!f) {
-        memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the summary: %s", full, strerror(errno));
-        return MEMOBS_ERR_IO;
+    memobs_init();
+    memobs__tls.busy = 1;
+    rows = MEMOBS__TRK.rows;
+    a = memobs__report_snapshot(-1, &n);
+    for (i = 0; i < n; i++) total += a[i].bytes;
+    fprintf(f, "== memobs %s == rank %d pid %lld: ", what & MEMOBS__REP_LEAKS ? "leak report" :
+            what & MEMOBS__REP_BLOCKS ? "allocations" : "allocations by trace", (int)memobs__g.identity.rank,
+            (long long)getpid());
+    if (n == 0) {
+        fprintf(f, "%s\n", MEMOBS__LOAD(&MEMOBS__TRK.used.v) ? "no tracked allocation is live" :
+                "no allocation was tracked");
+    } else {
+        fprintf(f, "%llu allocations%s, %llu bytes (%.2f MiB): ", (unsigned long long)n,
+                what & MEMOBS__REP_LEAKS ? " still live" : " live", (unsigned long long)total, MEMOBS__MIB(total));
+        memobs__kinds_line(f, a, n);
+        fputc('\n', f);
+        if (what & MEMOBS__REP_BLOCKS) memobs__write_blocks(f, a, n, rows, &unnamed);
+        if (what & (MEMOBS__REP_GROUPS | MEMOBS__REP_LEAKS)) memobs__write_groups(f, a, n, rows, &unnamed);
     }
-    rc = memobs_write_summary(f, fmt);
-    if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
-    if (rc != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the summary to '%s' failed: %s", full, memobs_strerror(rc));
-    return rc;
+    if (untracked)
+        fprintf(f, "  + %llu allocations not in the table (it was full: raise MEMOBS_TRACK_CAPACITY)\n",
+                (unsigned long long)untracked);
+    if (unnamed)
+        fprintf(f, "  frames shown as module+offset have no exported name: addr2line -f -e MODULE OFFSET, or link "
+                "with -rdynamic\n");
+    if (a) MEMOBS_FREE(a);
+    memobs__tls.busy = busy;
+    if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
+    return MEMOBS_OK;
+}
+
+int memobs_print_allocations(FILE *f) { return memobs__alloc_report(f, MEMOBS__REP_BLOCKS); }
+int memobs_print_alloc_groups(FILE *f) { return memobs__alloc_report(f, MEMOBS__REP_GROUPS); }
+int memobs_print_leaks(FILE *f) { return memobs__alloc_report(f, MEMOBS__REP_LEAKS); }
+
+/* Written by the allocating thread that moved a device past its threshold. */
+static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uint32_t trace) {
+    char dest[sizeof MEMOBS__TRK.peak_dest], tr[16];
+    size_t n = 0, i;
+    memobs__alloc_t *a;
+    uint64_t total = 0;
+    int unnamed = 0, own = 0;
+    FILE *f;
+    memobs__tls.busy = 1;
+    pthread_mutex_lock(&memobs__g.lock);
+    memcpy(dest, MEMOBS__TRK.peak_dest, sizeof dest);
+    pthread_mutex_unlock(&memobs__g.lock);
+    f = memobs__open_dest(dest, "a", "peak report", &own);
+    if (f) {
+        a = memobs__report_snapshot(device, &n);
+        for (i = 0; i < n; i++) total += a[i].bytes;
+        memobs__trace_cell(trace, tr, sizeof tr);
+        fprintf(f, "memobs: [rank %d] device %d tracked memory reached new maximum %llu bytes (%.2f MiB), previous is "
+                "%llu bytes (%.2f MiB), current trace id [%s]\n", (int)memobs__g.identity.rank, device,
+                (unsigned long long)now_max, MEMOBS__MIB(now_max), (unsigned long long)prev, MEMOBS__MIB(prev),
+                tr[0] ? tr : "-");
+        fprintf(f, "  memobs tracker: device %d: %llu live allocations, %llu bytes (%.2f MiB)\n", device,
+                (unsigned long long)n, (unsigned long long)total, MEMOBS__MIB(total));
+        if (n) {
+            memobs__write_blocks(f, a, n, MEMOBS__TRK.rows, &unnamed);
+            memobs__write_groups(f, a, n, MEMOBS__TRK.rows, &unnamed);
+        }
+        if (unnamed)
+            fprintf(f, "  frames shown as module+offset have no exported name: addr2line -f -e MODULE OFFSET, or "
+                    "link with -rdynamic\n");
+        if (a) MEMOBS_FREE(a);
+        fflush(f);
+        if (own) fclose(f);
+    }
+    memobs__tls.busy = 0;
 }
 
 #ifdef __cplusplus
