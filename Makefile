@@ -20,7 +20,7 @@ $(BUILD):
 	@mkdir -p $(BUILD)
 
 $(BUILD)/offload_engine: examples/offload_engine.c memobs.h | $(BUILD)
-	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread -lm
+	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread -lm -rdynamic
 
 demo: $(BUILD)/offload_engine
 	./$(BUILD)/offload_engine
