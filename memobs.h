@@ -15,6 +15,9 @@
        MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();
        memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
        MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);   // your own counters
+       MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
+       MEMOBS_TRACK_FREE(p);                         // before the free
+       memobs_print_alloc_groups(stderr);            // which line holds memory
        memobs_print_summary();                       // at exit, on stderr
 
    or set MEMOBS_SUMMARY=stderr and change no code. Every call is declared
@@ -32,6 +35,15 @@
        per request id (many requests in flight, any thread).
      User counters: named uint64 counters you declare once and add to from
        anywhere; they appear in every summary.
+     Allocations (when you call MEMOBS_TRACK_*): a live table of address,
+       size, kind (device, host, pinned, managed), device, stream, phase,
+       time and trace; current and peak bytes per kind, exact under threads.
+       A trace is a tag string and/or a stack (C return addresses captured
+       with backtrace(), or frames from a tag provider such as
+       memobs_python.h), interned once: identical ones share a dense id.
+       Stacks are symbolized only when a report is written. Reports: block
+       table, live bytes per trace, leaks at exit, and a throttled report at
+       each new device peak (boxed stacks, UTF-8 box drawing).
      Identity: job id, rank, local rank, world size, host, pid, carried by
        every export.
 
@@ -65,6 +77,23 @@
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free).
+     MEMOBS_MAX_STACK         implementation only. Most frames a stack keeps
+                              (C and provider, each), default 32.
+     MEMOBS_CALLSTACK         implementation only. Default C stack depth of
+                              every tracked allocation, default 0 (none; the
+                              _S macros ask per call). Env MEMOBS_CALLSTACK.
+     MEMOBS_TRACK_CAPACITY    implementation only. Live allocations the table
+                              holds, default 32768; env MEMOBS_TRACK_CAPACITY.
+                              Beyond it allocations are counted, not tracked.
+     MEMOBS_MAX_TRACES        implementation only. Distinct traces (power of
+                              two), default 4096, with 8 frames each on
+                              average. The tracker allocates its tables at the
+                              first tracked allocation: 80 to 160 bytes per
+                              capacity slot plus 310 bytes per trace (3.9 MB
+                              with the defaults), never through the allocator
+                              it watches unless MEMOBS_MALLOC is that one.
+     MEMOBS_MAX_DEVICES       implementation only. Devices with their own
+                              current/peak and peak report, default 16.
      MEMOBS_NO_AUTOINIT       implementation only. Do not read the environment
                               from a constructor at load time; it is read at
                               the first call of memobs_init() or the first
@@ -78,6 +107,19 @@
                               rank, %p the pid, %% a percent sign.
      MEMOBS_FORMAT=text|json  format of that summary and of
                               memobs_print_summary() (default text).
+     MEMOBS_CALLSTACK=N       C frames captured per tracked allocation.
+     MEMOBS_TRACK_CAPACITY=N  live allocations the table holds.
+     MEMOBS_PEAK_REPORT=stderr|stdout|PATH|1|0
+                              peak reports (off by default; 1 = stderr; a
+                              PATH is appended to, %r/%p expanded).
+     MEMOBS_PEAK_GROWTH=F     report when a device's tracked bytes pass the
+                              last reported maximum by this fraction
+                              (default 0.10; 0 = every new maximum).
+     MEMOBS_PEAK_MIN=BYTES    no report below this (default 64M; suffixes
+                              K, M, G, T are binary).
+     MEMOBS_LEAKS=stderr|stdout|PATH|1|0
+                              at exit, what is still live, by trace.
+     MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
@@ -100,6 +142,13 @@
      Histograms are log-linear, 64 sub-buckets per power of two from 64 ns to
      ~9.8 h: reported percentiles are within 0.8% of the true sample value
      (values above the range clamp to the last bucket; max is exact).
+     C stacks need glibc's backtrace() (elsewhere: tags only). Frames get
+     function names from dladdr(): exported symbols only (link executables
+     with -rdynamic), else module+offset for addr2line; C++ names are
+     demangled when the program links libstdc++. Double frees are told
+     apart from unknown pointers for the last 16 frees of each of 64 table
+     stripes. A free whose pointer was never tracked because the table was
+     full cannot be sized: current bytes then overstate (the summary says).
 
    LICENSE: MIT.
 */
@@ -835,8 +884,8 @@ typedef struct {
     memobs__u64_t dev_next[MEMOBS_MAX_DEVICES]; /* report when dev_cur reaches this */
     memobs__u64_t dev_rep[MEMOBS_MAX_DEVICES];  /* last reported maximum */
     memobs__u32_t peak_on;
-    double peak_growth;       /* under memobs__g.lock */
-    uint64_t peak_min;
+    memobs__u64_t peak_growth_ppm; /* report threshold growth, parts per million */
+    uint64_t peak_min;             /* under memobs__g.lock */
     char peak_dest[512];
     char leaks_dest[512];     /* MEMOBS_LEAKS, "" = none */
     int rows;                 /* MEMOBS_REPORT_ROWS */
@@ -1117,9 +1166,9 @@ static void memobs__track_env(void) {
     if ((s = getenv("MEMOBS_PEAK_GROWTH")) != NULL) {
         char *end;
         double g = strtod(s, &end);
-        if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth = g;
+        if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_GROWTH='%s' is not a fraction in [0, 1000]; using %g", s,
-                         t->peak_growth);
+                         (double)t->peak_growth_ppm.v / 1e6);
     }
     if ((s = getenv("MEMOBS_PEAK_MIN")) != NULL) {
         if (memobs__parse_bytes(s, &b)) t->peak_min = b;
@@ -1146,7 +1195,7 @@ static void memobs__init_once(void) {
     memobs__g.trk.capacity = MEMOBS_TRACK_CAPACITY;
     memobs__g.trk.depth.v = MEMOBS_CALLSTACK > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : MEMOBS_CALLSTACK;
     memobs__g.trk.rows = 50;
-    memobs__g.trk.peak_growth = 0.10;
+    memobs__g.trk.peak_growth_ppm.v = 100000; /* 10% */
     memobs__g.trk.peak_min = (uint64_t)64 << 20;
     memobs__g.key_ok = pthread_key_create(&memobs__g.key, memobs__shard_release) == 0;
     memobs__g.fallback.shared = 1;
@@ -1858,7 +1907,7 @@ static void memobs__peak_check(int device, uint64_t dc, uint32_t trace) {
     if (!MEMOBS__LOAD(&t->peak_on.v) || device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     next = MEMOBS__LOAD(&t->dev_next[device].v);
     while (dc >= next) {
-        uint64_t want = (uint64_t)((double)dc * (1.0 + t->peak_growth));
+        uint64_t want = (uint64_t)((double)dc * (1.0 + (double)MEMOBS__LOAD(&t->peak_growth_ppm.v) / 1e6));
         if (want <= dc) want = dc + 1;
         if (MEMOBS__CAS(&t->dev_next[device].v, &next, want)) {
             uint64_t prev = MEMOBS__XCHG(&t->dev_rep[device].v, dc);
@@ -2057,7 +2106,12 @@ __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t
 }
 
 void memobs_track_free(const void *ptr) {
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    /* Switched off at run time, frees still retire what was tracked before,
+       so those blocks do not turn into leaks; with nothing live it is two
+       loads. */
+    if (!MEMOBS__LOAD(&memobs__on.v) &&
+        (!ptr || (!MEMOBS__LOAD(&MEMOBS__TRK.nlive.v) && !MEMOBS__LOAD(&MEMOBS__TRK.untracked_live.v))))
+        return;
     memobs__trk_free(ptr);
 }
 
@@ -2127,7 +2181,7 @@ int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) 
     MEMOBS__STORE(&t->peak_on.v, 0u);
     if (!off) {
         strcpy(t->peak_dest, dest);
-        t->peak_growth = growth;
+        MEMOBS__STORE(&t->peak_growth_ppm.v, (uint64_t)(growth * 1e6 + 0.5));
         t->peak_min = min_bytes;
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
@@ -2164,6 +2218,7 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
     }
     if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return 0;
     if (max == 0) return (size_t)MEMOBS__LOAD(&MEMOBS__TRK.nlive.v);
+    if (max > MEMOBS__TRK.capacity) max = MEMOBS__TRK.capacity; /* never more live than that */
     a = (memobs__alloc_t *)MEMOBS_MALLOC(max * sizeof *a);
     if (!a) return 0;
     n = memobs__trk_snapshot(a, max);
@@ -2961,6 +3016,12 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
 
 enum { MEMOBS__REP_BLOCKS = 1, MEMOBS__REP_GROUPS = 2, MEMOBS__REP_LEAKS = 4 };
 
+static int memobs__rank(void) {
+    memobs_identity_t id;
+    memobs_get_identity(&id);
+    return (int)id.rank;
+}
+
 /* Snapshot (filtered to one device's device memory when device >= 0),
    sorted largest first. *n is the number kept; NULL when none or no memory. */
 static memobs__alloc_t *memobs__report_snapshot(int device, size_t *n) {
@@ -3009,7 +3070,7 @@ static int memobs__alloc_report(FILE *f, unsigned what) {
     a = memobs__report_snapshot(-1, &n);
     for (i = 0; i < n; i++) total += a[i].bytes;
     fprintf(f, "== memobs %s == rank %d pid %lld: ", what & MEMOBS__REP_LEAKS ? "leak report" :
-            what & MEMOBS__REP_BLOCKS ? "allocations" : "allocations by trace", (int)memobs__g.identity.rank,
+            what & MEMOBS__REP_BLOCKS ? "allocations" : "allocations by trace", memobs__rank(),
             (long long)getpid());
     if (n == 0) {
         fprintf(f, "%s\n", MEMOBS__LOAD(&MEMOBS__TRK.used.v) ? "no tracked allocation is live" :
@@ -3056,7 +3117,7 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
         for (i = 0; i < n; i++) total += a[i].bytes;
         memobs__trace_cell(trace, tr, sizeof tr);
         fprintf(f, "memobs: [rank %d] device %d tracked memory reached new maximum %llu bytes (%.2f MiB), previous is "
-                "%llu bytes (%.2f MiB), current trace id [%s]\n", (int)memobs__g.identity.rank, device,
+                "%llu bytes (%.2f MiB), current trace id [%s]\n", memobs__rank(), device,
                 (unsigned long long)now_max, MEMOBS__MIB(now_max), (unsigned long long)prev, MEMOBS__MIB(prev),
                 tr[0] ? tr : "-");
         fprintf(f, "  memobs tracker: device %d: %llu live allocations, %llu bytes (%.2f MiB)\n", device,

@@ -23,6 +23,11 @@ void all_macros(int *p) {
     MEMOBS_REQUEST_BEGIN((*p)++);
     MEMOBS_REQUEST_TOKEN((*p)++);
     MEMOBS_REQUEST_END((*p)++);
+    MEMOBS_TRACK_ALLOC(p + (*p)++, (*p)++, MEMOBS_MEM_DEVICE);
+    MEMOBS_TRACK_ALLOC_N(p + (*p)++, (*p)++, MEMOBS_MEM_HOST, "never");
+    MEMOBS_TRACK_ALLOC_S(p + (*p)++, (*p)++, MEMOBS_MEM_PINNED, (*p)++);
+    MEMOBS_TRACK_ALLOC_NS(p + (*p)++, (*p)++, MEMOBS_MEM_MANAGED, "never", (*p)++);
+    MEMOBS_TRACK_FREE(p + (*p)++);
 }
 void empty(int *p) { (void)p; }
 
@@ -33,9 +38,10 @@ int main(void) {
     memobs_enable(1); /* cannot switch a compiled-out build on */
     memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 5);
     memobs_request_begin(1);
+    memobs_track_alloc_full(&x, 8, MEMOBS_MEM_DEVICE, 0, NULL, "t", 0);
     memobs_get_summary(&s);
     if (x != 0) return printf("    # macro arguments were evaluated (%d increments)\n", x), 1;
     if (memobs_is_enabled()) return printf("    # enabled after memobs_enable(1)\n"), 1;
-    if (s.total.h2d.bytes || s.requests_begun) return printf("    # something was recorded\n"), 1;
+    if (s.total.h2d.bytes || s.requests_begun || s.tracking || s.mem[0].allocs) return printf("    # something was recorded\n"), 1;
     return 0;
 }

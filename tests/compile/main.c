@@ -34,5 +34,11 @@ int main(void) {
     EXPECT(2 * n, s.ttft.count); /* global clock + per request */
     EXPECT(n, s.e2e.count);
     EXPECT(n, s.requests_completed);
+    EXPECT(3000 * n, s.mem[MEMOBS_MEM_DEVICE].current_bytes);
+    EXPECT(5 * n, s.mem[MEMOBS_MEM_HOST].allocs + s.mem[MEMOBS_MEM_DEVICE].allocs + s.mem[MEMOBS_MEM_PINNED].allocs +
+                      s.mem[MEMOBS_MEM_MANAGED].allocs);
+    EXPECT(4 * n, s.mem[MEMOBS_MEM_HOST].frees + s.mem[MEMOBS_MEM_PINNED].frees + s.mem[MEMOBS_MEM_MANAGED].frees);
+    EXPECT(0, s.mem[MEMOBS_MEM_PINNED].current_bytes + s.mem[MEMOBS_MEM_HOST].current_bytes);
+    EXPECT(0, s.track.frees_unknown + s.track.allocs_duplicate);
     return bad;
 }

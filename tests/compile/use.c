@@ -30,4 +30,18 @@ void USE_FN(unsigned long long id) {
     MEMOBS_REQUEST_BEGIN(id);
     MEMOBS_REQUEST_TOKEN(id);
     MEMOBS_REQUEST_END(id);
+    {
+        /* Per build: one 3000-byte device block kept live, four freed. */
+        static char blocks[5];
+        MEMOBS_TRACK_ALLOC(&blocks[0], 3000, MEMOBS_MEM_DEVICE);
+        MEMOBS_TRACK_ALLOC_N(&blocks[1], 100, MEMOBS_MEM_PINNED, "compile_tag");
+        MEMOBS_TRACK_ALLOC_S(&blocks[2], 10, MEMOBS_MEM_HOST, 4);
+        MEMOBS_TRACK_ALLOC_NS(&blocks[3], 1, MEMOBS_MEM_MANAGED, "compile_tag", 2);
+        MEMOBS_TRACK_ALLOC(&blocks[4], 5u, MEMOBS_MEM_HOST);
+        MEMOBS_TRACK_FREE(&blocks[1]);
+        MEMOBS_TRACK_FREE(&blocks[2]);
+        MEMOBS_TRACK_FREE(&blocks[3]);
+        MEMOBS_TRACK_FREE(&blocks[4]);
+        if (blocks[0]) id++; /* a real use: nvcc warns about a variable used only in sizeof */
+    }
 }
