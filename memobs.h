@@ -885,7 +885,7 @@ typedef struct {
     memobs__u64_t dev_rep[MEMOBS_MAX_DEVICES];  /* last reported maximum */
     memobs__u32_t peak_on;
     memobs__u64_t peak_growth_ppm; /* report threshold growth, parts per million */
-    uint64_t peak_min;             /* under memobs__g.lock */
+    memobs__u64_t peak_min;
     char peak_dest[512];
     char leaks_dest[512];     /* MEMOBS_LEAKS, "" = none */
     int rows;                 /* MEMOBS_REPORT_ROWS */
@@ -1171,9 +1171,9 @@ static void memobs__track_env(void) {
                          (double)t->peak_growth_ppm.v / 1e6);
     }
     if ((s = getenv("MEMOBS_PEAK_MIN")) != NULL) {
-        if (memobs__parse_bytes(s, &b)) t->peak_min = b;
+        if (memobs__parse_bytes(s, &b)) t->peak_min.v = b;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_MIN='%s' is not a byte count (like 64M); using %llu", s,
-                         (unsigned long long)t->peak_min);
+                         (unsigned long long)t->peak_min.v);
     }
     if (memobs__env_dest("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
         memobs__peak_arm();
@@ -1196,7 +1196,7 @@ static void memobs__init_once(void) {
     memobs__g.trk.depth.v = MEMOBS_CALLSTACK > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : MEMOBS_CALLSTACK;
     memobs__g.trk.rows = 50;
     memobs__g.trk.peak_growth_ppm.v = 100000; /* 10% */
-    memobs__g.trk.peak_min = (uint64_t)64 << 20;
+    memobs__g.trk.peak_min.v = (uint64_t)64 << 20;
     memobs__g.key_ok = pthread_key_create(&memobs__g.key, memobs__shard_release) == 0;
     memobs__g.fallback.shared = 1;
     memobs__g.fallback.in_use = 1;
@@ -1882,8 +1882,9 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 
 /* Accounts an allocation before it is published in the table, so a free
    on another thread can never subtract bytes that were not added. Returns
-   the device's tracked bytes after the add (0 for other kinds). */
-static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes) {
+   the device's tracked bytes after the add (0 for other kinds) and, in
+   *before, the device's maximum before it. */
+static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes, uint64_t *before) {
     memobs__trk_t *t = &MEMOBS__TRK;
     uint64_t c = MEMOBS__ADD(&t->cur[kind].v, bytes) + bytes;
     uint64_t p = MEMOBS__LOAD(&t->peak[kind].v);
@@ -1894,24 +1895,34 @@ static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes) {
         uint64_t dm = MEMOBS__LOAD(&t->dev_max[device].v);
         while (dc > dm && !MEMOBS__CAS(&t->dev_max[device].v, &dm, dc)) {
         }
+        *before = dm;
         return dc;
     }
+    *before = 0;
     return 0;
 }
 
+/* The next report threshold after a report (or switching on) at m. */
+static uint64_t memobs__peak_next(uint64_t m) {
+    uint64_t want = (uint64_t)((double)m * (1.0 + (double)MEMOBS__LOAD(&MEMOBS__TRK.peak_growth_ppm.v) / 1e6));
+    uint64_t floor = MEMOBS__LOAD(&MEMOBS__TRK.peak_min.v);
+    if (want <= m) want = m + 1;
+    return want > floor ? want : floor;
+}
+
 /* After a device allocation is in the table: the one thread that moves the
-   device past its report threshold writes the peak report. */
-static void memobs__peak_check(int device, uint64_t dc, uint32_t trace) {
+   device past its report threshold writes the peak report. "previous" is
+   the maximum at the last report (or when reports were switched on), else
+   the maximum just before this allocation. */
+static void memobs__peak_check(int device, uint64_t dc, uint64_t before, uint32_t trace) {
     memobs__trk_t *t = &MEMOBS__TRK;
     uint64_t next;
     if (!MEMOBS__LOAD(&t->peak_on.v) || device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     next = MEMOBS__LOAD(&t->dev_next[device].v);
     while (dc >= next) {
-        uint64_t want = (uint64_t)((double)dc * (1.0 + (double)MEMOBS__LOAD(&t->peak_growth_ppm.v) / 1e6));
-        if (want <= dc) want = dc + 1;
-        if (MEMOBS__CAS(&t->dev_next[device].v, &next, want)) {
+        if (MEMOBS__CAS(&t->dev_next[device].v, &next, memobs__peak_next(dc))) {
             uint64_t prev = MEMOBS__XCHG(&t->dev_rep[device].v, dc);
-            if (!memobs__tls.busy) memobs__peak_report(device, dc, prev, trace);
+            if (!memobs__tls.busy) memobs__peak_report(device, dc, prev ? prev : before, trace);
             return;
         }
     }
@@ -1969,7 +1980,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     memobs__alloc_t old;
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
     uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i;
-    uint64_t dc, now;
+    uint64_t dc, now, before;
     int at, full = 0, dup = 0;
     if (kind >= MEMOBS_MEM_KINDS) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_BAD_KIND].v, 1u);
@@ -1992,12 +2003,12 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     memobs__trk_count(kind, 0, 1u);
     memobs__trk_count(kind, 2, bytes);
     if (!memobs__trk_ready()) {
-        dc = memobs__mem_add(kind, device, bytes);
+        dc = memobs__mem_add(kind, device, bytes, &before);
         full = 1;
     } else {
         trace = memobs__trace_intern(tag, cst, nc);
         now = memobs_now_ns();
-        dc = memobs__mem_add(kind, device, bytes);
+        dc = memobs__mem_add(kind, device, bytes, &before);
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         for (i = 0; i < MEMOBS__FREED_RING; i++)
@@ -2042,7 +2053,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
                           "further allocations are counted in the totals but not tracked", (unsigned)t->capacity);
     }
     /* After the insert, so the report shows the block that made the peak. */
-    if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, trace);
+    if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, before, trace);
 }
 
 static void memobs__trk_free(const void *ptr) {
@@ -2154,14 +2165,15 @@ int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
     return rc;
 }
 
-/* Caller holds memobs__g.lock. */
+/* Caller holds memobs__g.lock (or runs start-up). The first report comes
+   when a device passes its maximum so far by the growth fraction. */
 static void memobs__peak_arm(void) {
     memobs__trk_t *t = &MEMOBS__TRK;
     unsigned d;
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         uint64_t m = MEMOBS__LOAD(&t->dev_max[d].v);
         MEMOBS__STORE(&t->dev_rep[d].v, m);
-        MEMOBS__STORE(&t->dev_next[d].v, m + 1 > t->peak_min ? m + 1 : t->peak_min);
+        MEMOBS__STORE(&t->dev_next[d].v, memobs__peak_next(m));
     }
 }
 
@@ -2182,7 +2194,7 @@ int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) 
     if (!off) {
         strcpy(t->peak_dest, dest);
         MEMOBS__STORE(&t->peak_growth_ppm.v, (uint64_t)(growth * 1e6 + 0.5));
-        t->peak_min = min_bytes;
+        MEMOBS__STORE(&t->peak_min.v, min_bytes);
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
@@ -2796,8 +2808,9 @@ static void memobs__cell(FILE *f, const char *s, int w) {
     for (; col < w; col++) fputc(' ', f);
 }
 
-/* Heap sort (qsort may allocate, and a report may run inside an allocator). */
-static void memobs__sort(void *base, size_t n, size_t size, int (*before)(const void *, const void *)) {
+/* Heap sort into the order where first(a, b) means a comes before b (qsort
+   may allocate, and a report may run inside an allocator). */
+static void memobs__sort(void *base, size_t n, size_t size, int (*first)(const void *, const void *)) {
     unsigned char *a = (unsigned char *)base, tmp[64];
     size_t start = n / 2, end = n;
     if (n < 2 || size > sizeof tmp) return;
@@ -2813,9 +2826,9 @@ static void memobs__sort(void *base, size_t n, size_t size, int (*before)(const 
             memcpy(a + end * size, tmp, size);
         }
         for (root = start; (child = 2 * root + 1) < end; root = child) {
-            /* max-heap on "sorts after": the first element ends up last */
-            if (child + 1 < end && before(a + child * size, a + (child + 1) * size)) child++;
-            if (!before(a + root * size, a + child * size)) break;
+            /* the heap's root is the element that belongs last */
+            if (child + 1 < end && first(a + child * size, a + (child + 1) * size)) child++;
+            if (!first(a + root * size, a + child * size)) break;
             memcpy(tmp, a + root * size, size);
             memcpy(a + root * size, a + child * size, size);
             memcpy(a + child * size, tmp, size);
@@ -2823,10 +2836,10 @@ static void memobs__sort(void *base, size_t n, size_t size, int (*before)(const 
     }
 }
 
-/* Largest first, then by address: "a sorts after b" for the heap. */
-static int memobs__alloc_after(const void *x, const void *y) {
+/* Largest first, then by address. */
+static int memobs__alloc_first(const void *x, const void *y) {
     const memobs__alloc_t *a = (const memobs__alloc_t *)x, *b = (const memobs__alloc_t *)y;
-    return a->bytes != b->bytes ? a->bytes < b->bytes : a->addr > b->addr;
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->addr < b->addr;
 }
 
 typedef struct {
@@ -2834,10 +2847,18 @@ typedef struct {
     uint32_t trace, kinds; /* kinds: bit mask */
 } memobs__group_t;
 
-static int memobs__group_after(const void *x, const void *y) {
+static int memobs__group_first(const void *x, const void *y) {
     const memobs__group_t *a = (const memobs__group_t *)x, *b = (const memobs__group_t *)y;
-    return a->bytes != b->bytes ? a->bytes < b->bytes : a->trace > b->trace;
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->trace < b->trace;
 }
+
+static void memobs__unnamed_hint(FILE *f, int unnamed) {
+    if (unnamed)
+        fprintf(f, "  frames shown as module+offset are not exported symbols (static functions, libc internals, or "
+                "an executable linked without -rdynamic): addr2line -f -e MODULE OFFSET names them\n");
+}
+
+static const char *memobs__s(uint64_t n) { return n == 1 ? "" : "s"; }
 
 #define MEMOBS__MIB(b) ((double)(b) / 1048576.0)
 #define MEMOBS__ROW_W 120 /* display columns of a table line */
@@ -2851,11 +2872,21 @@ static void memobs__rule(FILE *f) {
 }
 
 /* One boxed stack under a table row. */
+#define MEMOBS__BOX_W 64 /* display columns of a box's top and bottom lines */
+
+/* Appends count copies of the 3-byte "─" to line (of size len) at n. */
+static int memobs__hline(char *line, size_t len, int n, int count) {
+    for (; count > 0 && n >= 0 && (size_t)n + 4 < len; count--) n += snprintf(line + n, len - (size_t)n, "─");
+    return n;
+}
+
 static void memobs__box(FILE *f, const char *title, const char *text) {
-    char line[160];
-    int i, n;
-    n = snprintf(line, sizeof line, "┌─ %s ", title);
-    for (i = 0; i < 60 && n > 0 && (size_t)n + 3 < sizeof line; i++) n += snprintf(line + n, sizeof line - (size_t)n, "─");
+    char line[400];
+    int n, tw = 0;
+    const char *c;
+    for (c = title; *c; c++) tw += ((unsigned char)*c & 0xC0) != 0x80; /* display columns */
+    n = snprintf(line, sizeof line, "┌─ %.200s ", title);
+    memobs__hline(line, sizeof line, n, tw < MEMOBS__BOX_W - 5 ? MEMOBS__BOX_W - 4 - tw : 1); /* 4: corner, dash, spaces */
     fputs("|   ", f);
     memobs__cell(f, line, MEMOBS__ROW_W - 5);
     fputs("|\n", f);
@@ -2870,7 +2901,7 @@ static void memobs__box(FILE *f, const char *title, const char *text) {
         text += k + (nl ? 1 : 0);
     }
     n = snprintf(line, sizeof line, "└");
-    for (i = 0; i < 63 && (size_t)n + 3 < sizeof line; i++) n += snprintf(line + n, sizeof line - (size_t)n, "─");
+    memobs__hline(line, sizeof line, n, MEMOBS__BOX_W - 1);
     fputs("|   ", f);
     memobs__cell(f, line, MEMOBS__ROW_W - 5);
     fputs("|\n", f);
@@ -2933,8 +2964,8 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
     if (lim < n) {
         char more[96];
         for (i = lim; i < n; i++) rest += a[i].bytes;
-        snprintf(more, sizeof more, "... %llu more allocations, %llu bytes (%.2f MiB)",
-                 (unsigned long long)(n - lim), (unsigned long long)rest, MEMOBS__MIB(rest));
+        snprintf(more, sizeof more, "... %llu more allocation%s, %llu bytes (%.2f MiB)",
+                 (unsigned long long)(n - lim), memobs__s(n - lim), (unsigned long long)rest, MEMOBS__MIB(rest));
         fputs("| ", f);
         memobs__cell(f, more, MEMOBS__ROW_W - 4);
         fputs(" |\n", f);
@@ -2972,7 +3003,7 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
     }
     for (g = 0; g <= ntr; g++)
         if (grp[g].count) grp[ng++] = grp[g];
-    memobs__sort(grp, ng, sizeof *grp, memobs__group_after);
+    memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
     memobs__rule(f);
     fprintf(f, "| %5s | %12s (%10s) | %7s | %-14s | %9s | ", "TRACE", "bytes", "MiB", "count", "KINDS", "OLDEST");
     memobs__cell(f, "TAG", MEMOBS__GROUP_TAG_W);
@@ -3002,9 +3033,9 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
     }
     if (rows > 0 && ng > (uint32_t)rows) {
         char more[96];
-        snprintf(more, sizeof more, "... %u more traces: %llu allocations, %llu bytes (%.2f MiB)",
-                 (unsigned)(ng - (uint32_t)rows), (unsigned long long)restn, (unsigned long long)rest,
-                 MEMOBS__MIB(rest));
+        snprintf(more, sizeof more, "... %u more trace%s: %llu allocation%s, %llu bytes (%.2f MiB)",
+                 (unsigned)(ng - (uint32_t)rows), memobs__s(ng - (uint32_t)rows), (unsigned long long)restn,
+                 memobs__s(restn), (unsigned long long)rest, MEMOBS__MIB(rest));
         fputs("| ", f);
         memobs__cell(f, more, MEMOBS__ROW_W - 4);
         fputs(" |\n", f);
@@ -3036,7 +3067,7 @@ static memobs__alloc_t *memobs__report_snapshot(int device, size_t *n) {
     if (live > cap) live = cap;
     for (i = 0; i < live; i++)
         if (device < 0 || (a[i].kind == MEMOBS_MEM_DEVICE && a[i].device == device)) a[k++] = a[i];
-    memobs__sort(a, k, sizeof *a, memobs__alloc_after);
+    memobs__sort(a, k, sizeof *a, memobs__alloc_first);
     *n = k;
     return a;
 }
@@ -3076,7 +3107,7 @@ static int memobs__alloc_report(FILE *f, unsigned what) {
         fprintf(f, "%s\n", MEMOBS__LOAD(&MEMOBS__TRK.used.v) ? "no tracked allocation is live" :
                 "no allocation was tracked");
     } else {
-        fprintf(f, "%llu allocations%s, %llu bytes (%.2f MiB): ", (unsigned long long)n,
+        fprintf(f, "%llu allocation%s%s, %llu bytes (%.2f MiB): ", (unsigned long long)n, memobs__s(n),
                 what & MEMOBS__REP_LEAKS ? " still live" : " live", (unsigned long long)total, MEMOBS__MIB(total));
         memobs__kinds_line(f, a, n);
         fputc('\n', f);
@@ -3084,11 +3115,9 @@ static int memobs__alloc_report(FILE *f, unsigned what) {
         if (what & (MEMOBS__REP_GROUPS | MEMOBS__REP_LEAKS)) memobs__write_groups(f, a, n, rows, &unnamed);
     }
     if (untracked)
-        fprintf(f, "  + %llu allocations not in the table (it was full: raise MEMOBS_TRACK_CAPACITY)\n",
-                (unsigned long long)untracked);
-    if (unnamed)
-        fprintf(f, "  frames shown as module+offset have no exported name: addr2line -f -e MODULE OFFSET, or link "
-                "with -rdynamic\n");
+        fprintf(f, "  + %llu allocation%s not in the table (it was full: raise MEMOBS_TRACK_CAPACITY)\n",
+                (unsigned long long)untracked, memobs__s(untracked));
+    memobs__unnamed_hint(f, unnamed);
     if (a) MEMOBS_FREE(a);
     memobs__tls.busy = busy;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
@@ -3120,15 +3149,13 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
                 "%llu bytes (%.2f MiB), current trace id [%s]\n", memobs__rank(), device,
                 (unsigned long long)now_max, MEMOBS__MIB(now_max), (unsigned long long)prev, MEMOBS__MIB(prev),
                 tr[0] ? tr : "-");
-        fprintf(f, "  memobs tracker: device %d: %llu live allocations, %llu bytes (%.2f MiB)\n", device,
-                (unsigned long long)n, (unsigned long long)total, MEMOBS__MIB(total));
+        fprintf(f, "  memobs tracker: device %d: %llu live allocation%s, %llu bytes (%.2f MiB)\n", device,
+                (unsigned long long)n, memobs__s(n), (unsigned long long)total, MEMOBS__MIB(total));
         if (n) {
             memobs__write_blocks(f, a, n, MEMOBS__TRK.rows, &unnamed);
             memobs__write_groups(f, a, n, MEMOBS__TRK.rows, &unnamed);
         }
-        if (unnamed)
-            fprintf(f, "  frames shown as module+offset have no exported name: addr2line -f -e MODULE OFFSET, or "
-                    "link with -rdynamic\n");
+        memobs__unnamed_hint(f, unnamed);
         if (a) MEMOBS_FREE(a);
         fflush(f);
         if (own) fclose(f);

@@ -25,14 +25,46 @@
    several threads at once. The engine keeps its own tallies of every copy
    and checks memobs' figures against them at the end: exit 1 on a mismatch.
 
-   Build (libm for expf/sqrtf/sinf/cosf):
+   Memory, through memobs' allocation tracker, as a real engine would:
+     device  every buffer carved from the arena is a tracked allocation with
+             a tag per kind of buffer ("weights", "kv_slots",
+             "prefill_buffer", "decode_buffer", "activations"); sampling
+             takes a per-step "logits" buffer from the device allocator
+             (here malloc) and gives it back.
+     pinned  a request that takes a block from the host pool (pool_alloc)
+             tracks it as "kv_block" with an 8-frame C stack, and pool_free
+             retires it, so the group-by report shows which function holds
+             pinned memory. A normal run ends with no block live.
+     host    the weight upload's pageable staging buffer ("weights_staging").
+   Each allocator records under its lock (pool_lock, alloc_lock) and tallies
+   under the same lock, so memobs and the engine see the allocations in one
+   order: current bytes, peaks, allocs and frees per kind must agree
+   exactly, checked at the end like the copies.
+   The peak report goes to stderr, growth 25%, min_bytes one past the
+   planned device footprint (the arena): set-up stays below it, the first
+   step's logits go past it, and that one report shows what holds device
+   memory; nothing later grows by 25%. (MEMOBS_PEAK_REPORT in the
+   environment wins.) The
+   worker serving the last request prints memobs_print_alloc_groups() just
+   before that request gives its host blocks back, and the engine prints
+   memobs_print_leaks() after it frees its device buffers at the end
+   (unless MEMOBS_LEAKS does so at exit).
+
+   Build (libm for expf/sqrtf/sinf/cosf; -rdynamic so stack frames show the
+   demo's function names):
        cc -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. \
-          examples/offload_engine.c -o offload_engine -lm
+          examples/offload_engine.c -o offload_engine -lm -rdynamic
    Run:
-       ./offload_engine [--json]
-   stderr: one line per request, then memobs_print_summary().
-   stdout: "engine tallies: key=value ...", then with --json the memobs JSON
-   summary as the last line. */
+       ./offload_engine [--json] [--leak]
+   --leak: request 100 never gives its last host block back, so the leak
+   report at the end shows one live pinned kv_block, with its stack (the
+   engine's tallies expect it: the run still exits 0).
+   stderr: the peak report, the group-by report, one line per request,
+   memobs_print_summary(), then the leak report.
+   stdout: "engine tallies: key=value ..." (copies, requests, counters, then
+   per memory kind: device_current_bytes, _peak_bytes, _live, _allocs,
+   _frees, _alloc_bytes; host_...; pinned_...), then with --json the memobs
+   JSON summary as the last line. */
 
 #define MEMOBS_IMPLEMENTATION
 #include "memobs.h"
@@ -74,6 +106,8 @@ enum {
 #define LB_FLOATS ((size_t)2 * BLOCK * HIDDEN)
 #define LB_BYTES (LB_FLOATS * sizeof(float))
 #define ROW_BYTES ((size_t)HIDDEN * sizeof(float))
+/* One host block: every layer of it. */
+#define HOST_BLOCK_BYTES ((size_t)N_LAYERS * LB_BYTES)
 
 /* ======================================================================== */
 /* Engine state                                                             */
@@ -97,7 +131,6 @@ typedef struct {
     float *decode_buf;  /* [N_LAYERS][LB_FLOATS] */
     float *x, *h, *q, *k, *v, *att, *o; /* activations, [BLOCK][HIDDEN] */
     float *acc, *mx, *den;              /* online softmax, per (row, head) */
-    float *logits;                      /* [VOCAB] */
     tally_t t;
 } worker_t;
 
@@ -112,6 +145,14 @@ typedef struct {
     uint32_t checksum; /* of the generated tokens: shows the run is deterministic */
 } request_t;
 
+/* The engine's own account of tracked memory, per memobs_mem_kind_t, kept
+   under the lock of the allocator that hands that kind out. */
+typedef struct {
+    uint64_t current, peak, allocs, frees, alloc_bytes;
+} mem_tally_t;
+
+enum { MAX_DEV_BUFS = 32 };
+
 static struct {
     float *arena; /* the "GPU" */
     float *embed, *unembed; /* device weights: [VOCAB][HIDDEN] */
@@ -119,11 +160,16 @@ static struct {
     float *pool;  /* the host block pool: [N_CPU_BLOCKS][N_LAYERS][LB_FLOATS] */
     int free_blocks[N_CPU_BLOCKS];
     int nfree;
-    pthread_mutex_t pool_lock;
+    pthread_mutex_t pool_lock;  /* the free list, and pinned records and tallies */
+    pthread_mutex_t alloc_lock; /* device and host records and tallies */
+    mem_tally_t mem[MEMOBS_MEM_KINDS];
+    struct { float *p; size_t bytes; } dev_buf[MAX_DEV_BUFS]; /* tracked arena ranges */
+    int ndev_buf;
     request_t req[N_REQUESTS];
     int next_req;
     pthread_mutex_t queue_lock;
     memobs_counter_t c_offloaded;
+    const request_t *leaky; /* --leak: this request keeps its last host block */
 } E;
 
 static void die(const char *msg) {
@@ -141,26 +187,111 @@ static float rng_unit(uint64_t *s) { /* uniform in [-1, 1) */
 }
 
 /* ======================================================================== */
+/* Tracked memory                                                           */
+/* ======================================================================== */
+
+/* The functions a kv_block's C stack runs through keep external linkage (a
+   static function has no exported name, even with -rdynamic: it shows as
+   module+offset) and a frame of their own (not inlined into the caller). */
+#define STACK_FRAME __attribute__((noinline))
+int pool_alloc(void);
+void pool_free(int b);
+void offload_buffer_to_cpu(worker_t *w, request_t *r, const float *buf);
+void serve(worker_t *w, request_t *r);
+void *worker_main(void *arg);
+
+/* Caller holds the lock of the allocator of that kind. */
+static void mem_tally_alloc(memobs_mem_kind_t kind, size_t bytes) {
+    mem_tally_t *m = &E.mem[kind];
+    m->current += bytes;
+    if (m->current > m->peak) m->peak = m->current;
+    m->allocs++;
+    m->alloc_bytes += bytes;
+}
+
+static void mem_tally_free(memobs_mem_kind_t kind, size_t bytes) {
+    E.mem[kind].current -= bytes;
+    E.mem[kind].frees++;
+}
+
+/* Device and pageable host memory from malloc, recorded and tallied under
+   alloc_lock (a caching allocator holds its own lock here anyway). Record
+   and tally under one lock: memobs and the engine then see the same order
+   of allocs and frees, and so the same peak. The record comes after the
+   malloc and the free's before the free: in between, another thread could
+   be given the same address. */
+static void *tracked_malloc(size_t bytes, memobs_mem_kind_t kind, const char *tag) {
+    void *p = malloc(bytes);
+    if (!p) die("out of memory");
+    pthread_mutex_lock(&E.alloc_lock);
+    MEMOBS_TRACK_ALLOC_N(p, bytes, kind, tag);
+    mem_tally_alloc(kind, bytes);
+    pthread_mutex_unlock(&E.alloc_lock);
+    return p;
+}
+
+static void tracked_free(void *p, size_t bytes, memobs_mem_kind_t kind) {
+    pthread_mutex_lock(&E.alloc_lock);
+    MEMOBS_TRACK_FREE(p);
+    mem_tally_free(kind, bytes);
+    pthread_mutex_unlock(&E.alloc_lock);
+    free(p);
+}
+
+/* A buffer carved from the device arena: a range of one malloc, but as far
+   as memobs can tell a device allocation of its own (distinct address). */
+static void dev_track(float *p, size_t bytes, const char *tag) {
+    if (E.ndev_buf == MAX_DEV_BUFS) die("too many device buffers");
+    E.dev_buf[E.ndev_buf].p = p;
+    E.dev_buf[E.ndev_buf++].bytes = bytes;
+    pthread_mutex_lock(&E.alloc_lock);
+    MEMOBS_TRACK_ALLOC_N(p, bytes, MEMOBS_MEM_DEVICE, tag);
+    mem_tally_alloc(MEMOBS_MEM_DEVICE, bytes);
+    pthread_mutex_unlock(&E.alloc_lock);
+}
+
+/* Shut-down: every arena range goes back, newest first. */
+static void dev_untrack_all(void) {
+    pthread_mutex_lock(&E.alloc_lock);
+    while (E.ndev_buf > 0) {
+        E.ndev_buf--;
+        MEMOBS_TRACK_FREE(E.dev_buf[E.ndev_buf].p);
+        mem_tally_free(MEMOBS_MEM_DEVICE, E.dev_buf[E.ndev_buf].bytes);
+    }
+    pthread_mutex_unlock(&E.alloc_lock);
+}
+
+/* ======================================================================== */
 /* Host block pool                                                          */
 /* ======================================================================== */
 
-static int pool_alloc(void) {
+static float *host_block(int b) { return E.pool + (size_t)b * N_LAYERS * LB_FLOATS; }
+
+static float *host_layer_block(int b, int layer) { return host_block(b) + (size_t)layer * LB_FLOATS; }
+
+/* A request takes a block: pinned memory in use from here to pool_free.
+   The record carries a C stack (8 frames: here, offload_buffer_to_cpu,
+   serve, worker_main, the thread start), so the reports show which code
+   path holds pinned memory, not only how much. */
+STACK_FRAME int pool_alloc(void) {
     int b;
     pthread_mutex_lock(&E.pool_lock);
     b = E.nfree > 0 ? E.free_blocks[--E.nfree] : -1;
+    if (b >= 0) {
+        MEMOBS_TRACK_ALLOC_NS(host_block(b), HOST_BLOCK_BYTES, MEMOBS_MEM_PINNED, "kv_block", 8);
+        mem_tally_alloc(MEMOBS_MEM_PINNED, HOST_BLOCK_BYTES);
+    }
     pthread_mutex_unlock(&E.pool_lock);
     if (b < 0) die("host block pool exhausted");
     return b;
 }
 
-static void pool_free(int b) {
+STACK_FRAME void pool_free(int b) {
     pthread_mutex_lock(&E.pool_lock);
+    MEMOBS_TRACK_FREE(host_block(b)); /* before the block can be handed out again */
+    mem_tally_free(MEMOBS_MEM_PINNED, HOST_BLOCK_BYTES);
     E.free_blocks[E.nfree++] = b;
     pthread_mutex_unlock(&E.pool_lock);
-}
-
-static float *host_layer_block(int b, int layer) {
-    return E.pool + ((size_t)b * N_LAYERS + (size_t)layer) * LB_FLOATS;
 }
 
 /* ======================================================================== */
@@ -236,7 +367,7 @@ static void write_to_decode_buffer(worker_t *w, int layer, int row) {
 
 /* A full device buffer (prefill or decode) becomes the request's next host
    block. Shared by both phases, so it leaves the phase to copy_d2h. */
-static void offload_buffer_to_cpu(worker_t *w, request_t *r, const float *buf) {
+STACK_FRAME void offload_buffer_to_cpu(worker_t *w, request_t *r, const float *buf) {
     int b = pool_alloc(), layer;
     for (layer = 0; layer < N_LAYERS; layer++) /* offload_slot_layer_to_cpu */
         copy_d2h(w, host_layer_block(b, layer), buf + (size_t)layer * LB_FLOATS, LB_BYTES);
@@ -386,17 +517,21 @@ static void forward(worker_t *w, request_t *r, int n, int is_prefill) {
 }
 
 /* Greedy next token from row `row` of w->x. A separate output matrix: tied
-   to the input embedding, this toy's residual stream just echoes its input. */
+   to the input embedding, this toy's residual stream just echoes its input.
+   The logits are per-step scratch from the device allocator, as a framework
+   hands out a fresh logits tensor each step. */
 static int sample(worker_t *w, int row) {
+    float *logits = (float *)tracked_malloc((size_t)VOCAB * sizeof(float), MEMOBS_MEM_DEVICE, "logits");
     int t, j, best = 0;
     rmsnorm(w->h, w->x + (size_t)row * HIDDEN, 1);
     for (t = 0; t < VOCAB; t++) {
         const float *e = E.unembed + (size_t)t * HIDDEN;
         float s = 0.0f;
         for (j = 0; j < HIDDEN; j++) s += e[j] * w->h[j];
-        w->logits[t] = s;
-        if (s > w->logits[best]) best = t;
+        logits[t] = s;
+        if (s > logits[best]) best = t;
     }
+    tracked_free(logits, (size_t)VOCAB * sizeof(float), MEMOBS_MEM_DEVICE);
     return best;
 }
 
@@ -412,7 +547,7 @@ static void emit_token(worker_t *w, request_t *r, int tok, int k) {
     w->t.tokens++;
 }
 
-static void serve(worker_t *w, request_t *r) {
+STACK_FRAME void serve(worker_t *w, request_t *r) {
     int pos, k, n = 0;
     r->worker = w->id;
     set_phase(w, MEMOBS_PHASE_PREFILL);
@@ -443,7 +578,17 @@ static void serve(worker_t *w, request_t *r) {
     memobs_request_end(r->id);
 
     set_phase(w, MEMOBS_PHASE_NONE);
-    for (k = 0; k < r->nblocks; k++) pool_free(r->table[k]);
+    if (r == &E.req[N_REQUESTS - 1]) {
+        /* The last request, finished but still holding its host blocks (and
+           the other worker may hold some too): who holds memory now. */
+        fprintf(stderr, "offload_engine: request %llu done, %d host blocks not yet back in the pool:\n",
+                (unsigned long long)r->id, r->nblocks);
+        memobs_print_alloc_groups(stderr);
+    }
+    for (k = 0; k < r->nblocks; k++) {
+        if (r == E.leaky && k == r->nblocks - 1) continue; /* --leak: never given back */
+        pool_free(r->table[k]);
+    }
 }
 
 static request_t *next_request(void) {
@@ -454,7 +599,7 @@ static request_t *next_request(void) {
     return r;
 }
 
-static void *worker_main(void *arg) {
+STACK_FRAME void *worker_main(void *arg) {
     worker_t *w = (worker_t *)arg;
     request_t *r;
     while ((r = next_request()) != NULL) serve(w, r);
@@ -466,40 +611,45 @@ static void *worker_main(void *arg) {
 /* ======================================================================== */
 
 /* Bump allocator over the device arena, in 64-byte steps. With no arena
-   yet it only measures, so the layout is written down once. */
-static float *dev_take(size_t *used, size_t nfloats) {
+   yet it only measures, so the layout is written down once; with the arena
+   each buffer becomes a tracked device allocation tagged `tag`. */
+static float *dev_take(size_t *used, size_t nfloats, const char *tag) {
     float *p = E.arena ? E.arena + *used : NULL;
+    if (p) dev_track(p, nfloats * sizeof(float), tag);
     *used += (nfloats + 15) & ~(size_t)15;
     return p;
 }
 
 static void carve_device(worker_t *workers, size_t *used) {
-    const size_t act = (size_t)BLOCK * HIDDEN;
+    const size_t act = (size_t)BLOCK * HIDDEN, sm = (size_t)BLOCK * N_HEADS; /* both multiples of 16 */
     int i;
     *used = 0;
-    E.embed = dev_take(used, (size_t)VOCAB * HIDDEN);
-    E.unembed = dev_take(used, (size_t)VOCAB * HIDDEN);
-    E.wq = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN);
-    E.wk = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN);
-    E.wv = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN);
-    E.wo = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN);
+    E.embed = dev_take(used, (size_t)VOCAB * HIDDEN, "weights");
+    E.unembed = dev_take(used, (size_t)VOCAB * HIDDEN, "weights");
+    E.wq = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
+    E.wk = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
+    E.wv = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
+    E.wo = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
     for (i = 0; i < N_WORKERS; i++) {
         worker_t *w = &workers[i];
+        float *ws;
         w->id = i;
-        w->slots = dev_take(used, (size_t)N_LAYERS * N_SLOTS * LB_FLOATS);
-        w->prefill_buf = dev_take(used, (size_t)N_LAYERS * LB_FLOATS);
-        w->decode_buf = dev_take(used, (size_t)N_LAYERS * LB_FLOATS);
-        w->x = dev_take(used, act);
-        w->h = dev_take(used, act);
-        w->q = dev_take(used, act);
-        w->k = dev_take(used, act);
-        w->v = dev_take(used, act);
-        w->att = dev_take(used, act);
-        w->o = dev_take(used, act);
-        w->acc = dev_take(used, act);
-        w->mx = dev_take(used, (size_t)BLOCK * N_HEADS);
-        w->den = dev_take(used, (size_t)BLOCK * N_HEADS);
-        w->logits = dev_take(used, VOCAB);
+        w->slots = dev_take(used, (size_t)N_LAYERS * N_SLOTS * LB_FLOATS, "kv_slots");
+        w->prefill_buf = dev_take(used, (size_t)N_LAYERS * LB_FLOATS, "prefill_buffer");
+        w->decode_buf = dev_take(used, (size_t)N_LAYERS * LB_FLOATS, "decode_buffer");
+        /* One workspace per worker for the activations. */
+        ws = dev_take(used, 8 * act + 2 * sm, "activations");
+        if (!ws) continue; /* measuring */
+        w->x = ws;
+        w->h = ws + act;
+        w->q = ws + 2 * act;
+        w->k = ws + 3 * act;
+        w->v = ws + 4 * act;
+        w->att = ws + 5 * act;
+        w->o = ws + 6 * act;
+        w->acc = ws + 7 * act;
+        w->mx = ws + 8 * act;
+        w->den = ws + 8 * act + sm;
     }
 }
 
@@ -507,12 +657,12 @@ static void carve_device(worker_t *workers, size_t *used) {
    phase is set, so memobs files these copies as "unphased". */
 static void load_weights(worker_t *loader) {
     const size_t mat = (size_t)HIDDEN * HIDDEN, nemb = (size_t)VOCAB * HIDDEN;
-    float *host = (float *)malloc((nemb > mat ? nemb : mat) * sizeof(float));
+    const size_t staging = (nemb > mat ? nemb : mat) * sizeof(float);
+    float *host = (float *)tracked_malloc(staging, MEMOBS_MEM_HOST, "weights_staging");
     float *dst[4];
     uint64_t seed = 0x5eed0001u;
     size_t i;
     int m, layer;
-    if (!host) die("out of memory");
     dst[0] = E.wq; dst[1] = E.wk; dst[2] = E.wv; dst[3] = E.wo;
     for (i = 0; i < nemb; i++) host[i] = rng_unit(&seed);
     copy_h2d(loader, E.embed, host, nemb * sizeof(float));
@@ -524,7 +674,7 @@ static void load_weights(worker_t *loader) {
             for (i = 0; i < mat; i++) host[i] = rng_unit(&seed) * sqrtf(3.0f / HIDDEN);
             copy_h2d(loader, dst[m] + (size_t)layer * mat, host, mat * sizeof(float));
         }
-    free(host);
+    tracked_free(host, staging, MEMOBS_MEM_HOST);
 }
 
 static void make_requests(void) {
@@ -563,12 +713,15 @@ static uint64_t counter_value(const memobs_summary_t *s, const char *name) {
     return 0;
 }
 
+static const char *const kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+
 static void cross_check(const tally_t *t) {
     static const char *const dname[3] = {"h2d", "d2h", "d2d"};
     static const char *const pname[4] = {"unphased", "prefill", "decode", "total"};
     memobs_summary_t *s = (memobs_summary_t *)malloc(sizeof *s);
+    const memobs_track_problems_t *tp;
     char what[64];
-    int p, d;
+    int p, d, k;
     if (!s) die("out of memory");
     memobs_get_summary(s);
     for (p = 0; p < 4; p++) {
@@ -599,6 +752,33 @@ static void cross_check(const tally_t *t) {
     expect("counter kv_blocks_offloaded", counter_value(s, "kv_blocks_offloaded"), t->blocks_offloaded);
     expect("counter tokens_generated", counter_value(s, "tokens_generated"), t->tokens);
     expect("counter attention_flops", counter_value(s, "attention_flops"), t->attention_flops);
+
+    /* Tracked memory: the workers are done, so these figures are final. */
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const memobs_mem_stats_t *ms = &s->mem[k];
+        const mem_tally_t *mt = &E.mem[k];
+        snprintf(what, sizeof what, "%s current bytes", kind_name[k]);
+        expect(what, ms->current_bytes, mt->current);
+        snprintf(what, sizeof what, "%s peak bytes", kind_name[k]);
+        expect(what, ms->peak_bytes, mt->peak);
+        snprintf(what, sizeof what, "%s live", kind_name[k]);
+        expect(what, ms->live, mt->allocs - mt->frees);
+        snprintf(what, sizeof what, "%s allocs", kind_name[k]);
+        expect(what, ms->allocs, mt->allocs);
+        snprintf(what, sizeof what, "%s frees", kind_name[k]);
+        expect(what, ms->frees, mt->frees);
+        snprintf(what, sizeof what, "%s alloc bytes", kind_name[k]);
+        expect(what, ms->alloc_bytes, mt->alloc_bytes);
+    }
+    /* The pool's free list, not the tally: every block a request took came
+       back, but for the one --leak keeps. */
+    expect("pinned live == host blocks out of the pool", s->mem[MEMOBS_MEM_PINNED].live,
+           (uint64_t)(N_CPU_BLOCKS - E.nfree));
+    expect("tracking", (uint64_t)s->tracking, 1);
+    tp = &s->track;
+    expect("tracker problems", tp->frees_unknown + tp->frees_double + tp->frees_null + tp->allocs_null +
+           tp->allocs_zero + tp->allocs_duplicate + tp->allocs_bad_kind + tp->untracked + tp->untracked_live +
+           tp->untracked_frees + tp->traces_dropped, 0);
     free(s);
 }
 
@@ -614,24 +794,33 @@ int main(int argc, char **argv) {
     size_t used;
     uint64_t t0, t1;
     char buf[32];
-    int json = 0, i, p, d;
+    int json = 0, i, p, d, k;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--leak") == 0) {
+            E.leaky = &E.req[0];
         } else {
-            fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--json] [--leak]\n", argv[0]);
             return 2;
         }
     }
 
+    pthread_mutex_init(&E.pool_lock, NULL);
+    pthread_mutex_init(&E.alloc_lock, NULL);
+    pthread_mutex_init(&E.queue_lock, NULL);
     carve_device(workers, &used); /* measure */
+    /* Peak report: quiet up to the planned device footprint (weights, KV
+       slots, buffers: the arena), then at the first byte past it and at
+       each 25% beyond the last report. */
+    if (!getenv("MEMOBS_PEAK_REPORT") &&
+        memobs_set_peak_report("stderr", 0.25, (uint64_t)used * sizeof(float) + 1) != MEMOBS_OK)
+        die("memobs_set_peak_report failed");
     E.arena = (float *)calloc(used, sizeof(float));
     E.pool = (float *)calloc((size_t)N_CPU_BLOCKS * N_LAYERS * LB_FLOATS, sizeof(float));
     if (!E.arena || !E.pool) die("out of memory");
-    carve_device(workers, &used);
-    pthread_mutex_init(&E.pool_lock, NULL);
-    pthread_mutex_init(&E.queue_lock, NULL);
+    carve_device(workers, &used); /* and track */
     for (i = 0; i < N_CPU_BLOCKS; i++) E.free_blocks[E.nfree++] = N_CPU_BLOCKS - 1 - i;
 
     /* A handle for the site that uses the function form. The other two are
@@ -695,13 +884,29 @@ int main(int argc, char **argv) {
                    (unsigned long long)n);
         }
     }
-    printf(" requests=%d tokens=%llu kv_blocks_offloaded=%llu attention_flops=%llu\n", N_REQUESTS,
+    printf(" requests=%d tokens=%llu kv_blocks_offloaded=%llu attention_flops=%llu", N_REQUESTS,
            (unsigned long long)t.tokens, (unsigned long long)t.blocks_offloaded,
            (unsigned long long)t.attention_flops);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const mem_tally_t *m = &E.mem[k];
+        if (k == MEMOBS_MEM_MANAGED) continue; /* the engine has none */
+        printf(" %s_current_bytes=%llu %s_peak_bytes=%llu %s_live=%llu %s_allocs=%llu %s_frees=%llu"
+               " %s_alloc_bytes=%llu", kind_name[k], (unsigned long long)m->current, kind_name[k],
+               (unsigned long long)m->peak, kind_name[k], (unsigned long long)(m->allocs - m->frees),
+               kind_name[k], (unsigned long long)m->allocs, kind_name[k], (unsigned long long)m->frees,
+               kind_name[k], (unsigned long long)m->alloc_bytes);
+    }
+    printf("\n");
     if (json) memobs_write_summary(stdout, MEMOBS_FORMAT_JSON);
     fflush(stdout);
 
     cross_check(&t);
+
+    /* Shut-down: the device buffers go; the pool's pinned blocks are all
+       back by now (--leak: all but one). What memobs still sees live is
+       what the engine lost track of. */
+    dev_untrack_all();
+    if (!getenv("MEMOBS_LEAKS")) memobs_print_leaks(stderr);
     free(E.arena);
     free(E.pool);
     if (mismatches) {

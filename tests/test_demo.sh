@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tests/test_demo.sh - builds examples/offload_engine.c, runs it, and checks
-# memobs' JSON summary against the engine's own tallies of what it copied.
+# memobs' JSON summary against the engine's own tallies of what it copied and
+# of the memory it tracked, and the tracker's reports on stderr (the peak
+# report, the allocations-by-trace report, the leak report with --leak).
 #
 # Run from anywhere (it changes to the repository root): bash tests/test_demo.sh
 # Prints one line per check, "ok - demo: <what>" or
@@ -11,8 +13,10 @@ set -u
 
 cd "$(dirname "$0")/.." || exit 1
 
-# Recording must be on and the summary must go only where the demo puts it.
-unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT
+# Recording must be on, the summary and the reports must go only where the
+# demo puts them.
+unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_PEAK_REPORT MEMOBS_PEAK_GROWTH MEMOBS_PEAK_MIN MEMOBS_LEAKS \
+    MEMOBS_CALLSTACK MEMOBS_REPORT_ROWS MEMOBS_TRACK_CAPACITY
 
 failed=0
 pass() { echo "ok - demo: $1"; }
@@ -37,7 +41,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/memobs-demo-test.XXXXXX") || {
 trap 'rm -rf "$tmp"' EXIT
 
 bin=$tmp/offload_engine
-if "$cc" -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. examples/offload_engine.c -o "$bin" -lm \
+# -rdynamic as in the Makefile: the C stacks in the reports name the demo's functions.
+if "$cc" -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. examples/offload_engine.c -o "$bin" -lm -rdynamic \
     >"$tmp/build.log" 2>&1; then
     pass "builds as C99 with -Wall -Wextra -Werror"
 else
@@ -59,9 +64,11 @@ else
     fail "text summary on stderr" "expected a '== memobs summary ==' line, got none" "$tmp/err"
 fi
 
-# The figures, from the tallies line and the JSON line.
-python3 - "$tmp/out" <<'PY' || failed=1
-import json, sys, traceback
+# The figures, from the tallies line and the JSON line; the reports, from
+# stderr. check.py MODE STDOUT STDERR: MODE "main" for a plain --json run,
+# "leak" for a --leak --json run.
+cat >"$tmp/check.py" <<'PY'
+import json, re, sys, traceback
 
 failed = False
 
@@ -84,16 +91,101 @@ def check_true(what, cond, detail):
         print("not ok - demo: %s: %s" % (what, detail))
 
 
-def main():
-    lines = open(sys.argv[1]).read().splitlines()
+RULE = "-" * 120
+KINDS = ("device", "host", "pinned")
+PROBLEMS = ("frees_unknown", "frees_double", "frees_null", "allocs_null", "allocs_zero", "allocs_duplicate",
+            "allocs_bad_kind", "untracked", "untracked_bytes", "untracked_live", "untracked_frees", "traces_dropped")
+GROUP_ROW = re.compile(r"^\|\s*(\d*)\s*\|\s*(\d+) \(\s*[\d.]+\) \|\s*(\d+) \| (\S+)\s*\|[^|]*\| (.*?)\s*\|$")
+BOX_TOP = re.compile(r"^\|   \u250c\u2500 (.*?) \u2500")
+BOX_LINE = re.compile(r"^\|   \u2502    (.*?)\s*\|$")
+
+
+def report(err, header):
+    """Every report on stderr whose first line starts with header: a list of
+    (first line, groups); a group is a dict with trace, bytes, count, kinds,
+    tag and boxes ({title: [frame lines]}). The groups table is the last
+    table of a report: it ends at the third rule after its header line."""
+    out = []
+    for i, l in enumerate(err):
+        if not l.startswith(header):
+            continue
+        groups, rules = [], 0
+        box = None
+        for m in err[i + 1:]:
+            if m == RULE:
+                rules += 1
+                if rules == 3:
+                    break
+                continue
+            g = GROUP_ROW.match(m)
+            if g:
+                groups.append({"trace": g.group(1), "bytes": int(g.group(2)), "count": int(g.group(3)),
+                               "kinds": g.group(4), "tag": g.group(5), "boxes": {}})
+                continue
+            b = BOX_TOP.match(m)
+            if b and groups:
+                box = groups[-1]["boxes"].setdefault(b.group(1), [])
+                continue
+            b = BOX_LINE.match(m)
+            if b and box is not None:
+                box.append(b.group(1))
+        out.append((l, groups))
+    return out
+
+
+def parse_tallies(pre, lines):
     tally_lines = [l for l in lines if l.startswith("engine tallies:")]
-    check("one tallies line on stdout", 1, len(tally_lines))
+    check("%sone tallies line on stdout" % pre, 1, len(tally_lines))
     if not tally_lines:
-        return
+        return None
     t = {}
     for kv in tally_lines[0][len("engine tallies:"):].split():
         k, _, v = kv.partition("=")
         t[k] = int(v)
+    return t
+
+
+def check_memory(pre, t, j):
+    """memobs' memory figures against the engine's, exactly: the same in
+    every run, --leak included."""
+    m = j["memory"]
+    fields = ("current_bytes", "peak_bytes", "live", "allocs", "frees", "alloc_bytes")
+    for k in KINDS:
+        check("%smemory.%s current, peak, live, allocs, frees, alloc_bytes match the engine tallies" % (pre, k),
+              [t[k + "_" + f] for f in fields], [m[k][f] for f in fields])
+        check("%smemory.%s live == allocs - frees" % (pre, k), m[k]["allocs"] - m[k]["frees"], m[k]["live"])
+        check_true("%smemory.%s current <= peak <= alloc_bytes" % (pre, k),
+                   m[k]["current_bytes"] <= m[k]["peak_bytes"] <= m[k]["alloc_bytes"],
+                   "got current %d, peak %d, alloc_bytes %d"
+                   % (m[k]["current_bytes"], m[k]["peak_bytes"], m[k]["alloc_bytes"]))
+    check("%sno managed memory" % pre, [0] * 6, [m["managed"][f] for f in fields])
+    tr = j["tracker"]
+    check("%stracker: tracking, and every problem count zero" % pre, [True] + [0] * len(PROBLEMS),
+          [tr["tracking"]] + [tr[p] for p in PROBLEMS])
+    # Each block a request takes from the pool is written once, by one
+    # offload of all its layers.
+    check("%spinned allocs == kv_blocks_offloaded" % pre, t["kv_blocks_offloaded"], m["pinned"]["allocs"])
+    check("%spinned alloc_bytes == D2H bytes" % pre, t["d2h"], m["pinned"]["alloc_bytes"])
+
+
+def kv_block_groups(what, groups):
+    """The kv_block rows of a groups table, and a check that one has a C
+    stack naming the demo's pool allocation function."""
+    kv = [g for g in groups if g["tag"] == "kv_block"]
+    check_true("%s: a kv_block row" % what, kv,
+               "expected a row tagged kv_block, got tags %s" % [g["tag"] for g in groups])
+    frames = [f for g in kv for f in g["boxes"].get("C Stack Trace", [])]
+    check_true("%s: kv_block's C Stack Trace box names pool_alloc" % what,
+               any(re.match(r"#\d+ pool_alloc\+0x", f) for f in frames),
+               "expected a frame 'pool_alloc+0x...', got %s" % (frames or "no C Stack Trace box"))
+    check("%s: kv_block rows are pinned memory" % what, ["pinned"] * len(kv), [g["kinds"] for g in kv])
+    return kv
+
+
+def main_run(lines, err):
+    t = parse_tallies("", lines)
+    if t is None:
+        return
     try:
         j = json.loads(lines[-1])
     except ValueError as e:
@@ -160,6 +252,101 @@ def main():
     # The demo has 4 layers; an offload is one D2H per layer.
     check("D2H ops == 4 x kv_blocks_offloaded", 4 * t["kv_blocks_offloaded"], t["d2h_ops"])
 
+    # Tracked memory.
+    check_memory("", t, j)
+    m = j["memory"]
+    check("pinned: every host block back in the pool (current, live)", [0, 0],
+          [m["pinned"]["current_bytes"], m["pinned"]["live"]])
+    # Peaks depend on how the two workers' requests overlap: bound them.
+    # Pinned: at least the largest request's blocks, at most the two largest.
+    blocks = sorted(int(x) for x in re.findall(r"^request \d+: .* host blocks +(\d+),", "\n".join(err), re.M))
+    check("one request line per request on stderr", n, len(blocks))
+    if blocks and m["pinned"]["allocs"]:
+        bb = m["pinned"]["alloc_bytes"] // m["pinned"]["allocs"]
+        lo, hi = blocks[-1] * bb, sum(blocks[-2:]) * bb
+        check_true("pinned peak between the largest request's blocks and the two largest's",
+                   lo <= m["pinned"]["peak_bytes"] <= hi,
+                   "expected %d <= peak <= %d, got %d" % (lo, hi, m["pinned"]["peak_bytes"]))
+    # Device: the carved buffers stay until shut-down; one logits buffer per
+    # sampled token comes and goes, at most one per worker at a time.
+    d = m["device"]
+    check("device frees == tokens (one logits buffer per sampled token)", t["tokens"], d["frees"])
+    check_true("device buffers still held at the summary", d["live"] > 0 and d["current_bytes"] > 0,
+               "expected live and current_bytes > 0, got %d, %d" % (d["live"], d["current_bytes"]))
+    scratch = d["alloc_bytes"] - d["current_bytes"]
+    if t["tokens"] and scratch % t["tokens"] == 0:
+        lb = scratch // t["tokens"]
+        check_true("device peak: the buffers plus one to two workers' logits",
+                   d["current_bytes"] + lb <= d["peak_bytes"] <= d["current_bytes"] + 2 * lb,
+                   "expected %d <= peak <= %d, got %d"
+                   % (d["current_bytes"] + lb, d["current_bytes"] + 2 * lb, d["peak_bytes"]))
+    else:
+        check_true("device allocated beyond the buffers is whole logits buffers", False,
+                   "expected (alloc_bytes - current) %d to be a multiple of tokens %d" % (scratch, t["tokens"]))
+    h = m["host"]
+    check("host: the weight staging buffer, allocated and freed once",
+          [1, 1, 0, h["alloc_bytes"]], [h["allocs"], h["frees"], h["current_bytes"], h["peak_bytes"]])
+
+    # The reports on stderr, all before the summary.
+    try:
+        end = err.index([l for l in err if l.startswith("== memobs summary ==")][0])
+    except IndexError:
+        end = len(err)
+    peaks = [l for l in err[:end] if "tracked memory reached new maximum" in l]
+    check_true("one or two peak reports before the summary", 1 <= len(peaks) <= 2,
+               "expected 1 or 2 lines 'tracked memory reached new maximum', got %d" % len(peaks))
+    if peaks:
+        check_true("the peak report is about device 0", peaks[0].startswith("memobs: [rank 0] device 0 "),
+                   "got %r" % peaks[0])
+    reps = report(err[:end], "== memobs allocations by trace ==")
+    check("one allocations-by-trace report before the summary", 1, len(reps))
+    if reps:
+        head, groups = reps[0]
+        kv = kv_block_groups("allocations by trace", groups)
+        # It is printed before the last request (107) gives its blocks back.
+        last = re.search(r"^request 107: .* host blocks +(\d+),", "\n".join(err), re.M)
+        if last:
+            check_true("allocations by trace: kv_block rows hold request 107's blocks at least",
+                       sum(g["count"] for g in kv) >= int(last.group(1)),
+                       "expected >= %s blocks, got %d" % (last.group(1), sum(g["count"] for g in kv)))
+        check_true("allocations by trace: device rows for the carved buffers",
+                   {"weights", "kv_slots", "prefill_buffer", "decode_buffer", "activations"}
+                   <= {g["tag"] for g in groups if g["kinds"] == "device"},
+                   "got device tags %s" % sorted(g["tag"] for g in groups if g["kinds"] == "device"))
+    leaks = [l for l in err[end:] if l.startswith("== memobs leak report ==")]
+    check_true("leak report after shut-down: nothing live",
+               len(leaks) == 1 and leaks[0].endswith(": no tracked allocation is live"),
+               "expected one '== memobs leak report == ...: no tracked allocation is live' line, got %s" % leaks)
+
+
+def leak_run(lines, err):
+    t = parse_tallies("--leak: ", lines)
+    if t is None:
+        return
+    j = json.loads(lines[-1])
+    check_memory("--leak: ", t, j)
+    p = j["memory"]["pinned"]
+    check("--leak: one pinned block live at the end (memobs and the engine)", [1, 1], [p["live"], t["pinned_live"]])
+    reps = report(err, "== memobs leak report ==")
+    check("--leak: one leak report", 1, len(reps))
+    if not reps:
+        return
+    head, groups = reps[0]
+    want = r": 1 allocation still live, %d bytes \([^)]*\): pinned %d bytes \([^)]*\) in 1$" % (
+        p["current_bytes"], p["current_bytes"])
+    check_true("--leak: the leak report counts 1 live pinned allocation", re.search(want, head),
+               "expected a first line ending like %r, got %r" % (want, head))
+    kv = kv_block_groups("--leak: leak report", groups)
+    check("--leak: the leak report's rows: one kv_block, 1 allocation",
+          [("kv_block", 1, "pinned")], [(g["tag"], g["count"], g["kinds"]) for g in groups])
+
+
+def main():
+    mode, out, err = sys.argv[1:4]
+    lines = open(out).read().splitlines()
+    err_lines = open(err, encoding="utf-8", errors="replace").read().splitlines()
+    (main_run if mode == "main" else leak_run)(lines, err_lines)
+
 
 try:
     main()
@@ -170,15 +357,21 @@ except Exception as e:  # a missing key or a bad number: say so, do not just die
         print("    # " + l)
 sys.exit(1 if failed else 0)
 PY
+python3 "$tmp/check.py" main "$tmp/out" "$tmp/err" || failed=1
 
-# Same workload, same figures, whichever worker got which request.
+# Same workload, same figures, whichever worker got which request. The
+# device and pinned peaks are the exception: they depend on how the two
+# workers' requests overlap in time (check.py bounds them instead).
 "$bin" >"$tmp/out2" 2>"$tmp/err2"
-a=$(grep '^engine tallies:' "$tmp/out")
 b=$(grep '^engine tallies:' "$tmp/out2")
-if [ -n "$a" ] && [ "$a" = "$b" ]; then
-    pass "a second run gives the same tallies"
+unpeak() { grep '^engine tallies:' "$1" | sed -E 's/ (device|pinned)_peak_bytes=[0-9]+//g'; }
+a1=$(unpeak "$tmp/out")
+b1=$(unpeak "$tmp/out2")
+if [ -n "$a1" ] && [ "$a1" = "$b1" ]; then
+    pass "a second run gives the same tallies (device and pinned peaks aside)"
 else
-    fail "a second run gives the same tallies" "expected '$a', got '$b'" "$tmp/err2"
+    fail "a second run gives the same tallies (device and pinned peaks aside)" "expected '$a1', got '$b1'" \
+        "$tmp/err2"
 fi
 last=$(tail -n 1 "$tmp/out2")
 if [ -n "$b" ] && [ "$last" = "$b" ]; then
@@ -197,5 +390,17 @@ else
     fail "with MEMOBS=0 the demo reports the mismatch and exits nonzero" \
         "expected a nonzero exit and a 'MISMATCH total h2d bytes' line, got exit $rc" "$tmp/err3"
 fi
+
+# --leak: request 100 keeps one host block; the engine expects it (exit 0)
+# and the leak report at the end shows it, with its stack.
+"$bin" --leak --json >"$tmp/out4" 2>"$tmp/err4"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+    pass "--leak --json run exits 0 (the engine's tallies count the leaked block too)"
+else
+    fail "--leak --json run exits 0 (the engine's tallies count the leaked block too)" "expected 0, got $rc" \
+        "$tmp/err4"
+fi
+python3 "$tmp/check.py" leak "$tmp/out4" "$tmp/err4" || failed=1
 
 exit "$failed"
