@@ -265,8 +265,9 @@ typedef struct {
     uint64_t untracked;         /* allocs counted in the totals but not in the table (table full) */
     uint64_t untracked_bytes;
     uint64_t untracked_live;    /* of those, not yet matched by a free */
-    uint64_t untracked_frees;   /* frees matched to an untracked alloc: their size is unknown, so
-                                   current_bytes may overstate by up to untracked_bytes */
+    uint64_t untracked_frees;   /* frees matched to an untracked alloc: their size and kind are
+                                   unknown, so current_bytes may overstate by up to untracked_bytes
+                                   and live by up to untracked_frees */
     uint64_t traces;            /* distinct traces interned (ids 0..traces-1) */
     uint64_t traces_dropped;    /* allocs whose tag/stack found the trace table full */
     uint64_t capacity;          /* allocation table capacity (MEMOBS_TRACK_CAPACITY) */
@@ -1754,23 +1755,29 @@ static int memobs__trk_ready(void) {
     return r == 1;
 }
 
-/* Return addresses of the caller of the public function that calls this
-   (frames 0 and 1 are this function and that one). noinline keeps the
-   count right. */
-__attribute__((noinline)) static int memobs__capture_c(void **out, int depth) {
+/* Return addresses from ra (the return address of the public function
+   that calls this) outwards. The frames above it (this function, that one,
+   and a sanitizer's backtrace() interceptor) are found and dropped, not
+   counted. */
+#define MEMOBS__CAPTURE_SLACK 4
+static int memobs__capture_c(void **out, int depth, const void *ra) {
 #ifdef MEMOBS__HAVE_BACKTRACE
-    void *buf[MEMOBS_MAX_STACK + 2];
-    int n, i;
+    void *buf[MEMOBS_MAX_STACK + MEMOBS__CAPTURE_SLACK];
+    int n, i, skip = -1;
     if (depth > MEMOBS_MAX_STACK) depth = MEMOBS_MAX_STACK;
     if (depth <= 0 || memobs__tls.busy) return 0;
     memobs__tls.busy = 1; /* the first backtrace() loads libgcc_s, which calls malloc */
-    n = backtrace(buf, depth + 2);
+    n = backtrace(buf, depth + MEMOBS__CAPTURE_SLACK);
     memobs__tls.busy = 0;
-    for (i = 2; i < n; i++) out[i - 2] = buf[i];
-    return n > 2 ? n - 2 : 0;
+    for (i = 0; i < n && i < MEMOBS__CAPTURE_SLACK && skip < 0; i++)
+        if (buf[i] == ra) skip = i;
+    if (skip < 0) skip = 2; /* not found: this function and the public one */
+    for (i = skip; i < n && i - skip < depth; i++) out[i - skip] = buf[i];
+    return i - skip > 0 ? i - skip : 0;
 #else
     (void)out;
     (void)depth;
+    (void)ra;
     return 0;
 #endif
 }
@@ -2056,7 +2063,9 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, before, trace);
 }
 
-static void memobs__trk_free(const void *ptr) {
+/* on: memobs is switched on; when off, only a tracked block is retired and
+   nothing else is counted. */
+static void memobs__trk_free(const void *ptr, int on) {
     memobs__trk_t *t = &MEMOBS__TRK;
     memobs__trk_stripe_t *st;
     memobs__alloc_t old;
@@ -2085,6 +2094,7 @@ static void memobs__trk_free(const void *ptr) {
             if (st->freed[i] == addr) twice = 1;
         memobs__spin_unlock(&st->lock);
     }
+    if (!on) return;
     if (twice) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_DOUBLE].v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_DOUBLE, "double free of %p (freed before and not allocated since); ignored "
@@ -2105,14 +2115,14 @@ static void memobs__trk_free(const void *ptr) {
                       ptr);
 }
 
-/* noinline: memobs__capture_c skips exactly this frame and its own. */
+/* noinline: the stack starts at this function's return address. */
 __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_mem_kind_t kind,
                                                        int device, const void *stream, const char *tag, int depth) {
     void *cst[MEMOBS_MAX_STACK];
     int nc = 0;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     if (depth < 0) depth = (int)MEMOBS__LOAD(&MEMOBS__TRK.depth.v);
-    if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth);
+    if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth, __builtin_return_address(0));
     memobs__trk_alloc(ptr, bytes, (unsigned)kind, device, stream, tag, cst, nc);
 }
 
@@ -2120,10 +2130,9 @@ void memobs_track_free(const void *ptr) {
     /* Switched off at run time, frees still retire what was tracked before,
        so those blocks do not turn into leaks; with nothing live it is two
        loads. */
-    if (!MEMOBS__LOAD(&memobs__on.v) &&
-        (!ptr || (!MEMOBS__LOAD(&MEMOBS__TRK.nlive.v) && !MEMOBS__LOAD(&MEMOBS__TRK.untracked_live.v))))
-        return;
-    memobs__trk_free(ptr);
+    int on = MEMOBS__LOAD(&memobs__on.v) != 0;
+    if (!on && (!ptr || !MEMOBS__LOAD(&MEMOBS__TRK.nlive.v))) return;
+    memobs__trk_free(ptr, on);
 }
 
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
@@ -2862,8 +2871,13 @@ static const char *memobs__s(uint64_t n) { return n == 1 ? "" : "s"; }
 
 #define MEMOBS__MIB(b) ((double)(b) / 1048576.0)
 #define MEMOBS__ROW_W 120 /* display columns of a table line */
-#define MEMOBS__BLOCK_TAG_W (MEMOBS__ROW_W - 90) /* what the other block table columns leave */
-#define MEMOBS__GROUP_TAG_W (MEMOBS__ROW_W - 79)
+
+/* Ends a table row whose ASCII columns took used bytes: the TAG cell fills
+   the line to MEMOBS__ROW_W columns. */
+static void memobs__row_end(FILE *f, int used, const char *tag) {
+    memobs__cell(f, tag, used > 0 && used < MEMOBS__ROW_W - 12 ? MEMOBS__ROW_W - 2 - used : 10);
+    fputs(" |\n", f);
+}
 
 static void memobs__rule(FILE *f) {
     int i;
@@ -2939,10 +2953,8 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
     if (ntr) shown = (unsigned char *)MEMOBS_MALLOC(ntr);
     if (shown) memset(shown, 0, ntr);
     memobs__rule(f);
-    fprintf(f, "| %18s | %12s (%10s) | %-7s | %3s | %-8s | %5s | ", "ADDR", "size", "MiB", "KIND", "DEV", "PHASE",
-            "TRACE");
-    memobs__cell(f, "TAG", MEMOBS__BLOCK_TAG_W);
-    fputs(" |\n", f);
+    memobs__row_end(f, fprintf(f, "| %18s | %12s (%10s) | %-7s | %3s | %-8s | %5s | ", "ADDR", "size", "MiB", "KIND",
+                               "DEV", "PHASE", "TRACE"), "TAG");
     memobs__rule(f);
     for (i = 0; i < lim; i++) {
         const memobs__trace_t *e = memobs__trace_get(a[i].trace);
@@ -2951,11 +2963,11 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
         memobs__trace_cell(a[i].trace, tr, sizeof tr);
         if (a[i].device < 0) snprintf(dev, sizeof dev, "-");
         else snprintf(dev, sizeof dev, "%d", (int)a[i].device);
-        fprintf(f, "| 0x%016llx | %12llu (%10.2f) | %-7s | %3s | %-8s | %5s | ", (unsigned long long)a[i].addr,
-                (unsigned long long)a[i].bytes, MEMOBS__MIB(a[i].bytes), memobs__kind_name[a[i].kind], dev,
-                phase_name[a[i].phase < 3 ? a[i].phase : 0], tr);
-        memobs__cell(f, memobs__tag_cell(e, box || !e || !(e->np || e->nc)), MEMOBS__BLOCK_TAG_W);
-        fputs(" |\n", f);
+        memobs__row_end(f, fprintf(f, "| 0x%016llx | %12llu (%10.2f) | %-7s | %3s | %-8s | %5s | ",
+                                   (unsigned long long)a[i].addr, (unsigned long long)a[i].bytes,
+                                   MEMOBS__MIB(a[i].bytes), memobs__kind_name[a[i].kind], dev,
+                                   phase_name[a[i].phase < 3 ? a[i].phase : 0], tr),
+                        memobs__tag_cell(e, box || !e || !(e->np || e->nc)));
         if (box) {
             shown[a[i].trace] = 1;
             memobs__trace_boxes(f, e, buf, 8192, unnamed);
@@ -3005,9 +3017,8 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
         if (grp[g].count) grp[ng++] = grp[g];
     memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
     memobs__rule(f);
-    fprintf(f, "| %5s | %12s (%10s) | %7s | %-14s | %9s | ", "TRACE", "bytes", "MiB", "count", "KINDS", "OLDEST");
-    memobs__cell(f, "TAG", MEMOBS__GROUP_TAG_W);
-    fputs(" |\n", f);
+    memobs__row_end(f, fprintf(f, "| %5s | %12s (%10s) | %7s | %-14s | %11s | ", "TRACE", "bytes", "MiB", "count",
+                               "KINDS", "OLDEST"), "TAG");
     memobs__rule(f);
     for (g = 0; g < ng; g++) {
         const memobs__trace_t *e = memobs__trace_get(grp[g].trace);
@@ -3024,11 +3035,11 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
             if (grp[g].kinds & (1u << k))
                 o += snprintf(kinds + o, sizeof kinds - (size_t)o, "%s%s", o ? "," : "", memobs__kind_name[k]);
         memobs__trace_cell(grp[g].trace, tr, sizeof tr);
-        fprintf(f, "| %5s | %12llu (%10.2f) | %7llu | %-14s | %9s | ", tr, (unsigned long long)grp[g].bytes,
-                MEMOBS__MIB(grp[g].bytes), (unsigned long long)grp[g].count, kinds,
-                memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age));
-        memobs__cell(f, e ? memobs__tag_cell(e, 1) : "(no tag, no stack)", MEMOBS__GROUP_TAG_W);
-        fputs(" |\n", f);
+        memobs__row_end(f, fprintf(f, "| %5s | %12llu (%10.2f) | %7llu | %-14s | %11s | ", tr,
+                                   (unsigned long long)grp[g].bytes, MEMOBS__MIB(grp[g].bytes),
+                                   (unsigned long long)grp[g].count, kinds,
+                                   memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age)),
+                        e ? memobs__tag_cell(e, 1) : "(no tag, no stack)");
         if (e) memobs__trace_boxes(f, e, buf, 8192, unnamed);
     }
     if (rows > 0 && ng > (uint32_t)rows) {
