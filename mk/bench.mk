@@ -1,14 +1,19 @@
 # mk/bench.mk - `make bench` (included by the top-level Makefile).
 #
-#   make bench        build everything below, then run it (about 10 s)
+#   make bench        build everything below, then run it (about 15 s)
 #   make bench-build  build only
 #   make bench-asm    disassemble the timed loops (check nothing was hoisted)
 #   BENCH_ITERS=2000000 BENCH_REPS=3 make bench   a quicker, noisier run
 #
 # Builds, under $(BUILD)/bench/:
-#   memobs_bench                 bench/bench.c (the implementation, -O2) and
-#                                bench/bench_disabled.c (-DMEMOBS_DISABLE);
-#                                RUNPATH $ORIGIN, so its dlopen() finds:
+#   memobs_bench                 bench/bench.c (the implementation, -O2),
+#                                bench/bench_disabled.c (-DMEMOBS_DISABLE) and
+#                                bench/bench_track.c (the allocation tracker's
+#                                figures: alloc+free pairs beside malloc+free,
+#                                with a tag, with a depth-16 C stack, disabled;
+#                                1 and 2 threads); not -rdynamic, so the .so's
+#                                keep their own memobs; RUNPATH $ORIGIN, so
+#                                its dlopen() finds:
 #   libmemobs_bench_default.so   bench/bench_so.c, -fPIC -shared
 #   libmemobs_bench_gnu2.so      the same with TLS descriptors
 #   libmemobs_bench_ie.so        the same with -DMEMOBS_TLS_INITIAL_EXEC
@@ -49,7 +54,7 @@ bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
 	    echo "== $$f"; \
-	    objdump -d --no-show-raw-insn $$f | awk '/^[0-9a-f]+ <(bench_loop_|bench_so_)/,/^$$/'; \
+	    objdump -d --no-show-raw-insn $$f | awk '/^[0-9a-f]+ <(bench_loop_|bench_so_|bench_stack_pairs)/,/^$$/'; \
 	done
 
 $(BENCH_OUT)/bench.o: bench/bench.c bench/bench.h memobs.h $(BENCH_MK)
@@ -60,7 +65,11 @@ $(BENCH_OUT)/bench_disabled.o: bench/bench_disabled.c bench/bench.h memobs.h $(B
 	@mkdir -p $(@D)
 	$(BENCH_COMPILE) -DMEMOBS_DISABLE -c $< -o $@
 
-$(BENCH_OUT)/memobs_bench: $(BENCH_OUT)/bench.o $(BENCH_OUT)/bench_disabled.o
+$(BENCH_OUT)/bench_track.o: bench/bench_track.c bench/bench.h memobs.h $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -c $< -o $@
+
+$(BENCH_OUT)/memobs_bench: $(BENCH_OUT)/bench.o $(BENCH_OUT)/bench_disabled.o $(BENCH_OUT)/bench_track.o
 	$(BENCH_COMPILE) $^ -o $@ -Wl,-rpath,'$$ORIGIN' -ldl
 
 # One compile per variant, so the -D reaches every translation unit of it.
