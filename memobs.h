@@ -441,7 +441,7 @@ typedef struct {
     int32_t device;
     memobs_phase_t phase;
     const void *stream;
-    uint64_t time_ns; /* memobs_now_ns() of the alloc */
+    uint64_t time_ns; /* CLOCK_MONOTONIC at the alloc, to the kernel tick (1-4 ms) */
     uint32_t trace;   /* MEMOBS_NO_TRACE if none */
 } memobs_alloc_info_t;
 MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
@@ -821,11 +821,15 @@ typedef struct {
 
 /* Allocation tracker. Live allocations sit in MEMOBS__TRK_STRIPES
    open-addressing tables (linear probing, backward-shift delete), each
-   under its own lock, sized once from MEMOBS_TRACK_CAPACITY. Traces
-   (tag + stack) are interned in a table that only grows: lookups are
-   lock-free (the key is published last, with release), inserts take
-   trace_lock. Current bytes are global atomics so that the peak is exact;
-   alloc/free counts live in the per-thread shards. */
+   under its own spin lock. A stripe is picked by the address's 64 KiB
+   granule, so threads that allocate from their own arenas mostly touch
+   their own stripes; each stripe's table grows and shrinks with its
+   load (1/8 to 1/2), and stripes reserve their entries from
+   MEMOBS_TRACK_CAPACITY in small batches. Traces (tag + stack) are
+   interned in a table that only grows: lookups are lock-free (the key is
+   published last, with release), inserts take trace_lock. Current and
+   peak bytes per kind are global atomics on one cache line, so the peak
+   is exact; alloc/free counts live in the per-thread shards. */
 #define MEMOBS__TRK_STRIPES 64
 #define MEMOBS__FREED_RING 16 /* recent frees remembered per stripe (double-free check) */
 #define MEMOBS__TRACE_SLOTS (2 * MEMOBS_MAX_TRACES)
@@ -843,12 +847,19 @@ typedef struct {
 } memobs__alloc_t;
 
 typedef struct {
-    memobs__u32_t lock; /* spin lock: held for a probe and a store */
-    uint32_t n, mask;   /* live entries; slots - 1 */
+    memobs__u32_t lock;    /* spin lock: held for a probe and a store */
+    uint32_t n, mask;      /* live entries; slots - 1 (slot == NULL: no table yet) */
+    uint32_t limit;        /* entries reserved from the capacity */
     uint32_t ring_pos;
     memobs__alloc_t *slot;
     uint64_t freed[MEMOBS__FREED_RING];
 } __attribute__((aligned(64))) memobs__trk_stripe_t;
+
+typedef struct {
+    memobs__u64_t cur, max; /* tracked device bytes now, highest ever */
+    memobs__u64_t next;     /* peak report when cur reaches this */
+    memobs__u64_t rep;      /* maximum at the last report */
+} __attribute__((aligned(64))) memobs__trk_dev_t;
 
 typedef struct {
     uint64_t key;  /* 0: empty; else the content hash (never 0), stored last */
@@ -861,14 +872,20 @@ typedef struct {
 } memobs__trace_t;
 
 typedef struct {
+    /* Read on every call, written rarely. */
     pthread_mutex_t init_lock;
     memobs__u32_t ready; /* 0 not set up, 1 ready, 2 set-up failed */
     uint32_t capacity;   /* live allocations the table holds */
-    memobs__u64_t nlive;      /* tracked live entries, against capacity */
-    memobs__u64_t cur[MEMOBS_MEM_KINDS], peak[MEMOBS_MEM_KINDS];
+    uint32_t batch;      /* entries a stripe reserves at a time */
+    memobs__u32_t used;  /* any allocation seen */
+    memobs__u32_t depth; /* default C stack depth */
+    /* Written on every tracked call: one line, so an alloc or free moves it once. */
+    struct {
+        memobs__u64_t cur[MEMOBS_MEM_KINDS], peak[MEMOBS_MEM_KINDS];
+    } acct __attribute__((aligned(64)));
+    memobs__u64_t reserved __attribute__((aligned(64))); /* capacity the stripes hold */
     memobs__u64_t untracked_live;
-    memobs__u32_t used;       /* any allocation seen */
-    memobs__u32_t depth;      /* default C stack depth */
+    memobs__trk_dev_t dev[MEMOBS_MAX_DEVICES];
     memobs__trk_stripe_t stripe[MEMOBS__TRK_STRIPES];
     /* traces */
     pthread_mutex_t trace_lock;
@@ -880,10 +897,7 @@ typedef struct {
     memobs_tag_provider_t prov[MEMOBS__MAX_PROVIDERS];
     uint32_t nprov;           /* under trace_lock */
     memobs__u32_t prov_on;    /* installed provider slot + 1, 0 = none */
-    /* device peaks and the peak report */
-    memobs__u64_t dev_cur[MEMOBS_MAX_DEVICES], dev_max[MEMOBS_MAX_DEVICES];
-    memobs__u64_t dev_next[MEMOBS_MAX_DEVICES]; /* report when dev_cur reaches this */
-    memobs__u64_t dev_rep[MEMOBS_MAX_DEVICES];  /* last reported maximum */
+    /* the peak report */
     memobs__u32_t peak_on;
     memobs__u64_t peak_growth_ppm; /* report threshold growth, parts per million */
     memobs__u64_t peak_min;
@@ -1013,12 +1027,20 @@ uint64_t memobs_now_ns(void) {
     memobs__clock_gettime(1, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+/* CLOCK_MONOTONIC_COARSE (6): the time of the last tick, a few ns to read
+   instead of tens; allocation timestamps (report ages) need no more. */
+static uint64_t memobs__coarse_ns(void) {
+    struct memobs__timespec ts;
+    if (memobs__clock_gettime(6, &ts) != 0) return memobs_now_ns();
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 #else
 uint64_t memobs_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+static uint64_t memobs__coarse_ns(void) { return memobs_now_ns(); }
 #endif
 
 static int memobs__streq_nocase(const char *a, const char *b) {
@@ -1713,39 +1735,29 @@ static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
 static int memobs__trk_ready(void) {
     memobs__trk_t *t = &MEMOBS__TRK;
     uint32_t r = __atomic_load_n(&t->ready.v, __ATOMIC_ACQUIRE);
-    size_t per, slots, i;
     if (MEMOBS__LIKELY(r == 1)) return 1;
     if (r == 2 || memobs__tls.busy) return 0; /* busy: MEMOBS_MALLOC re-entered us */
     pthread_mutex_lock(&t->init_lock);
     if (MEMOBS__LOAD(&t->ready.v) == 0) {
-        void *blk;
         memobs__tls.busy = 1;
-        per = (t->capacity + MEMOBS__TRK_STRIPES - 1) / MEMOBS__TRK_STRIPES;
-        /* Load factor at most 1/2 on average; a skewed stripe still has room. */
-        for (slots = 16; slots < 2 * per; slots *= 2) {
-        }
-        blk = MEMOBS_MALLOC(slots * MEMOBS__TRK_STRIPES * sizeof(memobs__alloc_t));
+        /* Stripes reserve capacity in batches: exact for small tables; at
+           most 2 batches per stripe (6%) idle in a large one. */
+        t->batch = t->capacity / 1024 > 16 ? 16u : t->capacity / 1024 < 1 ? 1u : t->capacity / 1024;
         t->traces = (memobs__trace_t *)MEMOBS_MALLOC(MEMOBS__TRACE_SLOTS * sizeof(memobs__trace_t));
         t->trace_slot = (uint32_t *)MEMOBS_MALLOC(MEMOBS_MAX_TRACES * sizeof(uint32_t));
         t->frames = (memobs_frame_t *)MEMOBS_MALLOC(MEMOBS__TRACE_FRAMES * sizeof(memobs_frame_t));
-        if (!blk || !t->traces || !t->trace_slot || !t->frames) {
-            if (blk) MEMOBS_FREE(blk);
+        if (!t->traces || !t->trace_slot || !t->frames) {
             if (t->traces) MEMOBS_FREE(t->traces);
             if (t->trace_slot) MEMOBS_FREE(t->trace_slot);
             if (t->frames) MEMOBS_FREE(t->frames);
             t->traces = NULL;
             t->trace_slot = NULL;
             t->frames = NULL;
-            memobs__log(MEMOBS_LOG_WARN, "allocation tracker: cannot allocate its tables for %u allocations; "
-                        "allocations are counted but not tracked", (unsigned)t->capacity);
+            memobs__log(MEMOBS_LOG_WARN, "allocation tracker: cannot allocate its trace tables; allocations are "
+                        "counted but not tracked");
             __atomic_store_n(&t->ready.v, 2u, __ATOMIC_RELEASE);
         } else {
-            memset(blk, 0, slots * MEMOBS__TRK_STRIPES * sizeof(memobs__alloc_t));
             memset(t->traces, 0, MEMOBS__TRACE_SLOTS * sizeof(memobs__trace_t));
-            for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
-                t->stripe[i].slot = (memobs__alloc_t *)blk + i * slots;
-                t->stripe[i].mask = (uint32_t)(slots - 1);
-            }
             __atomic_store_n(&t->ready.v, 1u, __ATOMIC_RELEASE);
         }
         memobs__tls.busy = 0;
@@ -1756,22 +1768,31 @@ static int memobs__trk_ready(void) {
 }
 
 /* Return addresses from ra (the return address of the public function
-   that calls this) outwards. The frames above it (this function, that one,
-   and a sanitizer's backtrace() interceptor) are found and dropped, not
-   counted. */
-#define MEMOBS__CAPTURE_SLACK 4
-static int memobs__capture_c(void **out, int depth, const void *ra) {
+   this is inlined into) outwards. The frames above ra (that function, and
+   a sanitizer's backtrace() interceptor) are unwound too, found and
+   dropped: each frame costs about 100 ns of DWARF unwinding. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEMOBS__CAPTURE_ABOVE 2
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MEMOBS__CAPTURE_ABOVE 2
+#endif
+#endif
+#ifndef MEMOBS__CAPTURE_ABOVE
+#define MEMOBS__CAPTURE_ABOVE 1
+#endif
+static inline __attribute__((always_inline)) int memobs__capture_c(void **out, int depth, const void *ra) {
 #ifdef MEMOBS__HAVE_BACKTRACE
-    void *buf[MEMOBS_MAX_STACK + MEMOBS__CAPTURE_SLACK];
+    void *buf[MEMOBS_MAX_STACK + MEMOBS__CAPTURE_ABOVE + 1];
     int n, i, skip = -1;
     if (depth > MEMOBS_MAX_STACK) depth = MEMOBS_MAX_STACK;
     if (depth <= 0 || memobs__tls.busy) return 0;
     memobs__tls.busy = 1; /* the first backtrace() loads libgcc_s, which calls malloc */
-    n = backtrace(buf, depth + MEMOBS__CAPTURE_SLACK);
+    n = backtrace(buf, depth + MEMOBS__CAPTURE_ABOVE);
     memobs__tls.busy = 0;
-    for (i = 0; i < n && i < MEMOBS__CAPTURE_SLACK && skip < 0; i++)
+    for (i = 0; i < n && i <= MEMOBS__CAPTURE_ABOVE && skip < 0; i++)
         if (buf[i] == ra) skip = i;
-    if (skip < 0) skip = 2; /* not found: this function and the public one */
+    if (skip < 0) skip = MEMOBS__CAPTURE_ABOVE;
     for (i = skip; i < n && i - skip < depth; i++) out[i - skip] = buf[i];
     return i - skip > 0 ? i - skip : 0;
 #else
@@ -1893,14 +1914,14 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
    *before, the device's maximum before it. */
 static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes, uint64_t *before) {
     memobs__trk_t *t = &MEMOBS__TRK;
-    uint64_t c = MEMOBS__ADD(&t->cur[kind].v, bytes) + bytes;
-    uint64_t p = MEMOBS__LOAD(&t->peak[kind].v);
-    while (c > p && !MEMOBS__CAS(&t->peak[kind].v, &p, c)) {
+    uint64_t c = MEMOBS__ADD(&t->acct.cur[kind].v, bytes) + bytes;
+    uint64_t p = MEMOBS__LOAD(&t->acct.peak[kind].v);
+    while (c > p && !MEMOBS__CAS(&t->acct.peak[kind].v, &p, c)) {
     }
     if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES) {
-        uint64_t dc = MEMOBS__ADD(&t->dev_cur[device].v, bytes) + bytes;
-        uint64_t dm = MEMOBS__LOAD(&t->dev_max[device].v);
-        while (dc > dm && !MEMOBS__CAS(&t->dev_max[device].v, &dm, dc)) {
+        uint64_t dc = MEMOBS__ADD(&t->dev[device].cur.v, bytes) + bytes;
+        uint64_t dm = MEMOBS__LOAD(&t->dev[device].max.v);
+        while (dc > dm && !MEMOBS__CAS(&t->dev[device].max.v, &dm, dc)) {
         }
         *before = dm;
         return dc;
@@ -1925,10 +1946,10 @@ static void memobs__peak_check(int device, uint64_t dc, uint64_t before, uint32_
     memobs__trk_t *t = &MEMOBS__TRK;
     uint64_t next;
     if (!MEMOBS__LOAD(&t->peak_on.v) || device < 0 || device >= MEMOBS_MAX_DEVICES) return;
-    next = MEMOBS__LOAD(&t->dev_next[device].v);
+    next = MEMOBS__LOAD(&t->dev[device].next.v);
     while (dc >= next) {
-        if (MEMOBS__CAS(&t->dev_next[device].v, &next, memobs__peak_next(dc))) {
-            uint64_t prev = MEMOBS__XCHG(&t->dev_rep[device].v, dc);
+        if (MEMOBS__CAS(&t->dev[device].next.v, &next, memobs__peak_next(dc))) {
+            uint64_t prev = MEMOBS__XCHG(&t->dev[device].rep.v, dc);
             if (!memobs__tls.busy) memobs__peak_report(device, dc, prev ? prev : before, trace);
             return;
         }
@@ -1936,22 +1957,84 @@ static void memobs__peak_check(int device, uint64_t dc, uint64_t before, uint32_
 }
 
 static void memobs__mem_sub(unsigned kind, int device, uint64_t bytes) {
-    MEMOBS__ADD(&MEMOBS__TRK.cur[kind].v, (uint64_t)0 - bytes);
+    MEMOBS__ADD(&MEMOBS__TRK.acct.cur[kind].v, (uint64_t)0 - bytes);
     if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES)
-        MEMOBS__ADD(&MEMOBS__TRK.dev_cur[device].v, (uint64_t)0 - bytes);
+        MEMOBS__ADD(&MEMOBS__TRK.dev[device].cur.v, (uint64_t)0 - bytes);
 }
 
+/* The stripe of an address: by its 64 KiB granule, so neighbouring blocks
+   (one thread's arena) share a stripe and other threads' stripes stay in
+   their caches; the slot within the stripe hashes the whole address. */
 static memobs__trk_stripe_t *memobs__trk_stripe(uint64_t addr, uint32_t *home) {
-    uint64_t h = memobs__mix(addr);
-    memobs__trk_stripe_t *st = &MEMOBS__TRK.stripe[h % MEMOBS__TRK_STRIPES];
-    *home = (uint32_t)(h >> 32);
-    return st;
+    *home = (uint32_t)(memobs__mix(addr) >> 32);
+    return &MEMOBS__TRK.stripe[memobs__mix(addr >> 16) % MEMOBS__TRK_STRIPES];
+}
+
+/* Caller holds st->lock. Moves the stripe's entries into a table of
+   nslots (a power of two, at least 16, more than 2 * n); 0 when there is
+   no memory for it (the old table stays). */
+static int memobs__trk_resize(memobs__trk_stripe_t *st, uint32_t nslots) {
+    memobs__alloc_t *old = st->slot, *ns;
+    uint32_t i, omask = st->mask, busy = memobs__tls.busy;
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be the allocator we watch */
+    ns = (memobs__alloc_t *)MEMOBS_MALLOC(nslots * sizeof *ns);
+    memobs__tls.busy = busy;
+    if (!ns) return 0;
+    memset(ns, 0, nslots * sizeof *ns);
+    st->slot = ns;
+    st->mask = nslots - 1;
+    if (old) {
+        for (i = 0; i <= omask; i++) {
+            uint32_t j;
+            if (!old[i].addr) continue;
+            for (j = (uint32_t)(memobs__mix(old[i].addr) >> 32) & st->mask; ns[j].addr; j = (j + 1) & st->mask) {
+            }
+            ns[j] = old[i];
+        }
+        memobs__tls.busy = 1;
+        MEMOBS_FREE(old);
+        memobs__tls.busy = busy;
+    }
+    return 1;
+}
+
+/* Entries of the capacity for a stripe: up to want, 0 when all are held. */
+static uint32_t memobs__trk_reserve(uint32_t want) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    uint64_t r = MEMOBS__LOAD(&t->reserved.v), k;
+    do {
+        if (r >= t->capacity) return 0;
+        k = t->capacity - r < want ? t->capacity - r : want;
+    } while (!MEMOBS__CAS(&t->reserved.v, &r, r + k));
+    return (uint32_t)k;
+}
+
+/* Caller holds st->lock and has a new entry to add: makes room (capacity
+   and table). 0 when the table is full. */
+static int memobs__trk_room(memobs__trk_stripe_t *st) {
+    if (st->n >= st->limit) st->limit += memobs__trk_reserve(MEMOBS__TRK.batch);
+    if (st->n >= st->limit) return 0;
+    if (!st->slot) return memobs__trk_resize(st, 16);
+    if (2 * (st->n + 1) > st->mask + 1) return memobs__trk_resize(st, 2 * (st->mask + 1)) || st->n + 1 <= st->mask;
+    return 1;
+}
+
+/* Caller holds st->lock, after a removal: gives back idle capacity and
+   shrinks a table at 1/8 load, so memory follows what is live. */
+static void memobs__trk_slack(memobs__trk_stripe_t *st) {
+    uint32_t b = MEMOBS__TRK.batch;
+    if (st->limit - st->n > 2 * b) {
+        st->limit -= b;
+        MEMOBS__ADD(&MEMOBS__TRK.reserved.v, (uint64_t)0 - b);
+    }
+    if (st->mask + 1 > 16 && 8 * st->n < st->mask + 1) (void)memobs__trk_resize(st, (st->mask + 1) / 2);
 }
 
 /* Caller holds st->lock. Slot holding addr, or -1; *hole is the empty slot
    ending the probe run. */
 static int memobs__trk_find(memobs__trk_stripe_t *st, uint32_t home, uint64_t addr, uint32_t *hole) {
     uint32_t j = home & st->mask;
+    if (!st->slot) return -1;
     for (;; j = (j + 1) & st->mask) {
         if (st->slot[j].addr == addr) return (int)j;
         if (st->slot[j].addr == 0) {
@@ -2009,27 +2092,29 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     if (device < 0) device = (kind == MEMOBS_MEM_DEVICE || kind == MEMOBS_MEM_MANAGED) ? memobs__tls.device : -1;
     memobs__trk_count(kind, 0, 1u);
     memobs__trk_count(kind, 2, bytes);
-    if (!memobs__trk_ready()) {
+    if (memobs__tls.busy || !memobs__trk_ready()) {
+        /* busy: from inside memobs' own MEMOBS_MALLOC or report; no locks */
         dc = memobs__mem_add(kind, device, bytes, &before);
         full = 1;
     } else {
         trace = memobs__trace_intern(tag, cst, nc);
-        now = memobs_now_ns();
+        now = memobs__coarse_ns();
         dc = memobs__mem_add(kind, device, bytes, &before);
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
-        for (i = 0; i < MEMOBS__FREED_RING; i++)
-            if (st->freed[i] == addr) st->freed[i] = 0;
         at = memobs__trk_find(st, home, addr, &hole);
         if (at >= 0) {
             dup = 1;
             old = st->slot[at];
             hole = (uint32_t)at;
-        } else if (MEMOBS__ADD(&t->nlive.v, 1u) >= t->capacity || st->n + 1 > st->mask) {
-            MEMOBS__ADD(&t->nlive.v, (uint64_t)0 - 1u);
-            full = 1;
-        } else {
+        } else if (memobs__trk_room(st)) {
+            (void)memobs__trk_find(st, home, addr, &hole); /* the table may have been resized */
             st->n++;
+        } else {
+            full = 1;
+            /* Its free must not look like a double free of an older block. */
+            for (i = 0; i < MEMOBS__FREED_RING; i++)
+                if (st->freed[i] == addr) st->freed[i] = 0;
         }
         if (!full) {
             memobs__alloc_t *e = &st->slot[hole];
@@ -2076,7 +2161,7 @@ static void memobs__trk_free(const void *ptr, int on) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
         return;
     }
-    if (MEMOBS__LOAD(&t->ready.v) == 1) {
+    if (MEMOBS__LOAD(&t->ready.v) == 1 && !memobs__tls.busy) {
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         at = memobs__trk_find(st, home, addr, &hole);
@@ -2084,8 +2169,8 @@ static void memobs__trk_free(const void *ptr, int on) {
             old = st->slot[at];
             memobs__trk_remove(st, (uint32_t)at);
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
+            memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
-            MEMOBS__ADD(&t->nlive.v, (uint64_t)0 - 1u);
             memobs__mem_sub(old.kind, old.device, old.bytes);
             memobs__trk_count(old.kind, 1, 1u);
             return;
@@ -2115,6 +2200,15 @@ static void memobs__trk_free(const void *ptr, int on) {
                       ptr);
 }
 
+/* Nothing tracked holds bytes: one cache line read (0-byte blocks do not
+   count; freed while memobs is off, they stay listed). */
+static int memobs__trk_idle(void) {
+    unsigned k;
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++)
+        if (MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[k].v)) return 0;
+    return 1;
+}
+
 /* noinline: the stack starts at this function's return address. */
 __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_mem_kind_t kind,
                                                        int device, const void *stream, const char *tag, int depth) {
@@ -2128,10 +2222,10 @@ __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t
 
 void memobs_track_free(const void *ptr) {
     /* Switched off at run time, frees still retire what was tracked before,
-       so those blocks do not turn into leaks; with nothing live it is two
-       loads. */
+       so those blocks do not turn into leaks; with nothing live it is one
+       cache line read. */
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
-    if (!on && (!ptr || !MEMOBS__LOAD(&MEMOBS__TRK.nlive.v))) return;
+    if (!on && (!ptr || memobs__trk_idle())) return;
     memobs__trk_free(ptr, on);
 }
 
@@ -2180,9 +2274,9 @@ static void memobs__peak_arm(void) {
     memobs__trk_t *t = &MEMOBS__TRK;
     unsigned d;
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
-        uint64_t m = MEMOBS__LOAD(&t->dev_max[d].v);
-        MEMOBS__STORE(&t->dev_rep[d].v, m);
-        MEMOBS__STORE(&t->dev_next[d].v, memobs__peak_next(m));
+        uint64_t m = MEMOBS__LOAD(&t->dev[d].max.v);
+        MEMOBS__STORE(&t->dev[d].rep.v, m);
+        MEMOBS__STORE(&t->dev[d].next.v, memobs__peak_next(m));
     }
 }
 
@@ -2211,6 +2305,18 @@ int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) 
     return MEMOBS_OK;
 }
 
+/* Tracked live allocations now (a sum of the stripes' counts). */
+static size_t memobs__trk_live(void) {
+    size_t n = 0;
+    unsigned i;
+    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+        memobs__spin_lock(&MEMOBS__TRK.stripe[i].lock);
+        n += MEMOBS__TRK.stripe[i].n;
+        memobs__spin_unlock(&MEMOBS__TRK.stripe[i].lock);
+    }
+    return n;
+}
+
 /* Copies live allocations (at most max) into out; returns how many are
    live. Takes each stripe lock in turn: a consistent view per stripe. */
 static size_t memobs__trk_snapshot(memobs__alloc_t *out, size_t max) {
@@ -2220,7 +2326,7 @@ static size_t memobs__trk_snapshot(memobs__alloc_t *out, size_t max) {
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
         memobs__trk_stripe_t *st = &MEMOBS__TRK.stripe[i];
         memobs__spin_lock(&st->lock);
-        for (j = 0; j <= st->mask; j++) {
+        for (j = 0; st->slot && j <= st->mask; j++) {
             if (!st->slot[j].addr) continue;
             if (n < max) out[n] = st->slot[j];
             n++;
@@ -2238,7 +2344,7 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
         return 0;
     }
     if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return 0;
-    if (max == 0) return (size_t)MEMOBS__LOAD(&MEMOBS__TRK.nlive.v);
+    if (max == 0) return memobs__trk_live();
     if (max > MEMOBS__TRK.capacity) max = MEMOBS__TRK.capacity; /* never more live than that */
     a = (memobs__alloc_t *)MEMOBS_MALLOC(max * sizeof *a);
     if (!a) return 0;
@@ -2337,8 +2443,8 @@ void memobs_get_summary(memobs_summary_t *out) {
         }
     }
     for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-        out->mem[c].current_bytes = MEMOBS__LOAD(&memobs__g.trk.cur[c].v);
-        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.peak[c].v);
+        out->mem[c].current_bytes = MEMOBS__LOAD(&memobs__g.trk.acct.cur[c].v);
+        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.acct.peak[c].v);
     }
     for (c = 0; c < out->ncounters; c++) {
         out->counters[c].name = memobs__g.counters[c].name;
@@ -2397,7 +2503,7 @@ void memobs_reset(void) {
     }
     /* The window's peak starts at what is allocated now. */
     for (i = 0; i < MEMOBS_MEM_KINDS; i++)
-        MEMOBS__STORE(&memobs__g.trk.peak[i].v, MEMOBS__LOAD(&memobs__g.trk.cur[i].v));
+        MEMOBS__STORE(&memobs__g.trk.acct.peak[i].v, MEMOBS__LOAD(&memobs__g.trk.acct.cur[i].v));
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
     memobs__hist_rebase(&memobs__g.ttft);
     memobs__hist_rebase(&memobs__g.tpot);
@@ -2992,7 +3098,7 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
     uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
     memobs__group_t *grp = (memobs__group_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *grp);
     char *buf = (char *)MEMOBS_MALLOC(8192);
-    uint64_t now = memobs_now_ns(), rest = 0, restn = 0;
+    uint64_t now = memobs__coarse_ns(), rest = 0, restn = 0;
     size_t i;
     if (!grp || !buf) {
         fputs("  (no memory for the per-trace table)\n", f);
@@ -3067,10 +3173,11 @@ static int memobs__rank(void) {
 /* Snapshot (filtered to one device's device memory when device >= 0),
    sorted largest first. *n is the number kept; NULL when none or no memory. */
 static memobs__alloc_t *memobs__report_snapshot(int device, size_t *n) {
-    size_t cap = (size_t)MEMOBS__LOAD(&MEMOBS__TRK.nlive.v) + 1024, live, i, k = 0;
+    size_t cap, live, i, k = 0;
     memobs__alloc_t *a;
     *n = 0;
     if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) != 1) return NULL;
+    cap = memobs__trk_live() + 1024; /* room for allocations made meanwhile */
     if (cap > MEMOBS__TRK.capacity) cap = MEMOBS__TRK.capacity;
     a = (memobs__alloc_t *)MEMOBS_MALLOC(cap * sizeof *a);
     if (!a) return NULL;

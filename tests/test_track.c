@@ -745,7 +745,7 @@ static void test_cross_thread_free(void) {
 
 /* ---- the table: one stripe against a model -------------------------------- */
 
-static unsigned stripe_of(uintptr_t a) { return (unsigned)(memobs__mix((uint64_t)a) % MEMOBS__TRK_STRIPES); }
+static unsigned stripe_of(uintptr_t a) { return (unsigned)(memobs__mix((uint64_t)a >> 16) % MEMOBS__TRK_STRIPES); }
 
 /* n addresses from start (step 64) whose table stripe is s. */
 static void addrs_in_stripe(unsigned s, uintptr_t start, uintptr_t *out, unsigned n) {
@@ -756,9 +756,10 @@ static void addrs_in_stripe(unsigned s, uintptr_t start, uintptr_t *out, unsigne
 }
 
 #define MODEL_N 900
-/* One stripe (1024 slots with the default capacity) filled to ~85% and
-   churned: linear probing with backward-shift deletes, wrapping around
-   the end of the stripe, must keep every live pointer findable. */
+/* One stripe (its table grows and shrinks with the load) filled with up
+   to 860 entries and churned: linear probing with backward-shift deletes,
+   wrapping around the end of the table, and rehashing on resize must keep
+   every live pointer findable. */
 static void test_stripe_model(void) {
     static uintptr_t addr[MODEL_N];
     static unsigned char live[MODEL_N];
@@ -773,7 +774,7 @@ static void test_stripe_model(void) {
         unsigned j;
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         j = (unsigned)(rng % MODEL_N);
-        if (!live[j] && nl >= 860) continue; /* hold the load near 84% of 1023 slots */
+        if (!live[j] && nl >= 860) continue; /* hold the count near 860 */
         if (live[j]) {
             MEMOBS_TRACK_FREE(FP(addr[j]));
             live[j] = 0;
@@ -982,7 +983,8 @@ static void test_get_allocations(void) {
         CHECK_U64(3, a->device);
         CHECK_U64(MEMOBS_PHASE_DECODE, a->phase);
         CHECK(a->stream == (const void *)&stream_obj);
-        CHECK(a->time_ns >= t0 && a->time_ns <= t1);
+        /* the coarse clock: the last kernel tick, at most a few ms back */
+        CHECK(a->time_ns + 10000000u >= t0 && a->time_ns <= t1);
         CHECK_STR("info", trace_text(a->trace));
     }
     a = find_alloc(FP(P + 16));
