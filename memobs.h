@@ -85,13 +85,17 @@
      MEMOBS_TRACK_CAPACITY    implementation only. Live allocations the table
                               holds, default 32768; env MEMOBS_TRACK_CAPACITY.
                               Beyond it allocations are counted, not tracked.
+                              Exact up to 1024; above, the 64 table stripes
+                              take it in batches of up to 16, so "full" may
+                              come up to 6% early.
      MEMOBS_MAX_TRACES        implementation only. Distinct traces (power of
                               two), default 4096, with 8 frames each on
-                              average. The tracker allocates its tables at the
-                              first tracked allocation: 80 to 160 bytes per
-                              capacity slot plus 310 bytes per trace (3.9 MB
-                              with the defaults), never through the allocator
-                              it watches unless MEMOBS_MALLOC is that one.
+                              average: 310 bytes per trace (1.3 MB), allocated
+                              at the first tracked allocation. The allocation
+                              table grows and shrinks with what is live (80
+                              to 320 bytes per live allocation). All through
+                              MEMOBS_MALLOC, never through the allocator the
+                              tracker watches unless MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
      MEMOBS_NO_AUTOINIT       implementation only. Do not read the environment
