@@ -13,3 +13,20 @@ try() {
         rc=1
     fi
 }
+
+# json_check FILE PYTHON-EXPR [KEY]: the expression over the parsed JSON `s`
+# is true; on failure shows the expression and s (or s[KEY]), cut to 800
+# characters, as "    # " lines.
+json_check() {
+    python3 - "$1" "$2" "${3:-}" <<'PY'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("    # not JSON: %s" % e); sys.exit(1)
+ok = eval(sys.argv[2])
+shown = s.get(sys.argv[3]) if sys.argv[3] else s
+if not ok: print("    # false: %s\n    # summary: %s" % (sys.argv[2], json.dumps(shown)[:800]))
+sys.exit(0 if ok else 1)
+PY
+}

@@ -20,19 +20,7 @@ fi
 ok() { echo "ok - env: $1"; }
 bad() { echo "not ok - env: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
 
-# json_check FILE PYTHON-EXPR: the expression over the parsed summary `s` is true
-json_check() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-try:
-    s = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("    # not JSON: %s" % e); sys.exit(1)
-ok = eval(sys.argv[2])
-if not ok: print("    # false: %s\n    # summary: %s" % (sys.argv[2], json.dumps(s)[:600]))
-sys.exit(0 if ok else 1)
-PY
-}
+. tests/lib.sh # json_check
 
 # probe VAR=VALUE... : runs the probe with that environment, stderr to $B/err
 probe() { env "$@" "$B/probe" 2>"$B/err" >"$B/out"; }

@@ -18,19 +18,7 @@ unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_CALLSTACK MEMOBS_TRACK_CAPACITY
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-# json_check FILE PYTHON-EXPR: the expression over the parsed summary `s` is true
-json_check() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-try:
-    s = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("    # not JSON: %s" % e); sys.exit(1)
-ok = eval(sys.argv[2])
-if not ok: print("    # false: %s\n    # summary: %s" % (sys.argv[2], json.dumps(s.get("memory"))[:800]))
-sys.exit(0 if ok else 1)
-PY
-}
+. tests/lib.sh # json_check
 
 run_variant() { # name suite compiler flags...
     local name=$1 suite=$2 comp=$3 bin="$B/track_$1" out="$B/$1"
