@@ -1418,6 +1418,40 @@ static void test_fork(void) {
 
 /* ---- modes run by tests/test_track.sh with an environment ---------------- */
 
+/* MEMOBS_TRACK_CAPACITY=4096: stripes take capacity in batches of 4, so
+   with allocations spread over every stripe the table may fill up to
+   64 x 2 x 4 entries early, never late; capacity idle in emptied stripes
+   goes back, so afterwards one stripe alone can hold nearly all of it. */
+static void env_table_batched(void) {
+    const uintptr_t base = 0x40000000;
+    uint64_t tracked, i;
+    CHECK_U64(4096, memobs__g.trk.capacity);
+    log_start();
+    for (i = 0; i < 6000; i++) MEMOBS_TRACK_ALLOC(FP(base + i * 0x4000), 64, HOST); /* 16 KiB apart */
+    log_stop();
+    snap();
+    tracked = nlive();
+    CHECK_U64(4, memobs__g.trk.batch);
+    CHECK(tracked <= 4096 && tracked >= 4096 - 64 * 2 * 4);
+    CHECK(memobs__g.trk.reserved.v <= 4096);
+    CHECK_U64(6000 - tracked, S.track.untracked);
+    CHECK_U64(6000, S.mem[HOST].allocs);
+    CHECK_U64(6000 * 64, S.mem[HOST].current_bytes);
+    for (i = 0; i < 6000; i++) MEMOBS_TRACK_FREE(FP(base + i * 0x4000));
+    CHECK_U64(0, nlive());
+    CHECK(memobs__g.trk.reserved.v <= 64 * 2 * 4);
+    /* one 64 KiB granule: one stripe, which grows its table to hold them */
+    for (i = 0; i < 3500; i++) MEMOBS_TRACK_ALLOC(FP(0x7000000 + i * 16), 16, PINNED);
+    snap();
+    CHECK_U64(3500, nlive());
+    CHECK_U64(6000 - tracked, S.track.untracked); /* no new untracked */
+    for (i = 0; i < 3500; i++) MEMOBS_TRACK_FREE(FP(0x7000000 + i * 16));
+    snap();
+    CHECK_U64(0, nlive());
+    CHECK_U64(0, S.mem[PINNED].current_bytes);
+    CHECK_U64(0, S.track.frees_unknown);
+}
+
 /* MEMOBS_TRACK_CAPACITY=100: 300 allocations, 200 of them untracked. */
 static void env_table_full(void) {
     static char arr[300];
@@ -1673,6 +1707,8 @@ int main(int argc, char **argv) {
         RUN(test_fork);
     } else if (!strcmp(mode, "table_full")) {
         RUN(env_table_full);
+    } else if (!strcmp(mode, "table_batched")) {
+        RUN(env_table_batched);
     } else if (!strcmp(mode, "callstack")) {
         RUN(env_callstack);
     } else if (!strcmp(mode, "callstack_clamped")) {

@@ -54,6 +54,7 @@ run_variant() { # name suite compiler flags...
     }
 
     mode MEMOBS_TRACK_CAPACITY=100 -- table_full
+    mode MEMOBS_TRACK_CAPACITY=4096 -- table_batched
     mode MEMOBS_CALLSTACK=8 -- callstack
     stderr_is "MEMOBS_CALLSTACK=8: no warning" 
     mode MEMOBS_CALLSTACK=99 -- callstack_clamped
