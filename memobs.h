@@ -391,6 +391,11 @@ MEMOBS_API void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_
                                         const void *stream, const char *tag, int depth);
 MEMOBS_API void memobs_track_free(const void *ptr);
 
+/* Tracked MEMOBS_MEM_DEVICE bytes of one device (0 <= device <
+   MEMOBS_MAX_DEVICES) now; *max_bytes (may be NULL) gets the most there
+   ever were. 0 for a device out of range. */
+MEMOBS_API uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes);
+
 /* Device index used by the macros on this thread (default 0). */
 MEMOBS_API void memobs_set_device(int device);
 MEMOBS_API int memobs_get_device(void);
@@ -2234,6 +2239,12 @@ void memobs_track_free(const void *ptr) {
 }
 
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
+
+uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes) {
+    int ok = device >= 0 && device < MEMOBS_MAX_DEVICES;
+    if (max_bytes) *max_bytes = ok ? MEMOBS__LOAD(&MEMOBS__TRK.dev[device].max.v) : 0;
+    return ok ? MEMOBS__LOAD(&MEMOBS__TRK.dev[device].cur.v) : 0;
+}
 int memobs_get_device(void) { return memobs__tls.device; }
 
 int memobs_track_set_callstack(int depth) {

@@ -1,0 +1,460 @@
+/* memobs_cuda.h - v0.1.0 - CUDA runtime wrappers that record themselves.
+   Needs memobs.h and the CUDA Toolkit's cuda_runtime_api.h; C99/C11,
+   C++11/17, nvcc. Link with -lcudart (or the static one) and -pthread.
+
+   Do this in the one file that builds memobs' implementation:
+
+       #define MEMOBS_IMPLEMENTATION
+       #include "memobs_cuda.h"      // includes memobs.h
+
+   and plain `#include "memobs_cuda.h"` everywhere else. Then call the
+   memobs_ spellings of the CUDA calls; each has the runtime's own
+   signature and returns its result unchanged:
+
+       memobs_set_phase(MEMOBS_PHASE_DECODE);
+       MEMOBS_CUDA_CHECK(memobs_cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream));
+       MEMOBS_CUDA_CHECK(memobs_cudaMalloc(&p, n));
+
+   WHAT THE WRAPPERS RECORD
+     Copies: cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D(Async) (width x
+       height bytes), cudaMemcpyPeer(Async) (D2D): bytes and op counts by
+       direction and by the calling thread's phase (memobs_set_phase), as
+       MEMOBS_RECORD_*_CUR does. The direction comes from the copy kind;
+       only cudaMemcpyDefault asks cudaPointerGetAttributes() where each
+       side lives (device or managed memory: device; anything else: host).
+       cudaMemcpyHostToHost moves nothing over the bus and is not recorded.
+       An async copy is counted when it is issued.
+     Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
+       current device, and the stream), cudaMallocManaged (MANAGED),
+       cudaMallocHost, cudaHostAlloc, cudaHostRegister (PINNED) go into the
+       allocation tracker; cudaFree, cudaFreeAsync, cudaFreeHost,
+       cudaHostUnregister take them out. A wrapper's allocate-and-record
+       and free-and-unrecord run under one lock, so another thread handed
+       a freed address cannot record it before its free is recorded.
+     A failed call records nothing and returns the error unchanged.
+     Out of memory: when an allocation wrapper gets cudaErrorMemoryAllocation,
+       it writes the flight recorder before returning: what failed, the
+       driver's free/total memory, the summary and the live block table
+       (largest first, with tags and stacks). The first 3 per process;
+       later ones are counted.
+     Device memory outside memobs: memobs_cuda_mem_info() sets the driver's
+       used memory (cudaMemGetInfo) beside what the tracker holds for that
+       device; the difference is memory allocated around the wrappers
+       (communication buffers, library workspaces, the CUDA context).
+
+   NOT YET (see the issue tracker): GPU-side timing of copies with CUDA
+   events (bytes issued versus completed, GB/s), and stream-ordered frees
+   shown as pending until their stream reaches them (cudaFreeAsync is
+   taken out of the tracker when it is issued).
+
+   ENVIRONMENT
+     MEMOBS_OOM_REPORT=stderr|stdout|PATH|0
+                              where the out-of-memory flight recorder goes
+                              (default stderr; a PATH is appended to, with
+                              %r/%p expanded; 0/off: nowhere).
+   Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
+   wrappers make their CUDA call and record nothing).
+
+   LICENSE: MIT.
+*/
+
+#ifndef MEMOBS_CUDA_H
+#define MEMOBS_CUDA_H
+
+#include "memobs.h"
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Copies                                                                   */
+/* ======================================================================== */
+
+MEMOBS_API cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+MEMOBS_API cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                              cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                           size_t height, enum cudaMemcpyKind kind);
+MEMOBS_API cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                                size_t width, size_t height, enum cudaMemcpyKind kind,
+                                                cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
+MEMOBS_API cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                                  size_t count, cudaStream_t stream);
+
+/* ======================================================================== */
+/* Allocations                                                              */
+/* ======================================================================== */
+
+MEMOBS_API cudaError_t memobs_cudaMalloc(void **devPtr, size_t size);
+MEMOBS_API cudaError_t memobs_cudaFree(void *devPtr);
+MEMOBS_API cudaError_t memobs_cudaMallocHost(void **ptr, size_t size);
+MEMOBS_API cudaError_t memobs_cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
+MEMOBS_API cudaError_t memobs_cudaFreeHost(void *ptr);
+MEMOBS_API cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
+MEMOBS_API cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
+MEMOBS_API cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream);
+MEMOBS_API cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags);
+MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
+
+/* ======================================================================== */
+/* Memory outside memobs, out-of-memory reports, checks                     */
+/* ======================================================================== */
+
+typedef struct {
+    int device;
+    uint64_t driver_total, driver_free, driver_used; /* cudaMemGetInfo on that device */
+    uint64_t tracked;                                /* memobs_track_device_bytes(device) */
+    int64_t outside;                                 /* driver_used - tracked */
+} memobs_cuda_mem_t;
+
+/* Fills *out for a device (the calling thread's current device is restored
+   after). Returns MEMOBS_OK, MEMOBS_ERR_INVALID (NULL out) or MEMOBS_ERR_IO
+   (the runtime's error is logged). */
+MEMOBS_API int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out);
+/* One line per device: driver used/total, tracked, outside memobs. */
+MEMOBS_API int memobs_cuda_print_mem(FILE *f);
+/* Where the out-of-memory flight recorder goes: "stderr" (default),
+   "stdout", a path (appended), or NULL/"off". */
+MEMOBS_API int memobs_cuda_set_oom_report(const char *dest);
+/* Out-of-memory errors seen by the allocation wrappers. */
+MEMOBS_API uint64_t memobs_cuda_oom_count(void);
+
+/* Evaluates a CUDA call once and yields its cudaError_t; a failure is
+   logged through memobs' log hook with the call's text, file and line.
+   Never aborts: what to do next is the caller's. */
+#define MEMOBS_CUDA_CHECK(call) memobs_cuda__check((call), #call, __FILE__, __LINE__)
+MEMOBS_API cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, const char *file, int line);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MEMOBS_CUDA_H */
+
+/* ======================================================================== */
+/*                              IMPLEMENTATION                              */
+/* ======================================================================== */
+
+#if defined(MEMOBS_IMPLEMENTATION) && !defined(MEMOBS_CUDA__IMPLEMENTED)
+#define MEMOBS_CUDA__IMPLEMENTED
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Private: state                                                           */
+/* ======================================================================== */
+
+#define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
+
+static pthread_once_t memobs_cuda__once = PTHREAD_ONCE_INIT;
+static struct {
+    pthread_mutex_t lock; /* allocate-and-record, free-and-unrecord; and config */
+    char oom_dest[512];   /* "" = off */
+    memobs__u64_t ooms;
+} memobs_cuda__g;
+
+static void memobs_cuda__init_once(void) {
+    pthread_mutex_init(&memobs_cuda__g.lock, NULL);
+    strcpy(memobs_cuda__g.oom_dest, "stderr");
+    memobs_init();
+#ifndef MEMOBS_DISABLE
+    {
+        const char *s = getenv("MEMOBS_OOM_REPORT");
+        if (s && memobs__parse_bool(s) == 0) memobs_cuda__g.oom_dest[0] = 0;
+        else if (s && !memobs__env_dest("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest))
+            strcpy(memobs_cuda__g.oom_dest, "stderr"); /* malformed: warned, default kept */
+    }
+#endif
+}
+
+static void memobs_cuda__lock(void) {
+    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
+    pthread_mutex_lock(&memobs_cuda__g.lock);
+}
+static void memobs_cuda__unlock(void) { pthread_mutex_unlock(&memobs_cuda__g.lock); }
+
+/* ======================================================================== */
+/* Private: copies                                                          */
+/* ======================================================================== */
+
+/* 1 if p is device (or managed) memory. Asks the runtime; an error there
+   (an unknown pointer on an old runtime) is cleared and means host. */
+static int memobs_cuda__on_device(const void *p) {
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* Records a copy that the runtime accepted. */
+static void memobs_cuda__copy(void *dst, const void *src, uint64_t bytes, enum cudaMemcpyKind kind) {
+    unsigned dir;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    switch (kind) {
+    case cudaMemcpyHostToDevice: dir = MEMOBS_DIR_H2D; break;
+    case cudaMemcpyDeviceToHost: dir = MEMOBS_DIR_D2H; break;
+    case cudaMemcpyDeviceToDevice: dir = MEMOBS_DIR_D2D; break;
+    case cudaMemcpyDefault: {
+        int d = memobs_cuda__on_device(dst), s = memobs_cuda__on_device(src);
+        if (!d && !s) return; /* host to host */
+        dir = d && s ? MEMOBS_DIR_D2D : d ? MEMOBS_DIR_H2D : MEMOBS_DIR_D2H;
+        break;
+    }
+    default: return; /* cudaMemcpyHostToHost, or not a kind the runtime took */
+    }
+    memobs__xfer_cur(dir, bytes);
+}
+
+cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    cudaError_t rc = cudaMemcpy(dst, src, count, kind);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, kind);
+    return rc;
+}
+
+cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+    cudaError_t rc = cudaMemcpyAsync(dst, src, count, kind, stream);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, kind);
+    return rc;
+}
+
+cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                size_t height, enum cudaMemcpyKind kind) {
+    cudaError_t rc = cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, (uint64_t)width * height, kind);
+    return rc;
+}
+
+cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                     size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+    cudaError_t rc = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, (uint64_t)width * height, kind);
+    return rc;
+}
+
+cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
+    cudaError_t rc = cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, cudaMemcpyDeviceToDevice);
+    return rc;
+}
+
+cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                       cudaStream_t stream) {
+    cudaError_t rc = cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream);
+    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, cudaMemcpyDeviceToDevice);
+    return rc;
+}
+
+/* ======================================================================== */
+/* Private: allocations and the out-of-memory flight recorder               */
+/* ======================================================================== */
+
+static int memobs_cuda__device(void) {
+    int d = 0;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d = 0;
+    }
+    return d;
+}
+
+/* Runs after an allocation wrapper got cudaErrorMemoryAllocation, with no
+   lock held. */
+static void memobs_cuda__oom(const char *call, size_t size) {
+    char dest[sizeof memobs_cuda__g.oom_dest], b[32];
+    memobs_cuda_mem_t m;
+    uint64_t n = MEMOBS__ADD(&memobs_cuda__g.ooms.v, 1u) + 1;
+    int own;
+    FILE *f;
+    if (n > MEMOBS_CUDA__OOM_REPORTS) {
+        if (n == MEMOBS_CUDA__OOM_REPORTS + 1)
+            memobs__log(MEMOBS_LOG_WARN, "%s: out of memory again; further out-of-memory reports are only counted",
+                        call);
+        return;
+    }
+    pthread_mutex_lock(&memobs_cuda__g.lock);
+    memcpy(dest, memobs_cuda__g.oom_dest, sizeof dest);
+    pthread_mutex_unlock(&memobs_cuda__g.lock);
+    if (!dest[0] || (f = memobs__open_dest(dest, "a", "out-of-memory report", &own)) == NULL) return;
+    fprintf(f, "memobs: [rank %d] %s(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory %llu of %d)\n",
+            memobs__rank(), call, (unsigned long long)size, memobs_fmt_bytes(size, b, sizeof b),
+            (unsigned long long)n, MEMOBS_CUDA__OOM_REPORTS);
+    if (memobs_cuda_mem_info(memobs_cuda__device(), &m) == MEMOBS_OK)
+        fprintf(f, "  device %d: driver %llu bytes free of %llu, %llu used; memobs tracks %llu; outside memobs %lld\n",
+                m.device, (unsigned long long)m.driver_free, (unsigned long long)m.driver_total,
+                (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
+    memobs_write_summary(f, MEMOBS_FORMAT_TEXT);
+    memobs_print_allocations(f);
+    fflush(f);
+    if (own) fclose(f);
+}
+
+/* The end of every allocation wrapper, which called the runtime under
+   memobs_cuda__lock(): records p on success, unlocks, and runs the flight
+   recorder on out-of-memory. Returns rc. */
+static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, const void *p, size_t size,
+                                          memobs_mem_kind_t kind, int device, const void *stream) {
+    if (rc == cudaSuccess) memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
+    memobs_cuda__unlock();
+    if (rc == cudaErrorMemoryAllocation) memobs_cuda__oom(call, size);
+    return rc;
+}
+
+/* The end of every free wrapper: unrecords p once the runtime freed it. */
+static cudaError_t memobs_cuda__freed(cudaError_t rc, const void *p) {
+    if (rc == cudaSuccess && p) memobs_track_free(p);
+    memobs_cuda__unlock();
+    return rc;
+}
+
+cudaError_t memobs_cudaMalloc(void **devPtr, size_t size) {
+    cudaError_t rc;
+    memobs_cuda__lock();
+    rc = cudaMalloc(devPtr, size);
+    return memobs_cuda__allocated(rc, "cudaMalloc", rc ? NULL : *devPtr, size, MEMOBS_MEM_DEVICE,
+                                  memobs_cuda__device(), NULL);
+}
+
+cudaError_t memobs_cudaFree(void *devPtr) {
+    memobs_cuda__lock();
+    return memobs_cuda__freed(cudaFree(devPtr), devPtr);
+}
+
+cudaError_t memobs_cudaMallocHost(void **ptr, size_t size) {
+    cudaError_t rc;
+    memobs_cuda__lock();
+    rc = cudaMallocHost(ptr, size);
+    return memobs_cuda__allocated(rc, "cudaMallocHost", rc ? NULL : *ptr, size, MEMOBS_MEM_PINNED, -1, NULL);
+}
+
+cudaError_t memobs_cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+    cudaError_t rc;
+    memobs_cuda__lock();
+    rc = cudaHostAlloc(pHost, size, flags);
+    return memobs_cuda__allocated(rc, "cudaHostAlloc", rc ? NULL : *pHost, size, MEMOBS_MEM_PINNED, -1, NULL);
+}
+
+cudaError_t memobs_cudaFreeHost(void *ptr) {
+    memobs_cuda__lock();
+    return memobs_cuda__freed(cudaFreeHost(ptr), ptr);
+}
+
+cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
+    cudaError_t rc;
+    memobs_cuda__lock();
+    rc = cudaMallocManaged(devPtr, size, flags);
+    return memobs_cuda__allocated(rc, "cudaMallocManaged", rc ? NULL : *devPtr, size, MEMOBS_MEM_MANAGED,
+                                  memobs_cuda__device(), NULL);
+}
+
+cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+    cudaError_t rc;
+    memobs_cuda__lock();
+    rc = cudaMallocAsync(devPtr, size, hStream);
+    return memobs_cuda__allocated(rc, "cudaMallocAsync", rc ? NULL : *devPtr, size, MEMOBS_MEM_DEVICE,
+                                  memobs_cuda__device(), (const void *)hStream);
+}
+
+cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+    memobs_cuda__lock();
+    return memobs_cuda__freed(cudaFreeAsync(devPtr, hStream), devPtr);
+}
+
+cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    memobs_cuda__lock();
+    return memobs_cuda__allocated(cudaHostRegister(ptr, size, flags), "cudaHostRegister", ptr, size,
+                                  MEMOBS_MEM_PINNED, -1, NULL);
+}
+
+cudaError_t memobs_cudaHostUnregister(void *ptr) {
+    memobs_cuda__lock();
+    return memobs_cuda__freed(cudaHostUnregister(ptr), ptr);
+}
+
+/* ======================================================================== */
+/* Private: memory outside memobs, checks                                   */
+/* ======================================================================== */
+
+int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
+    size_t free_b = 0, total_b = 0;
+    int cur = 0;
+    cudaError_t rc;
+    if (!out) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info: NULL output");
+        return MEMOBS_ERR_INVALID;
+    }
+    memset(out, 0, sizeof *out);
+    out->device = device;
+    if ((rc = cudaGetDevice(&cur)) == cudaSuccess && (cur == device || (rc = cudaSetDevice(device)) == cudaSuccess)) {
+        rc = cudaMemGetInfo(&free_b, &total_b);
+        if (cur != device) (void)cudaSetDevice(cur);
+    }
+    if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device, cudaGetErrorString(rc));
+        return MEMOBS_ERR_IO;
+    }
+    out->driver_total = total_b;
+    out->driver_free = free_b;
+    out->driver_used = total_b - free_b;
+    out->tracked = memobs_track_device_bytes(device, NULL);
+    out->outside = (int64_t)out->driver_used - (int64_t)out->tracked;
+    return MEMOBS_OK;
+}
+
+int memobs_cuda_print_mem(FILE *f) {
+    int n = 0, d;
+    char b1[32], b2[32], b3[32], b4[32];
+    if (!f) return MEMOBS_ERR_INVALID;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    for (d = 0; d < n; d++) {
+        memobs_cuda_mem_t m;
+        if (memobs_cuda_mem_info(d, &m) != MEMOBS_OK) continue;
+        fprintf(f, "device %d: driver used %s of %s; memobs tracks %s; outside memobs %s%s\n", d,
+                memobs_fmt_bytes(m.driver_used, b1, sizeof b1), memobs_fmt_bytes(m.driver_total, b2, sizeof b2),
+                memobs_fmt_bytes(m.tracked, b3, sizeof b3), m.outside < 0 ? "-" : "",
+                memobs_fmt_bytes((uint64_t)(m.outside < 0 ? -m.outside : m.outside), b4, sizeof b4));
+    }
+    return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
+}
+
+int memobs_cuda_set_oom_report(const char *dest) {
+    int off = !dest || strcmp(dest, "off") == 0;
+    if (!off && (!*dest || strlen(dest) >= sizeof memobs_cuda__g.oom_dest)) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_set_oom_report: destination is empty or too long; unchanged");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_cuda__lock();
+    if (off) memobs_cuda__g.oom_dest[0] = 0;
+    else strcpy(memobs_cuda__g.oom_dest, dest);
+    memobs_cuda__unlock();
+    return MEMOBS_OK;
+}
+
+uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.v); }
+
+cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, const char *file, int line) {
+    if (rc != cudaSuccess)
+        memobs__log(MEMOBS_LOG_ERROR, "%s:%d: %s: %s (%s)", file, line, what, cudaGetErrorString(rc),
+                    cudaGetErrorName(rc));
+    return rc;
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MEMOBS_IMPLEMENTATION */
+
+/* SPDX-License-Identifier: MIT */
