@@ -41,6 +41,32 @@ else
     rc=1
 fi
 
+# memobs_cuda.h against the Toolkit's headers (system headers: their own
+# warnings are not ours), in every mode, implementation included.
+CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
+if [ -f "$CUDA_INC/cuda_runtime_api.h" ]; then
+    printf '#define MEMOBS_IMPLEMENTATION\n#include "memobs_cuda.h"\n' >"$B/cuda_impl.c"
+    printf '#include "memobs_cuda.h"\ncudaError_t use_cuda(void *d, const void *s);\ncudaError_t use_cuda(void *d, const void *s) { return MEMOBS_CUDA_CHECK(memobs_cudaMemcpy(d, s, 8, cudaMemcpyHostToDevice)); }\n' >"$B/cuda_use.c"
+    cp "$B/cuda_impl.c" "$B/cuda_impl.cu"
+    for def in "" -DMEMOBS_DISABLE; do
+        for cc in "gcc -std=c99" "gcc -std=c11" "clang -std=c99"; do
+            try compile "memobs_cuda.h: $cc $def" sh -c "$cc $WC -Wstrict-prototypes $def -I. -isystem $CUDA_INC -c $B/cuda_impl.c -o $B/ci.o &&
+                $cc $WC $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o"
+        done
+        for cxx in "g++ -std=c++11" "g++ -std=c++17" "clang++ -std=c++17"; do
+            try compile "memobs_cuda.h: $cxx $def" sh -c "$cxx -x c++ $WC $def -I. -isystem $CUDA_INC -c $B/cuda_impl.c -o $B/ci.o &&
+                $cxx -x c++ $WC -Wold-style-cast $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o"
+        done
+        if [ $have_nvcc = 1 ]; then
+            try compile "memobs_cuda.h: nvcc $def" $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. \
+                -c "$B/cuda_impl.cu" -o "$B/ci.o"
+        fi
+    done
+else
+    echo "not ok - compile: memobs_cuda.h: no $CUDA_INC/cuda_runtime_api.h (set CUDA_INC=...)"
+    rc=1
+fi
+
 # One program: the implementation built as C; the macros used from C, C++
 # and (where there is nvcc) CUDA translation units.
 link="gcc -std=c99 -O2 -I. -c tests/compile/main.c -o $B/main.o &&
