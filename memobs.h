@@ -216,6 +216,11 @@ typedef enum { MEMOBS_FORMAT_TEXT = 0, MEMOBS_FORMAT_JSON = 1 } memobs_format_t;
 enum { MEMOBS_LOG_INFO = 0, MEMOBS_LOG_WARN = 1, MEMOBS_LOG_ERROR = 2 };
 
 typedef struct { uint64_t bytes, count; } memobs_xfer_t;
+/* Copies timed on the device (memobs_cuda.h with CUDA-event timing on):
+   completed bytes, copies and their summed device time. */
+typedef struct { uint64_t bytes, count, ns; } memobs_timed_t;
+#define MEMOBS_PHASES 3 /* memobs_phase_t values, unphased first */
+#define MEMOBS_DIRS 3   /* memobs_dir_t values */
 typedef struct { memobs_xfer_t h2d, d2h, d2d; } memobs_dirs_t;
 
 /* All times in nanoseconds. Percentiles within 0.8% (see LIMITS). */
@@ -282,6 +287,11 @@ typedef struct {
     uint64_t window_ns; /* time since start-up or the last memobs_reset() */
     /* Transfers. total = prefill + decode + unphased. */
     memobs_dirs_t total, prefill, decode, unphased;
+    /* The part of them timed on the device, [memobs_phase_t][memobs_dir_t]:
+       completed copies only; bandwidth = bytes / ns. In flight: issued,
+       timed, not yet completed (or not yet seen completed). */
+    memobs_timed_t timed[MEMOBS_PHASES][MEMOBS_DIRS];
+    uint64_t timed_in_flight_copies, timed_in_flight_bytes;
     /* Timings, from both the global clock and per-request calls. */
     memobs_latency_t ttft, tpot, e2e;
     /* Per-request table. */
@@ -337,6 +347,12 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
 
 /* Function form of the record macros; dir and phase are checked. */
 MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
+
+/* For a backend that times copies on the device (memobs_cuda.h does): a
+   completed copy of bytes that took ns there, and the change in copies
+   issued but not yet completed. The bytes were recorded as issued already. */
+MEMOBS_API void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns);
+MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
 
 /* ======================================================================== */
 /* Timing                                                                   */
@@ -956,7 +972,11 @@ static struct {
     memobs_log_fn log_fn;
     void *log_user;
     memobs__u32_t warned;
-    memobs__trk_t trk; /* allocation tracker */
+    memobs__u64_t timed[MEMOBS__NPHASE][MEMOBS__NDIR][3]; /* bytes, count, ns */
+    uint64_t timed_base[MEMOBS__NPHASE][MEMOBS__NDIR][3];
+    memobs__u64_t timed_in_flight[2];                      /* copies, bytes */
+    void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
+    memobs__trk_t trk;         /* allocation tracker */
 } memobs__g;
 
 #ifdef MEMOBS_DISABLE
@@ -1401,6 +1421,25 @@ void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
 
 void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes) {
     memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
+}
+
+void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns) {
+    memobs__u64_t *t;
+    if ((unsigned)dir >= MEMOBS__NDIR || (unsigned)phase >= MEMOBS__NPHASE) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+        memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)",
+                          (unsigned)dir, (unsigned)phase);
+        return;
+    }
+    t = memobs__g.timed[phase][dir];
+    MEMOBS__ADD(&t[0].v, bytes);
+    MEMOBS__ADD(&t[1].v, 1u);
+    MEMOBS__ADD(&t[2].v, ns);
+}
+
+void memobs_timed_in_flight(int64_t copies, int64_t bytes) {
+    MEMOBS__ADD(&memobs__g.timed_in_flight[0].v, (uint64_t)copies);
+    MEMOBS__ADD(&memobs__g.timed_in_flight[1].v, (uint64_t)bytes);
 }
 
 int memobs_set_phase(memobs_phase_t phase) {
@@ -2434,6 +2473,7 @@ void memobs_get_summary(memobs_summary_t *out) {
         return;
     }
     memobs_init();
+    if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
     memset(out, 0, sizeof *out);
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
@@ -2466,6 +2506,16 @@ void memobs_get_summary(memobs_summary_t *out) {
         out->counters[c].help = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
     }
     for (i = 0; i < MEMOBS__ST_COUNT; i++) st[i] = MEMOBS__LOAD(&memobs__g.st[i].v) - memobs__g.st_base[i];
+    for (i = 0; i < MEMOBS__NPHASE; i++) {
+        for (c = 0; c < MEMOBS__NDIR; c++) {
+            memobs__u64_t *t = memobs__g.timed[i][c];
+            out->timed[i][c].bytes = MEMOBS__LOAD(&t[0].v) - memobs__g.timed_base[i][c][0];
+            out->timed[i][c].count = MEMOBS__LOAD(&t[1].v) - memobs__g.timed_base[i][c][1];
+            out->timed[i][c].ns = MEMOBS__LOAD(&t[2].v) - memobs__g.timed_base[i][c][2];
+        }
+    }
+    out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
+    out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
     memobs__hist_read(&memobs__g.ttft, &out->ttft);
     memobs__hist_read(&memobs__g.tpot, &out->tpot);
     memobs__hist_read(&memobs__g.e2e, &out->e2e);
@@ -2520,6 +2570,8 @@ void memobs_reset(void) {
     for (i = 0; i < MEMOBS_MEM_KINDS; i++)
         MEMOBS__STORE(&memobs__g.trk.acct.peak[i].v, MEMOBS__LOAD(&memobs__g.trk.acct.cur[i].v));
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
+    for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 3; i++)
+        (&memobs__g.timed_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__g.timed[0][0][0])[i].v);
     memobs__hist_rebase(&memobs__g.ttft);
     memobs__hist_rebase(&memobs__g.tpot);
     memobs__hist_rebase(&memobs__g.e2e);
@@ -2612,6 +2664,28 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
     if (n) fputc('\n', f);
 }
 
+/* Copies timed on the device, a row per direction and phase that has any. */
+static void memobs__text_timed(FILE *f, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
+    static const char *const pname[3] = {"unphased", "prefill", "decode"};
+    char b[32], t[32];
+    unsigned p, d, rows = 0;
+    for (p = 0; p < MEMOBS_PHASES; p++) {
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            const memobs_timed_t *x = &s->timed[p][d];
+            if (!x->count) continue;
+            if (!rows++)
+                fprintf(f, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time", "GB/s");
+            fprintf(f, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
+                    memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count,
+                    memobs_fmt_ns(x->ns, t, sizeof t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+        }
+    }
+    if (rows || s->timed_in_flight_copies)
+        fprintf(f, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
+                (unsigned long long)s->timed_in_flight_copies, memobs_fmt_bytes(s->timed_in_flight_bytes, b, sizeof b));
+}
+
 static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
     static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
     const memobs_dirs_t *cols[4];
@@ -2640,6 +2714,7 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
         }
         fputc('\n', f);
     }
+    memobs__text_timed(f, s);
     fprintf(f, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99", "max",
             "last");
     memobs__text_latency(f, "TTFT", &s->ttft);
@@ -2716,6 +2791,23 @@ static void memobs__json_memory(FILE *f, const memobs_summary_t *s) {
             (unsigned long long)t->traces_dropped);
 }
 
+static void memobs__json_timed(FILE *f, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"h2d", "d2h", "d2d"};
+    static const char *const pname[3] = {"unphased", "prefill", "decode"};
+    unsigned p, d;
+    fputs("\"timed\":{", f);
+    for (p = 0; p < MEMOBS_PHASES; p++) {
+        fprintf(f, "\"%s\":{", pname[p]);
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            fprintf(f, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
+                    (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
+                    (unsigned long long)s->timed[p][d].ns);
+        fputs("},", f);
+    }
+    fprintf(f, "\"in_flight_copies\":%llu,\"in_flight_bytes\":%llu}", (unsigned long long)s->timed_in_flight_copies,
+            (unsigned long long)s->timed_in_flight_bytes);
+}
+
 static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     uint32_t c;
     fprintf(f, "{\"memobs_version\":\"%s\",\"identity\":{\"job_id\":", MEMOBS_VERSION);
@@ -2757,6 +2849,8 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     }
     fputs("},", f);
     memobs__json_memory(f, s);
+    fputc(',', f);
+    memobs__json_timed(f, s);
     fputs("}\n", f);
 }
 

@@ -42,12 +42,27 @@
        device; the difference is memory allocated around the wrappers
        (communication buffers, library workspaces, the CUDA context).
 
-   NOT YET (see the issue tracker): GPU-side timing of copies with CUDA
-   events (bytes issued versus completed, GB/s), and stream-ordered frees
-   shown as pending until their stream reaches them (cudaFreeAsync is
-   taken out of the tracker when it is issued).
+     Timing (off by default: memobs_cuda_set_timing(1) or
+       MEMOBS_CUDA_TIMING=1): each copy gets a pair of CUDA events recorded
+       around it on its stream (from a pool, never freed back to the
+       driver), queued; they are resolved later, without waiting, in issue
+       order: at each wrapped copy, at memobs_cuda_poll() and before every
+       summary. The summary then shows, per direction and phase, the bytes
+       of completed copies, their device time and GB/s, and how many timed
+       copies are still in flight, so issued is not confused with done. At
+       most MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies
+       are recorded but not timed (memobs_cuda_untimed() counts them).
+
+   NOT YET (see the issue tracker): stream-ordered frees shown as pending
+   until their stream reaches them (cudaFreeAsync is taken out of the
+   tracker when it is issued).
+
+   COMPILE-TIME OPTIONS
+     MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
+                              default 4096 (32 bytes and two events each).
 
    ENVIRONMENT
+     MEMOBS_CUDA_TIMING=0|1   time copies with CUDA events (default 0).
      MEMOBS_OOM_REPORT=stderr|stdout|PATH|0
                               where the out-of-memory flight recorder goes
                               (default stderr; a PATH is appended to, with
@@ -122,6 +137,19 @@ MEMOBS_API int memobs_cuda_set_oom_report(const char *dest);
 /* Out-of-memory errors seen by the allocation wrappers. */
 MEMOBS_API uint64_t memobs_cuda_oom_count(void);
 
+/* ======================================================================== */
+/* Timing copies on the device                                              */
+/* ======================================================================== */
+
+/* Switches CUDA-event timing of the wrapped copies on (1) or off (0);
+   copies already timed are still resolved. */
+MEMOBS_API int memobs_cuda_set_timing(int on);
+/* Resolves the timed copies that have completed, in issue order, without
+   waiting for the others; returns how many. */
+MEMOBS_API int memobs_cuda_poll(void);
+/* Copies that were recorded but not timed (queue full, event errors). */
+MEMOBS_API uint64_t memobs_cuda_untimed(void);
+
 /* Evaluates a CUDA call once and yields its cudaError_t; a failure is
    logged through memobs' log hook with the call's text, file and line.
    Never aborts: what to do next is the caller's. */
@@ -149,20 +177,53 @@ extern "C" {
 /* Private: state                                                           */
 /* ======================================================================== */
 
+#ifndef MEMOBS_CUDA_MAX_TIMED
+#define MEMOBS_CUDA_MAX_TIMED 4096
+#endif
 #define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
+
+typedef struct {
+    cudaEvent_t start, end;
+} memobs_cuda__pair_t;
+
+typedef struct {
+    memobs_cuda__pair_t ev;
+    uint64_t bytes;
+    unsigned dir, phase;
+} memobs_cuda__timed_t;
 
 static pthread_once_t memobs_cuda__once = PTHREAD_ONCE_INIT;
 static struct {
     pthread_mutex_t lock; /* allocate-and-record, free-and-unrecord; and config */
     char oom_dest[512];   /* "" = off */
     memobs__u64_t ooms;
+    /* timing */
+    memobs__u32_t timing;
+    pthread_mutex_t tlock;       /* the queue and the pool */
+    memobs_cuda__timed_t *queue; /* MEMOBS_CUDA_MAX_TIMED, a ring */
+    uint32_t head, n;
+    memobs_cuda__pair_t *pool;   /* event pairs not in use */
+    uint32_t npool, created;     /* pairs in the pool; pairs ever created */
+    memobs__u64_t untimed;
 } memobs_cuda__g;
+
+static void memobs_cuda__poll_hook(void);
 
 static void memobs_cuda__init_once(void) {
     pthread_mutex_init(&memobs_cuda__g.lock, NULL);
+    pthread_mutex_init(&memobs_cuda__g.tlock, NULL);
     strcpy(memobs_cuda__g.oom_dest, "stderr");
     memobs_init();
-#ifndef MEMOBS_DISABLE
+#ifdef MEMOBS_DISABLE
+    (void)memobs_cuda__poll_hook;
+#else
+    __atomic_store_n(&memobs__g.pre_summary, &memobs_cuda__poll_hook, __ATOMIC_RELEASE);
+    {
+        const char *t = getenv("MEMOBS_CUDA_TIMING");
+        int b = t ? memobs__parse_bool(t) : 0;
+        if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CUDA_TIMING='%s' is not 0/1/on/off; timing stays off", t);
+        else MEMOBS__STORE(&memobs_cuda__g.timing.v, (uint32_t)b);
+    }
     {
         const char *s = getenv("MEMOBS_OOM_REPORT");
         if (s && memobs__parse_bool(s) == 0) memobs_cuda__g.oom_dest[0] = 0;
@@ -194,64 +255,172 @@ static int memobs_cuda__on_device(const void *p) {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-/* Records a copy that the runtime accepted. */
-static void memobs_cuda__copy(void *dst, const void *src, uint64_t bytes, enum cudaMemcpyKind kind) {
-    unsigned dir;
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+/* Direction of a copy, or -1 for one that crosses no bus (host to host). */
+static int memobs_cuda__dir(const void *dst, const void *src, enum cudaMemcpyKind kind) {
     switch (kind) {
-    case cudaMemcpyHostToDevice: dir = MEMOBS_DIR_H2D; break;
-    case cudaMemcpyDeviceToHost: dir = MEMOBS_DIR_D2H; break;
-    case cudaMemcpyDeviceToDevice: dir = MEMOBS_DIR_D2D; break;
+    case cudaMemcpyHostToDevice: return MEMOBS_DIR_H2D;
+    case cudaMemcpyDeviceToHost: return MEMOBS_DIR_D2H;
+    case cudaMemcpyDeviceToDevice: return MEMOBS_DIR_D2D;
     case cudaMemcpyDefault: {
         int d = memobs_cuda__on_device(dst), s = memobs_cuda__on_device(src);
-        if (!d && !s) return; /* host to host */
-        dir = d && s ? MEMOBS_DIR_D2D : d ? MEMOBS_DIR_H2D : MEMOBS_DIR_D2H;
-        break;
+        if (!d && !s) return -1;
+        return d && s ? MEMOBS_DIR_D2D : d ? MEMOBS_DIR_H2D : MEMOBS_DIR_D2H;
     }
-    default: return; /* cudaMemcpyHostToHost, or not a kind the runtime took */
+    default: return -1; /* cudaMemcpyHostToHost, or a kind the runtime refused */
     }
-    memobs__xfer_cur(dir, bytes);
 }
 
-cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-    cudaError_t rc = cudaMemcpy(dst, src, count, kind);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, kind);
+/* Caller holds tlock. Resolves completed timed copies from the head. */
+static int memobs_cuda__poll_locked(void) {
+    int done = 0;
+    while (memobs_cuda__g.n) {
+        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[memobs_cuda__g.head];
+        float ms = 0.0f;
+        cudaError_t q = cudaEventQuery(e->ev.end);
+        if (q == cudaErrorNotReady) break;
+        if (q == cudaSuccess && cudaEventElapsedTime(&ms, e->ev.start, e->ev.end) == cudaSuccess && ms >= 0.0f)
+            memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
+        else
+            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u); /* an error of the stream: not ours to clear */
+        memobs_timed_in_flight(-1, -(int64_t)e->bytes);
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+        memobs_cuda__g.head = (memobs_cuda__g.head + 1) % MEMOBS_CUDA_MAX_TIMED;
+        memobs_cuda__g.n--;
+        done++;
+    }
+    return done;
+}
+
+static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
+
+/* Before a copy: with timing on, an event pair with its start recorded on
+   stream. 0 when the copy goes untimed. */
+static int memobs_cuda__time_begin(memobs_cuda__pair_t *ev, cudaStream_t stream) {
+    int ok = 0;
+    pthread_once(&memobs_cuda__once, memobs_cuda__init_once); /* reads MEMOBS_CUDA_TIMING */
+    if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v) || !MEMOBS__LOAD(&memobs__on.v)) return 0;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (!memobs_cuda__g.queue) {
+        memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
+        memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
+        if (!memobs_cuda__g.queue || !memobs_cuda__g.pool) {
+            if (memobs_cuda__g.queue) MEMOBS_FREE(memobs_cuda__g.queue);
+            if (memobs_cuda__g.pool) MEMOBS_FREE(memobs_cuda__g.pool);
+            memobs_cuda__g.queue = NULL;
+            memobs_cuda__g.pool = NULL;
+        }
+    }
+    if (memobs_cuda__g.queue) {
+        (void)memobs_cuda__poll_locked();
+        if (memobs_cuda__g.npool) {
+            *ev = memobs_cuda__g.pool[--memobs_cuda__g.npool];
+            ok = 1;
+        } else if (memobs_cuda__g.created < MEMOBS_CUDA_MAX_TIMED) {
+            if (cudaEventCreate(&ev->start) == cudaSuccess) {
+                if (cudaEventCreate(&ev->end) == cudaSuccess) {
+                    memobs_cuda__g.created++;
+                    ok = 1;
+                } else {
+                    (void)cudaEventDestroy(ev->start);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    if (ok && cudaEventRecord(ev->start, stream) != cudaSuccess) {
+        pthread_mutex_lock(&memobs_cuda__g.tlock);
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = *ev;
+        pthread_mutex_unlock(&memobs_cuda__g.tlock);
+        ok = 0;
+    }
+    if (!ok) MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+    return ok;
+}
+
+/* After a copy: records it if the runtime accepted it (rc) and, when it is
+   timed (ev), its end event, queueing the pair. Returns rc. */
+static cudaError_t memobs_cuda__copied(cudaError_t rc, void *dst, const void *src, uint64_t bytes,
+                                       enum cudaMemcpyKind kind, memobs_cuda__pair_t *ev, cudaStream_t stream) {
+    int dir = rc == cudaSuccess && MEMOBS__LOAD(&memobs__on.v) ? memobs_cuda__dir(dst, src, kind) : -1;
+    unsigned phase = memobs__tls.phase;
+    if (dir >= 0) memobs__xfer((unsigned)dir, phase, bytes);
+    if (!ev) return rc;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (dir >= 0 && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && cudaEventRecord(ev->end, stream) == cudaSuccess) {
+        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[(memobs_cuda__g.head + memobs_cuda__g.n) % MEMOBS_CUDA_MAX_TIMED];
+        e->ev = *ev;
+        e->bytes = bytes;
+        e->dir = (unsigned)dir;
+        e->phase = phase;
+        memobs_cuda__g.n++;
+        memobs_timed_in_flight(1, (int64_t)bytes);
+    } else {
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = *ev; /* a start recorded alone is harmless */
+        if (dir >= 0) MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
     return rc;
+}
+
+#define MEMOBS_CUDA__TIMED(call, dst, src, bytes, kind, stream)                        \
+    do {                                                                              \
+        memobs_cuda__pair_t ev;                                                       \
+        int timed = memobs_cuda__time_begin(&ev, stream);                             \
+        return memobs_cuda__copied(call, dst, src, bytes, kind, timed ? &ev : NULL, stream); \
+    } while (0)
+
+cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    MEMOBS_CUDA__TIMED(cudaMemcpy(dst, src, count, kind), dst, src, count, kind, (cudaStream_t)0);
 }
 
 cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-    cudaError_t rc = cudaMemcpyAsync(dst, src, count, kind, stream);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, kind);
-    return rc;
+    MEMOBS_CUDA__TIMED(cudaMemcpyAsync(dst, src, count, kind, stream), dst, src, count, kind, stream);
 }
 
 cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                                 size_t height, enum cudaMemcpyKind kind) {
-    cudaError_t rc = cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, (uint64_t)width * height, kind);
-    return rc;
+    MEMOBS_CUDA__TIMED(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind), dst, src,
+                       (uint64_t)width * height, kind, (cudaStream_t)0);
 }
 
 cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                                      size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-    cudaError_t rc = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, (uint64_t)width * height, kind);
-    return rc;
+    MEMOBS_CUDA__TIMED(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream), dst, src,
+                       (uint64_t)width * height, kind, stream);
 }
 
 cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
-    cudaError_t rc = cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, cudaMemcpyDeviceToDevice);
-    return rc;
+    MEMOBS_CUDA__TIMED(cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count), dst, src, count,
+                       cudaMemcpyDeviceToDevice, (cudaStream_t)0);
 }
 
 cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
                                        cudaStream_t stream) {
-    cudaError_t rc = cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream);
-    if (rc == cudaSuccess) memobs_cuda__copy(dst, src, count, cudaMemcpyDeviceToDevice);
-    return rc;
+    MEMOBS_CUDA__TIMED(cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream), dst, src, count,
+                       cudaMemcpyDeviceToDevice, stream);
 }
+
+int memobs_cuda_set_timing(int on) {
+    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
+#ifndef MEMOBS_DISABLE
+    MEMOBS__STORE(&memobs_cuda__g.timing.v, on ? 1u : 0u);
+#else
+    (void)on;
+#endif
+    return MEMOBS_OK;
+}
+
+int memobs_cuda_poll(void) {
+    int done;
+    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    done = memobs_cuda__g.queue ? memobs_cuda__poll_locked() : 0;
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    return done;
+}
+
+uint64_t memobs_cuda_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed.v); }
 
 /* ======================================================================== */
 /* Private: allocations and the out-of-memory flight recorder               */
