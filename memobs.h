@@ -260,6 +260,8 @@ typedef struct {
     uint64_t live;                /* allocations not yet freed */
     uint64_t allocs, frees;       /* tracked calls in the window */
     uint64_t alloc_bytes;         /* bytes allocated in the window */
+    uint64_t pending_frees;       /* freed stream-ordered, the stream not yet there: still */
+    uint64_t pending_bytes;       /* in live and current_bytes (the memory is not reusable) */
 } memobs_mem_stats_t;
 
 /* Misuse and overflow of the tracker, counted rather than fatal. */
@@ -406,6 +408,13 @@ MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char
 MEMOBS_API void memobs_track_alloc_full(const void *ptr, uint64_t bytes, memobs_mem_kind_t kind, int device,
                                         const void *stream, const char *tag, int depth);
 MEMOBS_API void memobs_track_free(const void *ptr);
+/* A stream-ordered free (cudaFreeAsync) that its stream has not reached:
+   the block stays listed, and counted in current bytes, as pending (it is
+   freed but not reusable yet) until memobs_track_free_settled(ptr), which
+   removes it only if it is still pending. An allocation at the address of
+   a pending block retires that block first (stream-ordered reuse). */
+MEMOBS_API void memobs_track_free_pending(const void *ptr);
+MEMOBS_API void memobs_track_free_settled(const void *ptr);
 
 /* Tracked MEMOBS_MEM_DEVICE bytes of one device (0 <= device <
    MEMOBS_MAX_DEVICES) now; *max_bytes (may be NULL) gets the most there
@@ -468,6 +477,7 @@ typedef struct {
     const void *stream;
     uint64_t time_ns; /* CLOCK_MONOTONIC at the alloc, to the kernel tick (1-4 ms) */
     uint32_t trace;   /* MEMOBS_NO_TRACE if none */
+    int pending_free; /* memobs_track_free_pending() was called for it */
 } memobs_alloc_info_t;
 MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
 
@@ -636,11 +646,11 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
-    memobs__u64_t trk[MEMOBS_MEM_KINDS][3]; /* [kind][allocs, frees, alloc bytes] */
+    memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
     /* Bookkeeping below is touched only under the registry lock. */
     uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2] __attribute__((aligned(64)));
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
-    uint64_t base_trk[MEMOBS_MEM_KINDS][3];
+    uint64_t base_trk[MEMOBS_MEM_KINDS][5];
     struct memobs__shard_s *next; /* registry list */
     void *raw;                    /* block from MEMOBS_MALLOC */
     int in_use;                   /* owned by a live thread */
@@ -2111,6 +2121,19 @@ static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
     }
 }
 
+/* A record's phase byte also carries its pending-free mark. */
+#define MEMOBS__PENDING 0x80u
+
+/* Accounts a record leaving the table (after the stripe lock). */
+static void memobs__trk_retire(const memobs__alloc_t *old) {
+    memobs__mem_sub(old->kind, old->device, old->bytes);
+    memobs__trk_count(old->kind, 1, 1u);
+    if (old->phase & MEMOBS__PENDING) {
+        memobs__trk_count(old->kind, 3, (uint64_t)0 - 1u);
+        memobs__trk_count(old->kind, 4, (uint64_t)0 - old->bytes);
+    }
+}
+
 static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, int device, const void *stream,
                               const char *tag, void *const *cst, int nc) {
     memobs__trk_t *t = &MEMOBS__TRK;
@@ -2176,10 +2199,11 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
             e->phase = (uint8_t)memobs__tls.phase;
         }
         memobs__spin_unlock(&st->lock);
-        if (dup) {
+        if (dup && (old.phase & MEMOBS__PENDING)) {
+            memobs__trk_retire(&old); /* stream-ordered reuse of a pending block */
+        } else if (dup) {
             /* The allocator reused an address whose free we never saw. */
-            memobs__mem_sub(old.kind, old.device, old.bytes);
-            memobs__trk_count(old.kind, 1, 1u);
+            memobs__trk_retire(&old);
             MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_DUP].v, 1u);
             memobs__warn_once(MEMOBS__W_TRK_DUP, "allocation at %p tracked while already live (a missed free?); the "
                               "old record is counted as freed", ptr);
@@ -2198,7 +2222,12 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
 
 /* on: memobs is switched on; when off, only a tracked block is retired and
    nothing else is counted. */
-static void memobs__trk_free(const void *ptr, int on) {
+enum { MEMOBS__FREE_NOW, MEMOBS__FREE_PENDING, MEMOBS__FREE_SETTLED };
+
+/* on: memobs is switched on; when off, only a tracked block is retired and
+   nothing else is counted. how: a free, a pending mark, or a settle (which
+   only ever removes a pending record, silently). */
+static void memobs__trk_free_how(const void *ptr, int on, int how) {
     memobs__trk_t *t = &MEMOBS__TRK;
     memobs__trk_stripe_t *st;
     memobs__alloc_t old;
@@ -2206,28 +2235,40 @@ static void memobs__trk_free(const void *ptr, int on) {
     uint32_t home, hole, i;
     int at, twice = 0;
     if (!ptr) {
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
+        if (how != MEMOBS__FREE_SETTLED) MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
         return;
     }
     if (MEMOBS__LOAD(&t->ready.v) == 1 && !memobs__tls.busy) {
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         at = memobs__trk_find(st, home, addr, &hole);
-        if (at >= 0) {
+        if (at >= 0 && how == MEMOBS__FREE_PENDING && !(st->slot[at].phase & MEMOBS__PENDING)) {
+            st->slot[at].phase = (uint8_t)(st->slot[at].phase | MEMOBS__PENDING);
+            old = st->slot[at];
+            memobs__spin_unlock(&st->lock);
+            memobs__trk_count(old.kind, 3, 1u);
+            memobs__trk_count(old.kind, 4, old.bytes);
+            return;
+        }
+        if (at >= 0 && (how == MEMOBS__FREE_NOW || (how == MEMOBS__FREE_SETTLED && (st->slot[at].phase & MEMOBS__PENDING)))) {
             old = st->slot[at];
             memobs__trk_remove(st, (uint32_t)at);
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
             memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
-            memobs__mem_sub(old.kind, old.device, old.bytes);
-            memobs__trk_count(old.kind, 1, 1u);
+            memobs__trk_retire(&old);
             return;
         }
+        if (how == MEMOBS__FREE_SETTLED) {
+            memobs__spin_unlock(&st->lock);
+            return; /* retired already by a re-allocation of its address */
+        }
+        twice = at >= 0; /* marked pending twice */
         for (i = 0; i < MEMOBS__FREED_RING; i++)
             if (st->freed[i] == addr) twice = 1;
         memobs__spin_unlock(&st->lock);
     }
-    if (!on) return;
+    if (!on || how == MEMOBS__FREE_SETTLED) return;
     if (twice) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_DOUBLE].v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_DOUBLE, "double free of %p (freed before and not allocated since); ignored "
@@ -2274,7 +2315,17 @@ void memobs_track_free(const void *ptr) {
        cache line read. */
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
     if (!on && (!ptr || memobs__trk_idle())) return;
-    memobs__trk_free(ptr, on);
+    memobs__trk_free_how(ptr, on, MEMOBS__FREE_NOW);
+}
+
+void memobs_track_free_pending(const void *ptr) {
+    int on = MEMOBS__LOAD(&memobs__on.v) != 0;
+    if (!on && (!ptr || memobs__trk_idle())) return;
+    memobs__trk_free_how(ptr, on, MEMOBS__FREE_PENDING);
+}
+
+void memobs_track_free_settled(const void *ptr) {
+    if (ptr) memobs__trk_free_how(ptr, 1, MEMOBS__FREE_SETTLED);
 }
 
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
@@ -2408,7 +2459,8 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
         out[i].bytes = a[i].bytes;
         out[i].kind = (memobs_mem_kind_t)a[i].kind;
         out[i].device = a[i].device;
-        out[i].phase = (memobs_phase_t)a[i].phase;
+        out[i].phase = (memobs_phase_t)(a[i].phase & ~MEMOBS__PENDING);
+        out[i].pending_free = (a[i].phase & MEMOBS__PENDING) != 0;
         out[i].stream = a[i].stream;
         out[i].time_ns = a[i].time_ns;
         out[i].trace = a[i].trace;
@@ -2494,6 +2546,8 @@ void memobs_get_summary(memobs_summary_t *out) {
             out->mem[c].allocs += a - s->base_trk[c][0];
             out->mem[c].frees += fr - s->base_trk[c][1];
             out->mem[c].alloc_bytes += MEMOBS__LOAD(&s->trk[c][2].v) - s->base_trk[c][2];
+            out->mem[c].pending_frees += MEMOBS__LOAD(&s->trk[c][3].v); /* state: no baseline */
+            out->mem[c].pending_bytes += MEMOBS__LOAD(&s->trk[c][4].v);
             out->mem[c].live += a - fr; /* wraps back when summed over shards */
         }
     }
@@ -2564,7 +2618,7 @@ void memobs_reset(void) {
         memobs__u64_t *x = &s->xfer[0][0][0];
         for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 2; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
-        for (i = 0; i < MEMOBS_MEM_KINDS * 3; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
+        for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }
     /* The window's peak starts at what is allocated now. */
     for (i = 0; i < MEMOBS_MEM_KINDS; i++)
@@ -2736,6 +2790,11 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
                     (unsigned long long)m->live, (unsigned long long)m->allocs, (unsigned long long)m->frees,
                     memobs_fmt_bytes(m->alloc_bytes, b3, sizeof b3));
         }
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++)
+            if (s->mem[c].pending_frees)
+                fprintf(f, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream (not reusable)\n",
+                        kname[c], (unsigned long long)s->mem[c].pending_frees,
+                        memobs_fmt_bytes(s->mem[c].pending_bytes, b, sizeof b));
         fprintf(f, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
                 (unsigned long long)s->track.capacity, s->track.untracked_live ? ", some allocations untracked" : "");
     }
@@ -2774,9 +2833,11 @@ static void memobs__json_memory(FILE *f, const memobs_summary_t *s) {
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
         const memobs_mem_stats_t *m = &s->mem[k];
         fprintf(f, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
-                "\"frees\":%llu,\"alloc_bytes\":%llu}", k ? "," : "", kname[k], (unsigned long long)m->current_bytes,
-                (unsigned long long)m->peak_bytes, (unsigned long long)m->live, (unsigned long long)m->allocs,
-                (unsigned long long)m->frees, (unsigned long long)m->alloc_bytes);
+                "\"frees\":%llu,\"alloc_bytes\":%llu,\"pending_frees\":%llu,\"pending_bytes\":%llu}", k ? "," : "",
+                kname[k], (unsigned long long)m->current_bytes, (unsigned long long)m->peak_bytes,
+                (unsigned long long)m->live, (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                (unsigned long long)m->alloc_bytes, (unsigned long long)m->pending_frees,
+                (unsigned long long)m->pending_bytes);
     }
     fprintf(f, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
             "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
@@ -3174,15 +3235,18 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
     for (i = 0; i < lim; i++) {
         const memobs__trace_t *e = memobs__trace_get(a[i].trace);
         int box = e && (e->np || e->nc) && shown && buf && !shown[a[i].trace];
-        char tr[16], dev[8];
+        unsigned ph = a[i].phase & ~MEMOBS__PENDING;
+        char tr[16], dev[8], tag[96];
         memobs__trace_cell(a[i].trace, tr, sizeof tr);
+        snprintf(tag, sizeof tag, "%s%s", a[i].phase & MEMOBS__PENDING ? "(free pending) " : "",
+                 memobs__tag_cell(e, box || !e || !(e->np || e->nc)));
         if (a[i].device < 0) snprintf(dev, sizeof dev, "-");
         else snprintf(dev, sizeof dev, "%d", (int)a[i].device);
         memobs__row_end(f, fprintf(f, "| 0x%016llx | %12llu (%10.2f) | %-7s | %3s | %-8s | %5s | ",
                                    (unsigned long long)a[i].addr, (unsigned long long)a[i].bytes,
                                    MEMOBS__MIB(a[i].bytes), memobs__kind_name[a[i].kind], dev,
-                                   phase_name[a[i].phase < 3 ? a[i].phase : 0], tr),
-                        memobs__tag_cell(e, box || !e || !(e->np || e->nc)));
+                                   phase_name[ph < 3 ? ph : 0], tr),
+                        tag);
         if (box) {
             shown[a[i].trace] = 1;
             memobs__trace_boxes(f, e, buf, 8192, unnamed);

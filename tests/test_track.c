@@ -1346,7 +1346,7 @@ static void test_summary_text(void) {
     free(t);
     t = summary(MEMOBS_FORMAT_JSON);
     CHECK_HAS(t, ",\"memory\":{\"device\":{\"current_bytes\":2000,\"peak_bytes\":3000,\"live\":1,\"allocs\":2,"
-                 "\"frees\":1,\"alloc_bytes\":3000},\"host\":{\"current_bytes\":0,\"peak_bytes\":0,\"live\":0,");
+                 "\"frees\":1,\"alloc_bytes\":3000,\"pending_frees\":0,\"pending_bytes\":0},\"host\":{\"current_bytes\":0,\"peak_bytes\":0,\"live\":0,");
     CHECK_HAS(t, "},\"tracker\":{\"tracking\":true,");
     CHECK_HAS(t, "\"capacity\":32768,\"frees_unknown\":1,\"frees_double\":0,");
     CHECK(strlen(t) > 2 && strcmp(t + strlen(t) - 3, "}}\n") == 0);
@@ -1414,6 +1414,68 @@ static void test_fork(void) {
     CHECK_U64(0, S.mem[PINNED].allocs); /* the children's records stay in the children */
     CHECK_U64(S.mem[HOST].allocs, S.mem[HOST].frees);
     CHECK_U64(0, nlive());
+}
+
+/* Stream-ordered frees: pending until settled, still counted as held;
+   reuse of a pending address retires it without a "duplicate". */
+static void test_pending_frees(void) {
+    const uintptr_t A = 0x5a000000, B = 0x5a100000;
+    memobs_summary_t before;
+    const memobs_alloc_info_t *a;
+    char *r;
+    memobs_reset();
+    memobs_get_summary(&before);
+    memobs_track_alloc_full(FP(A), 100, DEVICE, 0, NULL, "pend_a", 0);
+    memobs_track_free_pending(FP(A));
+    snap();
+    CHECK_U64(before.mem[DEVICE].current_bytes + 100, S.mem[DEVICE].current_bytes);
+    CHECK_U64(before.mem[DEVICE].live + 1, S.mem[DEVICE].live);
+    CHECK_U64(1, S.mem[DEVICE].pending_frees);
+    CHECK_U64(100, S.mem[DEVICE].pending_bytes);
+    CHECK_U64(0, S.mem[DEVICE].frees);
+    (void)memobs_get_allocations(ALLOCS, MAX_ALLOCS);
+    a = find_alloc(FP(A));
+    CHECK(a != NULL && a->pending_free == 1 && a->phase == MEMOBS_PHASE_NONE);
+    r = report(memobs_print_allocations);
+    CHECK_HAS(r, "| (free pending) pend_a ");
+    free(r);
+    r = summary(MEMOBS_FORMAT_TEXT);
+    CHECK_HAS(r, "  device    1 freed stream-ordered, 100 B, not yet reached by their stream (not reusable)\n");
+    free(r);
+    memobs_track_free_pending(FP(A)); /* twice: a double free */
+    snap();
+    CHECK_U64(1, S.track.frees_double);
+    CHECK_U64(1, S.mem[DEVICE].pending_frees);
+    memobs_track_free_settled(FP(A));
+    snap();
+    CHECK_U64(before.mem[DEVICE].current_bytes, S.mem[DEVICE].current_bytes);
+    CHECK_U64(0, S.mem[DEVICE].pending_frees);
+    CHECK_U64(0, S.mem[DEVICE].pending_bytes);
+    CHECK_U64(1, S.mem[DEVICE].frees);
+    memobs_track_free_settled(FP(A)); /* settled twice: nothing, silently */
+    snap();
+    CHECK_U64(1, S.mem[DEVICE].frees);
+    CHECK_U64(0, S.track.frees_unknown);
+    /* B: freed on a stream, then handed out again at the same address */
+    memobs_track_alloc_full(FP(B), 64, DEVICE, 0, NULL, NULL, 0);
+    memobs_track_free_pending(FP(B));
+    memobs_track_alloc_full(FP(B), 32, DEVICE, 0, NULL, NULL, 0);
+    snap();
+    CHECK_U64(0, S.track.allocs_duplicate);
+    CHECK_U64(0, S.mem[DEVICE].pending_frees);
+    CHECK_U64(before.mem[DEVICE].current_bytes + 32, S.mem[DEVICE].current_bytes);
+    memobs_track_free_settled(FP(B)); /* the stream got there: the new block stays */
+    snap();
+    CHECK_U64(before.mem[DEVICE].current_bytes + 32, S.mem[DEVICE].current_bytes);
+    memobs_track_free(FP(B));
+    /* a plain free of a pending block settles it */
+    memobs_track_alloc_full(FP(B), 16, DEVICE, 0, NULL, NULL, 0);
+    memobs_track_free_pending(FP(B));
+    memobs_track_free(FP(B));
+    snap();
+    CHECK_U64(before.mem[DEVICE].current_bytes, S.mem[DEVICE].current_bytes);
+    CHECK_U64(0, S.mem[DEVICE].pending_bytes);
+    CHECK_U64(0, S.track.frees_unknown + S.track.allocs_duplicate);
 }
 
 /* ---- modes run by tests/test_track.sh with an environment ---------------- */
@@ -1697,6 +1759,7 @@ int main(int argc, char **argv) {
         RUN(test_double_free_ring);
         RUN(test_bad_input);
         RUN(test_disabled);
+        RUN(test_pending_frees);
         RUN(test_get_allocations);
         RUN(test_report_blocks);
         RUN(test_report_groups_and_leaks);

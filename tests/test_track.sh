@@ -102,7 +102,7 @@ run_variant() { # name suite compiler flags...
     # JSON summary with the memory section, parsed
     rm -f "$out.json"
     mode -- json "$out.json"
-    if json_check "$out.json" 's["memory"]["device"] == {"current_bytes": 2000, "peak_bytes": 3000, "live": 1, "allocs": 2, "frees": 1, "alloc_bytes": 3000} and all(s["memory"][k]["allocs"] == 0 and s["memory"][k]["live"] == 0 for k in ("host", "pinned", "managed")) and s["tracker"]["tracking"] is True and s["tracker"]["traces"] == 1 and s["tracker"]["capacity"] == 32768 and s["tracker"]["frees_unknown"] == 1 and s["tracker"]["untracked"] == 0 and s["tracker"]["frees_double"] == 0'; then
+    if json_check "$out.json" 's["memory"]["device"] == {"current_bytes": 2000, "peak_bytes": 3000, "live": 1, "allocs": 2, "frees": 1, "alloc_bytes": 3000, "pending_frees": 0, "pending_bytes": 0} and all(s["memory"][k]["allocs"] == 0 and s["memory"][k]["live"] == 0 for k in ("host", "pinned", "managed")) and s["tracker"]["tracking"] is True and s["tracker"]["traces"] == 1 and s["tracker"]["capacity"] == 32768 and s["tracker"]["frees_unknown"] == 1 and s["tracker"]["untracked"] == 0 and s["tracker"]["frees_double"] == 0'; then
         ok "JSON summary: memory and tracker sections parse with the right values"
     else
         bad "JSON summary: memory and tracker sections"

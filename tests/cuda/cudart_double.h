@@ -1,0 +1,190 @@
+/* cudart_double.h - scripting API of the link-time test double of the CUDA
+   runtime (tests/cuda/cudart_double.c).
+
+   The double defines the cudaXxx functions listed in cudart_double.c with
+   the exact prototypes of the real <cuda_runtime_api.h>, so code compiled
+   against the real CUDA headers links against it instead of libcudart and
+   runs without a GPU. Link cudart_double.c (or its object) into the test
+   program, never together with libcudart.
+
+   WHAT IT MODELS
+     Memory    "device", pinned and managed memory is host memory (malloc),
+               so copies really copy and tests can check the bytes. Every
+               allocation is in a table with its kind and device, which
+               cudaPointerGetAttributes answers from (interior pointers too;
+               unregistered host memory: cudaMemoryTypeUnregistered,
+               device -2, hostPointer = ptr, cudaSuccess, as the real
+               runtime since CUDA 11). cudaMalloc(&p, 0) gives NULL and
+               cudaSuccess. Device memory is 256-byte aligned.
+     Devices   CUDADBL_DEFAULT_DEVICES (2) fake devices; the current device
+               is per thread (default 0). cudaMemGetInfo: total = a settable
+               size (default 16 GiB), free = total - bytes of device memory
+               (cudaMalloc, cudaMallocAsync) live on the current device - a
+               settable "outside" amount, floored at 0. cudaMalloc and
+               cudaMallocAsync fail with cudaErrorMemoryAllocation beyond
+               free. Managed and pinned memory do not count against it.
+     Copies    explicit kinds: a side the kind calls "device" must lie in a
+               table allocation (of any kind: device, pinned, registered,
+               managed, as UVA allows), else cudaErrorInvalidValue; any side
+               inside a table allocation must fit in it (else
+               cudaErrorInvalidValue, nothing copied). cudaMemcpyDefault
+               takes any pointers. Kinds beyond cudaMemcpyDefault:
+               cudaErrorInvalidMemcpyDirection. 2D copies check pitches
+               (cudaErrorInvalidPitchValue). Peer copies check the devices
+               (cudaErrorInvalidDevice) and that device memory lies on them.
+     Streams   fake objects. NULL, cudaStreamLegacy and cudaStreamPerThread
+               are the current device's default stream. Every stream-ordered
+               call (cudaMemcpy*Async, cudaMemsetAsync, cudaMallocAsync,
+               cudaFreeAsync, cudaEventRecord) does its work at once (copies
+               copy, allocations allocate) but also queues an op stamped
+               with the fake clock; the op completes when the "completed up
+               to" marker reaches its stamp (cudadbl_complete_until: it
+               stays set, so later work stamped at or before it completes at
+               once), or its stream is synchronized (cudaStreamSynchronize,
+               cudaEventSynchronize up to the event, cudaDeviceSynchronize:
+               every stream of the current device; cudadbl_complete_*).
+               Completing an op completes every earlier op of its stream.
+               cudaFreeAsync releases the memory when its op completes:
+               until then the block stays in the table and counts as used.
+               cudaMemcpy and cudaMemcpy2D, synchronous on the legacy
+               stream, first complete the current device's default stream;
+               nothing else synchronizes implicitly. A destroyed stream
+               with pending ops lives on until they complete.
+     Events    cudaEventRecord stamps the event with the fake clock (ms).
+               cudaEventQuery: cudaSuccess if never recorded or its op is
+               complete, else cudaErrorNotReady. cudaEventElapsedTime: end -
+               start stamps; cudaErrorInvalidResourceHandle for a NULL,
+               destroyed, never-recorded or cudaEventDisableTiming event,
+               cudaErrorInvalidValue for ms == NULL, cudaErrorNotReady while
+               either is incomplete. Event and stream must be on the same
+               device (else cudaErrorInvalidResourceHandle).
+     Errors    every error returned except cudaErrorNotReady becomes the
+               calling thread's last error (cudaGetLastError clears it,
+               cudaPeekAtLastError does not). cudaGetErrorName/String give
+               the real runtime's texts for every code in CUDA 13.0's enum,
+               "unrecognized error code" otherwise.
+     Threads   one mutex around all state; current device and last error
+               are per thread and reset by cudadbl_reset for every thread.
+
+   Also defined: cudaStreamGetDevice, and the per-thread default stream
+   names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ...: what code built with
+   CUDA_API_PER_THREAD_DEFAULT_STREAM calls), which do what the plain
+   functions do and count as them.
+
+   Not modelled: other implicit synchronization (cudaFree, blocking
+   streams waiting on the legacy stream), peer access enabling, stream
+   priorities and flags, graphs, kernels. */
+#ifndef CUDART_DOUBLE_H
+#define CUDART_DOUBLE_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUDADBL_MAX_DEVICES 8
+#define CUDADBL_DEFAULT_DEVICES 2
+#define CUDADBL_DEFAULT_TOTAL ((size_t)16 << 30) /* per device */
+
+/* Where a table allocation came from. */
+typedef enum {
+    CUDADBL_DEVICE = 0,     /* cudaMalloc, cudaMallocAsync: cudaMemoryTypeDevice */
+    CUDADBL_PINNED = 1,     /* cudaMallocHost, cudaHostAlloc: cudaMemoryTypeHost */
+    CUDADBL_MANAGED = 2,    /* cudaMallocManaged: cudaMemoryTypeManaged */
+    CUDADBL_REGISTERED = 3, /* cudaHostRegister (memory the double does not own): cudaMemoryTypeHost */
+    CUDADBL_KINDS = 4,
+    CUDADBL_ALL = 4 /* for cudadbl_live: every kind */
+} cudadbl_kind_t;
+
+/* Back to the start state: frees every allocation the double made (a
+   registered range is just forgotten), destroys every stream and event,
+   clears call counts, scripted failures, the clock (0), the completion
+   marker (nothing completed), totals (16 GiB), outside bytes (0), the device
+   count (2), and every thread's current device (0) and last error. Handles
+   from before are invalid afterwards. */
+void cudadbl_reset(void);
+
+/* Scripted failures: after `skip` more calls of fn succeed (or behave as
+   they would), the next n calls return err and change nothing (no
+   allocation, no copy, no stream op; output arguments untouched). fn is a
+   runtime function name ("cudaMalloc"); n = 0 cancels. Returns 0, or -1 for
+   a name the double does not define. A later call for the same fn replaces
+   the earlier script. */
+int cudadbl_fail(const char *fn, unsigned skip, unsigned n, cudaError_t err);
+int cudadbl_fail_next(const char *fn, unsigned n, cudaError_t err); /* skip = 0 */
+
+/* Calls of fn since the last reset (failed ones included); -1 for an
+   unknown name. cudadbl_reset_calls zeroes every count. */
+long cudadbl_calls(const char *fn);
+void cudadbl_reset_calls(void);
+
+/* The arguments and result of the latest call of fn (fields that fn does
+   not take are 0/NULL). Returns 0, or -1 for an unknown name or no call
+   since the last reset. */
+typedef struct {
+    void *dst;          /* memcpy/memset destination, alloc result, freed pointer, registered ptr */
+    const void *src;    /* memcpy source, pointer queried */
+    size_t bytes;       /* count, size, or width * height for 2D */
+    int kind;           /* enum cudaMemcpyKind as passed, -1 for none */
+    cudaStream_t stream;/* as passed (not resolved) */
+    int device;         /* the calling thread's current device at the call */
+    unsigned flags;
+    cudaError_t result;
+} cudadbl_call_t;
+int cudadbl_last_call(const char *fn, cudadbl_call_t *out);
+
+/* Devices: how many (0..CUDADBL_MAX_DEVICES; 0 makes cudaGetDeviceCount
+   return cudaErrorNoDevice and every device call too), the total memory of
+   one (device -1: all), and bytes in use outside the double's allocations
+   (another process, the CUDA context...). Return 0, or -1 for a bad
+   argument. */
+int cudadbl_set_device_count(int n);
+int cudadbl_set_total(int device, size_t bytes);
+int cudadbl_set_outside(int device, size_t bytes);
+/* Bytes of device memory live (pending async frees included) on device. */
+size_t cudadbl_device_used(int device);
+
+/* Fake GPU clock, in ms, stamped on every stream op and event record.
+   Starts at 0. Only these calls and copies move it. */
+void cudadbl_set_clock(float ms);
+void cudadbl_advance_clock(float ms);
+float cudadbl_clock(void);
+/* Device time of a copy: every successful copy (cudaMemcpy*, sync or
+   async, 2D: width * height bytes, peer) advances the clock by fixed_ms +
+   bytes / bytes_per_ms (bytes_per_ms <= 0: fixed_ms only) after it is
+   issued, and its stream op is stamped with the end. So events recorded
+   before and after a copy are that far apart. Default 0, 0: copies take
+   no time. */
+void cudadbl_set_copy_time(float fixed_ms, double bytes_per_ms);
+
+/* Completion. _until: the GPU has reached time ms (the marker only moves
+   forward); _stream: every op queued on s (NULL/cudaStreamLegacy/
+   cudaStreamPerThread: the calling thread's current device's default
+   stream), returns -1 for an unknown stream; _all: every op on every
+   stream of every device. Deferred frees happen here. */
+void cudadbl_complete_until(float ms);
+int cudadbl_complete_stream(cudaStream_t s);
+void cudadbl_complete_all(void);
+/* Ops not yet complete on s (-1: unknown stream), or on every stream
+   (cudadbl_pending_all). */
+long cudadbl_pending(cudaStream_t s);
+long cudadbl_pending_all(void);
+
+/* Live table allocations of kind (CUDADBL_ALL: all), pending async frees
+   included; *bytes (may be NULL) gets their bytes. */
+size_t cudadbl_live(cudadbl_kind_t kind, size_t *bytes);
+/* cudaFreeAsync calls not completed yet; *bytes (may be NULL) their bytes. */
+size_t cudadbl_pending_frees(size_t *bytes);
+/* The table allocation holding p: returns 1 and fills what is not NULL
+   (base, size, kind, device), or 0. */
+int cudadbl_lookup(const void *p, void **base, size_t *size, cudadbl_kind_t *kind, int *device);
+/* Live streams / events created through the API (not yet destroyed). */
+size_t cudadbl_live_streams(void);
+size_t cudadbl_live_events(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
