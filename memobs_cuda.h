@@ -53,9 +53,12 @@
        most MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies
        are recorded but not timed (memobs_cuda_untimed() counts them).
 
-   NOT YET (see the issue tracker): stream-ordered frees shown as pending
-   until their stream reaches them (cudaFreeAsync is taken out of the
-   tracker when it is issued).
+     Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
+       not reusable: still in current bytes, "(free pending)" in reports)
+       and records an event on its stream; the block leaves the tracker
+       when that event has completed, seen at the same points as timing
+       (a cudaMallocAsync that gets the same address back first retires it
+       at once). Without an event to spare it leaves at once.
 
    COMPILE-TIME OPTIONS
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
@@ -192,6 +195,11 @@ typedef struct {
     unsigned dir, phase;
 } memobs_cuda__timed_t;
 
+typedef struct {
+    memobs_cuda__pair_t ev; /* ev.start: recorded on the stream after the free */
+    const void *ptr;
+} memobs_cuda__pfree_t;
+
 static pthread_once_t memobs_cuda__once = PTHREAD_ONCE_INIT;
 static struct {
     pthread_mutex_t lock; /* allocate-and-record, free-and-unrecord; and config */
@@ -204,6 +212,8 @@ static struct {
     uint32_t head, n;
     memobs_cuda__pair_t *pool;   /* event pairs not in use */
     uint32_t npool, created;     /* pairs in the pool; pairs ever created */
+    memobs_cuda__pfree_t *frees; /* pending stream-ordered frees, a ring */
+    uint32_t fhead, fn;
     memobs__u64_t untimed;
 } memobs_cuda__g;
 
@@ -270,9 +280,19 @@ static int memobs_cuda__dir(const void *dst, const void *src, enum cudaMemcpyKin
     }
 }
 
-/* Caller holds tlock. Resolves completed timed copies from the head. */
+/* Caller holds tlock. Settles stream-ordered frees whose stream got there,
+   then resolves completed timed copies, each queue from its head. */
 static int memobs_cuda__poll_locked(void) {
     int done = 0;
+    while (memobs_cuda__g.fn) {
+        memobs_cuda__pfree_t *e = &memobs_cuda__g.frees[memobs_cuda__g.fhead];
+        if (cudaEventQuery(e->ev.start) == cudaErrorNotReady) break;
+        memobs_track_free_settled(e->ptr); /* done, or the stream failed: either way not pending */
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+        memobs_cuda__g.fhead = (memobs_cuda__g.fhead + 1) % MEMOBS_CUDA_MAX_TIMED;
+        memobs_cuda__g.fn--;
+        done++;
+    }
     while (memobs_cuda__g.n) {
         memobs_cuda__timed_t *e = &memobs_cuda__g.queue[memobs_cuda__g.head];
         float ms = 0.0f;
@@ -293,39 +313,46 @@ static int memobs_cuda__poll_locked(void) {
 
 static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
 
-/* Before a copy: with timing on, an event pair with its start recorded on
-   stream. 0 when the copy goes untimed. */
-static int memobs_cuda__time_begin(memobs_cuda__pair_t *ev, cudaStream_t stream) {
-    int ok = 0;
-    pthread_once(&memobs_cuda__once, memobs_cuda__init_once); /* reads MEMOBS_CUDA_TIMING */
-    if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v) || !MEMOBS__LOAD(&memobs__on.v)) return 0;
-    pthread_mutex_lock(&memobs_cuda__g.tlock);
+/* Caller holds tlock. An event pair from the pool (or a new one, up to
+   MEMOBS_CUDA_MAX_TIMED pairs), after resolving what has completed; 0 when
+   there is none to spare. */
+static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev) {
     if (!memobs_cuda__g.queue) {
         memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
         memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
-        if (!memobs_cuda__g.queue || !memobs_cuda__g.pool) {
+        memobs_cuda__g.frees = (memobs_cuda__pfree_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pfree_t));
+        if (!memobs_cuda__g.queue || !memobs_cuda__g.pool || !memobs_cuda__g.frees) {
             if (memobs_cuda__g.queue) MEMOBS_FREE(memobs_cuda__g.queue);
             if (memobs_cuda__g.pool) MEMOBS_FREE(memobs_cuda__g.pool);
+            if (memobs_cuda__g.frees) MEMOBS_FREE(memobs_cuda__g.frees);
             memobs_cuda__g.queue = NULL;
             memobs_cuda__g.pool = NULL;
+            memobs_cuda__g.frees = NULL;
+            return 0;
         }
     }
-    if (memobs_cuda__g.queue) {
-        (void)memobs_cuda__poll_locked();
-        if (memobs_cuda__g.npool) {
-            *ev = memobs_cuda__g.pool[--memobs_cuda__g.npool];
-            ok = 1;
-        } else if (memobs_cuda__g.created < MEMOBS_CUDA_MAX_TIMED) {
-            if (cudaEventCreate(&ev->start) == cudaSuccess) {
-                if (cudaEventCreate(&ev->end) == cudaSuccess) {
-                    memobs_cuda__g.created++;
-                    ok = 1;
-                } else {
-                    (void)cudaEventDestroy(ev->start);
-                }
-            }
-        }
+    (void)memobs_cuda__poll_locked();
+    if (memobs_cuda__g.npool) {
+        *ev = memobs_cuda__g.pool[--memobs_cuda__g.npool];
+        return 1;
     }
+    if (memobs_cuda__g.created >= MEMOBS_CUDA_MAX_TIMED || cudaEventCreate(&ev->start) != cudaSuccess) return 0;
+    if (cudaEventCreate(&ev->end) != cudaSuccess) {
+        (void)cudaEventDestroy(ev->start);
+        return 0;
+    }
+    memobs_cuda__g.created++;
+    return 1;
+}
+
+/* Before a copy: with timing on, an event pair with its start recorded on
+   stream. 0 when the copy goes untimed. */
+static int memobs_cuda__time_begin(memobs_cuda__pair_t *ev, cudaStream_t stream) {
+    int ok;
+    pthread_once(&memobs_cuda__once, memobs_cuda__init_once); /* reads MEMOBS_CUDA_TIMING */
+    if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v) || !MEMOBS__LOAD(&memobs__on.v)) return 0;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    ok = memobs_cuda__pair_get(ev);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (ok && cudaEventRecord(ev->start, stream) != cudaSuccess) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
@@ -532,9 +559,36 @@ cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStr
                                   memobs_cuda__device(), (const void *)hStream);
 }
 
+/* The block stays tracked, pending, until an event recorded on its stream
+   after the free has completed. */
 cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+    memobs_cuda__pair_t ev;
+    cudaError_t rc;
+    int queued = 0;
     memobs_cuda__lock();
-    return memobs_cuda__freed(cudaFreeAsync(devPtr, hStream), devPtr);
+    rc = cudaFreeAsync(devPtr, hStream);
+    if (rc != cudaSuccess || !devPtr) {
+        memobs_cuda__unlock();
+        return rc;
+    }
+    memobs_track_free_pending(devPtr);
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (MEMOBS__LOAD(&memobs__on.v) && memobs_cuda__pair_get(&ev)) {
+        if (memobs_cuda__g.fn < MEMOBS_CUDA_MAX_TIMED && cudaEventRecord(ev.start, hStream) == cudaSuccess) {
+            memobs_cuda__pfree_t *e =
+                &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
+            e->ev = ev;
+            e->ptr = devPtr;
+            memobs_cuda__g.fn++;
+            queued = 1;
+        } else {
+            memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+        }
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    if (!queued) memobs_track_free_settled(devPtr); /* no event to wait on: out at once */
+    memobs_cuda__unlock();
+    return rc;
 }
 
 cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
