@@ -470,6 +470,7 @@ static void memobs_cuda__oom(const char *call, size_t size) {
     uint64_t n = MEMOBS__ADD(&memobs_cuda__g.ooms.v, 1u) + 1;
     int own;
     FILE *f;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return; /* switched off (or compiled out): counted only */
     if (n > MEMOBS_CUDA__OOM_REPORTS) {
         if (n == MEMOBS_CUDA__OOM_REPORTS + 1)
             memobs__log(MEMOBS_LOG_WARN, "%s: out of memory again; further out-of-memory reports are only counted",
