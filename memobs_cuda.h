@@ -187,6 +187,7 @@ extern "C" {
 
 typedef struct {
     cudaEvent_t start, end;
+    int device; /* events belong to the device they were made on */
 } memobs_cuda__pair_t;
 
 typedef struct {
@@ -248,6 +249,16 @@ static void memobs_cuda__lock(void) {
     pthread_mutex_lock(&memobs_cuda__g.lock);
 }
 static void memobs_cuda__unlock(void) { pthread_mutex_unlock(&memobs_cuda__g.lock); }
+
+/* The calling thread's current device (0 if the runtime cannot say). */
+static int memobs_cuda__device(void) {
+    int d = 0;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d = 0;
+    }
+    return d;
+}
 
 /* ======================================================================== */
 /* Private: copies                                                          */
@@ -313,10 +324,21 @@ static int memobs_cuda__poll_locked(void) {
 
 static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
 
-/* Caller holds tlock. An event pair from the pool (or a new one, up to
-   MEMOBS_CUDA_MAX_TIMED pairs), after resolving what has completed; 0 when
-   there is none to spare. */
-static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev) {
+/* The device a stream belongs to (the legacy default stream: the current
+   device). */
+static int memobs_cuda__stream_device(cudaStream_t stream) {
+    int d = 0;
+    if (stream && cudaStreamGetDevice(stream, &d) == cudaSuccess) return d;
+    if (stream) (void)cudaGetLastError();
+    return memobs_cuda__device();
+}
+
+/* Caller holds tlock. An event pair of device from the pool (or a new one
+   made there, up to MEMOBS_CUDA_MAX_TIMED pairs), after resolving what has
+   completed; 0 when there is none to spare. */
+static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, int device) {
+    uint32_t i;
+    int cur = 0, ok;
     if (!memobs_cuda__g.queue) {
         memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
         memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
@@ -332,15 +354,26 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev) {
         }
     }
     (void)memobs_cuda__poll_locked();
-    if (memobs_cuda__g.npool) {
-        *ev = memobs_cuda__g.pool[--memobs_cuda__g.npool];
+    for (i = memobs_cuda__g.npool; i-- > 0;) {
+        if (memobs_cuda__g.pool[i].device != device) continue;
+        *ev = memobs_cuda__g.pool[i];
+        memobs_cuda__g.pool[i] = memobs_cuda__g.pool[--memobs_cuda__g.npool];
         return 1;
     }
-    if (memobs_cuda__g.created >= MEMOBS_CUDA_MAX_TIMED || cudaEventCreate(&ev->start) != cudaSuccess) return 0;
-    if (cudaEventCreate(&ev->end) != cudaSuccess) {
-        (void)cudaEventDestroy(ev->start);
+    if (memobs_cuda__g.created >= MEMOBS_CUDA_MAX_TIMED || cudaGetDevice(&cur) != cudaSuccess) return 0;
+    if (cur != device && cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
         return 0;
     }
+    ok = cudaEventCreate(&ev->start) == cudaSuccess;
+    if (ok && cudaEventCreate(&ev->end) != cudaSuccess) {
+        (void)cudaEventDestroy(ev->start);
+        ok = 0;
+    }
+    if (!ok) (void)cudaGetLastError();
+    if (cur != device) (void)cudaSetDevice(cur);
+    if (!ok) return 0;
+    ev->device = device;
     memobs_cuda__g.created++;
     return 1;
 }
@@ -348,11 +381,12 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev) {
 /* Before a copy: with timing on, an event pair with its start recorded on
    stream. 0 when the copy goes untimed. */
 static int memobs_cuda__time_begin(memobs_cuda__pair_t *ev, cudaStream_t stream) {
-    int ok;
+    int ok, device;
     pthread_once(&memobs_cuda__once, memobs_cuda__init_once); /* reads MEMOBS_CUDA_TIMING */
     if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v) || !MEMOBS__LOAD(&memobs__on.v)) return 0;
+    device = memobs_cuda__stream_device(stream);
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    ok = memobs_cuda__pair_get(ev);
+    ok = memobs_cuda__pair_get(ev, device);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (ok && cudaEventRecord(ev->start, stream) != cudaSuccess) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
@@ -453,15 +487,6 @@ uint64_t memobs_cuda_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed
 /* Private: allocations and the out-of-memory flight recorder               */
 /* ======================================================================== */
 
-static int memobs_cuda__device(void) {
-    int d = 0;
-    if (cudaGetDevice(&d) != cudaSuccess) {
-        (void)cudaGetLastError();
-        d = 0;
-    }
-    return d;
-}
-
 /* Runs after an allocation wrapper got cudaErrorMemoryAllocation, with no
    lock held. */
 static void memobs_cuda__oom(const char *call, size_t size) {
@@ -499,7 +524,18 @@ static void memobs_cuda__oom(const char *call, size_t size) {
    recorder on out-of-memory. Returns rc. */
 static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, const void *p, size_t size,
                                           memobs_mem_kind_t kind, int device, const void *stream) {
-    if (rc == cudaSuccess) memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
+    if (rc == cudaSuccess && p) { /* p: cudaMalloc(&p, 0) succeeds with NULL */
+        uint32_t i;
+        /* Handed back before its stream-ordered free settled: that settle
+           must not take the new block out. */
+        pthread_mutex_lock(&memobs_cuda__g.tlock);
+        for (i = 0; i < memobs_cuda__g.fn; i++) {
+            memobs_cuda__pfree_t *e = &memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED];
+            if (e->ptr == p) e->ptr = NULL;
+        }
+        pthread_mutex_unlock(&memobs_cuda__g.tlock);
+        memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
+    }
     memobs_cuda__unlock();
     if (rc == cudaErrorMemoryAllocation) memobs_cuda__oom(call, size);
     return rc;
@@ -557,7 +593,7 @@ cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStr
     memobs_cuda__lock();
     rc = cudaMallocAsync(devPtr, size, hStream);
     return memobs_cuda__allocated(rc, "cudaMallocAsync", rc ? NULL : *devPtr, size, MEMOBS_MEM_DEVICE,
-                                  memobs_cuda__device(), (const void *)hStream);
+                                  memobs_cuda__stream_device(hStream), (const void *)hStream);
 }
 
 /* The block stays tracked, pending, until an event recorded on its stream
@@ -565,7 +601,7 @@ cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStr
 cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
     memobs_cuda__pair_t ev;
     cudaError_t rc;
-    int queued = 0;
+    int queued = 0, device;
     memobs_cuda__lock();
     rc = cudaFreeAsync(devPtr, hStream);
     if (rc != cudaSuccess || !devPtr) {
@@ -573,8 +609,9 @@ cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
         return rc;
     }
     memobs_track_free_pending(devPtr);
+    device = memobs_cuda__stream_device(hStream);
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (MEMOBS__LOAD(&memobs__on.v) && memobs_cuda__pair_get(&ev)) {
+    if (MEMOBS__LOAD(&memobs__on.v) && memobs_cuda__pair_get(&ev, device)) {
         if (memobs_cuda__g.fn < MEMOBS_CUDA_MAX_TIMED && cudaEventRecord(ev.start, hStream) == cudaSuccess) {
             memobs_cuda__pfree_t *e =
                 &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];

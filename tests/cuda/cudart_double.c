@@ -9,6 +9,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign under -std=c11 */
 #endif
+/* The plain names are defined below, the per-thread default stream ones at
+   the end, whatever the build asks of the header. */
+#undef CUDA_API_PER_THREAD_DEFAULT_STREAM
 #include "cudart_double.h"
 
 #include <pthread.h>
@@ -58,7 +61,16 @@ typedef struct {
     int device;
     unsigned flags;
     int pending_free; /* cudaFreeAsync queued, not yet completed */
+    void *free_stream; /* the stream of that cudaFreeAsync */
 } alloc_t;
+
+/* Freed device blocks kept for reuse (cudadbl_set_reuse). */
+typedef struct {
+    char *base;
+    size_t size;
+    int device;
+} cached_t;
+#define DBL_CACHE_MAX 4096
 
 enum { OP_WORK = 0, OP_FREE = 1, OP_EVENT = 2 };
 typedef struct {
@@ -95,6 +107,9 @@ static struct CUevent_st *g_events;
 static int g_ndev = CUDADBL_DEFAULT_DEVICES;
 static size_t g_total[CUDADBL_MAX_DEVICES], g_outside[CUDADBL_MAX_DEVICES], g_used[CUDADBL_MAX_DEVICES];
 static int g_totals_set; /* g_total initialized */
+static int g_reuse;         /* freed device blocks are handed out again */
+static cached_t *g_cache;   /* LIFO */
+static size_t g_ncache, g_capcache;
 static float g_clock;
 static float g_copy_fixed_ms;       /* every copy advances the clock by this ... */
 static double g_copy_bytes_per_ms;  /* ... plus bytes / this (0: nothing) */
@@ -222,6 +237,7 @@ static int add_alloc(void *base, size_t size, cudadbl_kind_t kind, int device, u
     g_alloc[i].device = device;
     g_alloc[i].flags = flags;
     g_alloc[i].pending_free = 0;
+    g_alloc[i].free_stream = NULL;
     g_nalloc++;
     if (kind == CUDADBL_DEVICE) g_used[device] += size;
     return 0;
@@ -231,9 +247,54 @@ static int add_alloc(void *base, size_t size, cudadbl_kind_t kind, int device, u
 static void remove_alloc(alloc_t *a) {
     size_t i = (size_t)(a - g_alloc);
     if (a->kind == CUDADBL_DEVICE) g_used[a->device] -= a->size;
-    if (a->kind != CUDADBL_REGISTERED) free(a->base);
+    if (a->kind == CUDADBL_DEVICE && g_reuse) {
+        if (g_ncache == DBL_CACHE_MAX) { /* drop the oldest */
+            free(g_cache[0].base);
+            memmove(g_cache, g_cache + 1, (g_ncache - 1) * sizeof *g_cache);
+            g_ncache--;
+        }
+        if (g_ncache == g_capcache) {
+            size_t cap = g_capcache ? g_capcache * 2 : 64;
+            cached_t *n = (cached_t *)realloc(g_cache, cap * sizeof *n);
+            if (n) {
+                g_cache = n;
+                g_capcache = cap;
+            }
+        }
+        if (g_ncache < g_capcache) {
+            g_cache[g_ncache].base = a->base;
+            g_cache[g_ncache].size = a->size;
+            g_cache[g_ncache].device = a->device;
+            g_ncache++;
+        } else {
+            free(a->base);
+        }
+    } else if (a->kind != CUDADBL_REGISTERED) {
+        free(a->base);
+    }
     memmove(&g_alloc[i], &g_alloc[i + 1], (g_nalloc - i - 1) * sizeof *g_alloc);
     g_nalloc--;
+}
+
+static void drop_cache(void) {
+    size_t i;
+    for (i = 0; i < g_ncache; i++) free(g_cache[i].base);
+    free(g_cache);
+    g_cache = NULL;
+    g_ncache = g_capcache = 0;
+}
+
+/* A cached block of this size on this device (the latest freed), or NULL. */
+static void *from_cache(size_t size, int device) {
+    size_t i = g_ncache;
+    while (i-- > 0)
+        if (g_cache[i].size == size && g_cache[i].device == device) {
+            void *p = g_cache[i].base;
+            memmove(&g_cache[i], &g_cache[i + 1], (g_ncache - i - 1) * sizeof *g_cache);
+            g_ncache--;
+            return p;
+        }
+    return NULL;
 }
 
 /* The allocation whose base is exactly p, or NULL. */
@@ -263,7 +324,8 @@ static cudaError_t do_alloc(void **out, size_t size, cudadbl_kind_t kind, int de
         return cudaSuccess;
     }
     if (kind == CUDADBL_DEVICE && size > free_bytes(device)) return cudaErrorMemoryAllocation;
-    p = host_block(size);
+    p = kind == CUDADBL_DEVICE && g_reuse ? from_cache(size, device) : NULL;
+    if (!p) p = host_block(size);
     if (!p) return cudaErrorMemoryAllocation;
     if (add_alloc(p, size, kind, device, flags)) {
         free(p);
@@ -472,6 +534,24 @@ static cudaError_t check_peer_side(const void *p, int dev, size_t count) {
 
 static int valid_device(int d) { return d >= 0 && d < g_ndev; }
 
+/* Stream-ordered reuse: a block of this size freed by cudaFreeAsync on s
+   and not yet reached comes back at once (work after the free on s may use
+   it). Its free op no longer frees it. 1 with *out set, or 0. */
+static int reuse_pending(void **out, size_t size, struct CUstream_st *s) {
+    size_t i, k;
+    for (i = 0; i < g_nalloc; i++) {
+        alloc_t *a = &g_alloc[i];
+        if (!a->pending_free || a->free_stream != s || a->size != size || a->kind != CUDADBL_DEVICE) continue;
+        for (k = 0; k < s->nops; k++)
+            if (s->ops[k].kind == OP_FREE && s->ops[k].ptr == a->base) s->ops[k].kind = OP_WORK;
+        a->pending_free = 0;
+        a->free_stream = NULL;
+        *out = a->base;
+        return 1;
+    }
+    return 0;
+}
+
 /* ============================================================================ */
 /* The runtime functions                                                        */
 /* ============================================================================ */
@@ -557,8 +637,10 @@ cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
     c.bytes = size;
     c.stream = hStream;
     if (e == cudaSuccess && !(s = resolve(hStream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && !devPtr) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) e = reserve_op(s);
-    if (e == cudaSuccess) e = do_alloc(devPtr, size, CUDADBL_DEVICE, s->device, 0);
+    if (e == cudaSuccess && !(g_reuse && size && reuse_pending(devPtr, size, s)))
+        e = do_alloc(devPtr, size, CUDADBL_DEVICE, s->device, 0);
     if (e == cudaSuccess) {
         c.dst = *devPtr;
         push_op(s, OP_WORK, NULL, NULL);
@@ -580,6 +662,7 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
         else if ((e = reserve_op(s)) == cudaSuccess) {
             c.bytes = a->size;
             a->pending_free = 1;
+            a->free_stream = s;
             push_op(s, OP_FREE, devPtr, NULL);
             reap_streams();
         }
@@ -1234,6 +1317,8 @@ void cudadbl_reset(void) {
     free(g_alloc);
     g_alloc = NULL;
     g_nalloc = g_capalloc = 0;
+    g_reuse = 0;
+    drop_cache();
     while (g_streams) {
         struct CUstream_st *s = g_streams;
         g_streams = s->next;
@@ -1261,6 +1346,29 @@ void cudadbl_reset(void) {
     g_marker = 0;
     g_gen++;
     thread_sync();
+    unlock();
+}
+
+void cudadbl_set_reuse(int on) {
+    slock();
+    g_reuse = on != 0;
+    if (!g_reuse) drop_cache();
+    unlock();
+}
+
+void cudadbl_reset_script(void) {
+    int d;
+    slock();
+    g_reuse = 0;
+    drop_cache();
+    memset(g_fn, 0, sizeof g_fn);
+    for (d = 0; d < CUDADBL_MAX_DEVICES; d++) {
+        g_total[d] = CUDADBL_DEFAULT_TOTAL;
+        g_outside[d] = 0;
+    }
+    g_ndev = CUDADBL_DEFAULT_DEVICES;
+    g_copy_fixed_ms = 0;
+    g_copy_bytes_per_ms = 0;
     unlock();
 }
 

@@ -23,6 +23,10 @@
                settable "outside" amount, floored at 0. cudaMalloc and
                cudaMallocAsync fail with cudaErrorMemoryAllocation beyond
                free. Managed and pinned memory do not count against it.
+               cudaMallocAsync allocates on its stream's device (the real
+               runtime takes it from that device's pool), whatever the
+               current device. Freed addresses are not handed out again
+               unless cudadbl_set_reuse(1).
      Copies    explicit kinds: a side the kind calls "device" must lie in a
                table allocation (of any kind: device, pinned, registered,
                managed, as UVA allows), else cudaErrorInvalidValue; any side
@@ -106,6 +110,14 @@ typedef enum {
    from before are invalid afterwards. */
 void cudadbl_reset(void);
 
+/* Back to the start settings, keeping the objects: clears scripted
+   failures, call counts and last calls, and restores the device count,
+   totals, outside bytes and copy time. Allocations, streams, events, the
+   clock, the completion marker and the threads' current devices and last
+   errors stay. Address reuse goes off. For a test program whose code under test keeps CUDA
+   objects across tests (an event pool). */
+void cudadbl_reset_script(void);
+
 /* Scripted failures: after `skip` more calls of fn succeed (or behave as
    they would), the next n calls return err and change nothing (no
    allocation, no copy, no stream op; output arguments untouched). fn is a
@@ -134,6 +146,16 @@ typedef struct {
     cudaError_t result;
 } cudadbl_call_t;
 int cudadbl_last_call(const char *fn, cudadbl_call_t *out);
+
+/* Address reuse, as a real allocator does: with on, a device block freed
+   by cudaFree (or by a completed cudaFreeAsync) is handed out again by the
+   next cudaMalloc/cudaMallocAsync of the same size on the same device
+   (latest freed first), to any thread; and cudaMallocAsync on a stream
+   gets back at once a block of the same size freed by cudaFreeAsync on
+   that stream and not yet reached (stream-ordered reuse: the block is
+   live again, its free op frees nothing). Off by default (and after
+   cudadbl_reset/_reset_script): every allocation is a fresh malloc. */
+void cudadbl_set_reuse(int on);
 
 /* Devices: how many (0..CUDADBL_MAX_DEVICES; 0 makes cudaGetDeviceCount
    return cudaErrorNoDevice and every device call too), the total memory of

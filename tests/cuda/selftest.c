@@ -595,6 +595,79 @@ static void copy_time_and_more(void) {
     CHECK(cudadbl_clock() == 0);
 }
 
+static void reuse(void) {
+    void *p = NULL, *q = NULL, *r = NULL, *first;
+    cudaStream_t s = NULL, s2 = NULL;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
+    /* off: a fresh block each time (p stays live so it cannot come back) */
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 128));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&q, 128));
+    CHECK(p != q);
+    CHECK_ERR(cudaSuccess, cudaFree(q));
+    cudadbl_set_reuse(1);
+    /* cudaFree'd blocks come back for the same size and device, latest first */
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&q, 64));
+    CHECK(q != p);
+    CHECK_ERR(cudaSuccess, cudaMalloc(&r, 128));
+    CHECK(r == p);
+    CHECK_ERR(cudaSuccess, cudaFree(r));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&r, 128)); /* another device: not that block */
+    CHECK(r != p);
+    CHECK_ERR(cudaSuccess, cudaFree(r));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&r, 128, s)); /* from the cache too */
+    CHECK(r == p);
+    /* stream-ordered: freed on s, not reached, back at once on s only */
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(r, s));
+    CHECK_U64(1, cudadbl_pending_frees(NULL));
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&p, 128, s2)); /* another stream: not it */
+    CHECK(p != r);
+    first = r;
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&r, 128, s));
+    CHECK(r == first);
+    CHECK_U64(0, cudadbl_pending_frees(NULL));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s)); /* the old free frees nothing now */
+    CHECK(cudadbl_lookup(r, NULL, NULL, NULL, NULL));
+    CHECK_U64(320, cudadbl_device_used(0)); /* q 64, p 128, r 128 */
+    CHECK_ERR(cudaSuccess, cudaFree(r));
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_ERR(cudaSuccess, cudaFree(q));
+    CHECK_U64(0, cudadbl_device_used(0));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s2));
+    cudadbl_set_reuse(0); /* drops the cache */
+    cudadbl_reset();
+}
+
+static void reset_script(void) {
+    void *p = NULL;
+    cudaStream_t s = NULL;
+    size_t fr = 0, tot = 0;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 10));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMalloc", 5, cudaErrorUnknown));
+    CHECK_U64(0, (unsigned)cudadbl_set_total(0, MIB));
+    CHECK_U64(0, (unsigned)cudadbl_set_device_count(1));
+    cudadbl_set_clock(7);
+    cudadbl_reset_script();
+    CHECK_U64(0, (unsigned long)cudadbl_calls("cudaMalloc"));
+    CHECK_ERR(cudaSuccess, cudaMemGetInfo(&fr, &tot));
+    CHECK_U64(16 * GIB, tot);
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK(cudadbl_clock() == 7);
+    CHECK_U64(1, cudadbl_live(CUDADBL_ALL, NULL)); /* objects stay */
+    CHECK_ERR(cudaSuccess, cudaStreamQuery(s));
+    CHECK_ERR(cudaSuccess, cudaFree(p)); /* the scripted failures are gone */
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    cudadbl_reset();
+}
+
 #define NTHREADS 8
 #define ITERS 500
 static void *worker(void *arg) {
@@ -674,6 +747,8 @@ int main(void) {
     RUN(async_and_streams);
     RUN(events);
     RUN(copy_time_and_more);
+    RUN(reuse);
+    RUN(reset_script);
     RUN(threads);
     RUN(reset_frees);
     return CHECK_DONE();
