@@ -3,6 +3,7 @@
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
+#   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 
 CC ?= cc
 CXX ?= c++
@@ -13,7 +14,9 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 export CC CXX NVCC
 
-.PHONY: all demo test bench clean
+.PHONY: all demo cuda-demo test bench clean
+# Native code for Hopper, PTX that any newer or older (>= Turing) GPU compiles at load time.
+NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_75,code=compute_75
 all: $(BUILD)/offload_engine
 
 $(BUILD):
@@ -24,6 +27,12 @@ $(BUILD)/offload_engine: examples/offload_engine.c memobs.h | $(BUILD)
 
 demo: $(BUILD)/offload_engine
 	./$(BUILD)/offload_engine
+
+$(BUILD)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h | $(BUILD)
+	$(NVCC) -O2 $(NVCC_ARCH) -Werror all-warnings -I. $< -o $@ -lpthread
+
+cuda-demo: $(BUILD)/cuda_offload
+	./$(BUILD)/cuda_offload
 
 test:
 	@bash tests/run.sh
