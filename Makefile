@@ -14,9 +14,7 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 export CC CXX NVCC
 
-.PHONY: all demo cuda-demo test bench clean
-# Native code for Hopper, PTX that any newer or older (>= Turing) GPU compiles at load time.
-NVCC_ARCH ?= -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_75,code=compute_75
+.PHONY: all demo test bench clean
 all: $(BUILD)/offload_engine
 
 $(BUILD):
@@ -28,12 +26,6 @@ $(BUILD)/offload_engine: examples/offload_engine.c memobs.h | $(BUILD)
 demo: $(BUILD)/offload_engine
 	./$(BUILD)/offload_engine
 
-$(BUILD)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h | $(BUILD)
-	$(NVCC) -O2 $(NVCC_ARCH) -Werror all-warnings -I. $< -o $@ -lpthread
-
-cuda-demo: $(BUILD)/cuda_offload
-	./$(BUILD)/cuda_offload
-
 test:
 	@bash tests/run.sh
 
@@ -42,3 +34,4 @@ clean:
 
 include mk/install.mk
 include mk/bench.mk
+include mk/gpu.mk

@@ -35,6 +35,7 @@ step env bash tests/test_env.sh
 step shared bash tests/test_shared.sh
 step demo bash tests/test_demo.sh
 step install bash tests/test_install.sh
+step gpu-build bash tests/test_gpu_build.sh
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,51 @@
+# mk/gpu.mk - tests and benches on a real GPU (included by the top-level
+# Makefile; they need a CUDA device to run, only nvcc to build).
+#
+#   make gpu-test    build $(BUILD)/gpu/test_gpu (tests/gpu/test_gpu.cu) and
+#                    run it: ok/not ok lines, "N passed, N failed"; exits 1
+#                    on a failure or when there is no CUDA device
+#   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
+#                    run it: wrapper overhead and bandwidth tables
+#   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
+#                    and run it: the offload engine on the GPU
+#   make gpu-build   build all three, run nothing (no GPU needed:
+#                    tests/test_gpu_build.sh)
+#
+# GPU_ARCH: the code generated; default SASS for sm_90 (H100) plus PTX for
+# sm_75 that the driver compiles for any other GPU. Variables of our own
+# start GPU_.
+
+GPU_MK := $(lastword $(MAKEFILE_LIST))
+NVCC ?= /usr/local/cuda/bin/nvcc
+BUILD ?= build
+GPU_OUT := $(BUILD)/gpu
+GPU_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
+GPU_NVCCFLAGS ?= -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
+GPU_COMPILE = $(NVCC) $(GPU_NVCCFLAGS) $(GPU_ARCH) -I.
+# libcudart.so (-lcudart), not nvcc's default static one
+GPU_LIBS := -cudart shared -lpthread
+
+.PHONY: gpu-test gpu-bench gpu-build cuda-demo
+
+gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload
+
+cuda-demo: $(GPU_OUT)/cuda_offload
+	./$(GPU_OUT)/cuda_offload
+
+gpu-test: $(GPU_OUT)/test_gpu
+	./$(GPU_OUT)/test_gpu
+
+gpu-bench: $(GPU_OUT)/gpu_bench
+	./$(GPU_OUT)/gpu_bench
+
+$(GPU_OUT)/test_gpu: tests/gpu/test_gpu.cu tests/check.h memobs.h memobs_cuda.h $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS)
+
+$(GPU_OUT)/gpu_bench: bench/gpu_bench.cu memobs.h memobs_cuda.h $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS)
+
+$(GPU_OUT)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS)
