@@ -21,6 +21,7 @@
 #include "../memobs_cuda.h"
 #include "cuda/cudart_double.h"
 #include "check.h"
+#include "memobs_test.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -78,53 +79,16 @@ static const memobs_alloc_info_t *tracked(const void *p) {
     return NULL;
 }
 
-/* Log hook: keeps the messages. */
-#define MAX_LOG 32
-static int log_count;
-static int log_levels[MAX_LOG];
-static char log_msgs[MAX_LOG][512];
-static void capture_log(int level, const char *msg, void *user) {
-    (void)user;
-    if (log_count < MAX_LOG) {
-        log_levels[log_count] = level;
-        snprintf(log_msgs[log_count], sizeof log_msgs[0], "%s", msg);
-    }
-    log_count++;
-}
 static void log_start(void) {
     log_count = 0;
     memobs_set_log(capture_log, NULL);
 }
-static void log_stop(void) { memobs_set_log(NULL, NULL); }
-static int log_has(const char *s) {
-    int i, n = 0;
-    for (i = 0; i < log_count && i < MAX_LOG; i++)
-        if (strstr(log_msgs[i], s)) n++;
-    return n;
-}
-static void log_dump(void) {
-    int i;
-    for (i = 0; i < log_count && i < MAX_LOG; i++) printf("    #   log: %s\n", log_msgs[i]);
-}
 
-static char *read_all(FILE *f) {
-    long n;
-    char *buf;
-    fflush(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    buf = (char *)malloc((size_t)(n > 0 ? n : 0) + 1);
-    if (!buf) return NULL;
-    n = (long)fread(buf, 1, (size_t)(n > 0 ? n : 0), f);
-    buf[n > 0 ? n : 0] = 0;
-    return buf;
-}
 static char *read_path(const char *path) {
     FILE *f = fopen(path, "r");
     char *buf;
     if (!f) return (char *)calloc(1, 1);
-    buf = read_all(f);
+    buf = read_file(f);
     fclose(f);
     return buf ? buf : (char *)calloc(1, 1);
 }
@@ -688,7 +652,7 @@ static void test_mem_info_gap(void) {
     CHECK(f != NULL);
     if (f) {
         CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_print_mem(f));
-        out = read_all(f);
+        out = read_file(f);
         fclose(f);
         if (out) {
             snprintf(line, sizeof line, "device 0: driver used %s of %s; memobs tracks %s; outside memobs %s\n",
@@ -719,7 +683,7 @@ static char *report_text(int (*fn)(FILE *)) {
     char *out = NULL;
     if (f) {
         (void)fn(f);
-        out = read_all(f);
+        out = read_file(f);
         fclose(f);
     }
     return out ? out : (char *)calloc(1, 1);
@@ -1015,7 +979,7 @@ static void test_timing(void) {
     CHECK(f != NULL);
     if (f) {
         CHECK_U64(MEMOBS_OK, (unsigned)memobs_write_summary(f, MEMOBS_FORMAT_TEXT));
-        out = read_all(f);
+        out = read_file(f);
         fclose(f);
         if (out) {
             CHECK_HAS(out, "device-timed");

@@ -15,6 +15,7 @@
 #define MEMOBS_IMPLEMENTATION
 #include "../memobs.h"
 #include "check.h"
+#include "memobs_test.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -63,49 +64,14 @@ static char *trace_text(uint32_t id) {
     return buf;
 }
 
-/* Log hook: counts warnings and keeps them. */
-#define MAX_LOG 32
-static int log_count;
-static char log_msgs[MAX_LOG][512];
-static void capture_log(int level, const char *msg, void *user) {
-    (void)level;
-    (void)user;
-    if (log_count < MAX_LOG) snprintf(log_msgs[log_count], sizeof log_msgs[0], "%s", msg);
-    log_count++;
-}
 static void log_start(void) {
     log_count = 0;
     memobs__g.warned.v = 0; /* warn-once bits: every kind may warn again */
     memobs_set_log(capture_log, NULL);
 }
-static void log_stop(void) { memobs_set_log(NULL, NULL); }
-/* Logged messages containing s. */
-static int log_has(const char *s) {
-    int i, n = 0;
-    for (i = 0; i < log_count && i < MAX_LOG; i++)
-        if (strstr(log_msgs[i], s)) n++;
-    return n;
-}
-static void log_dump(void) {
-    int i;
-    for (i = 0; i < log_count && i < MAX_LOG; i++) printf("    #   log: %s\n", log_msgs[i]);
-}
 
 /* ---- report helpers ------------------------------------------------------ */
 
-static char *read_file(FILE *f) {
-    long n;
-    char *buf;
-    fflush(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    buf = (char *)malloc((size_t)(n > 0 ? n : 0) + 1);
-    if (!buf) return NULL;
-    n = (long)fread(buf, 1, (size_t)(n > 0 ? n : 0), f);
-    buf[n > 0 ? n : 0] = 0;
-    return buf;
-}
 
 /* The text a report function writes; the caller frees it. */
 static char *report(int (*fn)(FILE *)) {
