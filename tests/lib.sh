@@ -1,7 +1,18 @@
 # Shared by the test scripts: try SUITE NAME CMD... runs CMD, prints one
 # "ok - SUITE: NAME" or "not ok - SUITE: NAME" line (with CMD's output as
 # "    # " lines) and sets rc=1 on failure. Needs $B (a scratch directory).
+# Also json_check, and a clean environment (below).
 rc=0
+
+# Every test starts from a known environment: no memobs or launcher
+# variables from the caller's shell, and sanitizers that stop at their first
+# report, so it fails the run rather than scrolling by.
+unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_JOB_ID MEMOBS_CALLSTACK MEMOBS_TRACK_CAPACITY \
+    MEMOBS_PEAK_REPORT MEMOBS_PEAK_GROWTH MEMOBS_PEAK_MIN MEMOBS_LEAKS MEMOBS_REPORT_ROWS MEMOBS_OOM_REPORT \
+    MEMOBS_CUDA_TIMING RANK LOCAL_RANK WORLD_SIZE SLURM_PROCID SLURM_LOCALID SLURM_NTASKS OMPI_COMM_WORLD_RANK \
+    OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_LOCAL_RANK PMI_SIZE
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 try() {
     local suite=$1 name=$2
     shift 2

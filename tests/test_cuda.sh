@@ -15,14 +15,8 @@ CC=${CC:-cc}
 CXX=${CXX:-c++}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 W="-Wall -Wextra -Werror -I. -I$CUDA_INC"
-unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_CALLSTACK MEMOBS_TRACK_CAPACITY MEMOBS_PEAK_REPORT \
-    MEMOBS_LEAKS MEMOBS_REPORT_ROWS MEMOBS_JOB_ID MEMOBS_OOM_REPORT MEMOBS_CUDA_TIMING RANK LOCAL_RANK WORLD_SIZE \
-    SLURM_PROCID SLURM_LOCALID SLURM_NTASKS OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_SIZE \
-    PMI_RANK PMI_LOCAL_RANK PMI_SIZE
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-. tests/lib.sh # json_check
+. tests/lib.sh # json_check; a clean environment, sanitizer options
 
 if [ ! -f "$CUDA_INC/cuda_runtime_api.h" ]; then
     echo "ok - cuda: # SKIP no CUDA headers in $CUDA_INC (set CUDA_INC)"

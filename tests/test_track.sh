@@ -10,15 +10,8 @@ CC=${CC:-cc}
 CXX=${CXX:-c++}
 W="-Wall -Wextra -Werror -I."
 rc=0
-unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_CALLSTACK MEMOBS_TRACK_CAPACITY MEMOBS_PEAK_REPORT \
-    MEMOBS_PEAK_GROWTH MEMOBS_PEAK_MIN MEMOBS_LEAKS MEMOBS_REPORT_ROWS MEMOBS_JOB_ID RANK LOCAL_RANK WORLD_SIZE \
-    SLURM_PROCID SLURM_LOCALID SLURM_NTASKS OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_SIZE \
-    PMI_RANK PMI_LOCAL_RANK PMI_SIZE
-# halt_on_error so a sanitizer report fails the run rather than scrolling by
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-. tests/lib.sh # json_check
+. tests/lib.sh # json_check; a clean environment, sanitizer options
 
 run_variant() { # name suite compiler flags...
     local name=$1 suite=$2 comp=$3 bin="$B/track_$1" out="$B/$1"

@@ -12,8 +12,7 @@ CC=${CC:-cc}
 CXX=${CXX:-c++}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 W="-Wall -Wextra -Werror -I$CUDA_INC -Itests/cuda"
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+. tests/lib.sh # sanitizer options
 rc=0
 if [ ! -f "$CUDA_INC/cuda_runtime_api.h" ]; then
     echo "ok - cudart-double: # SKIP no $CUDA_INC/cuda_runtime_api.h"
