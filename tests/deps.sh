@@ -8,6 +8,8 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v python3 >/dev/null || need+=(python3)
 command -v g++ >/dev/null || need+=(g++)
+# CPython's headers and libpython for memobs_python.h (python3-config)
+command -v python3-config >/dev/null || need+=(python3-dev)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "tests/deps.sh: installing ${need[*]}" >&2
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
