@@ -1,7 +1,7 @@
 # memobs: header-only; this Makefile builds the demo, the tests and the benches.
 #   make demo     run examples/offload_engine.c (no GPU needed)
 #   make test     every test; ends with "N passed, N failed"
-#   make bench    speed figures, side by side with baselines
+#   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 
@@ -35,3 +35,4 @@ clean:
 include mk/install.mk
 include mk/bench.mk
 include mk/gpu.mk
+include mk/python.mk
