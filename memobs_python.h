@@ -392,8 +392,14 @@ void memobs_py_default_config(memobs_py_config_t *out) {
     *out = c;
 }
 
+static void memobs_py__fork_lock(void) { pthread_mutex_lock(&memobs_py__g.lock); }
+static void memobs_py__fork_unlock(void) { pthread_mutex_unlock(&memobs_py__g.lock); }
+
 static void memobs_py__init_once(void) {
     pthread_mutex_init(&memobs_py__g.lock, NULL);
+    /* a fork() while another thread holds the lock must not leave the
+       child's copy locked */
+    pthread_atfork(memobs_py__fork_lock, memobs_py__fork_unlock, memobs_py__fork_unlock);
     memobs_py__g.extra = -1;
     memobs_init();
 #ifndef MEMOBS_DISABLE
@@ -557,25 +563,30 @@ static uint32_t memobs_py__code_id(PyCodeObject *co, uint32_t *flags) {
     void *extra = NULL;
     uint32_t id, gen = __atomic_load_n(&memobs_py__g.gen.v, __ATOMIC_ACQUIRE), fl;
     memobs_py__code_t *e;
-    if (x >= 0 && MEMOBS_PY__GET_EXTRA((PyObject *)co, x, &extra) == 0 && extra) {
+    if (x >= 0 && MEMOBS_PY__GET_EXTRA((PyObject *)co, x, &extra) == 0 && extra &&
+        (uintptr_t)extra <= __atomic_load_n(&memobs_py__g.ncodes.v, __ATOMIC_ACQUIRE)) {
         id = (uint32_t)(uintptr_t)extra;
         e = &memobs_py__g.codes[id - 1];
         fl = MEMOBS__LOAD(&e->flags.v);
-        if ((fl >> 2) != gen) {
+        if ((fl >> 2) != gen) { /* the rules changed since: once per code object */
+            pthread_mutex_lock(&memobs_py__g.lock);
             fl = gen << 2 | memobs_py__classify(e->file);
+            pthread_mutex_unlock(&memobs_py__g.lock);
             MEMOBS__STORE(&e->flags.v, fl);
         }
         *flags = fl & 3u;
         return id;
     }
-    if (x < 0 && PyErr_Occurred()) PyErr_Clear();
+    if (PyErr_Occurred()) PyErr_Clear();
     {
         Py_ssize_t nf, nn;
         const char *file = memobs_py__utf8(co->co_filename, &nf), *name = memobs_py__utf8(co->co_name, &nn);
         char *ncopy;
         pthread_mutex_lock(&memobs_py__g.lock);
         id = MEMOBS__LOAD(&memobs_py__g.ncodes.v);
-        e = id < MEMOBS_PY_MAX_CODES ? &memobs_py__g.codes[id] : NULL;
+        /* without a co_extra index a code object could not be found again:
+           name none rather than one per capture */
+        e = id < MEMOBS_PY_MAX_CODES && x >= 0 ? &memobs_py__g.codes[id] : NULL;
         ncopy = e ? (char *)MEMOBS_MALLOC((size_t)nn + 1) : NULL;
         if (e && ncopy && (e->file = memobs_py__file(file, (size_t)nf)) != NULL) {
             memcpy(ncopy, name, (size_t)nn);
@@ -669,10 +680,10 @@ typedef struct {
 static int memobs_py__walk(PyThreadState *ts, memobs_frame_t *out, int max) {
     memobs_py__walked_t w[MEMOBS_PY_MAX_WALK];
     PyFrameObject *f = PyThreadState_GetFrame(ts);
-    int n = 0, prio = -1, i, o = 0, keep, head, tail;
+    int n = 0, prio = -1, i, o = 0, keep, head, tail, visited = 0;
     uint32_t mf = MEMOBS__LOAD(&memobs_py__g.max_frames.v);
     if (!f) return 0;
-    while (f && n < MEMOBS_PY_MAX_WALK) {
+    while (f && visited++ < MEMOBS_PY_MAX_WALK) {
         PyCodeObject *co = PyFrame_GetCode(f);
         PyFrameObject *back;
         uint32_t flags = 0, id = memobs_py__code_id(co, &flags);

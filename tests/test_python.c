@@ -477,6 +477,29 @@ static int mode_lifecycle(void) {
     return 0;
 }
 
+/* Built with MEMOBS_PY_MAX_CODES=3: code objects past the third show as
+   "<code table full>", still filtered by their path, and are counted. */
+static int mode_codes_full(void) {
+    memobs_py_stats_t st;
+    make_tree();
+    start_python();
+    memobs_py_configure(rules("model_desc", "", "proj", 5, 2, 2, 50));
+    CHECK(py("net.outer(0)") == 0); /* inner, mid, outer take the 3 ids */
+    CHECK_U64(3, ngot);
+    CHECK_STR("outer:8", fr_name(0));
+    CHECK(py("net.deep(1)") == 0); /* deep: no id left */
+    CHECK_U64(3, ngot);
+    CHECK_STR("<full>", fr_name(0));
+    CHECK_U64(10, got[0].line);
+    CHECK_STR("inner:4", fr_name(2));
+    CHECK_HAS(text, "<code table full>:10\n<code table full>:10\nmodel_desc/net.py:4 in inner");
+    memobs_py_get_stats(&st);
+    CHECK_U64(3, st.codes);
+    CHECK(st.codes_full >= 2);
+    Py_Finalize();
+    return 0;
+}
+
 /* MEMOBS_PY_* read by memobs_py_default_config. */
 static int mode_env(const char *want) {
     memobs_py_config_t c;
@@ -495,6 +518,10 @@ int main(int argc, char **argv) {
         if (check__failed_checks) printf("not ok - %s: environment gives %s\n", check__suite, argv[2]);
         else printf("ok - %s: environment gives %s\n", check__suite, argv[2]);
         return check__failed_checks != 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "codes_full") == 0) {
+        RUN(mode_codes_full);
+        return CHECK_DONE();
     }
     if (argc > 1 && strcmp(argv[1], "lifecycle") == 0) {
         RUN(mode_lifecycle);

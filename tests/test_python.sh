@@ -73,6 +73,15 @@ run_variant() { # name suite compiler flags...
         "MEMOBS_PY_ROOT is 300 bytes long (at most 255); using ''"
 }
 
+# a code table of 3 entries (the rest of the suite needs more)
+if $CC -std=c99 -O1 -g $W $PYINC -DMEMOBS_PY_MAX_CODES=3 -DTEST_SUITE='"python-codes3"' -o "$B/python_codes3" \
+    tests/test_python.c $PYLIB -pthread >"$B/codes3.log" 2>&1; then
+    "$B/python_codes3" codes_full | grep -v ' passed, .* failed$' || true
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+else
+    echo "not ok - python-codes3: build failed"; sed 's/^/    # /' "$B/codes3.log" | head -n 20; rc=1
+fi
+
 run_variant c99 python-c99 "$CC" -std=c99 -O2 -g
 run_variant cxx17 python-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
 run_variant asan python-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
