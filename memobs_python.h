@@ -642,14 +642,11 @@ static memobs_py_status_t memobs_py__check(PyThreadState **tstate) {
     *tstate = NULL;
     if (!Py_IsInitialized()) return MEMOBS_PY_NOT_INITIALIZED;
     if (MEMOBS_PY__FINALIZING()) return MEMOBS_PY_FINALIZING;
+    /* Up to 3.11 this reads the GIL holder of the whole process, from 3.12
+       this thread's attached state: either way the GIL is ours only if it
+       is this thread's own state (a thread Python never saw has none). */
     cur = MEMOBS_PY__UNCHECKED_TSTATE();
-#if PY_VERSION_HEX < 0x030C0000
-    /* Before 3.12 that is the GIL holder of the whole process: ours only if
-       it is this thread's own state. */
     if (cur == NULL || cur != PyGILState_GetThisThreadState()) return MEMOBS_PY_NO_GIL;
-#else
-    if (cur == NULL) return MEMOBS_PY_NO_GIL;
-#endif
     if (PyThreadState_GetInterpreter(cur) != PyInterpreterState_Main()) return MEMOBS_PY_SUBINTERPRETER;
     *tstate = cur;
     return MEMOBS_PY_OK;
