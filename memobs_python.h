@@ -30,8 +30,8 @@
      thread's frames through the C API (PyThreadState_GetFrame,
      PyFrame_GetBack, PyFrame_GetCode, the instruction offset) and stores,
      per frame, a code id and a line number. A code id names one code
-     object: the first time a code object is seen its file name, function
-     name and first line are copied into memobs' own table (bounded,
+     object: the first time a code object is seen its file name and
+     function name are copied into memobs' own table (bounded,
      MEMOBS_PY_MAX_CODES) and the id is kept in the code object's co_extra
      slot, so later captures find it with one load; no reference to any
      Python object is kept, and reports never touch Python (they work from
@@ -54,29 +54,40 @@
                   head and last tail frames (default 2 and 2) with a
                   "... N frames ..." line between. MEMOBS_PY_FRAMES,
                   MEMOBS_PY_HEAD, MEMOBS_PY_TAIL.
-     root         project root marker (default ""): a path is shown from
-                  after its last "ROOT/", else from after its last
-                  "site-packages/" (or "dist-packages/"), else whole.
-                  MEMOBS_PY_ROOT.
+     root         project root (default ""). A path is shown from after its
+                  last "site-packages/" (or "dist-packages/"); else from
+                  after "ROOT/" (ROOT a directory name) or below ROOT (ROOT
+                  starting with '/'); else whole. MEMOBS_PY_ROOT.
      source_width source line under each frame, stripped and cut to this
                   many characters with "..." (default 50; 0 = none).
                   MEMOBS_PY_SOURCE_WIDTH.
      take_gil     1: a thread without the GIL takes it (PyGILState_Ensure)
                   to capture. Off by default: an allocator called while
                   another thread holds the GIL and waits for this one would
-                  deadlock. MEMOBS_PY_TAKE_GIL.
+                  deadlock, and a thread that asks for the GIL while the
+                  interpreter finalizes is stopped by CPython. Safe where
+                  the caller released the GIL itself and holds no lock the
+                  GIL holder may wait on (PyTorch operators calling a
+                  pluggable allocator). MEMOBS_PY_TAKE_GIL.
    A malformed value gets one warning through memobs' log hook and the
    default.
 
    COMPILE-TIME OPTIONS (where the implementation is built)
-     MEMOBS_PY_MAX_CODES      code objects memobs names (default 16384,
-                              about 100 bytes each plus their names, taken
-                              at install). Beyond it frames show as
-                              "<code table full>" (counted).
+     MEMOBS_PY_MAX_CODES      code objects memobs names (default 16384:
+                              24 bytes each plus their names, through
+                              MEMOBS_MALLOC at the first capture; at most
+                              2048 distinct file names). Beyond either,
+                              frames show as "<code table full>:LINE"
+                              (still filtered by path; counted).
      MEMOBS_PY_MAX_WALK       frames a capture walks at most (default 256):
                               deeper stacks lose their outermost frames.
    MEMOBS_DISABLE makes every function a stub that returns
    MEMOBS_ERR_INVALID or 0 (no Python calls).
+
+   THREADS
+     Every function may be called from any thread at any time, with or
+     without the GIL. Configuration changes apply to later captures;
+     traces already interned keep their frames.
 
    LIMITS
      Main interpreter only: a subinterpreter's thread gets the marker.
