@@ -4,6 +4,7 @@
 #   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
+#   make python-module   the Python extension module memobs (build/python/)
 
 CC ?= cc
 CXX ?= c++
@@ -36,3 +37,4 @@ include mk/install.mk
 include mk/bench.mk
 include mk/gpu.mk
 include mk/python.mk
+include mk/pymodule.mk

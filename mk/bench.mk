@@ -48,7 +48,7 @@ BENCH_SOS := $(BENCH_OUT)/libmemobs_bench_default.so $(BENCH_OUT)/libmemobs_benc
 
 bench: bench-build
 	$(BENCH_OUT)/memobs_bench
-	$(MAKE) --no-print-directory bench-python
+	$(MAKE) --no-print-directory bench-python bench-pymodule
 
 bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 

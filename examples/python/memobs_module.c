@@ -1,0 +1,863 @@
+/* memobs_module.c - the CPython extension module `memobs`: memobs' counters,
+   timings, summaries and allocation tracker for engines written in Python
+   (nano-vllm and the like). CPython 3.9 to 3.13 (GIL builds).
+
+   Build (or `make python-module`, which writes build/python/):
+
+       cc -std=c99 -O2 -g -fPIC -shared -Wall -Wextra -Werror -I. \
+          $(python3-config --includes) examples/python/memobs_module.c \
+          -o memobs$(python3-config --extension-suffix)
+
+   then, with that directory on PYTHONPATH:
+
+       import memobs
+       memobs.record_h2d(block.nbytes, True)    # after queueing a copy: bytes, is_prefill
+       memobs.set_phase("decode")               # or: the thread's phase ...
+       memobs.record_d2h(block.nbytes, None)    # ... which None stands for
+       memobs.ttft_start(); memobs.ttft_stop(); memobs.tpot_step()
+       memobs.get_summary()                     # nano-vllm's MemoryObserver.get_summary() shape, and more
+       memobs.print_summary()                   # on stderr
+
+   The module holds a private memobs (MEMOBS_HIDDEN): its figures are its
+   own even when a C extension of the same process links another memobs.
+   Records and reports are exact under any number of Python threads.
+
+   Differences from nano-vllm's MemoryObserver, on purpose:
+     is_prefill is required (True: prefill, False: decode, None: the
+     thread's phase from set_phase(), "unphased" if never set): a missing
+     argument is a TypeError, not decode traffic filed as prefill. It is
+     also required for record_d2d, which memobs splits by phase too.
+     Bytes are a non-negative int (or an object with __index__, such as a
+     numpy integer; not a bool or a float); anything else raises TypeError
+     or ValueError and records nothing.
+     reset() (alias complete_reset()) starts a new window for every figure.
+
+   Functions taking a path write "stderr", "stdout" or that file
+   (overwritten); %r/%p are not expanded (use an f-string). A file that
+   cannot be written raises OSError (FileNotFoundError, PermissionError...).
+*/
+#define MEMOBS_IMPLEMENTATION
+#define MEMOBS_HIDDEN
+#include "memobs_python.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Function pointers of the METH_FASTCALL kinds, stored as PyCFunction (the
+   documented cast; the detour through void (*)(void) keeps
+   -Wcast-function-type quiet). */
+#define PYMOD_FN(f) ((PyCFunction)(void (*)(void))(f))
+#define PYMOD_ULL(x) ((unsigned long long)(x))
+
+/* ======================================================================== */
+/* Arguments                                                                */
+/* ======================================================================== */
+
+/* Positional-or-keyword arguments of a METH_FASTCALL | METH_KEYWORDS call:
+   out[i] gets the argument called names[i] (borrowed) or NULL; the first
+   required ones must be given. 0, or -1 with a TypeError. */
+static int pymod_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      const char *const *names, int n, int required, PyObject **out) {
+    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int j;
+    for (j = 0; j < n; j++) out[j] = NULL;
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d argument%s (%zd given)", fname, n, n == 1 ? "" : "s",
+                     nargs);
+        return -1;
+    }
+    for (i = 0; i < nargs; i++) out[i] = args[i];
+    for (i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        for (j = 0; j < n; j++)
+            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) break;
+        if (j == n) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fname, key);
+            return -1;
+        }
+        if (out[j]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname, names[j]);
+            return -1;
+        }
+        out[j] = args[nargs + i];
+    }
+    for (j = 0; j < required; j++) {
+        if (!out[j]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", fname, names[j], j + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The general case of pymod_u64: an int that PyLong_AsUnsignedLongLong
+   refused, or an object with __index__. */
+static int pymod_u64_slow(PyObject *o, const char *fname, const char *what, uint64_t *out) {
+    PyObject *idx;
+    long long v;
+    int overflow = 0, rc = -1;
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): %s must be an int, not %.200s", fname, what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    idx = PyNumber_Index(o);
+    if (!idx) return -1;
+    v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+    if (v == -1 && !overflow && PyErr_Occurred()) {
+        /* the exception from __index__ stands */
+    } else if (!overflow && v >= 0) {
+        *out = (uint64_t)v;
+        rc = 0;
+    } else if (overflow < 0 || v < 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be >= 0, got %R", fname, what, idx);
+    } else {
+        unsigned long long u = PyLong_AsUnsignedLongLong(idx);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s(): %s must be below 2**64, got %R", fname, what, idx);
+        } else {
+            *out = (uint64_t)u;
+            rc = 0;
+        }
+    }
+    Py_DECREF(idx);
+    return rc;
+}
+
+/* A count of bytes, an id or an address: 0 <= value < 2**64. 0, or -1 with
+   TypeError (not an int; bools are refused) or ValueError (out of range). */
+static inline int pymod_u64(PyObject *o, const char *fname, const char *what, uint64_t *out) {
+    if (MEMOBS__LIKELY(PyLong_CheckExact(o))) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(o);
+        if (MEMOBS__LIKELY(u != (unsigned long long)-1 || !PyErr_Occurred())) {
+            *out = (uint64_t)u;
+            return 0;
+        }
+        PyErr_Clear(); /* negative or too large: say which */
+    }
+    return pymod_u64_slow(o, fname, what, out);
+}
+
+/* A C int in [lo, hi]: 0, or -1 with TypeError / ValueError. */
+static int pymod_int(PyObject *o, const char *fname, const char *what, long lo, long hi, int *out) {
+    long v;
+    int overflow = 0;
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): %s must be an int, not %.200s", fname, what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    v = PyLong_AsLongAndOverflow(o, &overflow);
+    if (v == -1 && !overflow && PyErr_Occurred()) return -1;
+    if (overflow || v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be in %ld..%ld, got %R", fname, what, lo, hi, o);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Index of the str o in names[0..n), or -1 with TypeError / ValueError
+   (the message lists the names). */
+static int pymod_choice(PyObject *o, const char *fname, const char *what, const char *const *names, int n) {
+    int i;
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): %s must be a str, not %.200s", fname, what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        if (PyUnicode_CompareWithASCIIString(o, names[i]) == 0) return i;
+    {
+        char list[160];
+        size_t len = 0;
+        list[0] = 0;
+        for (i = 0; i < n && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", names[i]);
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be one of %s, got %R", fname, what, list, o);
+    }
+    return -1;
+}
+
+/* Python's sys.stdout and sys.stderr, flushed before memobs writes to C's
+   streams, so that what Python printed earlier comes first. */
+static void pymod_flush_python_streams(void) {
+    static const char *const names[2] = {"stdout", "stderr"};
+    int i;
+    for (i = 0; i < 2; i++) {
+        PyObject *f = PySys_GetObject(names[i]), *r; /* borrowed */
+        if (!f || f == Py_None) continue;
+        r = PyObject_CallMethod(f, "flush", NULL);
+        if (r) Py_DECREF(r);
+        else PyErr_Clear(); /* a closed stream is not our error */
+    }
+}
+
+/* A destination argument: None (default_dest), "stderr", "stdout" or a
+   path (str, bytes or os.PathLike) opened for writing. *own: fclose it.
+   NULL with an exception set (OSError from errno for a file). */
+static FILE *pymod_open(PyObject *path, FILE *default_dest, int *own) {
+    PyObject *bytes = NULL;
+    const char *p;
+    FILE *f;
+    *own = 0;
+    if (!path || path == Py_None) {
+        pymod_flush_python_streams();
+        return default_dest;
+    }
+    if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
+    p = PyBytes_AS_STRING(bytes);
+    if (strcmp(p, "stderr") == 0 || strcmp(p, "stdout") == 0) {
+        pymod_flush_python_streams();
+        f = p[3] == 'e' ? stderr : stdout;
+    } else if ((f = fopen(p, "w")) != NULL) {
+        *own = 1;
+    } else {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    }
+    Py_DECREF(bytes);
+    return f;
+}
+
+/* Closes what pymod_open opened (flushes the C stream otherwise); folds a
+   failed write into rc. */
+static int pymod_close(FILE *f, int own, int rc) {
+    if (own) {
+        if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    } else if (fflush(f) != 0 && rc == MEMOBS_OK) {
+        rc = MEMOBS_ERR_IO;
+    }
+    return rc;
+}
+
+/* None, or an OSError for a memobs result code of a write to path. */
+static PyObject *pymod_io_result(int rc, const char *fname, PyObject *path) {
+    if (rc == MEMOBS_OK) Py_RETURN_NONE;
+    if (path && path != Py_None)
+        PyErr_Format(PyExc_OSError, "%s(): writing %R failed: %s", fname, path, memobs_strerror(rc));
+    else
+        PyErr_Format(PyExc_OSError, "%s(): writing to stderr failed: %s", fname, memobs_strerror(rc));
+    return NULL;
+}
+
+/* ======================================================================== */
+/* Transfers and phase                                                      */
+/* ======================================================================== */
+
+static const char *const pymod_phase_names[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
+static const char *const pymod_record_kw[2] = {"num_bytes", "is_prefill"};
+
+/* is_prefill other than True/False/None: a phase name ("prefill",
+   "decode", "unphased"), or any object by its truth value (nonzero:
+   prefill, as the C macros read it). Returns the memobs_phase_t, or -1 with
+   an exception. */
+static int pymod_phase_arg(PyObject *o, const char *fname) {
+    int t;
+    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "is_prefill (a phase name)", pymod_phase_names, 3);
+    t = PyObject_IsTrue(o);
+    if (t < 0) return -1;
+    return t ? MEMOBS_PHASE_PREFILL : MEMOBS_PHASE_DECODE;
+}
+
+/* record_h2d / record_d2h / record_d2d(num_bytes, is_prefill). The fast
+   path (two positional arguments, an exact int, True/False) is a type
+   check, PyLong_AsUnsignedLongLong, two compares and memobs' record: no
+   keyword parsing, no PyObject_IsTrue. Arguments are checked before
+   anything is recorded. */
+static inline __attribute__((always_inline)) PyObject *pymod_record(memobs_dir_t dir, const char *fname,
+                                                                    PyObject *const *args, Py_ssize_t nargs,
+                                                                    PyObject *kwnames) {
+    PyObject *a[2];
+    uint64_t bytes;
+    if (MEMOBS__LIKELY(nargs == 2 && kwnames == NULL)) {
+        a[0] = args[0];
+        a[1] = args[1];
+    } else if (pymod_args(fname, args, nargs, kwnames, pymod_record_kw, 2, 2, a) < 0) {
+        return NULL;
+    }
+    if (pymod_u64(a[0], fname, "num_bytes", &bytes) < 0) return NULL;
+    if (MEMOBS__LIKELY(a[1] == Py_True)) {
+        MEMOBS_RECORD_XFER(dir, bytes, MEMOBS_PHASE_PREFILL);
+    } else if (a[1] == Py_False) {
+        MEMOBS_RECORD_XFER(dir, bytes, MEMOBS_PHASE_DECODE);
+    } else if (a[1] == Py_None) {
+        switch (dir) {
+        case MEMOBS_DIR_H2D: MEMOBS_RECORD_H2D_CUR(bytes); break;
+        case MEMOBS_DIR_D2H: MEMOBS_RECORD_D2H_CUR(bytes); break;
+        default: MEMOBS_RECORD_D2D_CUR(bytes); break;
+        }
+    } else {
+        int phase = pymod_phase_arg(a[1], fname);
+        if (phase < 0) return NULL;
+        MEMOBS_RECORD_XFER(dir, bytes, phase);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_record_h2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_record(MEMOBS_DIR_H2D, "record_h2d", args, nargs, kwnames);
+}
+static PyObject *pymod_record_d2h(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_record(MEMOBS_DIR_D2H, "record_d2h", args, nargs, kwnames);
+}
+static PyObject *pymod_record_d2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_record(MEMOBS_DIR_D2D, "record_d2d", args, nargs, kwnames);
+}
+
+static PyObject *pymod_set_phase(PyObject *self, PyObject *arg) {
+    int phase;
+    (void)self;
+    if (arg == Py_None) phase = MEMOBS_PHASE_NONE;
+    else if ((phase = pymod_choice(arg, "set_phase", "phase", pymod_phase_names, 3)) < 0) return NULL;
+    memobs_set_phase((memobs_phase_t)phase);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_get_phase(PyObject *self, PyObject *unused) {
+    memobs_phase_t p = memobs_get_phase();
+    (void)self, (void)unused;
+    if (p == MEMOBS_PHASE_PREFILL || p == MEMOBS_PHASE_DECODE) return PyUnicode_FromString(pymod_phase_names[p]);
+    Py_RETURN_NONE;
+}
+
+/* ======================================================================== */
+/* Control and timing                                                       */
+/* ======================================================================== */
+
+static PyObject *pymod_enable(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"on"};
+    PyObject *a[1];
+    int on = 1;
+    (void)self;
+    if (pymod_args("enable", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
+    if (a[0] && (on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    memobs_enable(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_is_enabled(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyBool_FromLong(memobs_is_enabled());
+}
+
+static PyObject *pymod_reset(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    memobs_reset();
+    Py_RETURN_NONE;
+}
+
+/* Functions of no argument that return None. */
+#define PYMOD_VOID(name, call)                                   \
+    static PyObject *pymod_##name(PyObject *self, PyObject *unused) { \
+        (void)self, (void)unused;                                \
+        call;                                                    \
+        Py_RETURN_NONE;                                          \
+    }
+PYMOD_VOID(ttft_start, memobs_ttft_start())
+PYMOD_VOID(ttft_stop, memobs_ttft_stop())
+PYMOD_VOID(tpot_step, memobs_tpot_step())
+PYMOD_VOID(tpot_stop, memobs_tpot_stop())
+
+/* Functions of one request id. */
+#define PYMOD_REQUEST(name)                                         \
+    static PyObject *pymod_##name(PyObject *self, PyObject *arg) {  \
+        uint64_t id;                                                \
+        (void)self;                                                 \
+        if (pymod_u64(arg, #name, "id", &id) < 0) return NULL;      \
+        memobs_##name(id);                                          \
+        Py_RETURN_NONE;                                             \
+    }
+PYMOD_REQUEST(request_begin)
+PYMOD_REQUEST(request_token)
+PYMOD_REQUEST(request_end)
+
+/* ======================================================================== */
+/* Summaries                                                                */
+/* ======================================================================== */
+
+/* d[key] = v, v's reference consumed (NULL v: an exception is set). */
+static int pymod_put(PyObject *d, const char *key, PyObject *v) {
+    int rc;
+    if (!v) return -1;
+    rc = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* The six keys of nano-vllm's "total" (and of memobs' JSON per phase). */
+static PyObject *pymod_dirs(const memobs_dirs_t *d) {
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "h2d_bytes", PYMOD_ULL(d->h2d.bytes), "h2d_count",
+                         PYMOD_ULL(d->h2d.count), "d2h_bytes", PYMOD_ULL(d->d2h.bytes), "d2h_count",
+                         PYMOD_ULL(d->d2h.count), "d2d_bytes", PYMOD_ULL(d->d2d.bytes), "d2d_count",
+                         PYMOD_ULL(d->d2d.count));
+}
+
+static PyObject *pymod_latency(const memobs_latency_t *l) {
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "count", PYMOD_ULL(l->count), "mean_ns",
+                         PYMOD_ULL(l->mean_ns), "p50_ns", PYMOD_ULL(l->p50_ns), "p90_ns", PYMOD_ULL(l->p90_ns),
+                         "p99_ns", PYMOD_ULL(l->p99_ns), "max_ns", PYMOD_ULL(l->max_ns), "last_ns",
+                         PYMOD_ULL(l->last_ns));
+}
+
+/* A C string as str (undecodable bytes replaced); "" as None if none_if_empty. */
+static PyObject *pymod_text(const char *s, int none_if_empty) {
+    if (!s[0] && none_if_empty) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+static PyObject *pymod_identity(const memobs_identity_t *id) {
+    PyObject *d = Py_BuildValue("{s:i,s:i,s:i,s:L}", "rank", (int)id->rank, "local_rank", (int)id->local_rank,
+                                "world_size", (int)id->world_size, "pid", (long long)id->pid);
+    if (!d) return NULL;
+    if (pymod_put(d, "job_id", pymod_text(id->job_id, 1)) < 0 || pymod_put(d, "host", pymod_text(id->host, 0)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *pymod_memory(const memobs_summary_t *s) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+    PyObject *d = PyDict_New();
+    unsigned k;
+    if (!d) return NULL;
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const memobs_mem_stats_t *m = &s->mem[k];
+        if (pymod_put(d, kname[k],
+                      Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "current_bytes",
+                                    PYMOD_ULL(m->current_bytes), "peak_bytes", PYMOD_ULL(m->peak_bytes), "live",
+                                    PYMOD_ULL(m->live), "allocs", PYMOD_ULL(m->allocs), "frees", PYMOD_ULL(m->frees),
+                                    "alloc_bytes", PYMOD_ULL(m->alloc_bytes), "pending_frees",
+                                    PYMOD_ULL(m->pending_frees), "pending_bytes", PYMOD_ULL(m->pending_bytes))) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+static PyObject *pymod_tracker(const memobs_summary_t *s) {
+    const memobs_track_problems_t *t = &s->track;
+    PyObject *d = Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "traces", PYMOD_ULL(t->traces), "capacity",
+        PYMOD_ULL(t->capacity), "frees_unknown", PYMOD_ULL(t->frees_unknown), "frees_double",
+        PYMOD_ULL(t->frees_double), "frees_null", PYMOD_ULL(t->frees_null), "allocs_null", PYMOD_ULL(t->allocs_null),
+        "allocs_zero", PYMOD_ULL(t->allocs_zero), "allocs_duplicate", PYMOD_ULL(t->allocs_duplicate),
+        "allocs_bad_kind", PYMOD_ULL(t->allocs_bad_kind), "untracked", PYMOD_ULL(t->untracked), "untracked_bytes",
+        PYMOD_ULL(t->untracked_bytes), "untracked_live", PYMOD_ULL(t->untracked_live), "untracked_frees",
+        PYMOD_ULL(t->untracked_frees), "traces_dropped", PYMOD_ULL(t->traces_dropped));
+    if (d && pymod_put(d, "tracking", PyBool_FromLong(s->tracking)) < 0) Py_CLEAR(d);
+    return d;
+}
+
+static PyObject *pymod_timed(const memobs_summary_t *s) {
+    static const char *const dname[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
+    PyObject *d = PyDict_New(), *ph = NULL;
+    unsigned p, k;
+    if (!d) return NULL;
+    for (p = 0; p < MEMOBS_PHASES; p++) {
+        if (!(ph = PyDict_New())) goto fail;
+        for (k = 0; k < MEMOBS_DIRS; k++) {
+            const memobs_timed_t *x = &s->timed[p][k];
+            if (pymod_put(ph, dname[k], Py_BuildValue("{s:K,s:K,s:K}", "bytes", PYMOD_ULL(x->bytes), "count",
+                                                      PYMOD_ULL(x->count), "ns", PYMOD_ULL(x->ns))) < 0)
+                goto fail;
+        }
+        if (PyDict_SetItemString(d, pymod_phase_names[p], ph) < 0) goto fail;
+        Py_CLEAR(ph);
+    }
+    if (pymod_put(d, "in_flight_copies", PyLong_FromUnsignedLongLong(s->timed_in_flight_copies)) < 0 ||
+        pymod_put(d, "in_flight_bytes", PyLong_FromUnsignedLongLong(s->timed_in_flight_bytes)) < 0)
+        goto fail;
+    return d;
+fail:
+    Py_XDECREF(ph);
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* nano-vllm's MemoryObserver.get_summary() shape ("total" with bytes and
+   counts per direction; "prefill" and "decode" with h2d_bytes and
+   d2h_bytes), then what memobs adds, named as in its JSON summary. */
+static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
+    PyObject *d = PyDict_New(), *x;
+    uint32_t c;
+    if (!d) return NULL;
+    if (pymod_put(d, "total", pymod_dirs(&s->total)) < 0 ||
+        pymod_put(d, "prefill", Py_BuildValue("{s:K,s:K}", "h2d_bytes", PYMOD_ULL(s->prefill.h2d.bytes), "d2h_bytes",
+                                              PYMOD_ULL(s->prefill.d2h.bytes))) < 0 ||
+        pymod_put(d, "decode", Py_BuildValue("{s:K,s:K}", "h2d_bytes", PYMOD_ULL(s->decode.h2d.bytes), "d2h_bytes",
+                                             PYMOD_ULL(s->decode.d2h.bytes))) < 0 ||
+        pymod_put(d, "unphased", pymod_dirs(&s->unphased)) < 0)
+        goto fail;
+    /* every phase with all three directions and counts (D2D included) */
+    if (!(x = PyDict_New()) || pymod_put(d, "phases", x) < 0) goto fail;
+    if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
+        pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
+        goto fail;
+    if (pymod_put(d, "ttft", pymod_latency(&s->ttft)) < 0 || pymod_put(d, "tpot", pymod_latency(&s->tpot)) < 0 ||
+        pymod_put(d, "e2e", pymod_latency(&s->e2e)) < 0)
+        goto fail;
+    if (pymod_put(d, "requests",
+                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "begun", PYMOD_ULL(s->requests_begun), "completed",
+                                PYMOD_ULL(s->requests_completed), "aborted", PYMOD_ULL(s->requests_aborted),
+                                "in_flight", PYMOD_ULL(s->requests_in_flight), "dropped",
+                                PYMOD_ULL(s->requests_dropped), "unknown", PYMOD_ULL(s->requests_unknown),
+                                "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0 ||
+        pymod_put(d, "problems",
+                  Py_BuildValue("{s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched), "tpot_unarmed",
+                                PYMOD_ULL(s->tpot_unarmed), "bad_records", PYMOD_ULL(s->bad_records),
+                                "untracked_threads", PYMOD_ULL(s->untracked_threads))) < 0)
+        goto fail;
+    if (!(x = PyDict_New()) || pymod_put(d, "counters", x) < 0) goto fail;
+    for (c = 0; c < s->ncounters && c < MEMOBS_MAX_COUNTERS; c++)
+        if (pymod_put(x, s->counters[c].name, PyLong_FromUnsignedLongLong(s->counters[c].value)) < 0) goto fail;
+    if (pymod_put(d, "memory", pymod_memory(s)) < 0 || pymod_put(d, "tracker", pymod_tracker(s)) < 0 ||
+        pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
+        pymod_put(d, "enabled", PyBool_FromLong(s->enabled)) < 0 ||
+        pymod_put(d, "window_ns", PyLong_FromUnsignedLongLong(s->window_ns)) < 0 ||
+        pymod_put(d, "memobs_version", PyUnicode_FromString(MEMOBS_VERSION)) < 0)
+        goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static PyObject *pymod_get_summary(PyObject *self, PyObject *unused) {
+    /* a few KB: off the C stack of whatever thread calls */
+    memobs_summary_t *s = (memobs_summary_t *)PyMem_Malloc(sizeof *s);
+    PyObject *d;
+    (void)self, (void)unused;
+    if (!s) return PyErr_NoMemory();
+    memobs_get_summary(s);
+    d = pymod_summary_dict(s);
+    PyMem_Free(s);
+    return d;
+}
+
+static PyObject *pymod_print_summary(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    pymod_flush_python_streams();
+    Py_BEGIN_ALLOW_THREADS
+    memobs_print_summary();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_write_summary(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[2] = {"path", "fmt"};
+    static const char *const fmts[2] = {"text", "json"};
+    PyObject *a[2];
+    int fmt = MEMOBS_FORMAT_TEXT, own, rc;
+    FILE *f;
+    (void)self;
+    if (pymod_args("write_summary", args, nargs, kwnames, kw, 2, 1, a) < 0) return NULL;
+    if (a[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "write_summary(): path must be a path, \"stderr\" or \"stdout\", not None");
+        return NULL;
+    }
+    if (a[1] && (fmt = pymod_choice(a[1], "write_summary", "fmt", fmts, 2)) < 0) return NULL;
+    if (!(f = pymod_open(a[0], stderr, &own))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = memobs_write_summary(f, (memobs_format_t)fmt);
+    rc = pymod_close(f, own, rc);
+    Py_END_ALLOW_THREADS
+    return pymod_io_result(rc, "write_summary", a[0]);
+}
+
+/* ======================================================================== */
+/* Allocation tracker                                                       */
+/* ======================================================================== */
+
+static PyObject *pymod_track_alloc(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[5] = {"ptr", "nbytes", "kind", "tag", "device"};
+    static const char *const kinds[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+    PyObject *a[5];
+    uint64_t ptr, bytes;
+    int kind = MEMOBS_MEM_DEVICE, device = -1;
+    const char *tag = NULL;
+    (void)self;
+    if (pymod_args("track_alloc", args, nargs, kwnames, kw, 5, 2, a) < 0) return NULL;
+    if (pymod_u64(a[0], "track_alloc", "ptr", &ptr) < 0 || pymod_u64(a[1], "track_alloc", "nbytes", &bytes) < 0)
+        return NULL;
+    if (ptr > (uint64_t)UINTPTR_MAX) {
+        PyErr_Format(PyExc_ValueError, "track_alloc(): ptr %R is not an address", a[0]);
+        return NULL;
+    }
+    if (a[2] && (kind = pymod_choice(a[2], "track_alloc", "kind", kinds, MEMOBS_MEM_KINDS)) < 0) return NULL;
+    if (a[3] && a[3] != Py_None) {
+        if (!PyUnicode_Check(a[3])) {
+            PyErr_Format(PyExc_TypeError, "track_alloc(): tag must be a str or None, not %.200s",
+                         Py_TYPE(a[3])->tp_name);
+            return NULL;
+        }
+        if (!(tag = PyUnicode_AsUTF8(a[3]))) return NULL;
+    }
+    if (a[4] && a[4] != Py_None && pymod_int(a[4], "track_alloc", "device", -1, 1 << 20, &device) < 0) return NULL;
+    /* with the GIL held: the Python tag provider reads this thread's stack */
+    memobs_track_alloc_full((const void *)(uintptr_t)ptr, bytes, (memobs_mem_kind_t)kind, device, NULL, tag, -1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_track_free(PyObject *self, PyObject *arg) {
+    uint64_t ptr;
+    (void)self;
+    if (pymod_u64(arg, "track_free", "ptr", &ptr) < 0) return NULL;
+    if (ptr > (uint64_t)UINTPTR_MAX) {
+        PyErr_Format(PyExc_ValueError, "track_free(): ptr %R is not an address", arg);
+        return NULL;
+    }
+    memobs_track_free((const void *)(uintptr_t)ptr);
+    Py_RETURN_NONE;
+}
+
+/* print_allocations / print_alloc_groups / print_leaks(path=None). */
+static PyObject *pymod_report(const char *fname, int (*report)(FILE *), PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    static const char *const kw[1] = {"path"};
+    PyObject *a[1];
+    FILE *f;
+    int own, rc;
+    if (pymod_args(fname, args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
+    if (!(f = pymod_open(a[0], stderr, &own))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = report(f);
+    rc = pymod_close(f, own, rc < 0 ? rc : MEMOBS_OK);
+    Py_END_ALLOW_THREADS
+    return pymod_io_result(rc, fname, a[0]);
+}
+
+static PyObject *pymod_print_allocations(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                         PyObject *kwnames) {
+    (void)self;
+    return pymod_report("print_allocations", memobs_print_allocations, args, nargs, kwnames);
+}
+static PyObject *pymod_print_alloc_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames) {
+    (void)self;
+    return pymod_report("print_alloc_groups", memobs_print_alloc_groups, args, nargs, kwnames);
+}
+static PyObject *pymod_print_leaks(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_report("print_leaks", memobs_print_leaks, args, nargs, kwnames);
+}
+
+/* ======================================================================== */
+/* Python stacks                                                            */
+/* ======================================================================== */
+
+/* A string rule: None (*out untouched), a str, or (lists) a list/tuple of
+   str joined with ",". *hold gets the str *out points into (or NULL). */
+static int pymod_parts(PyObject *o, const char *what, int lists, PyObject **hold, const char **out) {
+    *hold = NULL;
+    if (!o || o == Py_None) return 0;
+    if (PyUnicode_Check(o)) {
+        Py_INCREF(o);
+        *hold = o;
+    } else if (lists && (PyList_Check(o) || PyTuple_Check(o))) {
+        PyObject *sep = PyUnicode_FromString(",");
+        if (!sep) return -1;
+        *hold = PyUnicode_Join(sep, o); /* TypeError for an item that is not a str */
+        Py_DECREF(sep);
+        if (!*hold) return -1;
+    } else {
+        PyErr_Format(PyExc_TypeError, "track_python_stacks(): %s must be a str%s, not %.200s", what,
+                     lists ? " or a list of str" : "", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (!(*out = PyUnicode_AsUTF8(*hold))) return -1;
+    return 0;
+}
+
+/* While memobs_py_install runs, this thread's warnings are kept here (for
+   the exception's message) rather than printed; other threads' go to
+   stderr as memobs prints them. */
+static __thread char *pymod_log_buf;
+#define PYMOD_LOG_LEN 512
+
+static void pymod_log(int level, const char *msg, void *user) {
+    (void)user;
+    if (pymod_log_buf && !pymod_log_buf[0]) {
+        snprintf(pymod_log_buf, PYMOD_LOG_LEN, "%s", msg);
+        return;
+    }
+    fprintf(stderr, "memobs: %s: %s\n",
+            level >= MEMOBS_LOG_ERROR ? "error" : level == MEMOBS_LOG_WARN ? "warning" : "info", msg);
+}
+
+static PyObject *pymod_track_python_stacks(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                           PyObject *kwnames) {
+    static const char *const kw[8] = {"priority", "skip",   "root",         "max_frames",
+                                      "head",     "tail",   "source_width", "take_gil"};
+    PyObject *a[8], *hold[3] = {NULL, NULL, NULL}, *result = NULL;
+    memobs_py_config_t cfg;
+    int rc, i;
+    (void)self;
+    if (pymod_args("track_python_stacks", args, nargs, kwnames, kw, 8, 0, a) < 0) return NULL;
+    memobs_py_default_config(&cfg);
+    if (pymod_parts(a[0], "priority", 1, &hold[0], &cfg.priority) < 0 ||
+        pymod_parts(a[1], "skip", 1, &hold[1], &cfg.skip) < 0 ||
+        pymod_parts(a[2], "root", 0, &hold[2], &cfg.root) < 0)
+        goto done;
+    {
+        int *ints[4];
+        ints[0] = &cfg.max_frames, ints[1] = &cfg.head, ints[2] = &cfg.tail, ints[3] = &cfg.source_width;
+        for (i = 0; i < 4; i++)
+            if (a[3 + i] && a[3 + i] != Py_None &&
+                pymod_int(a[3 + i], "track_python_stacks", kw[3 + i], 0, 1 << 20, ints[i]) < 0)
+                goto done;
+    }
+    if (a[7] && a[7] != Py_None) {
+        int t = PyObject_IsTrue(a[7]);
+        if (t < 0) goto done;
+        cfg.take_gil = t;
+    }
+    {
+        char why[PYMOD_LOG_LEN];
+        why[0] = 0;
+        pymod_log_buf = why;
+        memobs_set_log(pymod_log, NULL);
+        rc = memobs_py_install(&cfg);
+        memobs_set_log(NULL, NULL);
+        pymod_log_buf = NULL;
+        if (rc == MEMOBS_OK && why[0]) fprintf(stderr, "memobs: warning: %s\n", why);
+        if (rc != MEMOBS_OK) {
+            /* a rule out of range: ValueError; a full provider table: RuntimeError */
+            PyErr_Format(rc == MEMOBS_ERR_INVALID ? PyExc_ValueError : PyExc_RuntimeError,
+                         "track_python_stacks(): %s", why[0] ? why : memobs_strerror(rc));
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (i = 0; i < 3; i++) Py_XDECREF(hold[i]);
+    return result;
+}
+
+static PyObject *pymod_untrack_python_stacks(PyObject *self, PyObject *unused) {
+    int rc;
+    (void)self, (void)unused;
+    if ((rc = memobs_py_uninstall()) != MEMOBS_OK) {
+        PyErr_Format(PyExc_RuntimeError, "untrack_python_stacks(): %s", memobs_strerror(rc));
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_stack_text(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"boxed"};
+    PyObject *a[1], *r;
+    char small[8192], *buf = small;
+    size_t len = sizeof small, n;
+    int boxed = 0;
+    (void)self;
+    if (pymod_args("stack_text", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
+    if (a[0] && (boxed = PyObject_IsTrue(a[0])) < 0) return NULL;
+    /* the text is cut at len - 1: retry larger while it fills the buffer */
+    while ((n = memobs_py_stack_text(buf, len, boxed)) + 1 >= len && len < ((size_t)1 << 24)) {
+        if (buf != small) PyMem_Free(buf);
+        len *= 4;
+        if (!(buf = (char *)PyMem_Malloc(len))) return PyErr_NoMemory();
+    }
+    r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "replace");
+    if (buf != small) PyMem_Free(buf);
+    return r;
+}
+
+/* ======================================================================== */
+/* Module                                                                   */
+/* ======================================================================== */
+
+#define PYMOD_KW (METH_FASTCALL | METH_KEYWORDS)
+
+static PyMethodDef pymod_methods[] = {
+    {"record_h2d", PYMOD_FN(pymod_record_h2d), PYMOD_KW,
+     "record_h2d(num_bytes, is_prefill)\n--\n\nRecords a host-to-device copy of num_bytes. is_prefill: True (prefill), "
+     "False (decode) or None (the thread's phase from set_phase(); \"unphased\" if none). Required."},
+    {"record_d2h", PYMOD_FN(pymod_record_d2h), PYMOD_KW,
+     "record_d2h(num_bytes, is_prefill)\n--\n\nRecords a device-to-host copy; see record_h2d."},
+    {"record_d2d", PYMOD_FN(pymod_record_d2d), PYMOD_KW,
+     "record_d2d(num_bytes, is_prefill)\n--\n\nRecords a device-to-device copy; see record_h2d."},
+    {"set_phase", pymod_set_phase, METH_O,
+     "set_phase(phase)\n--\n\nThe calling thread's phase, read by record_*(n, None): \"prefill\", \"decode\" or "
+     "None (unphased)."},
+    {"get_phase", pymod_get_phase, METH_NOARGS,
+     "get_phase()\n--\n\nThe calling thread's phase: \"prefill\", \"decode\" or None."},
+    {"ttft_start", pymod_ttft_start, METH_NOARGS,
+     "ttft_start()\n--\n\nStarts the global TTFT clock (nano-vllm: at schedule time)."},
+    {"ttft_stop", pymod_ttft_stop, METH_NOARGS,
+     "ttft_stop()\n--\n\nA TTFT sample since ttft_start(); arms the TPOT clock."},
+    {"tpot_step", pymod_tpot_step, METH_NOARGS, "tpot_step()\n--\n\nA TPOT sample: time since the previous token."},
+    {"tpot_stop", pymod_tpot_stop, METH_NOARGS, "tpot_stop()\n--\n\nDisarms the TPOT clock (engine idle)."},
+    {"request_begin", pymod_request_begin, METH_O,
+     "request_begin(id)\n--\n\nStarts timing request id (an int >= 0)."},
+    {"request_token", pymod_request_token, METH_O,
+     "request_token(id)\n--\n\nA token of request id: the first gives a TTFT sample, later ones TPOT samples."},
+    {"request_end", pymod_request_end, METH_O, "request_end(id)\n--\n\nEnds request id: an E2E sample."},
+    {"get_summary", pymod_get_summary, METH_NOARGS,
+     "get_summary()\n--\n\nA dict: nano-vllm's MemoryObserver.get_summary() keys (\"total\", \"prefill\", "
+     "\"decode\"), then \"unphased\", \"phases\" (every phase, D2D and counts included), \"ttft\", \"tpot\", "
+     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"identity\", "
+     "\"enabled\", \"window_ns\", \"memobs_version\"."},
+    {"print_summary", pymod_print_summary, METH_NOARGS,
+     "print_summary()\n--\n\nWrites the summary to stderr (MEMOBS_FORMAT: text or json)."},
+    {"write_summary", PYMOD_FN(pymod_write_summary), PYMOD_KW,
+     "write_summary(path, fmt=\"text\")\n--\n\nWrites the summary (fmt \"text\" or \"json\") to path, \"stderr\" "
+     "or \"stdout\". OSError if it cannot be written."},
+    {"reset", pymod_reset, METH_NOARGS,
+     "reset()\n--\n\nStarts a new window: every figure back to zero (in-flight requests, clocks and phases are "
+     "kept)."},
+    {"complete_reset", pymod_reset, METH_NOARGS, "complete_reset()\n--\n\nnano-vllm's name for reset()."},
+    {"enable", PYMOD_FN(pymod_enable), PYMOD_KW, "enable(on=True)\n--\n\nSwitches recording on or off."},
+    {"is_enabled", pymod_is_enabled, METH_NOARGS, "is_enabled()\n--\n\nTrue when recording is on."},
+    {"track_python_stacks", PYMOD_FN(pymod_track_python_stacks), PYMOD_KW,
+     "track_python_stacks(priority=None, skip=None, root=None, max_frames=None, head=None, tail=None, "
+     "source_width=None, take_gil=None)\n--\n\nEvery tracked allocation gets the Python stack of the thread that "
+     "makes it. Arguments left None keep the default (or the MEMOBS_PY_* environment); priority and skip are a "
+     "str of comma-separated path parts or a list of them. ValueError for rules memobs refuses."},
+    {"untrack_python_stacks", pymod_untrack_python_stacks, METH_NOARGS,
+     "untrack_python_stacks()\n--\n\nStops capturing Python stacks; traces made so far stay printable."},
+    {"stack_text", PYMOD_FN(pymod_stack_text), PYMOD_KW,
+     "stack_text(boxed=False)\n--\n\nThe calling thread's Python stack, with the track_python_stacks() rules, as "
+     "a report shows it."},
+    {"track_alloc", PYMOD_FN(pymod_track_alloc), PYMOD_KW,
+     "track_alloc(ptr, nbytes, kind=\"device\", tag=None, device=None)\n--\n\nRecords an allocation at address "
+     "ptr (an int) of nbytes; kind \"device\", \"host\", \"pinned\" or \"managed\"; tag a str; device an index "
+     "(None: the thread's)."},
+    {"track_free", pymod_track_free, METH_O,
+     "track_free(ptr)\n--\n\nRecords the free of ptr; call it before releasing the memory."},
+    {"print_allocations", PYMOD_FN(pymod_print_allocations), PYMOD_KW,
+     "print_allocations(path=None)\n--\n\nThe block table of live allocations, largest first, with their stacks "
+     "(stderr when path is None)."},
+    {"print_alloc_groups", PYMOD_FN(pymod_print_alloc_groups), PYMOD_KW,
+     "print_alloc_groups(path=None)\n--\n\nLive bytes and counts per trace (tag and stack), largest first."},
+    {"print_leaks", PYMOD_FN(pymod_print_leaks), PYMOD_KW,
+     "print_leaks(path=None)\n--\n\nWhat is still live, grouped by trace."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef pymod_def = {
+    PyModuleDef_HEAD_INIT,
+    "memobs",
+    "memobs: transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, summaries and an allocation "
+    "tracker with Python stacks, for inference engines. The module keeps its own memobs instance.",
+    -1,
+    pymod_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
+
+PyMODINIT_FUNC PyInit_memobs(void);
+PyMODINIT_FUNC PyInit_memobs(void) {
+    PyObject *m = PyModule_Create(&pymod_def);
+    if (!m) return NULL;
+    if (PyModule_AddStringConstant(m, "__version__", MEMOBS_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    memobs_init();
+    return m;
+}

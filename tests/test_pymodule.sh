@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The Python extension module (examples/python/memobs_module.c): built as
+# `make python-module` builds it (C99, -Werror) and compile-checked as C11;
+# then tests/python/test_module.py run against it (its ok/not ok lines), and
+# two checks of a fresh interpreter: MEMOBS=0 starts it disabled, and
+# MEMOBS_SUMMARY writes the JSON summary at exit.
+cd "$(dirname "$0")/.." || exit 2
+B=${BUILD:-build}/pymodule
+mkdir -p "$B"
+CC=${CC:-cc}
+PYTHON=${PYTHON:-python3}
+W="-Wall -Wextra -Werror -I."
+
+. tests/lib.sh # try, json_check; a clean environment
+
+if ! PYINC=$("$PYTHON-config" --includes 2>/dev/null) || ! SUFFIX=$("$PYTHON-config" --extension-suffix 2>/dev/null); then
+    echo "not ok - pymodule: $PYTHON-config not found (install the Python development headers)"
+    exit 1
+fi
+MOD="$B/memobs$SUFFIX"
+
+if ! $CC -std=c99 -O2 -g -fPIC -shared $W $PYINC examples/python/memobs_module.c -o "$MOD" >"$B/build.log" 2>&1; then
+    echo "not ok - pymodule: build ($CC -std=c99 -fPIC -shared $W)"
+    head -n 30 "$B/build.log" | sed 's/^/    # /'
+    exit 1
+fi
+echo "ok - pymodule: build ($CC -std=c99 -fPIC -shared, -Werror)"
+try pymodule "compile as C11 (-Werror)" $CC -std=c11 -O2 -fPIC $W $PYINC -c examples/python/memobs_module.c \
+    -o "$B/c11.o"
+
+# The functional checks: their own ok/not ok lines; stderr (memobs' expected
+# warnings) kept aside, shown only if the script dies without reporting.
+PYTHONPATH="$B" "$PYTHON" tests/python/test_module.py >"$B/test.out" 2>"$B/test.err"
+status=$?
+grep -E '^(not )?ok - |^    # ' "$B/test.out"
+if [ "$status" -ne 0 ]; then
+    rc=1
+    if ! grep -q '^not ok - ' "$B/test.out"; then
+        echo "not ok - pymodule: test_module.py exited with status $status"
+        tail -n 20 "$B/test.err" | sed 's/^/    # /'
+    fi
+fi
+
+try pymodule "MEMOBS=0: the module starts disabled, records nothing" env MEMOBS=0 PYTHONPATH="$B" "$PYTHON" -c '
+import memobs
+memobs.record_h2d(5, True)
+s = memobs.get_summary()
+assert memobs.is_enabled() is False and s["enabled"] is False, s["enabled"]
+assert s["total"]["h2d_count"] == 0, s["total"]'
+
+rm -f "$B"/exit_*.json
+env MEMOBS_SUMMARY="$B/exit_%p.json" MEMOBS_FORMAT=json PYTHONPATH="$B" "$PYTHON" -c '
+import memobs
+memobs.record_h2d(4096, True)
+memobs.record_d2h(512, False)
+memobs.record_d2d(64, None)' >"$B/log" 2>&1
+f=$(ls "$B"/exit_*.json 2>/dev/null | head -n 1)
+try pymodule "MEMOBS_SUMMARY=path: JSON summary at interpreter exit, exact" json_check "${f:-$B/missing.json}" \
+    's["total"] == {"h2d_bytes": 4096, "h2d_count": 1, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1} and s["unphased"]["d2d_bytes"] == 64 and s["identity"]["pid"] > 0'
+
+# The module and test_module.py under every other CPython 3.9-3.13 the
+# machine has (pyenv's versions): each is its own build.
+def=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+for py in /root/.pyenv/versions/3.*/bin/python3; do
+    [ -x "$py" ] || continue
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+    case "$ver" in 3.9|3.1[0-3]) ;; *) continue ;; esac
+    [ "$ver" = "$def" ] && continue
+    d="$B/cpython$ver"
+    mkdir -p "$d"
+    if ! $CC -std=c99 -O2 -fPIC -shared $W $("$py-config" --includes) examples/python/memobs_module.c \
+        -o "$d/memobs$("$py-config" --extension-suffix)" >"$d/build.log" 2>&1; then
+        echo "not ok - pymodule-cpython$ver: build"; head -n 20 "$d/build.log" | sed 's/^/    # /'; rc=1; continue
+    fi
+    PYTHONPATH="$d" "$py" tests/python/test_module.py >"$d/test.out" 2>"$d/test.err" || {
+        rc=1
+        grep -q '^not ok - ' "$d/test.out" || { echo "not ok - pymodule-cpython$ver: test_module.py died"; tail -n 20 "$d/test.err" | sed 's/^/    # /'; }
+    }
+    grep -E '^(not )?ok - |^    # ' "$d/test.out" | sed "s/ - pymodule: / - pymodule-cpython$ver: /"
+done
+exit $rc
