@@ -123,7 +123,7 @@ typedef struct {
     const char *skip;     /* comma-separated path parts; "" = none */
     const char *root;     /* project root marker; "" = none */
     int max_frames;       /* >= 1 */
-    int head, tail;       /* head + tail <= max_frames, each >= 0 */
+    int head, tail;       /* each >= 0, head + tail < max_frames */
     int source_width;     /* 0 = no source lines; else >= 8 */
     int take_gil;         /* 0 or 1 */
 } memobs_py_config_t;
