@@ -5,6 +5,7 @@
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python extension module memobs (build/python/)
+#   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
 
 CC ?= cc
 CXX ?= c++
@@ -38,3 +39,4 @@ include mk/bench.mk
 include mk/gpu.mk
 include mk/python.mk
 include mk/pymodule.mk
+include mk/torch.mk

@@ -33,6 +33,7 @@ step track bash tests/test_track.sh
 step cuda bash tests/test_cuda.sh
 step python bash tests/test_python.sh
 step pymodule bash tests/test_pymodule.sh
+step torch-alloc bash tests/test_torch_alloc.sh
 step env bash tests/test_env.sh
 step shared bash tests/test_shared.sh
 step demo bash tests/test_demo.sh

@@ -1,0 +1,382 @@
+/* examples/torch_allocator/memobs_torch_alloc.c - a CUDA allocator for
+   PyTorch (torch.cuda.memory.CUDAPluggableAllocator) that puts every
+   PyTorch CUDA allocation into memobs' allocation tracker, tagged with the
+   Python stack that asked for it, and writes memobs' peak report when a
+   device's tracked memory reaches a new maximum.
+
+   Use (before the first CUDA allocation of the process):
+
+       a = torch.cuda.memory.CUDAPluggableAllocator(
+               "libmemobs_torch_alloc.so", "memobs_torch_malloc", "memobs_torch_free")
+       torch.cuda.memory.change_current_allocator(a)
+
+   run_model.py beside this file does that for a small model and prints the
+   reports; `make torch-alloc` builds the library, `make torch-demo` runs it.
+
+   WHAT IT DOES
+     memobs_torch_malloc(size, device, stream): makes `device` current if it
+       is not (and restores the caller's device after), then allocates with
+       memobs_cudaMallocAsync on `stream`, the stream PyTorch passes (its
+       current stream: stream-ordered allocation is what PyTorch's own
+       caching expects of a block), or memobs_cudaMalloc when
+       MEMOBS_TORCH_SYNC=1. The wrapper records the block in the tracker:
+       kind device, its device and stream, the calling thread's phase, and
+       the Python stack from memobs_python.h's tag provider. size 0 gives
+       NULL (what PyTorch's caching allocator gives). A failure gives NULL:
+       out of memory first writes memobs_cuda.h's flight recorder (summary
+       and live block table, with stacks); any other error is logged
+       through memobs' log hook. The runtime's last error is cleared either
+       way, so PyTorch's next kernel-launch check does not trip on it.
+       PyTorch's CUDAPluggableAllocator does not check for NULL in every
+       version: a failed allocation may surface later as an illegal memory
+       access; the flight recorder's report comes first.
+     memobs_torch_free(ptr, size, device, stream): memobs_cudaFreeAsync on
+       the stream of the allocation (the block stays in the tracker as
+       "free pending" until the stream gets there), or memobs_cudaFree.
+       NULL is ignored (newer PyTorch calls the free function for NULL
+       blocks too). An error is logged, never fatal; cudaErrorCudartUnloading
+       (tensors freed after the CUDA runtime shut down at exit) is ignored.
+     If cudaMallocAsync is not supported (cudaErrorNotSupported: a device
+       without memory pools), the library says so once and allocates and
+       frees with cudaMalloc/cudaFree from then on.
+
+   PYTHON STACKS AND THE GIL
+     A capture can read a thread's Python frames only while that thread
+     holds the GIL. PyTorch's Python bindings release the GIL before they
+     dispatch an operator, so its allocator is called WITHOUT the GIL
+     (ctypes.CDLL calls behave the same way). memobs_python.h's default,
+     not taking the GIL, would tag every PyTorch allocation "no Python
+     stack (thread does not hold the GIL)". So this library takes the GIL
+     (PyGILState_Ensure) for the capture, but only for a thread that is a
+     Python thread which released it (it has a Python thread state, the
+     interpreter runs and is not finalizing); PyTorch's C++ threads keep
+     the marker. MEMOBS_TORCH_TAKE_GIL=0 turns that off.
+     The capture is made here, BEFORE the CUDA wrapper runs, with no memobs
+     lock held, and the GIL is given back before the wrapper is called; the
+     tag provider this library installs hands the tracker those frames
+     (memobs_py_format writes them, as memobs_py_install's provider would).
+     Capturing inside the wrapper, which holds its lock, could deadlock:
+     walking frames can allocate frame objects, which on CPython 3.11 may
+     run the garbage collector, whose finalizers free tensors, whose free
+     takes that same lock (and a free made with the GIL held, common in
+     PyTorch, would wait on the GIL-taking allocation otherwise). The cost
+     of taking the GIL: an allocation waits for it while another Python
+     thread runs (up to the switch interval, 5 ms by default), and a
+     program whose GIL holder waits for an allocating thread would
+     deadlock (set MEMOBS_TORCH_TAKE_GIL=0 there).
+
+   ENVIRONMENT (read when the library is loaded)
+     MEMOBS_TORCH_SYNC=0|1     1: cudaMalloc/cudaFree instead of the
+                               stream-ordered calls (default 0).
+     MEMOBS_TORCH_TAKE_GIL=0|1 take the GIL for the capture, as above
+                               (default 1; when unset, MEMOBS_PY_TAKE_GIL
+                               decides if it is set).
+     MEMOBS_PEAK_REPORT        unset: the library turns the peak report on,
+                               on stderr, as if it were "stderr" (with
+                               MEMOBS_PEAK_GROWTH, default 0.10, and
+                               MEMOBS_PEAK_MIN, default 64M). Set: memobs'
+                               own meaning (0 = off, a path, ...).
+     Everything in memobs.h, memobs_cuda.h and memobs_python.h applies
+     (MEMOBS_PY_PRIORITY, MEMOBS_PY_SKIP, MEMOBS_REPORT_ROWS, MEMOBS_SUMMARY,
+     MEMOBS_LEAKS, MEMOBS_OOM_REPORT, ...).
+
+   EXPORTS
+     memobs_torch_malloc, memobs_torch_free (what PyTorch loads),
+     memobs_torch_report(path): the live block table, the live bytes per
+     trace and the driver's view of each device to path ("", NULL or
+     "stderr": stderr; "stdout"; else the file, truncated). Every memobs_*
+     function is exported too (a script calls memobs_print_summary,
+     memobs_track_device_bytes, memobs_set_phase... through ctypes).
+
+   Build (from the repository root; mk/torch.mk has the same line):
+       cc -std=c99 -O2 -g -fPIC -shared -Wall -Wextra -Werror -I. \
+           -I/usr/local/cuda/include $(python3-config --includes) \
+           examples/torch_allocator/memobs_torch_alloc.c \
+           -o build/torch_allocator/libmemobs_torch_alloc.so \
+           -L/usr/local/cuda/lib64 -lcudart -pthread
+   Not linked with libpython: the library is loaded into a Python process,
+   whose symbols it uses. tests/test_torch_alloc.sh builds it against a
+   CUDA runtime double and drives it from Python without a GPU. */
+
+#define MEMOBS_IMPLEMENTATION
+#include "memobs_python.h" /* first: Python.h sets feature macros every system header must see */
+#include "memobs_cuda.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define MEMOBS_TORCH_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MEMOBS_TORCH_EXPORT void *memobs_torch_malloc(ssize_t size, int device, cudaStream_t stream);
+MEMOBS_TORCH_EXPORT void memobs_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream);
+MEMOBS_TORCH_EXPORT int memobs_torch_report(const char *path);
+
+/* ======================================================================== */
+/* State and settings                                                       */
+/* ======================================================================== */
+
+static struct {
+    int sync;     /* 1: cudaMalloc/cudaFree; set at load, or once when async is not supported */
+    int take_gil; /* 1: take the GIL for a Python thread that released it */
+} memobs_torch__g;
+
+/* The Python stack captured by memobs_torch_malloc for the allocation it
+   is about to make on this thread (n == 0: none). */
+static __thread struct {
+    int n;
+    memobs_frame_t frames[MEMOBS_MAX_STACK];
+} memobs_torch__tls;
+
+/* 1/0 for 0/1/on/off/true/false/yes/no (any case), -1 otherwise. */
+static int memobs_torch__bool(const char *s) {
+    static const char *const words[] = {"0", "1", "off", "on", "false", "true", "no", "yes"};
+    unsigned i;
+    for (i = 0; i < 8; i++) {
+        const char *a = s, *b = words[i];
+        while (*a && tolower((unsigned char)*a) == *b) a++, b++;
+        if (!*a && !*b) return (int)(i & 1);
+    }
+    return -1;
+}
+
+/* An 0/1 setting from the environment: def when unset; when malformed, a
+   warning and def. */
+static int memobs_torch__env_bool(const char *name, int def) {
+    const char *s = getenv(name);
+    int b;
+    if (!s) return def;
+    if ((b = memobs_torch__bool(s)) >= 0) return b;
+    fprintf(stderr, "memobs_torch: warning: %s='%s' is not 0/1/on/off/true/false/yes/no; using %d\n", name, s, def);
+    return def;
+}
+
+/* MEMOBS_PEAK_MIN as memobs reads it (512, 64K, 64M, 1G, 2T, binary; also
+   KiB, MB...); def when unset or malformed (memobs warned about it then). */
+static uint64_t memobs_torch__env_bytes(const char *name, uint64_t def) {
+    const char *s = getenv(name), *units = "KMGT", *u;
+    char *end;
+    unsigned long long v;
+    if (!s || *s < '0' || *s > '9') return def;
+    v = strtoull(s, &end, 10);
+    if (!*end) return v;
+    if (!(u = strchr(units, *end & ~0x20))) return def;
+    end++;
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v > (~0ull >> (10 * (u - units + 1)))) return def;
+    return (uint64_t)v << (10 * (u - units + 1));
+}
+
+/* MEMOBS_PEAK_GROWTH as memobs reads it; def when unset or malformed. */
+static double memobs_torch__env_growth(double def) {
+    const char *s = getenv("MEMOBS_PEAK_GROWTH");
+    char *end;
+    double g;
+    if (!s) return def;
+    g = strtod(s, &end);
+    return end != s && !*end && g >= 0.0 && g <= 1000.0 ? g : def;
+}
+
+/* The tag provider: the frames memobs_torch_malloc captured, else (an
+   allocation made some other way) a capture now, which never takes the
+   GIL (take_gil is off in memobs_py's rules). */
+static int memobs_torch__capture(memobs_frame_t *frames, int max, void *user) {
+    int n = memobs_torch__tls.n;
+    (void)user;
+    if (n <= 0) return memobs_py_capture(frames, max);
+    if (n > max) n = max;
+    memcpy(frames, memobs_torch__tls.frames, (size_t)n * sizeof *frames);
+    memobs_torch__tls.n = 0;
+    return n;
+}
+
+static size_t memobs_torch__format(const memobs_frame_t *frames, int n, char *buf, size_t len, void *user) {
+    (void)user;
+    return memobs_py_format(frames, n, buf, len);
+}
+
+/* At load time (dlopen from Python, usually with the GIL held): no Python
+   API here (memobs_py_configure touches none). */
+__attribute__((constructor)) static void memobs_torch__load(void) {
+    memobs_py_config_t c;
+    memobs_tag_provider_t p;
+    memobs_init(); /* memobs' environment first, whatever order the constructors run in */
+    memobs_torch__g.sync = memobs_torch__env_bool("MEMOBS_TORCH_SYNC", 0);
+
+    /* memobs_py_install(NULL), except that the capture is ours (see PYTHON
+       STACKS AND THE GIL): the GIL is taken by memobs_torch_malloc. */
+    memobs_py_default_config(&c);
+    memobs_torch__g.take_gil =
+        memobs_torch__env_bool("MEMOBS_TORCH_TAKE_GIL", getenv("MEMOBS_PY_TAKE_GIL") ? c.take_gil != 0 : 1);
+    c.take_gil = 0;
+    memset(&p, 0, sizeof p);
+    p.capture = memobs_torch__capture;
+    p.format = memobs_torch__format;
+    p.title = "Python Stack Trace";
+    if (memobs_py_configure(&c) == MEMOBS_OK) (void)memobs_set_tag_provider(&p); /* errors were warned about */
+
+    if (!getenv("MEMOBS_PEAK_REPORT"))
+        (void)memobs_set_peak_report("stderr", memobs_torch__env_growth(0.10),
+                                     memobs_torch__env_bytes("MEMOBS_PEAK_MIN", (uint64_t)64 << 20));
+}
+
+/* ======================================================================== */
+/* The GIL                                                                  */
+/* ======================================================================== */
+
+/* Captures the calling thread's Python stack for its next tracked
+   allocation, taking the GIL when the thread is a Python thread that
+   released it (what PyTorch's bindings do before dispatching). Runs with
+   no memobs lock held: a garbage collection started by the walk may free
+   tensors through memobs_torch_free, or allocate through
+   memobs_torch_malloc (a nested capture, consumed before this one is
+   stored). */
+static void memobs_torch__capture_now(void) {
+    memobs_frame_t fr[MEMOBS_MAX_STACK];
+    PyGILState_STATE st = PyGILState_UNLOCKED;
+    int gil = 0, n;
+    memobs_torch__tls.n = 0;
+    if (!memobs_is_enabled()) return;
+    if (memobs_torch__g.take_gil && memobs_py_status() == MEMOBS_PY_NO_GIL &&
+        PyGILState_GetThisThreadState() != NULL) { /* NULL: a C/C++ thread, it runs no Python code */
+        st = PyGILState_Ensure();
+        gil = 1;
+        MEMOBS_COUNTER_ADD("torch_gil_taken", 1);
+    }
+    n = memobs_py_capture(fr, MEMOBS_MAX_STACK);
+    if (gil) PyGILState_Release(st);
+    if (n > 0) memcpy(memobs_torch__tls.frames, fr, (size_t)n * sizeof *fr);
+    memobs_torch__tls.n = n;
+}
+
+/* ======================================================================== */
+/* Allocator                                                                */
+/* ======================================================================== */
+
+/* Logs a failed runtime call through memobs' log hook: "FILE:LINE: what:
+   error string (error name)". */
+static void memobs_torch__log(cudaError_t rc, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void memobs_torch__log(cudaError_t rc, int line, const char *fmt, ...) {
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    (void)memobs_cuda__check(rc, what, __FILE__, line);
+}
+
+/* Makes device current; returns the device to restore, or -1 (nothing to
+   restore; device < 0, which PyTorch never passes, changes nothing). *rc
+   gets the error of cudaSetDevice (logged). */
+static int memobs_torch__set_device(int device, cudaError_t *rc, const char *who) {
+    int cur = -1;
+    *rc = cudaSuccess;
+    if (device < 0) return -1;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cur = -1;
+    }
+    if (cur == device) return -1;
+    if ((*rc = cudaSetDevice(device)) != cudaSuccess) {
+        memobs_torch__log(*rc, __LINE__, "%s: cudaSetDevice(%d)", who, device);
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return cur;
+}
+
+static void memobs_torch__restore_device(int prev) {
+    if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
+}
+
+static int memobs_torch__sync(void) { return __atomic_load_n(&memobs_torch__g.sync, __ATOMIC_RELAXED); }
+
+void *memobs_torch_malloc(ssize_t size, int device, cudaStream_t stream) {
+    void *p = NULL;
+    cudaError_t rc;
+    int prev;
+    if (size <= 0) return NULL; /* PyTorch asks for 0 bytes for empty tensors */
+    prev = memobs_torch__set_device(device, &rc, "memobs_torch_malloc");
+    if (rc != cudaSuccess) {
+        MEMOBS_COUNTER_ADD("torch_alloc_failed", 1);
+        return NULL;
+    }
+    memobs_torch__capture_now();
+    if (!memobs_torch__sync()) {
+        rc = memobs_cudaMallocAsync(&p, (size_t)size, stream);
+        if (rc == cudaErrorNotSupported) {
+            (void)cudaGetLastError();
+            if (!__atomic_exchange_n(&memobs_torch__g.sync, 1, __ATOMIC_RELAXED))
+                fprintf(stderr, "memobs_torch: cudaMallocAsync is not supported on device %d; using cudaMalloc "
+                        "and cudaFree from now on\n", device);
+        }
+    }
+    if (memobs_torch__sync() && p == NULL) rc = memobs_cudaMalloc(&p, (size_t)size);
+    memobs_torch__tls.n = 0; /* left over when the allocation failed */
+    if (rc != cudaSuccess || !p) {
+        /* Out of memory: the wrapper has written the flight recorder. */
+        if (rc != cudaErrorMemoryAllocation)
+            memobs_torch__log(rc, __LINE__, "memobs_torch_malloc(%lld bytes, device %d): %s", (long long)size,
+                              device, memobs_torch__sync() ? "cudaMalloc" : "cudaMallocAsync");
+        (void)cudaGetLastError();
+        MEMOBS_COUNTER_ADD("torch_alloc_failed", 1);
+        p = NULL;
+    }
+    memobs_torch__restore_device(prev);
+    return p;
+}
+
+void memobs_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream) {
+    cudaError_t rc;
+    int prev, sync = memobs_torch__sync();
+    (void)size; /* the tracker knows it */
+    if (!ptr) return;
+    prev = memobs_torch__set_device(device, &rc, "memobs_torch_free");
+    rc = sync ? memobs_cudaFree(ptr) : memobs_cudaFreeAsync(ptr, stream);
+    if (rc != cudaSuccess) {
+        if (rc != cudaErrorCudartUnloading) /* at exit, after the runtime shut down: nothing to free */
+            memobs_torch__log(rc, __LINE__, "memobs_torch_free(%p, device %d): %s", ptr, device,
+                              sync ? "cudaFree" : "cudaFreeAsync");
+        (void)cudaGetLastError();
+        MEMOBS_COUNTER_ADD("torch_free_failed", 1);
+    }
+    memobs_torch__restore_device(prev);
+}
+
+/* ======================================================================== */
+/* Reports                                                                  */
+/* ======================================================================== */
+
+int memobs_torch_report(const char *path) {
+    FILE *f;
+    int own = 0, rc, r;
+    if (!path || !*path || strcmp(path, "stderr") == 0) {
+        f = stderr;
+    } else if (strcmp(path, "stdout") == 0) {
+        f = stdout;
+    } else if ((f = fopen(path, "w")) != NULL) {
+        own = 1;
+    } else {
+        fprintf(stderr, "memobs_torch: cannot open '%s' for the report\n", path);
+        return MEMOBS_ERR_IO;
+    }
+    (void)memobs_cuda_poll(); /* stream-ordered frees that have completed leave the table first */
+    rc = memobs_print_allocations(f);
+    if ((r = memobs_print_alloc_groups(f)) != MEMOBS_OK) rc = r;
+    fputs("== memobs devices == driver's view against the tracker\n", f);
+    if ((r = memobs_cuda_print_mem(f)) != MEMOBS_OK) rc = r;
+    if (fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
+    if (own && fclose(f) != 0) rc = MEMOBS_ERR_IO;
+    return rc;
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
