@@ -435,8 +435,9 @@ MEMOBS_API int memobs_track_set_callstack(int depth);
    only when a report is written.
      capture  fills up to max frames for the calling thread; returns the
               count (0: nothing to add). Runs inside the allocation call:
-              must not block, must not allocate through the tracked
-              allocator.
+              must not block; an allocation or a free it makes through
+              the tracked allocator is not recorded (a free is counted
+              as one of an unknown pointer).
      retain   (may be NULL) called once, under the trace lock, when a new
               trace keeps these frames: take references here.
      format   writes the text of n frames into buf, one line per '\n';

@@ -36,11 +36,14 @@
      slot, so later captures find it with one load; no reference to any
      Python object is kept, and reports never touch Python (they work from
      any thread, after Py_Finalize too). Line numbers are cached per
-     (code id, instruction offset). The rules below are applied while
-     walking; the tracker then interns identical stacks into one trace id.
-     Nothing is turned into text until a report is written: paths are
-     shortened and source lines read from the files then. A capture leaves
-     any pending Python exception as it found it.
+     (code id, instruction offset). The garbage collector is kept off
+     for the walk (on 3.11, making frame objects could start a collection
+     whose finalizers free through the allocator that is capturing). The
+     rules below are applied while walking; the tracker then interns
+     identical stacks into one trace id. Nothing is turned into text until
+     a report is written: paths are shortened and source lines read from
+     the files then. A capture leaves any pending Python exception as it
+     found it.
 
    THE RULES (memobs_py_config_t; defaults, then MEMOBS_PY_* environment,
    then a call)
@@ -259,6 +262,21 @@ extern "C" {
 #else
 #define MEMOBS_PY__UNCHECKED_TSTATE _PyThreadState_UncheckedGet
 #define MEMOBS_PY__FINALIZING _Py_IsFinalizing
+#endif
+
+/* From 3.11 a frame object is made when the walk first asks for a frame,
+   and on 3.11 making one can start a garbage collection on the spot,
+   whose finalizers run Python code, such as a tensor's, that frees
+   through the allocator whose call is capturing (and holds its lock).
+   The collector stays off for the walk; its work waits for the next
+   allocation. (3.12+ only schedules collections; off there too, at the
+   cost of two stores.) */
+#if PY_VERSION_HEX >= 0x030B0000
+#define MEMOBS_PY__GC_OFF(on) ((on) = PyGC_Disable())
+#define MEMOBS_PY__GC_RESTORE(on) ((on) ? (void)PyGC_Enable() : (void)0)
+#else
+#define MEMOBS_PY__GC_OFF(on) ((on) = 0)
+#define MEMOBS_PY__GC_RESTORE(on) ((void)(on))
 #endif
 
 /* One named code object. Written once, before its id is published. */
@@ -667,9 +685,13 @@ memobs_py_status_t memobs_py_status(void) {
     PyThreadState *ts;
     memobs_py_status_t st = memobs_py__check(&ts);
     if (st == MEMOBS_PY_OK) {
-        PyFrameObject *f = PyThreadState_GetFrame(ts);
+        int gc;
+        PyFrameObject *f;
+        MEMOBS_PY__GC_OFF(gc);
+        f = PyThreadState_GetFrame(ts);
+        MEMOBS_PY__GC_RESTORE(gc);
         if (!f) return MEMOBS_PY_NO_FRAME;
-        Py_DECREF(f);
+        Py_DECREF(f); /* the frame holds its own reference: not the last */
     }
     return st;
 }
@@ -758,13 +780,16 @@ int memobs_py_capture(memobs_frame_t *out, int max) {
     }
     if (st == MEMOBS_PY_OK && !memobs_py__g.codes) st = MEMOBS_PY_NO_FRAME; /* no memory for the tables */
     if (st == MEMOBS_PY_OK) {
+        int gc;
 #if PY_VERSION_HEX >= 0x030C0000
         PyObject *pending = PyErr_GetRaisedException();
 #else
         PyObject *pt, *pv, *ptb;
         PyErr_Fetch(&pt, &pv, &ptb);
 #endif
+        MEMOBS_PY__GC_OFF(gc);
         n = memobs_py__walk(ts, out, max);
+        MEMOBS_PY__GC_RESTORE(gc);
         if (PyErr_Occurred()) PyErr_Clear();
 #if PY_VERSION_HEX >= 0x030C0000
         PyErr_SetRaisedException(pending);

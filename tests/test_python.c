@@ -56,7 +56,43 @@ static PyObject *mt_boxed(PyObject *self, PyObject *args) {
     memobs_py_stack_text(text, sizeof text, 1);
     Py_RETURN_NONE;
 }
+/* An engine's allocator that holds its own lock while it records, as
+   memobs_cuda.h's wrappers do: track_locked(addr) records a host block
+   under the lock; free_locked(addr) takes the lock, or, when it is held
+   already (a garbage collection started inside the capture of
+   track_locked ran a finalizer that frees), counts the re-entry (a real
+   engine would deadlock there) and frees without it. METH_FASTCALL: no
+   argument tuple, so the call itself allocates no object the garbage
+   collector counts. */
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+static int reentered, freed_locked;
+static PyObject *mt_track_locked(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    unsigned long long a;
+    (void)self;
+    if (n != 1 || (a = PyLong_AsUnsignedLongLong(args[0])) == (unsigned long long)-1) return NULL;
+    pthread_mutex_lock(&engine_lock);
+    memobs_track_alloc_full((const void *)(uintptr_t)a, 64, MEMOBS_MEM_HOST, -1, NULL, NULL, 0);
+    ngot = memobs_py_capture(got, 64); /* what the tracker's provider saw, for the frame checks */
+    pthread_mutex_unlock(&engine_lock);
+    Py_RETURN_NONE;
+}
+static PyObject *mt_free_locked(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    unsigned long long a;
+    int locked;
+    (void)self;
+    if (n != 1 || (a = PyLong_AsUnsignedLongLong(args[0])) == (unsigned long long)-1) return NULL;
+    locked = pthread_mutex_trylock(&engine_lock) == 0;
+    if (!locked) reentered++;
+    memobs_track_free((const void *)(uintptr_t)a);
+    freed_locked++;
+    if (locked) pthread_mutex_unlock(&engine_lock);
+    Py_RETURN_NONE;
+}
+#define MT_FAST(f) ((PyCFunction)(void (*)(void))(f))
+
 static PyMethodDef mt_methods[] = {{"capture", mt_capture, METH_VARARGS, NULL},
+                                   {"track_locked", MT_FAST(mt_track_locked), METH_FASTCALL, NULL},
+                                   {"free_locked", MT_FAST(mt_free_locked), METH_FASTCALL, NULL},
                                    {"capture_nogil", mt_capture_nogil, METH_VARARGS, NULL},
                                    {"track", mt_track, METH_VARARGS, NULL},
                                    {"boxed", mt_boxed, METH_VARARGS, NULL},
@@ -109,7 +145,17 @@ static const char net_py[] =
     "    try:\n"                                       /* 24 */
     "        raise KeyError('kept')\n"                 /* 25 */
     "    except KeyError:\n"                           /* 26 */
-    "        return mtest.capture()\n";                /* 27 */
+    "        return mtest.capture()\n"                 /* 27 */
+    "class Garbage:\n"                                 /* 28 */
+    "    def __init__(self, addr):\n"                  /* 29 */
+    "        self.addr, self.me = addr, self\n"        /* 30 */
+    "    def __del__(self):\n"                         /* 31 */
+    "        mtest.free_locked(self.addr)\n"           /* 32 */
+    "def gc_alloc(addr):\n"                            /* 33 */
+    "    Garbage(addr + 8)\n"                          /* 34 */
+    "    return gc_mid(addr)\n"                        /* 35 */
+    "def gc_mid(addr):\n"                              /* 36 */
+    "    return mtest.track_locked(addr)\n";           /* 37 */
 static const char module_py[] =
     "def call_impl(fn, k):\n"                          /* 1 */
     "    return fn(k)\n";                              /* 2 */
@@ -414,6 +460,38 @@ static void threads_without_gil(void) {
     defaults();
 }
 
+/* CPython 3.11 makes a frame object for each frame the walk visits, and
+   making one can start a garbage collection right there, whose finalizers
+   run Python code: one that frees through the engine's allocator would
+   take the lock the allocating call holds. memobs_py_capture keeps the
+   collector off while it walks; the collection runs later. (3.9 and 3.10
+   have frame objects already; 3.12+ runs collections between bytecodes.) */
+static void gc_inside_capture(void) {
+    memobs_alloc_info_t a[4];
+    defaults();
+    reentered = freed_locked = 0;
+    CHECK(py("import gc, mtest\n"
+             "old = gc.get_threshold()\n"
+             "gc.collect()\n"
+             "gc.set_threshold(1, 1, 1)\n"
+             "try:\n"
+             "    for i in range(100):\n"
+             "        mtest.track(0x100000 + 16 * i + 8, 8)\n"
+             "        net.gc_alloc(0x100000 + 16 * i)\n"
+             "finally:\n"
+             "    gc.set_threshold(*old)\n"
+             "gc.collect()\n") == 0);
+    CHECK_U64(0, reentered);
+    CHECK_U64(100, freed_locked); /* every finalizer ran, later */
+    CHECK_U64(2, ngot);
+    CHECK_STR("gc_alloc:35", fr_name(0));
+    CHECK_STR("gc_mid:37", fr_name(1));
+    CHECK_U64(100, memobs_get_allocations(a, 4)); /* the blocks of track_locked, none of the freed */
+    CHECK(py("import mtest\nfor i in range(100): mtest.free_locked(0x100000 + 16 * i)") == 0);
+    CHECK_U64(0, memobs_get_allocations(a, 4));
+    CHECK_U64(0, reentered);
+}
+
 static void bad_config(void) {
     memobs_py_config_t c, now;
     log_count = 0;
@@ -541,6 +619,7 @@ int main(int argc, char **argv) {
     RUN(line_cache);
     RUN(exception_kept);
     RUN(threads_without_gil);
+    RUN(gc_inside_capture);
     RUN(bad_config);
     Py_Finalize();
     return CHECK_DONE();

@@ -55,11 +55,10 @@
      lock held, and the GIL is given back before the wrapper is called; the
      tag provider this library installs hands the tracker those frames
      (memobs_py_format writes them, as memobs_py_install's provider would).
-     Capturing inside the wrapper, which holds its lock, could deadlock:
-     walking frames can allocate frame objects, which on CPython 3.11 may
-     run the garbage collector, whose finalizers free tensors, whose free
-     takes that same lock (and a free made with the GIL held, common in
-     PyTorch, would wait on the GIL-taking allocation otherwise). The cost
+     Taking the GIL inside the wrapper, which holds its lock, could
+     deadlock: a thread that holds the GIL and frees a tensor (common in
+     PyTorch) waits for that lock, while the allocating thread holding it
+     waits for the GIL. The cost
      of taking the GIL: an allocation waits for it while another Python
      thread runs (up to the switch interval, 5 ms by default), and a
      program whose GIL holder waits for an allocating thread would
@@ -234,10 +233,8 @@ __attribute__((constructor)) static void memobs_torch__load(void) {
 /* Captures the calling thread's Python stack for its next tracked
    allocation, taking the GIL when the thread is a Python thread that
    released it (what PyTorch's bindings do before dispatching). Runs with
-   no memobs lock held: a garbage collection started by the walk may free
-   tensors through memobs_torch_free, or allocate through
-   memobs_torch_malloc (a nested capture, consumed before this one is
-   stored). */
+   no memobs lock held, so a thread holding the GIL while it frees never
+   waits on this one. */
 static void memobs_torch__capture_now(void) {
     memobs_frame_t fr[MEMOBS_MAX_STACK];
     PyGILState_STATE st = PyGILState_UNLOCKED;
