@@ -101,7 +101,6 @@
 #include "memobs_python.h" /* first: Python.h sets feature macros every system header must see */
 #include "memobs_cuda.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,54 +132,16 @@ static __thread struct {
     memobs_frame_t frames[MEMOBS_MAX_STACK];
 } memobs_torch__tls;
 
-/* 1/0 for 0/1/on/off/true/false/yes/no (any case), -1 otherwise. */
-static int memobs_torch__bool(const char *s) {
-    static const char *const words[] = {"0", "1", "off", "on", "false", "true", "no", "yes"};
-    unsigned i;
-    for (i = 0; i < 8; i++) {
-        const char *a = s, *b = words[i];
-        while (*a && tolower((unsigned char)*a) == *b) a++, b++;
-        if (!*a && !*b) return (int)(i & 1);
-    }
-    return -1;
-}
-
 /* An 0/1 setting from the environment: def when unset; when malformed, a
-   warning and def. */
+   warning and def. memobs' implementation is compiled into this file, so
+   its parser is at hand. */
 static int memobs_torch__env_bool(const char *name, int def) {
     const char *s = getenv(name);
     int b;
     if (!s) return def;
-    if ((b = memobs_torch__bool(s)) >= 0) return b;
+    if ((b = memobs__parse_bool(s)) >= 0) return b;
     fprintf(stderr, "memobs_torch: warning: %s='%s' is not 0/1/on/off/true/false/yes/no; using %d\n", name, s, def);
     return def;
-}
-
-/* MEMOBS_PEAK_MIN as memobs reads it (512, 64K, 64M, 1G, 2T, binary; also
-   KiB, MB...); def when unset or malformed (memobs warned about it then). */
-static uint64_t memobs_torch__env_bytes(const char *name, uint64_t def) {
-    const char *s = getenv(name), *units = "KMGT", *u;
-    char *end;
-    unsigned long long v;
-    if (!s || *s < '0' || *s > '9') return def;
-    v = strtoull(s, &end, 10);
-    if (!*end) return v;
-    if (!(u = strchr(units, *end & ~0x20))) return def;
-    end++;
-    if (*end == 'i' || *end == 'I') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end || v > (~0ull >> (10 * (u - units + 1)))) return def;
-    return (uint64_t)v << (10 * (u - units + 1));
-}
-
-/* MEMOBS_PEAK_GROWTH as memobs reads it; def when unset or malformed. */
-static double memobs_torch__env_growth(double def) {
-    const char *s = getenv("MEMOBS_PEAK_GROWTH");
-    char *end;
-    double g;
-    if (!s) return def;
-    g = strtod(s, &end);
-    return end != s && !*end && g >= 0.0 && g <= 1000.0 ? g : def;
 }
 
 /* The tag provider: the frames memobs_torch_malloc captured, else (an
@@ -221,9 +182,11 @@ __attribute__((constructor)) static void memobs_torch__load(void) {
     p.title = "Python Stack Trace";
     if (memobs_py_configure(&c) == MEMOBS_OK) (void)memobs_set_tag_provider(&p); /* errors were warned about */
 
+    /* Growth and minimum as memobs_init() read them from MEMOBS_PEAK_GROWTH
+       and MEMOBS_PEAK_MIN (or its defaults, 0.10 and 64M). */
     if (!getenv("MEMOBS_PEAK_REPORT"))
-        (void)memobs_set_peak_report("stderr", memobs_torch__env_growth(0.10),
-                                     memobs_torch__env_bytes("MEMOBS_PEAK_MIN", (uint64_t)64 << 20));
+        (void)memobs_set_peak_report("stderr", (double)MEMOBS__LOAD(&MEMOBS__TRK.peak_growth_ppm.v) / 1e6,
+                                     MEMOBS__LOAD(&MEMOBS__TRK.peak_min.v));
 }
 
 /* ======================================================================== */
