@@ -269,8 +269,8 @@ extern "C" {
    whose finalizers run Python code, such as a tensor's, that frees
    through the allocator whose call is capturing (and holds its lock).
    The collector stays off for the walk; its work waits for the next
-   allocation. (3.12+ only schedules collections; off there too, at the
-   cost of two stores.) */
+   allocation. (3.12+ only schedules collections; off there too, for two
+   cheap calls.) */
 #if PY_VERSION_HEX >= 0x030B0000
 #define MEMOBS_PY__GC_OFF(on) ((on) = PyGC_Disable())
 #define MEMOBS_PY__GC_RESTORE(on) ((on) ? (void)PyGC_Enable() : (void)0)
@@ -691,7 +691,7 @@ memobs_py_status_t memobs_py_status(void) {
         f = PyThreadState_GetFrame(ts);
         MEMOBS_PY__GC_RESTORE(gc);
         if (!f) return MEMOBS_PY_NO_FRAME;
-        Py_DECREF(f); /* the frame holds its own reference: not the last */
+        Py_DECREF(f); /* the running frame keeps its frame object: not the last reference */
     }
     return st;
 }
