@@ -2719,14 +2719,13 @@ static int memobs__tl_make(uint64_t cap) {
 }
 
 int memobs_timeline_enable(size_t capacity) {
-    int rc = MEMOBS_OK;
     memobs_init();
 #ifdef MEMOBS_DISABLE
     (void)capacity;
-    (void)rc;
     (void)memobs__tl_make;
     return MEMOBS_OK;
 #else
+    int rc;
     if ((uint64_t)capacity > MEMOBS__TL_MAX) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_timeline_enable(%llu): at most %llu events; unchanged",
                     (unsigned long long)capacity, (unsigned long long)MEMOBS__TL_MAX);
@@ -3098,17 +3097,14 @@ static void memobs__tl_child(void) {
 
 /* Runs inside memobs__init_once. */
 static void memobs__tl_env(void) {
-    const char *s;
-    uint64_t cap = MEMOBS__TL_DEFAULT;
-    int on = 0;
     pthread_mutex_init(&memobs__tl.lock, NULL);
     pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
 #ifdef MEMOBS_DISABLE
-    (void)s;
-    (void)cap;
-    (void)on;
     (void)memobs__tl_at_exit;
 #else
+    const char *s;
+    uint64_t cap = MEMOBS__TL_DEFAULT;
+    int on = 0;
     if ((s = getenv("MEMOBS_TRACE_EVENTS")) != NULL) {
         uint64_t v;
         if (!memobs__parse_bytes(s, &v) || v > MEMOBS__TL_MAX) {
