@@ -124,6 +124,12 @@
      MEMOBS_LEAKS=stderr|stdout|PATH|1|0
                               at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_TRACE=stderr|stdout|PATH
+                              turn the timeline on at start-up and write it
+                              at exit as a Chrome trace (%r/%p expanded).
+     MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
+                              suffixes K, M; 0 = off). Set alone, it turns
+                              the timeline on without writing it at exit.
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
@@ -498,6 +504,66 @@ MEMOBS_API int memobs_print_alloc_groups(FILE *f);
 MEMOBS_API int memobs_print_leaks(FILE *f);
 
 /* ======================================================================== */
+/* Timeline                                                                 */
+/* ======================================================================== */
+
+/* An event ring written out as a Chrome trace (Perfetto UI, chrome://tracing).
+   Off by default. When on, it keeps the newest `capacity` events: transfer
+   records (host-side, and device-timed ones from memobs_record_timed),
+   tracked allocations and frees, phase changes (per thread) and samples
+   from memobs' samplers; older events are dropped and counted. About 48
+   bytes per event. One ring for the process: a record takes a ticket (an
+   atomic add on one shared line: records from many threads contend while
+   the timeline is on) and fills its slot, whose sequence number is written
+   last, so a trace written meanwhile skips a slot being filled instead of
+   showing a torn event. With the timeline off a record pays one relaxed
+   load and a branch more.
+
+   capacity > 0: a new, empty ring of that many events (MEMOBS_MALLOC; on
+   failure MEMOBS_ERR_NOMEM and a message, the old ring kept), recording
+   on; at most 1 << 26 (else MEMOBS_ERR_INVALID). 0: recording off, the
+   ring freed. memobs_reset() leaves the ring alone (a trace is a history,
+   not a window): enable again to start a new one. Compiled out
+   (MEMOBS_DISABLE) it stays off and returns MEMOBS_OK.
+   Env MEMOBS_TRACE=PATH and MEMOBS_TRACE_EVENTS=N (see ENVIRONMENT). */
+MEMOBS_API int memobs_timeline_enable(size_t capacity);
+
+typedef struct {
+    uint64_t capacity; /* events the ring holds; 0: off */
+    uint64_t recorded; /* events recorded since the ring was made */
+    uint64_t kept;     /* of those, in the ring now (recorded - dropped) */
+    uint64_t dropped;  /* overwritten by newer ones (oldest first) */
+} memobs_timeline_stats_t;
+MEMOBS_API void memobs_timeline_stats(memobs_timeline_stats_t *out);
+
+/* Chrome trace event JSON of what the ring holds, oldest first:
+   {"traceEvents":[...],"displayTimeUnit":"ns","otherData":{...}}, ts and dur
+   in microseconds of CLOCK_MONOTONIC (memobs_now_ns). Tracks (threads of
+   one process named "memobs rank R"):
+     "H2D copies", "D2H copies", "D2D copies"   a slice per record, named
+        "H2D prefill" etc., args bytes and phase; host-side records have no
+        duration of their own: 1 us wide, or less to end before the next
+        record of that direction.
+     "H2D copies (device-timed)" ...     a slice per memobs_record_timed copy
+        of its device duration, ending when it was reported; copies that
+        overlap go to extra tracks "... #2", "... #3" (at most 16).
+     "allocations"   an instant event per tracked allocation and free, args
+        ptr, bytes, kind, device, phase, trace (memobs_trace_text).
+     "phase, thread N"   prefill/decode slices of each thread that set a
+        phase (N in order of first appearance); a phase still set is shown
+        until the trace was written.
+   Counters: "H2D bytes" etc. (cumulative bytes recorded since the oldest
+   event in the trace), "live device bytes" etc. (tracked bytes of the kind:
+   the tracker's figure at the oldest event of the kind, then each event's
+   own change), and one per sampled series. otherData holds the capacity
+   and the recorded / kept / dropped counts. Safe while other threads
+   record. MEMOBS_ERR_INVALID for f NULL, MEMOBS_ERR_NOMEM when the copy of
+   the ring cannot be allocated, MEMOBS_ERR_IO when writing fails. */
+MEMOBS_API int memobs_write_chrome_trace(FILE *f);
+/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
+
+/* ======================================================================== */
 /* Identity                                                                 */
 /* ======================================================================== */
 
@@ -669,6 +735,10 @@ extern MEMOBS_API memobs__flag_t memobs__on;
 extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
+/* The timeline records (see its section): a flag of its own, tested only
+   after a record has counted, and the push out of line. */
+extern MEMOBS_API memobs__flag_t memobs__tl_on;
+MEMOBS_API void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes);
 MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
 MEMOBS_API int32_t memobs__counter_site(const char *name);
 
@@ -679,6 +749,7 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
             memobs__u64_t *c = s->xfer[phase][dir];
             MEMOBS__STORE(&c[0].v, MEMOBS__LOAD(&c[0].v) + bytes);
             MEMOBS__STORE(&c[1].v, MEMOBS__LOAD(&c[1].v) + 1u);
+            if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
         } else {
             memobs__xfer_slow(dir, phase, bytes);
         }
@@ -997,6 +1068,14 @@ memobs__flag_t memobs__on __attribute__((aligned(64))) = {1, {0}};
 #endif
 __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
+/* The timeline's pushes (its section follows the tracker's), called from
+   the record paths when memobs__tl_on is set. */
+static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns);
+static void memobs__tl_phase(unsigned phase);
+static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
+                             unsigned phase, int freed);
+static void memobs__tl_env(void);
+
 /* ======================================================================== */
 /* Private: diagnostics                                                     */
 /* ======================================================================== */
@@ -1267,6 +1346,7 @@ static void memobs__init_once(void) {
     MEMOBS__STORE(&memobs__g.window_start_ns.v, memobs_now_ns());
     pthread_atfork(memobs__atfork_prepare, memobs__atfork_parent, memobs__atfork_child);
     memobs__identity_from_env();
+    memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
 #ifdef MEMOBS_DISABLE
     (void)s;
     (void)memobs__parse_bool;
@@ -1411,6 +1491,7 @@ void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) {
                       "shared (slower) shard");
     MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
     MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, 1u);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
 }
 
 void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
@@ -1446,6 +1527,7 @@ void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes,
     MEMOBS__ADD(&t[0].v, bytes);
     MEMOBS__ADD(&t[1].v, 1u);
     MEMOBS__ADD(&t[2].v, ns);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed((unsigned)dir, (unsigned)phase, bytes, ns);
 }
 
 void memobs_timed_in_flight(int64_t copies, int64_t bytes) {
@@ -1459,6 +1541,7 @@ int memobs_set_phase(memobs_phase_t phase) {
         return MEMOBS_ERR_INVALID;
     }
     memobs__tls.phase = (uint32_t)phase;
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_phase((unsigned)phase);
     return MEMOBS_OK;
 }
 
@@ -2128,6 +2211,8 @@ static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
 /* Accounts a record leaving the table (after the stripe lock). */
 static void memobs__trk_retire(const memobs__alloc_t *old) {
     memobs__mem_sub(old->kind, old->device, old->bytes);
+    if (MEMOBS__LOAD(&memobs__tl_on.v))
+        memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1);
     memobs__trk_count(old->kind, 1, 1u);
     if (old->phase & MEMOBS__PENDING) {
         memobs__trk_count(old->kind, 3, (uint64_t)0 - 1u);
@@ -2217,6 +2302,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
         memobs__warn_once(MEMOBS__W_TRK_FULL, "allocation table full (MEMOBS_TRACK_CAPACITY=%u) or unavailable; "
                           "further allocations are counted in the totals but not tracked", (unsigned)t->capacity);
     }
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_track(addr, bytes, kind, device, trace, memobs__tls.phase, 0);
     /* After the insert, so the report shows the block that made the peak. */
     if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, before, trace);
 }
@@ -2468,6 +2554,582 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
     }
     MEMOBS_FREE(a);
     return n;
+}
+
+/* ======================================================================== */
+/* Private: timeline                                                        */
+/* ======================================================================== */
+
+/* One ring of slots for the process. A push takes ticket t (head++) and
+   owns slot t % cap while its sequence number is odd: it claims the slot
+   by a compare-and-swap from an even number below 2t+1 (0: empty, 2u+2:
+   holds ticket u, which is then counted as dropped) to 2t+1, fills it, and
+   publishes it with 2t+2 (release). A push that finds the slot odd (a
+   pusher preempted for a whole lap of the ring) or already newer drops its
+   own event (counted). A reader copies a slot between two reads of the
+   sequence number and keeps it only if both are the same even number, so a
+   slot being written is never emitted torn: the fields are stored with
+   release and loaded with acquire, so a reader that sees any field of a
+   newer push sees that push's claim in the second read. Every field is
+   accessed with atomics, so this is exact under ThreadSanitizer too.
+   The ring is swapped (enable) only with recording off and no push in
+   flight: pushes count themselves in `users`, enable waits for 0. The state
+   is a struct of its own rather than a part of memobs__g: the timeline is
+   optional and its state is only ever touched here. */
+#define MEMOBS__TL_DEFAULT 65536
+#define MEMOBS__TL_MAX ((uint64_t)1 << 26)
+#define MEMOBS__TL_LANES 16     /* tracks per direction for overlapping device-timed copies */
+#define MEMOBS__TL_THREADS 256  /* phase tracks; later threads share the last one */
+#define MEMOBS__TL_HOST_NS 1000 /* width of a host-side record's slice, at most */
+#define MEMOBS__TL_TEXT 2048    /* trace text per allocation event */
+
+enum { MEMOBS__TL_XFER = 1, MEMOBS__TL_TIMED, MEMOBS__TL_ALLOC, MEMOBS__TL_FREE, MEMOBS__TL_PHASE, MEMOBS__TL_SAMPLE };
+
+/* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), device + 1
+   (16-31), trace id (32-63). a, b, c by type:
+     XFER   bytes                  TIMED  bytes, device ns
+     ALLOC  ptr, bytes, live bytes of the kind after it (FREE the same)
+     PHASE  timeline thread number SAMPLE value, -, series (a static string) */
+typedef struct {
+    uint64_t seq;
+    uint64_t ts, a, b, c, meta;
+} memobs__tl_slot_t;
+
+typedef struct {
+    uint64_t ts, a, b, c, meta, ticket;
+} memobs__tl_ev_t;
+
+memobs__flag_t memobs__tl_on __attribute__((aligned(64))) = {0, {0}};
+static __thread uint32_t memobs__tl_thread; /* 0 until the thread's first phase event */
+
+static struct {
+    pthread_mutex_t lock; /* enable, stats, writers */
+    memobs__tl_slot_t *ring; /* NULL: off */
+    void *raw;               /* the ring's MEMOBS_MALLOC block */
+    memobs__u64_t cap;
+    memobs__u64_t head __attribute__((aligned(64))); /* tickets taken */
+    memobs__u64_t users;                             /* pushes in flight */
+    memobs__u64_t dropped;
+    memobs__u32_t threads; /* timeline thread numbers given out */
+    char path[512];        /* MEMOBS_TRACE, "" = none */
+} memobs__tl;
+
+static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uint64_t meta) {
+    memobs__tl_slot_t *r, *s;
+    uint64_t t, want, cur;
+    __atomic_fetch_add(&memobs__tl.users.v, 1u, __ATOMIC_SEQ_CST);
+    r = __atomic_load_n(&memobs__tl.ring, __ATOMIC_SEQ_CST);
+    if (r) {
+        t = MEMOBS__ADD(&memobs__tl.head.v, 1u);
+        s = &r[t % MEMOBS__LOAD(&memobs__tl.cap.v)];
+        want = 2 * t + 1;
+        cur = MEMOBS__LOAD(&s->seq);
+        for (;;) {
+            if ((cur & 1u) || cur > want) {
+                MEMOBS__ADD(&memobs__tl.dropped.v, 1u); /* our own event */
+                cur = 1;
+                break;
+            }
+            if (__atomic_compare_exchange_n(&s->seq, &cur, want, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) break;
+        }
+        if (!(cur & 1u)) {
+            if (cur) MEMOBS__ADD(&memobs__tl.dropped.v, 1u); /* the one overwritten */
+            /* release stores (plain moves on x86): a reader that sees one of
+               them sees the claim before it (no fences: TSan has none) */
+            __atomic_store_n(&s->ts, ts, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->a, a, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->b, b, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->c, c, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->meta, meta, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
+        }
+    }
+    __atomic_fetch_sub(&memobs__tl.users.v, 1u, __ATOMIC_RELEASE);
+}
+
+static uint64_t memobs__tl_meta(unsigned type, unsigned sub, unsigned phase, int device, uint32_t trace) {
+    return (uint64_t)(type & 15u) | (uint64_t)(sub & 15u) << 4 | (uint64_t)(phase & 15u) << 8 |
+           (uint64_t)((uint32_t)(device + 1) & 0xffffu) << 16 | (uint64_t)trace << 32;
+}
+
+void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes) {
+    memobs__tl_push(memobs_now_ns(), bytes, 0, 0, memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0));
+}
+
+static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns) {
+    uint64_t now = memobs_now_ns();
+    memobs__tl_push(now > ns ? now - ns : 0, bytes, ns, 0, memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0));
+}
+
+static void memobs__tl_phase(unsigned phase) {
+    if (!memobs__tl_thread) memobs__tl_thread = MEMOBS__ADD(&memobs__tl.threads.v, 1u) + 1u;
+    memobs__tl_push(memobs_now_ns(), memobs__tl_thread, 0, 0, memobs__tl_meta(MEMOBS__TL_PHASE, 0, phase, -1, 0));
+}
+
+/* After the tracker accounted the change, so `live` includes it. */
+static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
+                             unsigned phase, int freed) {
+    uint64_t live = MEMOBS__LOAD(&memobs__g.trk.acct.cur[kind].v);
+    memobs__tl_push(memobs_now_ns(), addr, bytes, live,
+                    memobs__tl_meta(freed ? MEMOBS__TL_FREE : MEMOBS__TL_ALLOC, kind, phase, device, trace));
+}
+
+/* A sample of a series (a string with static lifetime, e.g. "rss_bytes")
+   taken at time_ns, from memobs' samplers: one counter track per series. */
+static __attribute__((unused)) void memobs__tl_sample(uint64_t time_ns, const char *series, uint64_t value) {
+    if (!MEMOBS__LOAD(&memobs__tl_on.v) || !series) return;
+    memobs__tl_push(time_ns, value, 0, (uint64_t)(uintptr_t)series, memobs__tl_meta(MEMOBS__TL_SAMPLE, 0, 0, -1, 0));
+}
+
+/* Caller holds memobs__tl.lock (or is the start-up). Replaces the ring by a
+   new one of cap events (0: none). */
+static int memobs__tl_make(uint64_t cap) {
+    void *raw = NULL, *old;
+    uint32_t busy = memobs__tls.busy;
+    if (cap) {
+        memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+        raw = MEMOBS_MALLOC((size_t)cap * sizeof(memobs__tl_slot_t) + 64);
+        memobs__tls.busy = busy;
+        if (!raw) {
+            memobs__log(MEMOBS_LOG_ERROR, "cannot allocate the timeline ring of %llu events (%llu bytes); unchanged",
+                        (unsigned long long)cap, (unsigned long long)(cap * sizeof(memobs__tl_slot_t)));
+            return MEMOBS_ERR_NOMEM;
+        }
+        memset(raw, 0, (size_t)cap * sizeof(memobs__tl_slot_t) + 64);
+    }
+    MEMOBS__STORE(&memobs__tl_on.v, 0u);
+    __atomic_store_n(&memobs__tl.ring, (memobs__tl_slot_t *)NULL, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&memobs__tl.users.v, __ATOMIC_SEQ_CST) != 0) sched_yield();
+    old = memobs__tl.raw;
+    memobs__tl.raw = raw;
+    MEMOBS__STORE(&memobs__tl.cap.v, cap);
+    MEMOBS__STORE(&memobs__tl.head.v, 0u);
+    MEMOBS__STORE(&memobs__tl.dropped.v, 0u);
+    if (old) {
+        memobs__tls.busy = 1;
+        MEMOBS_FREE(old);
+        memobs__tls.busy = busy;
+    }
+    if (raw) {
+        __atomic_store_n(&memobs__tl.ring, (memobs__tl_slot_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63),
+                         __ATOMIC_SEQ_CST);
+        MEMOBS__STORE(&memobs__tl_on.v, 1u);
+    }
+    return MEMOBS_OK;
+}
+
+int memobs_timeline_enable(size_t capacity) {
+    memobs_init();
+#ifdef MEMOBS_DISABLE
+    (void)capacity;
+    (void)memobs__tl_make;
+    return MEMOBS_OK;
+#else
+    int rc;
+    if ((uint64_t)capacity > MEMOBS__TL_MAX) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_timeline_enable(%llu): at most %llu events; unchanged",
+                    (unsigned long long)capacity, (unsigned long long)MEMOBS__TL_MAX);
+        return MEMOBS_ERR_INVALID;
+    }
+    pthread_mutex_lock(&memobs__tl.lock);
+    rc = memobs__tl_make((uint64_t)capacity);
+    pthread_mutex_unlock(&memobs__tl.lock);
+    return rc;
+#endif
+}
+
+void memobs_timeline_stats(memobs_timeline_stats_t *out) {
+    if (!out) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "a NULL pointer was passed to memobs; ignored");
+        return;
+    }
+    memobs_init();
+    pthread_mutex_lock(&memobs__tl.lock);
+    out->capacity = MEMOBS__LOAD(&memobs__tl.cap.v);
+    out->recorded = MEMOBS__LOAD(&memobs__tl.head.v);
+    out->dropped = MEMOBS__LOAD(&memobs__tl.dropped.v);
+    out->kept = out->recorded > out->dropped ? out->recorded - out->dropped : 0;
+    pthread_mutex_unlock(&memobs__tl.lock);
+}
+
+/* Caller holds memobs__tl.lock. The complete slots of the ring, oldest
+   first; *n gets their count. NULL with *n = 0 for an empty ring; NULL with
+   *n = 1 when there is no memory for the copy. */
+static int memobs__tl_ev_cmp(const void *x, const void *y) {
+    const memobs__tl_ev_t *a = (const memobs__tl_ev_t *)x, *b = (const memobs__tl_ev_t *)y;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return a->ticket < b->ticket ? -1 : a->ticket > b->ticket;
+}
+static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
+    memobs__tl_slot_t *r = __atomic_load_n(&memobs__tl.ring, __ATOMIC_ACQUIRE);
+    uint64_t cap = MEMOBS__LOAD(&memobs__tl.cap.v), i;
+    uint32_t busy = memobs__tls.busy;
+    memobs__tl_ev_t *ev;
+    size_t k = 0;
+    *n = 0;
+    if (!r || !cap) return NULL;
+    memobs__tls.busy = 1;
+    ev = (memobs__tl_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev);
+    memobs__tls.busy = busy;
+    if (!ev) {
+        *n = 1;
+        return NULL;
+    }
+    for (i = 0; i < cap; i++) {
+        memobs__tl_slot_t *s = &r[i];
+        uint64_t s1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE), s2;
+        memobs__tl_ev_t *e = &ev[k];
+        if (!s1 || (s1 & 1u)) continue;
+        e->ts = __atomic_load_n(&s->ts, __ATOMIC_ACQUIRE);
+        e->a = __atomic_load_n(&s->a, __ATOMIC_ACQUIRE);
+        e->b = __atomic_load_n(&s->b, __ATOMIC_ACQUIRE);
+        e->c = __atomic_load_n(&s->c, __ATOMIC_ACQUIRE);
+        e->meta = __atomic_load_n(&s->meta, __ATOMIC_ACQUIRE);
+        s2 = MEMOBS__LOAD(&s->seq);
+        if (s1 != s2) continue; /* rewritten while we copied */
+        e->ticket = s1 / 2 - 1;
+        k++;
+    }
+    qsort(ev, k, sizeof *ev, memobs__tl_ev_cmp);
+    *n = k;
+    return ev;
+}
+
+static void memobs__json_str(FILE *f, const char *s);
+
+/* A JSON string of text that may not be valid UTF-8 (a tag cut at 63
+   bytes, a truncated trace): bytes that do not form a UTF-8 character
+   become U+FFFD, so any JSON parser takes the document. */
+static void memobs__tl_json_text(FILE *f, const char *s) {
+    char out[3 * MEMOBS__TL_TEXT + 4];
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    while (*p && o + 4 < sizeof out) {
+        unsigned c = p[0], n = 0, lo = 0x80, hi = 0xbf, i;
+        if (c < 0x80) {
+            out[o++] = (char)*p++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) n = 1;
+        else if (c >= 0xe0 && c <= 0xef) n = 2, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        else if (c >= 0xf0 && c <= 0xf4) n = 3, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        for (i = 1; n && i <= n; i++)
+            if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xbf)) n = 0;
+        if (!n) {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            p++;
+            continue;
+        }
+        memcpy(out + o, p, n + 1);
+        o += n + 1;
+        p += n + 1;
+    }
+    out[o] = 0;
+    memobs__json_str(f, out);
+}
+
+/* Microseconds with the nanoseconds exact: no rounding through a double. */
+static void memobs__tl_us(FILE *f, const char *key, uint64_t ns) {
+    fprintf(f, ",\"%s\":%llu.%03u", key, (unsigned long long)(ns / 1000u), (unsigned)(ns % 1000u));
+}
+
+static const char *const memobs__tl_dir[3] = {"H2D", "D2H", "D2D"};
+static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
+
+/* Track ids. */
+#define MEMOBS__TL_TID_COPY 1      /* + direction */
+#define MEMOBS__TL_TID_TIMED 10    /* + direction * MEMOBS__TL_LANES + lane */
+#define MEMOBS__TL_TID_ALLOC 100
+#define MEMOBS__TL_TID_PHASE 1000  /* + timeline thread slot */
+
+typedef struct {
+    uint32_t id;
+    char text[MEMOBS__TL_TEXT];
+} memobs__tl_text_t;
+
+typedef struct {
+    FILE *f;
+    int pid, n;               /* n: events written, for the commas */
+    memobs__tl_text_t *cache; /* 64 trace texts, direct-mapped by id; NULL: none */
+    char text[MEMOBS__TL_TEXT];
+} memobs__tl_out_t;
+
+static void memobs__tl_begin(memobs__tl_out_t *o, const char *ph, const char *name, int tid, uint64_t ts) {
+    fprintf(o->f, "%s\n{\"ph\":\"%s\",\"name\":", o->n++ ? "," : "", ph);
+    memobs__json_str(o->f, name);
+    fprintf(o->f, ",\"pid\":%d,\"tid\":%d", o->pid, tid);
+    memobs__tl_us(o->f, "ts", ts);
+}
+
+static void memobs__tl_counter(memobs__tl_out_t *o, const char *name, uint64_t ts, uint64_t v) {
+    memobs__tl_begin(o, "C", name, 0, ts);
+    fprintf(o->f, ",\"args\":{\"value\":%llu}}", (unsigned long long)v);
+}
+
+static void memobs__tl_thread_name(memobs__tl_out_t *o, int tid, const char *name, int sort) {
+    fprintf(o->f, "%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", o->n++ ? "," : "",
+            o->pid, tid);
+    memobs__json_str(o->f, name);
+    fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+            o->pid, tid, sort);
+}
+
+static const char *memobs__tl_trace(memobs__tl_out_t *o, uint32_t id) {
+    if (o->cache) {
+        unsigned k = id % 64u;
+        if (o->cache[k].id != id) {
+            if (memobs_trace_text(id, o->cache[k].text, sizeof o->cache[k].text) < 0) o->cache[k].text[0] = 0;
+            o->cache[k].id = id;
+        }
+        return o->cache[k].text;
+    }
+    if (memobs_trace_text(id, o->text, sizeof o->text) < 0) o->text[0] = 0;
+    return o->text;
+}
+
+static void memobs__tl_phase_slice(memobs__tl_out_t *o, int tid, unsigned ph, uint64_t t0, uint64_t t1) {
+    if (ph == MEMOBS_PHASE_NONE || ph >= 3) return;
+    memobs__tl_begin(o, "X", memobs__tl_ph[ph], tid, t0);
+    memobs__tl_us(o->f, "dur", t1 - t0);
+    fputs(",\"cat\":\"phase\"}", o->f);
+}
+
+static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now) {
+    static const char *const cname[3] = {"H2D bytes", "D2H bytes", "D2D bytes"};
+    static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
+                                                        "live managed bytes"};
+    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0}, live[MEMOBS_MEM_KINDS] = {0, 0, 0, 0};
+    uint64_t lane_end[3][MEMOBS__TL_LANES];
+    uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
+    uint64_t thr_t0[MEMOBS__TL_THREADS];
+    unsigned lanes[3] = {0, 0, 0}, nthr = 0, live_seen = 0, d, k;
+    size_t i;
+    char name[64];
+    memset(lane_end, 0, sizeof lane_end);
+    /* Host-side records: end before the next one of the direction. */
+    for (i = n; i-- > 0;) {
+        memobs__tl_ev_t *e = &ev[i];
+        if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
+        d = (unsigned)(e->meta >> 4 & 15u) % 3u;
+        e->b = next[d] - e->ts < MEMOBS__TL_HOST_NS ? next[d] - e->ts : MEMOBS__TL_HOST_NS;
+        next[d] = e->ts;
+    }
+    for (i = 0; i < n; i++) {
+        memobs__tl_ev_t *e = &ev[i];
+        unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
+        unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
+        int dev = (int)(e->meta >> 16 & 0xffffu) - 1;
+        uint32_t trace = (uint32_t)(e->meta >> 32);
+        switch (type) {
+        case MEMOBS__TL_XFER:
+            d = sub % 3u;
+            snprintf(name, sizeof name, "%s %s", memobs__tl_dir[d], memobs__tl_ph[ph]);
+            memobs__tl_begin(o, "X", name, MEMOBS__TL_TID_COPY + (int)d, e->ts);
+            memobs__tl_us(o->f, "dur", e->b);
+            fprintf(o->f, ",\"cat\":\"copy\",\"args\":{\"bytes\":%llu,\"phase\":\"%s\"}}", (unsigned long long)e->a,
+                    memobs__tl_ph[ph]);
+            cum[d] += e->a;
+            memobs__tl_counter(o, cname[d], e->ts, cum[d]);
+            break;
+        case MEMOBS__TL_TIMED: {
+            unsigned best = 0, l;
+            uint64_t ts = e->ts;
+            d = sub % 3u;
+            for (l = 0; l < MEMOBS__TL_LANES; l++) {
+                if (l == lanes[d] || lane_end[d][l] <= ts) break;
+                if (lane_end[d][l] < lane_end[d][best]) best = l;
+            }
+            if (l == MEMOBS__TL_LANES) { /* all busy: after the one that ends first */
+                l = best;
+                ts = lane_end[d][l];
+            }
+            if (l == lanes[d]) lanes[d]++;
+            lane_end[d][l] = ts + e->b;
+            snprintf(name, sizeof name, "%s %s", memobs__tl_dir[d], memobs__tl_ph[ph]);
+            memobs__tl_begin(o, "X", name, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l), ts);
+            memobs__tl_us(o->f, "dur", e->b);
+            fprintf(o->f, ",\"cat\":\"device copy\",\"args\":{\"bytes\":%llu,\"phase\":\"%s\",\"GB/s\":%.3f%s}}",
+                    (unsigned long long)e->a, memobs__tl_ph[ph], e->b ? (double)e->a / (double)e->b : 0.0,
+                    ts != e->ts ? ",\"moved\":true" : "");
+            break;
+        }
+        case MEMOBS__TL_ALLOC:
+        case MEMOBS__TL_FREE:
+            k = sub % MEMOBS_MEM_KINDS;
+            snprintf(name, sizeof name, "%s %s", type == MEMOBS__TL_ALLOC ? "alloc" : "free", memobs__kind_name[k]);
+            memobs__tl_begin(o, "i", name, MEMOBS__TL_TID_ALLOC, e->ts);
+            fprintf(o->f, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x%llx\",\"bytes\":%llu,\"kind\":\"%s\","
+                    "\"device\":%d,\"phase\":\"%s\",\"trace_id\":%lld,\"trace\":", (unsigned long long)e->a,
+                    (unsigned long long)e->b, memobs__kind_name[k], dev, memobs__tl_ph[ph],
+                    trace == MEMOBS_NO_TRACE ? -1ll : (long long)trace);
+            if (trace == MEMOBS_NO_TRACE) fputs("\"\"", o->f);
+            else memobs__tl_json_text(o->f, memobs__tl_trace(o, trace));
+            fputs("}}", o->f);
+            /* The tracker's figure at the first event of the kind, then the changes. */
+            if (!(live_seen & 1u << k)) live[k] = e->c;
+            else if (type == MEMOBS__TL_ALLOC) live[k] += e->b;
+            else live[k] -= e->b;
+            live_seen |= 1u << k;
+            memobs__tl_counter(o, lname[k], e->ts, live[k]);
+            break;
+        case MEMOBS__TL_PHASE: {
+            unsigned t;
+            for (t = 0; t < nthr && thr[t] != (uint32_t)e->a; t++) {
+            }
+            if (t == nthr && nthr < MEMOBS__TL_THREADS) {
+                thr[nthr] = (uint32_t)e->a;
+                thr_ph[nthr] = MEMOBS_PHASE_NONE;
+                thr_t0[nthr++] = e->ts;
+            }
+            if (t == MEMOBS__TL_THREADS) t--;
+            if (thr_ph[t] == ph) break; /* the same phase again: one slice */
+            memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
+            thr_ph[t] = ph;
+            thr_t0[t] = e->ts;
+            break;
+        }
+        case MEMOBS__TL_SAMPLE:
+            memobs__tl_counter(o, (const char *)(uintptr_t)e->c, e->ts, e->a);
+            break;
+        default: break;
+        }
+    }
+    for (k = 0; k < nthr; k++)
+        memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, thr_ph[k], thr_t0[k], now > thr_t0[k] ? now : thr_t0[k]);
+    /* Track names, in a fixed order. */
+    for (d = 0; d < 3; d++) {
+        snprintf(name, sizeof name, "%s copies", memobs__tl_dir[d]);
+        memobs__tl_thread_name(o, MEMOBS__TL_TID_COPY + (int)d, name, (int)d);
+        for (k = 0; k < lanes[d]; k++) {
+            if (k) snprintf(name, sizeof name, "%s copies (device-timed) #%u", memobs__tl_dir[d], k + 1);
+            else snprintf(name, sizeof name, "%s copies (device-timed)", memobs__tl_dir[d]);
+            memobs__tl_thread_name(o, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + k), name,
+                                   (int)(10 + d * MEMOBS__TL_LANES + k));
+        }
+    }
+    memobs__tl_thread_name(o, MEMOBS__TL_TID_ALLOC, "allocations", 100);
+    for (k = 0; k < nthr; k++) {
+        if (k + 1 == MEMOBS__TL_THREADS) snprintf(name, sizeof name, "phase, threads %u and later", thr[k]);
+        else snprintf(name, sizeof name, "phase, thread %u", thr[k]);
+        memobs__tl_thread_name(o, MEMOBS__TL_TID_PHASE + (int)k, name, (int)(1000 + k));
+    }
+}
+
+int memobs_write_chrome_trace(FILE *f) {
+    memobs__tl_out_t o;
+    memobs__tl_ev_t *ev;
+    memobs_identity_t id;
+    memobs_timeline_stats_t st;
+    size_t n, i;
+    uint32_t busy = memobs__tls.busy;
+    int rc = MEMOBS_OK;
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    memobs_get_identity(&id);
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    o.pid = (int)id.pid;
+    pthread_mutex_lock(&memobs__tl.lock);
+    ev = memobs__tl_snapshot(&n);
+    if (!ev && n) {
+        pthread_mutex_unlock(&memobs__tl.lock);
+        memobs__log(MEMOBS_LOG_ERROR, "cannot allocate a copy of the timeline ring; no trace written");
+        return MEMOBS_ERR_NOMEM;
+    }
+    st.capacity = MEMOBS__LOAD(&memobs__tl.cap.v);
+    st.recorded = MEMOBS__LOAD(&memobs__tl.head.v);
+    st.dropped = MEMOBS__LOAD(&memobs__tl.dropped.v);
+    memobs__tls.busy = 1; /* the cache and the symbolizer: not the engine's allocations */
+    o.cache = (memobs__tl_text_t *)MEMOBS_MALLOC(64 * sizeof *o.cache);
+    memobs__tls.busy = busy;
+    for (i = 0; o.cache && i < 64; i++) o.cache[i].id = MEMOBS_NO_TRACE;
+    fputs("{\"traceEvents\":[", f);
+    fprintf(f, "\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"memobs rank %d\"}}",
+            o.pid, (int)id.rank);
+    o.n = 1;
+    memobs__tl_write_events(&o, ev, n, memobs_now_ns());
+    fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs %s\",\"host\":", MEMOBS_VERSION);
+    memobs__json_str(f, id.host);
+    fprintf(f, ",\"rank\":%d,\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,\"in_trace\":%llu}}\n",
+            (int)id.rank, (unsigned long long)st.capacity, (unsigned long long)st.recorded,
+            (unsigned long long)(st.recorded > st.dropped ? st.recorded - st.dropped : 0),
+            (unsigned long long)st.dropped, (unsigned long long)n);
+    pthread_mutex_unlock(&memobs__tl.lock);
+    memobs__tls.busy = 1;
+    if (o.cache) MEMOBS_FREE(o.cache);
+    if (ev) MEMOBS_FREE(ev);
+    memobs__tls.busy = busy;
+    if (fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
+    return rc;
+}
+
+int memobs_write_chrome_trace_file(const char *path) {
+    FILE *f;
+    int rc, own;
+    if (!path || !*path) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace_file: empty path");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if ((f = memobs__open_dest(path, "w", "Chrome trace", &own)) == NULL) return MEMOBS_ERR_IO;
+    rc = memobs_write_chrome_trace(f);
+    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    if (rc != MEMOBS_OK)
+        memobs__log(MEMOBS_LOG_WARN, "writing the Chrome trace to '%s' failed: %s", path, memobs_strerror(rc));
+    return rc;
+}
+
+/* memobs_write_chrome_trace_file() reports its own failures. */
+static void memobs__tl_at_exit(void) { (void)memobs_write_chrome_trace_file(memobs__tl.path); }
+
+/* fork(): the child gets the lock free and no push in flight (the threads
+   that were pushing do not exist there; a slot they held stays unread). */
+static void memobs__tl_prepare(void) { pthread_mutex_lock(&memobs__tl.lock); }
+static void memobs__tl_parent(void) { pthread_mutex_unlock(&memobs__tl.lock); }
+static void memobs__tl_child(void) {
+    MEMOBS__STORE(&memobs__tl.users.v, 0u);
+    pthread_mutex_unlock(&memobs__tl.lock);
+}
+
+/* Runs inside memobs__init_once. */
+static void memobs__tl_env(void) {
+    pthread_mutex_init(&memobs__tl.lock, NULL);
+    pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
+#ifdef MEMOBS_DISABLE
+    (void)memobs__tl_at_exit;
+#else
+    const char *s;
+    uint64_t cap = MEMOBS__TL_DEFAULT;
+    int on = 0;
+    if ((s = getenv("MEMOBS_TRACE_EVENTS")) != NULL) {
+        uint64_t v;
+        if (!memobs__parse_bytes(s, &v) || v > MEMOBS__TL_MAX) {
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE_EVENTS='%s' is not an event count up to %llu (like 65536 or 64K); "
+                        "using %llu", s, (unsigned long long)MEMOBS__TL_MAX, (unsigned long long)cap);
+            on = 1;
+        } else {
+            cap = v;
+            on = v > 0;
+        }
+    }
+    if ((s = getenv("MEMOBS_TRACE")) != NULL) {
+        if (!*s) {
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE is empty; no trace at exit");
+        } else if (strlen(s) >= sizeof memobs__tl.path) {
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE is longer than %u bytes; no trace at exit",
+                        (unsigned)sizeof memobs__tl.path - 1);
+        } else if (cap) {
+            strcpy(memobs__tl.path, s);
+            atexit(memobs__tl_at_exit);
+            on = 1;
+        }
+    }
+    if (on) (void)memobs__tl_make(cap);
+#endif
 }
 
 /* ======================================================================== */

@@ -52,6 +52,10 @@
    pairs on 2 threads contend (shared lines): BENCH_CONTENDED_DIV fewer. */
 #define BENCH_TRK_DIV 10
 #define BENCH_TRK_STACK_DIV 500
+/* A record with the timeline on reads the clock and takes a ticket on a
+   shared line (tens of ns): fewer iterations; the ring it fills. */
+#define BENCH_TL_DIV 10
+#define BENCH_TL_EVENTS 65536
 /* Mismatches printed before the rest are only counted. */
 #define BENCH_TRK_MAX_PRINTED 5
 
@@ -105,6 +109,7 @@ typedef struct {
     double ns;                            /* best run: wall ns / n, i.e. per op per thread */
     double ns_off;                        /* 2 threads: best of the runs not counted (see bench_rep) */
     int uncounted;                        /* ns is ns_off: no run was counted */
+    int timeline;                         /* the timeline on during its runs */
 } bench_fig_t;
 
 enum {
@@ -115,6 +120,7 @@ enum {
        they always did. */
     F_T_MALLOC = F_SO + 2 * 3, F_T_MALLOC2, F_T_TRACK, F_T_TRACK2, F_T_MTRACK, F_T_MTRACK2,
     F_T_TAG, F_T_TAG2, F_T_STACK, F_T_STACK2, F_T_OFF, F_T_OFF2,
+    F_TL, F_TL2, /* MEMOBS_RECORD_H2D with the timeline on */
     F_COUNT
 };
 
@@ -221,10 +227,12 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     double ns;
     if (!f->fn) return;
     if (f->trk) bench_trk_prep(f);
+    if (f->timeline) memobs_timeline_enable(BENCH_TL_EVENTS); /* here, so that no worker records before it */
     B.job = f;
     pthread_barrier_wait(&B.start);
     pthread_barrier_wait(&B.done);
     if (f->trk) bench_trk_post(f);
+    if (f->timeline) memobs_timeline_enable(0);
     start = B.t0[0];
     end = B.t1[0];
     if (f->nthreads == 2) {
@@ -355,6 +363,11 @@ static void bench_figs_init(void) {
     bench_trk_figs(F_T_TAG, bench_loop_track_tag, TRK_TAG, B.trk_iters, B.trk_iters2);
     bench_trk_figs(F_T_STACK, bench_loop_track_stack, TRK_STACK, B.trk_stack_iters, B.trk_stack_iters);
     bench_trk_figs(F_T_OFF, bench_loop_track, TRK_OFF, B.trk_iters, B.trk_iters);
+    for (k = 0; k < 2; k++) {
+        bench_fig(F_TL + k, bench_loop_record, NULL, k + 1, &B.prefill);
+        B.fig[F_TL + k].n = B.iters / BENCH_TL_DIV;
+        B.fig[F_TL + k].timeline = 1;
+    }
     for (k = 0; k < 3; k++) {
         bench_so_t *so = &B.so[k];
         if (!so->h) continue;
@@ -592,9 +605,15 @@ static void bench_report(void) {
     bench_row("relaxed atomic add, 2 threads, one shared line", F_ATOMIC2, 0, note);
 
     printf("memobs, implementation in the executable\n");
-    bench_row("MEMOBS_RECORD_H2D enabled, 1 thread", F_REC, 1, "");
+    bench_row("MEMOBS_RECORD_H2D enabled, 1 thread", F_REC, 1, "timeline off (the default)");
     snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", rec_scaling);
     bench_row("MEMOBS_RECORD_H2D enabled, 2 threads", F_REC2, 1, note);
+    snprintf(note, sizeof note, "ring of %d events; %+.1f ns over timeline off", BENCH_TL_EVENTS,
+             B.fig[F_TL].ns - B.fig[F_REC].ns);
+    bench_row("MEMOBS_RECORD_H2D, timeline on, 1 thread", F_TL, 1, note);
+    snprintf(note, sizeof note, "per thread; one ticket counter shared: throughput 2T/1T %.2fx",
+             bench_scaling(F_TL, F_TL2));
+    bench_row("MEMOBS_RECORD_H2D, timeline on, 2 threads", F_TL2, 1, note);
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
     bench_row("memobs_counter_add(handle, n)", F_COUNTER, 1, "");
     bench_row("MEMOBS_RECORD_H2D runtime-disabled", F_RT_OFF, 1, "memobs_enable(0): a load and a branch");
