@@ -3703,7 +3703,7 @@ static void memobs__bg_poke(void) {
    began, MEMOBS_ERR_NOMEM when no thread can be started. */
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) __attribute__((unused));
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) {
-    pthread_t th;
+    pthread_t th = pthread_self(); /* set when join is 1 */
     int join = 0, rc = MEMOBS_OK;
     unsigned i;
     if (!fn) return MEMOBS_ERR_INVALID;
@@ -3740,7 +3740,7 @@ static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) 
 }
 
 static void memobs__bg_at_exit(void) {
-    pthread_t th;
+    pthread_t th = pthread_self(); /* set when join is 1 */
     uint64_t deadline = memobs_now_ns() + MEMOBS__BG_EXIT_WAIT_NS;
     int join, idle;
     pthread_mutex_lock(&memobs__bg.lock);
