@@ -557,7 +557,7 @@ typedef enum {
     MEMOBS_LEAK_OUTSIDE_MALLOC,  /* anonymous memory (RSS) grows, heap and tracked bytes flat */
     MEMOBS_LEAK_HEAP,            /* the malloc heap grows with it */
     MEMOBS_LEAK_TRACKED,         /* tracked host/pinned bytes grow with it */
-    MEMOBS_LEAK_UNEXPLAINED      /* it grows and the heap cannot be read here */
+    MEMOBS_LEAK_UNEXPLAINED      /* it grows; the heap cannot be read, or it and the tracked bytes do not follow */
 } memobs_leak_kind_t;
 
 /* Least-squares fits over the newest MEMOBS_LEAK_WINDOW_S seconds of
@@ -3765,6 +3765,7 @@ static void memobs__bg_at_exit(void) {
 #define MEMOBS__LEAK_MB_MIN 1.0    /* slope that counts as growth, MB/min */
 #define MEMOBS__LEAK_R2 0.9        /* fit that counts as linear */
 #define MEMOBS__LEAK_FLAT 0.1      /* heap + tracked slope below this share of the growth: flat */
+#define MEMOBS__LEAK_MIN_MB 1.0    /* fitted growth over the window below this (MB): noise */
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
@@ -3911,6 +3912,13 @@ static int memobs__sample_push(const memobs_sample_t *s) {
     if (!memobs__smp.ring) {
         memobs__smp.cap = memobs__smp.cap_want ? memobs__smp.cap_want : MEMOBS_SAMPLES;
         memobs__smp.ring = (memobs_sample_t *)MEMOBS_MALLOC(memobs__smp.cap * sizeof(memobs_sample_t));
+        /* Touched now: pages the ring faulted in one sample at a time
+           would be a slow, linear growth of anonymous memory. */
+        if (memobs__smp.ring) { /* (a plain memset of a fresh block may become calloc's, which skips it) */
+            volatile char *v = (volatile char *)memobs__smp.ring;
+            size_t i, len = memobs__smp.cap * sizeof(memobs_sample_t);
+            for (i = 0; i < len; i += 4096) v[i] = 0;
+        }
     }
     if (!memobs__smp.ring) {
         memobs__smp.dropped++;
@@ -4069,20 +4077,25 @@ static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t windo
        file (model weights) is mapped and read, which is no leak. */
     k = known[1] ? 1 : known[0] ? 0 : 4;
     if (k == 4 || !(slope[k] > MEMOBS__LEAK_MB_MIN && r2[k] >= MEMOBS__LEAK_R2)) return;
+    if (slope[k] * out->window_s / 60.0 < MEMOBS__LEAK_MIN_MB) return;
     {
         double heap = known[2] && slope[2] > 0 ? slope[2] : 0, tracked = slope[3] > 0 ? slope[3] : 0;
         out->growth_mb_min = slope[k];
         out->growth_r2 = r2[k];
+        int heap_lin = heap > MEMOBS__LEAK_MB_MIN && r2[2] >= MEMOBS__LEAK_R2;
+        int tracked_lin = tracked > MEMOBS__LEAK_MB_MIN && r2[3] >= MEMOBS__LEAK_R2;
         if (heap + tracked < MEMOBS__LEAK_FLAT * slope[k]) {
             out->kind = known[2] ? MEMOBS_LEAK_OUTSIDE_MALLOC : MEMOBS_LEAK_UNEXPLAINED;
-        } else if (heap >= tracked) {
+        } else if (heap_lin && (heap >= tracked || !tracked_lin)) {
             out->kind = MEMOBS_LEAK_HEAP;
             out->growth_mb_min = slope[2];
             out->growth_r2 = r2[2];
-        } else {
+        } else if (tracked_lin) {
             out->kind = MEMOBS_LEAK_TRACKED;
             out->growth_mb_min = slope[3];
             out->growth_r2 = r2[3];
+        } else {
+            out->kind = MEMOBS_LEAK_UNEXPLAINED; /* heap or tracked bytes move, but not along with it */
         }
     }
 }
@@ -4129,8 +4142,9 @@ static void memobs__leak_text(FILE *f) {
                 l.growth_mb_min, memobs__r2_cut(l.growth_r2));
         break;
     case MEMOBS_LEAK_UNEXPLAINED:
-        fprintf(f, "  process memory is growing at %.1f MB/min (R^2 = %.2f); the malloc heap cannot be read here\n",
-                l.growth_mb_min, memobs__r2_cut(l.growth_r2));
+        fprintf(f, "  %s memory is growing at %.1f MB/min (R^2 = %.2f); the malloc heap %s\n",
+                l.anon_known ? "anonymous" : "resident", l.growth_mb_min, memobs__r2_cut(l.growth_r2),
+                l.heap_known ? "and tracked allocations do not follow it" : "cannot be read here");
         break;
     default:
         fprintf(f, "  host memory: %llu samples over %.1f s, %s anonymous %.1f MB/min; no leak signature\n",
