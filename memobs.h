@@ -124,6 +124,13 @@
      MEMOBS_LEAKS=stderr|stdout|PATH|1|0
                               at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_SAMPLE_MS=N       sample host (and device) memory every N ms on a
+                              background thread (default off).
+     MEMOBS_SAMPLES=N         samples kept (default 4096; oldest dropped).
+     MEMOBS_LEAK_WINDOW_S=N   seconds of samples the leak detector fits
+                              (default 120).
+     MEMOBS_STORMLOG=stderr|stdout|PATH
+                              Stormlog telemetry (schema v2) at exit.
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
