@@ -4420,7 +4420,7 @@ int memobs_write_stormlog_file(const char *path) {
 
 /* MEMOBS_STORMLOG: the file at exit, after one last sample if sampling. */
 static void memobs__stormlog_at_exit(void) {
-    if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) (void)memobs_sample_now();
+    if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
     (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
 }
 
