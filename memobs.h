@@ -130,6 +130,13 @@
      MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
                               suffixes K, M; 0 = off). Set alone, it turns
                               the timeline on without writing it at exit.
+     MEMOBS_SAMPLE_MS=N       sample host (and device) memory every N ms on a
+                              background thread (default off).
+     MEMOBS_SAMPLES=N         samples kept (default 4096; oldest dropped).
+     MEMOBS_LEAK_WINDOW_S=N   seconds of samples the leak detector fits
+                              (default 120).
+     MEMOBS_STORMLOG=stderr|stdout|PATH
+                              Stormlog telemetry (schema v2) at exit.
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
@@ -571,6 +578,85 @@ MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
    0 <= rank, local_rank < world_size; else MEMOBS_ERR_INVALID, unchanged. */
 MEMOBS_API int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_size);
 MEMOBS_API void memobs_get_identity(memobs_identity_t *out);
+
+/* ======================================================================== */
+/* Sampler, leak detector and Stormlog                                      */
+/* ======================================================================== */
+
+/* A sample field that could not be read (a missing /proc file, no
+   mallinfo2, a device call that failed). Never 0: 0 is a real value. */
+#define MEMOBS_UNKNOWN UINT64_MAX
+#define MEMOBS_SAMPLE_DEVICES 8 /* devices one sample holds */
+
+typedef struct {
+    int32_t device;                 /* CUDA device index */
+    uint64_t used, free_bytes, total; /* cudaMemGetInfo; MEMOBS_UNKNOWN if it failed */
+    uint64_t tracked;               /* memobs_track_device_bytes(device) */
+} memobs_sample_dev_t;
+
+/* One sample of the process's memory. Bytes; MEMOBS_UNKNOWN marks a
+   field that could not be read. */
+typedef struct {
+    uint64_t time_ns;              /* memobs_now_ns() */
+    uint32_t interval_ms;          /* the sampler's interval; 0 = memobs_sample_now() */
+    uint64_t rss_bytes;            /* /proc/self/statm resident pages * page size */
+    uint64_t anon_bytes;           /* /proc/self/smaps_rollup "Anonymous:" (Linux 4.14+) */
+    uint64_t heap_bytes;           /* malloc heap in use: mallinfo2() uordblks + hblkhd (glibc 2.33+) */
+    uint64_t heap_reserved_bytes;  /* what malloc holds from the system: arena + hblkhd */
+    uint64_t tracked_host_bytes;   /* tracker: MEMOBS_MEM_HOST now */
+    uint64_t tracked_pinned_bytes; /* tracker: MEMOBS_MEM_PINNED now */
+    uint64_t tracked_device_bytes; /* tracker: MEMOBS_MEM_DEVICE now, all devices */
+    uint32_t ndev;                 /* entries of dev[] filled (memobs_cuda.h only) */
+    memobs_sample_dev_t dev[MEMOBS_SAMPLE_DEVICES];
+} memobs_sample_t;
+
+/* Background sampling every interval_ms (>= 1) into a ring of
+   MEMOBS_SAMPLES samples (oldest dropped, counted). A second start changes
+   the interval. The sampler thread exists only while sampling is on.
+   After fork() the child starts with an empty ring and no thread; its
+   thread starts again at the child's next sampler, leak or Stormlog call. */
+MEMOBS_API int memobs_sampler_start(unsigned interval_ms);
+MEMOBS_API void memobs_sampler_stop(void);
+/* One sample now, on the calling thread, into the same ring. */
+MEMOBS_API int memobs_sample_now(void);
+/* Copies the newest min(max, held) samples, oldest first; returns how
+   many were copied (out NULL or max 0: how many are held). */
+MEMOBS_API size_t memobs_get_samples(memobs_sample_t *out, size_t max);
+/* Samples dropped because the ring was full. */
+MEMOBS_API uint64_t memobs_samples_dropped(void);
+
+typedef enum {
+    MEMOBS_LEAK_NONE = 0,        /* nothing grows (or too few samples: see samples) */
+    MEMOBS_LEAK_OUTSIDE_MALLOC,  /* anonymous memory (RSS) grows, heap and tracked bytes flat */
+    MEMOBS_LEAK_HEAP,            /* the malloc heap grows with it */
+    MEMOBS_LEAK_TRACKED,         /* tracked host/pinned bytes grow with it */
+    MEMOBS_LEAK_UNEXPLAINED      /* it grows; the heap cannot be read, or it and the tracked bytes do not follow */
+} memobs_leak_kind_t;
+
+/* Least-squares fits over the newest MEMOBS_LEAK_WINDOW_S seconds of
+   samples. Slopes in MB/min (10^6 bytes), r2 in [0, 1] (0 for a series that
+   does not vary or is unknown; *_known says which were read). */
+typedef struct {
+    memobs_leak_kind_t kind;
+    uint64_t samples;    /* samples in the window */
+    double window_s;     /* time the window's samples span */
+    int rss_known, anon_known, heap_known;
+    double rss_mb_min, rss_r2;
+    double anon_mb_min, anon_r2;
+    double heap_mb_min, heap_r2;
+    double tracked_mb_min, tracked_r2; /* tracked host + pinned bytes */
+    double growth_mb_min, growth_r2;   /* the series the verdict names */
+} memobs_leak_t;
+/* Fills *out; MEMOBS_OK (kind NONE with fewer than 10 samples), or
+   MEMOBS_ERR_INVALID for NULL. */
+MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
+
+/* Stormlog telemetry schema v2: a JSON array of events, one "sample" per
+   sample and device (device_id -1: the host, see README), "peak" and "oom"
+   events. MEMOBS_STORMLOG=PATH writes it at exit. */
+MEMOBS_API int memobs_write_stormlog(FILE *f);
+/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+MEMOBS_API int memobs_write_stormlog_file(const char *path);
 
 /* ======================================================================== */
 /* Summaries                                                                */
@@ -1247,6 +1333,11 @@ static void memobs__at_exit(void);
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
 static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own);
+static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak detector, Stormlog */
+static void memobs__bg_fork(int stage);
+static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
+static void memobs__leak_text(FILE *f);
+static void memobs__leak_json(FILE *f);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -1376,6 +1467,7 @@ static void memobs__init_once(void) {
         }
     }
     memobs__track_env();
+    memobs__smp_env();
 #endif
 }
 
@@ -1456,9 +1548,11 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
+    memobs__bg_fork(0);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
+    memobs__bg_fork(1);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
     pthread_mutex_unlock(&memobs__g.lock);
@@ -1467,6 +1561,7 @@ static void memobs__atfork_parent(void) {
 }
 static void memobs__atfork_child(void) {
     memobs__shard_t *s;
+    memobs__bg_fork(2);
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->shared && s != memobs__tls.shard) s->in_use = 0;
     memobs__g.identity.pid = (int64_t)getpid();
@@ -2305,6 +2400,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_track(addr, bytes, kind, device, trace, memobs__tls.phase, 0);
     /* After the insert, so the report shows the block that made the peak. */
     if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, before, trace);
+    if (kind == MEMOBS_MEM_DEVICE) memobs__sl_peak(device, dc, before, trace);
 }
 
 /* on: memobs is switched on; when off, only a tracked block is retired and
@@ -2676,7 +2772,7 @@ static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int d
 
 /* A sample of a series (a string with static lifetime, e.g. "rss_bytes")
    taken at time_ns, from memobs' samplers: one counter track per series. */
-static __attribute__((unused)) void memobs__tl_sample(uint64_t time_ns, const char *series, uint64_t value) {
+static void memobs__tl_sample(uint64_t time_ns, const char *series, uint64_t value) {
     if (!MEMOBS__LOAD(&memobs__tl_on.v) || !series) return;
     memobs__tl_push(time_ns, value, 0, (uint64_t)(uintptr_t)series, memobs__tl_meta(MEMOBS__TL_SAMPLE, 0, 0, -1, 0));
 }
@@ -3467,6 +3563,7 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
             fprintf(f, "    %-32s %20llu%s%s\n", s->counters[c].name, (unsigned long long)s->counters[c].value,
                     s->counters[c].help[0] ? "  " : "", s->counters[c].help);
     }
+    memobs__leak_text(f);
     memobs__text_problems(f, s);
 }
 
@@ -3575,6 +3672,7 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     memobs__json_memory(f, s);
     fputc(',', f);
     memobs__json_timed(f, s);
+    memobs__leak_json(f);
     fputs("}\n", f);
 }
 
@@ -4115,6 +4213,917 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
         if (own) fclose(f);
     }
     memobs__tls.busy = 0;
+}
+
+/* ======================================================================== */
+/* Private: background worker                                               */
+/* ======================================================================== */
+
+/* One thread for periodic tasks (the sampler, exporters that rewrite a
+   file), started when the first task is scheduled and joined when the
+   last one is removed, so nothing runs while no task is scheduled. Tasks
+   are called without memobs__g.lock or the worker's lock held; schedule
+   and remove them without holding memobs__g.lock (a removal waits for a
+   call of that task in progress). At exit the worker stops: no task is
+   called after the exit handler ran, and the handler waits at most 2 s for
+   a call in progress. fork(): the child has no worker; its tasks stay
+   scheduled and the worker starts again at the child's next
+   memobs__bg_schedule() or memobs__bg_poke(). */
+#define MEMOBS__BG_TASKS 8
+#define MEMOBS__BG_EXIT_WAIT_NS 2000000000ull
+
+typedef struct {
+    void (*fn)(uint64_t now_ns);
+    uint64_t period_ns, next_ns;
+} memobs__bg_task_t;
+
+static pthread_once_t memobs__bg_once = PTHREAD_ONCE_INIT;
+static __thread int memobs__bg_self; /* 1 on the worker thread */
+static struct {
+    memobs__u32_t ready;        /* locks made (read by the fork handlers) */
+    int fork_held;              /* the fork handlers hold the locks below */
+    pthread_mutex_t lock;       /* everything below, and the fields of memobs__smp marked so */
+    pthread_cond_t cond;        /* CLOCK_MONOTONIC; wakes the worker and removers */
+    pthread_t thread;
+    int running;                /* started and not yet stopped */
+    uint32_t gen;               /* a worker runs while gen is the one it was started with */
+    int exiting;                /* the exit handler ran */
+    int atexit_done;
+    void (*busy)(uint64_t);     /* the task being called, or NULL */
+    unsigned ntask;
+    memobs__bg_task_t task[MEMOBS__BG_TASKS];
+} memobs__bg;
+
+#if defined(__linux__) && defined(__LP64__)
+/* Hidden by strict -std=c99 like clock_gettime (see memobs_now_ns). */
+extern int memobs__condattr_setclock(pthread_condattr_t *a, int clk) __asm__("pthread_condattr_setclock");
+#define MEMOBS__SETCLOCK(a) memobs__condattr_setclock((a), 1 /* CLOCK_MONOTONIC */)
+#else
+#define MEMOBS__SETCLOCK(a) pthread_condattr_setclock((a), CLOCK_MONOTONIC)
+#endif
+
+static void memobs__bg_cond_init(void) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    MEMOBS__SETCLOCK(&a);
+    pthread_cond_init(&memobs__bg.cond, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static pthread_mutex_t *memobs__smp_lock(void);
+static void memobs__bg_init(void) {
+    pthread_mutex_init(&memobs__bg.lock, NULL);
+    pthread_mutex_init(memobs__smp_lock(), NULL);
+    memobs__bg_cond_init();
+    __atomic_store_n(&memobs__bg.ready.v, 1u, __ATOMIC_RELEASE);
+}
+
+/* Caller holds the lock. Waits on the cond until abs_ns (CLOCK_MONOTONIC). */
+static void memobs__bg_wait_until(uint64_t abs_ns) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(abs_ns / 1000000000u);
+    ts.tv_nsec = (long)(abs_ns % 1000000000u);
+    pthread_cond_timedwait(&memobs__bg.cond, &memobs__bg.lock, &ts);
+}
+
+static void *memobs__bg_main(void *arg) {
+    uint32_t gen = (uint32_t)(uintptr_t)arg;
+    memobs__bg_self = 1;
+    pthread_mutex_lock(&memobs__bg.lock);
+    while (memobs__bg.gen == gen && !memobs__bg.exiting) {
+        uint64_t now = memobs_now_ns(), wake = UINT64_MAX;
+        memobs__bg_task_t *due = NULL;
+        unsigned i;
+        for (i = 0; i < memobs__bg.ntask; i++) {
+            memobs__bg_task_t *t = &memobs__bg.task[i];
+            if (t->next_ns <= now) {
+                if (!due || t->next_ns < due->next_ns) due = t;
+            } else if (t->next_ns < wake) {
+                wake = t->next_ns;
+            }
+        }
+        if (due) {
+            void (*fn)(uint64_t) = due->fn;
+            due->next_ns += due->period_ns;
+            if (due->next_ns <= now) due->next_ns = now + due->period_ns; /* late: skip, no burst */
+            memobs__bg.busy = fn;
+            pthread_mutex_unlock(&memobs__bg.lock);
+            fn(now);
+            pthread_mutex_lock(&memobs__bg.lock);
+            memobs__bg.busy = NULL;
+            pthread_cond_broadcast(&memobs__bg.cond);
+        } else if (wake == UINT64_MAX) {
+            pthread_cond_wait(&memobs__bg.cond, &memobs__bg.lock);
+        } else {
+            memobs__bg_wait_until(wake);
+        }
+    }
+    pthread_mutex_unlock(&memobs__bg.lock);
+    return NULL;
+}
+
+/* Caller holds the lock. Returns 1 and the thread to join if one ran. */
+static int memobs__bg_stop_locked(pthread_t *th) {
+    if (!memobs__bg.running) return 0;
+    memobs__bg.gen++;
+    memobs__bg.running = 0;
+    *th = memobs__bg.thread;
+    pthread_cond_broadcast(&memobs__bg.cond);
+    return 1;
+}
+
+static void memobs__bg_at_exit(void);
+
+/* Caller holds the lock. */
+static int memobs__bg_start_locked(void) {
+    int e;
+    memobs__bg.gen++;
+    e = pthread_create(&memobs__bg.thread, NULL, memobs__bg_main, (void *)(uintptr_t)memobs__bg.gen);
+    if (e != 0) {
+        memobs__log(MEMOBS_LOG_WARN, "cannot start the background thread: %s", strerror(e));
+        return MEMOBS_ERR_NOMEM;
+    }
+    memobs__bg.running = 1;
+    if (!memobs__bg.atexit_done) {
+        memobs__bg.atexit_done = 1;
+        atexit(memobs__bg_at_exit);
+    }
+    return MEMOBS_OK;
+}
+
+/* Caller holds the lock: the worker of a fork() child starts here. */
+static void memobs__bg_revive_locked(void) {
+    if (!memobs__bg.running && memobs__bg.ntask && !memobs__bg.exiting && memobs__bg_start_locked() != MEMOBS_OK)
+        memobs__bg.ntask = 0; /* warned; the tasks are dropped rather than retried on every call */
+}
+
+static void memobs__bg_poke(void) {
+    pthread_once(&memobs__bg_once, memobs__bg_init);
+    pthread_mutex_lock(&memobs__bg.lock);
+    memobs__bg_revive_locked();
+    pthread_mutex_unlock(&memobs__bg.lock);
+}
+
+/* Calls fn(now) every period_ns on the worker thread (first call one
+   period from now); a second call for fn changes its period; period 0
+   removes fn, and once that returns fn is not running and is not called
+   again (unless the caller is fn itself). MEMOBS_ERR_FULL with
+   MEMOBS__BG_TASKS tasks, MEMOBS_ERR_INVALID for a NULL fn or after exit
+   began, MEMOBS_ERR_NOMEM when no thread can be started. */
+static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) __attribute__((unused));
+static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) {
+    pthread_t th = pthread_self(); /* set when join is 1 */
+    int join = 0, rc = MEMOBS_OK;
+    unsigned i;
+    if (!fn) return MEMOBS_ERR_INVALID;
+    pthread_once(&memobs__bg_once, memobs__bg_init);
+    pthread_mutex_lock(&memobs__bg.lock);
+    memobs__bg_revive_locked();
+    for (i = 0; i < memobs__bg.ntask && memobs__bg.task[i].fn != fn; i++) {
+    }
+    if (period_ns) {
+        if (memobs__bg.exiting) {
+            rc = MEMOBS_ERR_INVALID;
+        } else if (i == memobs__bg.ntask && i == MEMOBS__BG_TASKS) {
+            rc = MEMOBS_ERR_FULL;
+        } else {
+            memobs__bg_task_t *t = &memobs__bg.task[i];
+            t->fn = fn;
+            t->period_ns = period_ns;
+            t->next_ns = memobs_now_ns() + period_ns;
+            if (i == memobs__bg.ntask) memobs__bg.ntask++;
+            if (memobs__bg.running) pthread_cond_broadcast(&memobs__bg.cond);
+            else if ((rc = memobs__bg_start_locked()) != MEMOBS_OK) memobs__bg.task[i] = memobs__bg.task[--memobs__bg.ntask];
+        }
+    } else if (i < memobs__bg.ntask) {
+        memobs__bg.task[i] = memobs__bg.task[--memobs__bg.ntask];
+        while (memobs__bg.busy == fn && !memobs__bg_self) pthread_cond_wait(&memobs__bg.cond, &memobs__bg.lock);
+        if (memobs__bg.ntask == 0) join = memobs__bg_stop_locked(&th);
+    }
+    pthread_mutex_unlock(&memobs__bg.lock);
+    if (join) {
+        if (memobs__bg_self) pthread_detach(th); /* the last task removed itself */
+        else pthread_join(th, NULL);
+    }
+    return rc;
+}
+
+static void memobs__bg_at_exit(void) {
+    pthread_t th = pthread_self(); /* set when join is 1 */
+    uint64_t deadline = memobs_now_ns() + MEMOBS__BG_EXIT_WAIT_NS;
+    int join, idle;
+    pthread_mutex_lock(&memobs__bg.lock);
+    memobs__bg.exiting = 1;
+    join = memobs__bg_stop_locked(&th);
+    while (memobs__bg.busy && !memobs__bg_self && memobs_now_ns() < deadline) memobs__bg_wait_until(deadline);
+    idle = memobs__bg.busy == NULL;
+    pthread_mutex_unlock(&memobs__bg.lock);
+    /* A task stuck past the deadline is left running: exit must not hang. */
+    if (join && idle && !memobs__bg_self) pthread_join(th, NULL);
+}
+
+/* ======================================================================== */
+/* Private: host memory sampler and leak detector                           */
+/* ======================================================================== */
+
+#ifndef MEMOBS_SAMPLES
+#define MEMOBS_SAMPLES 4096
+#endif
+#define MEMOBS__SL_EVENTS 64       /* notable events (peaks, out-of-memory) kept */
+#define MEMOBS__LEAK_MIN_SAMPLES 10
+#define MEMOBS__LEAK_MB_MIN 1.0    /* slope that counts as growth, MB/min */
+#define MEMOBS__LEAK_R2 0.9        /* fit that counts as linear */
+#define MEMOBS__LEAK_FLAT 0.1      /* heap + tracked slope below this share of the growth: flat */
+#define MEMOBS__LEAK_MIN_MB 1.0    /* fitted growth over the window below this (MB): noise */
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define MEMOBS__HAVE_MALLINFO2 1
+#endif
+#include <fcntl.h>
+
+enum { MEMOBS__EV_PEAK = 1, MEMOBS__EV_OOM = 2 };
+
+typedef struct {
+    uint64_t time_ns;
+    int type;
+    int32_t device;
+    uint64_t tracked;               /* the device's tracked bytes at the event */
+    uint64_t prev;                  /* peak: the maximum at the previous peak event */
+    uint64_t request;               /* oom: bytes asked for */
+    uint64_t used, free_bytes, total; /* driver figures then; MEMOBS_UNKNOWN if not read */
+    uint32_t trace;                 /* peak: trace of the allocation that made it */
+    const char *call;               /* oom: the wrapper's name (a literal) */
+} memobs__sl_event_t;
+
+/* memobs_cuda.h's implementation sets this at load time: used/free/total
+   of a device (cudaMemGetInfo); 0 on success. NULL without memobs_cuda.h. */
+typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total);
+static memobs__devmem_fn_t memobs__devmem_fn;
+
+static struct {
+    /* the ring, under its own mutex (made by memobs__bg_init) */
+    pthread_mutex_t lock;
+    memobs_sample_t *ring;
+    uint32_t cap, head, n; /* head: the oldest */
+    uint64_t dropped;
+    int nomem_warned;
+    /* settings */
+    memobs__u32_t interval_ms; /* background sampling; 0 = off */
+    uint32_t cap_want;         /* MEMOBS_SAMPLES */
+    uint32_t window_s;         /* MEMOBS_LEAK_WINDOW_S */
+    char stormlog_path[512];   /* MEMOBS_STORMLOG */
+    /* notable events, under a spin lock (taken in the allocation path) */
+    memobs__u32_t ev_lock;
+    memobs__sl_event_t ev[MEMOBS__SL_EVENTS];
+    uint32_t ev_head, ev_n;
+    uint64_t ev_dropped;
+    memobs__u64_t peak_next[MEMOBS_MAX_DEVICES], peak_rep[MEMOBS_MAX_DEVICES];
+} memobs__smp;
+
+static pthread_mutex_t *memobs__smp_lock(void) { return &memobs__smp.lock; }
+
+/* fork(): stage 0 (prepare, after memobs' other locks) takes the worker's
+   and the sampler's locks, 1 (parent, and the child's last step) releases
+   them; 2 (child, first) resets the child: no worker thread, an empty
+   ring and event list (they were the parent's), the cond made afresh (a
+   waiter of the parent's may be recorded in it). */
+static void memobs__bg_fork(int stage) {
+    if (stage == 0) {
+        memobs__bg.fork_held = __atomic_load_n(&memobs__bg.ready.v, __ATOMIC_ACQUIRE) != 0;
+        if (!memobs__bg.fork_held) return;
+        pthread_mutex_lock(&memobs__bg.lock);
+        pthread_mutex_lock(&memobs__smp.lock);
+        memobs__spin_lock(&memobs__smp.ev_lock);
+    } else if (stage == 1) {
+        if (!memobs__bg.fork_held) return;
+        memobs__bg.fork_held = 0;
+        memobs__spin_unlock(&memobs__smp.ev_lock);
+        pthread_mutex_unlock(&memobs__smp.lock);
+        pthread_mutex_unlock(&memobs__bg.lock);
+    } else if (memobs__bg.fork_held) {
+        memobs__bg.running = 0;
+        memobs__bg.busy = NULL;
+        memobs__bg.gen++;
+        memobs__bg_cond_init();
+        memobs__smp.head = memobs__smp.n = 0;
+        memobs__smp.dropped = 0;
+        memobs__smp.ev_head = memobs__smp.ev_n = 0;
+        memobs__smp.ev_dropped = 0;
+    }
+}
+
+/* Reads a small /proc file into buf (NUL-terminated); its length, or -1. */
+static long memobs__read_proc(const char *path, char *buf, size_t len) {
+    size_t got = 0;
+#ifdef O_CLOEXEC
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+#else
+    int fd = open(path, O_RDONLY);
+#endif
+    if (fd < 0) return -1;
+    while (got + 1 < len) {
+        ssize_t r = read(fd, buf + got, len - 1 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = 0;
+    return got ? (long)got : -1;
+}
+
+static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
+    char buf[4096];
+    const char *p;
+    unsigned d;
+    memset(s, 0, sizeof *s);
+    s->time_ns = now;
+    s->rss_bytes = s->anon_bytes = s->heap_bytes = s->heap_reserved_bytes = MEMOBS_UNKNOWN;
+    if (memobs__read_proc("/proc/self/statm", buf, sizeof buf) > 0) {
+        unsigned long long size_pages, rss_pages;
+        long page = sysconf(_SC_PAGESIZE);
+        if (sscanf(buf, "%llu %llu", &size_pages, &rss_pages) == 2 && page > 0)
+            s->rss_bytes = (uint64_t)rss_pages * (uint64_t)page;
+    }
+    if (memobs__read_proc("/proc/self/smaps_rollup", buf, sizeof buf) > 0 && (p = strstr(buf, "\nAnonymous:")) != NULL) {
+        unsigned long long kb;
+        if (sscanf(p + 11, "%llu kB", &kb) == 1) s->anon_bytes = (uint64_t)kb * 1024u;
+    }
+#ifdef MEMOBS__HAVE_MALLINFO2
+    {
+        struct mallinfo2 mi = mallinfo2();
+        s->heap_bytes = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+        s->heap_reserved_bytes = (uint64_t)mi.arena + (uint64_t)mi.hblkhd;
+    }
+#endif
+    s->tracked_host_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_HOST].v);
+    s->tracked_pinned_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_PINNED].v);
+    s->tracked_device_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_DEVICE].v);
+    /* Only devices memobs saw memory on: asking another device would give
+       it a CUDA context (hundreds of MB) it never had. */
+    for (d = 0; d < MEMOBS_MAX_DEVICES && s->ndev < MEMOBS_SAMPLE_DEVICES; d++) {
+        memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
+        memobs_sample_dev_t *x;
+        if (MEMOBS__LOAD(&MEMOBS__TRK.dev[d].max.v) == 0) continue;
+        x = &s->dev[s->ndev++];
+        x->device = (int32_t)d;
+        x->tracked = MEMOBS__LOAD(&MEMOBS__TRK.dev[d].cur.v);
+        if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total) != 0)
+            x->used = x->free_bytes = x->total = MEMOBS_UNKNOWN;
+    }
+}
+
+/* A sample's known figures as counter tracks of the timeline (when on). */
+static void memobs__sample_to_timeline(const memobs_sample_t *s) {
+    static const char *const dev_used[MEMOBS_SAMPLE_DEVICES] = {
+        "device 0 used bytes (driver)", "device 1 used bytes (driver)", "device 2 used bytes (driver)",
+        "device 3 used bytes (driver)", "device 4 used bytes (driver)", "device 5 used bytes (driver)",
+        "device 6 used bytes (driver)", "device 7 used bytes (driver)"};
+    const struct {
+        const char *series;
+        uint64_t v;
+    } f[] = {{"rss bytes", s->rss_bytes},
+             {"anonymous bytes", s->anon_bytes},
+             {"malloc heap bytes", s->heap_bytes},
+             {"tracked host+pinned bytes", s->tracked_host_bytes == MEMOBS_UNKNOWN ? MEMOBS_UNKNOWN
+                                                                                   : s->tracked_host_bytes + s->tracked_pinned_bytes}};
+    unsigned i;
+    if (!MEMOBS__LOAD(&memobs__tl_on.v)) return;
+    for (i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v != MEMOBS_UNKNOWN) memobs__tl_sample(s->time_ns, f[i].series, f[i].v);
+    for (i = 0; i < s->ndev && i < MEMOBS_SAMPLE_DEVICES; i++)
+        if (s->dev[i].used != MEMOBS_UNKNOWN && s->dev[i].device >= 0 && s->dev[i].device < MEMOBS_SAMPLE_DEVICES)
+            memobs__tl_sample(s->time_ns, dev_used[s->dev[i].device], s->dev[i].used);
+}
+
+static int memobs__sample_push(const memobs_sample_t *s) {
+    int rc = MEMOBS_OK;
+    memobs__sample_to_timeline(s);
+    pthread_once(&memobs__bg_once, memobs__bg_init);
+    pthread_mutex_lock(&memobs__smp.lock);
+    if (!memobs__smp.ring) {
+        memobs__smp.cap = memobs__smp.cap_want ? memobs__smp.cap_want : MEMOBS_SAMPLES;
+        memobs__smp.ring = (memobs_sample_t *)MEMOBS_MALLOC(memobs__smp.cap * sizeof(memobs_sample_t));
+        /* Touched now: pages the ring faulted in one sample at a time
+           would be a slow, linear growth of anonymous memory. */
+        if (memobs__smp.ring) { /* (a plain memset of a fresh block may become calloc's, which skips it) */
+            volatile char *v = (volatile char *)memobs__smp.ring;
+            size_t i, len = memobs__smp.cap * sizeof(memobs_sample_t);
+            for (i = 0; i < len; i += 4096) v[i] = 0;
+        }
+    }
+    if (!memobs__smp.ring) {
+        memobs__smp.dropped++;
+        if (!memobs__smp.nomem_warned++)
+            memobs__log(MEMOBS_LOG_WARN, "cannot allocate the ring of %u samples; samples are dropped", memobs__smp.cap);
+        rc = MEMOBS_ERR_NOMEM;
+    } else if (memobs__smp.n == memobs__smp.cap) {
+        memobs__smp.ring[memobs__smp.head] = *s;
+        memobs__smp.head = (memobs__smp.head + 1) % memobs__smp.cap;
+        memobs__smp.dropped++;
+    } else {
+        memobs__smp.ring[(memobs__smp.head + memobs__smp.n++) % memobs__smp.cap] = *s;
+    }
+    pthread_mutex_unlock(&memobs__smp.lock);
+    return rc;
+}
+
+static void memobs__sampler_tick(uint64_t now_ns) {
+    memobs_sample_t s;
+    if (!memobs_is_enabled()) return;
+    memobs__sample_fill(&s, now_ns);
+    s.interval_ms = MEMOBS__LOAD(&memobs__smp.interval_ms.v);
+    (void)memobs__sample_push(&s);
+}
+
+/* Starts background sampling without memobs_init() (runs inside it). */
+static int memobs__sampler_start(unsigned interval_ms) {
+    int rc;
+    MEMOBS__STORE(&memobs__smp.interval_ms.v, interval_ms);
+    rc = memobs__bg_schedule(memobs__sampler_tick, (uint64_t)interval_ms * 1000000u);
+    if (rc != MEMOBS_OK) MEMOBS__STORE(&memobs__smp.interval_ms.v, 0u);
+    return rc;
+}
+
+int memobs_sampler_start(unsigned interval_ms) {
+    if (interval_ms == 0) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_sampler_start(0): the interval must be at least 1 ms; not started");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+#ifdef MEMOBS_DISABLE
+    return MEMOBS_OK; /* compiled out: no thread, no samples */
+#else
+    (void)memobs_sample_now();
+    return memobs__sampler_start(interval_ms);
+#endif
+}
+
+void memobs_sampler_stop(void) {
+    MEMOBS__STORE(&memobs__smp.interval_ms.v, 0u);
+    (void)memobs__bg_schedule(memobs__sampler_tick, 0);
+}
+
+int memobs_sample_now(void) {
+    memobs_sample_t s;
+    memobs_init();
+    if (!memobs_is_enabled()) return MEMOBS_OK;
+    memobs__bg_poke();
+    memobs__sample_fill(&s, memobs_now_ns());
+    return memobs__sample_push(&s);
+}
+
+/* Copies the newest min(max, held) samples, oldest first, under the lock. */
+static size_t memobs__samples_copy(memobs_sample_t *out, size_t max) {
+    size_t n, i, skip;
+    pthread_once(&memobs__bg_once, memobs__bg_init);
+    pthread_mutex_lock(&memobs__smp.lock);
+    n = memobs__smp.n;
+    if (!out || max == 0) {
+        pthread_mutex_unlock(&memobs__smp.lock);
+        return n;
+    }
+    skip = n > max ? n - max : 0;
+    for (i = skip; i < n; i++) out[i - skip] = memobs__smp.ring[(memobs__smp.head + i) % memobs__smp.cap];
+    pthread_mutex_unlock(&memobs__smp.lock);
+    return n - skip;
+}
+
+size_t memobs_get_samples(memobs_sample_t *out, size_t max) {
+    memobs__bg_poke();
+    return memobs__samples_copy(out, max);
+}
+
+uint64_t memobs_samples_dropped(void) {
+    uint64_t n;
+    pthread_once(&memobs__bg_once, memobs__bg_init);
+    pthread_mutex_lock(&memobs__smp.lock);
+    n = memobs__smp.dropped;
+    pthread_mutex_unlock(&memobs__smp.lock);
+    return n;
+}
+
+/* Least-squares line through (x[i], y[i]): *slope in y per x, *r2 the
+   share of y's variance it explains (0 when y does not vary). Returns 0
+   for fewer than 2 points or x that does not vary (slope, r2 then 0). */
+static int memobs__leak_fit(const double *x, const double *y, size_t n, double *slope, double *r2) {
+    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+    size_t i;
+    *slope = 0;
+    *r2 = 0;
+    if (n < 2) return 0;
+    for (i = 0; i < n; i++) mx += x[i], my += y[i];
+    mx /= (double)n;
+    my /= (double)n;
+    for (i = 0; i < n; i++) {
+        double dx = x[i] - mx, dy = y[i] - my;
+        sxx += dx * dx;
+        sxy += dx * dy;
+        syy += dy * dy;
+    }
+    if (!(sxx > 0)) return 0;
+    *slope = sxy / sxx;
+    if (syy > 0) *r2 = (sxy * sxy) / (sxx * syy);
+    if (*r2 > 1) *r2 = 1;
+    return 1;
+}
+
+/* The verdict over memobs_sample_t values (oldest first). */
+static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t window_s, memobs_leak_t *out) {
+    double *x, *y;
+    size_t first = 0, m, i;
+    int known[4] = {1, 1, 1, 1}; /* rss, anon, heap, tracked */
+    double slope[4] = {0, 0, 0, 0}, r2[4] = {0, 0, 0, 0};
+    unsigned k;
+    memset(out, 0, sizeof *out);
+    if (n == 0) return;
+    while (first < n && s[n - 1].time_ns - s[first].time_ns > (uint64_t)window_s * 1000000000u) first++;
+    m = n - first;
+    out->samples = m;
+    out->window_s = (double)(s[n - 1].time_ns - s[first].time_ns) / 1e9;
+    x = (double *)MEMOBS_MALLOC(2 * m * sizeof(double));
+    if (!x) return;
+    y = x + m;
+    for (i = 0; i < m; i++) x[i] = (double)(s[first + i].time_ns - s[first].time_ns) / 60e9; /* minutes */
+    for (k = 0; k < 4; k++) {
+        for (i = 0; i < m && known[k]; i++) {
+            const memobs_sample_t *e = &s[first + i];
+            uint64_t v = k == 0 ? e->rss_bytes : k == 1 ? e->anon_bytes : k == 2 ? e->heap_bytes
+                       : e->tracked_host_bytes + e->tracked_pinned_bytes;
+            if (v == MEMOBS_UNKNOWN) known[k] = 0;
+            y[i] = (double)v / 1e6; /* MB */
+        }
+        if (known[k]) memobs__leak_fit(x, y, m, &slope[k], &r2[k]);
+    }
+    MEMOBS_FREE(x);
+    out->rss_known = known[0];
+    out->anon_known = known[1];
+    out->heap_known = known[2];
+    out->rss_mb_min = slope[0], out->rss_r2 = r2[0];
+    out->anon_mb_min = slope[1], out->anon_r2 = r2[1];
+    out->heap_mb_min = slope[2], out->heap_r2 = r2[2];
+    out->tracked_mb_min = slope[3], out->tracked_r2 = r2[3];
+    if (m < MEMOBS__LEAK_MIN_SAMPLES) return;
+    /* Anonymous memory when the kernel gives it: RSS also grows when a
+       file (model weights) is mapped and read, which is no leak. */
+    k = known[1] ? 1 : known[0] ? 0 : 4;
+    if (k == 4 || !(slope[k] > MEMOBS__LEAK_MB_MIN && r2[k] >= MEMOBS__LEAK_R2)) return;
+    if (slope[k] * out->window_s / 60.0 < MEMOBS__LEAK_MIN_MB) return;
+    {
+        double heap = known[2] && slope[2] > 0 ? slope[2] : 0, tracked = slope[3] > 0 ? slope[3] : 0;
+        out->growth_mb_min = slope[k];
+        out->growth_r2 = r2[k];
+        int heap_lin = heap > MEMOBS__LEAK_MB_MIN && r2[2] >= MEMOBS__LEAK_R2;
+        int tracked_lin = tracked > MEMOBS__LEAK_MB_MIN && r2[3] >= MEMOBS__LEAK_R2;
+        if (heap + tracked < MEMOBS__LEAK_FLAT * slope[k]) {
+            out->kind = known[2] ? MEMOBS_LEAK_OUTSIDE_MALLOC : MEMOBS_LEAK_UNEXPLAINED;
+        } else if (heap_lin && (heap >= tracked || !tracked_lin)) {
+            out->kind = MEMOBS_LEAK_HEAP;
+            out->growth_mb_min = slope[2];
+            out->growth_r2 = r2[2];
+        } else if (tracked_lin) {
+            out->kind = MEMOBS_LEAK_TRACKED;
+            out->growth_mb_min = slope[3];
+            out->growth_r2 = r2[3];
+        } else {
+            out->kind = MEMOBS_LEAK_UNEXPLAINED; /* heap or tracked bytes move, but not along with it */
+        }
+    }
+}
+
+int memobs_leak_check(memobs_leak_t *out) {
+    memobs_sample_t *s;
+    size_t n;
+    if (!out) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_leak_check: NULL output");
+        return MEMOBS_ERR_INVALID;
+    }
+    memset(out, 0, sizeof *out);
+    memobs_init();
+    memobs__bg_poke();
+    n = memobs__samples_copy(NULL, 0);
+    if (n == 0) return MEMOBS_OK;
+    s = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *s);
+    if (!s) return MEMOBS_ERR_NOMEM;
+    n = memobs__samples_copy(s, n);
+    memobs__leak_eval(s, n, memobs__smp.window_s ? memobs__smp.window_s : 120u, out);
+    MEMOBS_FREE(s);
+    return MEMOBS_OK;
+}
+
+/* R^2 as printed: cut (not rounded) to two decimals, so 0.999 reads 0.99. */
+static double memobs__r2_cut(double r2) { return (double)(long)(r2 * 100.0) / 100.0; }
+
+/* Summary writers: one line (text) or a "host_memory" member (JSON), only
+   when samples were taken. */
+static void memobs__leak_text(FILE *f) {
+    memobs_leak_t l;
+    if (memobs_leak_check(&l) != MEMOBS_OK || l.samples == 0) return;
+    switch (l.kind) {
+    case MEMOBS_LEAK_OUTSIDE_MALLOC:
+        fprintf(f, "  memory mapped outside malloc is growing at %.1f MB/min (R^2 = %.2f)\n", l.growth_mb_min,
+                memobs__r2_cut(l.growth_r2));
+        break;
+    case MEMOBS_LEAK_HEAP:
+        fprintf(f, "  memory allocated through malloc is growing at %.1f MB/min (R^2 = %.2f)\n", l.growth_mb_min,
+                memobs__r2_cut(l.growth_r2));
+        break;
+    case MEMOBS_LEAK_TRACKED:
+        fprintf(f, "  tracked host memory is growing at %.1f MB/min (R^2 = %.2f): see memobs_print_alloc_groups()\n",
+                l.growth_mb_min, memobs__r2_cut(l.growth_r2));
+        break;
+    case MEMOBS_LEAK_UNEXPLAINED:
+        fprintf(f, "  %s memory is growing at %.1f MB/min (R^2 = %.2f); the malloc heap %s\n",
+                l.anon_known ? "anonymous" : "resident", l.growth_mb_min, memobs__r2_cut(l.growth_r2),
+                l.heap_known ? "and tracked allocations do not follow it" : "cannot be read here");
+        break;
+    default:
+        fprintf(f, "  host memory: %llu samples over %.1f s, %s anonymous %.1f MB/min; no leak signature\n",
+                (unsigned long long)l.samples, l.window_s, l.anon_known ? "" : "(unknown; RSS)",
+                l.anon_known ? l.anon_mb_min : l.rss_mb_min);
+        break;
+    }
+}
+
+static void memobs__json_num(FILE *f, const char *key, int known, double v) {
+    if (known) fprintf(f, ",\"%s\":%.6g", key, v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+static void memobs__leak_json(FILE *f) {
+    static const char *const kind[5] = {"none", "outside_malloc", "heap", "tracked", "unexplained"};
+    memobs_leak_t l;
+    if (memobs_leak_check(&l) != MEMOBS_OK || l.samples == 0) return;
+    fprintf(f, ",\"host_memory\":{\"samples\":%llu,\"dropped\":%llu,\"leak\":{\"kind\":\"%s\",\"window_s\":%.6g",
+            (unsigned long long)l.samples, (unsigned long long)memobs_samples_dropped(), kind[l.kind], l.window_s);
+    memobs__json_num(f, "rss_mb_per_min", l.rss_known, l.rss_mb_min);
+    memobs__json_num(f, "rss_r2", l.rss_known, l.rss_r2);
+    memobs__json_num(f, "anon_mb_per_min", l.anon_known, l.anon_mb_min);
+    memobs__json_num(f, "anon_r2", l.anon_known, l.anon_r2);
+    memobs__json_num(f, "heap_mb_per_min", l.heap_known, l.heap_mb_min);
+    memobs__json_num(f, "heap_r2", l.heap_known, l.heap_r2);
+    memobs__json_num(f, "tracked_mb_per_min", 1, l.tracked_mb_min);
+    memobs__json_num(f, "tracked_r2", 1, l.tracked_r2);
+    memobs__json_num(f, "growth_mb_per_min", 1, l.growth_mb_min);
+    memobs__json_num(f, "growth_r2", 1, l.growth_r2);
+    fputs("}}", f);
+}
+
+/* ======================================================================== */
+/* Private: notable events and Stormlog telemetry                           */
+/* ======================================================================== */
+
+static void memobs__sl_push(const memobs__sl_event_t *e) {
+    memobs__spin_lock(&memobs__smp.ev_lock);
+    if (memobs__smp.ev_n == MEMOBS__SL_EVENTS) {
+        memobs__smp.ev[memobs__smp.ev_head] = *e;
+        memobs__smp.ev_head = (memobs__smp.ev_head + 1) % MEMOBS__SL_EVENTS;
+        memobs__smp.ev_dropped++;
+    } else {
+        memobs__smp.ev[(memobs__smp.ev_head + memobs__smp.ev_n++) % MEMOBS__SL_EVENTS] = *e;
+    }
+    memobs__spin_unlock(&memobs__smp.ev_lock);
+}
+
+static void memobs__sl_devmem(memobs__sl_event_t *e) {
+    memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
+    if (!fn || e->device < 0 || fn((int)e->device, &e->used, &e->free_bytes, &e->total) != 0)
+        e->used = e->free_bytes = e->total = MEMOBS_UNKNOWN;
+}
+
+/* The tracker, after a device allocation: dc is the device's tracked bytes
+   now, before its maximum until then. A new maximum past the threshold
+   (MEMOBS_PEAK_GROWTH over the last event, at least MEMOBS_PEAK_MIN, as
+   the peak report) becomes a "peak" event; one thread wins each step. */
+static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace) {
+    memobs__sl_event_t e;
+    uint64_t next;
+    if (dc <= before || device < 0 || device >= MEMOBS_MAX_DEVICES) return;
+    next = MEMOBS__LOAD(&memobs__smp.peak_next[device].v);
+    if (dc < next || dc < MEMOBS__LOAD(&MEMOBS__TRK.peak_min.v)) return;
+    if (!MEMOBS__CAS(&memobs__smp.peak_next[device].v, &next, memobs__peak_next(dc))) return;
+    memset(&e, 0, sizeof e);
+    e.time_ns = memobs_now_ns();
+    e.type = MEMOBS__EV_PEAK;
+    e.device = (int32_t)device;
+    e.tracked = dc;
+    e.prev = MEMOBS__XCHG(&memobs__smp.peak_rep[device].v, dc);
+    e.trace = trace;
+    memobs__sl_devmem(&e);
+    memobs__sl_push(&e);
+}
+
+/* memobs_cuda.h, after an allocation failed with out-of-memory. */
+static void memobs__sl_oom(const char *call, uint64_t size, int device) __attribute__((unused));
+static void memobs__sl_oom(const char *call, uint64_t size, int device) {
+    memobs__sl_event_t e;
+    memset(&e, 0, sizeof e);
+    e.time_ns = memobs_now_ns();
+    e.type = MEMOBS__EV_OOM;
+    e.device = (int32_t)device;
+    e.tracked = memobs_track_device_bytes(device, NULL);
+    e.request = size;
+    e.trace = MEMOBS_NO_TRACE;
+    e.call = call;
+    memobs__sl_devmem(&e);
+    memobs__sl_push(&e);
+}
+
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC, to turn sample times into epoch
+   nanoseconds (Stormlog aligns ranks and shows times of day). */
+static int64_t memobs__wall_offset_ns(void) {
+#if defined(__linux__) && defined(__LP64__)
+    struct memobs__timespec ts;
+    memobs__clock_gettime(0, &ts);
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+#endif
+    return (int64_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) - (int64_t)memobs_now_ns();
+}
+
+static void memobs__sl_u64(FILE *f, const char *key, uint64_t v) {
+    if (v == MEMOBS_UNKNOWN) fprintf(f, ",\"%s\":null", key);
+    else fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
+}
+
+/* The keys every event has, up to device_id. */
+static void memobs__sl_head(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
+                            const char *type, uint32_t interval_ms, int device) {
+    int64_t ts = (int64_t)t + wall;
+    fprintf(f, "%s\n{\"schema_version\":2,\"timestamp_ns\":%lld,\"event_type\":\"%s\",\"collector\":\"memobs\","
+            "\"sampling_interval_ms\":%u,\"pid\":%lld,\"host\":", *first ? "" : ",", (long long)(ts < 0 ? 0 : ts),
+            type, (unsigned)interval_ms, (long long)id->pid);
+    *first = 0;
+    memobs__json_str(f, id->host);
+    fputs(",\"job_id\":", f);
+    if (id->job_id[0]) memobs__json_str(f, id->job_id);
+    else fputs("null", f);
+    fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"device_id\":%d", (int)id->rank,
+            (int)id->local_rank, (int)id->world_size, device);
+}
+
+/* allocated, reserved, active, inactive, used, free, total, change:
+   required ones must be known (the caller checks); used and free are
+   dropped to null/0-free if the driver's figures do not add up. */
+static void memobs__sl_fields(FILE *f, uint64_t alloc, uint64_t reserved, uint64_t active, uint64_t inactive,
+                              uint64_t used, uint64_t free_b, uint64_t total, int64_t change) {
+    if (total != MEMOBS_UNKNOWN && free_b != MEMOBS_UNKNOWN && (used > total || free_b > total - used))
+        free_b = MEMOBS_UNKNOWN;
+    if (total != MEMOBS_UNKNOWN && used > total) total = MEMOBS_UNKNOWN;
+    fprintf(f, ",\"allocator_allocated_bytes\":%llu,\"allocator_reserved_bytes\":%llu", (unsigned long long)alloc,
+            (unsigned long long)reserved);
+    memobs__sl_u64(f, "allocator_active_bytes", active);
+    memobs__sl_u64(f, "allocator_inactive_bytes", inactive);
+    fprintf(f, ",\"device_used_bytes\":%llu", (unsigned long long)used);
+    memobs__sl_u64(f, "device_free_bytes", free_b);
+    memobs__sl_u64(f, "device_total_bytes", total);
+    fprintf(f, ",\"allocator_change_bytes\":%lld", (long long)change);
+}
+
+static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t phys,
+                              const memobs_sample_t *s, const memobs_sample_t *prev) {
+    uint32_t d;
+    /* The host as device -1: malloc is its allocator (allocated: in use,
+       reserved: taken from the system), RSS what the system says is used,
+       physical memory its total; the gap Stormlog draws (used - reserved)
+       is then memory outside malloc. */
+    if (s->rss_bytes != MEMOBS_UNKNOWN && s->heap_bytes != MEMOBS_UNKNOWN) {
+        uint64_t res = s->heap_reserved_bytes >= s->heap_bytes ? s->heap_reserved_bytes : s->heap_bytes;
+        memobs__sl_head(f, first, id, wall, s->time_ns, "sample", s->interval_ms, -1);
+        memobs__sl_fields(f, s->heap_bytes, res, MEMOBS_UNKNOWN, res - s->heap_bytes, s->rss_bytes, MEMOBS_UNKNOWN,
+                          phys, prev && prev->heap_bytes != MEMOBS_UNKNOWN ? (int64_t)(s->heap_bytes - prev->heap_bytes) : 0);
+        fputs(",\"context\":null,\"metadata\":{\"source\":\"host\"", f);
+        memobs__sl_u64(f, "rss_bytes", s->rss_bytes);
+        memobs__sl_u64(f, "anon_bytes", s->anon_bytes);
+        memobs__sl_u64(f, "heap_bytes", s->heap_bytes);
+        memobs__sl_u64(f, "tracked_host_bytes", s->tracked_host_bytes);
+        memobs__sl_u64(f, "tracked_pinned_bytes", s->tracked_pinned_bytes);
+        fputs("}}", f);
+    }
+    /* A device: memobs' tracked blocks are both what the allocator handed
+       out and what it holds; the gap is memory outside memobs. */
+    for (d = 0; d < s->ndev; d++) {
+        const memobs_sample_dev_t *x = &s->dev[d];
+        int64_t change = 0;
+        uint32_t j;
+        if (x->used == MEMOBS_UNKNOWN) continue;
+        for (j = 0; prev && j < prev->ndev; j++)
+            if (prev->dev[j].device == x->device) change = (int64_t)(x->tracked - prev->dev[j].tracked);
+        memobs__sl_head(f, first, id, wall, s->time_ns, "sample", s->interval_ms, (int)x->device);
+        memobs__sl_fields(f, x->tracked, x->tracked, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, x->used, x->free_bytes, x->total,
+                          change);
+        fprintf(f, ",\"context\":null,\"metadata\":{\"source\":\"cuda\",\"tracked_bytes\":%llu,\"outside_bytes\":%lld}}",
+                (unsigned long long)x->tracked, (long long)x->used - (long long)x->tracked);
+    }
+}
+
+static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
+                             const memobs__sl_event_t *e) {
+    char text[256];
+    int from_driver = e->used != MEMOBS_UNKNOWN;
+    memobs__sl_head(f, first, id, wall, e->time_ns, e->type == MEMOBS__EV_PEAK ? "peak" : "oom", 0, (int)e->device);
+    /* Without the driver's figure, used is what memobs tracks (a lower
+       bound), and metadata says so. */
+    memobs__sl_fields(f, e->tracked, e->tracked, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, from_driver ? e->used : e->tracked,
+                      from_driver ? e->free_bytes : MEMOBS_UNKNOWN, from_driver ? e->total : MEMOBS_UNKNOWN,
+                      e->type == MEMOBS__EV_PEAK && e->prev ? (int64_t)(e->tracked - e->prev) : 0);
+    fputs(",\"context\":", f);
+    text[0] = 0;
+    if (e->type == MEMOBS__EV_PEAK && e->trace != MEMOBS_NO_TRACE && memobs_trace_text(e->trace, text, sizeof text) > 0)
+        text[strcspn(text, "\n")] = 0; /* the tag (or first frame) names the allocation */
+    if (e->type == MEMOBS__EV_OOM) snprintf(text, sizeof text, "%s", e->call ? e->call : "");
+    if (text[0]) memobs__json_str(f, text);
+    else fputs("null", f);
+    fprintf(f, ",\"metadata\":{\"source\":\"%s\",\"device_used_from\":\"%s\"", e->type == MEMOBS__EV_PEAK ? "tracker" : "cuda",
+            from_driver ? "driver" : "tracker");
+    if (e->type == MEMOBS__EV_PEAK) {
+        fprintf(f, ",\"previous_peak_bytes\":%llu", (unsigned long long)e->prev);
+        if (e->trace != MEMOBS_NO_TRACE) fprintf(f, ",\"trace\":%u", (unsigned)e->trace);
+    } else {
+        fprintf(f, ",\"requested_bytes\":%llu", (unsigned long long)e->request);
+    }
+    fputs("}}", f);
+}
+
+int memobs_write_stormlog(FILE *f) {
+    memobs_identity_t id;
+    memobs_sample_t *s = NULL;
+    memobs__sl_event_t ev[MEMOBS__SL_EVENTS];
+    size_t n, i = 0, j = 0, nev;
+    int first = 1;
+    int64_t wall;
+    uint64_t phys = MEMOBS_UNKNOWN;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    memobs__bg_poke();
+    memobs_get_identity(&id);
+    if (pages > 0 && page > 0) phys = (uint64_t)pages * (uint64_t)page;
+    n = memobs__samples_copy(NULL, 0);
+    if (n && (s = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *s)) == NULL) return MEMOBS_ERR_NOMEM;
+    if (n) n = memobs__samples_copy(s, n);
+    memobs__spin_lock(&memobs__smp.ev_lock);
+    nev = memobs__smp.ev_n;
+    for (j = 0; j < nev; j++) ev[j] = memobs__smp.ev[(memobs__smp.ev_head + j) % MEMOBS__SL_EVENTS];
+    memobs__spin_unlock(&memobs__smp.ev_lock);
+    wall = memobs__wall_offset_ns();
+    fputc('[', f);
+    for (j = 0; i < n || j < nev;) { /* both lists are in time order: merge */
+        if (j == nev || (i < n && s[i].time_ns <= ev[j].time_ns)) {
+            memobs__sl_sample(f, &first, &id, wall, phys, &s[i], i ? &s[i - 1] : NULL);
+            i++;
+        } else {
+            memobs__sl_event(f, &first, &id, wall, &ev[j++]);
+        }
+    }
+    fputs("\n]\n", f);
+    if (s) MEMOBS_FREE(s);
+    if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
+    return MEMOBS_OK;
+}
+
+int memobs_write_stormlog_file(const char *path) {
+    FILE *f;
+    int rc, own;
+    if (!path || !*path) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog_file: empty path");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if ((f = memobs__open_dest(path, "w", "Stormlog telemetry", &own)) == NULL) return MEMOBS_ERR_IO;
+    rc = memobs_write_stormlog(f);
+    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    if (rc != MEMOBS_OK)
+        memobs__log(MEMOBS_LOG_WARN, "writing Stormlog telemetry to '%s' failed: %s", path, memobs_strerror(rc));
+    return rc;
+}
+
+/* MEMOBS_STORMLOG: the file at exit, after one last sample if sampling. */
+static void memobs__stormlog_at_exit(void) {
+    if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
+    (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
+}
+
+/* Sampler settings from the environment; runs inside memobs__init_once. */
+static void memobs__smp_env(void) {
+    int v, found = 0;
+    memobs__smp.window_s = 120;
+    if (memobs__env_int("MEMOBS_SAMPLES", &v, &found)) {
+        if (v >= 2) memobs__smp.cap_want = (uint32_t)v;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SAMPLES=%d: must be at least 2; using %d", v, MEMOBS_SAMPLES);
+    }
+    if (memobs__env_int("MEMOBS_LEAK_WINDOW_S", &v, &found)) {
+        if (v >= 1) memobs__smp.window_s = (uint32_t)v;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
+    }
+    if (memobs__env_dest("MEMOBS_STORMLOG", memobs__smp.stormlog_path, sizeof memobs__smp.stormlog_path))
+        atexit(memobs__stormlog_at_exit);
+    if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
 #ifdef __cplusplus

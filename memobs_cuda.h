@@ -496,6 +496,7 @@ static void memobs_cuda__oom(const char *call, size_t size) {
     int own;
     FILE *f;
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* switched off (or compiled out): counted only */
+    memobs__sl_oom(call, (uint64_t)size, memobs_cuda__device()); /* Stormlog "oom" event */
     if (n > MEMOBS_CUDA__OOM_REPORTS) {
         if (n == MEMOBS_CUDA__OOM_REPORTS + 1)
             memobs__log(MEMOBS_LOG_WARN, "%s: out of memory again; further out-of-memory reports are only counted",
@@ -704,6 +705,34 @@ int memobs_cuda_set_oom_report(const char *dest) {
 }
 
 uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.v); }
+
+/* The sampler's and Stormlog's view of a device (memobs.h's
+   memobs__devmem_fn): like memobs_cuda_mem_info, without a warning on
+   failure (a sampler would repeat it every tick). Installed at load time
+   (a pointer store, no CUDA call). */
+#ifndef MEMOBS_DISABLE
+static int memobs_cuda__devmem(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total) {
+    size_t free_b = 0, total_b = 0;
+    int cur = 0;
+    cudaError_t rc;
+    if ((rc = cudaGetDevice(&cur)) == cudaSuccess && (cur == device || (rc = cudaSetDevice(device)) == cudaSuccess)) {
+        rc = cudaMemGetInfo(&free_b, &total_b);
+        if (cur != device) (void)cudaSetDevice(cur);
+    }
+    if (rc != cudaSuccess || free_b > total_b) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    *used = total_b - free_b;
+    *free_bytes = free_b;
+    *total = total_b;
+    return 0;
+}
+
+__attribute__((constructor)) static void memobs_cuda__devmem_ctor(void) {
+    __atomic_store_n(&memobs__devmem_fn, &memobs_cuda__devmem, __ATOMIC_RELEASE);
+}
+#endif
 
 cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, const char *file, int line) {
     if (rc != cudaSuccess)
