@@ -30,6 +30,7 @@ step() { # step NAME CMD...
 step compile bash tests/test_compile.sh
 step core bash tests/test_core.sh
 step track bash tests/test_track.sh
+step prom bash tests/test_prom.sh
 step cuda bash tests/test_cuda.sh
 step python bash tests/test_python.sh
 step pymodule bash tests/test_pymodule.sh
