@@ -137,6 +137,13 @@
                               (default 120).
      MEMOBS_STORMLOG=stderr|stdout|PATH
                               Stormlog telemetry (schema v2) at exit.
+     MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
+                              collector, written at exit and every interval
+                              below, replaced atomically (temporary + rename);
+                              %r/%p expanded (a forked child writes at its
+                              exit only to a path with %p).
+     MEMOBS_PROM_INTERVAL_MS=N  period of those writes (default 15000; 0 = at
+                              exit only; else 100 to 86400000).
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
@@ -674,6 +681,46 @@ const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 
 /* ======================================================================== */
+/* Prometheus                                                               */
+/* ======================================================================== */
+
+/* Prometheus text exposition format 0.0.4 of one snapshot: transfers by
+   direction and phase, the device-timed part, TTFT/TPOT/E2E histograms,
+   requests, problems, the tracker by memory kind and the user counters
+   (README.md, "Exports: Prometheus", lists them). Names start with
+   memobs_; every sample carries the labels job_id, rank, local_rank and
+   host; label values and help texts are escaped (bytes that are not UTF-8
+   become U+FFFD).
+   Counters cover the window: memobs_reset() takes them back to zero, which
+   Prometheus reads as a counter reset (rate() and increase() handle it, but
+   a scrape interval holding a reset undercounts): scrape without resetting.
+   Histograms: seconds, vLLM's bucket bounds (TTFT and E2E: its TTFT list;
+   TPOT: its inter-token-latency list). They are read from memobs'
+   log-linear buckets: a bucket counts as at or below a bound when its
+   midpoint is, so a sample within 0.8% of a bound may be counted on either
+   side of it; _count is exactly the +Inf bucket, _sum is exact (a sample
+   recorded at that instant may be in the buckets and not yet in the sum).
+   Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL), MEMOBS_ERR_IO or
+   MEMOBS_ERR_NOMEM. */
+MEMOBS_API int memobs_write_prometheus(FILE *f);
+/* The same into buf, for an engine serving its own /metrics. Returns the
+   length of the whole exposition, NUL excluded (as snprintf). If that is
+   >= len, buf holds "" (never part of an exposition): grow it and call
+   again, with room to spare, since values may have grown in between. buf
+   may be NULL when len is 0. 0 only when memory for the snapshot could not
+   be allocated. */
+MEMOBS_API size_t memobs_format_prometheus(char *buf, size_t len);
+/* For node_exporter's textfile collector (--collector.textfile.directory
+   DIR reads the *.prom files of DIR): writes path (%r rank, %p pid, %%
+   expanded) as path.tmp.<pid>.<n> in the same directory, then rename()s it
+   into place, so a reader sees the old file or the new one, never a part.
+   On failure the old file stays, the temporary is removed, one warning
+   goes to the log hook, and it returns MEMOBS_ERR_IO (MEMOBS_ERR_INVALID
+   for an empty or too long path, MEMOBS_ERR_NOMEM when the snapshot found
+   no memory). */
+MEMOBS_API int memobs_write_prometheus_file(const char *path);
+
+/* ======================================================================== */
 /* Recording macros                                                         */
 /* ======================================================================== */
 
@@ -1137,6 +1184,11 @@ static struct {
     memobs_identity_t identity;
     memobs_format_t format;
     char summary_path[512]; /* MEMOBS_SUMMARY, "" = none */
+    char prom_path[512];    /* MEMOBS_PROM_FILE, "" = none; set once, at start-up */
+    uint64_t prom_interval_ns;  /* MEMOBS_PROM_INTERVAL_MS, 0 = at exit only */
+    memobs__u32_t prom_seq;     /* numbers the temporary files */
+    memobs__u32_t prom_failing; /* the last periodic write failed: the next ones are quiet */
+    int64_t prom_pid;           /* the process that read MEMOBS_PROM_FILE */
     memobs_log_fn log_fn;
     void *log_user;
     memobs__u32_t warned;
@@ -1338,6 +1390,8 @@ static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
 static void memobs__leak_text(FILE *f);
 static void memobs__leak_json(FILE *f);
+static void memobs__prom_env(void);
+static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -1438,6 +1492,7 @@ static void memobs__init_once(void) {
     pthread_atfork(memobs__atfork_prepare, memobs__atfork_parent, memobs__atfork_child);
     memobs__identity_from_env();
     memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
+    memobs__prom_env();
 #ifdef MEMOBS_DISABLE
     (void)s;
     (void)memobs__parse_bool;
@@ -3756,6 +3811,462 @@ int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
 }
 
 /* ======================================================================== */
+/* Private: Prometheus                                                      */
+/* ======================================================================== */
+
+/* Where an exposition goes: a FILE, or a caller's buffer. n counts every
+   byte produced, so a buffer that is too small still yields the length. */
+typedef struct {
+    FILE *f;
+    char *buf;
+    size_t len, n;
+} memobs__out_t;
+
+static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
+    if (o->f) fwrite(s, 1, k, o->f);
+    else if (o->n + k < o->len) memcpy(o->buf + o->n, s, k);
+    o->n += k;
+}
+
+static void memobs__out_str(memobs__out_t *o, const char *s) { memobs__out_write(o, s, strlen(s)); }
+
+/* Short pieces only (names, numbers): every call here fits in 256 bytes. */
+static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    int k;
+    va_start(ap, fmt);
+    k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0) return;
+    memobs__out_write(o, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+   forms, no surrogates, nothing above U+10FFFF), 0 if there is none. */
+static size_t memobs__utf8_len(const unsigned char *p) {
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+/* s escaped for a HELP text (backslash, newline) or, with quote, a label
+   value (also the double quote); a byte that is not UTF-8 becomes U+FFFD. */
+static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        if (*p == '\\') memobs__out_write(o, "\\\\", 2);
+        else if (*p == '\n') memobs__out_write(o, "\\n", 2);
+        else if (*p == '"' && quote) memobs__out_write(o, "\\\"", 2);
+        else if (k == 0) memobs__out_write(o, "\xEF\xBF\xBD", 3);
+        else memobs__out_write(o, (const char *)p, k);
+        p += k ? k : 1;
+    }
+}
+
+/* A histogram bound: nanoseconds, and the le label as Prometheus' Python
+   client (vLLM's) writes it, so that series from both join on le. */
+typedef struct {
+    uint64_t ns;
+    const char *le;
+} memobs__prom_bound_t;
+
+#define MEMOBS__PROM_TTFT_N 22
+#define MEMOBS__PROM_ITL_N 19
+#define MEMOBS__PROM_MAX_BOUNDS 22
+/* vLLM's time-to-first-token buckets. */
+static const memobs__prom_bound_t memobs__prom_ttft_le[MEMOBS__PROM_TTFT_N] = {
+    {1000000u, "0.001"}, {5000000u, "0.005"}, {10000000u, "0.01"}, {20000000u, "0.02"},
+    {40000000u, "0.04"}, {60000000u, "0.06"}, {80000000u, "0.08"}, {100000000u, "0.1"},
+    {250000000u, "0.25"}, {500000000u, "0.5"}, {750000000u, "0.75"}, {1000000000u, "1.0"},
+    {2500000000u, "2.5"}, {5000000000u, "5.0"}, {7500000000u, "7.5"}, {10000000000u, "10.0"},
+    {20000000000u, "20.0"}, {40000000000u, "40.0"}, {80000000000u, "80.0"}, {160000000000u, "160.0"},
+    {640000000000u, "640.0"}, {2560000000000u, "2560.0"}};
+/* vLLM's inter-token-latency buckets. */
+static const memobs__prom_bound_t memobs__prom_itl_le[MEMOBS__PROM_ITL_N] = {
+    {10000000u, "0.01"}, {25000000u, "0.025"}, {50000000u, "0.05"}, {75000000u, "0.075"},
+    {100000000u, "0.1"}, {150000000u, "0.15"}, {200000000u, "0.2"}, {300000000u, "0.3"},
+    {400000000u, "0.4"}, {500000000u, "0.5"}, {750000000u, "0.75"}, {1000000000u, "1.0"},
+    {2500000000u, "2.5"}, {5000000000u, "5.0"}, {7500000000u, "7.5"}, {10000000000u, "10.0"},
+    {20000000000u, "20.0"}, {40000000000u, "40.0"}, {80000000000u, "80.0"}};
+
+typedef struct {
+    uint64_t cum[MEMOBS__PROM_MAX_BOUNDS]; /* samples at or below each bound */
+    uint64_t sum_ns, count;
+} memobs__prom_hist_t;
+
+/* Caller holds memobs__g.lock (reset moves the baselines under it). The
+   window's samples at or below each of n increasing bounds, from one read
+   of each bucket: count is the sum of the buckets read, so it equals the
+   +Inf bucket exactly. A bucket is at or below a bound when its midpoint
+   (the value the percentiles report) is: a sample within half a bucket
+   width (<= 0.79%) of a bound may land on either side; below 64 ns the
+   buckets are exact. The sum is read first: a sample being recorded now
+   (bucket, then sum, then count) may be in a bucket and not yet in it. */
+static void memobs__hist_cumulative(memobs__hist_t *h, const memobs__prom_bound_t *bound, unsigned n,
+                                    memobs__prom_hist_t *out) {
+    uint64_t seen = 0;
+    unsigned i = 0, k;
+    out->sum_ns = MEMOBS__LOAD(&h->sum.v) - h->base_sum;
+    for (k = 0; k <= n; k++) {
+        /* buckets [i, end) go below bound k: end is the first whose midpoint is above it */
+        unsigned end = MEMOBS__HIST_NB;
+        if (k < n) {
+            end = memobs__hist_index(bound[k].ns);
+            if (memobs__hist_value(end) <= bound[k].ns) end++;
+        }
+        for (; i < end; i++) seen += MEMOBS__LOAD(&h->b[i].v) - h->base_b[i];
+        if (k < n) out->cum[k] = seen;
+    }
+    out->count = seen;
+}
+
+/* One snapshot: a few KB, kept off small thread stacks. */
+typedef struct {
+    memobs_summary_t s;
+    memobs__prom_hist_t ttft, tpot, e2e;
+    char id[1024]; /* the identity labels, escaped: job_id="...",rank="0",... */
+} memobs__prom_snap_t;
+
+static void memobs__prom_family(memobs__out_t *o, const char *name, const char *type, const char *help) {
+    memobs__out_printf(o, "# HELP %s ", name);
+    memobs__out_escaped(o, help, 0);
+    memobs__out_printf(o, "\n# TYPE %s %s\n", name, type);
+}
+
+/* name{identity[,labels]} value: labels (may be "") are already escaped. */
+static void memobs__prom_u64(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels,
+                             uint64_t v) {
+    memobs__out_str(o, name);
+    memobs__out_write(o, "{", 1);
+    memobs__out_str(o, p->id);
+    if (labels[0]) memobs__out_write(o, ",", 1);
+    memobs__out_str(o, labels);
+    memobs__out_printf(o, "} %llu\n", (unsigned long long)v);
+}
+
+/* Seconds, exactly: ns as a decimal fraction without trailing zeros. */
+static void memobs__prom_secs(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels,
+                              uint64_t ns) {
+    char frac[16];
+    int k;
+    memobs__out_str(o, name);
+    memobs__out_write(o, "{", 1);
+    memobs__out_str(o, p->id);
+    if (labels[0]) memobs__out_write(o, ",", 1);
+    memobs__out_str(o, labels);
+    snprintf(frac, sizeof frac, ".%09u", (unsigned)(ns % 1000000000u));
+    for (k = 9; k > 0 && frac[k] == '0'; k--) frac[k] = 0;
+    if (k == 0) frac[0] = 0;
+    memobs__out_printf(o, "} %llu%s\n", (unsigned long long)(ns / 1000000000u), frac);
+}
+
+static void memobs__prom_histogram(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name,
+                                   const char *help, const memobs__prom_hist_t *h, const memobs__prom_bound_t *bound,
+                                   unsigned n) {
+    char full[64], le[32];
+    unsigned k;
+    memobs__prom_family(o, name, "histogram", help);
+    snprintf(full, sizeof full, "%s_bucket", name);
+    for (k = 0; k < n; k++) {
+        snprintf(le, sizeof le, "le=\"%s\"", bound[k].le);
+        memobs__prom_u64(o, p, full, le, h->cum[k]);
+    }
+    memobs__prom_u64(o, p, full, "le=\"+Inf\"", h->count);
+    snprintf(full, sizeof full, "%s_sum", name);
+    memobs__prom_secs(o, p, full, "", h->sum_ns);
+    snprintf(full, sizeof full, "%s_count", name);
+    memobs__prom_u64(o, p, full, "", h->count);
+}
+
+static const char *const memobs__prom_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
+static const char *const memobs__prom_phase[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
+static const char *const memobs__prom_kind[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+
+/* One family of nine counters by direction and phase: bytes, ops, or the
+   device-timed bytes, copies, seconds (what: 0, 1, 2, 3, 4). */
+static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *help,
+                              int what) {
+    const memobs_dirs_t *ph[MEMOBS_PHASES];
+    unsigned d, f;
+    ph[MEMOBS_PHASE_NONE] = &p->s.unphased;
+    ph[MEMOBS_PHASE_PREFILL] = &p->s.prefill;
+    ph[MEMOBS_PHASE_DECODE] = &p->s.decode;
+    memobs__prom_family(o, name, "counter", help);
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        for (f = 0; f < MEMOBS_PHASES; f++) {
+            static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
+            unsigned q = order[f];
+            const memobs_xfer_t *x = d == 0 ? &ph[q]->h2d : d == 1 ? &ph[q]->d2h : &ph[q]->d2d;
+            const memobs_timed_t *t = &p->s.timed[q][d];
+            char labels[64];
+            snprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d],
+                     memobs__prom_phase[q]);
+            if (what == 4) memobs__prom_secs(o, p, name, labels, t->ns);
+            else memobs__prom_u64(o, p, name, labels,
+                                  what == 0 ? x->bytes : what == 1 ? x->count : what == 2 ? t->bytes : t->count);
+        }
+    }
+}
+
+/* Per memory kind: field is the offset of a uint64_t in memobs_mem_stats_t. */
+static void memobs__prom_mem(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *type,
+                             const char *help, size_t field) {
+    unsigned k;
+    memobs__prom_family(o, name, type, help);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        char labels[32];
+        uint64_t v;
+        memcpy(&v, (const char *)&p->s.mem[k] + field, sizeof v);
+        snprintf(labels, sizeof labels, "kind=\"%s\"", memobs__prom_kind[k]);
+        memobs__prom_u64(o, p, name, labels, v);
+    }
+}
+
+/* The generator behind every Prometheus writer. */
+static int memobs__prom_gen(memobs__out_t *o) {
+    memobs__prom_snap_t *p = (memobs__prom_snap_t *)MEMOBS_MALLOC(sizeof(memobs__prom_snap_t));
+    const memobs_summary_t *s;
+    const memobs_track_problems_t *t;
+    memobs__out_t id;
+    uint32_t c;
+    unsigned i;
+    if (!p) return MEMOBS_ERR_NOMEM;
+    s = &p->s;
+    t = &s->track;
+    memobs_get_summary(&p->s);
+    pthread_mutex_lock(&memobs__g.lock);
+    memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
+    memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
+    memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
+    pthread_mutex_unlock(&memobs__g.lock);
+    /* 127 bytes of job id and 71 of host, each byte at most 3 once escaped: fits */
+    memset(&id, 0, sizeof id);
+    id.buf = p->id;
+    id.len = sizeof p->id;
+    memobs__out_str(&id, "job_id=\"");
+    memobs__out_escaped(&id, s->identity.job_id, 1);
+    memobs__out_printf(&id, "\",rank=\"%d\",local_rank=\"%d\",host=\"", (int)s->identity.rank,
+                       (int)s->identity.local_rank);
+    memobs__out_escaped(&id, s->identity.host, 1);
+    memobs__out_write(&id, "\"", 1);
+    p->id[id.n < id.len ? id.n : 0] = 0;
+
+    memobs__prom_family(o, "memobs_info", "gauge", "memobs version and world size (always 1).");
+    {
+        char labels[64];
+        snprintf(labels, sizeof labels, "version=\"%s\",world_size=\"%d\"", MEMOBS_VERSION,
+                 (int)s->identity.world_size);
+        memobs__prom_u64(o, p, "memobs_info", labels, 1);
+    }
+    memobs__prom_xfer(o, p, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
+                      "and phase.", 0);
+    memobs__prom_xfer(o, p, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
+    memobs__prom_xfer(o, p, "memobs_timed_transfer_bytes_total", "Bytes of copies timed on the device and "
+                      "completed.", 2);
+    memobs__prom_xfer(o, p, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed.", 3);
+    memobs__prom_xfer(o, p, "memobs_timed_transfer_seconds_total", "Device time of the completed timed copies "
+                      "(bandwidth: rate of bytes / rate of seconds).", 4);
+    memobs__prom_family(o, "memobs_timed_in_flight_copies", "gauge", "Timed copies issued, not yet seen complete.");
+    memobs__prom_u64(o, p, "memobs_timed_in_flight_copies", "", s->timed_in_flight_copies);
+    memobs__prom_family(o, "memobs_timed_in_flight_bytes", "gauge", "Bytes of timed copies issued, not yet seen "
+                        "complete.");
+    memobs__prom_u64(o, p, "memobs_timed_in_flight_bytes", "", s->timed_in_flight_bytes);
+
+    memobs__prom_histogram(o, p, "memobs_ttft_seconds", "Time to first token (vLLM's TTFT buckets).", &p->ttft,
+                           memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
+    memobs__prom_histogram(o, p, "memobs_tpot_seconds", "Time per output token after the first (vLLM's "
+                           "inter-token-latency buckets).", &p->tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N);
+    memobs__prom_histogram(o, p, "memobs_e2e_seconds", "Request latency from begin to end (vLLM's TTFT buckets: "
+                           "they reach 2560 s).", &p->e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
+
+    memobs__prom_family(o, "memobs_requests_begun_total", "counter", "Requests begun (memobs_request_begin).");
+    memobs__prom_u64(o, p, "memobs_requests_begun_total", "", s->requests_begun);
+    memobs__prom_family(o, "memobs_requests_completed_total", "counter", "Requests ended after a token.");
+    memobs__prom_u64(o, p, "memobs_requests_completed_total", "", s->requests_completed);
+    memobs__prom_family(o, "memobs_requests_aborted_total", "counter", "Requests ended with no token.");
+    memobs__prom_u64(o, p, "memobs_requests_aborted_total", "", s->requests_aborted);
+    memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
+    memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
+    {
+        static const char *const what[16] = {
+            "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
+            "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
+            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped"};
+        const uint64_t v[16] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+                                s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
+                                t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
+                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped};
+        memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
+                            "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
+        for (i = 0; i < 16; i++) {
+            char labels[48];
+            snprintf(labels, sizeof labels, "problem=\"%s\"", what[i]);
+            memobs__prom_u64(o, p, "memobs_problems_total", labels, v[i]);
+        }
+    }
+
+    memobs__prom_mem(o, p, "memobs_tracked_bytes", "gauge", "Tracked bytes live now, by memory kind (pending "
+                     "frees included).", offsetof(memobs_mem_stats_t, current_bytes));
+    memobs__prom_mem(o, p, "memobs_tracked_peak_bytes", "gauge", "Most tracked bytes live at once in the window, "
+                     "by memory kind.", offsetof(memobs_mem_stats_t, peak_bytes));
+    memobs__prom_mem(o, p, "memobs_tracked_live_allocations", "gauge", "Tracked allocations not yet freed, by "
+                     "memory kind.", offsetof(memobs_mem_stats_t, live));
+    memobs__prom_mem(o, p, "memobs_tracked_pending_frees", "gauge", "Stream-ordered frees their stream has not "
+                     "reached (not reusable yet), by memory kind.", offsetof(memobs_mem_stats_t, pending_frees));
+    memobs__prom_mem(o, p, "memobs_tracked_pending_bytes", "gauge", "Bytes of those pending frees, by memory kind.",
+                     offsetof(memobs_mem_stats_t, pending_bytes));
+    memobs__prom_mem(o, p, "memobs_tracked_allocs_total", "counter", "Tracked allocations, by memory kind.",
+                     offsetof(memobs_mem_stats_t, allocs));
+    memobs__prom_mem(o, p, "memobs_tracked_frees_total", "counter", "Tracked frees, by memory kind.",
+                     offsetof(memobs_mem_stats_t, frees));
+    memobs__prom_mem(o, p, "memobs_tracked_allocated_bytes_total", "counter", "Bytes of tracked allocations, by "
+                     "memory kind.", offsetof(memobs_mem_stats_t, alloc_bytes));
+
+    for (c = 0; c < s->ncounters; c++) {
+        char name[96], help[128];
+        snprintf(name, sizeof name, "memobs_user_%s_total", s->counters[c].name);
+        if (s->counters[c].help[0]) memobs__prom_family(o, name, "counter", s->counters[c].help);
+        else {
+            snprintf(help, sizeof help, "User counter %s.", s->counters[c].name);
+            memobs__prom_family(o, name, "counter", help);
+        }
+        memobs__prom_u64(o, p, name, "", s->counters[c].value);
+    }
+    MEMOBS_FREE(p);
+    return MEMOBS_OK;
+}
+
+int memobs_write_prometheus(FILE *f) {
+    memobs__out_t o;
+    int rc;
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_prometheus: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    if ((rc = memobs__prom_gen(&o)) != MEMOBS_OK) return rc;
+    if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
+    return MEMOBS_OK;
+}
+
+size_t memobs_format_prometheus(char *buf, size_t len) {
+    memobs__out_t o;
+    memset(&o, 0, sizeof o);
+    o.buf = buf;
+    o.len = buf ? len : 0;
+    if (memobs__prom_gen(&o) != MEMOBS_OK) o.n = 0;
+    if (o.len) buf[o.n < o.len ? o.n : 0] = 0;
+    return o.n;
+}
+
+/* memobs_write_prometheus_file; quiet: no warning (a periodic write that
+   failed last time too). */
+static int memobs__prom_write_file(const char *path, int quiet) {
+    char full[1024], tmp[1100];
+    FILE *f;
+    int rc, err = 0;
+    const char *step = "write";
+    if (!path || !*path) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_prometheus_file: empty path");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if (!memobs__expand_path(path, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "Prometheus file path '%s' is too long once expanded", path);
+        return MEMOBS_ERR_INVALID;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%lld.%u", full, (long long)getpid(),
+             (unsigned)MEMOBS__ADD(&memobs__g.prom_seq.v, 1u));
+    if ((f = fopen(tmp, "w")) == NULL) {
+        if (!quiet) memobs__log(MEMOBS_LOG_WARN, "cannot write the Prometheus file '%s': cannot create '%s': %s",
+                                full, tmp, strerror(errno));
+        return MEMOBS_ERR_IO;
+    }
+    rc = memobs_write_prometheus(f);
+    if (rc != MEMOBS_OK) err = errno;
+    if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO, err = errno;
+    if (rc == MEMOBS_OK && rename(tmp, full) != 0) rc = MEMOBS_ERR_IO, err = errno, step = "rename the temporary to";
+    if (rc != MEMOBS_OK) {
+        unlink(tmp);
+        if (!quiet)
+            memobs__log(MEMOBS_LOG_WARN, "cannot %s the Prometheus file '%s': %s; the old file is left as it was",
+                        step, full, rc == MEMOBS_ERR_IO && err ? strerror(err) : memobs_strerror(rc));
+        if (rc != MEMOBS_ERR_NOMEM) rc = MEMOBS_ERR_IO;
+    }
+    return rc;
+}
+
+int memobs_write_prometheus_file(const char *path) { return memobs__prom_write_file(path, 0); }
+
+/* A forked child would replace its parent's file with its own figures
+   (frozen at the fork, at exit): it writes only to a path of its own (%p). */
+static int memobs__prom_ours(void) {
+    return (int64_t)getpid() == memobs__g.prom_pid || strstr(memobs__g.prom_path, "%p") != NULL;
+}
+
+/* The periodic step, on the shared background worker: rewrites
+   MEMOBS_PROM_FILE. A run of failures is reported once. */
+static void memobs__prom_tick(uint64_t now_ns) {
+    int rc;
+    (void)now_ns;
+    if (!memobs__g.prom_path[0] || !memobs__prom_ours()) return;
+    rc = memobs__prom_write_file(memobs__g.prom_path, MEMOBS__LOAD(&memobs__g.prom_failing.v) != 0);
+    MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? 1u : 0u);
+}
+
+/* memobs__prom_write_file() reports its own failures. */
+static void memobs__prom_at_exit(void) {
+    if (memobs__prom_ours()) (void)memobs__prom_write_file(memobs__g.prom_path, 0);
+}
+
+/* MEMOBS_PROM_FILE and MEMOBS_PROM_INTERVAL_MS; runs inside memobs__init_once. */
+static void memobs__prom_env(void) {
+#ifdef MEMOBS_DISABLE
+    (void)memobs__prom_tick;
+    (void)memobs__prom_at_exit;
+#else
+    const char *s;
+    int ms = 15000;
+    if ((s = getenv("MEMOBS_PROM_INTERVAL_MS")) != NULL) {
+        int v;
+        if (memobs__parse_int(s, &v) && (v == 0 || (v >= 100 && v <= 86400000))) ms = v;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_INTERVAL_MS='%s' is not 0 or a number of milliseconds from "
+                         "100 to 86400000; using 15000", s);
+    }
+    memobs__g.prom_interval_ns = (uint64_t)ms * 1000000u;
+    if ((s = getenv("MEMOBS_PROM_FILE")) != NULL) {
+        if (!*s || strlen(s) >= sizeof memobs__g.prom_path) {
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE is empty or longer than %u bytes; no Prometheus file",
+                        (unsigned)sizeof memobs__g.prom_path - 1);
+            return;
+        }
+        strcpy(memobs__g.prom_path, s);
+        memobs__g.prom_pid = (int64_t)getpid();
+        atexit(memobs__prom_at_exit);
+        /* the worker's exit handler, registered later, stops it before this
+           one writes the last file */
+        if (memobs__g.prom_interval_ns &&
+            memobs__bg_schedule(memobs__prom_tick, memobs__g.prom_interval_ns) != MEMOBS_OK)
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE: no background thread for the periodic writes; the "
+                        "file is written at exit only");
+    }
+#endif
+}
+
+/* ======================================================================== */
 /* Private: allocation reports                                              */
 /* ======================================================================== */
 
@@ -4370,7 +4881,6 @@ static void memobs__bg_poke(void) {
    again (unless the caller is fn itself). MEMOBS_ERR_FULL with
    MEMOBS__BG_TASKS tasks, MEMOBS_ERR_INVALID for a NULL fn or after exit
    began, MEMOBS_ERR_NOMEM when no thread can be started. */
-static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) __attribute__((unused));
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns) {
     pthread_t th = pthread_self(); /* set when join is 1 */
     int join = 0, rc = MEMOBS_OK;

@@ -10,6 +10,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v g++ >/dev/null || need+=(g++)
 # CPython's headers and libpython for memobs_python.h (python3-config)
 command -v python3-config >/dev/null || need+=(python3-dev)
+# promtool (tests/test_prom.sh: `promtool check metrics`), from Debian's prometheus
+command -v promtool >/dev/null || need+=(prometheus)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "tests/deps.sh: installing ${need[*]}" >&2
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
