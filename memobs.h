@@ -46,6 +46,18 @@
        each new device peak (boxed stacks, UTF-8 box drawing).
      Identity: job id, rank, local rank, world size, host, pid, carried by
        every export.
+     Host memory (off by default; MEMOBS_SAMPLE_MS): a background thread
+       samples RSS, anonymous memory, the malloc heap, tracked and device
+       memory into a bounded ring; a leak detector fits their slopes and
+       says in the summary when memory mapped outside malloc grows.
+     Timeline (off by default; MEMOBS_TRACE): a bounded ring of transfer,
+       allocation, phase and sample events, written as a Chrome trace.
+
+   EXPORTS
+     Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
+     or a textfile-collector file rewritten atomically: MEMOBS_PROM_FILE),
+     Chrome trace JSON for Perfetto UI (MEMOBS_TRACE), Stormlog telemetry
+     schema v2 (MEMOBS_STORMLOG).
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
