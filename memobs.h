@@ -1403,6 +1403,9 @@ static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t t
 static void memobs__leak_text(FILE *f);
 static void memobs__leak_json(FILE *f);
 static void memobs__prom_env(void);
+static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
+                              int arg);
+static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
@@ -2968,25 +2971,16 @@ static void memobs__tl_json_text(FILE *f, const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     size_t o = 0;
     while (*p && o + 4 < sizeof out) {
-        unsigned c = p[0], n = 0, lo = 0x80, hi = 0xbf, i;
-        if (c < 0x80) {
-            out[o++] = (char)*p++;
-            continue;
-        }
-        if (c >= 0xc2 && c <= 0xdf) n = 1;
-        else if (c >= 0xe0 && c <= 0xef) n = 2, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        else if (c >= 0xf0 && c <= 0xf4) n = 3, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        for (i = 1; n && i <= n; i++)
-            if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xbf)) n = 0;
-        if (!n) {
+        size_t k = memobs__utf8_len(p);
+        if (!k) {
             memcpy(out + o, "\xef\xbf\xbd", 3);
             o += 3;
             p++;
             continue;
         }
-        memcpy(out + o, p, n + 1);
-        o += n + 1;
-        p += n + 1;
+        memcpy(out + o, p, k);
+        o += k;
+        p += k;
     }
     out[o] = 0;
     memobs__json_str(f, out);
@@ -3230,20 +3224,13 @@ int memobs_write_chrome_trace(FILE *f) {
     return rc;
 }
 
+static int memobs__write_trace_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_chrome_trace(f);
+}
+
 int memobs_write_chrome_trace_file(const char *path) {
-    FILE *f;
-    int rc, own;
-    if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace_file: empty path");
-        return MEMOBS_ERR_INVALID;
-    }
-    memobs_init();
-    if ((f = memobs__open_dest(path, "w", "Chrome trace", &own)) == NULL) return MEMOBS_ERR_IO;
-    rc = memobs_write_chrome_trace(f);
-    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
-    if (rc != MEMOBS_OK)
-        memobs__log(MEMOBS_LOG_WARN, "writing the Chrome trace to '%s' failed: %s", path, memobs_strerror(rc));
-    return rc;
+    return memobs__write_path(path, "memobs_write_chrome_trace_file", "Chrome trace", memobs__write_trace_f, 0);
 }
 
 /* memobs_write_chrome_trace_file() reports its own failures. */
@@ -3807,19 +3794,28 @@ static FILE *memobs__open_dest(const char *dest, const char *mode, const char *w
     return f;
 }
 
-int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+/* The *_file writers: opens path ("stderr", "stdout" or a file, %r/%p
+   expanded), writes with write(f, arg), closes; one message on failure. */
+static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
+                              int arg) {
     FILE *f;
     int rc, own;
     if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_summary_file: empty path");
+        memobs__log(MEMOBS_LOG_WARN, "%s: empty path", caller);
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
-    if ((f = memobs__open_dest(path, "w", "summary", &own)) == NULL) return MEMOBS_ERR_IO;
-    rc = memobs_write_summary(f, fmt);
+    if ((f = memobs__open_dest(path, "w", what, &own)) == NULL) return MEMOBS_ERR_IO;
+    rc = write(f, arg);
     if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
-    if (rc != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the summary to '%s' failed: %s", path, memobs_strerror(rc));
+    if (rc != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the %s to '%s' failed: %s", what, path, memobs_strerror(rc));
     return rc;
+}
+
+static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
+
+int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+    return memobs__write_path(path, "memobs_write_summary_file", "summary", memobs__write_summary_fmt, (int)fmt);
 }
 
 /* ======================================================================== */
@@ -5609,20 +5605,13 @@ int memobs_write_stormlog(FILE *f) {
     return MEMOBS_OK;
 }
 
+static int memobs__write_stormlog_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_stormlog(f);
+}
+
 int memobs_write_stormlog_file(const char *path) {
-    FILE *f;
-    int rc, own;
-    if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog_file: empty path");
-        return MEMOBS_ERR_INVALID;
-    }
-    memobs_init();
-    if ((f = memobs__open_dest(path, "w", "Stormlog telemetry", &own)) == NULL) return MEMOBS_ERR_IO;
-    rc = memobs_write_stormlog(f);
-    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
-    if (rc != MEMOBS_OK)
-        memobs__log(MEMOBS_LOG_WARN, "writing Stormlog telemetry to '%s' failed: %s", path, memobs_strerror(rc));
-    return rc;
+    return memobs__write_path(path, "memobs_write_stormlog_file", "Stormlog telemetry", memobs__write_stormlog_f, 0);
 }
 
 /* MEMOBS_STORMLOG: the file at exit, after one last sample if sampling. */
