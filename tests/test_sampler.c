@@ -508,6 +508,38 @@ static void test_stormlog(void) {
     memobs_track_free(FP(0x50000));
 }
 
+/* Stormlog files written while 4 threads allocate and free device memory
+   (new peaks among them) and the sampler runs every millisecond: each file
+   goes to the schema validator (the script), and the final figures are
+   exact. stormlog_out is a pattern with one %d. */
+#define SL_THREADS 4
+static void *sl_churn(void *arg) {
+    uintptr_t base = 0x1000000u * (1u + (uintptr_t)arg);
+    int i;
+    for (i = 0; i < 2000; i++) {
+        memobs_track_alloc_full(FP(base + (uintptr_t)(i % 16) * 0x10000u), (uint64_t)(1 + i % 7) << 20,
+                                MEMOBS_MEM_DEVICE, 0, NULL, "churn", 0);
+        if (i % 16 == 15)
+            for (int k = 0; k < 16; k++) memobs_track_free(FP(base + (uintptr_t)k * 0x10000u));
+    }
+    return NULL;
+}
+static void test_stormlog_threads(void) {
+    pthread_t th[SL_THREADS];
+    char path[600];
+    uintptr_t t;
+    int i;
+    CHECK_U64(MEMOBS_OK, memobs_sampler_start(1));
+    for (t = 0; t < SL_THREADS; t++) pthread_create(&th[t], NULL, sl_churn, (void *)t);
+    for (i = 0; i < 20; i++) {
+        snprintf(path, sizeof path, stormlog_out, i);
+        CHECK_U64(MEMOBS_OK, memobs_write_stormlog_file(path));
+    }
+    for (t = 0; t < SL_THREADS; t++) pthread_join(th[t], NULL);
+    memobs_sampler_stop();
+    CHECK_U64(0, memobs_track_device_bytes(0, NULL)); /* 2000 = 125 x 16: every block freed */
+}
+
 int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
     if (argc > 2) stormlog_out = argv[2];
@@ -521,6 +553,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(m, "leak_malloc")) RUN(test_leak_malloc);
         else if (!strcmp(m, "churn")) RUN(test_churn);
         else if (!strcmp(m, "stormlog")) RUN(test_stormlog);
+        else if (!strcmp(m, "stormlog_threads")) RUN(test_stormlog_threads);
         else return printf("not ok - %s: unknown mode %s\n", check__suite, m), 1;
     } else {
         RUN(fit_math);

@@ -65,6 +65,19 @@ run_variant() { # name suite compiler flags...
     rm -f "$out.storm.json"
     mode MEMOBS_PEAK_MIN=1M -- stormlog "$out.storm.json"
     validate "Stormlog: odd job id and tag, host samples and a peak event pass the schema" "$out.storm.json" --expect peak
+    rm -f "$out".storm_t*.json
+    mode MEMOBS_PEAK_MIN=1M -- stormlog_threads "$out.storm_t%d.json"
+    local f bad_files=""
+    for f in "$out".storm_t*.json; do
+        python3 tests/python/stormlog_check.py "$f" >/dev/null 2>&1 || bad_files="$bad_files $f"
+    done
+    if [ "$(ls "$out".storm_t*.json 2>/dev/null | wc -l)" -eq 20 ] && [ -z "$bad_files" ]; then
+        ok "Stormlog: 20 files written while 4 threads allocate and the sampler runs all pass the schema"
+    else
+        bad "Stormlog: 20 files written while 4 threads allocate and the sampler runs all pass the schema" \
+            "files: $(ls "$out".storm_t*.json 2>/dev/null | wc -l); failing:$bad_files" \
+            "$(python3 tests/python/stormlog_check.py ${bad_files%% *} 2>&1 | head -n 5)"
+    fi
     rm -f "$out".env_*.json
     mode MEMOBS_SAMPLE_MS=2 MEMOBS_STORMLOG="$out.env_%p.json" -- env_sampling
     validate "MEMOBS_STORMLOG=path (%p) written at exit, with MEMOBS_SAMPLE_MS" "$(ls "$out".env_*.json 2>/dev/null | head -n 1)"
