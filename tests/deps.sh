@@ -16,7 +16,14 @@ command -v promtool >/dev/null || need+=(prometheus)
 echo "tests/deps.sh: installing ${need[*]}" >&2
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq >/dev/null 2>&1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1
+    # all at once; if that fails, one by one, so one package that cannot be
+    # had does not keep the others out
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1; then
+        for p in "${need[@]}"; do
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null 2>&1 ||
+                echo "tests/deps.sh: could not install $p" >&2
+        done
+    fi
 else
     echo "tests/deps.sh: cannot install (not root or no apt-get); tests that need them will fail" >&2
 fi
