@@ -338,6 +338,9 @@ typedef struct {
     uint64_t tpot_unarmed;   /* TPOT_STEP before any TTFT_STOP */
     uint64_t bad_records;    /* record with an invalid direction/phase/counter */
     uint64_t untracked_threads; /* records that fell back to the shared shard */
+    uint64_t region_unmatched_ends; /* memobs_region_end with no region open on the thread */
+    uint64_t region_too_deep;       /* regions begun beyond MEMOBS_REGION_DEPTH (not timed) */
+    uint64_t region_names_dropped;  /* begins and markers filed under "(other)": NULL, "", table full */
     /* Allocation tracker, by memobs_mem_kind_t. */
     int tracking; /* 1 once any allocation was tracked */
     memobs_mem_stats_t mem[MEMOBS_MEM_KINDS];
@@ -409,6 +412,86 @@ MEMOBS_API void memobs_tpot_stop(void);
 MEMOBS_API void memobs_request_begin(uint64_t id);
 MEMOBS_API void memobs_request_token(uint64_t id);
 MEMOBS_API void memobs_request_end(uint64_t id);
+
+/* ======================================================================== */
+/* Regions and markers                                                      */
+/* ======================================================================== */
+
+/* What the engine is doing: a region is a named span of a thread ("decode
+   step", "nccl all_reduce", "kv offload"), begun and ended on that thread
+   and nested up to MEMOBS_REGION_DEPTH deep; a marker is a named instant.
+   One vocabulary for every output:
+     summary, JSON, Prometheus  per name: regions ended, how many were
+                                timed, total and max time, markers;
+     timeline (when on)         a slice per region on its thread's track
+                                ("regions, thread N"), an instant per marker;
+     Stormlog                   samples carry the regions open on the
+                                process's threads in `context`; regions and
+                                markers whose name Stormlog takes for a
+                                collective (nccl, all_reduce, barrier, ...)
+                                are also events of their own;
+     NVTX (memobs_cuda.h)       a range per region, a mark per marker, in
+                                the domain "memobs" (Nsight Systems).
+   Phases and regions: the phase (memobs_set_phase) is a state of a thread
+   that files its transfer records under prefill, decode or unphased;
+   regions file nothing, they name spans of time. A "decode step" region
+   inside the decode phase is the usual pairing; the two never change each
+   other.
+
+   Names are interned once in a table of MEMOBS_MAX_REGIONS names (id 0 is
+   "(other)"): a name is cut to 63 bytes at a character boundary and bytes
+   that are not UTF-8 become U+FFFD, so each name is one label everywhere.
+   A NULL or empty name, or a new name with the table full, is counted
+   (region_names_dropped) and its regions go under "(other)".
+   An end with no region open on the thread is counted
+   (region_unmatched_ends), never fatal; regions deeper than
+   MEMOBS_REGION_DEPTH are kept in step (their end pops nothing else) but
+   not timed (region_too_deep). A region left open when its thread exits
+   is dropped with the thread. After fork() the child's forking thread
+   keeps its open regions.
+   Cost: the macros look a name up once per call site; with the timeline
+   off and region timing off a begin+end is a store of the id and the
+   depth on the thread (bench: "region begin+end"). Region timing (on by
+   default; memobs_region_timing, MEMOBS_REGION_TIMING=0|1) adds a clock
+   read at the begin and one at the end. With timing off a region is
+   still timed when the timeline is on (its slice) or its name is a
+   collective (Stormlog's event); the stats then count those times. memobs_region_begin(name) hashes the name on every call:
+   prefer the macros or an id from memobs_region_name in hot loops. */
+#define MEMOBS_REGION_DEPTH 32 /* open regions a thread keeps (deeper ones are counted) */
+typedef int32_t memobs_region_t; /* an interned name; negative: none */
+
+/* Interns name; the id (>= 1), 0 ("(other)") when the table is full, or
+   MEMOBS_ERR_INVALID for NULL or "". */
+MEMOBS_API memobs_region_t memobs_region_name(const char *name);
+/* The interned text of an id (valid for the life of the process), NULL
+   for an id that was never given out. */
+MEMOBS_API const char *memobs_region_label(memobs_region_t id);
+MEMOBS_API void memobs_region_begin(const char *name);
+MEMOBS_API void memobs_region_begin_id(memobs_region_t id);
+/* Ends the innermost region open on the calling thread. */
+MEMOBS_API void memobs_region_end(void);
+MEMOBS_API void memobs_mark(const char *name);
+MEMOBS_API void memobs_mark_id(memobs_region_t id);
+/* Regions open on the calling thread (deeper than MEMOBS_REGION_DEPTH
+   included). */
+MEMOBS_API int memobs_region_depth(void);
+/* Region timing on (1) or off (0); returns the previous setting. */
+MEMOBS_API int memobs_region_timing(int on);
+
+typedef struct {
+    memobs_region_t id;
+    const char *name;    /* interned, valid for the life of the process */
+    uint64_t count;      /* regions of this name ended in the window */
+    uint64_t timed;      /* of those, timed (timing was on at their end) */
+    uint64_t total_ns;   /* their summed time; mean = total_ns / timed */
+    uint64_t max_ns;     /* the longest in the window */
+    uint64_t marks;      /* markers of this name in the window */
+    int collective;      /* the name reads as a collective to Stormlog */
+} memobs_region_stats_t;
+/* Every interned name (id order, "(other)" first), whether used in the
+   window or not; returns how many there are (at most max are written;
+   out may be NULL when max is 0). */
+MEMOBS_API size_t memobs_get_regions(memobs_region_stats_t *out, size_t max);
 
 /* ======================================================================== */
 /* User counters                                                            */
@@ -605,7 +688,8 @@ MEMOBS_API void memobs_get_identity(memobs_identity_t *out);
 /* A sample field that could not be read (a missing /proc file, no
    mallinfo2, a device call that failed). Never 0: 0 is a real value. */
 #define MEMOBS_UNKNOWN UINT64_MAX
-#define MEMOBS_SAMPLE_DEVICES 8 /* devices one sample holds */
+#define MEMOBS_SAMPLE_DEVICES 8  /* devices one sample holds */
+#define MEMOBS_SAMPLE_REGIONS 16 /* open regions one sample holds */
 
 typedef struct {
     int32_t device;                 /* CUDA device index */
@@ -627,6 +711,10 @@ typedef struct {
     uint64_t tracked_device_bytes; /* tracker: MEMOBS_MEM_DEVICE now, all devices */
     uint32_t ndev;                 /* entries of dev[] filled (memobs_cuda.h only) */
     memobs_sample_dev_t dev[MEMOBS_SAMPLE_DEVICES];
+    /* Regions open then on the process's threads: each thread's stack
+       outermost first, -1 between threads (memobs_region_label). */
+    uint32_t nregion;
+    memobs_region_t region[MEMOBS_SAMPLE_REGIONS];
 } memobs_sample_t;
 
 /* Background sampling every interval_ms (>= 1) into a ring of
@@ -763,6 +851,12 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
 #define MEMOBS_TRACK_ALLOC_NS(ptr, bytes, kind, tag, depth) \
     ((void)sizeof(ptr), (void)sizeof(bytes), (void)sizeof(kind), (void)sizeof(tag), (void)sizeof(depth))
 #define MEMOBS_TRACK_FREE(ptr) ((void)sizeof(ptr))
+#define MEMOBS_REGION_BEGIN(name) ((void)sizeof(name))
+#define MEMOBS_REGION_END() ((void)0)
+#define MEMOBS_MARK(name) ((void)sizeof(name))
+#ifdef __cplusplus
+#define MEMOBS_REGION(name) ((void)sizeof(name))
+#endif
 
 #else /* !MEMOBS_DISABLE */
 
@@ -823,6 +917,31 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
 #define MEMOBS_TRACK_ALLOC_NS(ptr, bytes, kind, tag, depth) \
     memobs_track_alloc_full(ptr, MEMOBS__U64(bytes), kind, -1, MEMOBS__NULL, tag, MEMOBS__INT(depth))
 #define MEMOBS_TRACK_FREE(ptr) memobs_track_free(ptr)
+/* Regions and markers (see their section above): name is a string whose
+   text does not change at this call site (a literal); it is interned once
+   per site. */
+#define MEMOBS__REGION_SITE(name, call)                                           \
+    do {                                                                         \
+        static memobs_region_t memobs__site_rid; /* 0: not looked up, else id+1 */ \
+        memobs_region_t memobs__rid = MEMOBS__LOAD(&memobs__site_rid);           \
+        if (memobs__rid == 0) {                                                  \
+            memobs__rid = memobs_region_name(name);                              \
+            memobs__rid = memobs__rid < 0 ? memobs__rid : memobs__rid + 1;       \
+            MEMOBS__STORE(&memobs__site_rid, memobs__rid);                       \
+        }                                                                        \
+        call(memobs__rid < 0 ? memobs__rid : memobs__rid - 1);                   \
+    } while (0)
+#define MEMOBS_REGION_BEGIN(name) MEMOBS__REGION_SITE(name, memobs_region_begin_id)
+#define MEMOBS_REGION_END() memobs_region_end()
+#define MEMOBS_MARK(name) MEMOBS__REGION_SITE(name, memobs_mark_id)
+#ifdef __cplusplus
+/* C++: a region for the rest of the enclosing scope. */
+#define MEMOBS__REGION_CAT2(a, b) a##b
+#define MEMOBS__REGION_CAT(a, b) MEMOBS__REGION_CAT2(a, b)
+#define MEMOBS_REGION(name)                                                                   \
+    MEMOBS_REGION_BEGIN(name);                                                                \
+    memobs_region_scope_t MEMOBS__REGION_CAT(memobs__region_scope_, __COUNTER__)
+#endif
 
 #endif /* MEMOBS_DISABLE */
 
@@ -867,6 +986,16 @@ typedef struct memobs__shard_s {
     void *raw;                    /* block from MEMOBS_MALLOC */
     int in_use;                   /* owned by a live thread */
     int shared;                   /* the fallback shard: written with atomic adds */
+    /* Regions open on the owner thread. The owner writes rid[] and then
+       rdepth (release); another thread (the sampler, for Stormlog's
+       context) loads rdepth (acquire) and the ids below it. */
+    memobs__u32_t rdepth;
+    memobs__u32_t rid[MEMOBS_REGION_DEPTH];
+    uint64_t rt0[MEMOBS_REGION_DEPTH]; /* begin times (0: not timed), owner only */
+    /* Per region id: ended, timed, total ns, markers (the owner's adds),
+       then their baselines (under the registry lock); NULL until the
+       owner's first region end or marker, published with release. */
+    memobs__u64_t *rstat;
 } memobs__shard_t;
 
 typedef struct {
@@ -919,6 +1048,16 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
 
 #ifdef __cplusplus
 } /* extern "C" */
+
+#ifndef MEMOBS_DISABLE
+/* MEMOBS_REGION(name): ends the region when the scope ends. */
+struct memobs_region_scope_t {
+    memobs_region_scope_t() {}
+    ~memobs_region_scope_t() { memobs_region_end(); }
+    memobs_region_scope_t(const memobs_region_scope_t &) = delete;
+    memobs_region_scope_t &operator=(const memobs_region_scope_t &) = delete;
+};
+#endif
 #endif
 
 #endif /* MEMOBS_H */
@@ -951,6 +1090,12 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
 #endif
 #ifndef MEMOBS_MAX_TRACES
 #define MEMOBS_MAX_TRACES 4096
+#endif
+#ifndef MEMOBS_MAX_REGIONS
+#define MEMOBS_MAX_REGIONS 256
+#endif
+#if MEMOBS_MAX_REGIONS < 2 || MEMOBS_MAX_REGIONS > 65535
+#error "MEMOBS_MAX_REGIONS must be from 2 to 65535"
 #endif
 #ifndef MEMOBS_MAX_DEVICES
 #define MEMOBS_MAX_DEVICES 16
@@ -1024,6 +1169,9 @@ enum {
     MEMOBS__ST_UNTRACKED_BYTES,
     MEMOBS__ST_UNTRACKED_FREES,
     MEMOBS__ST_TRACE_DROPPED,
+    MEMOBS__ST_REGION_UNMATCHED,
+    MEMOBS__ST_REGION_DEEP,
+    MEMOBS__ST_REGION_DROPPED,
     MEMOBS__ST_COUNT
 };
 
@@ -1045,7 +1193,11 @@ enum {
     MEMOBS__W_TRK_FULL = 1u << 13,
     MEMOBS__W_TRK_DOUBLE = 1u << 14,
     MEMOBS__W_TRK_UNKNOWN = 1u << 15,
-    MEMOBS__W_TRACES_FULL = 1u << 16
+    MEMOBS__W_TRACES_FULL = 1u << 16,
+    MEMOBS__W_REGION_UNMATCHED = 1u << 17,
+    MEMOBS__W_REGION_DEEP = 1u << 18,
+    MEMOBS__W_REGION_DROPPED = 1u << 19,
+    MEMOBS__W_TRACE_OFF = 1u << 20
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -1225,6 +1377,11 @@ static void memobs__tl_phase(unsigned phase);
 static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
                              unsigned phase, int freed);
 static void memobs__tl_env(void);
+static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t depth);
+static void memobs__tl_mark(uint64_t ts, int32_t id);
+/* Stormlog's events for regions and markers of collective names (its
+   section, at the end). */
+static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
 
 /* ======================================================================== */
 /* Private: diagnostics                                                     */
@@ -1486,6 +1643,7 @@ static void memobs__track_env(void) {
 static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
+static void memobs__reg_init(int env);
 
 static void memobs__init_once(void) {
     const char *s;
@@ -1509,6 +1667,7 @@ static void memobs__init_once(void) {
     memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
     memobs__prom_env();
 #ifdef MEMOBS_DISABLE
+    memobs__reg_init(0);
     (void)s;
     (void)memobs__parse_bool;
     (void)memobs__at_exit;
@@ -1536,6 +1695,7 @@ static void memobs__init_once(void) {
             atexit(memobs__at_exit);
         }
     }
+    memobs__reg_init(1);
     memobs__track_env();
     memobs__smp_env();
 #endif
@@ -1593,7 +1753,10 @@ static memobs__shard_t *memobs__shard_acquire(void) {
             memobs__g.shards = s;
         }
     }
-    if (s) s->in_use = 1;
+    if (s) {
+        s->in_use = 1;
+        MEMOBS__STORE(&s->rdepth.v, 0u); /* a recycled shard: its last owner's regions ended with it */
+    }
     pthread_mutex_unlock(&memobs__g.lock);
     if (s && memobs__g.key_ok) pthread_setspecific(memobs__g.key, s);
     memobs__tls.shard = s;
@@ -2019,6 +2182,357 @@ memobs_counter_t memobs_counter_register(const char *name, const char *help) {
 int32_t memobs__counter_site(const char *name) {
     memobs_counter_t c = memobs_counter_register(name, NULL);
     return c >= 0 ? c + 1 : -1;
+}
+
+/* ======================================================================== */
+/* Private: regions and markers                                             */
+/* ======================================================================== */
+
+/* Interned names: an open-addressing index of id + 1 (0: empty), probed
+   without a lock (a slot is stored with release after its name is
+   written), filled under a spin lock. Id 0 is "(other)", made at start-up.
+   The longest time of each name is a global maximum (moved by a
+   compare-and-swap only when a region outlasts it: rare once warm); the
+   counts and totals are per thread (memobs__shard_t.rstat). */
+#define MEMOBS__REG_HASH                                                                                    \
+    (MEMOBS_MAX_REGIONS <= 128 ? 256 : MEMOBS_MAX_REGIONS <= 512 ? 1024 : MEMOBS_MAX_REGIONS <= 2048 ? 4096 \
+                                                                                                    : 131072)
+#define MEMOBS__REG_NSTAT 4 /* ended, timed, total ns, markers */
+#define MEMOBS__REG_NAME 64
+
+enum { MEMOBS__REG_BEGIN = 0, MEMOBS__REG_END = 1, MEMOBS__REG_MARK = 2 };
+
+typedef struct {
+    char name[MEMOBS__REG_NAME];
+    uint64_t hash;
+    int collective;
+} memobs__reg_name_t;
+
+/* memobs_cuda.h's implementation sets this at load time when NVTX is
+   compiled in and MEMOBS_NVTX is not 0: op is MEMOBS__REG_BEGIN, _END or
+   _MARK, id the region (END: the id of the region ended; -1 when it was
+   deeper than MEMOBS_REGION_DEPTH). */
+typedef void (*memobs__reg_hook_t)(int op, int32_t id, const char *name);
+static memobs__reg_hook_t memobs__reg_hook;
+
+static struct {
+    memobs__u32_t lock;       /* inserts */
+    memobs__u32_t n;          /* names given out (release after the name) */
+    memobs__u32_t timing_off; /* memobs_region_timing(0) */
+    memobs__u32_t index[MEMOBS__REG_HASH];
+    memobs__reg_name_t names[MEMOBS_MAX_REGIONS];
+    memobs__u64_t max[MEMOBS_MAX_REGIONS];
+} memobs__reg;
+
+/* Stormlog's collective keywords (its analyze_collective_attribution),
+   matched case-insensitively anywhere in the name. */
+static int memobs__reg_is_collective(const char *name) {
+    static const char *const kw[] = {"nccl", "collective", "communication", "all_reduce", "allreduce",
+                                     "all_gather", "allgather", "reduce_scatter", "reducescatter", "broadcast",
+                                     "barrier"};
+    char low[MEMOBS__REG_NAME];
+    size_t i;
+    for (i = 0; name[i] && i + 1 < sizeof low; i++) low[i] = (char)tolower((unsigned char)name[i]);
+    low[i] = 0;
+    for (i = 0; i < sizeof kw / sizeof kw[0]; i++)
+        if (strstr(low, kw[i])) return 1;
+    return 0;
+}
+
+/* The name as kept: at most 63 bytes, cut at a character boundary, bytes
+   that are not UTF-8 as U+FFFD. */
+static void memobs__reg_norm(const char *in, char *out) {
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        const char *src = k ? (const char *)p : "\xEF\xBF\xBD";
+        size_t n = k ? k : 3;
+        if (o + n > MEMOBS__REG_NAME - 1) break;
+        memcpy(out + o, src, n);
+        o += n;
+        p += k ? k : 1;
+    }
+    out[o] = 0;
+}
+
+static uint64_t memobs__reg_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Caller holds memobs__reg.lock. Adds a normalized name; its id, or 0
+   when the table is full. */
+static memobs_region_t memobs__reg_insert(const char *nm, uint64_t h) {
+    uint32_t n = MEMOBS__LOAD(&memobs__reg.n.v), i;
+    memobs__reg_name_t *e;
+    if (n >= MEMOBS_MAX_REGIONS) return 0;
+    e = &memobs__reg.names[n];
+    strcpy(e->name, nm);
+    e->hash = h;
+    e->collective = memobs__reg_is_collective(nm);
+    for (i = (uint32_t)h & (MEMOBS__REG_HASH - 1); MEMOBS__LOAD(&memobs__reg.index[i].v);
+         i = (i + 1) & (MEMOBS__REG_HASH - 1)) {
+    }
+    __atomic_store_n(&memobs__reg.index[i].v, n + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__reg.n.v, n + 1, __ATOMIC_RELEASE);
+    return (memobs_region_t)n;
+}
+
+/* Runs inside memobs__init_once; env: read the environment too. */
+static void memobs__reg_init(int env) {
+    const char *s = env ? getenv("MEMOBS_REGION_TIMING") : NULL;
+    memobs__spin_lock(&memobs__reg.lock);
+    if (MEMOBS__LOAD(&memobs__reg.n.v) == 0) (void)memobs__reg_insert("(other)", memobs__reg_hash("(other)"));
+    memobs__spin_unlock(&memobs__reg.lock);
+    if (s) {
+        int b = memobs__parse_bool(s);
+        if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_REGION_TIMING='%s' is not 0/1/on/off/true/false/yes/no; "
+                               "timing regions", s);
+        else MEMOBS__STORE(&memobs__reg.timing_off.v, b ? 0u : 1u);
+    }
+}
+
+static memobs_region_t memobs__reg_find(const char *nm, uint64_t h) {
+    uint32_t i, v;
+    for (i = (uint32_t)h & (MEMOBS__REG_HASH - 1); (v = __atomic_load_n(&memobs__reg.index[i].v, __ATOMIC_ACQUIRE)) != 0;
+         i = (i + 1) & (MEMOBS__REG_HASH - 1)) {
+        const memobs__reg_name_t *e = &memobs__reg.names[v - 1];
+        if (e->hash == h && strcmp(e->name, nm) == 0) return (memobs_region_t)(v - 1);
+    }
+    return -1;
+}
+
+memobs_region_t memobs_region_name(const char *name) {
+    char nm[MEMOBS__REG_NAME];
+    uint64_t h;
+    memobs_region_t id;
+    if (!name || !*name) return MEMOBS_ERR_INVALID;
+    memobs_init();
+    memobs__reg_norm(name, nm);
+    h = memobs__reg_hash(nm);
+    if ((id = memobs__reg_find(nm, h)) >= 0) return id;
+    memobs__spin_lock(&memobs__reg.lock);
+    if ((id = memobs__reg_find(nm, h)) < 0) id = memobs__reg_insert(nm, h);
+    memobs__spin_unlock(&memobs__reg.lock);
+    if (id == 0)
+        memobs__warn_once(MEMOBS__W_REGION_DROPPED, "region name '%s' not kept: all MEMOBS_MAX_REGIONS=%d names are "
+                          "taken; its regions and markers are filed under \"(other)\"", nm, MEMOBS_MAX_REGIONS);
+    return id;
+}
+
+const char *memobs_region_label(memobs_region_t id) {
+    if (id < 0 || (uint32_t)id >= __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE)) return NULL;
+    return memobs__reg.names[id].name;
+}
+
+/* An id as filed: ids that were never given out, negative ones and 0 are
+   "(other)", counted. */
+static memobs_region_t memobs__reg_check(memobs_region_t id) {
+    if (MEMOBS__LIKELY(id > 0 && (uint32_t)id < MEMOBS__LOAD(&memobs__reg.n.v))) return id;
+    if (MEMOBS__LOAD(&memobs__on.v)) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REGION_DROPPED].v, 1u);
+        memobs__warn_once(MEMOBS__W_REGION_DROPPED, "a region or marker with no name kept (NULL, \"\", an unknown "
+                          "id %d, or the name table full) is filed under \"(other)\"", (int)id);
+    }
+    return 0;
+}
+
+/* The calling thread's shard for regions; NULL when memobs is off and the
+   thread has none yet, or no shard could be had (then regions are not
+   kept: a shared shard has no one owner for a stack). */
+static memobs__shard_t *memobs__reg_shard(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    if (MEMOBS__UNLIKELY(!s)) {
+        if (!MEMOBS__LOAD(&memobs__on.v)) return NULL;
+        s = memobs__shard_acquire();
+    }
+    return s && !s->shared ? s : NULL;
+}
+
+/* The owner's stats block, made at its first use. */
+static memobs__u64_t *memobs__reg_stats(memobs__shard_t *s) {
+    memobs__u64_t *r = __atomic_load_n(&s->rstat, __ATOMIC_RELAXED);
+    uint32_t busy;
+    size_t len = 2u * MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT * sizeof(memobs__u64_t);
+    if (MEMOBS__LIKELY(r != NULL)) return r;
+    busy = memobs__tls.busy;
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+    r = (memobs__u64_t *)MEMOBS_MALLOC(len);
+    memobs__tls.busy = busy;
+    if (!r) return NULL;
+    memset(r, 0, len);
+    __atomic_store_n(&s->rstat, r, __ATOMIC_RELEASE);
+    return r;
+}
+
+static void memobs__reg_max(memobs_region_t id, uint64_t dur) {
+    uint64_t cur = MEMOBS__LOAD(&memobs__reg.max[id].v);
+    while (dur > cur && !MEMOBS__CAS(&memobs__reg.max[id].v, &cur, dur)) {
+    }
+}
+
+void memobs_region_begin_id(memobs_region_t id) {
+    memobs__shard_t *s = memobs__reg_shard();
+    memobs__reg_hook_t hook;
+    uint32_t d;
+    int on;
+    if (!s) return;
+    on = MEMOBS__LOAD(&memobs__on.v) != 0;
+    id = memobs__reg_check(id);
+    d = MEMOBS__LOAD(&s->rdepth.v);
+    if (MEMOBS__LIKELY(d < MEMOBS_REGION_DEPTH)) {
+        MEMOBS__STORE(&s->rid[d].v, (uint32_t)id);
+        s->rt0[d] = on && (!MEMOBS__LOAD(&memobs__reg.timing_off.v) || MEMOBS__LOAD(&memobs__tl_on.v) ||
+                           memobs__reg.names[id].collective) ? memobs_now_ns() : 0;
+    } else if (on) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REGION_DEEP].v, 1u);
+        memobs__warn_once(MEMOBS__W_REGION_DEEP, "regions nested deeper than MEMOBS_REGION_DEPTH=%d are kept in "
+                          "step but not timed", MEMOBS_REGION_DEPTH);
+    }
+    __atomic_store_n(&s->rdepth.v, d + 1, __ATOMIC_RELEASE);
+    hook = __atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED);
+    if (hook) hook(MEMOBS__REG_BEGIN, id, memobs__reg.names[id].name);
+}
+
+void memobs_region_begin(const char *name) {
+    memobs_region_begin_id(memobs_region_name(name));
+}
+
+void memobs_region_end(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    memobs__reg_hook_t hook;
+    memobs__u64_t *r;
+    uint32_t d;
+    int32_t id = -1;
+    uint64_t t0 = 0;
+    if (!s || s->shared || (d = MEMOBS__LOAD(&s->rdepth.v)) == 0) {
+        if (MEMOBS__LOAD(&memobs__on.v)) {
+            MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REGION_UNMATCHED].v, 1u);
+            memobs__warn_once(MEMOBS__W_REGION_UNMATCHED, "memobs_region_end() with no region open on this thread; "
+                              "counted and ignored");
+        }
+        return;
+    }
+    d--;
+    if (d < MEMOBS_REGION_DEPTH) {
+        id = (int32_t)MEMOBS__LOAD(&s->rid[d].v);
+        t0 = s->rt0[d];
+    }
+    __atomic_store_n(&s->rdepth.v, d, __ATOMIC_RELEASE);
+    hook = __atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED);
+    if (hook) hook(MEMOBS__REG_END, id, id >= 0 ? memobs__reg.names[id].name : NULL);
+    if (id < 0 || !MEMOBS__LOAD(&memobs__on.v) || (r = memobs__reg_stats(s)) == NULL) return;
+    r += (size_t)id * MEMOBS__REG_NSTAT;
+    MEMOBS__STORE(&r[0].v, MEMOBS__LOAD(&r[0].v) + 1u);
+    if (t0) {
+        uint64_t now = memobs_now_ns(), dur = now > t0 ? now - t0 : 0;
+        MEMOBS__STORE(&r[1].v, MEMOBS__LOAD(&r[1].v) + 1u);
+        MEMOBS__STORE(&r[2].v, MEMOBS__LOAD(&r[2].v) + dur);
+        memobs__reg_max(id, dur);
+        if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_region(t0, dur, id, d);
+        if (memobs__reg.names[id].collective) memobs__sl_mark(t0, dur, id, 0);
+    }
+}
+
+void memobs_mark_id(memobs_region_t id) {
+    memobs__shard_t *s;
+    memobs__reg_hook_t hook;
+    memobs__u64_t *r;
+    if (!MEMOBS__LOAD(&memobs__on.v) || (s = memobs__reg_shard()) == NULL) return;
+    id = memobs__reg_check(id);
+    if ((r = memobs__reg_stats(s)) != NULL) {
+        r += (size_t)id * MEMOBS__REG_NSTAT;
+        MEMOBS__STORE(&r[3].v, MEMOBS__LOAD(&r[3].v) + 1u);
+    }
+    if (MEMOBS__LOAD(&memobs__tl_on.v) || memobs__reg.names[id].collective) {
+        uint64_t now = memobs_now_ns();
+        if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_mark(now, id);
+        if (memobs__reg.names[id].collective) memobs__sl_mark(now, 0, id, 1);
+    }
+    hook = __atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED);
+    if (hook) hook(MEMOBS__REG_MARK, id, memobs__reg.names[id].name);
+}
+
+void memobs_mark(const char *name) {
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    memobs_mark_id(memobs_region_name(name));
+}
+
+int memobs_region_depth(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    return s && !s->shared ? (int)MEMOBS__LOAD(&s->rdepth.v) : 0;
+}
+
+int memobs_region_timing(int on) {
+    memobs_init();
+    return MEMOBS__XCHG(&memobs__reg.timing_off.v, on ? 0u : 1u) == 0;
+}
+
+size_t memobs_get_regions(memobs_region_stats_t *out, size_t max) {
+    memobs__shard_t *s;
+    uint32_t n, i;
+    memobs_init();
+    n = __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE);
+    if (!out || max == 0) return n;
+    if (max > n) max = n;
+    memset(out, 0, max * sizeof *out);
+    for (i = 0; i < max; i++) {
+        out[i].id = (memobs_region_t)i;
+        out[i].name = memobs__reg.names[i].name;
+        out[i].collective = memobs__reg.names[i].collective;
+        out[i].max_ns = MEMOBS__LOAD(&memobs__reg.max[i].v);
+    }
+    pthread_mutex_lock(&memobs__g.lock);
+    for (s = memobs__g.shards; s; s = s->next) {
+        memobs__u64_t *r = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
+        const memobs__u64_t *b = r + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT;
+        if (!r) continue;
+        for (i = 0; i < max; i++) {
+            const memobs__u64_t *c = r + (size_t)i * MEMOBS__REG_NSTAT, *cb = b + (size_t)i * MEMOBS__REG_NSTAT;
+            out[i].count += MEMOBS__LOAD(&c[0].v) - cb[0].v;
+            out[i].timed += MEMOBS__LOAD(&c[1].v) - cb[1].v;
+            out[i].total_ns += MEMOBS__LOAD(&c[2].v) - cb[2].v;
+            out[i].marks += MEMOBS__LOAD(&c[3].v) - cb[3].v;
+        }
+    }
+    pthread_mutex_unlock(&memobs__g.lock);
+    return n;
+}
+
+/* Caller holds memobs__g.lock: the window's counts start again. */
+static void memobs__reg_rebase(void) {
+    memobs__shard_t *s;
+    uint32_t i;
+    for (s = memobs__g.shards; s; s = s->next) {
+        memobs__u64_t *r = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
+        size_t k, n = (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT;
+        if (!r) continue;
+        for (k = 0; k < n; k++) r[n + k].v = MEMOBS__LOAD(&r[k].v);
+    }
+    for (i = 0; i < MEMOBS_MAX_REGIONS; i++) MEMOBS__STORE(&memobs__reg.max[i].v, 0u);
+}
+
+/* The regions open on the process's threads now, for a sample: each
+   thread's stack outermost first, -1 between threads; returns the count
+   written (at most max). */
+static uint32_t memobs__reg_open(memobs_region_t *out, uint32_t max) {
+    memobs__shard_t *s;
+    uint32_t n = 0;
+    pthread_mutex_lock(&memobs__g.lock);
+    for (s = memobs__g.shards; s && n < max; s = s->next) {
+        uint32_t d, i;
+        if (!s->in_use || s->shared) continue;
+        d = __atomic_load_n(&s->rdepth.v, __ATOMIC_ACQUIRE);
+        if (d > MEMOBS_REGION_DEPTH) d = MEMOBS_REGION_DEPTH;
+        if (!d) continue;
+        if (n && n + 1 < max) out[n++] = -1;
+        else if (n) break;
+        for (i = 0; i < d && n < max; i++) out[n++] = (memobs_region_t)MEMOBS__LOAD(&s->rid[i].v);
+    }
+    pthread_mutex_unlock(&memobs__g.lock);
+    return n;
 }
 
 /* ======================================================================== */
@@ -2749,13 +3263,24 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
 #define MEMOBS__TL_HOST_NS 1000 /* width of a host-side record's slice, at most */
 #define MEMOBS__TL_TEXT 2048    /* trace text per allocation event */
 
-enum { MEMOBS__TL_XFER = 1, MEMOBS__TL_TIMED, MEMOBS__TL_ALLOC, MEMOBS__TL_FREE, MEMOBS__TL_PHASE, MEMOBS__TL_SAMPLE };
+enum {
+    MEMOBS__TL_XFER = 1,
+    MEMOBS__TL_TIMED,
+    MEMOBS__TL_ALLOC,
+    MEMOBS__TL_FREE,
+    MEMOBS__TL_PHASE,
+    MEMOBS__TL_SAMPLE,
+    MEMOBS__TL_REGION,
+    MEMOBS__TL_MARK
+};
 
 /* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), device + 1
-   (16-31), trace id (32-63). a, b, c by type:
+   (16-31), trace id or region id (32-63). a, b, c by type:
      XFER   bytes                  TIMED  bytes, device ns
      ALLOC  ptr, bytes, live bytes of the kind after it (FREE the same)
-     PHASE  timeline thread number SAMPLE value, -, series (a static string) */
+     PHASE  timeline thread number SAMPLE value, -, series (a static string)
+     REGION duration, timeline thread number, depth (ts: its begin)
+     MARK   -, timeline thread number */
 typedef struct {
     uint64_t seq;
     uint64_t ts, a, b, c, meta;
@@ -2827,9 +3352,24 @@ static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint6
     memobs__tl_push(now > ns ? now - ns : 0, bytes, ns, 0, memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0));
 }
 
-static void memobs__tl_phase(unsigned phase) {
+/* The calling thread's number on the timeline (1, 2, ... in order of its
+   first phase, region or marker event). */
+static uint32_t memobs__tl_thread_no(void) {
     if (!memobs__tl_thread) memobs__tl_thread = MEMOBS__ADD(&memobs__tl.threads.v, 1u) + 1u;
-    memobs__tl_push(memobs_now_ns(), memobs__tl_thread, 0, 0, memobs__tl_meta(MEMOBS__TL_PHASE, 0, phase, -1, 0));
+    return memobs__tl_thread;
+}
+
+static void memobs__tl_phase(unsigned phase) {
+    memobs__tl_push(memobs_now_ns(), memobs__tl_thread_no(), 0, 0, memobs__tl_meta(MEMOBS__TL_PHASE, 0, phase, -1, 0));
+}
+
+static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t depth) {
+    memobs__tl_push(t0, dur, memobs__tl_thread_no(), depth,
+                    memobs__tl_meta(MEMOBS__TL_REGION, 0, memobs__tls.phase, -1, (uint32_t)id));
+}
+
+static void memobs__tl_mark(uint64_t ts, int32_t id) {
+    memobs__tl_push(ts, 0, memobs__tl_thread_no(), 0, memobs__tl_meta(MEMOBS__TL_MARK, 0, memobs__tls.phase, -1, (uint32_t)id));
 }
 
 /* After the tracker accounted the change, so `live` includes it. */
@@ -2999,6 +3539,7 @@ static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
 #define MEMOBS__TL_TID_TIMED 10    /* + direction * MEMOBS__TL_LANES + lane */
 #define MEMOBS__TL_TID_ALLOC 100
 #define MEMOBS__TL_TID_PHASE 1000  /* + timeline thread slot */
+#define MEMOBS__TL_TID_REGION 3000 /* + timeline thread slot */
 
 typedef struct {
     uint32_t id;
@@ -3052,6 +3593,16 @@ static void memobs__tl_phase_slice(memobs__tl_out_t *o, int tid, unsigned ph, ui
     fputs(",\"cat\":\"phase\"}", o->f);
 }
 
+/* The slot of a timeline thread number in thr[] (added if new; past
+   MEMOBS__TL_THREADS threads, the last slot is shared). */
+static unsigned memobs__tl_slot(uint32_t *thr, unsigned *nthr, uint32_t no) {
+    unsigned t;
+    for (t = 0; t < *nthr && thr[t] != no; t++) {
+    }
+    if (t == *nthr && *nthr < MEMOBS__TL_THREADS) thr[(*nthr)++] = no;
+    return t == MEMOBS__TL_THREADS ? t - 1 : t;
+}
+
 static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now) {
     static const char *const cname[3] = {"H2D bytes", "D2H bytes", "D2D bytes"};
     static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
@@ -3060,10 +3611,14 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     uint64_t lane_end[3][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
+    unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned lanes[3] = {0, 0, 0}, nthr = 0, live_seen = 0, d, k;
     size_t i;
     char name[64];
     memset(lane_end, 0, sizeof lane_end);
+    memset(thr_ph, 0, sizeof thr_ph);
+    memset(thr_t0, 0, sizeof thr_t0);
+    memset(thr_has, 0, sizeof thr_has);
     /* Host-side records: end before the next one of the direction. */
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
@@ -3131,15 +3686,8 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
             memobs__tl_counter(o, lname[k], e->ts, live[k]);
             break;
         case MEMOBS__TL_PHASE: {
-            unsigned t;
-            for (t = 0; t < nthr && thr[t] != (uint32_t)e->a; t++) {
-            }
-            if (t == nthr && nthr < MEMOBS__TL_THREADS) {
-                thr[nthr] = (uint32_t)e->a;
-                thr_ph[nthr] = MEMOBS_PHASE_NONE;
-                thr_t0[nthr++] = e->ts;
-            }
-            if (t == MEMOBS__TL_THREADS) t--;
+            unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->a);
+            thr_has[t] |= 1u;
             if (thr_ph[t] == ph) break; /* the same phase again: one slice */
             memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
             thr_ph[t] = ph;
@@ -3149,6 +3697,22 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         case MEMOBS__TL_SAMPLE:
             memobs__tl_counter(o, (const char *)(uintptr_t)e->c, e->ts, e->a);
             break;
+        case MEMOBS__TL_REGION:
+        case MEMOBS__TL_MARK: {
+            unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->b);
+            const char *label = memobs_region_label((memobs_region_t)trace);
+            thr_has[t] |= 2u;
+            memobs__tl_begin(o, type == MEMOBS__TL_REGION ? "X" : "i", label ? label : "(unknown)",
+                             MEMOBS__TL_TID_REGION + (int)t, e->ts);
+            if (type == MEMOBS__TL_REGION) {
+                memobs__tl_us(o->f, "dur", e->a);
+                fprintf(o->f, ",\"cat\":\"region\",\"args\":{\"depth\":%llu,\"phase\":\"%s\"}}",
+                        (unsigned long long)e->c, memobs__tl_ph[ph]);
+            } else {
+                fprintf(o->f, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"%s\"}}", memobs__tl_ph[ph]);
+            }
+            break;
+        }
         default: break;
         }
     }
@@ -3167,11 +3731,21 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     }
     memobs__tl_thread_name(o, MEMOBS__TL_TID_ALLOC, "allocations", 100);
     for (k = 0; k < nthr; k++) {
-        if (k + 1 == MEMOBS__TL_THREADS) snprintf(name, sizeof name, "phase, threads %u and later", thr[k]);
-        else snprintf(name, sizeof name, "phase, thread %u", thr[k]);
-        memobs__tl_thread_name(o, MEMOBS__TL_TID_PHASE + (int)k, name, (int)(1000 + k));
+        const char *last = k + 1 == MEMOBS__TL_THREADS ? "s" : "", *later = k + 1 == MEMOBS__TL_THREADS ? " and later" : "";
+        if (thr_has[k] & 1u) {
+            snprintf(name, sizeof name, "phase, thread%s %u%s", last, thr[k], later);
+            memobs__tl_thread_name(o, MEMOBS__TL_TID_PHASE + (int)k, name, (int)(1000 + k));
+        }
+        if (thr_has[k] & 2u) {
+            snprintf(name, sizeof name, "regions, thread%s %u%s", last, thr[k], later);
+            memobs__tl_thread_name(o, MEMOBS__TL_TID_REGION + (int)k, name, (int)(3000 + k));
+        }
     }
 }
+
+#define MEMOBS__TL_OFF_NOTE                                                                                 \
+    "the timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N), "      \
+    "MEMOBS_TRACE=PATH or MEMOBS_TRACE_EVENTS=N before the work to be traced"
 
 int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_out_t o;
@@ -3211,11 +3785,15 @@ int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_write_events(&o, ev, n, memobs_now_ns());
     fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs %s\",\"host\":", MEMOBS_VERSION);
     memobs__json_str(f, id.host);
-    fprintf(f, ",\"rank\":%d,\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,\"in_trace\":%llu}}\n",
+    fprintf(f, ",\"rank\":%d,\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,\"in_trace\":%llu,"
+            "\"timeline\":\"%s\"%s}}\n",
             (int)id.rank, (unsigned long long)st.capacity, (unsigned long long)st.recorded,
             (unsigned long long)(st.recorded > st.dropped ? st.recorded - st.dropped : 0),
-            (unsigned long long)st.dropped, (unsigned long long)n);
+            (unsigned long long)st.dropped, (unsigned long long)n, st.capacity ? "on" : "off",
+            st.capacity ? "" : ",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"");
     pthread_mutex_unlock(&memobs__tl.lock);
+    if (!st.capacity)
+        memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_chrome_trace: %s", MEMOBS__TL_OFF_NOTE);
     memobs__tls.busy = 1;
     if (o.cache) MEMOBS_FREE(o.cache);
     if (ev) MEMOBS_FREE(ev);
@@ -3404,6 +3982,9 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->tpot_unarmed = st[MEMOBS__ST_TPOT_UNARMED];
     out->bad_records = st[MEMOBS__ST_BAD_RECORD];
     out->untracked_threads = st[MEMOBS__ST_UNTRACKED];
+    out->region_unmatched_ends = st[MEMOBS__ST_REGION_UNMATCHED];
+    out->region_too_deep = st[MEMOBS__ST_REGION_DEEP];
+    out->region_names_dropped = st[MEMOBS__ST_REGION_DROPPED];
     out->tracking = MEMOBS__LOAD(&memobs__g.trk.used.v) != 0;
     out->track.frees_unknown = st[MEMOBS__ST_FREE_UNKNOWN];
     out->track.frees_double = st[MEMOBS__ST_FREE_DOUBLE];
@@ -3442,6 +4023,7 @@ void memobs_reset(void) {
     memobs__hist_rebase(&memobs__g.ttft);
     memobs__hist_rebase(&memobs__g.tpot);
     memobs__hist_rebase(&memobs__g.e2e);
+    memobs__reg_rebase();
     MEMOBS__STORE(&memobs__g.window_start_ns.v, memobs_now_ns());
     pthread_mutex_unlock(&memobs__g.lock);
 }
@@ -3509,11 +4091,12 @@ static void memobs__text_latency(FILE *f, const char *name, const memobs_latency
 /* One line naming every kind of misuse seen in the window, if any. */
 static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
     const memobs_track_problems_t *t = &s->track;
-    const uint64_t v[16] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+    const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                             s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
-                            t->untracked, t->untracked_frees, t->traces_dropped};
-    static const char *const what[16] = {"requests not timed (table full)", "token/end for ids not in flight",
+                            t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
+                            s->region_too_deep, s->region_names_dropped};
+    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
                                          "records via the shared shard (no per-thread shard)",
@@ -3522,9 +4105,12 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                                          "allocations of a live pointer (missed free)", "allocations of a bad kind",
                                          "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)",
                                          "frees of untracked allocations (current bytes may be overstated)",
-                                         "allocations whose trace was not kept (trace table full)"};
+                                         "allocations whose trace was not kept (trace table full)",
+                                         "region ends with no region open",
+                                         "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
+                                         "regions and markers filed under \"(other)\" (no name kept)"};
     unsigned i, n = 0;
-    for (i = 0; i < 16; i++) {
+    for (i = 0; i < 19; i++) {
         if (!v[i]) continue;
         fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
     }
@@ -3551,6 +4137,55 @@ static void memobs__text_timed(FILE *f, const memobs_summary_t *s) {
     if (rows || s->timed_in_flight_copies)
         fprintf(f, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
                 (unsigned long long)s->timed_in_flight_copies, memobs_fmt_bytes(s->timed_in_flight_bytes, b, sizeof b));
+}
+
+/* The writers' copy of memobs_get_regions (MEMOBS_MALLOC); *n entries. */
+static memobs_region_stats_t *memobs__regions_copy(size_t *n) {
+    size_t want = memobs_get_regions(NULL, 0);
+    memobs_region_stats_t *r = (memobs_region_stats_t *)MEMOBS_MALLOC((want ? want : 1) * sizeof *r);
+    *n = 0;
+    if (r) {
+        *n = memobs_get_regions(r, want);
+        if (*n > want) *n = want;
+    }
+    return r;
+}
+
+/* Regions ended or markers set in the window, one row per name. */
+static void memobs__text_regions(FILE *f) {
+    size_t n, i, rows = 0;
+    memobs_region_stats_t *r = memobs__regions_copy(&n);
+    char b[4][32];
+    if (!r) return;
+    for (i = 0; i < n; i++) {
+        const memobs_region_stats_t *x = &r[i];
+        if (!x->count && !x->marks) continue;
+        if (!rows++)
+            fprintf(f, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max", "markers");
+        fprintf(f, "  %-32s %8llu %10s %10s %10s %8llu\n", x->name, (unsigned long long)x->count,
+                x->timed ? memobs_fmt_ns(x->total_ns, b[0], sizeof b[0]) : "-",
+                x->timed ? memobs_fmt_ns(x->total_ns / x->timed, b[1], sizeof b[1]) : "-",
+                x->timed ? memobs_fmt_ns(x->max_ns, b[2], sizeof b[2]) : "-", (unsigned long long)x->marks);
+    }
+    MEMOBS_FREE(r);
+}
+
+static void memobs__json_regions(FILE *f) {
+    size_t n, i, k = 0;
+    memobs_region_stats_t *r = memobs__regions_copy(&n);
+    fputs(",\"regions\":[", f);
+    for (i = 0; r && i < n; i++) {
+        const memobs_region_stats_t *x = &r[i];
+        if (!x->count && !x->marks) continue;
+        fputs(k++ ? ",{\"name\":" : "{\"name\":", f);
+        memobs__json_str(f, x->name);
+        fprintf(f, ",\"count\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"max_ns\":%llu,"
+                "\"marks\":%llu,\"collective\":%s}", (unsigned long long)x->count, (unsigned long long)x->timed,
+                (unsigned long long)x->total_ns, (unsigned long long)(x->timed ? x->total_ns / x->timed : 0),
+                (unsigned long long)x->max_ns, (unsigned long long)x->marks, x->collective ? "true" : "false");
+    }
+    fputc(']', f);
+    if (r) MEMOBS_FREE(r);
 }
 
 static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
@@ -3617,6 +4252,7 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
             fprintf(f, "    %-32s %20llu%s%s\n", s->counters[c].name, (unsigned long long)s->counters[c].value,
                     s->counters[c].help[0] ? "  " : "", s->counters[c].help);
     }
+    memobs__text_regions(f);
     memobs__leak_text(f);
     memobs__text_problems(f, s);
 }
@@ -3710,13 +4346,15 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
             ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
             "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
             "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
-            "\"untracked_threads\":%llu},\"counters\":{",
+            "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
+            "\"region_names_dropped\":%llu},\"counters\":{",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
             (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
             (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
             (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
             (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-            (unsigned long long)s->untracked_threads);
+            (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
+            (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
     for (c = 0; c < s->ncounters; c++) {
         if (c) fputc(',', f);
         memobs__json_str(f, s->counters[c].name);
@@ -3726,6 +4364,7 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     memobs__json_memory(f, s);
     fputc(',', f);
     memobs__json_timed(f, s);
+    memobs__json_regions(f);
     memobs__leak_json(f);
     fputs("}\n", f);
 }
@@ -4108,17 +4747,19 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     {
-        static const char *const what[16] = {
+        static const char *const what[19] = {
             "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
             "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
-            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped"};
-        const uint64_t v[16] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
+        const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                                 s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                                 t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
-                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped};
+                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
+                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped};
         memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
                             "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
-        for (i = 0; i < 16; i++) {
+        for (i = 0; i < 19; i++) {
             char labels[48];
             snprintf(labels, sizeof labels, "problem=\"%s\"", what[i]);
             memobs__prom_u64(o, p, "memobs_problems_total", labels, v[i]);
@@ -4141,6 +4782,36 @@ static int memobs__prom_gen(memobs__out_t *o) {
                      offsetof(memobs_mem_stats_t, frees));
     memobs__prom_mem(o, p, "memobs_tracked_allocated_bytes_total", "counter", "Bytes of tracked allocations, by "
                      "memory kind.", offsetof(memobs_mem_stats_t, alloc_bytes));
+
+    {
+        size_t nr, k;
+        memobs_region_stats_t *r = memobs__regions_copy(&nr);
+        static const char *const fam[5][3] = {
+            {"memobs_region_ends_total", "counter", "Regions ended, by name (memobs_region_begin/end)."},
+            {"memobs_region_timed_total", "counter", "Of those, regions timed (region timing on, the timeline on, "
+                                                     "or a collective name)."},
+            {"memobs_region_seconds_total", "counter", "Summed time of the timed regions, by name (mean: rate of "
+                                                       "seconds / rate of timed)."},
+            {"memobs_region_max_seconds", "gauge", "Longest region of the name in the window."},
+            {"memobs_markers_total", "counter", "Markers set, by name (memobs_mark)."}};
+        for (i = 0; r && i < 5; i++) {
+            memobs__prom_family(o, fam[i][0], fam[i][1], fam[i][2]);
+            for (k = 0; k < nr; k++) {
+                char labels[256];
+                memobs__out_t lo;
+                memset(&lo, 0, sizeof lo);
+                lo.buf = labels;
+                lo.len = sizeof labels;
+                memobs__out_str(&lo, "region=\"");
+                memobs__out_escaped(&lo, r[k].name, 1); /* 63 bytes, at most 2 each once escaped: fits */
+                memobs__out_write(&lo, "\"", 1);
+                labels[lo.n < lo.len ? lo.n : 0] = 0;
+                if (i == 2 || i == 3) memobs__prom_secs(o, p, fam[i][0], labels, i == 2 ? r[k].total_ns : r[k].max_ns);
+                else memobs__prom_u64(o, p, fam[i][0], labels, i == 0 ? r[k].count : i == 1 ? r[k].timed : r[k].marks);
+            }
+        }
+        if (r) MEMOBS_FREE(r);
+    }
 
     for (c = 0; c < s->ncounters; c++) {
         char name[96], help[128];
@@ -5090,6 +5761,7 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
         if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total) != 0)
             x->used = x->free_bytes = x->total = MEMOBS_UNKNOWN;
     }
+    s->nregion = memobs__reg_open(s->region, MEMOBS_SAMPLE_REGIONS);
 }
 
 /* A sample's known figures as counter tracks of the timeline (when on). */
@@ -5391,6 +6063,10 @@ static void memobs__leak_json(FILE *f) {
 /* ======================================================================== */
 /* Private: notable events and Stormlog telemetry                           */
 /* ======================================================================== */
+
+static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
+    (void)t0; (void)dur; (void)id; (void)is_mark;
+}
 
 static void memobs__sl_push(const memobs__sl_event_t *e) {
     memobs__spin_lock(&memobs__smp.ev_lock);
