@@ -758,12 +758,45 @@ typedef struct {
    MEMOBS_ERR_INVALID for NULL. */
 MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
 
-/* Stormlog telemetry schema v2: a JSON array of events, one "sample" per
-   sample and device (device_id -1: the host, see README), "peak" and "oom"
-   events. MEMOBS_STORMLOG=PATH writes it at exit. */
+/* Stormlog telemetry schema v2: a JSON array of events in time order.
+   Stormlog's per-rank analyses read a rank's "sample" events as ONE series
+   (grouped by rank alone, never by device), so a file holds one:
+     device series  when any sample has a device with the driver's figures
+                    (memobs_cuda.h): one "sample" per such sample, summed
+                    over the process's devices (device_id: the lowest of
+                    them; per-device figures in metadata when there are
+                    several). allocator_allocated_bytes and
+                    allocator_reserved_bytes are memobs' tracked device
+                    bytes, device_used_bytes the driver's used memory, so
+                    Stormlog's gap (used - reserved) is device memory
+                    outside memobs. Samples taken before any device had
+                    memory are not in it. Host memory rides along in each
+                    sample's metadata (host_rss_bytes, host_anon_bytes,
+                    host_heap_bytes, host_tracked_bytes,
+                    host_tracked_pinned_bytes).
+     host series    otherwise: device_id -1, malloc as the allocator
+                    (allocated: in use, reserved: taken from the system),
+                    RSS as used, physical memory as total; the gap is
+                    memory outside malloc.
+   Samples taken while regions were open carry them in `context`: each
+   thread's stack outermost first, joined by "/", threads by " | ".
+   Other events, all with device_total_bytes null (Stormlog's gap analysis
+   reads every event that has a total: these stay out of its series):
+   "peak" and "oom" (their device's figures from the driver; its total in
+   metadata), and "region" (its begin and its end, metadata edge) and
+   "marker" events for regions and markers whose names Stormlog takes for
+   a collective, with the figures of the series' sample before them.
+   MEMOBS_STORMLOG=PATH writes it at exit. */
 MEMOBS_API int memobs_write_stormlog(FILE *f);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
 MEMOBS_API int memobs_write_stormlog_file(const char *path);
+/* The host series alone (device_id -1) with the region and marker events,
+   whatever devices there are: a companion for Stormlog's analyses of host
+   memory. Give it to Stormlog on its own, never with the rank's device
+   file (same rank: the two series would mix). MEMOBS_STORMLOG_HOST=PATH
+   writes it at exit. */
+MEMOBS_API int memobs_write_stormlog_host(FILE *f);
+MEMOBS_API int memobs_write_stormlog_host_file(const char *path);
 
 /* ======================================================================== */
 /* Summaries                                                                */
@@ -5633,6 +5666,13 @@ static void memobs__bg_at_exit(void) {
 
 enum { MEMOBS__EV_PEAK = 1, MEMOBS__EV_OOM = 2 };
 
+#define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
+typedef struct {
+    uint64_t t0, dur;   /* begin (a marker: its time), duration (0 for a marker) */
+    int32_t id;         /* region id */
+    uint32_t is_mark;
+} memobs__sl_mark_t;
+
 typedef struct {
     uint64_t time_ns;
     int type;
@@ -5662,6 +5702,13 @@ static struct {
     uint32_t cap_want;         /* MEMOBS_SAMPLES */
     uint32_t window_s;         /* MEMOBS_LEAK_WINDOW_S */
     char stormlog_path[512];   /* MEMOBS_STORMLOG */
+    char stormlog_host_path[512]; /* MEMOBS_STORMLOG_HOST */
+    /* regions and markers of collective names, for Stormlog: a ring under
+       a spin lock (taken at such a region's end) */
+    memobs__u32_t mk_lock;
+    memobs__sl_mark_t mk[MEMOBS__SL_MARKS];
+    uint32_t mk_head, mk_n;
+    uint64_t mk_dropped;
     /* notable events, under a spin lock (taken in the allocation path) */
     memobs__u32_t ev_lock;
     memobs__sl_event_t ev[MEMOBS__SL_EVENTS];
@@ -5684,9 +5731,11 @@ static void memobs__bg_fork(int stage) {
         pthread_mutex_lock(&memobs__bg.lock);
         pthread_mutex_lock(&memobs__smp.lock);
         memobs__spin_lock(&memobs__smp.ev_lock);
+        memobs__spin_lock(&memobs__smp.mk_lock);
     } else if (stage == 1) {
         if (!memobs__bg.fork_held) return;
         memobs__bg.fork_held = 0;
+        memobs__spin_unlock(&memobs__smp.mk_lock);
         memobs__spin_unlock(&memobs__smp.ev_lock);
         pthread_mutex_unlock(&memobs__smp.lock);
         pthread_mutex_unlock(&memobs__bg.lock);
@@ -5699,6 +5748,8 @@ static void memobs__bg_fork(int stage) {
         memobs__smp.dropped = 0;
         memobs__smp.ev_head = memobs__smp.ev_n = 0;
         memobs__smp.ev_dropped = 0;
+        memobs__smp.mk_head = memobs__smp.mk_n = 0;
+        memobs__smp.mk_dropped = 0;
     }
 }
 
@@ -6064,8 +6115,22 @@ static void memobs__leak_json(FILE *f) {
 /* Private: notable events and Stormlog telemetry                           */
 /* ======================================================================== */
 
+/* A region (at its end) or marker of a collective name. */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
-    (void)t0; (void)dur; (void)id; (void)is_mark;
+    memobs__sl_mark_t m;
+    m.t0 = t0;
+    m.dur = dur;
+    m.id = id;
+    m.is_mark = (uint32_t)is_mark;
+    memobs__spin_lock(&memobs__smp.mk_lock);
+    if (memobs__smp.mk_n == MEMOBS__SL_MARKS) {
+        memobs__smp.mk[memobs__smp.mk_head] = m;
+        memobs__smp.mk_head = (memobs__smp.mk_head + 1) % MEMOBS__SL_MARKS;
+        memobs__smp.mk_dropped++;
+    } else {
+        memobs__smp.mk[(memobs__smp.mk_head + memobs__smp.mk_n++) % MEMOBS__SL_MARKS] = m;
+    }
+    memobs__spin_unlock(&memobs__smp.mk_lock);
 }
 
 static void memobs__sl_push(const memobs__sl_event_t *e) {
@@ -6176,41 +6241,130 @@ static void memobs__sl_fields(FILE *f, uint64_t alloc, uint64_t reserved, uint64
     fprintf(f, ",\"allocator_change_bytes\":%lld", (long long)change);
 }
 
-static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t phys,
-                              const memobs_sample_t *s, const memobs_sample_t *prev) {
+/* What one "sample" of a series says: the Stormlog fields, and where
+   they come from. A sample not in the series has ok 0. */
+typedef struct {
+    int ok;
+    int device;                         /* device_id */
+    uint64_t alloc, reserved, inactive; /* allocator_* (inactive: MEMOBS_UNKNOWN if not known) */
+    uint64_t used, free_b, total;       /* device_* (free, total: MEMOBS_UNKNOWN if not known) */
+} memobs__sl_fig_t;
+
+/* The figures of sample s in the device series (dev_id: the series'
+   device_id) or the host series. */
+static memobs__sl_fig_t memobs__sl_figures(const memobs_sample_t *s, int device_series, int dev_id, uint64_t phys) {
+    memobs__sl_fig_t g;
     uint32_t d;
-    /* The host as device -1: malloc is its allocator (allocated: in use,
-       reserved: taken from the system), RSS what the system says is used,
-       physical memory its total; the gap Stormlog draws (used - reserved)
-       is then memory outside malloc. */
-    if (s->rss_bytes != MEMOBS_UNKNOWN && s->heap_bytes != MEMOBS_UNKNOWN) {
-        uint64_t res = s->heap_reserved_bytes >= s->heap_bytes ? s->heap_reserved_bytes : s->heap_bytes;
-        memobs__sl_head(f, first, id, wall, s->time_ns, "sample", s->interval_ms, -1);
-        memobs__sl_fields(f, s->heap_bytes, res, MEMOBS_UNKNOWN, res - s->heap_bytes, s->rss_bytes, MEMOBS_UNKNOWN,
-                          phys, prev && prev->heap_bytes != MEMOBS_UNKNOWN ? (int64_t)(s->heap_bytes - prev->heap_bytes) : 0);
-        fputs(",\"context\":null,\"metadata\":{\"source\":\"host\"", f);
+    memset(&g, 0, sizeof g);
+    g.inactive = g.free_b = g.total = MEMOBS_UNKNOWN;
+    if (!device_series) {
+        /* The host as device -1: malloc is its allocator (allocated: in use,
+           reserved: taken from the system), RSS what the system says is
+           used, physical memory its total; the gap Stormlog draws (used -
+           reserved) is then memory outside malloc. */
+        if (s->rss_bytes == MEMOBS_UNKNOWN || s->heap_bytes == MEMOBS_UNKNOWN) return g;
+        g.ok = 1;
+        g.device = -1;
+        g.alloc = s->heap_bytes;
+        g.reserved = s->heap_reserved_bytes >= s->heap_bytes ? s->heap_reserved_bytes : s->heap_bytes;
+        g.inactive = g.reserved - g.alloc;
+        g.used = s->rss_bytes;
+        g.total = phys;
+        return g;
+    }
+    /* The devices: memobs' tracked blocks are both what the allocator
+       handed out and what it holds; the gap is memory outside memobs. Free
+       and total only when every device gave them. */
+    g.device = dev_id;
+    g.free_b = g.total = 0;
+    for (d = 0; d < s->ndev; d++) {
+        const memobs_sample_dev_t *x = &s->dev[d];
+        if (x->used == MEMOBS_UNKNOWN) continue;
+        g.ok = 1;
+        g.alloc += x->tracked;
+        g.used += x->used;
+        if (g.free_b != MEMOBS_UNKNOWN) g.free_b = x->free_bytes == MEMOBS_UNKNOWN ? MEMOBS_UNKNOWN : g.free_b + x->free_bytes;
+        if (g.total != MEMOBS_UNKNOWN) g.total = x->total == MEMOBS_UNKNOWN ? MEMOBS_UNKNOWN : g.total + x->total;
+    }
+    g.reserved = g.alloc;
+    return g;
+}
+
+/* The regions open at a sample as Stormlog's context, or JSON null. */
+static void memobs__sl_context(FILE *f, const memobs_sample_t *s) {
+    char buf[MEMOBS_SAMPLE_REGIONS * (MEMOBS__REG_NAME + 3) + 1];
+    size_t o = 0;
+    uint32_t i;
+    int sep = 0;
+    buf[0] = 0;
+    for (i = 0; i < s->nregion && i < MEMOBS_SAMPLE_REGIONS; i++) {
+        const char *name = s->region[i] < 0 ? NULL : memobs_region_label(s->region[i]);
+        if (s->region[i] < 0) {
+            sep = 2;
+            continue;
+        }
+        if (!name) continue;
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", o ? (sep == 2 ? " | " : "/") : "", name);
+        sep = 1;
+    }
+    if (o) memobs__json_str(f, buf);
+    else fputs("null", f);
+}
+
+static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
+                              const memobs_sample_t *s, const memobs__sl_fig_t *g, const memobs__sl_fig_t *prev) {
+    uint32_t d, known = 0;
+    memobs__sl_head(f, first, id, wall, s->time_ns, "sample", s->interval_ms, g->device);
+    memobs__sl_fields(f, g->alloc, g->reserved, MEMOBS_UNKNOWN, g->inactive, g->used, g->free_b, g->total,
+                      prev ? (int64_t)(g->alloc - prev->alloc) : 0);
+    fputs(",\"context\":", f);
+    memobs__sl_context(f, s);
+    if (g->device < 0) {
+        fputs(",\"metadata\":{\"source\":\"host\"", f);
         memobs__sl_u64(f, "rss_bytes", s->rss_bytes);
         memobs__sl_u64(f, "anon_bytes", s->anon_bytes);
         memobs__sl_u64(f, "heap_bytes", s->heap_bytes);
         memobs__sl_u64(f, "tracked_host_bytes", s->tracked_host_bytes);
         memobs__sl_u64(f, "tracked_pinned_bytes", s->tracked_pinned_bytes);
         fputs("}}", f);
+        return;
     }
-    /* A device: memobs' tracked blocks are both what the allocator handed
-       out and what it holds; the gap is memory outside memobs. */
-    for (d = 0; d < s->ndev; d++) {
+    for (d = 0; d < s->ndev; d++) known += s->dev[d].used != MEMOBS_UNKNOWN;
+    fprintf(f, ",\"metadata\":{\"source\":\"cuda\",\"devices\":%u,\"tracked_bytes\":%llu,\"outside_bytes\":%lld",
+            (unsigned)known, (unsigned long long)g->alloc, (long long)g->used - (long long)g->alloc);
+    for (d = 0; known > 1 && d < s->ndev; d++) {
         const memobs_sample_dev_t *x = &s->dev[d];
-        int64_t change = 0;
-        uint32_t j;
+        char key[48];
         if (x->used == MEMOBS_UNKNOWN) continue;
-        for (j = 0; prev && j < prev->ndev; j++)
-            if (prev->dev[j].device == x->device) change = (int64_t)(x->tracked - prev->dev[j].tracked);
-        memobs__sl_head(f, first, id, wall, s->time_ns, "sample", s->interval_ms, (int)x->device);
-        memobs__sl_fields(f, x->tracked, x->tracked, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, x->used, x->free_bytes, x->total,
-                          change);
-        fprintf(f, ",\"context\":null,\"metadata\":{\"source\":\"cuda\",\"tracked_bytes\":%llu,\"outside_bytes\":%lld}}",
-                (unsigned long long)x->tracked, (long long)x->used - (long long)x->tracked);
+        snprintf(key, sizeof key, "device_%d_used_bytes", (int)x->device);
+        memobs__sl_u64(f, key, x->used);
+        snprintf(key, sizeof key, "device_%d_total_bytes", (int)x->device);
+        memobs__sl_u64(f, key, x->total);
+        snprintf(key, sizeof key, "device_%d_tracked_bytes", (int)x->device);
+        memobs__sl_u64(f, key, x->tracked);
     }
+    memobs__sl_u64(f, "host_rss_bytes", s->rss_bytes);
+    memobs__sl_u64(f, "host_anon_bytes", s->anon_bytes);
+    memobs__sl_u64(f, "host_heap_bytes", s->heap_bytes);
+    memobs__sl_u64(f, "host_tracked_bytes", s->tracked_host_bytes);
+    memobs__sl_u64(f, "host_tracked_pinned_bytes", s->tracked_pinned_bytes);
+    fputs("}}", f);
+}
+
+/* A region edge or a marker: the series' figures of the sample before it
+   (g; all 0 when there is none), device_total_bytes null. */
+static void memobs__sl_mark_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
+                                  const memobs__sl_mark_t *m, int end, int device, const memobs__sl_fig_t *g) {
+    const char *name = memobs_region_label(m->id);
+    memobs__sl_head(f, first, id, wall, t, m->is_mark ? "marker" : "region", 0, device);
+    memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                      g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+    fputs(",\"context\":", f);
+    memobs__json_str(f, name ? name : "(unknown)");
+    fprintf(f, ",\"metadata\":{\"source\":\"memobs\",\"figures_from\":\"%s\"", g->ok ? "previous sample" : "none");
+    if (!m->is_mark)
+        fprintf(f, ",\"edge\":\"%s\",\"duration_ns\":%llu", end ? "end" : "begin", (unsigned long long)m->dur);
+    fputs("}}", f);
 }
 
 static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
@@ -6219,9 +6373,11 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
     int from_driver = e->used != MEMOBS_UNKNOWN;
     memobs__sl_head(f, first, id, wall, e->time_ns, e->type == MEMOBS__EV_PEAK ? "peak" : "oom", 0, (int)e->device);
     /* Without the driver's figure, used is what memobs tracks (a lower
-       bound), and metadata says so. */
+       bound), and metadata says so. The total goes to metadata only: an
+       event with device_total_bytes would join the gap analysis' series
+       (one device's figures among the samples' sums over devices). */
     memobs__sl_fields(f, e->tracked, e->tracked, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, from_driver ? e->used : e->tracked,
-                      from_driver ? e->free_bytes : MEMOBS_UNKNOWN, from_driver ? e->total : MEMOBS_UNKNOWN,
+                      from_driver ? e->free_bytes : MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
                       e->type == MEMOBS__EV_PEAK && e->prev ? (int64_t)(e->tracked - e->prev) : 0);
     fputs(",\"context\":", f);
     text[0] = 0;
@@ -6232,6 +6388,7 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
     else fputs("null", f);
     fprintf(f, ",\"metadata\":{\"source\":\"%s\",\"device_used_from\":\"%s\"", e->type == MEMOBS__EV_PEAK ? "tracker" : "cuda",
             from_driver ? "driver" : "tracker");
+    if (from_driver) memobs__sl_u64(f, "driver_total_bytes", e->total);
     if (e->type == MEMOBS__EV_PEAK) {
         fprintf(f, ",\"previous_peak_bytes\":%llu", (unsigned long long)e->prev);
         if (e->trace != MEMOBS_NO_TRACE) fprintf(f, ",\"trace\":%u", (unsigned)e->trace);
@@ -6241,59 +6398,152 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
     fputs("}}", f);
 }
 
-int memobs_write_stormlog(FILE *f) {
+/* A region edge or marker to write: the time, the mark, which edge. */
+typedef struct {
+    uint64_t t;
+    uint32_t mark, end;
+} memobs__sl_edge_t;
+
+static int memobs__sl_edge_cmp(const void *x, const void *y) {
+    const memobs__sl_edge_t *a = (const memobs__sl_edge_t *)x, *b = (const memobs__sl_edge_t *)y;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    return a->mark != b->mark ? (a->mark < b->mark ? -1 : 1) : (a->end < b->end ? -1 : a->end > b->end);
+}
+
+/* The writer of both files: host_only writes the host series and no
+   device events. */
+static int memobs__sl_write(FILE *f, int host_only) {
     memobs_identity_t id;
     memobs_sample_t *s = NULL;
     memobs__sl_event_t ev[MEMOBS__SL_EVENTS];
-    size_t n, i = 0, j = 0, nev;
-    int first = 1;
+    memobs__sl_mark_t *mk = NULL;
+    memobs__sl_edge_t *edge = NULL;
+    memobs__sl_fig_t last, cur;
+    size_t n, i = 0, j = 0, k = 0, nev, nmk = 0, nedge = 0;
+    int first = 1, device_series = 0, dev_id = MEMOBS_MAX_DEVICES, have_last = 0;
     int64_t wall;
     uint64_t phys = MEMOBS_UNKNOWN;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (!f) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog: NULL FILE");
-        return MEMOBS_ERR_INVALID;
-    }
+    uint32_t busy = memobs__tls.busy;
     memobs_init();
     memobs__bg_poke();
     memobs_get_identity(&id);
     if (pages > 0 && page > 0) phys = (uint64_t)pages * (uint64_t)page;
     n = memobs__samples_copy(NULL, 0);
-    if (n && (s = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *s)) == NULL) return MEMOBS_ERR_NOMEM;
+    memobs__tls.busy = 1; /* copies of memobs' own: not the engine's allocations */
+    if (n) s = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *s);
+    mk = (memobs__sl_mark_t *)MEMOBS_MALLOC(MEMOBS__SL_MARKS * sizeof *mk);
+    edge = (memobs__sl_edge_t *)MEMOBS_MALLOC(2 * MEMOBS__SL_MARKS * sizeof *edge);
+    memobs__tls.busy = busy;
+    if ((n && !s) || !mk || !edge) {
+        memobs__tls.busy = 1;
+        if (s) MEMOBS_FREE(s);
+        if (mk) MEMOBS_FREE(mk);
+        if (edge) MEMOBS_FREE(edge);
+        memobs__tls.busy = busy;
+        return MEMOBS_ERR_NOMEM;
+    }
     if (n) n = memobs__samples_copy(s, n);
     memobs__spin_lock(&memobs__smp.ev_lock);
     nev = memobs__smp.ev_n;
     for (j = 0; j < nev; j++) ev[j] = memobs__smp.ev[(memobs__smp.ev_head + j) % MEMOBS__SL_EVENTS];
     memobs__spin_unlock(&memobs__smp.ev_lock);
+    memobs__spin_lock(&memobs__smp.mk_lock);
+    nmk = memobs__smp.mk_n;
+    for (j = 0; j < nmk; j++) mk[j] = memobs__smp.mk[(memobs__smp.mk_head + j) % MEMOBS__SL_MARKS];
+    memobs__spin_unlock(&memobs__smp.mk_lock);
+    for (j = 0; j < nmk; j++) {
+        edge[nedge].t = mk[j].t0;
+        edge[nedge].mark = (uint32_t)j;
+        edge[nedge++].end = 0;
+        if (!mk[j].is_mark) {
+            edge[nedge].t = mk[j].t0 + mk[j].dur;
+            edge[nedge].mark = (uint32_t)j;
+            edge[nedge++].end = 1;
+        }
+    }
+    qsort(edge, nedge, sizeof *edge, memobs__sl_edge_cmp);
+    /* One series: the devices' when any sample has one, named by the
+       lowest device index seen. */
+    for (i = 0; !host_only && i < n; i++) {
+        uint32_t d;
+        for (d = 0; d < s[i].ndev; d++) {
+            if (s[i].dev[d].used == MEMOBS_UNKNOWN) continue;
+            device_series = 1;
+            if (s[i].dev[d].device < dev_id) dev_id = s[i].dev[d].device;
+        }
+    }
+    if (!device_series) dev_id = -1;
+    if (host_only) nev = 0;
+    memset(&last, 0, sizeof last);
     wall = memobs__wall_offset_ns();
     fputc('[', f);
-    for (j = 0; i < n || j < nev;) { /* both lists are in time order: merge */
-        if (j == nev || (i < n && s[i].time_ns <= ev[j].time_ns)) {
-            memobs__sl_sample(f, &first, &id, wall, phys, &s[i], i ? &s[i - 1] : NULL);
+    /* The three lists are each in time order: merge them. */
+    for (i = j = k = 0; i < n || j < nev || k < nedge;) {
+        uint64_t ts = i < n ? s[i].time_ns : UINT64_MAX, te = j < nev ? ev[j].time_ns : UINT64_MAX;
+        uint64_t tm = k < nedge ? edge[k].t : UINT64_MAX;
+        if (i < n && ts <= te && ts <= tm) {
+            cur = memobs__sl_figures(&s[i], device_series, dev_id, phys);
+            if (cur.ok) {
+                memobs__sl_sample(f, &first, &id, wall, &s[i], &cur, have_last ? &last : NULL);
+                last = cur;
+                have_last = 1;
+            }
             i++;
-        } else {
+        } else if (j < nev && te <= tm) {
             memobs__sl_event(f, &first, &id, wall, &ev[j++]);
+        } else {
+            memobs__sl_fig_t g = last;
+            size_t q;
+            /* before the first sample: the first one after, if any */
+            for (q = i; !have_last && q < n && !g.ok; q++) g = memobs__sl_figures(&s[q], device_series, dev_id, phys);
+            memobs__sl_mark_event(f, &first, &id, wall, tm, &mk[edge[k].mark], (int)edge[k].end, dev_id, &g);
+            k++;
         }
     }
     fputs("\n]\n", f);
+    memobs__tls.busy = 1;
     if (s) MEMOBS_FREE(s);
+    MEMOBS_FREE(mk);
+    MEMOBS_FREE(edge);
+    memobs__tls.busy = busy;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
     return MEMOBS_OK;
 }
 
-static int memobs__write_stormlog_f(FILE *f, int unused) {
-    (void)unused;
-    return memobs_write_stormlog(f);
+int memobs_write_stormlog(FILE *f) {
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__sl_write(f, 0);
 }
+
+int memobs_write_stormlog_host(FILE *f) {
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_stormlog_host: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__sl_write(f, 1);
+}
+
+static int memobs__write_stormlog_f(FILE *f, int host_only) { return memobs__sl_write(f, host_only); }
 
 int memobs_write_stormlog_file(const char *path) {
     return memobs__write_path(path, "memobs_write_stormlog_file", "Stormlog telemetry", memobs__write_stormlog_f, 0);
 }
 
-/* MEMOBS_STORMLOG: the file at exit, after one last sample if sampling. */
+int memobs_write_stormlog_host_file(const char *path) {
+    return memobs__write_path(path, "memobs_write_stormlog_host_file", "Stormlog host telemetry",
+                              memobs__write_stormlog_f, 1);
+}
+
+/* MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST: the files at exit, after one
+   last sample if sampling. */
 static void memobs__stormlog_at_exit(void) {
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
-    (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
+    if (memobs__smp.stormlog_path[0]) (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
+    if (memobs__smp.stormlog_host_path[0]) (void)memobs_write_stormlog_host_file(memobs__smp.stormlog_host_path);
 }
 
 /* Sampler settings from the environment; runs inside memobs__init_once. */
@@ -6308,7 +6558,8 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
-    if (memobs__env_dest("MEMOBS_STORMLOG", memobs__smp.stormlog_path, sizeof memobs__smp.stormlog_path))
+    if (memobs__env_dest("MEMOBS_STORMLOG", memobs__smp.stormlog_path, sizeof memobs__smp.stormlog_path) |
+        memobs__env_dest("MEMOBS_STORMLOG_HOST", memobs__smp.stormlog_host_path, sizeof memobs__smp.stormlog_host_path))
         atexit(memobs__stormlog_at_exit);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }

@@ -79,6 +79,7 @@ BENCH_LOOP(bench_loop_record, MEMOBS_RECORD_H2D(bytes, 1))
 BENCH_LOOP(bench_loop_record_cur, MEMOBS_RECORD_H2D_CUR(bytes))
 BENCH_LOOP(bench_loop_counter_add, memobs_counter_add(*(const memobs_counter_t *)arg, bytes))
 BENCH_LOOP(bench_loop_call, ((const bench_call_t *)arg)->fn(bytes))
+BENCH_LOOP(bench_loop_region, (void)bytes; MEMOBS_REGION_BEGIN("bench_region"); MEMOBS_REGION_END())
 
 /* ======================================================================== */
 /* State                                                                    */
@@ -122,6 +123,7 @@ enum {
     F_T_MALLOC = F_SO + 2 * 3, F_T_MALLOC2, F_T_TRACK, F_T_TRACK2, F_T_MTRACK, F_T_MTRACK2,
     F_T_TAG, F_T_TAG2, F_T_STACK, F_T_STACK2, F_T_OFF, F_T_OFF2,
     F_TL, F_TL2, /* MEMOBS_RECORD_H2D with the timeline on */
+    F_REG_NT, F_REG, F_REG2, F_REG_TL, /* region begin+end: timing off, on, on 2 threads, timeline on */
     F_COUNT
 };
 
@@ -319,6 +321,8 @@ static void bench_phase_decode(void) { memobs_set_phase(MEMOBS_PHASE_DECODE); }
 static void bench_phase_none(void) { memobs_set_phase(MEMOBS_PHASE_NONE); }
 static void bench_memobs_off(void) { memobs_enable(0); }
 static void bench_memobs_on(void) { memobs_enable(1); }
+static void bench_region_timing_off(void) { (void)memobs_region_timing(0); }
+static void bench_region_timing_on(void) { (void)memobs_region_timing(1); }
 
 static void bench_fig(int i, bench_loop_fn fn, const void *arg, int nthreads, bench_expect_t *expect) {
     bench_fig_t *f = &B.fig[i];
@@ -369,6 +373,14 @@ static void bench_figs_init(void) {
         B.fig[F_TL + k].n = B.iters / BENCH_TL_DIV;
         B.fig[F_TL + k].timeline = 1;
     }
+    bench_fig(F_REG_NT, bench_loop_region, NULL, 1, NULL);
+    B.fig[F_REG_NT].before = bench_region_timing_off;
+    B.fig[F_REG_NT].after = bench_region_timing_on;
+    bench_fig(F_REG, bench_loop_region, NULL, 1, NULL);
+    bench_fig(F_REG2, bench_loop_region, NULL, 2, NULL);
+    bench_fig(F_REG_TL, bench_loop_region, NULL, 1, NULL);
+    B.fig[F_REG_TL].n = B.iters / BENCH_TL_DIV;
+    B.fig[F_REG_TL].timeline = 1;
     for (k = 0; k < 3; k++) {
         bench_so_t *so = &B.so[k];
         if (!so->h) continue;
@@ -616,6 +628,15 @@ static void bench_report(void) {
              bench_scaling(F_TL, F_TL2));
     bench_row("MEMOBS_RECORD_H2D, timeline on, 2 threads", F_TL2, 1, note);
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
+    bench_row("MEMOBS_REGION_BEGIN + _END, timing off", F_REG_NT, 1,
+              "memobs_region_timing(0): an id and a depth on the thread");
+    snprintf(note, sizeof note, "the default: two clock reads, %+.1f ns over timing off",
+             B.fig[F_REG].ns - B.fig[F_REG_NT].ns);
+    bench_row("MEMOBS_REGION_BEGIN + _END, timing on", F_REG, 1, note);
+    snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", bench_scaling(F_REG, F_REG2));
+    bench_row("MEMOBS_REGION_BEGIN + _END, timing on, 2 thr", F_REG2, 1, note);
+    snprintf(note, sizeof note, "a slice on the timeline: %+.1f ns over timeline off", B.fig[F_REG_TL].ns - B.fig[F_REG].ns);
+    bench_row("MEMOBS_REGION_BEGIN + _END, timeline on", F_REG_TL, 1, note);
     bench_row("memobs_counter_add(handle, n)", F_COUNTER, 1, "");
     bench_row("MEMOBS_RECORD_H2D runtime-disabled", F_RT_OFF, 1, "memobs_enable(0): a load and a branch");
     bench_row("MEMOBS_RECORD_H2D compile-time-disabled", F_CT_OFF, 1,
