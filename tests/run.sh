@@ -37,6 +37,7 @@ step python bash tests/test_python.sh
 step pymodule bash tests/test_pymodule.sh
 step torch-alloc bash tests/test_torch_alloc.sh
 step sampler bash tests/test_sampler.sh
+step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh
 step shared bash tests/test_shared.sh
 step demo bash tests/test_demo.sh

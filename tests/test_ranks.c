@@ -12,7 +12,11 @@
    memobs' samples are exactly 100 ms apart and the ranks start START_MS
    apart, on a shared wall clock, whatever the machine is doing.
 
-       test_ranks SPIKE START_MS */
+       test_ranks SPIKE START_MS [DEVICES]
+
+   With DEVICES 2 the rank drives two devices (weights on each, 1 GiB
+   outside memobs on each, the jump on device 1, the all-reduce's buffers
+   on device 0): Stormlog is to see their sum as the rank's one series. */
 #define _POSIX_C_SOURCE 200809L
 #define MEMOBS_IMPLEMENTATION
 #include "../memobs_cuda.h"
@@ -41,16 +45,27 @@ static int fail(const char *what, int err) {
 }
 
 int main(int argc, char **argv) {
-    void *weights = NULL, *burst = NULL;
-    int spike = argc > 1 ? atoi(argv[1]) : 7, i, e;
+    void *weights[2] = {NULL, NULL}, *burst = NULL;
+    int spike = argc > 1 ? atoi(argv[1]) : 7, ndev = argc > 3 ? atoi(argv[3]) : 1, i, e, d;
     fake_ns += (uint64_t)(argc > 2 ? atoi(argv[2]) : 0) * 1000000u;
-    cudadbl_set_total(0, 80 * GIB);
-    cudadbl_set_outside(0, GIB);
-    if ((e = memobs_cudaMalloc(&weights, 2 * GIB)) != 0) return fail("weights", e);
+    if (ndev < 1 || ndev > 2) return fail("DEVICES (1 or 2)", ndev);
+    for (d = ndev - 1; d >= 0; d--) { /* ends on device 0 */
+        cudadbl_set_total(d, 80 * GIB);
+        cudadbl_set_outside(d, GIB);
+        if ((e = cudaSetDevice(d)) != 0) return fail("cudaSetDevice", e);
+        memobs_set_device(d);
+        if ((e = memobs_cudaMalloc(&weights[d], 2 * GIB)) != 0) return fail("weights", e);
+    }
     for (i = 0; i < STEPS; i++) {
         fake_ns += STEP_NS / 2;
         MEMOBS_REGION_BEGIN("decode_step");
-        if (i == spike && (e = memobs_cudaMalloc(&burst, 4 * GIB)) != 0) return fail("the jump", e);
+        if (i == spike) {
+            cudaSetDevice(ndev - 1);
+            memobs_set_device(ndev - 1);
+            if ((e = memobs_cudaMalloc(&burst, 4 * GIB)) != 0) return fail("the jump", e);
+            cudaSetDevice(0);
+            memobs_set_device(0);
+        }
         if (i == 15) {
             MEMOBS_REGION_BEGIN("nccl all_reduce");
             cudadbl_set_outside(0, 7 * GIB); /* 6 GiB of buffers: outside memobs */
