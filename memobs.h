@@ -3818,11 +3818,11 @@ int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_write_events(&o, ev, n, memobs_now_ns());
     fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs %s\",\"host\":", MEMOBS_VERSION);
     memobs__json_str(f, id.host);
-    fprintf(f, ",\"rank\":%d,\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,\"in_trace\":%llu,"
-            "\"timeline\":\"%s\"%s}}\n",
-            (int)id.rank, (unsigned long long)st.capacity, (unsigned long long)st.recorded,
+    fprintf(f, ",\"rank\":%d,\"timeline\":\"%s\",\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,"
+            "\"in_trace\":%llu%s}}\n",
+            (int)id.rank, st.capacity ? "on" : "off", (unsigned long long)st.capacity, (unsigned long long)st.recorded,
             (unsigned long long)(st.recorded > st.dropped ? st.recorded - st.dropped : 0),
-            (unsigned long long)st.dropped, (unsigned long long)n, st.capacity ? "on" : "off",
+            (unsigned long long)st.dropped, (unsigned long long)n,
             st.capacity ? "" : ",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"");
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)

@@ -79,13 +79,22 @@ static void test_off_by_default(void) {
     CHECK_U64(0, st.recorded);
     CHECK_U64(0, st.kept);
     CHECK_U64(0, memobs__tl_on.v);
+    log_start();
     t = trace_text();
     CHECK(t != NULL);
     if (t) {
         CHECK_U64(0, count_of(t, "\"ph\":\"X\""));
-        CHECK_HAS(t, "\"recorded\":0,\"kept\":0,\"dropped\":0,\"in_trace\":0}");
+        /* a trace of nothing says why, in the file and once in the log */
+        CHECK_HAS(t, "\"rank\":0,\"timeline\":\"off\",\"capacity\":0,");
+        CHECK_HAS(t, "\"recorded\":0,\"kept\":0,\"dropped\":0,\"in_trace\":0,\"note\":\"the "
+                     "timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N), "
+                     "MEMOBS_TRACE=PATH or MEMOBS_TRACE_EVENTS=N before the work to be traced\"}");
         free(t);
     }
+    free(trace_text());
+    CHECK_U64(1, log_count);
+    CHECK_U64(1, log_has("memobs_write_chrome_trace: the timeline is off, so this trace holds no events"));
+    log_stop();
 }
 
 static void test_counts(void) {

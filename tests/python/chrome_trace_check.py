@@ -196,6 +196,9 @@ elif SCENARIO == "off":
     report("timeline off: no events, nothing recorded",
            not X and not I and not C and (other.get("capacity"), other.get("recorded"), other.get("in_trace")) ==
            (0, 0, 0), other)
+    report("timeline off: otherData says so and how to turn it on",
+           other.get("timeline") == "off" and "memobs_timeline_enable(N)" in other.get("note", "") and
+           "MEMOBS_TRACE=PATH" in other.get("note", ""), other)
 
 elif SCENARIO == "env":
     h2d, d2h = slices("H2D copies"), slices("D2H copies")
