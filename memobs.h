@@ -779,7 +779,8 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
                     RSS as used, physical memory as total; the gap is
                     memory outside malloc.
    Samples taken while regions were open carry them in `context`: each
-   thread's stack outermost first, joined by "/", threads by " | ".
+   thread's stack outermost first, joined by "/", threads (in no set
+   order) by " | "; at most MEMOBS_SAMPLE_REGIONS names.
    Other events, all with device_total_bytes null (Stormlog's gap analysis
    reads every event that has a total: these stay out of its series):
    "peak" and "oom" (their device's figures from the driver; its total in
@@ -2363,7 +2364,8 @@ const char *memobs_region_label(memobs_region_t id) {
 /* An id as filed: ids that were never given out, negative ones and 0 are
    "(other)", counted. */
 static memobs_region_t memobs__reg_check(memobs_region_t id) {
-    if (MEMOBS__LIKELY(id > 0 && (uint32_t)id < MEMOBS__LOAD(&memobs__reg.n.v))) return id;
+    /* acquire: the name (read by the callers) was written before n */
+    if (MEMOBS__LIKELY(id > 0 && (uint32_t)id < __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE))) return id;
     if (MEMOBS__LOAD(&memobs__on.v)) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REGION_DROPPED].v, 1u);
         memobs__warn_once(MEMOBS__W_REGION_DROPPED, "a region or marker with no name kept (NULL, \"\", an unknown "

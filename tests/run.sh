@@ -31,6 +31,7 @@ step compile bash tests/test_compile.sh
 step core bash tests/test_core.sh
 step track bash tests/test_track.sh
 step timeline bash tests/test_timeline.sh
+step regions bash tests/test_regions.sh
 step prom bash tests/test_prom.sh
 step cuda bash tests/test_cuda.sh
 step python bash tests/test_python.sh

@@ -28,6 +28,9 @@ void all_macros(int *p) {
     MEMOBS_TRACK_ALLOC_S(p + (*p)++, (*p)++, MEMOBS_MEM_PINNED, (*p)++);
     MEMOBS_TRACK_ALLOC_NS(p + (*p)++, (*p)++, MEMOBS_MEM_MANAGED, "never", (*p)++);
     MEMOBS_TRACK_FREE(p + (*p)++);
+    MEMOBS_REGION_BEGIN((*p)++ ? "never" : "never");
+    MEMOBS_MARK((*p)++ ? "never" : "never");
+    MEMOBS_REGION_END();
 }
 void empty(int *p) { (void)p; }
 
@@ -48,5 +51,8 @@ int main(void) {
     if (x != 0) return printf("    # macro arguments were evaluated (%d increments)\n", x), 1;
     if (memobs_is_enabled()) return printf("    # enabled after memobs_enable(1)\n"), 1;
     if (s.total.h2d.bytes || s.requests_begun || s.tracking || s.mem[0].allocs) return printf("    # something was recorded\n"), 1;
+    memobs_region_begin("fn");
+    memobs_mark("fn");
+    if (memobs_region_depth() != 0) return printf("    # a region was kept\n"), 1;
     return 0;
 }

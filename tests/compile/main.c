@@ -40,5 +40,20 @@ int main(void) {
     EXPECT(4 * n, s.mem[MEMOBS_MEM_HOST].frees + s.mem[MEMOBS_MEM_PINNED].frees + s.mem[MEMOBS_MEM_MANAGED].frees);
     EXPECT(0, s.mem[MEMOBS_MEM_PINNED].current_bytes + s.mem[MEMOBS_MEM_HOST].current_bytes);
     EXPECT(0, s.track.frees_unknown + s.track.allocs_duplicate);
+    {
+        memobs_region_stats_t r[8];
+        size_t k, nr = memobs_get_regions(r, 8);
+        unsigned long long ends = 0, marks = 0, scoped = 0;
+        for (k = 0; k < nr && k < 8; k++) {
+            if (!strcmp(r[k].name, "compile_region")) ends = r[k].count;
+            if (!strcmp(r[k].name, "compile_mark")) marks = r[k].marks;
+            if (!strcmp(r[k].name, "compile_scoped")) scoped = r[k].count;
+        }
+        EXPECT(n, ends);
+        EXPECT(n, marks);
+        EXPECT(2 * (n - 1), scoped); /* the C++ and CUDA builds */
+        EXPECT(0, memobs_region_depth());
+        EXPECT(0, s.region_unmatched_ends);
+    }
     return bad;
 }

@@ -30,6 +30,15 @@ void USE_FN(unsigned long long id) {
     MEMOBS_REQUEST_BEGIN(id);
     MEMOBS_REQUEST_TOKEN(id);
     MEMOBS_REQUEST_END(id);
+    MEMOBS_REGION_BEGIN("compile_region");
+    MEMOBS_MARK("compile_mark");
+    MEMOBS_REGION_END();
+#ifdef __cplusplus
+    {
+        MEMOBS_REGION("compile_scoped");
+        MEMOBS_REGION("compile_scoped"); /* two in one scope: each its own variable */
+    }
+#endif
     {
         /* Per build: one 3000-byte device block kept live, four freed. */
         static char blocks[5];
