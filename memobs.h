@@ -15,6 +15,8 @@
        MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();
        memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
        MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);   // your own counters
+       MEMOBS_REGION_BEGIN("decode_step"); MEMOBS_REGION_END();  // what it is doing
+       MEMOBS_MARK("kv_blocks_evicted");
        MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
        MEMOBS_TRACK_FREE(p);                         // before the free
        memobs_print_alloc_groups(stderr);            // which line holds memory
@@ -44,6 +46,10 @@
        Stacks are symbolized only when a report is written. Reports: block
        table, live bytes per trace, leaks at exit, and a throttled report at
        each new device peak (boxed stacks, UTF-8 box drawing).
+     Regions and markers: named spans of a thread (nested) and instants,
+       interned once; per name count, time and markers in every summary and
+       export, slices on the timeline, context and events in Stormlog,
+       NVTX ranges with memobs_cuda.h.
      Identity: job id, rank, local rank, world size, host, pid, carried by
        every export.
      Host memory (off by default; MEMOBS_SAMPLE_MS): a background thread
@@ -57,7 +63,8 @@
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
      or a textfile-collector file rewritten atomically: MEMOBS_PROM_FILE),
      Chrome trace JSON for Perfetto UI (MEMOBS_TRACE), Stormlog telemetry
-     schema v2 (MEMOBS_STORMLOG).
+     schema v2 with one series per rank (MEMOBS_STORMLOG; the host series
+     of a GPU process: MEMOBS_STORMLOG_HOST).
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -110,6 +117,10 @@
                               tracker watches unless MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
+     MEMOBS_MAX_REGIONS       implementation only. Region and marker names
+                              kept (2 to 65535, default 256; id 0 is
+                              "(other)"); a thread that uses regions holds
+                              64 bytes of counts per name.
      MEMOBS_NO_AUTOINIT       implementation only. Do not read the environment
                               from a constructor at load time; it is read at
                               the first call of memobs_init() or the first
@@ -149,6 +160,10 @@
                               (default 120).
      MEMOBS_STORMLOG=stderr|stdout|PATH
                               Stormlog telemetry (schema v2) at exit.
+     MEMOBS_STORMLOG_HOST=stderr|stdout|PATH
+                              the host series alone, at exit (a companion
+                              file for a GPU process's host memory).
+     MEMOBS_REGION_TIMING=0|1 time regions (default 1; 0: counted only).
      MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below, replaced atomically (temporary + rename);
