@@ -172,6 +172,10 @@ MEMOBS_API cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, cons
 #if defined(MEMOBS_IMPLEMENTATION) && !defined(MEMOBS_CUDA__IMPLEMENTED)
 #define MEMOBS_CUDA__IMPLEMENTED
 
+/* memobs' implementation first: after "include, define the macro, include
+   again" the declarations above were skipped, and memobs.h with them. */
+#include "memobs.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
