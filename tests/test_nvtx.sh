@@ -97,7 +97,8 @@ variant() {
         if [ -s "$B/err" ]; then bad "$suite: nothing on stderr" "$(head -n 10 "$B/err")"; fi
         run "$B/$name.nvtx" "MEMOBS_NVTX=1" env MEMOBS_NVTX=1 "$bin"
         local want=""
-        [ $name = nonvtx ] && want="memobs: warning: MEMOBS_NVTX='1': NVTX is not compiled in (MEMOBS_NO_NVTX, or no <nvtx3/nvToolsExt.h>); ignored"
+        [ $name = nonvtx ] && want="memobs: warning: MEMOBS_NVTX='1': NVTX is not compiled in \
+(MEMOBS_NO_NVTX, or no <nvtx3/nvToolsExt.h>); ignored"
         if [ "$(cat "$B/err")" = "$want" ]; then
             ok "$suite: MEMOBS_NVTX=1: ${want:+one warning, }no NVTX call"
         else

@@ -131,7 +131,9 @@ static int dbl_text(const char *call, int domain, const nvtxEventAttributes_t *a
     }
     switch (a->messageType) {
     case NVTX_MESSAGE_UNKNOWN: snprintf(out, n, "(no message)"); return 1;
-    case NVTX_MESSAGE_TYPE_ASCII: snprintf(out, n, "ascii:%s", a->message.ascii ? a->message.ascii : "(null)"); return 1;
+    case NVTX_MESSAGE_TYPE_ASCII:
+        snprintf(out, n, "ascii:%s", a->message.ascii ? a->message.ascii : "(null)");
+        return 1;
     case NVTX_MESSAGE_TYPE_UNICODE: snprintf(out, n, "(unicode)"); return 1;
     case NVTX_MESSAGE_TYPE_REGISTERED: {
         const dbl_string_t *s = (const dbl_string_t *)(const void *)a->message.registered;
