@@ -43,7 +43,8 @@ if nm -D --defined-only "$INJ" | grep -q ' T InitializeInjectionNvtx2$'; then
 else
     bad "nvtx-double: exports InitializeInjectionNvtx2" "$(nm -D --defined-only "$INJ" | head -n 5)"
 fi
-export NVTX_INJECTION64_PATH=$PWD/$INJ
+NVTX_INJECTION64_PATH=$(realpath "$INJ") || exit 1 # BUILD may be relative or absolute
+export NVTX_INJECTION64_PATH
 
 # run LOG LABEL CMD...: CMD with the double writing to a fresh LOG; stdout's
 # ok lines shown, " (LABEL)" after each name when LABEL is not empty (a
