@@ -1,6 +1,7 @@
 /* memobs_cuda.h - v0.1.0 - CUDA runtime wrappers that record themselves.
    Needs memobs.h and the CUDA Toolkit's cuda_runtime_api.h; C99/C11,
-   C++11/17, nvcc. Link with -lcudart (or the static one) and -pthread.
+   C++11/17, nvcc. Link with -lcudart (or the static one) and -pthread;
+   with NVTX (below) on glibc older than 2.34, also -ldl.
 
    Do this in the one file that builds memobs' implementation:
 
@@ -60,18 +61,43 @@
        (a cudaMallocAsync that gets the same address back first retires it
        at once). Without an event to spare it leaves at once.
 
+   NVTX RANGES (Nsight Systems)
+     Where the implementation is built and the CUDA Toolkit's header-only
+     NVTX v3 is found (<nvtx3/nvToolsExt.h>, by __has_include), memobs.h's
+     regions are also NVTX ranges (pushed at the begin, popped at the end:
+     nested like the regions of each thread) and its markers NVTX marks, in
+     the NVTX domain "memobs", named by the region's name as a string
+     registered once, at its first use. A region deeper than
+     MEMOBS_REGION_DEPTH still pushes and pops; an unmatched
+     memobs_region_end() pops nothing. `nsys profile --trace=cuda,nvtx`
+     shows them. NVTX looks for a tool (NVTX_INJECTION64_PATH, set by
+     Nsight) at the first NVTX call and loads it with dlopen (in libc
+     since glibc 2.34; link -ldl before). With no tool attached, NVTX's
+     calls return at a null test. MEMOBS_NVTX=0 installs nothing: a region
+     then costs what it costs without memobs_cuda.h.
+     memobs_cuda_set_nvtx(0|1) switches at run time: a region begun while
+     on is popped at its end even if switched off since (the hook stays
+     installed for that, making no NVTX call).
+
    COMPILE-TIME OPTIONS
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
                               default 4096 (32 bytes and two events each).
+     MEMOBS_NO_NVTX           implementation only, tested with #ifdef. No
+                              NVTX even where <nvtx3/nvToolsExt.h> is found.
 
    ENVIRONMENT
      MEMOBS_CUDA_TIMING=0|1   time copies with CUDA events (default 0).
+     MEMOBS_NVTX=0|1          regions and markers as NVTX ranges and marks
+                              (default 1 where NVTX is compiled in; also
+                              on/off, true/false, yes/no). Read at load
+                              time, also with MEMOBS_NO_AUTOINIT.
      MEMOBS_OOM_REPORT=stderr|stdout|PATH|0
                               where the out-of-memory flight recorder goes
                               (default stderr; a PATH is appended to, with
                               %r/%p expanded; 0/off: nowhere).
    Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
-   wrappers make their CUDA call and record nothing).
+   wrappers make their CUDA call and record nothing, and NVTX is not
+   compiled in).
 
    LICENSE: MIT.
 */
@@ -159,6 +185,19 @@ MEMOBS_API uint64_t memobs_cuda_untimed(void);
 #define MEMOBS_CUDA_CHECK(call) memobs_cuda__check((call), #call, __FILE__, __LINE__)
 MEMOBS_API cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, const char *file, int line);
 
+/* ======================================================================== */
+/* NVTX ranges for regions and markers                                      */
+/* ======================================================================== */
+
+/* Regions and markers as NVTX ranges and marks (see NVTX RANGES above): 1
+   on, 0 off. A region begun while on is popped at its end. Returns
+   MEMOBS_OK, or MEMOBS_ERR_INVALID (logged) for on != 0 where NVTX is not
+   compiled in (MEMOBS_NO_NVTX, or no <nvtx3/nvToolsExt.h>); with
+   MEMOBS_DISABLE, MEMOBS_OK and nothing happens. */
+MEMOBS_API int memobs_cuda_set_nvtx(int on);
+/* 1 while regions and markers go to NVTX, else 0. */
+MEMOBS_API int memobs_cuda_nvtx(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -171,6 +210,27 @@ MEMOBS_API cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, cons
 
 #if defined(MEMOBS_IMPLEMENTATION) && !defined(MEMOBS_CUDA__IMPLEMENTED)
 #define MEMOBS_CUDA__IMPLEMENTED
+
+/* memobs' implementation first: after "include, define the macro, include
+   again" the declarations above were skipped, and memobs.h with them. */
+#include "memobs.h"
+
+/* NVTX v3 is header-only; its own warnings (with -I rather than -isystem,
+   -Wpedantic on its dlsym cast) are not ours. */
+#if !defined(MEMOBS_NO_NVTX) && !defined(MEMOBS_DISABLE) && defined(__has_include)
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#define MEMOBS_CUDA__NVTX 1
+#ifndef NVTX_AS_SYSTEM_HEADER
+#define NVTX_AS_SYSTEM_HEADER
+#define MEMOBS_CUDA__NVTX_SYSTEM
+#endif
+#include <nvtx3/nvToolsExt.h>
+#ifdef MEMOBS_CUDA__NVTX_SYSTEM
+#undef NVTX_AS_SYSTEM_HEADER
+#undef MEMOBS_CUDA__NVTX_SYSTEM
+#endif
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -216,6 +276,14 @@ static struct {
     memobs_cuda__pfree_t *frees; /* pending stream-ordered frees, a ring */
     uint32_t fhead, fn;
     memobs__u64_t untimed;
+#ifdef MEMOBS_CUDA__NVTX
+    /* NVTX */
+    memobs__u32_t nvtx;         /* ranges and marks on: MEMOBS_NVTX, memobs_cuda_set_nvtx */
+    memobs__u32_t nvtx_lock;    /* making the domain, registering names */
+    int nvtx_made;              /* the domain was made (under nvtx_lock) */
+    nvtxDomainHandle_t domain;  /* "memobs" */
+    nvtxStringHandle_t names[MEMOBS_MAX_REGIONS]; /* by region id: NULL, a handle, or MEMOBS_CUDA__NVTX_NONE */
+#endif
 } memobs_cuda__g;
 
 static void memobs_cuda__poll_hook(void);
@@ -740,6 +808,140 @@ cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, const char *fil
                     cudaGetErrorName(rc));
     return rc;
 }
+
+/* ======================================================================== */
+/* Private: NVTX ranges for regions and markers                             */
+/* ======================================================================== */
+
+#ifdef MEMOBS_CUDA__NVTX
+/* A region id whose name the tool gave no handle for (no tool attached:
+   NVTX's no-op returns NULL); its events carry the text. Never a handle. */
+#define MEMOBS_CUDA__NVTX_NONE ((nvtxStringHandle_t)(void *)&memobs_cuda__g)
+#define MEMOBS_CUDA__NVTX_BITS 64 /* open regions per thread whose push is remembered one by one */
+
+/* Per thread: the regions begun since the hook was installed and still
+   open (depth), and which of them pushed a range: bit d for depth d, a
+   count for the deeper ones (exact unless NVTX is switched while a thread
+   is more than 64 deep). Regions are strictly nested per thread, and an
+   unmatched end never reaches the hook, so an end at depth 0 closes a
+   region begun before the hook was installed: it pops nothing. */
+static __thread struct {
+    uint32_t depth, deep;
+    uint64_t pushed;
+} memobs_cuda__nvtx_tls;
+
+/* An event's attributes naming region id. The domain is made and each
+   name registered once, at first use, under nvtx_lock: the first NVTX call
+   loads the tool, which may take a while; no NVTX call happens at load
+   time. */
+static void memobs_cuda__nvtx_attr(nvtxEventAttributes_t *a, int32_t id, const char *name) {
+    nvtxStringHandle_t h = NULL;
+    if (!name) name = "(other)";
+    if ((uint32_t)id < MEMOBS_MAX_REGIONS) h = __atomic_load_n(&memobs_cuda__g.names[id], __ATOMIC_ACQUIRE);
+    if (MEMOBS__UNLIKELY(!h)) {
+        memobs__spin_lock(&memobs_cuda__g.nvtx_lock);
+        if (!memobs_cuda__g.nvtx_made) {
+            memobs_cuda__g.domain = nvtxDomainCreateA("memobs");
+            memobs_cuda__g.nvtx_made = 1;
+        }
+        if ((uint32_t)id < MEMOBS_MAX_REGIONS && (h = memobs_cuda__g.names[id]) == NULL) {
+            h = nvtxDomainRegisterStringA(memobs_cuda__g.domain, name); /* names live as long as the process */
+            if (!h) h = MEMOBS_CUDA__NVTX_NONE;
+            __atomic_store_n(&memobs_cuda__g.names[id], h, __ATOMIC_RELEASE);
+        }
+        memobs__spin_unlock(&memobs_cuda__g.nvtx_lock);
+    }
+    memset(a, 0, sizeof *a);
+    a->version = NVTX_VERSION;
+    a->size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    if (h && h != MEMOBS_CUDA__NVTX_NONE) {
+        a->messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        a->message.registered = h;
+    } else {
+        a->messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a->message.ascii = name;
+    }
+}
+
+/* memobs.h's region hook (memobs__reg_hook). */
+static void memobs_cuda__nvtx_hook(int op, int32_t id, const char *name) {
+    nvtxEventAttributes_t a;
+    uint32_t d;
+    int on;
+    if (op == MEMOBS__REG_END) {
+        int pushed;
+        if ((d = memobs_cuda__nvtx_tls.depth) == 0) return; /* begun before the hook was installed */
+        memobs_cuda__nvtx_tls.depth = --d;
+        if (d < MEMOBS_CUDA__NVTX_BITS) {
+            pushed = (int)(memobs_cuda__nvtx_tls.pushed >> d & 1u);
+            memobs_cuda__nvtx_tls.pushed &= ~((uint64_t)1 << d);
+        } else if ((pushed = memobs_cuda__nvtx_tls.deep > 0) != 0) {
+            memobs_cuda__nvtx_tls.deep--;
+        }
+        /* the domain was made before this thread's push */
+        if (pushed) (void)nvtxDomainRangePop(memobs_cuda__g.domain);
+        return;
+    }
+    on = MEMOBS__LOAD(&memobs_cuda__g.nvtx.v) != 0;
+    if (op == MEMOBS__REG_BEGIN) {
+        d = memobs_cuda__nvtx_tls.depth++;
+        if (d < MEMOBS_CUDA__NVTX_BITS) {
+            if (on) memobs_cuda__nvtx_tls.pushed |= (uint64_t)1 << d;
+            else memobs_cuda__nvtx_tls.pushed &= ~((uint64_t)1 << d);
+        } else if (on) {
+            memobs_cuda__nvtx_tls.deep++;
+        }
+    }
+    if (!on) return;
+    memobs_cuda__nvtx_attr(&a, id, name);
+    if (op == MEMOBS__REG_BEGIN) (void)nvtxDomainRangePushEx(memobs_cuda__g.domain, &a);
+    else (void)nvtxDomainMarkEx(memobs_cuda__g.domain, &a);
+}
+#endif
+
+int memobs_cuda_set_nvtx(int on) {
+#if defined(MEMOBS_CUDA__NVTX)
+    MEMOBS__STORE(&memobs_cuda__g.nvtx.v, on ? 1u : 0u);
+    /* switched off, the hook stays: the regions that pushed still pop */
+    if (on) __atomic_store_n(&memobs__reg_hook, &memobs_cuda__nvtx_hook, __ATOMIC_RELEASE);
+    return MEMOBS_OK;
+#elif defined(MEMOBS_DISABLE)
+    (void)on;
+    return MEMOBS_OK;
+#else
+    if (!on) return MEMOBS_OK;
+    memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_set_nvtx(%d): NVTX is not compiled in (MEMOBS_NO_NVTX, or no "
+                "<nvtx3/nvToolsExt.h>); regions and markers stay out of NVTX", on);
+    return MEMOBS_ERR_INVALID;
+#endif
+}
+
+int memobs_cuda_nvtx(void) {
+#ifdef MEMOBS_CUDA__NVTX
+    return MEMOBS__LOAD(&memobs_cuda__g.nvtx.v) != 0;
+#else
+    return 0;
+#endif
+}
+
+/* MEMOBS_NVTX, read once at load time (with MEMOBS_NO_AUTOINIT too: the
+   hook must be in place before the first region), and the hook installed
+   when on: a pointer store, no NVTX call. */
+#ifndef MEMOBS_DISABLE
+__attribute__((constructor)) static void memobs_cuda__nvtx_ctor(void) {
+    const char *s = getenv("MEMOBS_NVTX");
+    int b = s ? memobs__parse_bool(s) : 1;
+#ifdef MEMOBS_CUDA__NVTX
+    if (b < 0)
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_NVTX='%s' is not 0/1/on/off/true/false/yes/no; NVTX ranges stay on", s);
+    if (b != 0) (void)memobs_cuda_set_nvtx(1);
+#else
+    if (s && b != 0)
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_NVTX='%s': NVTX is not compiled in (MEMOBS_NO_NVTX, or no "
+                    "<nvtx3/nvToolsExt.h>); ignored", s);
+#endif
+}
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */
