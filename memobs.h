@@ -2257,10 +2257,12 @@ typedef struct {
     int collective;
 } memobs__reg_name_t;
 
-/* memobs_cuda.h's implementation sets this at load time when NVTX is
-   compiled in and MEMOBS_NVTX is not 0: op is MEMOBS__REG_BEGIN, _END or
-   _MARK, id the region (END: the id of the region ended; -1 when it was
-   deeper than MEMOBS_REGION_DEPTH). */
+/* memobs_cuda.h's implementation sets this when NVTX is compiled in: at
+   load time unless MEMOBS_NVTX is 0, or by memobs_cuda_set_nvtx(1). op is
+   MEMOBS__REG_BEGIN, _END or _MARK, id the region (END: the id of the
+   region ended; -1 when it was deeper than MEMOBS_REGION_DEPTH). It is
+   called with memobs switched off at run time too (the stack stays in
+   step), never for an unmatched end. */
 typedef void (*memobs__reg_hook_t)(int op, int32_t id, const char *name);
 static memobs__reg_hook_t memobs__reg_hook;
 
@@ -2488,9 +2490,17 @@ void memobs_region_end(void) {
 
 void memobs_mark_id(memobs_region_t id) {
     memobs__shard_t *s;
-    memobs__reg_hook_t hook;
+    memobs__reg_hook_t hook = __atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED);
     memobs__u64_t *r;
-    if (!MEMOBS__LOAD(&memobs__on.v) || (s = memobs__reg_shard()) == NULL) return;
+    if (!MEMOBS__LOAD(&memobs__on.v)) {
+        /* off: nothing kept, but a hook (NVTX) sees markers as it sees regions */
+        if (hook) {
+            if (id <= 0 || (uint32_t)id >= __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE)) id = 0;
+            hook(MEMOBS__REG_MARK, id, memobs__reg.names[id].name);
+        }
+        return;
+    }
+    if ((s = memobs__reg_shard()) == NULL) return;
     id = memobs__reg_check(id);
     if ((r = memobs__reg_stats(s)) != NULL) {
         r += (size_t)id * MEMOBS__REG_NSTAT;
@@ -2501,12 +2511,11 @@ void memobs_mark_id(memobs_region_t id) {
         if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_mark(now, id);
         if (memobs__reg.names[id].collective) memobs__sl_mark(now, 0, id, 1);
     }
-    hook = __atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED);
     if (hook) hook(MEMOBS__REG_MARK, id, memobs__reg.names[id].name);
 }
 
 void memobs_mark(const char *name) {
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v) && !__atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED)) return;
     memobs_mark_id(memobs_region_name(name));
 }
 

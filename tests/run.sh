@@ -34,6 +34,7 @@ step timeline bash tests/test_timeline.sh
 step regions bash tests/test_regions.sh
 step prom bash tests/test_prom.sh
 step cuda bash tests/test_cuda.sh
+step nvtx bash tests/test_nvtx.sh
 step python bash tests/test_python.sh
 step pymodule bash tests/test_pymodule.sh
 step torch-alloc bash tests/test_torch_alloc.sh

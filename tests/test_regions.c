@@ -277,6 +277,38 @@ static void test_timing_switch(void) {
     CHECK_U64(1, stats_of("untimed").timed); /* its begin was not timed */
 }
 
+/* The hook memobs_cuda.h's NVTX ranges hang on (tests/test_nvtx.sh tests
+   those through NVTX itself): its calls, in order. */
+static char hook_log[2048];
+static void hook_fn(int op, int32_t id, const char *name) {
+    size_t n = strlen(hook_log);
+    snprintf(hook_log + n, sizeof hook_log - n, "%s%c%d:%s", n ? " " : "", "bem"[op], (int)id, name ? name : "-");
+}
+static void test_hook(void) {
+    memobs_region_t a = memobs_region_name("hook_a");
+    int i;
+    char want[512];
+    hook_log[0] = 0;
+    memobs__reg_hook = hook_fn;
+    MEMOBS_REGION_BEGIN("hook_a");
+    MEMOBS_MARK("hook_m");
+    MEMOBS_REGION_END();
+    memobs_region_end(); /* unmatched: no call */
+    memobs_enable(0);    /* off: regions stay in step, markers still pass */
+    memobs_region_begin_id(a);
+    memobs_mark_id(99999);
+    memobs_region_end();
+    memobs_enable(1);
+    for (i = 0; i < MEMOBS_REGION_DEPTH + 1; i++) memobs_region_begin_id(a);
+    for (i = 0; i < MEMOBS_REGION_DEPTH + 1; i++) memobs_region_end();
+    memobs__reg_hook = NULL;
+    snprintf(want, sizeof want, "b%d:hook_a m%d:hook_m e%d:hook_a b%d:hook_a m0:(other) e%d:hook_a", (int)a,
+             (int)memobs_region_name("hook_m"), (int)a, (int)a, (int)a);
+    CHECK(strncmp(hook_log, want, strlen(want)) == 0);
+    CHECK_HAS(hook_log, " e-1:- e"); /* the deepest end: beyond the stack, still an end */
+    if (strncmp(hook_log, want, strlen(want)) != 0) printf("    # hook calls: %s\n    # want: %s...\n", hook_log, want);
+}
+
 static void test_reset(void) {
     MEMOBS_REGION_BEGIN("reset_me");
     MEMOBS_REGION_END();
@@ -529,6 +561,7 @@ int main(int argc, char **argv) {
     RUN(test_threads);
     RUN(test_thread_exit_open);
     RUN(test_timing_switch);
+    RUN(test_hook);
     RUN(test_reset);
     RUN(test_fork);
 #ifdef __cplusplus
