@@ -787,7 +787,7 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
                     outside memobs. Samples taken before any device had
                     memory are not in it. Host memory rides along in each
                     sample's metadata (host_rss_bytes, host_anon_bytes,
-                    host_heap_bytes, host_tracked_bytes,
+                    host_heap_bytes, host_tracked_host_bytes,
                     host_tracked_pinned_bytes).
      host series    otherwise: device_id -1, malloc as the allocator
                     (allocated: in use, reserved: taken from the system),
@@ -6337,6 +6337,18 @@ static void memobs__sl_context(FILE *f, const memobs_sample_t *s) {
     else fputs("null", f);
 }
 
+/* The host's figures of a sample as metadata members, names prefixed. */
+static void memobs__sl_host(FILE *f, const memobs_sample_t *s, const char *prefix) {
+    const char *const key[5] = {"rss_bytes", "anon_bytes", "heap_bytes", "tracked_host_bytes", "tracked_pinned_bytes"};
+    const uint64_t v[5] = {s->rss_bytes, s->anon_bytes, s->heap_bytes, s->tracked_host_bytes, s->tracked_pinned_bytes};
+    char name[64];
+    unsigned i;
+    for (i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, key[i]);
+        memobs__sl_u64(f, name, v[i]);
+    }
+}
+
 static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
                               const memobs_sample_t *s, const memobs__sl_fig_t *g, const memobs__sl_fig_t *prev) {
     uint32_t d, known = 0;
@@ -6347,11 +6359,7 @@ static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, 
     memobs__sl_context(f, s);
     if (g->device < 0) {
         fputs(",\"metadata\":{\"source\":\"host\"", f);
-        memobs__sl_u64(f, "rss_bytes", s->rss_bytes);
-        memobs__sl_u64(f, "anon_bytes", s->anon_bytes);
-        memobs__sl_u64(f, "heap_bytes", s->heap_bytes);
-        memobs__sl_u64(f, "tracked_host_bytes", s->tracked_host_bytes);
-        memobs__sl_u64(f, "tracked_pinned_bytes", s->tracked_pinned_bytes);
+        memobs__sl_host(f, s, "");
         fputs("}}", f);
         return;
     }
@@ -6369,11 +6377,7 @@ static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, 
         snprintf(key, sizeof key, "device_%d_tracked_bytes", (int)x->device);
         memobs__sl_u64(f, key, x->tracked);
     }
-    memobs__sl_u64(f, "host_rss_bytes", s->rss_bytes);
-    memobs__sl_u64(f, "host_anon_bytes", s->anon_bytes);
-    memobs__sl_u64(f, "host_heap_bytes", s->heap_bytes);
-    memobs__sl_u64(f, "host_tracked_bytes", s->tracked_host_bytes);
-    memobs__sl_u64(f, "host_tracked_pinned_bytes", s->tracked_pinned_bytes);
+    memobs__sl_host(f, s, "host_");
     fputs("}}", f);
 }
 

@@ -120,7 +120,7 @@ def check(rank_files, host_files, leader, outside, burst, ndev):
                all(per_device(e, "used") == e["device_used_bytes"] and
                    per_device(e, "total") == e["device_total_bytes"] and
                    per_device(e, "tracked") == e["allocator_reserved_bytes"] for s in ranks.values() for e in s))
-    host_keys = ("host_rss_bytes", "host_anon_bytes", "host_heap_bytes", "host_tracked_bytes",
+    host_keys = ("host_rss_bytes", "host_anon_bytes", "host_heap_bytes", "host_tracked_host_bytes",
                  "host_tracked_pinned_bytes")
     report("host memory stays in every device sample's metadata (RSS known)",
            all(all(k in e["metadata"] for k in host_keys) and isinstance(e["metadata"]["host_rss_bytes"], int) and
