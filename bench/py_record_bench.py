@@ -12,6 +12,11 @@ up and BENCH_PY_REPS rounds follow (default 7). Shown: the best run and the
 median, per iteration, and "net": the best minus the best of the empty loop,
 i.e. what the call itself adds. The garbage collector is off while timing.
 
+Regions: `with r:` for a region built once (timing on, off, memobs off)
+and `with memobs.region("name"):` per iteration; a function called plain, through
+@memobs.region(...) (C) and through a functools.wraps wrapper written in
+Python; the region counts are checked against the entries made.
+
 Needs the module on PYTHONPATH (make bench-pymodule does that)."""
 import gc
 import os
@@ -108,6 +113,76 @@ def loop_module_kw(n):
         memobs.record_h2d(nbytes, is_prefill=True)
 
 
+# Regions: a region built once and entered per iteration; memobs.region(name)
+# called per iteration (the module's cache of region objects by str); a
+# function called plain, through
+# @memobs.region, and through the functools.wraps wrapper one would write in
+# Python (the peer of the C wrapper).
+REGION = memobs.region("bench_region")
+
+
+def plain_function(nbytes):
+    return nbytes
+
+
+decorated_function = memobs.region("bench_decorated")(lambda nbytes: nbytes)
+
+
+def python_region_decorator(region):
+    import functools
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with region:
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+python_wrapped_function = python_region_decorator(memobs.region("bench_pywrapped"))(lambda nbytes: nbytes)
+
+
+def loop_region_with(n):
+    r = REGION
+    for i in range(n):
+        nbytes = i & 0xff  # noqa: F841
+        with r:
+            pass
+
+
+def loop_region_built(n):
+    for i in range(n):
+        nbytes = i & 0xff  # noqa: F841
+        with memobs.region("bench_region_built"):
+            pass
+
+
+def loop_plain_call(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        plain_function(nbytes)
+
+
+def loop_decorated_call(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        decorated_function(nbytes)
+
+
+def loop_python_wrapped_call(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        python_wrapped_function(nbytes)
+
+
+def regions_on(timing=True):
+    memobs.enable(True)
+    memobs.region_timing(timing)
+
+
 def set_observer(on):
     MemoryObserver._enabled = on
 
@@ -137,8 +212,18 @@ FIGURES = [
     ("memobs.record_h2d(nbytes, is_prefill=True)", loop_module_kw, lambda: memobs.enable(True), "memobs"),
     ("rec(nbytes, True), rec = memobs.record_h2d", loop_module_local, lambda: memobs.enable(True), "memobs"),
     ("  memobs.record_h2d(nbytes, True), enable(False)", loop_module, lambda: memobs.enable(False), None),
+    ("with r: pass (r = memobs.region(...) built once)", loop_region_with, regions_on, "bench_region"),
+    ("  the same, region_timing(False)", loop_region_with, lambda: regions_on(False), "bench_region"),
+    ("  the same, enable(False)", loop_region_with, lambda: memobs.enable(False), None),
+    ("with memobs.region(\"name\"): pass (called each time)", loop_region_built, regions_on, "bench_region_built"),
+    ("f(nbytes), a plain Python function", loop_plain_call, None, None),
+    ("g(nbytes), g = @memobs.region(\"name\") f", loop_decorated_call, regions_on, "bench_decorated"),
+    ("  the same, region_timing(False)", loop_decorated_call, lambda: regions_on(False), "bench_decorated"),
+    ("h(nbytes), h = functools.wraps + with r (Python)", loop_python_wrapped_call, regions_on, "bench_pywrapped"),
 ]
-F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF = range(len(FIGURES))
+(F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_RWITH, F_RWITH_UNTIMED,
+ F_RWITH_OFF, F_RBUILT, F_PLAIN, F_RDEC, F_RDEC_UNTIMED, F_PYWRAP) = range(len(FIGURES))
+REGION_KINDS = ("bench_region", "bench_region_built", "bench_decorated", "bench_pywrapped")
 
 
 def main():
@@ -146,6 +231,7 @@ def main():
     reps = env_int("BENCH_PY_REPS", 7, 1, 1000)
     runs = [[] for _ in FIGURES]
     made = {"observer": 0, "memobs": 0, "memobs_cur": 0}
+    made.update(dict.fromkeys(REGION_KINDS, 0))
 
     memobs.set_phase(None)
     memobs.reset()
@@ -175,6 +261,7 @@ def main():
                     runs[k].append((t1 - t0) / iters)
     finally:
         memobs.enable(True)
+        memobs.region_timing(True)
         set_observer(True)
         if gc_was:
             gc.enable()
@@ -203,6 +290,15 @@ def main():
     row(F_MOD_KW, "keyword: parsed off the fast path")
     row(F_MOD_LOCAL, "no global/attribute lookup per call")
     row(F_MOD_OFF, "a call, the argument checks, a load and a branch")
+    print("regions (net: minus the loop; for calls, minus the plain call too)")
+    row(F_RWITH, "__enter__/__exit__: a stack push, a pop, two clock reads")
+    row(F_RWITH_UNTIMED, "no clock reads")
+    row(F_RWITH_OFF, "memobs off: the with statement and the calls")
+    row(F_RBUILT, "+ the call memobs.region(name): a dict lookup")
+    row(F_PLAIN, "baseline of the two below")
+    row(F_RDEC, "%.1f ns over the plain call" % (best[F_RDEC] - best[F_PLAIN]))
+    row(F_RDEC_UNTIMED, "%.1f ns over the plain call" % (best[F_RDEC_UNTIMED] - best[F_PLAIN]))
+    row(F_PYWRAP, "%.1f ns over the plain call: the peer of the C wrapper" % (best[F_PYWRAP] - best[F_PLAIN]))
 
     speedup = ratio(net[F_OBS], net[F_MOD])
     raw = ratio(best[F_OBS], best[F_MOD])
@@ -232,6 +328,12 @@ def main():
     print("\ntotals exact: %s (memobs: %d H2D records, %d bytes; MemoryObserver: %d records; warm-up included)"
           % ("yes" if not problems else "NO", s["total"]["h2d_count"], s["total"]["h2d_bytes"],
              MemoryObserver.h2d_count))
+    counts = {x["name"]: x["count"] for x in memobs.get_regions()}
+    for kind in REGION_KINDS:
+        if counts.get(kind, 0) != made[kind]:
+            problems.append("region %s: expected %d ended, got %d" % (kind, made[kind], counts.get(kind, 0)))
+    print("regions exact: %s (%s)" % ("yes" if not any(p.startswith("region ") for p in problems) else "NO",
+                                      ", ".join("%s %d" % (k, counts.get(k, 0)) for k in REGION_KINDS)))
     for p in problems:
         print("  MISMATCH " + p)
     return 0

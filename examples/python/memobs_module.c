@@ -15,12 +15,24 @@
        memobs.set_phase("decode")               # or: the thread's phase ...
        memobs.record_d2h(block.nbytes, None)    # ... which None stands for
        memobs.ttft_start(); memobs.ttft_stop(); memobs.tpot_step()
+       with memobs.region("decode_step"): ...   # a named span of this thread, nested, timed
+       @memobs.region("prefill")                # every call of the function inside the region
+       memobs.mark("kv_evict")                  # a named instant
+       memobs.get_regions()                     # per name: count, total_ns, mean_ns, max_ns, marks
        memobs.get_summary()                     # nano-vllm's MemoryObserver.get_summary() shape, and more
        memobs.print_summary()                   # on stderr
 
    The module holds a private memobs (MEMOBS_HIDDEN): its figures are its
    own even when a C extension of the same process links another memobs.
    Records and reports are exact under any number of Python threads.
+
+   Regions: memobs.region(name) interns the name (a str, kept as at most
+   63 UTF-8 bytes) the first time that str is seen and returns the same
+   object after; its `with` and its decorator begin and end it on memobs'
+   stack of the calling thread, and end it when the body raises.
+   A region belongs to a thread: in async code keep it from spanning an
+   await; generator and coroutine functions cannot be decorated
+   (TypeError: the call returns before the body runs).
 
    Differences from nano-vllm's MemoryObserver, on purpose:
      is_prefill is required (True: prefill, False: decode, None: the
@@ -373,6 +385,440 @@ PYMOD_REQUEST(request_token)
 PYMOD_REQUEST(request_end)
 
 /* ======================================================================== */
+/* Regions and markers                                                      */
+/* ======================================================================== */
+
+/* A region or marker name, as memobs keeps it: a str, not empty, no NUL;
+   written to buf (size >= 5) as UTF-8 cut at a character boundary to
+   size - 1 bytes (memobs cuts at 63; a longer buffer changes nothing), a
+   lone surrogate as one U+FFFD (memobs would make three of its three
+   bytes). 0, or -1 with TypeError / ValueError. */
+static int pymod_name_text(PyObject *o, const char *fname, char *buf, size_t size) {
+    Py_ssize_t i, n;
+    size_t len = 0;
+    int kind;
+    const void *data;
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): name must be a str, not %.200s", fname, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(o) < 0) return -1;
+#endif
+    n = PyUnicode_GET_LENGTH(o);
+    if (n == 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): name must not be empty", fname);
+        return -1;
+    }
+    kind = PyUnicode_KIND(o);
+    data = PyUnicode_DATA(o);
+    if (PyUnicode_FindChar(o, 0, 0, n, 1) != -1) {
+        PyErr_Format(PyExc_ValueError, "%s(): name must not contain a NUL character", fname);
+        return -1;
+    }
+    if (PyUnicode_IS_ASCII(o)) {
+        len = (size_t)n < size - 1 ? (size_t)n : size - 1;
+        memcpy(buf, data, len);
+    } else {
+        for (i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            unsigned char u[4];
+            size_t k;
+            if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD; /* a lone surrogate ("\udcff" from surrogateescape) */
+            if (c < 0x80) {
+                u[0] = (unsigned char)c, k = 1;
+            } else if (c < 0x800) {
+                u[0] = (unsigned char)(0xC0 | (c >> 6)), u[1] = (unsigned char)(0x80 | (c & 0x3F)), k = 2;
+            } else if (c < 0x10000) {
+                u[0] = (unsigned char)(0xE0 | (c >> 12)), u[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                u[2] = (unsigned char)(0x80 | (c & 0x3F)), k = 3;
+            } else {
+                u[0] = (unsigned char)(0xF0 | (c >> 18)), u[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+                u[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F)), u[3] = (unsigned char)(0x80 | (c & 0x3F)), k = 4;
+            }
+            if (len + k > size - 1) break;
+            memcpy(buf + len, u, k);
+            len += k;
+        }
+    }
+    buf[len] = 0;
+    return 0;
+}
+
+/* memobs.region: a name interned once (its id kept), entered with `with`
+   or applied to a function. Immutable: the open regions are memobs' stack
+   of each thread, so one object serves any number of threads and nested
+   entries. */
+typedef struct {
+    PyObject_HEAD
+    memobs_region_t id;
+    PyObject *name; /* the name as memobs keeps it (str) */
+} pymod_region_t;
+
+/* What @region(name) returns: calls func inside the region (vectorcall);
+   functools.update_wrapper gives it func's __name__, __doc__, __wrapped__... */
+typedef struct {
+    PyObject_HEAD
+    pymod_region_t *region;
+    PyObject *func;
+    PyObject *dict;
+    PyObject *weakrefs;
+    vectorcallfunc vectorcall;
+} pymod_rfunc_t;
+
+static PyTypeObject pymod_region_type;
+static PyTypeObject pymod_rfunc_type;
+static PyObject *pymod_update_wrapper; /* functools.update_wrapper */
+
+/* Region objects by the exact str they were made from, so that
+   `with memobs.region("decode_step"):` in a loop makes no object and
+   interns nothing after its first pass (a region is immutable: sharing one
+   is safe). Bounded: names past PYMOD_REGION_CACHE strs get a new object
+   each time. */
+static PyObject *pymod_region_cache;
+#define PYMOD_REGION_CACHE (4 * MEMOBS_MAX_REGIONS)
+
+static PyObject *pymod_region_make(PyTypeObject *type, PyObject *name) {
+    char text[MEMOBS__REG_NAME];
+    const char *label;
+    pymod_region_t *r;
+    memobs_region_t id;
+    int cacheable = PyUnicode_CheckExact(name); /* a str subclass may hash as it likes */
+    if (MEMOBS__LIKELY(cacheable)) {
+        PyObject *hit = PyDict_GetItemWithError(pymod_region_cache, name); /* borrowed */
+        if (MEMOBS__LIKELY(hit != NULL)) {
+            Py_INCREF(hit);
+            return hit;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (!PyUnicode_Check(name) && PyCallable_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "region(): name must be a str, not %.200s (a decorator takes the name: "
+                     "@memobs.region(\"prefill\"))", Py_TYPE(name)->tp_name);
+        return NULL;
+    }
+    if (pymod_name_text(name, "region", text, sizeof text) < 0) return NULL;
+    id = memobs_region_name(text); /* >= 0: the text is not empty */
+    if (id < 0 || !(label = memobs_region_label(id))) {
+        PyErr_Format(PyExc_ValueError, "region(): memobs refused the name %R", name);
+        return NULL;
+    }
+    if (!(r = PyObject_New(pymod_region_t, type))) return NULL;
+    r->id = id;
+    if (!(r->name = PyUnicode_DecodeUTF8(label, (Py_ssize_t)strlen(label), "replace"))) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    if (cacheable && PyDict_GET_SIZE(pymod_region_cache) < PYMOD_REGION_CACHE &&
+        PyDict_SetItem(pymod_region_cache, name, (PyObject *)r) < 0) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return (PyObject *)r;
+}
+
+static PyObject *pymod_region_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"name", NULL};
+    PyObject *name;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:region", kw, &name)) return NULL;
+    return pymod_region_make(type, name);
+}
+
+/* region(name) without a tuple: what `with memobs.region("x"):` pays. */
+static PyObject *pymod_region_vnew(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (MEMOBS__LIKELY(nargs == 1 && !kwnames)) return pymod_region_make((PyTypeObject *)type, args[0]);
+    {
+        static const char *const kw[1] = {"name"};
+        PyObject *a[1];
+        if (pymod_args("region", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+        return pymod_region_make((PyTypeObject *)type, a[0]);
+    }
+}
+
+static void pymod_region_dealloc(PyObject *self) {
+    Py_XDECREF(((pymod_region_t *)self)->name);
+    PyObject_Del(self);
+}
+
+static PyObject *pymod_region_repr(PyObject *self) {
+    return PyUnicode_FromFormat("memobs.region(%R)", ((pymod_region_t *)self)->name);
+}
+
+static PyObject *pymod_region_enter(PyObject *self, PyObject *unused) {
+    (void)unused;
+    memobs_region_begin_id(((pymod_region_t *)self)->id);
+    Py_INCREF(self);
+    return self;
+}
+
+/* Ends the innermost region of the thread (this one, unless a region was
+   begun or ended behind the with's back); the exception, if any, goes on. */
+static PyObject *pymod_region_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self, (void)args, (void)nargs;
+    memobs_region_end();
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_rfunc_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    pymod_rfunc_t *w = (pymod_rfunc_t *)self;
+    PyObject *r;
+    memobs_region_begin_id(w->region->id);
+    r = PyObject_Vectorcall(w->func, args, nargsf, kwnames);
+    memobs_region_end(); /* on return and on an exception alike */
+    return r;
+}
+
+/* region(name)(func): the wrapper. Generator and coroutine functions are
+   refused: their call returns at once, so the region would time the
+   making of the generator, not its body. */
+static PyObject *pymod_region_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *func, *code, *r;
+    pymod_rfunc_t *w;
+    if (!PyArg_ParseTuple(args, "O:region.__call__", &func)) return NULL;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "region.__call__() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_Format(PyExc_TypeError, "region(%R) decorates a callable, not %.200s", ((pymod_region_t *)self)->name,
+                     Py_TYPE(func)->tp_name);
+        return NULL;
+    }
+    if (PyFunction_Check(func) && (code = PyFunction_GetCode(func)) != NULL) { /* borrowed */
+        PyObject *fl = PyObject_GetAttrString(code, "co_flags");
+        long flags = fl ? PyLong_AsLong(fl) : -1;
+        Py_XDECREF(fl);
+        if (flags == -1 && PyErr_Occurred()) return NULL;
+        if (flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
+            PyErr_Format(PyExc_TypeError,
+                         "region(%R) cannot decorate %R: a generator or coroutine function returns before its body "
+                         "runs; use `with` inside the body, not across a yield or an await",
+                         ((pymod_region_t *)self)->name, func);
+            return NULL;
+        }
+    }
+    if (!(w = PyObject_GC_New(pymod_rfunc_t, &pymod_rfunc_type))) return NULL;
+    Py_INCREF(self);
+    w->region = (pymod_region_t *)self;
+    Py_INCREF(func);
+    w->func = func;
+    w->dict = NULL;
+    w->weakrefs = NULL;
+    w->vectorcall = pymod_rfunc_vectorcall;
+    PyObject_GC_Track(w);
+    /* __module__, __name__, __qualname__, __doc__, __dict__, __wrapped__ (3.12: __type_params__) */
+    if (!(r = PyObject_CallFunctionObjArgs(pymod_update_wrapper, (PyObject *)w, func, NULL))) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return (PyObject *)w;
+}
+
+static PyObject *pymod_region_get_id(PyObject *self, void *unused) {
+    (void)unused;
+    return PyLong_FromLong((long)((pymod_region_t *)self)->id);
+}
+
+static PyObject *pymod_region_get_name(PyObject *self, void *unused) {
+    PyObject *n = ((pymod_region_t *)self)->name;
+    (void)unused;
+    Py_INCREF(n);
+    return n;
+}
+
+static PyMethodDef pymod_region_methods[] = {
+    {"__enter__", pymod_region_enter, METH_NOARGS, "Begins the region on the calling thread; returns the region."},
+    {"__exit__", PYMOD_FN(pymod_region_exit), METH_FASTCALL,
+     "Ends the innermost region of the calling thread; an exception propagates unchanged."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pymod_region_getset[] = {
+    {"name", pymod_region_get_name, NULL, "The name as memobs keeps it (at most 63 UTF-8 bytes; \"(other)\" when "
+     "the name table was full).", NULL},
+    {"id", pymod_region_get_id, NULL, "memobs' id of the name (0: \"(other)\").", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+#define PYMOD_REGION_DOC                                                                                             \
+    "region(name)\n--\n\nA named span of the calling thread: a context manager (`with memobs.region(\"decode_step\"):" \
+    "`, ended also when the body raises) and a decorator (`@memobs.region(\"prefill\")`: each call of the function "  \
+    "inside the region; functools.wraps semantics). Regions nest (at most 32 deep are timed) and are counted per "   \
+    "name: get_regions() gives count, total_ns, mean_ns and max_ns. name: a non-empty str, kept as at most 63 UTF-8 " \
+    "bytes (a lone surrogate as U+FFFD), interned when the region is made; region(name) again with the same str "    \
+    "returns the same object. One region may be entered any number of times, nested, from any thread. The region "  \
+    "is a thread's: do not keep one open across a yield or an await."
+
+static PyTypeObject pymod_region_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memobs.region",
+    .tp_basicsize = sizeof(pymod_region_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PYMOD_REGION_DOC,
+    .tp_new = pymod_region_new,
+    .tp_vectorcall = pymod_region_vnew,
+    .tp_dealloc = pymod_region_dealloc,
+    .tp_repr = pymod_region_repr,
+    .tp_call = pymod_region_call,
+    .tp_methods = pymod_region_methods,
+    .tp_getset = pymod_region_getset,
+};
+
+static int pymod_rfunc_traverse(PyObject *self, visitproc visit, void *arg) {
+    pymod_rfunc_t *w = (pymod_rfunc_t *)self;
+    Py_VISIT(w->region);
+    Py_VISIT(w->func);
+    Py_VISIT(w->dict);
+    return 0;
+}
+
+static int pymod_rfunc_clear(PyObject *self) {
+    pymod_rfunc_t *w = (pymod_rfunc_t *)self;
+    Py_CLEAR(w->region);
+    Py_CLEAR(w->func);
+    Py_CLEAR(w->dict);
+    return 0;
+}
+
+static void pymod_rfunc_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    if (((pymod_rfunc_t *)self)->weakrefs) PyObject_ClearWeakRefs(self);
+    pymod_rfunc_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *pymod_rfunc_repr(PyObject *self) {
+    pymod_rfunc_t *w = (pymod_rfunc_t *)self;
+    return PyUnicode_FromFormat("<memobs.region(%R) of %R>", w->region->name, w->func);
+}
+
+/* A method: bound as a function is. */
+static PyObject *pymod_rfunc_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *pymod_rfunc_get_region(PyObject *self, void *unused) {
+    PyObject *r = (PyObject *)((pymod_rfunc_t *)self)->region;
+    (void)unused;
+    Py_INCREF(r);
+    return r;
+}
+
+/* pickle (multiprocessing's spawn) and copy: by reference, as a function
+   is, under its __qualname__ in its __module__. */
+static PyObject *pymod_rfunc_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef pymod_rfunc_methods[] = {
+    {"__reduce__", pymod_rfunc_reduce, METH_NOARGS, "Pickled by reference: its __module__ and __qualname__."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pymod_rfunc_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"region", pymod_rfunc_get_region, NULL, "The memobs.region each call is inside.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject pymod_rfunc_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memobs.region_function",
+    .tp_basicsize = sizeof(pymod_rfunc_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A function called inside a memobs.region (what @memobs.region(name) returns).",
+    .tp_vectorcall_offset = offsetof(pymod_rfunc_t, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dictoffset = offsetof(pymod_rfunc_t, dict),
+    .tp_weaklistoffset = offsetof(pymod_rfunc_t, weakrefs),
+    .tp_traverse = pymod_rfunc_traverse,
+    .tp_clear = pymod_rfunc_clear,
+    .tp_dealloc = pymod_rfunc_dealloc,
+    .tp_repr = pymod_rfunc_repr,
+    .tp_descr_get = pymod_rfunc_get,
+    .tp_methods = pymod_rfunc_methods,
+    .tp_getset = pymod_rfunc_getset,
+};
+
+static PyObject *pymod_mark(PyObject *self, PyObject *arg) {
+    char text[MEMOBS__REG_NAME];
+    (void)self;
+    if (Py_TYPE(arg) == &pymod_region_type) {
+        memobs_mark_id(((pymod_region_t *)arg)->id);
+        Py_RETURN_NONE;
+    }
+    if (pymod_name_text(arg, "mark", text, sizeof text) < 0) return NULL;
+    memobs_mark(text); /* nothing interned while memobs is off */
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_region_depth(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyLong_FromLong(memobs_region_depth());
+}
+
+static PyObject *pymod_region_timing(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"on"};
+    PyObject *a[1];
+    int on;
+    (void)self;
+    if (pymod_args("region_timing", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
+    if (!a[0] || a[0] == Py_None) {
+        /* memobs has no getter: its flag read here (the module builds memobs' implementation) */
+        memobs_init();
+        return PyBool_FromLong(MEMOBS__LOAD(&memobs__reg.timing_off.v) == 0);
+    }
+    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    return PyBool_FromLong(memobs_region_timing(on));
+}
+
+/* For the tests: memobs_region_end() as C code would call it, unmatched or not. */
+static PyObject *pymod_region_end_c(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    memobs_region_end();
+    Py_RETURN_NONE;
+}
+
+/* The names used in the window (a region ended or a marker set), in id
+   order: a list of dicts with the keys of the JSON summary's "regions". */
+static PyObject *pymod_regions_list(void) {
+    size_t want = memobs_get_regions(NULL, 0), n, i;
+    memobs_region_stats_t *r = (memobs_region_stats_t *)PyMem_Malloc((want ? want : 1) * sizeof *r);
+    PyObject *list;
+    if (!r) return PyErr_NoMemory();
+    n = memobs_get_regions(r, want);
+    if (n > want) n = want; /* names interned since the first call: not used yet */
+    if (!(list = PyList_New(0))) goto done;
+    for (i = 0; i < n; i++) {
+        const memobs_region_stats_t *x = &r[i];
+        PyObject *d;
+        if (!x->count && !x->marks) continue;
+        d = Py_BuildValue("{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:O}", "name",
+                          PyUnicode_DecodeUTF8(x->name, (Py_ssize_t)strlen(x->name), "replace"), "count",
+                          PYMOD_ULL(x->count), "timed", PYMOD_ULL(x->timed), "total_ns", PYMOD_ULL(x->total_ns),
+                          "mean_ns", PYMOD_ULL(x->timed ? x->total_ns / x->timed : 0), "max_ns",
+                          PYMOD_ULL(x->max_ns), "marks", PYMOD_ULL(x->marks), "collective",
+                          x->collective ? Py_True : Py_False);
+        if (!d || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+done:
+    PyMem_Free(r);
+    return list;
+}
+
+static PyObject *pymod_get_regions(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return pymod_regions_list();
+}
+
+/* ======================================================================== */
 /* Summaries                                                                */
 /* ======================================================================== */
 
@@ -506,15 +952,17 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
                                 PYMOD_ULL(s->requests_dropped), "unknown", PYMOD_ULL(s->requests_unknown),
                                 "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0 ||
         pymod_put(d, "problems",
-                  Py_BuildValue("{s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched), "tpot_unarmed",
-                                PYMOD_ULL(s->tpot_unarmed), "bad_records", PYMOD_ULL(s->bad_records),
-                                "untracked_threads", PYMOD_ULL(s->untracked_threads))) < 0)
+                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched),
+                                "tpot_unarmed", PYMOD_ULL(s->tpot_unarmed), "bad_records", PYMOD_ULL(s->bad_records),
+                                "untracked_threads", PYMOD_ULL(s->untracked_threads), "region_unmatched_ends",
+                                PYMOD_ULL(s->region_unmatched_ends), "region_too_deep", PYMOD_ULL(s->region_too_deep),
+                                "region_names_dropped", PYMOD_ULL(s->region_names_dropped))) < 0)
         goto fail;
     if (!(x = PyDict_New()) || pymod_put(d, "counters", x) < 0) goto fail;
     for (c = 0; c < s->ncounters && c < MEMOBS_MAX_COUNTERS; c++)
         if (pymod_put(x, s->counters[c].name, PyLong_FromUnsignedLongLong(s->counters[c].value)) < 0) goto fail;
     if (pymod_put(d, "memory", pymod_memory(s)) < 0 || pymod_put(d, "tracker", pymod_tracker(s)) < 0 ||
-        pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
+        pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "regions", pymod_regions_list()) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
         pymod_put(d, "enabled", PyBool_FromLong(s->enabled)) < 0 ||
         pymod_put(d, "window_ns", PyLong_FromUnsignedLongLong(s->window_ns)) < 0 ||
         pymod_put(d, "memobs_version", PyUnicode_FromString(MEMOBS_VERSION)) < 0)
@@ -797,10 +1245,29 @@ static PyMethodDef pymod_methods[] = {
     {"request_token", pymod_request_token, METH_O,
      "request_token(id)\n--\n\nA token of request id: the first gives a TTFT sample, later ones TPOT samples."},
     {"request_end", pymod_request_end, METH_O, "request_end(id)\n--\n\nEnds request id: an E2E sample."},
+    {"mark", pymod_mark, METH_O,
+     "mark(name)\n--\n\nA marker: a named instant, counted per name (get_regions()[...][\"marks\"]). name: a "
+     "non-empty str (interned on each call) or a region (its name, no lookup)."},
+    {"region_depth", pymod_region_depth, METH_NOARGS,
+     "region_depth()\n--\n\nRegions open on the calling thread (an int >= 0)."},
+    {"region_timing", PYMOD_FN(pymod_region_timing), PYMOD_KW,
+     "region_timing(on=None)\n--\n\nRegion timing on (True) or off (False), for every thread; returns the setting "
+     "before the call (on=None: returns it, changes nothing). On (the default; MEMOBS_REGION_TIMING=0 turns it off "
+     "at start): two clock reads per region, its time in total_ns and max_ns. Off: regions are counted, not timed "
+     "(\"timed\" stops growing), unless the timeline is on or the name is a collective."},
+    {"get_regions", pymod_get_regions, METH_NOARGS,
+     "get_regions()\n--\n\nThe names used in the window (a region ended or a marker set), in the order they were "
+     "first interned: a list of dicts with \"name\", \"count\" (regions ended), \"timed\" (of those, timed), "
+     "\"total_ns\", \"mean_ns\" (total_ns / timed, 0 if none), \"max_ns\", \"marks\" and \"collective\" (a "
+     "name Stormlog takes for a collective: nccl, all_reduce, barrier...)."},
+    {"_region_end", pymod_region_end_c, METH_NOARGS,
+     "_region_end()\n--\n\nmemobs_region_end() as C code calls it: ends the thread's innermost region, or counts "
+     "an unmatched end (problems[\"region_unmatched_ends\"]). For tests; use a region's `with`."},
     {"get_summary", pymod_get_summary, METH_NOARGS,
      "get_summary()\n--\n\nA dict: nano-vllm's MemoryObserver.get_summary() keys (\"total\", \"prefill\", "
      "\"decode\"), then \"unphased\", \"phases\" (every phase, D2D and counts included), \"ttft\", \"tpot\", "
-     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"identity\", "
+     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"regions\" (as "
+     "get_regions()), \"identity\", "
      "\"enabled\", \"window_ns\", \"memobs_version\"."},
     {"print_summary", pymod_print_summary, METH_NOARGS,
      "print_summary()\n--\n\nWrites the summary to stderr (MEMOBS_FORMAT: text or json)."},
@@ -841,8 +1308,9 @@ static PyMethodDef pymod_methods[] = {
 static struct PyModuleDef pymod_def = {
     PyModuleDef_HEAD_INIT,
     "memobs",
-    "memobs: transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, summaries and an allocation "
-    "tracker with Python stacks, for inference engines. The module keeps its own memobs instance.",
+    "memobs: transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, regions and markers (named "
+    "spans and instants, counted and timed per name), summaries and an allocation tracker with Python stacks, for "
+    "inference engines. The module keeps its own memobs instance.",
     -1,
     pymod_methods,
     NULL,
@@ -859,5 +1327,23 @@ PyMODINIT_FUNC PyInit_memobs(void) {
         return NULL;
     }
     memobs_init();
+    {
+        PyObject *ft = PyImport_ImportModule("functools");
+        if (ft) {
+            pymod_update_wrapper = PyObject_GetAttrString(ft, "update_wrapper");
+            Py_DECREF(ft);
+        }
+    }
+    if (!pymod_update_wrapper || !(pymod_region_cache = PyDict_New()) || PyType_Ready(&pymod_region_type) < 0 ||
+        PyType_Ready(&pymod_rfunc_type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&pymod_region_type);
+    if (PyModule_AddObject(m, "region", (PyObject *)&pymod_region_type) < 0) {
+        Py_DECREF(&pymod_region_type);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

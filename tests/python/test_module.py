@@ -2,7 +2,8 @@
 checked from Python: exact totals per phase and direction, the dict shape
 (nano-vllm's MemoryObserver.get_summary() keys, then memobs' extras), bad
 arguments (the right exception, nothing recorded), reset, enable, TTFT/TPOT,
-four recording threads, the allocation tracker and its reports, the JSON
+four recording threads, regions and markers (with, decorator, threads, odd
+names, timing, problems), the allocation tracker and its reports, the JSON
 summary, and Python stacks on tracked allocations.
 
 Run with the built module on PYTHONPATH (tests/test_pymodule.sh does):
@@ -29,7 +30,7 @@ NANO_TOTAL = {"h2d_bytes", "h2d_count", "d2h_bytes", "d2h_count", "d2d_bytes", "
 NANO_PHASE = {"h2d_bytes", "d2h_bytes"}
 LATENCY = {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "last_ns"}
 TOP = {"total", "prefill", "decode", "unphased", "phases", "ttft", "tpot", "e2e", "requests", "problems",
-       "counters", "memory", "tracker", "timed", "identity", "enabled", "window_ns", "memobs_version"}
+       "counters", "memory", "tracker", "timed", "regions", "identity", "enabled", "window_ns", "memobs_version"}
 
 
 class Check:
@@ -411,6 +412,463 @@ def _(c):
     c.eq("decode h2d bytes (threads 2, 3, set_phase('decode'))", s["decode"]["h2d_bytes"], 2 * per + n * (2 + 3))
     c.eq("unphased h2d count", s["unphased"]["h2d_count"], 0)
     c.eq("this thread's phase untouched by the workers'", memobs.get_phase(), None)
+
+
+# ---------------------------------------------------------------------------
+# Regions and markers
+
+
+def region_stats(name):
+    """get_regions()'s row of name (a dict), or None when it was not used in the window."""
+    rows = [r for r in memobs.get_regions() if r["name"] == name]
+    return rows[0] if rows else None
+
+
+def region_count(name):
+    r = region_stats(name)
+    return 0 if r is None else r["count"]
+
+
+@check("region: `with` nests (depth 2 inside, 0 after), counts per name")
+def _(c):
+    fresh()
+    outer = memobs.region("pymod_outer")
+    inner = memobs.region("pymod_inner")
+    c.eq("depth before", memobs.region_depth(), 0)
+    with outer as x:
+        c.true("`with r as x`: x is r", x is outer, x)
+        c.eq("depth inside one", memobs.region_depth(), 1)
+        with inner:
+            c.eq("depth inside two", memobs.region_depth(), 2)
+        with inner:
+            with inner:  # one object entered twice, nested: no state of its own
+                c.eq("depth with the same region entered twice", memobs.region_depth(), 3)
+        c.eq("depth back to one", memobs.region_depth(), 1)
+    c.eq("depth after", memobs.region_depth(), 0)
+    c.eq("pymod_outer count", region_count("pymod_outer"), 1)
+    c.eq("pymod_inner count", region_count("pymod_inner"), 3)
+    c.eq("name and repr", (outer.name, repr(outer)), ("pymod_outer", "memobs.region('pymod_outer')"))
+    c.true("id >= 1", isinstance(outer.id, int) and outer.id >= 1, outer.id)
+    c.eq("the same name: the same id", memobs.region("pymod_outer").id, outer.id)
+    c.eq("keyword name=", memobs.region(name="pymod_outer").id, outer.id)
+    c.true("region(name) again: the same object (no second interning)", memobs.region("pymod_outer") is outer)
+
+    class Name(str):
+        pass
+
+    sub = memobs.region(Name("pymod_outer"))
+    c.eq("a str subclass: its own object, the same name and id", (sub is outer, sub.name, sub.id),
+         (False, "pymod_outer", outer.id))
+    c.true("an instance of memobs.region", isinstance(outer, memobs.region), type(outer))
+    c.eq("no unmatched end, nothing too deep, no name dropped",
+         {k: memobs.get_summary()["problems"][k] for k in ("region_unmatched_ends", "region_too_deep",
+                                                            "region_names_dropped")},
+         {"region_unmatched_ends": 0, "region_too_deep": 0, "region_names_dropped": 0})
+
+
+@check("region: an exception in the body ends the region and propagates unchanged")
+def _(c):
+    fresh()
+    r = memobs.region("pymod_raises")
+    err = KeyError("pymod")
+    got = None
+    try:
+        with r:
+            with memobs.region("pymod_raises_inner"):
+                raise err
+    except KeyError as e:
+        got = e
+    c.true("the same exception object propagates", got is err, repr(got))
+    c.eq("depth after the exception", memobs.region_depth(), 0)
+    c.eq("pymod_raises count", region_count("pymod_raises"), 1)
+    c.eq("pymod_raises_inner count", region_count("pymod_raises_inner"), 1)
+    for _ in range(2):
+        try:
+            with r:
+                1 / 0
+        except ZeroDivisionError:
+            pass
+    c.eq("pymod_raises count after two more", region_count("pymod_raises"), 3)
+    c.eq("depth", memobs.region_depth(), 0)
+
+
+@memobs.region("pymod_decorated")
+def pymod_decorated(a, b=10, *rest, k=None):
+    """Doc of pymod_decorated."""
+    return (a, b, rest, k, memobs.region_depth())
+
+
+@memobs.region("pymod_decorated_outer")
+def pymod_decorated_outer(n):
+    return [pymod_decorated(i) for i in range(n)]
+
+
+@memobs.region("pymod_decorated_raises")
+def pymod_decorated_raises():
+    raise ValueError("pymod decorated")
+
+
+@memobs.region("pymod_recursive")
+def pymod_recursive(k):
+    return memobs.region_depth() if k == 0 else pymod_recursive(k - 1)
+
+
+class PymodDecoratedMethods:
+    @memobs.region("pymod_method")
+    def method(self, x):
+        """Doc of method."""
+        return (self, x)
+
+    @staticmethod
+    @memobs.region("pymod_static")
+    def static(x):
+        return x * 2
+
+    @classmethod
+    @memobs.region("pymod_classmethod")
+    def klass(cls, x):
+        return (cls, x)
+
+
+@check("region as a decorator: a region per call; return value, arguments, __name__, __doc__, __wrapped__ kept")
+def _(c):
+    import functools
+    import inspect
+    import pickle
+    import weakref
+
+    fresh()
+    c.eq("return value, positional and keyword arguments, depth inside",
+         pymod_decorated(1, 2, 3, 4, k="x"), (1, 2, (3, 4), "x", 1))
+    c.eq("defaults", pymod_decorated(7), (7, 10, (), None, 1))
+    for _ in range(3):
+        pymod_decorated(a=0)
+    c.eq("pymod_decorated count: one per call", region_count("pymod_decorated"), 5)
+    c.eq("__name__", pymod_decorated.__name__, "pymod_decorated")
+    c.eq("__qualname__", pymod_decorated.__qualname__, "pymod_decorated")
+    c.eq("__module__", pymod_decorated.__module__, __name__)
+    c.eq("__doc__", pymod_decorated.__doc__, "Doc of pymod_decorated.")
+    c.true("__wrapped__ is the function", inspect.isfunction(pymod_decorated.__wrapped__)
+           and pymod_decorated.__wrapped__.__name__ == "pymod_decorated", pymod_decorated.__wrapped__)
+    c.eq("inspect.signature follows __wrapped__", str(inspect.signature(pymod_decorated)),
+         "(a, b=10, *rest, k=None)")
+    c.eq(".region", pymod_decorated.region.name, "pymod_decorated")
+    c.true("pickled by reference (multiprocessing spawn)",
+           pickle.loads(pickle.dumps(pymod_decorated)) is pymod_decorated)
+    c.true("weakref to it", weakref.ref(pymod_decorated)() is pymod_decorated)
+    c.eq("functools.wraps on top of it keeps its name", functools.wraps(pymod_decorated)(lambda: 0).__name__,
+         "pymod_decorated")
+
+    fresh()
+    c.eq("nested decorated calls: depth 2 in the inner one",
+         [t[4] for t in pymod_decorated_outer(4)], [2, 2, 2, 2])
+    c.eq("outer count", region_count("pymod_decorated_outer"), 1)
+    c.eq("inner count", region_count("pymod_decorated"), 4)
+    with memobs.region("pymod_decorated_with"):
+        c.eq("decorated call inside a with: depth 2", pymod_decorated(0)[4], 2)
+    c.eq("recursion 5 deep: depth 6 at the bottom", pymod_recursive(5), 6)
+    c.eq("pymod_recursive count", region_count("pymod_recursive"), 6)
+
+    e = c.raises("exception in a decorated function", ValueError, pymod_decorated_raises)
+    c.eq("its message", e, "pymod decorated")
+    c.eq("depth after it", memobs.region_depth(), 0)
+    c.eq("pymod_decorated_raises count", region_count("pymod_decorated_raises"), 1)
+
+    obj = PymodDecoratedMethods()
+    c.eq("method: self bound", obj.method(3), (obj, 3))
+    c.eq("method through the class", PymodDecoratedMethods.method(obj, 4), (obj, 4))
+    c.eq("method __doc__", PymodDecoratedMethods.method.__doc__, "Doc of method.")
+    c.eq("staticmethod over it", (PymodDecoratedMethods.static(5), obj.static(6)), (10, 12))
+    c.eq("classmethod over it", obj.klass(1), (PymodDecoratedMethods, 1))
+    c.eq("counts (method, static, classmethod)",
+         [region_count(n) for n in ("pymod_method", "pymod_static", "pymod_classmethod")], [2, 2, 1])
+    r = memobs.region("pymod_decorate_later")
+    f = r(lambda x: x + 1)
+    c.eq("r(callable) works on any callable", (f(1), f(2), region_count("pymod_decorate_later")), (2, 3, 2))
+    c.eq("a builtin wrapped", memobs.region("pymod_builtin")(len)([1, 2, 3]), 3)
+    c.eq("depth after everything", memobs.region_depth(), 0)
+
+
+@check("regions from 4 threads x 1000 entries: exact counts, each thread its own stack")
+def _(c):
+    fresh()
+    n = 1000
+    shared = memobs.region("pymod_thr_shared")
+    errors = []
+    start = threading.Barrier(4)
+
+    @memobs.region("pymod_thr_decorated")
+    def work(k):
+        return memobs.region_depth()
+
+    def worker(k):
+        try:
+            own = memobs.region("pymod_thr_%d" % k)
+            bad = 0
+            start.wait()
+            for _ in range(n):
+                with shared:
+                    with own:
+                        if memobs.region_depth() != 2:
+                            bad += 1
+                        if work(k) != 3:
+                            bad += 1
+                memobs.mark(own)
+                if memobs.region_depth() != 0:
+                    bad += 1
+            if bad:
+                errors.append("thread %d: %d wrong depths" % (k, bad))
+        except Exception as e:  # shown below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    c.eq("errors in threads", errors, [])
+    c.eq("pymod_thr_shared count (one object, 4 threads)", region_count("pymod_thr_shared"), 4 * n)
+    c.eq("pymod_thr_decorated count", region_count("pymod_thr_decorated"), 4 * n)
+    for k in range(4):
+        row = region_stats("pymod_thr_%d" % k) or {}
+        c.eq("pymod_thr_%d count, marks" % k, (row.get("count"), row.get("marks")), (n, n))
+    c.eq("unmatched ends", memobs.get_summary()["problems"]["region_unmatched_ends"], 0)
+    c.eq("this thread's depth", memobs.region_depth(), 0)
+
+
+@check("mark(name) and mark(region): counted per name, no region opened")
+def _(c):
+    fresh()
+    r = memobs.region("pymod_mark_region")
+    for _ in range(3):
+        memobs.mark("pymod_mark")
+    memobs.mark(r)
+    memobs.mark(r)
+    memobs.mark("pymod_mark_region")  # by name: the same row
+    with r:
+        pass
+    c.eq("depth after marks", memobs.region_depth(), 0)
+    c.eq("pymod_mark", region_stats("pymod_mark"), {"name": "pymod_mark", "count": 0, "timed": 0, "total_ns": 0,
+                                                    "mean_ns": 0, "max_ns": 0, "marks": 3, "collective": False})
+    row = region_stats("pymod_mark_region") or {}
+    c.eq("pymod_mark_region count and marks", (row.get("count"), row.get("marks")), (1, 3))
+    c.raises("mark(1)", TypeError, memobs.mark, 1)
+    c.raises("mark(b'x')", TypeError, memobs.mark, b"x")
+    c.raises("mark('')", ValueError, memobs.mark, "")
+    c.raises("mark('a\\0b')", ValueError, memobs.mark, "a\0b")
+    c.raises("mark()", TypeError, memobs.mark)
+    memobs.enable(False)
+    memobs.mark("pymod_mark")
+    c.raises("mark(1) while disabled: still a TypeError", TypeError, memobs.mark, 1)
+    memobs.enable(True)
+    c.eq("pymod_mark marks: none while disabled", region_stats("pymod_mark")["marks"], 3)
+
+
+@check("region names: odd characters kept, lone surrogate as U+FFFD, cut to 63 bytes; JSON agrees")
+def _(c):
+    fresh()
+    odd = ["<script>alert('x')</script>", 'say "hi" \\ back\\slash', "tab\there, newline\nthere", "café ☕ 😀",
+           "nccl all_reduce"]
+    for name in odd:
+        r = memobs.region(name)
+        c.eq("kept as given: %r" % name, r.name, name)
+        with r:
+            pass
+    r = memobs.region("pymod_bad\udcffsurrogate")
+    c.eq("a lone surrogate becomes one U+FFFD", r.name, "pymod_bad\ufffdsurrogate")
+    memobs.mark("pymod_bad\udcffsurrogate")
+    memobs.mark("\ud800")
+    c.eq("name of a marker that is one lone surrogate", memobs.region("\ud800").name, "\ufffd")
+    long_ascii = "pymod_long_" + "x" * 189
+    r = memobs.region(long_ascii)
+    c.eq("200 ASCII characters: the first 63", (len(long_ascii), r.name), (200, long_ascii[:63]))
+    c.eq("the cut name and the long one are one name", memobs.region(long_ascii[:63]).id, r.id)
+    c.eq("2-byte characters: cut at a character boundary (31 x 2 bytes)",
+         memobs.region("é" * 100).name, "é" * 31)
+    c.eq("4-byte characters: 15 x 4 bytes", memobs.region("😀" * 40).name, "😀" * 15)
+    with r:
+        pass
+    rows = {x["name"]: x for x in memobs.get_regions()}
+    for name in odd + [long_ascii[:63]]:
+        c.eq("get_regions count of %r" % name, rows.get(name, {}).get("count"), 1)
+    c.eq("marks of the surrogate name", rows.get("pymod_bad\ufffdsurrogate", {}).get("marks"), 1)
+    c.eq("'nccl all_reduce' is a collective", rows.get("nccl all_reduce", {}).get("collective"), True)
+    c.eq("'<script>...' is not", rows.get(odd[0], {}).get("collective"), False)
+    path = os.path.join(TMP, "regions.json")
+    memobs.write_summary(path, "json")
+    j = json.load(open(path, encoding="utf-8"))
+    c.eq("the JSON summary's regions == get_regions()", j["regions"], memobs.get_regions())
+    text_path = os.path.join(TMP, "regions.txt")
+    memobs.write_summary(text_path)
+    c.true("the text summary names <script>", "<script>alert('x')</script>" in read(text_path), read(text_path))
+
+
+@check("region()/mark(): TypeError and ValueError for bad names and bad decorations")
+def _(c):
+    for bad in (None, 1, b"pymod", ["a"], 1.5):
+        c.raises("region(%r)" % (bad,), TypeError, memobs.region, bad)
+    e = c.raises("@memobs.region without a name", TypeError, memobs.region, pymod_recursive)
+    c.true("the message says how to decorate", e is not None and '@memobs.region("' in e, e)
+    c.raises("region('')", ValueError, memobs.region, "")
+    c.raises("region('a\\0b')", ValueError, memobs.region, "a\0b")
+    c.raises("region()", TypeError, memobs.region)
+    c.raises("region('a', 'b')", TypeError, memobs.region, "a", "b")
+    c.raises("region(nom='a')", TypeError, memobs.region, nom="a")
+    r = memobs.region("pymod_bad_decoration")
+    c.raises("r(5): not callable", TypeError, r, 5)
+    c.raises("r(): no function", TypeError, r)
+    c.raises("r(f, g)", TypeError, r, len, len)
+
+    def gen():
+        yield 1
+
+    async def coro():
+        return 1
+
+    async def agen():
+        yield 1
+
+    for fn in (gen, coro, agen):
+        e = c.raises("decorating %s" % fn.__name__, TypeError, r, fn)
+        c.true("the message says why (%s)" % fn.__name__, e is not None and "generator or coroutine" in e, e)
+    c.raises("name is read-only", AttributeError, setattr, r, "name", "x")
+    c.eq("depth", memobs.region_depth(), 0)
+
+
+@check("region_timing(): timed follows it; on=None reads it; totals and means consistent")
+def _(c):
+    fresh()
+    c.eq("region_timing() reads: on by default", memobs.region_timing(), True)
+    r = memobs.region("pymod_timing")
+    for _ in range(3):
+        with r:
+            time.sleep(0.001)
+    c.eq("region_timing(False) returns the previous setting", memobs.region_timing(False), True)
+    c.eq("region_timing() now", memobs.region_timing(), False)
+    c.eq("region_timing(on=None) changes nothing", memobs.region_timing(on=None), False)
+    for _ in range(2):
+        with r:
+            pass
+    row = region_stats("pymod_timing")
+    c.eq("count, timed after 3 timed + 2 untimed", (row["count"], row["timed"]), (5, 3))
+    c.true("total_ns > 0 (three sleeps timed)", row["total_ns"] > 0, row)
+    c.eq("mean_ns = total_ns // timed", row["mean_ns"], row["total_ns"] // 3)
+    c.true("0 < max_ns <= total_ns", 0 < row["max_ns"] <= row["total_ns"], row)
+    c.eq("region_timing(True) returns the previous setting", memobs.region_timing(True), False)
+    with r:
+        pass
+    row = region_stats("pymod_timing")
+    c.eq("count, timed after timing is back on", (row["count"], row["timed"]), (6, 4))
+    c.eq("region_timing(0) (a truth value)", memobs.region_timing(0), True)
+    c.eq("region_timing(1)", memobs.region_timing(on=1), False)
+    c.raises("region_timing(1, 2)", TypeError, memobs.region_timing, 1, 2)
+    c.eq("on at the end", memobs.region_timing(), True)
+
+
+@check("get_summary(): 'regions' == get_regions(), the three region problems, reset, enable(False)")
+def _(c):
+    fresh()
+    c.eq("regions after reset()", (memobs.get_regions(), memobs.get_summary()["regions"]), ([], []))
+    a, b = memobs.region("pymod_sum_a"), memobs.region("pymod_sum_b")
+    for _ in range(4):
+        with a:
+            with b:
+                pass
+    memobs.mark(b)
+    s = memobs.get_summary()
+    c.eq("get_summary()['regions'] == get_regions()", s["regions"], memobs.get_regions())
+    c.eq("names and counts", [(x["name"], x["count"], x["marks"]) for x in s["regions"]],
+         [("pymod_sum_a", 4, 0), ("pymod_sum_b", 4, 1)])
+    c.eq("row keys", set(s["regions"][0]), {"name", "count", "timed", "total_ns", "mean_ns", "max_ns", "marks",
+                                            "collective"})
+    c.true("every figure an int", all(type(x[k]) is int for x in s["regions"]
+                                      for k in ("count", "timed", "total_ns", "mean_ns", "max_ns", "marks")),
+           s["regions"])
+    path = os.path.join(TMP, "problems.json")
+    memobs.write_summary(path, "json")
+    j = json.load(open(path))
+    c.eq("problems: the JSON summary's keys", set(s["problems"]), set(j["problems"]))
+    c.eq("problems: the JSON summary's values", s["problems"], j["problems"])
+    memobs.reset()
+    c.eq("reset(): no region used in the new window", memobs.get_regions(), [])
+    with a:
+        pass
+    c.eq("a region object still works after reset()", region_count("pymod_sum_a"), 1)
+    memobs.enable(False)
+    with a:
+        c.eq("disabled: the stack still kept", memobs.region_depth(), 1)
+    memobs.mark(a)
+    memobs.enable(True)
+    c.eq("disabled: nothing counted", (region_count("pymod_sum_a"), region_stats("pymod_sum_a")["marks"]), (1, 0))
+    c.eq("depth", memobs.region_depth(), 0)
+
+
+@check("region problems: an extra C-level end inside `with` (unmatched end at exit), too deep")
+def _(c):
+    fresh()
+    r = memobs.region("pymod_unmatched")
+    with r:
+        memobs._region_end()  # C code ends the region the with opened
+        c.eq("depth after the C-level end", memobs.region_depth(), 0)
+    c.eq("depth after the with", memobs.region_depth(), 0)
+    s = memobs.get_summary()
+    c.eq("problems.region_unmatched_ends: the with's exit found nothing open", s["problems"]["region_unmatched_ends"],
+         1)
+    c.eq("the region was ended once", region_count("pymod_unmatched"), 1)
+    memobs._region_end()
+    c.eq("a bare extra end counts too", memobs.get_summary()["problems"]["region_unmatched_ends"], 2)
+
+    fresh()
+    depth = []
+
+    def nest(k):
+        if k == 0:
+            depth.append(memobs.region_depth())
+            return
+        with memobs.region("pymod_deep"):
+            nest(k - 1)
+
+    nest(40)
+    s = memobs.get_summary()
+    c.eq("depth at 40 nested regions", depth, [40])
+    c.eq("depth after", memobs.region_depth(), 0)
+    c.eq("problems.region_too_deep (40 - 32)", s["problems"]["region_too_deep"], 8)
+    row = region_stats("pymod_deep") or {}
+    c.eq("count and timed: the 32 kept on the stack", (row.get("count"), row.get("timed")), (32, 32))
+    c.eq("no unmatched end", s["problems"]["region_unmatched_ends"], 0)
+
+
+@check("region names past MEMOBS_MAX_REGIONS (a fresh interpreter): \"(other)\", counted as dropped")
+def _(c):
+    import subprocess
+
+    code = r'''
+import json, memobs
+rs = [memobs.region("pymod_full_%d" % i) for i in range(300)]
+other = [r for r in rs if r.id == 0]
+assert memobs.region("pymod_full_299") is rs[299]
+
+for r in rs[-3:]:
+    with r:
+        pass
+memobs.mark("pymod_full_new")
+s = memobs.get_summary()
+print(json.dumps({"other": len(other), "names": sorted(set(r.name for r in other)),
+                  "dropped": s["problems"]["region_names_dropped"],
+                  "rows": [(x["name"], x["count"], x["marks"]) for x in s["regions"]]}))
+'''
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
+    c.eq("exit status", p.returncode, 0)
+    if p.returncode != 0:
+        c.details.append(p.stderr[-800:])
+        return
+    got = json.loads(p.stdout)
+    # 256 names: "(other)" and 255 of ours
+    c.eq("regions beyond the table", got["other"], 300 - 255)
+    c.eq("their name", got["names"], ["(other)"])
+    c.eq("region_names_dropped: 3 begins and a marker", got["dropped"], 4)
+    c.eq("rows", got["rows"], [["(other)", 3, 1]])
+    c.true("memobs said so once on stderr", "MEMOBS_MAX_REGIONS" in p.stderr, p.stderr[-400:])
 
 
 # ---------------------------------------------------------------------------
