@@ -461,7 +461,8 @@ MEMOBS_API void memobs_request_end(uint64_t id);
    An end with no region open on the thread is counted
    (region_unmatched_ends), never fatal; regions deeper than
    MEMOBS_REGION_DEPTH are kept in step (their end pops nothing else) but
-   not timed (region_too_deep). A region left open when its thread exits
+   neither timed nor counted under their name (region_too_deep counts
+   them). A region left open when its thread exits
    is dropped with the thread. After fork() the child's forking thread
    keeps its open regions.
    Cost: the macros look a name up once per call site; with the timeline
@@ -490,7 +491,8 @@ MEMOBS_API void memobs_mark_id(memobs_region_t id);
 /* Regions open on the calling thread (deeper than MEMOBS_REGION_DEPTH
    included). */
 MEMOBS_API int memobs_region_depth(void);
-/* Region timing on (1) or off (0); returns the previous setting. */
+/* Region timing on (1) or off (0); returns the previous setting. A
+   negative on changes nothing: it reads the setting. */
 MEMOBS_API int memobs_region_timing(int on);
 
 typedef struct {
@@ -2526,6 +2528,7 @@ int memobs_region_depth(void) {
 
 int memobs_region_timing(int on) {
     memobs_init();
+    if (on < 0) return MEMOBS__LOAD(&memobs__reg.timing_off.v) == 0;
     return MEMOBS__XCHG(&memobs__reg.timing_off.v, on ? 0u : 1u) == 0;
 }
 

@@ -252,7 +252,9 @@ static void test_thread_exit_open(void) {
 
 static void test_timing_switch(void) {
     memobs_reset();
+    CHECK_U64(1, memobs_region_timing(-1)); /* a read */
     CHECK_U64(1, memobs_region_timing(0)); /* it was on */
+    CHECK_U64(0, memobs_region_timing(-1));
     MEMOBS_REGION_BEGIN("untimed");
     MEMOBS_REGION_END();
     MEMOBS_REGION_BEGIN("a collective barrier"); /* timed anyway: Stormlog's event needs its time */

@@ -765,11 +765,7 @@ static PyObject *pymod_region_timing(PyObject *self, PyObject *const *args, Py_s
     int on;
     (void)self;
     if (pymod_args("region_timing", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
-    if (!a[0] || a[0] == Py_None) {
-        /* memobs has no getter: its flag read here (the module builds memobs' implementation) */
-        memobs_init();
-        return PyBool_FromLong(MEMOBS__LOAD(&memobs__reg.timing_off.v) == 0);
-    }
+    if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_timing(-1));
     if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
     return PyBool_FromLong(memobs_region_timing(on));
 }
