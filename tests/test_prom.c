@@ -250,12 +250,13 @@ static void test_every_family(void) {
     CHECK_SAMPLE(t, "memobs_requests_aborted_total", "", "1");
     CHECK_SAMPLE(t, "memobs_requests_in_flight", "", "1");
     {
-        static const char *const what[16] = {
+        static const char *const what[19] = {
             "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
             "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
-            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped"};
-        static const char want[16] = {0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0};
-        for (k = 0; k < 16; k++) {
+            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
+        static const char want[19] = {0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+        for (k = 0; k < 19; k++) {
             snprintf(lab, sizeof lab, "problem=\"%s\"", what[k]);
             CHECK_SAMPLE_U(t, "memobs_problems_total", lab, want[k]);
         }
@@ -275,6 +276,12 @@ static void test_every_family(void) {
             for (i = 0; i < 8; i++) CHECK_SAMPLE_U(t, fam[i], lab, m[k][i]);
         }
     }
+    /* no region used: the families hold "(other)", at 0 */
+    CHECK_SAMPLE(t, "memobs_region_ends_total", "region=\"(other)\"", "0");
+    CHECK_SAMPLE(t, "memobs_region_timed_total", "region=\"(other)\"", "0");
+    CHECK_SAMPLE(t, "memobs_region_seconds_total", "region=\"(other)\"", "0");
+    CHECK_SAMPLE(t, "memobs_region_max_seconds", "region=\"(other)\"", "0");
+    CHECK_SAMPLE(t, "memobs_markers_total", "region=\"(other)\"", "0");
     CHECK_SAMPLE(t, "memobs_user_kv_blocks_evicted_total", "", "7");
     CHECK_SAMPLE(t, "memobs_user_plain_total", "", "0");
     CHECK_HAS(t, "# HELP memobs_user_kv_blocks_evicted_total KV blocks moved to host memory.\n"
