@@ -553,10 +553,13 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
     set_phase(w, MEMOBS_PHASE_PREFILL);
     for (pos = 0; pos < r->prompt_len; pos += n) {
         n = r->prompt_len - pos < BLOCK ? r->prompt_len - pos : BLOCK;
+        MEMOBS_REGION_BEGIN("prefill_chunk"); /* regions name what the engine does, in every output */
         embed_tokens(w, r->tokens + pos, pos, n);
         forward(w, r, n, 1);
         if (n == BLOCK) {
+            MEMOBS_REGION_BEGIN("kv_offload");
             offload_buffer_to_cpu(w, r, w->prefill_buf); /* offload_prefill_buffer */
+            MEMOBS_REGION_END();
         } else {
             /* A partial last chunk stays on the device: it seeds the decode buffer. */
             int layer;
@@ -564,16 +567,23 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
                 copy_d2d_rows(w, w->decode_buf + (size_t)layer * LB_FLOATS,
                               w->prefill_buf + (size_t)layer * LB_FLOATS, n);
         }
+        MEMOBS_REGION_END();
     }
     emit_token(w, r, sample(w, n - 1), 0);
 
     set_phase(w, MEMOBS_PHASE_DECODE);
     for (k = 1; k < r->out_len; k++) {
         pos = r->prompt_len + k - 1; /* feed the last generated token */
+        MEMOBS_REGION_BEGIN("decode_step");
         embed_tokens(w, r->tokens + pos, pos, 1);
         forward(w, r, 1, 0);
-        if (r->ctx_len % BLOCK == 0) offload_buffer_to_cpu(w, r, w->decode_buf);
+        if (r->ctx_len % BLOCK == 0) {
+            MEMOBS_REGION_BEGIN("kv_offload");
+            offload_buffer_to_cpu(w, r, w->decode_buf);
+            MEMOBS_REGION_END();
+        }
         emit_token(w, r, sample(w, 0), k);
+        MEMOBS_REGION_END();
     }
     memobs_request_end(r->id);
 

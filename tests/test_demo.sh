@@ -252,6 +252,14 @@ def main_run(lines, err):
         check("counter %s == engine tally" % name, t[key], c.get(name))
     # The demo has 4 layers; an offload is one D2H per layer.
     check("D2H ops == 4 x kv_blocks_offloaded", 4 * t["kv_blocks_offloaded"], t["d2h_ops"])
+    # Regions: an offload each, a decode step per token after each request's first, none left open.
+    rg = {x["name"]: x for x in j.get("regions", [])}
+    check("regions: kv_offload == kv_blocks_offloaded, decode_step == tokens - requests, all timed",
+          [t["kv_blocks_offloaded"], t["tokens"] - t["requests"], True],
+          [rg.get("kv_offload", {}).get("count"), rg.get("decode_step", {}).get("count"),
+           all(x["timed"] == x["count"] and x["max_ns"] <= x["total_ns"] for x in rg.values())])
+    check("regions: no region problem", [0, 0, 0], [j["problems"][k] for k in
+          ("region_unmatched_ends", "region_too_deep", "region_names_dropped")])
 
     # Tracked memory.
     check_memory("", t, j)
