@@ -136,11 +136,22 @@ static void task_a(uint64_t now) {
 }
 static void task_b(uint64_t now) { (void)now; __atomic_fetch_add(&ticks_b, 1, __ATOMIC_SEQ_CST); }
 static int load_i(int *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
-static int wait_for(int *p, int n) { /* 1 when *p reached n within 5 s */
-    int i;
-    for (i = 0; i < 5000 && load_i(p) < n; i++) sleep_ms(1);
+/* Waits on a condition, not for a time: WAIT_S only bounds a real hang (a
+   loaded 2-core CI machine, TSan, can delay the worker's ticks by seconds). */
+#define WAIT_S 60
+static uint64_t deadline(void) { return memobs_now_ns() + (uint64_t)WAIT_S * 1000000000u; }
+static int wait_for(int *p, int n) { /* 1 when *p reached n within WAIT_S */
+    uint64_t end = deadline();
+    while (load_i(p) < n && memobs_now_ns() < end) sleep_ms(1);
     return load_i(p) >= n;
 }
+static int wait_samples(size_t n) { /* 1 when the ring holds at least n samples within WAIT_S */
+    uint64_t end = deadline();
+    while (memobs_get_samples(NULL, 0) < n && memobs_now_ns() < end) sleep_ms(1);
+    return memobs_get_samples(NULL, 0) >= n;
+}
+/* Samples ever pushed: held plus overwritten (the ring may be full). */
+static uint64_t samples_pushed(void) { return (uint64_t)memobs_get_samples(NULL, 0) + memobs_samples_dropped(); }
 static int bg_running(void) {
     int r;
     pthread_mutex_lock(&memobs__bg.lock);
@@ -246,10 +257,9 @@ static void samples_on_timeline(void) {
 
 static void sampler_thread(void) {
     size_t n0 = memobs_get_samples(NULL, 0), n, i;
-    int k;
     CHECK_U64(MEMOBS_OK, memobs_sampler_start(2));
     CHECK(bg_running());
-    for (k = 0; k < 5000 && memobs_get_samples(NULL, 0) < n0 + 11; k++) sleep_ms(1);
+    CHECK(wait_samples(n0 + 11));
     memobs_sampler_stop();
     CHECK(!bg_running());
     n = memobs_get_samples(NULL, 0);
@@ -312,12 +322,12 @@ static void fork_while_sampling(void) {
     pthread_create(&th, NULL, busy_thread, NULL);
     for (round = 0; round < 3; round++) {
         pid_t pid;
-        size_t before;
+        uint64_t before, end;
         sleep_ms(5);
         pid = fork();
         if (pid == 0) {
-            int k, ok = 1;
-            alarm(20); /* a deadlock ends as SIGALRM, which the parent sees */
+            int ok = 1;
+            alarm(2 * WAIT_S); /* a deadlock ends as SIGALRM, which the parent sees */
             pthread_mutex_lock(&memobs__smp.lock);
             ok &= memobs__smp.n == 0; /* the parent's samples are not the child's */
             pthread_mutex_unlock(&memobs__smp.lock);
@@ -332,8 +342,7 @@ static void fork_while_sampling(void) {
             }
             _exit(ok ? 0 : 3);
 #endif
-            for (k = 0; k < 5000 && memobs_get_samples(NULL, 0) < 5; k++) sleep_ms(1); /* restarts the worker */
-            ok &= memobs_get_samples(NULL, 0) >= 5 && bg_running();
+            ok &= wait_samples(5) && bg_running(); /* memobs_get_samples restarts the worker */
             ok &= memobs_get_samples(OUT, 1) == 1 && OUT[0].interval_ms == 2;
             exit(ok ? 0 : 3); /* with the worker running: the exit handler stops it */
         }
@@ -341,9 +350,12 @@ static void fork_while_sampling(void) {
         CHECK(waitpid(pid, &status, 0) == pid);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status)) printf("    # child status %d\n", status);
-        before = memobs_get_samples(NULL, 0);
-        sleep_ms(20);
-        CHECK(memobs_get_samples(NULL, 0) > before || memobs_samples_dropped() > 0); /* the parent samples on */
+        /* the parent samples on: a new sample arrives (wait for it; a
+           fixed 20 ms could pass on a loaded machine with none taken) */
+        before = samples_pushed();
+        end = deadline();
+        while (samples_pushed() == before && memobs_now_ns() < end) sleep_ms(1);
+        CHECK(samples_pushed() > before);
     }
     __atomic_store_n(&stop_busy, 1, __ATOMIC_SEQ_CST);
     pthread_join(th, NULL);
@@ -369,9 +381,7 @@ static int mode_ring(void) { /* MEMOBS_SAMPLES=5 */
 static void test_ring(void) { mode_ring(); }
 
 static void test_env_sampling(void) { /* MEMOBS_SAMPLE_MS=N: sampling with no call */
-    int k;
-    for (k = 0; k < 5000 && memobs_get_samples(NULL, 0) < 5; k++) sleep_ms(1);
-    CHECK(memobs_get_samples(NULL, 0) >= 5);
+    CHECK(wait_samples(5));
     CHECK(bg_running());
     memobs_get_samples(OUT, 1);
     CHECK_U64((uint64_t)atoi(getenv("MEMOBS_SAMPLE_MS")), OUT[0].interval_ms);
@@ -400,14 +410,28 @@ static void test_exit_running(void) { /* exit() with the worker mid-task: no han
     sleep_ms(20);
 }
 
-/* The leak programs: sampler at 10 ms for about 1.5 s. */
+/* The leak programs: 75 steps 20 ms apart (1.48 s of growth), each step's
+   allocation then a sample, taken by the sampler's own task
+   (memobs__sampler_tick, interval 20 ms) called on this thread at the
+   step's nominal time. Not the background thread at 10 ms: its samples,
+   and the steps between them, come when the scheduler lets them, and on a
+   loaded 2-core machine a stall (often at the end, before the sampler
+   stops) bent the fit by 10% and more against a bound of 20% (R^2 down to
+   0.98 against 0.9). The figures in each sample are still the process's
+   own, read as the worker reads them; only the times are exact. The
+   worker's timing has its own tests (worker_start_stop, sampler_thread,
+   env_sampling). */
+#define LEAK_STEPS 75
+#define LEAK_STEP_MS 20u
 static double leak_run(int how, double *real_mb_min) {
-    uint64_t t0 = 0, t1 = 0, bytes = 0;
+    /* nominal times end before this call: never ahead of the clock */
+    uint64_t t0 = memobs_now_ns() - (uint64_t)LEAK_STEPS * LEAK_STEP_MS * 1000000u, bytes = 0;
     const size_t chunk = 2u << 20;
     int i;
     char *keep[100];
-    memobs_sampler_start(10);
-    for (i = 0; i < 75; i++) {
+    memobs_init();
+    MEMOBS__STORE(&memobs__smp.interval_ms.v, LEAK_STEP_MS);
+    for (i = 0; i < LEAK_STEPS; i++) {
         char *p = NULL;
         if (how == 0) { /* anonymous mmaps outside malloc, as UCX's hooks kept them */
             void *m = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -427,13 +451,12 @@ static double leak_run(int how, double *real_mb_min) {
             memset(p, (char)i, chunk);
             bytes += chunk;
         }
-        if (i == 0) t0 = memobs_now_ns();
-        t1 = memobs_now_ns();
-        sleep_ms(20);
+        memobs__sampler_tick(t0 + (uint64_t)i * LEAK_STEP_MS * 1000000u);
     }
     (void)keep;
-    memobs_sampler_stop();
-    *real_mb_min = t1 > t0 ? (double)(bytes - chunk) / 1e6 / ((double)(t1 - t0) / 60e9) : 0;
+    MEMOBS__STORE(&memobs__smp.interval_ms.v, 0u);
+    /* what was allocated from the first sample to the last, over their time */
+    *real_mb_min = (double)(bytes > chunk ? bytes - chunk : 0) / 1e6 / ((double)(LEAK_STEPS - 1) * LEAK_STEP_MS / 60e3);
     return 0;
 }
 static char *summary_text(void) {

@@ -232,7 +232,12 @@ static int scenario_known(const char *path) {
     MEMOBS_RECORD_H2D_CUR(3000);
     MEMOBS_RECORD_D2D(7, 1);
     memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 4096, 2000000); /* 2 ms */
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 8192, 2000000); /* overlaps: a second track */
+    /* overlaps it: two tracks. A timed copy ends when reported and starts
+       its duration before, so the two overlap only if this call comes less
+       than its duration after the first: 60 s, not 2 ms, which a preemption
+       between the two calls on a loaded machine can exceed. It starts first,
+       so it takes the first track and the 2 ms copy the second. */
+    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 8192, 60000000000ull);
     memobs_set_device(1);
     MEMOBS_TRACK_ALLOC_N(FP(0x10000), 1000, MEMOBS_MEM_DEVICE, "kv_cache");
     MEMOBS_TRACK_ALLOC_N(FP(0x20000), 300, MEMOBS_MEM_PINNED, odd);

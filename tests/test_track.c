@@ -931,7 +931,7 @@ static void test_disabled(void) {
 static void test_get_allocations(void) {
     const uintptr_t P = 0x1a000000;
     const memobs_alloc_info_t *a;
-    uint64_t t0 = memobs_now_ns(), t1;
+    uint64_t t0 = memobs__coarse_ns(), t1; /* the clock the tracker stamps with, read before */
     static int stream_obj;
     memobs_set_device(3);
     memobs_set_phase(MEMOBS_PHASE_DECODE);
@@ -950,8 +950,11 @@ static void test_get_allocations(void) {
         CHECK_U64(3, a->device);
         CHECK_U64(MEMOBS_PHASE_DECODE, a->phase);
         CHECK(a->stream == (const void *)&stream_obj);
-        /* the coarse clock: the last kernel tick, at most a few ms back */
-        CHECK(a->time_ns + 10000000u >= t0 && a->time_ns <= t1);
+        /* the coarse clock (the last kernel tick) never goes back and is
+           never ahead of memobs_now_ns(): between the two readings. Not
+           "at most 10 ms behind memobs_now_ns()": the tick can lag more
+           when the machine is loaded or a virtual CPU stalls */
+        CHECK(a->time_ns >= t0 && a->time_ns <= t1);
         CHECK_STR("info", trace_text(a->trace));
     }
     a = find_alloc(FP(P + 16));

@@ -116,11 +116,13 @@ if SCENARIO == "known":
     report("cumulative counters: one value per record",
            (series("H2D bytes"), series("D2H bytes")) == ([1000, 3000, 6000, 6001], [10, 20, 30, 40, 50]))
     t1, t2 = slices("H2D copies (device-timed)"), slices("H2D copies (device-timed) #2")
-    report("device-timed copies: 2 ms slices, the overlapping one on a second track",
-           [(e["args"]["bytes"], ns(e["dur"])) for e in t1] == [(4096, 2000000)] and
-           [(e["args"]["bytes"], ns(e["dur"])) for e in t2] == [(8192, 2000000)] and
-           ns(t2[0]["ts"]) < ns(t1[0]["ts"]) + ns(t1[0]["dur"]) and
-           abs(t1[0]["args"]["GB/s"] - 4096 / 2e6) < 1e-3, t1, t2)
+    # the 60 s copy, reported second, starts first: the first track; the 2 ms
+    # copy starts inside it: the second track
+    report("device-timed copies: 60 s and 2 ms slices, the overlapping one on a second track",
+           [(e["args"]["bytes"], ns(e["dur"])) for e in t1] == [(8192, 60000000000)] and
+           [(e["args"]["bytes"], ns(e["dur"])) for e in t2] == [(4096, 2000000)] and
+           ns(t1[0]["ts"]) < ns(t2[0]["ts"]) < ns(t1[0]["ts"]) + ns(t1[0]["dur"]) and
+           abs(t2[0]["args"]["GB/s"] - 4096 / 2e6) < 1e-3, t1, t2)
     al = sorted((e for e in I if e["tid"] in tid_of("allocations")), key=lambda e: ns(e["ts"]))
     want = [("alloc device", "0x10000", 1000, "device", 1, "prefill", "kv_cache"),
             ("alloc pinned", "0x20000", 300, "pinned", -1, "prefill", "tag \"q\" \\ \n\x01 caf\u00e9"),
