@@ -354,7 +354,7 @@ typedef struct {
     uint64_t bad_records;    /* record with an invalid direction/phase/counter */
     uint64_t untracked_threads; /* records that fell back to the shared shard */
     uint64_t region_unmatched_ends; /* memobs_region_end with no region open on the thread */
-    uint64_t region_too_deep;       /* regions begun beyond MEMOBS_REGION_DEPTH (not timed) */
+    uint64_t region_too_deep;       /* regions begun beyond MEMOBS_REGION_DEPTH (neither timed nor counted by name) */
     uint64_t region_names_dropped;  /* begins and markers filed under "(other)": NULL, "", table full */
     /* Allocation tracker, by memobs_mem_kind_t. */
     int tracking; /* 1 once any allocation was tracked */
