@@ -2549,8 +2549,9 @@ size_t memobs_get_regions(memobs_region_stats_t *out, size_t max) {
     pthread_mutex_lock(&memobs__g.lock);
     for (s = memobs__g.shards; s; s = s->next) {
         memobs__u64_t *r = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
-        const memobs__u64_t *b = r + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT;
+        const memobs__u64_t *b;
         if (!r) continue;
+        b = r + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT;
         for (i = 0; i < max; i++) {
             const memobs__u64_t *c = r + (size_t)i * MEMOBS__REG_NSTAT, *cb = b + (size_t)i * MEMOBS__REG_NSTAT;
             out[i].count += MEMOBS__LOAD(&c[0].v) - cb[0].v;
@@ -6144,6 +6145,25 @@ static void memobs__leak_json(FILE *f) {
 /* Private: notable events and Stormlog telemetry                           */
 /* ======================================================================== */
 
+/* A ring of cap slots that keeps the newest: the slot for the next entry
+   (the oldest one when full, which is then dropped and counted). Caller
+   holds the ring's lock. */
+static uint32_t memobs__ring_put(uint32_t *head, uint32_t *n, uint64_t *dropped, uint32_t cap) {
+    uint32_t slot;
+    if (*n < cap) return (*head + (*n)++) % cap;
+    slot = *head;
+    *head = (*head + 1) % cap;
+    ++*dropped;
+    return slot;
+}
+
+static void memobs__sl_push(const memobs__sl_event_t *e) {
+    memobs__spin_lock(&memobs__smp.ev_lock);
+    memobs__smp.ev[memobs__ring_put(&memobs__smp.ev_head, &memobs__smp.ev_n, &memobs__smp.ev_dropped,
+                                    MEMOBS__SL_EVENTS)] = *e;
+    memobs__spin_unlock(&memobs__smp.ev_lock);
+}
+
 /* A region (at its end) or marker of a collective name. */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
     memobs__sl_mark_t m;
@@ -6152,26 +6172,9 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
     m.id = id;
     m.is_mark = (uint32_t)is_mark;
     memobs__spin_lock(&memobs__smp.mk_lock);
-    if (memobs__smp.mk_n == MEMOBS__SL_MARKS) {
-        memobs__smp.mk[memobs__smp.mk_head] = m;
-        memobs__smp.mk_head = (memobs__smp.mk_head + 1) % MEMOBS__SL_MARKS;
-        memobs__smp.mk_dropped++;
-    } else {
-        memobs__smp.mk[(memobs__smp.mk_head + memobs__smp.mk_n++) % MEMOBS__SL_MARKS] = m;
-    }
+    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
+                                    MEMOBS__SL_MARKS)] = m;
     memobs__spin_unlock(&memobs__smp.mk_lock);
-}
-
-static void memobs__sl_push(const memobs__sl_event_t *e) {
-    memobs__spin_lock(&memobs__smp.ev_lock);
-    if (memobs__smp.ev_n == MEMOBS__SL_EVENTS) {
-        memobs__smp.ev[memobs__smp.ev_head] = *e;
-        memobs__smp.ev_head = (memobs__smp.ev_head + 1) % MEMOBS__SL_EVENTS;
-        memobs__smp.ev_dropped++;
-    } else {
-        memobs__smp.ev[(memobs__smp.ev_head + memobs__smp.ev_n++) % MEMOBS__SL_EVENTS] = *e;
-    }
-    memobs__spin_unlock(&memobs__smp.ev_lock);
 }
 
 static void memobs__sl_devmem(memobs__sl_event_t *e) {
