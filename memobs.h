@@ -547,6 +547,14 @@ MEMOBS_API void memobs_track_free(const void *ptr);
    a pending block retires that block first (stream-ordered reuse). */
 MEMOBS_API void memobs_track_free_pending(const void *ptr);
 MEMOBS_API void memobs_track_free_settled(const void *ptr);
+/* Private (memobs_cuda.h's frees, which call the runtime with no lock
+   held): MEMOBS__MARK marks a tracked block that is not pending yet as
+   pending, quietly, and returns 1 (else 0, nothing counted);
+   MEMOBS__UNMARK takes that mark back (the free failed); MEMOBS__COUNT
+   counts a free of a block that was not tracked (unknown, double, or made
+   while the table was full) without looking in the table. */
+enum { MEMOBS__MARK = 3, MEMOBS__UNMARK = 4, MEMOBS__COUNT = 5 };
+MEMOBS_API int memobs__track_mark(const void *ptr, int how);
 
 /* Tracked MEMOBS_MEM_DEVICE bytes of one device (0 <= device <
    MEMOBS_MAX_DEVICES) now; *max_bytes (may be NULL) gets the most there
@@ -1060,6 +1068,9 @@ extern MEMOBS_API memobs__flag_t memobs__on;
 extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
+/* n transfers of one direction and phase moving bytes in all, recorded at
+   once (memobs_cuda.h's graph launches); one timeline record. */
+MEMOBS_API void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n);
 /* The timeline records (see its section): a flag of its own, tested only
    after a record has counted, and the push out of line. */
 extern MEMOBS_API memobs__flag_t memobs__tl_on;
@@ -1870,6 +1881,24 @@ void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) {
                       "shared (slower) shard");
     MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
     MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, 1u);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
+}
+
+void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
+    memobs__shard_t *s;
+    if (n <= 1 || dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
+        if (n) memobs__xfer(dir, phase, bytes); /* one, or a bad record counted as one */
+        return;
+    }
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
+    if (s) { /* this thread's own shard */
+        MEMOBS__STORE(&s->xfer[phase][dir][0].v, MEMOBS__LOAD(&s->xfer[phase][dir][0].v) + bytes);
+        MEMOBS__STORE(&s->xfer[phase][dir][1].v, MEMOBS__LOAD(&s->xfer[phase][dir][1].v) + n);
+    } else {
+        MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
+        MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, n);
+    }
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
 }
 
@@ -3056,8 +3085,10 @@ enum { MEMOBS__FREE_NOW, MEMOBS__FREE_PENDING, MEMOBS__FREE_SETTLED };
 
 /* on: memobs is switched on; when off, only a tracked block is retired and
    nothing else is counted. how: a free, a pending mark, or a settle (which
-   only ever removes a pending record, silently). */
-static void memobs__trk_free_how(const void *ptr, int on, int how) {
+   only ever removes a pending record, silently); or MEMOBS__MARK/UNMARK/
+   COUNT (see memobs__track_mark). Returns 1 where MEMOBS__MARK/UNMARK
+   changed a record, else 0. */
+static int memobs__trk_free_how(const void *ptr, int on, int how) {
     memobs__trk_t *t = &MEMOBS__TRK;
     memobs__trk_stripe_t *st;
     memobs__alloc_t old;
@@ -3065,20 +3096,36 @@ static void memobs__trk_free_how(const void *ptr, int on, int how) {
     uint32_t home, hole, i;
     int at, twice = 0;
     if (!ptr) {
-        if (how != MEMOBS__FREE_SETTLED) MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
-        return;
+        if (how == MEMOBS__FREE_NOW || how == MEMOBS__FREE_PENDING || how == MEMOBS__COUNT)
+            MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
+        return 0;
     }
     if (MEMOBS__LOAD(&t->ready.v) == 1 && !memobs__tls.busy) {
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         at = memobs__trk_find(st, home, addr, &hole);
+        if (how == MEMOBS__MARK || how == MEMOBS__UNMARK) {
+            int pend = at >= 0 && (st->slot[at].phase & MEMOBS__PENDING) != 0;
+            if (at < 0 || pend == (how == MEMOBS__MARK)) {
+                memobs__spin_unlock(&st->lock);
+                return 0;
+            }
+            st->slot[at].phase = (uint8_t)(how == MEMOBS__MARK ? st->slot[at].phase | MEMOBS__PENDING
+                                                                : st->slot[at].phase & ~MEMOBS__PENDING);
+            old = st->slot[at];
+            memobs__spin_unlock(&st->lock);
+            memobs__trk_count(old.kind, 3, how == MEMOBS__MARK ? 1u : (uint64_t)-1);
+            memobs__trk_count(old.kind, 4, how == MEMOBS__MARK ? old.bytes : (uint64_t)0 - old.bytes);
+            return 1;
+        }
+        if (how == MEMOBS__COUNT) at = -1; /* it was not tracked when its free began */
         if (at >= 0 && how == MEMOBS__FREE_PENDING && !(st->slot[at].phase & MEMOBS__PENDING)) {
             st->slot[at].phase = (uint8_t)(st->slot[at].phase | MEMOBS__PENDING);
             old = st->slot[at];
             memobs__spin_unlock(&st->lock);
             memobs__trk_count(old.kind, 3, 1u);
             memobs__trk_count(old.kind, 4, old.bytes);
-            return;
+            return 0;
         }
         if (at >= 0 && (how == MEMOBS__FREE_NOW || (how == MEMOBS__FREE_SETTLED && (st->slot[at].phase & MEMOBS__PENDING)))) {
             old = st->slot[at];
@@ -3087,23 +3134,23 @@ static void memobs__trk_free_how(const void *ptr, int on, int how) {
             memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
             memobs__trk_retire(&old);
-            return;
+            return 0;
         }
         if (how == MEMOBS__FREE_SETTLED) {
             memobs__spin_unlock(&st->lock);
-            return; /* retired already by a re-allocation of its address */
+            return 0; /* retired already by a re-allocation of its address */
         }
         twice = at >= 0; /* marked pending twice */
         for (i = 0; i < MEMOBS__FREED_RING; i++)
             if (st->freed[i] == addr) twice = 1;
         memobs__spin_unlock(&st->lock);
     }
-    if (!on || how == MEMOBS__FREE_SETTLED) return;
+    if (!on || how == MEMOBS__FREE_SETTLED || how == MEMOBS__MARK || how == MEMOBS__UNMARK) return 0;
     if (twice) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_DOUBLE].v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_DOUBLE, "double free of %p (freed before and not allocated since); ignored "
                           "(counted)", ptr);
-        return;
+        return 0;
     }
     /* Not in the table: while allocations made with the table full are
        live, take it for one of them (its size is unknown). */
@@ -3112,11 +3159,12 @@ static void memobs__trk_free_how(const void *ptr, int on, int how) {
     }
     if (u > 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_FREES].v, 1u);
-        return;
+        return 0;
     }
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_UNKNOWN].v, 1u);
     memobs__warn_once(MEMOBS__W_TRK_UNKNOWN, "free of %p, which is not a tracked live allocation; ignored (counted)",
                       ptr);
+    return 0;
 }
 
 /* Nothing tracked holds bytes: one cache line read (0-byte blocks do not
@@ -3145,17 +3193,24 @@ void memobs_track_free(const void *ptr) {
        cache line read. */
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
     if (!on && (!ptr || memobs__trk_idle())) return;
-    memobs__trk_free_how(ptr, on, MEMOBS__FREE_NOW);
+    (void)memobs__trk_free_how(ptr, on, MEMOBS__FREE_NOW);
 }
 
 void memobs_track_free_pending(const void *ptr) {
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
     if (!on && (!ptr || memobs__trk_idle())) return;
-    memobs__trk_free_how(ptr, on, MEMOBS__FREE_PENDING);
+    (void)memobs__trk_free_how(ptr, on, MEMOBS__FREE_PENDING);
 }
 
 void memobs_track_free_settled(const void *ptr) {
-    if (ptr) memobs__trk_free_how(ptr, 1, MEMOBS__FREE_SETTLED);
+    if (ptr) (void)memobs__trk_free_how(ptr, 1, MEMOBS__FREE_SETTLED);
+}
+
+int memobs__track_mark(const void *ptr, int how) {
+    int on = MEMOBS__LOAD(&memobs__on.v) != 0;
+    if (how == MEMOBS__COUNT) return on ? memobs__trk_free_how(ptr, on, how) : 0;
+    if (how != MEMOBS__MARK && how != MEMOBS__UNMARK) return 0;
+    return memobs__trk_idle() && how == MEMOBS__MARK ? 0 : memobs__trk_free_how(ptr, on, how);
 }
 
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }

@@ -1,7 +1,8 @@
-/* memobs_cuda.h - v0.1.0 - CUDA runtime wrappers that record themselves.
-   Needs memobs.h and the CUDA Toolkit's cuda_runtime_api.h; C99/C11,
-   C++11/17, nvcc. Link with -lcudart (or the static one) and -pthread;
-   with NVTX (below) on glibc older than 2.34, also -ldl.
+/* memobs_cuda.h - v0.2.0 - CUDA runtime wrappers that record themselves.
+   Needs memobs.h and the CUDA Toolkit's cuda_runtime_api.h (11.x to 13.x);
+   C99/C11, C++11/17, nvcc. Link with -lcudart (or the static one) and
+   -pthread; on glibc older than 2.34 also -ldl (memobs opens the driver,
+   libcuda.so.1, with dlopen, as NVTX does).
 
    Do this in the one file that builds memobs' implementation:
 
@@ -21,38 +22,48 @@
        height bytes), cudaMemcpyPeer(Async) (D2D): bytes and op counts by
        direction and by the calling thread's phase (memobs_set_phase), as
        MEMOBS_RECORD_*_CUR does. The direction comes from the copy kind;
-       only cudaMemcpyDefault asks cudaPointerGetAttributes() where each
-       side lives (device or managed memory: device; anything else: host).
+       only cudaMemcpyDefault asks the driver where each side lives (device
+       or managed memory: device; anything else: host).
        cudaMemcpyHostToHost moves nothing over the bus and is not recorded.
        An async copy is counted when it is issued.
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
-       current device, and the stream), cudaMallocManaged (MANAGED),
-       cudaMallocHost, cudaHostAlloc, cudaHostRegister (PINNED) go into the
-       allocation tracker; cudaFree, cudaFreeAsync, cudaFreeHost,
-       cudaHostUnregister take them out. A wrapper's allocate-and-record
-       and free-and-unrecord run under one lock, so another thread handed
-       a freed address cannot record it before its free is recorded.
+       device of the current context or of the stream, and the stream),
+       cudaMallocManaged (MANAGED), cudaMallocHost, cudaHostAlloc,
+       cudaHostRegister (PINNED) go into the allocation tracker; cudaFree,
+       cudaFreeAsync, cudaFreeHost, cudaHostUnregister take them out. A
+       free marks its block pending before the runtime frees it and takes
+       it out after (the mark is taken back if the free fails), so another
+       thread handed the address in between records its new block
+       correctly, and no memobs lock is held across a runtime call.
      A failed call records nothing and returns the error unchanged.
      Out of memory: when an allocation wrapper gets cudaErrorMemoryAllocation,
        it writes the flight recorder before returning: what failed, the
-       driver's free/total memory, the summary and the live block table
-       (largest first, with tags and stacks). The first 3 per process;
-       later ones are counted.
+       driver's free/total memory of the device asked (the stream's for
+       cudaMallocAsync), the summary and the live block table (largest
+       first, with tags and stacks). The first 3 per process; later ones
+       are counted.
      Device memory outside memobs: memobs_cuda_mem_info() sets the driver's
-       used memory (cudaMemGetInfo) beside what the tracker holds for that
-       device; the difference is memory allocated around the wrappers
-       (communication buffers, library workspaces, the CUDA context).
+       used memory beside what the tracker holds for that device; the
+       difference is memory allocated around the wrappers (communication
+       buffers, library workspaces, the CUDA context).
 
      Timing (off by default: memobs_cuda_set_timing(1) or
-       MEMOBS_CUDA_TIMING=1): each copy gets a pair of CUDA events recorded
-       around it on its stream (from a pool, never freed back to the
-       driver), queued; they are resolved later, without waiting, in issue
-       order: at each wrapped copy, at memobs_cuda_poll() and before every
-       summary. The summary then shows, per direction and phase, the bytes
-       of completed copies, their device time and GB/s, and how many timed
-       copies are still in flight, so issued is not confused with done. At
-       most MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies
-       are recorded but not timed (memobs_cuda_untimed() counts them).
+       MEMOBS_CUDA_TIMING=1): an async copy gets a pair of CUDA events
+       recorded on its stream right before and right after the copy call
+       (from a pool per context, never freed back to the driver), queued;
+       they are resolved later, without waiting, in issue order: at each
+       timed copy, at memobs_cuda_poll() and before every summary. A
+       synchronous copy (cudaMemcpy, cudaMemcpy2D) is timed on the host
+       clock around the call, which returns when the copy is done (from
+       pageable memory to the device: when it is staged); cudaMemcpyPeer,
+       which may return first, gets events on the legacy stream. The
+       summary then shows, per direction and phase, the bytes of completed
+       copies, their time and GB/s, and how many timed copies are still in
+       flight, so issued is not confused with done. At most
+       MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies are
+       recorded but not timed (memobs_cuda_untimed() counts them). At exit
+       (before the runtime tears down) the copies in flight are waited for
+       and resolved; after that memobs makes no CUDA call.
 
      Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
        not reusable: still in current bytes, "(free pending)" in reports)
@@ -60,6 +71,75 @@
        when that event has completed, seen at the same points as timing
        (a cudaMallocAsync that gets the same address back first retires it
        at once). Without an event to spare it leaves at once.
+
+   CUDA GRAPHS AND STREAM CAPTURE
+     Before each async copy, stream-ordered allocation, free and graph
+     launch memobs asks the driver whether the stream is capturing (a query
+     the runtime allows during capture). Into a capturing stream memobs
+     records no event and queries nothing; what it would have counted is
+     remembered with the capture sequence instead:
+       - Copies captured through the wrappers are not transfers at capture
+         (nothing moves then). memobs_cudaStreamEndCapture hands them to the
+         graph, memobs_cudaGraphInstantiate(WithFlags/WithParams) to the
+         executable graph, and every memobs_cudaGraphLaunch counts them
+         again, by direction, in the phase of the launching thread at the
+         launch (one op per copy; the timeline gets one record per
+         direction and launch). A launch into a capturing stream adds them
+         to that capture (graphs in graphs). Graph copies are not timed.
+       - cudaMallocAsync/cudaFreeAsync captured into a graph (graph memory
+         nodes) are not tracked: that memory exists while the graph runs;
+         a tracked block freed in a capture leaves the tracker at once.
+       - memobs_cudaGraphExecDestroy / memobs_cudaGraphDestroy forget them.
+     memobs sees only what goes through its wrappers: copies added to a
+     graph by hand (cudaGraphAddMemcpyNode...), a capture ended or a graph
+     instantiated with the plain runtime calls, and launches of executable
+     graphs it does not know (memobs_cuda_graph_stats().unknown_launches
+     counts those) are not counted. At most MEMOBS_CUDA_MAX_GRAPHS graphs
+     and as many executable graphs are remembered (more: warned once, not
+     counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once (the
+     oldest is dropped, counted).
+     Every other CUDA call memobs makes on its own (event create, record,
+     query, elapsed time, memory info, pointer attributes, contexts) goes
+     through the driver API in the thread's relaxed capture interaction
+     mode (cuThreadExchangeStreamCaptureMode, restored after), so it is
+     never a "potentially unsafe" call for a capture in this thread or any
+     other; the poll, the summary hooks and the Prometheus writer thread
+     are safe during any capture, in any mode.
+
+   ERROR STATE
+     cudaGetLastError / cudaPeekAtLastError after a wrapper return what
+     they would have returned without memobs: memobs' own calls go to the
+     driver (MEMOBS_CUDA_DRIVER, libcuda.so.1, opened with dlopen: the
+     library the runtime itself uses), whose errors do not touch the
+     runtime's last error, and memobs never clears it. A program may
+     instead hand memobs the driver's functions by defining
+     `void *memobs_cuda_driver_symbol(const char *name)` (the exported
+     name, e.g. "cuEventRecord", to its function; NULL when absent): the
+     test double of the runtime does. Without the driver library memobs makes no
+     CUDA call of its own: no timing, no capture detection (captured
+     copies then count at capture), frees settle at once, and
+     memobs_cuda_mem_info() says the driver was not found.
+
+   CONTEXTS
+     memobs never creates a CUDA context: it reads memory figures of a
+     device only while that device's primary context is active (or the
+     context current on the thread is that device's); for a device this
+     process has not used, memobs_cuda_mem_info() returns
+     MEMOBS_ERR_INVALID quietly and memobs_cuda_print_mem() says "not
+     used". Events are made in the stream's own context.
+     memobs_cudaDeviceReset() drops memobs' events of the device's context
+     before the reset (timed copies in flight there become untimed,
+     pending frees settle) and, when the reset succeeds, takes the
+     device's and managed blocks of that device out of the tracker.
+
+   DEFAULT STREAMS
+     The wrappers are inline functions: they make the runtime call in the
+     caller's translation unit, so stream 0 (and cudaMemcpy's implicit
+     stream) means what it means there: the per-thread default stream in
+     a unit built with nvcc --default-stream per-thread (or
+     CUDA_API_PER_THREAD_DEFAULT_STREAM), the legacy stream otherwise.
+     memobs' own calls get that stream by its explicit handle
+     (cudaStreamPerThread or cudaStreamLegacy).
 
    NVTX RANGES (Nsight Systems)
      Where the implementation is built and the CUDA Toolkit's header-only
@@ -82,11 +162,19 @@
    COMPILE-TIME OPTIONS
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
                               default 4096 (32 bytes and two events each).
+     MEMOBS_CUDA_MAX_GRAPHS   implementation only. Graphs, and executable
+                              graphs, remembered; default 1024 (64 bytes
+                              each, allocated at the first capture).
+     MEMOBS_CUDA_MAX_CAPTURES implementation only. Capture sequences open
+                              at once; default 64.
+     MEMOBS_CUDA_DRIVER       implementation only. The driver library
+                              opened when the program does not link one,
+                              default "libcuda.so.1".
      MEMOBS_NO_NVTX           implementation only, tested with #ifdef. No
                               NVTX even where <nvtx3/nvToolsExt.h> is found.
 
    ENVIRONMENT
-     MEMOBS_CUDA_TIMING=0|1   time copies with CUDA events (default 0).
+     MEMOBS_CUDA_TIMING=0|1   time copies (default 0).
      MEMOBS_NVTX=0|1          regions and markers as NVTX ranges and marks
                               (default 1 where NVTX is compiled in; also
                               on/off, true/false, yes/no). Read at load
@@ -96,7 +184,7 @@
                               (default stderr; a PATH is appended to, with
                               %r/%p expanded; 0/off: nowhere).
    Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
-   wrappers make their CUDA call and record nothing, and NVTX is not
+   wrappers make their CUDA call and nothing else, and NVTX is not
    compiled in).
 
    LICENSE: MIT.
@@ -113,22 +201,6 @@ extern "C" {
 #endif
 
 /* ======================================================================== */
-/* Copies                                                                   */
-/* ======================================================================== */
-
-MEMOBS_API cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-MEMOBS_API cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                                              cudaStream_t stream);
-MEMOBS_API cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                           size_t height, enum cudaMemcpyKind kind);
-MEMOBS_API cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                                size_t width, size_t height, enum cudaMemcpyKind kind,
-                                                cudaStream_t stream);
-MEMOBS_API cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
-MEMOBS_API cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
-                                                  size_t count, cudaStream_t stream);
-
-/* ======================================================================== */
 /* Allocations                                                              */
 /* ======================================================================== */
 
@@ -138,10 +210,9 @@ MEMOBS_API cudaError_t memobs_cudaMallocHost(void **ptr, size_t size);
 MEMOBS_API cudaError_t memobs_cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaFreeHost(void *ptr);
 MEMOBS_API cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
-MEMOBS_API cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream);
-MEMOBS_API cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream);
 MEMOBS_API cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
+/* memobs_cudaMallocAsync, memobs_cudaFreeAsync: inline, below. */
 
 /* ======================================================================== */
 /* Memory outside memobs, out-of-memory reports, checks                     */
@@ -149,16 +220,18 @@ MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
 
 typedef struct {
     int device;
-    uint64_t driver_total, driver_free, driver_used; /* cudaMemGetInfo on that device */
+    uint64_t driver_total, driver_free, driver_used; /* the driver's cuMemGetInfo on that device */
     uint64_t tracked;                                /* memobs_track_device_bytes(device) */
     int64_t outside;                                 /* driver_used - tracked */
 } memobs_cuda_mem_t;
 
-/* Fills *out for a device (the calling thread's current device is restored
-   after). Returns MEMOBS_OK, MEMOBS_ERR_INVALID (NULL out) or MEMOBS_ERR_IO
-   (the runtime's error is logged). */
+/* Fills *out for a device, creating no context. Returns MEMOBS_OK;
+   MEMOBS_ERR_INVALID for NULL out (logged), or quietly for a device this
+   process has no active context on (unused: not asked); MEMOBS_ERR_IO when
+   the driver fails or was not found (logged). */
 MEMOBS_API int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out);
-/* One line per device: driver used/total, tracked, outside memobs. */
+/* One line per device: driver used/total, tracked, outside memobs (or
+   "not used by this process"). */
 MEMOBS_API int memobs_cuda_print_mem(FILE *f);
 /* Where the out-of-memory flight recorder goes: "stderr" (default),
    "stdout", a path (appended), or NULL/"off". */
@@ -167,17 +240,38 @@ MEMOBS_API int memobs_cuda_set_oom_report(const char *dest);
 MEMOBS_API uint64_t memobs_cuda_oom_count(void);
 
 /* ======================================================================== */
-/* Timing copies on the device                                              */
+/* Timing copies                                                            */
 /* ======================================================================== */
 
-/* Switches CUDA-event timing of the wrapped copies on (1) or off (0);
-   copies already timed are still resolved. */
+/* Switches timing of the wrapped copies on (1) or off (0); copies already
+   timed are still resolved. */
 MEMOBS_API int memobs_cuda_set_timing(int on);
 /* Resolves the timed copies that have completed, in issue order, without
    waiting for the others; returns how many. */
 MEMOBS_API int memobs_cuda_poll(void);
-/* Copies that were recorded but not timed (queue full, event errors). */
+/* Copies that were recorded but not timed (queue full, event errors, a
+   stream whose capture state the driver would not tell). */
 MEMOBS_API uint64_t memobs_cuda_untimed(void);
+
+/* ======================================================================== */
+/* Graphs                                                                   */
+/* ======================================================================== */
+
+typedef struct {
+    uint64_t captured_copies, captured_bytes; /* copies seen going into a capture */
+    uint64_t launches;                        /* launches of executable graphs memobs knows */
+    uint64_t launched_copies, launched_bytes; /* counted by those launches */
+    uint64_t unknown_launches;                /* launches of executable graphs it does not know */
+    uint64_t dropped;                         /* captures, graphs, executables not remembered */
+    uint32_t captures, graphs, execs;         /* remembered now */
+} memobs_cuda_graph_stats_t;
+/* MEMOBS_OK, or MEMOBS_ERR_INVALID for NULL. */
+MEMOBS_API int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out);
+
+/* memobs_cudaStreamBeginCapture, memobs_cudaStreamEndCapture,
+   memobs_cudaGraphInstantiate(WithFlags/WithParams), memobs_cudaGraphLaunch,
+   memobs_cudaGraphExecDestroy, memobs_cudaGraphDestroy and
+   memobs_cudaDeviceReset: inline, below. */
 
 /* Evaluates a CUDA call once and yields its cudaError_t; a failure is
    logged through memobs' log hook with the call's text, file and line.
@@ -198,6 +292,158 @@ MEMOBS_API int memobs_cuda_set_nvtx(int on);
 /* 1 while regions and markers go to NVTX, else 0. */
 MEMOBS_API int memobs_cuda_nvtx(void);
 
+/* ======================================================================== */
+/* Private: what the inline wrappers call around the runtime's own call     */
+/* ======================================================================== */
+
+typedef struct {
+    void *ev[2];                /* start and end event (CUevent) when timed on the device */
+    void *ctx;                  /* their context */
+    cudaStream_t stream;        /* with stream 0 resolved */
+    unsigned long long capture; /* the capture sequence the copy went into; 0: none */
+    uint64_t bytes, t0;         /* t0: host clock before a synchronous copy */
+    int dir;                    /* MEMOBS_DIR_*, or -1: nothing to record */
+    int mode;                   /* 0 not timed, 1 device events, 2 host clock */
+} memobs_cuda__op_t;
+
+/* how: 0 synchronous (host clock), 1 on stream (events, capture-aware). */
+MEMOBS_API void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *src, uint64_t bytes,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream, int how);
+MEMOBS_API cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc);
+MEMOBS_API int memobs_cuda__free_pre(const void *p);
+MEMOBS_API cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked);
+MEMOBS_API cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int marked, cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size, cudaStream_t stream);
+MEMOBS_API unsigned long long memobs_cuda__capture_id(cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, const cudaGraph_t *graph);
+MEMOBS_API cudaError_t memobs_cuda__instantiated(cudaError_t rc, const cudaGraphExec_t *exec, cudaGraph_t graph);
+MEMOBS_API cudaError_t memobs_cuda__launched(cudaError_t rc, cudaGraphExec_t exec, unsigned long long capture);
+MEMOBS_API cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, int exec);
+MEMOBS_API void *memobs_cuda__reset_pre(void);
+MEMOBS_API cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx);
+
+/* Stream 0 as the caller's translation unit means it. */
+#ifdef __CUDART_API_PER_THREAD_DEFAULT_STREAM
+#define MEMOBS_CUDA__STREAM(s) ((s) ? (s) : cudaStreamPerThread)
+#else
+#define MEMOBS_CUDA__STREAM(s) ((s) ? (s) : cudaStreamLegacy)
+#endif
+
+/* ======================================================================== */
+/* Copies, stream-ordered allocations, capture and graphs (inline)          */
+/* ======================================================================== */
+
+static inline cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, count, kind, (cudaStream_t)0, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpy(dst, src, count, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                                 enum cudaMemcpyKind kind, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, count, kind, MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpyAsync(dst, src, count, kind, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                              size_t width, size_t height, enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, (uint64_t)width * height, kind, (cudaStream_t)0, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                                   size_t width, size_t height, enum cudaMemcpyKind kind,
+                                                   cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, (uint64_t)width * height, kind, MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream));
+}
+
+/* cudaMemcpyPeer may return before the copy is done; it is serialized with
+   the current device's work, so its events go on the legacy stream. */
+static inline cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+                                                size_t count) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, count, cudaMemcpyDeviceToDevice, cudaStreamLegacy, 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count));
+}
+
+static inline cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                                     size_t count, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, src, count, cudaMemcpyDeviceToDevice, MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream));
+}
+
+#if CUDART_VERSION >= 11020
+static inline cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+    return memobs_cuda__malloc_async_post(cudaMallocAsync(devPtr, size, hStream), devPtr, size,
+                                          MEMOBS_CUDA__STREAM(hStream));
+}
+
+/* The block stays tracked, pending, until an event recorded on its stream
+   after the free has completed. */
+static inline cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+    int marked = memobs_cuda__free_pre(devPtr);
+    return memobs_cuda__free_async_post(cudaFreeAsync(devPtr, hStream), devPtr, marked, MEMOBS_CUDA__STREAM(hStream));
+}
+#endif
+
+static inline cudaError_t memobs_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    return memobs_cuda__capture_begun(cudaStreamBeginCapture(stream, mode), MEMOBS_CUDA__STREAM(stream));
+}
+
+static inline cudaError_t memobs_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+    unsigned long long id = memobs_cuda__capture_id(MEMOBS_CUDA__STREAM(stream));
+    return memobs_cuda__capture_ended(cudaStreamEndCapture(stream, pGraph), id, pGraph);
+}
+
+#if CUDART_VERSION >= 12000
+static inline cudaError_t memobs_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                      unsigned long long flags) {
+    return memobs_cuda__instantiated(cudaGraphInstantiate(pGraphExec, graph, flags), pGraphExec, graph);
+}
+static inline cudaError_t memobs_cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                                cudaGraphInstantiateParams *params) {
+    return memobs_cuda__instantiated(cudaGraphInstantiateWithParams(pGraphExec, graph, params), pGraphExec, graph);
+}
+#else
+static inline cudaError_t memobs_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                      cudaGraphNode_t *pErrorNode, char *pLogBuffer,
+                                                      size_t bufferSize) {
+    return memobs_cuda__instantiated(cudaGraphInstantiate(pGraphExec, graph, pErrorNode, pLogBuffer, bufferSize),
+                                     pGraphExec, graph);
+}
+#endif
+
+#if CUDART_VERSION >= 11040
+static inline cudaError_t memobs_cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                               unsigned long long flags) {
+    return memobs_cuda__instantiated(cudaGraphInstantiateWithFlags(pGraphExec, graph, flags), pGraphExec, graph);
+}
+#endif
+
+static inline cudaError_t memobs_cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    unsigned long long id = memobs_cuda__capture_id(MEMOBS_CUDA__STREAM(stream));
+    return memobs_cuda__launched(cudaGraphLaunch(graphExec, stream), graphExec, id);
+}
+
+static inline cudaError_t memobs_cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+    return memobs_cuda__forget(cudaGraphExecDestroy(graphExec), (const void *)graphExec, 1);
+}
+
+static inline cudaError_t memobs_cudaGraphDestroy(cudaGraph_t graph) {
+    return memobs_cuda__forget(cudaGraphDestroy(graph), (const void *)graph, 0);
+}
+
+static inline cudaError_t memobs_cudaDeviceReset(void) {
+    void *ctx = memobs_cuda__reset_pre();
+    return memobs_cuda__reset_post(cudaDeviceReset(), ctx);
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -214,6 +460,7 @@ MEMOBS_API int memobs_cuda_nvtx(void);
 /* memobs' implementation first: after "include, define the macro, include
    again" the declarations above were skipped, and memobs.h with them. */
 #include "memobs.h"
+#include <dlfcn.h>
 
 /* NVTX v3 is header-only; its own warnings (with -I rather than -isystem,
    -Wpedantic on its dlsym cast) are not ours. */
@@ -236,18 +483,122 @@ MEMOBS_API int memobs_cuda_nvtx(void);
 extern "C" {
 #endif
 
+#ifndef MEMOBS_CUDA_MAX_TIMED
+#define MEMOBS_CUDA_MAX_TIMED 4096
+#endif
+#ifndef MEMOBS_CUDA_MAX_GRAPHS
+#define MEMOBS_CUDA_MAX_GRAPHS 1024
+#endif
+#ifndef MEMOBS_CUDA_MAX_CAPTURES
+#define MEMOBS_CUDA_MAX_CAPTURES 64
+#endif
+#ifndef MEMOBS_CUDA_DRIVER
+#define MEMOBS_CUDA_DRIVER "libcuda.so.1"
+#endif
+#define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
+#define MEMOBS_CUDA__CTXS 32       /* contexts whose device is remembered */
+
+/* ======================================================================== */
+/* Private: the driver API                                                  */
+/* ======================================================================== */
+
+/* The driver functions memobs calls, by their exported names, with the
+   driver's types written as their ABI is (CUresult, CUdevice and the
+   capture enums are int; CUcontext, CUevent, CUstream are pointers;
+   CUdeviceptr is 64-bit). They come from memobs_cuda_driver_symbol() where
+   the program defines it (a test double of the driver does), else from
+   MEMOBS_CUDA_DRIVER opened with dlopen (the library the runtime uses). */
+#define MEMOBS_CUDA__DRV(X)                                                                                  \
+    X(ctx_current, "cuCtxGetCurrent", (void **ctx))                                                          \
+    X(ctx_push, "cuCtxPushCurrent_v2", (void *ctx))                                                          \
+    X(ctx_pop, "cuCtxPopCurrent_v2", (void **ctx))                                                           \
+    X(ctx_device, "cuCtxGetDevice", (int *device))                                                           \
+    X(stream_ctx, "cuStreamGetCtx", (cudaStream_t s, void **ctx))                                            \
+    X(capture2, "cuStreamGetCaptureInfo_v2",                                                                 \
+      (cudaStream_t s, int *status, unsigned long long *id, void **graph, const void **deps, size_t *ndeps)) \
+    X(capture1, "cuStreamGetCaptureInfo", (cudaStream_t s, int *status, unsigned long long *id))             \
+    X(event_create, "cuEventCreate", (cudaEvent_t * e, unsigned flags))                                      \
+    X(event_record, "cuEventRecord", (cudaEvent_t e, cudaStream_t s))                                        \
+    X(event_query, "cuEventQuery", (cudaEvent_t e))                                                          \
+    X(event_sync, "cuEventSynchronize", (cudaEvent_t e))                                                     \
+    X(elapsed1, "cuEventElapsedTime", (float *ms, cudaEvent_t a, cudaEvent_t b))                             \
+    X(elapsed2, "cuEventElapsedTime_v2", (float *ms, cudaEvent_t a, cudaEvent_t b))                          \
+    X(event_destroy, "cuEventDestroy_v2", (cudaEvent_t e))                                                   \
+    X(mem_info, "cuMemGetInfo_v2", (size_t * free_b, size_t *total_b))                                       \
+    X(ptr_attrs, "cuPointerGetAttributes", (unsigned n, int *attrs, void **data, unsigned long long p))      \
+    X(primary_state, "cuDevicePrimaryCtxGetState", (int dev, unsigned *flags, int *active))                  \
+    X(primary_retain, "cuDevicePrimaryCtxRetain", (void **ctx, int dev))                                     \
+    X(primary_release, "cuDevicePrimaryCtxRelease_v2", (int dev))                                            \
+    X(device_count, "cuDeviceGetCount", (int *n))                                                            \
+    X(device_get, "cuDeviceGet", (int *dev, int ordinal))                                                    \
+    X(exchange_mode, "cuThreadExchangeStreamCaptureMode", (int *mode))
+
+/* Driver constants (cuda.h), by value. */
+#define MEMOBS_CUDA__NOT_READY 600     /* CUDA_ERROR_NOT_READY */
+#define MEMOBS_CUDA__RELAXED 2         /* CU_STREAM_CAPTURE_MODE_RELAXED */
+#define MEMOBS_CUDA__CAPTURING 1       /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+#define MEMOBS_CUDA__ATTR_TYPE 2       /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+#define MEMOBS_CUDA__ATTR_MANAGED 8    /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
+#define MEMOBS_CUDA__MEM_DEVICE 2      /* CU_MEMORYTYPE_DEVICE */
+
+#if !defined(MEMOBS_DISABLE)
+extern void *memobs_cuda_driver_symbol(const char *name) __attribute__((weak));
+#endif
+
+static struct {
+    int ok; /* the functions memobs needs were found */
+#define MEMOBS_CUDA__FIELD(name, sym, params) int(*name) params;
+    MEMOBS_CUDA__DRV(MEMOBS_CUDA__FIELD)
+#undef MEMOBS_CUDA__FIELD
+} memobs_cuda__d;
+static pthread_once_t memobs_cuda__d_once = PTHREAD_ONCE_INIT;
+
+static void memobs_cuda__drv_init(void) {
+#ifndef MEMOBS_DISABLE
+    void *h = NULL;
+    int given = memobs_cuda_driver_symbol != NULL;
+    if (!given) h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL); /* never closed */
+#define MEMOBS_CUDA__FIND(name, sym, params)                                          \
+    *(void **)(void *)&memobs_cuda__d.name = given ? memobs_cuda_driver_symbol(sym)  \
+                                             : h ? dlsym(h, sym) : NULL; /* POSIX's cast for dlsym */
+    MEMOBS_CUDA__DRV(MEMOBS_CUDA__FIND)
+#undef MEMOBS_CUDA__FIND
+    if (!memobs_cuda__d.elapsed1) memobs_cuda__d.elapsed1 = memobs_cuda__d.elapsed2;
+    if (!memobs_cuda__d.capture2 && !memobs_cuda__d.capture1) return;
+    memobs_cuda__d.ok = memobs_cuda__d.ctx_current && memobs_cuda__d.ctx_push && memobs_cuda__d.ctx_pop &&
+                        memobs_cuda__d.ctx_device && memobs_cuda__d.stream_ctx && memobs_cuda__d.event_create &&
+                        memobs_cuda__d.event_record && memobs_cuda__d.event_query && memobs_cuda__d.event_sync &&
+                        memobs_cuda__d.elapsed1 && memobs_cuda__d.event_destroy && memobs_cuda__d.mem_info &&
+                        memobs_cuda__d.ptr_attrs && memobs_cuda__d.exchange_mode;
+    if (!memobs_cuda__d.ok)
+        memobs__log(MEMOBS_LOG_WARN, "the CUDA driver (%s) was not found or lacks a function memobs needs: no "
+                    "copy timing, no capture detection, no device memory figures", MEMOBS_CUDA_DRIVER);
+#endif
+}
+
+/* 1 when memobs may call the driver. */
+static int memobs_cuda__drv(void) {
+    pthread_once(&memobs_cuda__d_once, memobs_cuda__drv_init);
+    return memobs_cuda__d.ok;
+}
+
+/* memobs' own driver calls run in the relaxed capture interaction mode:
+   then none is "potentially unsafe" for a capture anywhere. */
+static int memobs_cuda__relax(void) {
+    int m = MEMOBS_CUDA__RELAXED;
+    return memobs_cuda__d.exchange_mode(&m) == 0 ? m : -1;
+}
+static void memobs_cuda__unrelax(int m) {
+    if (m >= 0) (void)memobs_cuda__d.exchange_mode(&m);
+}
+
 /* ======================================================================== */
 /* Private: state                                                           */
 /* ======================================================================== */
 
-#ifndef MEMOBS_CUDA_MAX_TIMED
-#define MEMOBS_CUDA_MAX_TIMED 4096
-#endif
-#define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
-
 typedef struct {
     cudaEvent_t start, end;
-    int device; /* events belong to the device they were made on */
+    void *ctx; /* events belong to the context they were made in */
 } memobs_cuda__pair_t;
 
 typedef struct {
@@ -261,14 +612,27 @@ typedef struct {
     const void *ptr;
 } memobs_cuda__pfree_t;
 
+/* What a capture, a graph or an executable graph moves, by direction. */
+typedef struct {
+    uint64_t bytes[3], n[3];
+} memobs_cuda__moves_t;
+typedef struct {
+    unsigned long long key; /* capture id, or the graph / executable handle */
+    memobs_cuda__moves_t m;
+} memobs_cuda__gent_t;
+typedef struct {
+    memobs_cuda__gent_t *e;
+    uint32_t n, cap;
+} memobs_cuda__gtab_t;
+
 static pthread_once_t memobs_cuda__once = PTHREAD_ONCE_INIT;
 static struct {
-    pthread_mutex_t lock; /* allocate-and-record, free-and-unrecord; and config */
+    pthread_mutex_t lock; /* configuration */
     char oom_dest[512];   /* "" = off */
     memobs__u64_t ooms;
     /* timing */
     memobs__u32_t timing;
-    pthread_mutex_t tlock;       /* the queue and the pool */
+    pthread_mutex_t tlock;       /* the queue, the pool, the pending frees, the contexts */
     memobs_cuda__timed_t *queue; /* MEMOBS_CUDA_MAX_TIMED, a ring */
     uint32_t head, n;
     memobs_cuda__pair_t *pool;   /* event pairs not in use */
@@ -276,6 +640,18 @@ static struct {
     memobs_cuda__pfree_t *frees; /* pending stream-ordered frees, a ring */
     uint32_t fhead, fn;
     memobs__u64_t untimed;
+    int exit_hook;               /* the exit handler is registered */
+    memobs__u32_t gone;          /* at exit, after the last resolve: no CUDA call any more */
+    struct {
+        void *ctx;
+        int device;
+    } ctxs[MEMOBS_CUDA__CTXS];   /* context -> device */
+    uint32_t nctx;
+    /* graphs */
+    pthread_mutex_t glock;
+    memobs_cuda__gtab_t caps, graphs, execs;
+    memobs_cuda_graph_stats_t gst; /* the counters; the sizes are read from the tables */
+    int graphs_full_warned;
 #ifdef MEMOBS_CUDA__NVTX
     /* NVTX */
     memobs__u32_t nvtx;         /* ranges and marks on: MEMOBS_NVTX, memobs_cuda_set_nvtx */
@@ -291,6 +667,7 @@ static void memobs_cuda__poll_hook(void);
 static void memobs_cuda__init_once(void) {
     pthread_mutex_init(&memobs_cuda__g.lock, NULL);
     pthread_mutex_init(&memobs_cuda__g.tlock, NULL);
+    pthread_mutex_init(&memobs_cuda__g.glock, NULL);
     strcpy(memobs_cuda__g.oom_dest, "stderr");
     memobs_init();
 #ifdef MEMOBS_DISABLE
@@ -312,36 +689,393 @@ static void memobs_cuda__init_once(void) {
 #endif
 }
 
-static void memobs_cuda__lock(void) {
-    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
-    pthread_mutex_lock(&memobs_cuda__g.lock);
-}
-static void memobs_cuda__unlock(void) { pthread_mutex_unlock(&memobs_cuda__g.lock); }
+static void memobs_cuda__init(void) { pthread_once(&memobs_cuda__once, memobs_cuda__init_once); }
 
-/* The calling thread's current device (0 if the runtime cannot say). */
-static int memobs_cuda__device(void) {
-    int d = 0;
-    if (cudaGetDevice(&d) != cudaSuccess) {
-        (void)cudaGetLastError();
-        d = 0;
+/* 1 when a wrapper records: memobs on, not past the exit handler. */
+static int memobs_cuda__on(void) {
+#ifdef MEMOBS_DISABLE
+    return 0;
+#else
+    if (!MEMOBS__LOAD(&memobs__on.v)) return 0;
+    memobs_cuda__init();
+    return 1;
+#endif
+}
+
+/* ======================================================================== */
+/* Private: contexts                                                        */
+/* ======================================================================== */
+
+/* The device of a context (-1 if the driver cannot say); remembered. */
+static int memobs_cuda__ctx_device(void *ctx) {
+    int d = -1;
+    uint32_t i;
+    void *top = NULL;
+    if (!ctx) return -1;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    for (i = 0; i < memobs_cuda__g.nctx; i++)
+        if (memobs_cuda__g.ctxs[i].ctx == ctx) d = memobs_cuda__g.ctxs[i].device;
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    if (d >= 0) return d;
+    if (memobs_cuda__d.ctx_push(ctx) != 0) return -1;
+    if (memobs_cuda__d.ctx_device(&d) != 0) d = -1;
+    (void)memobs_cuda__d.ctx_pop(&top);
+    if (d < 0) return -1;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (memobs_cuda__g.nctx < MEMOBS_CUDA__CTXS) {
+        memobs_cuda__g.ctxs[memobs_cuda__g.nctx].ctx = ctx;
+        memobs_cuda__g.ctxs[memobs_cuda__g.nctx++].device = d;
     }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
     return d;
+}
+
+/* The context current on this thread, or NULL. */
+static void *memobs_cuda__cur_ctx(void) {
+    void *c = NULL;
+    if (!memobs_cuda__drv() || memobs_cuda__d.ctx_current(&c) != 0) return NULL;
+    return c;
+}
+
+/* A stream's context (for 0/legacy/per-thread handles: the current one). */
+static void *memobs_cuda__stream_ctx(cudaStream_t s) {
+    void *c = NULL;
+    if (!memobs_cuda__drv() || memobs_cuda__d.stream_ctx(s, &c) != 0) return NULL;
+    return c;
+}
+
+/* The device of the current context, or 0 when there is none to ask. */
+static int memobs_cuda__cur_device(void) {
+    int d = memobs_cuda__ctx_device(memobs_cuda__cur_ctx());
+    return d < 0 ? 0 : d;
+}
+
+/* 1 and *id when the stream is capturing, 0 when not, -1 when the driver
+   will not say (the legacy stream while another stream captures:
+   touching it would break that capture) or the capture was invalidated. */
+static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
+    int st = 0, r;
+    unsigned long long i = 0;
+    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
+    r = memobs_cuda__d.capture2 ? memobs_cuda__d.capture2(s, &st, &i, NULL, NULL, NULL)
+                                : memobs_cuda__d.capture1(s, &st, &i);
+    if (r != 0) return -1;
+    if (st == MEMOBS_CUDA__CAPTURING) {
+        *id = i;
+        return 1;
+    }
+    return st == 0 ? 0 : -1;
+}
+
+unsigned long long memobs_cuda__capture_id(cudaStream_t stream) {
+    unsigned long long id = 0;
+    if (!memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return 0;
+    return id;
+}
+
+/* ======================================================================== */
+/* Private: events, timing, pending frees                                   */
+/* ======================================================================== */
+
+static void memobs_cuda__exit_resolve(void);
+
+/* Caller holds tlock, in relaxed mode. Settles stream-ordered frees whose
+   stream got there, then resolves completed timed copies, each queue from
+   its head. */
+static int memobs_cuda__poll_locked(void) {
+    int done = 0;
+    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
+    while (memobs_cuda__g.fn) {
+        memobs_cuda__pfree_t *e = &memobs_cuda__g.frees[memobs_cuda__g.fhead];
+        if (memobs_cuda__d.event_query(e->ev.start) == MEMOBS_CUDA__NOT_READY) break;
+        memobs_track_free_settled(e->ptr); /* done, or the stream failed: either way not pending */
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+        memobs_cuda__g.fhead = (memobs_cuda__g.fhead + 1) % MEMOBS_CUDA_MAX_TIMED;
+        memobs_cuda__g.fn--;
+        done++;
+    }
+    while (memobs_cuda__g.n) {
+        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[memobs_cuda__g.head];
+        float ms = 0.0f;
+        int q = memobs_cuda__d.event_query(e->ev.end);
+        if (q == MEMOBS_CUDA__NOT_READY) break;
+        if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f)
+            memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
+        else
+            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u); /* an error of the stream */
+        memobs_timed_in_flight(-1, -(int64_t)e->bytes);
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+        memobs_cuda__g.head = (memobs_cuda__g.head + 1) % MEMOBS_CUDA_MAX_TIMED;
+        memobs_cuda__g.n--;
+        done++;
+    }
+    return done;
+}
+
+static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
+
+/* Caller holds tlock, in relaxed mode. An event pair of ctx from the pool
+   (or a new one made there, up to MEMOBS_CUDA_MAX_TIMED pairs), after
+   resolving what has completed; 0 when there is none to spare. */
+static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
+    uint32_t i;
+    void *top = NULL;
+    int ok;
+    if (!ctx || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
+    if (!memobs_cuda__g.queue) {
+        memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
+        memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
+        memobs_cuda__g.frees = (memobs_cuda__pfree_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pfree_t));
+        if (!memobs_cuda__g.queue || !memobs_cuda__g.pool || !memobs_cuda__g.frees) {
+            if (memobs_cuda__g.queue) MEMOBS_FREE(memobs_cuda__g.queue);
+            if (memobs_cuda__g.pool) MEMOBS_FREE(memobs_cuda__g.pool);
+            if (memobs_cuda__g.frees) MEMOBS_FREE(memobs_cuda__g.frees);
+            memobs_cuda__g.queue = NULL;
+            memobs_cuda__g.pool = NULL;
+            memobs_cuda__g.frees = NULL;
+            return 0;
+        }
+    }
+    if (!memobs_cuda__g.exit_hook) {
+        /* Registered after the runtime's own start-up (a stream exists), so
+           it runs before the runtime's teardown. */
+        memobs_cuda__g.exit_hook = 1;
+        atexit(memobs_cuda__exit_resolve);
+    }
+    (void)memobs_cuda__poll_locked();
+    for (i = memobs_cuda__g.npool; i-- > 0;) {
+        if (memobs_cuda__g.pool[i].ctx != ctx) continue;
+        *ev = memobs_cuda__g.pool[i];
+        memobs_cuda__g.pool[i] = memobs_cuda__g.pool[--memobs_cuda__g.npool];
+        return 1;
+    }
+    if (memobs_cuda__g.created >= MEMOBS_CUDA_MAX_TIMED || memobs_cuda__d.ctx_push(ctx) != 0) return 0;
+    ok = memobs_cuda__d.event_create(&ev->start, 0) == 0;
+    if (ok && memobs_cuda__d.event_create(&ev->end, 0) != 0) {
+        (void)memobs_cuda__d.event_destroy(ev->start);
+        ok = 0;
+    }
+    (void)memobs_cuda__d.ctx_pop(&top);
+    if (!ok) return 0;
+    ev->ctx = ctx;
+    memobs_cuda__g.created++;
+    return 1;
+}
+
+/* At exit, before the runtime tears down: waits for the timed copies and
+   frees in flight, resolves them, and from then on memobs makes no CUDA
+   call (the summaries at exit come later). */
+static void memobs_cuda__exit_resolve(void) {
+    uint32_t i;
+    int m;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    m = memobs_cuda__relax();
+    for (i = 0; i < memobs_cuda__g.fn; i++)
+        (void)memobs_cuda__d.event_sync(memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED].ev.start);
+    for (i = 0; i < memobs_cuda__g.n; i++)
+        (void)memobs_cuda__d.event_sync(memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED].ev.end);
+    (void)memobs_cuda__poll_locked();
+    memobs_cuda__unrelax(m);
+    MEMOBS__STORE(&memobs_cuda__g.gone.v, 1u);
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+}
+
+int memobs_cuda_set_timing(int on) {
+    memobs_cuda__init();
+#ifndef MEMOBS_DISABLE
+    MEMOBS__STORE(&memobs_cuda__g.timing.v, on ? 1u : 0u);
+#else
+    (void)on;
+#endif
+    return MEMOBS_OK;
+}
+
+int memobs_cuda_poll(void) {
+    int done = 0, m;
+    memobs_cuda__init();
+    if (!memobs_cuda__drv()) return 0;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (memobs_cuda__g.queue && !MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
+        m = memobs_cuda__relax();
+        done = memobs_cuda__poll_locked();
+        memobs_cuda__unrelax(m);
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    return done;
+}
+
+uint64_t memobs_cuda_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed.v); }
+
+/* ======================================================================== */
+/* Private: graphs                                                          */
+/* ======================================================================== */
+
+/* Caller holds glock. The entry of key, or NULL. */
+static memobs_cuda__gent_t *memobs_cuda__gfind(memobs_cuda__gtab_t *t, unsigned long long key) {
+    uint32_t i;
+    for (i = t->n; i-- > 0;)
+        if (t->e[i].key == key) return &t->e[i];
+    return NULL;
+}
+
+/* Caller holds glock. A new entry of key (zero moves), or NULL when the
+   table is full: captures drop their oldest, graphs are not remembered. */
+static memobs_cuda__gent_t *memobs_cuda__gadd(memobs_cuda__gtab_t *t, unsigned long long key, uint32_t max) {
+    memobs_cuda__gent_t *e = memobs_cuda__gfind(t, key);
+    if (e) return e;
+    if (!t->e) {
+        t->e = (memobs_cuda__gent_t *)MEMOBS_MALLOC(max * sizeof *t->e);
+        if (!t->e) return NULL;
+        t->cap = max;
+    }
+    if (t->n == t->cap) {
+        memobs_cuda__g.gst.dropped++;
+        if (t != &memobs_cuda__g.caps) {
+            if (!memobs_cuda__g.graphs_full_warned) {
+                memobs_cuda__g.graphs_full_warned = 1;
+                memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_GRAPHS=%u graphs; the copies of further "
+                            "graphs are not counted", (unsigned)max);
+            }
+            return NULL;
+        }
+        memmove(t->e, t->e + 1, (t->n - 1) * sizeof *t->e); /* the oldest capture goes */
+        t->n--;
+    }
+    e = &t->e[t->n++];
+    memset(e, 0, sizeof *e);
+    e->key = key;
+    return e;
+}
+
+static void memobs_cuda__gdel(memobs_cuda__gtab_t *t, memobs_cuda__gent_t *e) {
+    *e = t->e[--t->n];
+}
+
+/* A copy of dir went into capture id. */
+static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes) {
+    memobs_cuda__gent_t *e;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
+    if (e) {
+        e->m.bytes[dir] += bytes;
+        e->m.n[dir]++;
+    }
+    memobs_cuda__g.gst.captured_copies++;
+    memobs_cuda__g.gst.captured_bytes += bytes;
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+}
+
+cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream) {
+    unsigned long long id = 0;
+    if (rc != cudaSuccess || !memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return rc;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    (void)memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return rc;
+}
+
+cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, const cudaGraph_t *graph) {
+    memobs_cuda__gent_t *c, *g;
+    if (!id || !memobs_cuda__on()) return rc;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    c = memobs_cuda__gfind(&memobs_cuda__g.caps, id);
+    /* a graph with no wrapped copy is known too: its launches count 0 */
+    if (rc == cudaSuccess && graph && *graph &&
+        (g = memobs_cuda__gadd(&memobs_cuda__g.graphs, (unsigned long long)(uintptr_t)*graph, MEMOBS_CUDA_MAX_GRAPHS)) &&
+        c)
+        g->m = c->m;
+    if (c) memobs_cuda__gdel(&memobs_cuda__g.caps, c); /* ended, invalidated or not: over */
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return rc;
+}
+
+cudaError_t memobs_cuda__instantiated(cudaError_t rc, const cudaGraphExec_t *exec, cudaGraph_t graph) {
+    memobs_cuda__gent_t *g, *x;
+    if (rc != cudaSuccess || !exec || !*exec || !memobs_cuda__on()) return rc;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    g = memobs_cuda__gfind(&memobs_cuda__g.graphs, (unsigned long long)(uintptr_t)graph);
+    if (g) {
+        x = memobs_cuda__gadd(&memobs_cuda__g.execs, (unsigned long long)(uintptr_t)*exec, MEMOBS_CUDA_MAX_GRAPHS);
+        if (x) x->m = g->m;
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return rc;
+}
+
+cudaError_t memobs_cuda__launched(cudaError_t rc, cudaGraphExec_t exec, unsigned long long capture) {
+    memobs_cuda__gent_t *x, *c;
+    memobs_cuda__moves_t m;
+    unsigned d, phase = memobs__tls.phase;
+    if (rc != cudaSuccess || !memobs_cuda__on()) return rc;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    x = memobs_cuda__gfind(&memobs_cuda__g.execs, (unsigned long long)(uintptr_t)exec);
+    if (!x) {
+        memobs_cuda__g.gst.unknown_launches++;
+        pthread_mutex_unlock(&memobs_cuda__g.glock);
+        return rc;
+    }
+    m = x->m;
+    if (capture) { /* a graph launched into a capture: its copies join that capture */
+        if ((c = memobs_cuda__gadd(&memobs_cuda__g.caps, capture, MEMOBS_CUDA_MAX_CAPTURES)) != NULL)
+            for (d = 0; d < 3; d++) {
+                c->m.bytes[d] += m.bytes[d];
+                c->m.n[d] += m.n[d];
+            }
+        pthread_mutex_unlock(&memobs_cuda__g.glock);
+        return rc;
+    }
+    memobs_cuda__g.gst.launches++;
+    for (d = 0; d < 3; d++) {
+        memobs_cuda__g.gst.launched_copies += m.n[d];
+        memobs_cuda__g.gst.launched_bytes += m.bytes[d];
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    for (d = 0; d < 3; d++) memobs__xfer_n(d, phase, m.bytes[d], m.n[d]);
+    return rc;
+}
+
+cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, int exec) {
+    memobs_cuda__gtab_t *t = exec ? &memobs_cuda__g.execs : &memobs_cuda__g.graphs;
+    memobs_cuda__gent_t *e;
+    if (rc != cudaSuccess || !handle) return rc;
+    memobs_cuda__init();
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    if ((e = memobs_cuda__gfind(t, (unsigned long long)(uintptr_t)handle)) != NULL) memobs_cuda__gdel(t, e);
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return rc;
+}
+
+int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out) {
+    if (!out) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_graph_stats: NULL output");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_cuda__init();
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    *out = memobs_cuda__g.gst;
+    out->captures = memobs_cuda__g.caps.n;
+    out->graphs = memobs_cuda__g.graphs.n;
+    out->execs = memobs_cuda__g.execs.n;
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return MEMOBS_OK;
 }
 
 /* ======================================================================== */
 /* Private: copies                                                          */
 /* ======================================================================== */
 
-/* 1 if p is device (or managed) memory. Asks the runtime; an error there
-   (an unknown pointer on an old runtime) is cleared and means host. */
+/* 1 if p is device (or managed) memory, as the driver says (a pointer it
+   does not know: host). */
 static int memobs_cuda__on_device(const void *p) {
-    struct cudaPointerAttributes a;
-    memset(&a, 0, sizeof a);
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        (void)cudaGetLastError();
+    int attrs[2] = {MEMOBS_CUDA__ATTR_TYPE, MEMOBS_CUDA__ATTR_MANAGED};
+    unsigned type = 0;
+    int managed = 0;
+    void *data[2];
+    data[0] = &type;
+    data[1] = &managed;
+    if (!memobs_cuda__drv() || memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)p) != 0)
         return 0;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    return type == MEMOBS_CUDA__MEM_DEVICE || managed;
 }
 
 /* Direction of a copy, or -1 for one that crosses no bus (host to host). */
@@ -359,212 +1093,154 @@ static int memobs_cuda__dir(const void *dst, const void *src, enum cudaMemcpyKin
     }
 }
 
-/* Caller holds tlock. Settles stream-ordered frees whose stream got there,
-   then resolves completed timed copies, each queue from its head. */
-static int memobs_cuda__poll_locked(void) {
-    int done = 0;
-    while (memobs_cuda__g.fn) {
-        memobs_cuda__pfree_t *e = &memobs_cuda__g.frees[memobs_cuda__g.fhead];
-        if (cudaEventQuery(e->ev.start) == cudaErrorNotReady) break;
-        memobs_track_free_settled(e->ptr); /* done, or the stream failed: either way not pending */
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
-        memobs_cuda__g.fhead = (memobs_cuda__g.fhead + 1) % MEMOBS_CUDA_MAX_TIMED;
-        memobs_cuda__g.fn--;
-        done++;
-    }
-    while (memobs_cuda__g.n) {
-        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[memobs_cuda__g.head];
-        float ms = 0.0f;
-        cudaError_t q = cudaEventQuery(e->ev.end);
-        if (q == cudaErrorNotReady) break;
-        if (q == cudaSuccess && cudaEventElapsedTime(&ms, e->ev.start, e->ev.end) == cudaSuccess && ms >= 0.0f)
-            memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
-        else
-            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u); /* an error of the stream: not ours to clear */
-        memobs_timed_in_flight(-1, -(int64_t)e->bytes);
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
-        memobs_cuda__g.head = (memobs_cuda__g.head + 1) % MEMOBS_CUDA_MAX_TIMED;
-        memobs_cuda__g.n--;
-        done++;
-    }
-    return done;
-}
-
-static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
-
-/* The device a stream belongs to (the legacy default stream: the current
-   device). */
-static int memobs_cuda__stream_device(cudaStream_t stream) {
-    int d = 0;
-    if (stream && cudaStreamGetDevice(stream, &d) == cudaSuccess) return d;
-    if (stream) (void)cudaGetLastError();
-    return memobs_cuda__device();
-}
-
-/* Caller holds tlock. An event pair of device from the pool (or a new one
-   made there, up to MEMOBS_CUDA_MAX_TIMED pairs), after resolving what has
-   completed; 0 when there is none to spare. */
-static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, int device) {
-    uint32_t i;
-    int cur = 0, ok;
-    if (!memobs_cuda__g.queue) {
-        memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
-        memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
-        memobs_cuda__g.frees = (memobs_cuda__pfree_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pfree_t));
-        if (!memobs_cuda__g.queue || !memobs_cuda__g.pool || !memobs_cuda__g.frees) {
-            if (memobs_cuda__g.queue) MEMOBS_FREE(memobs_cuda__g.queue);
-            if (memobs_cuda__g.pool) MEMOBS_FREE(memobs_cuda__g.pool);
-            if (memobs_cuda__g.frees) MEMOBS_FREE(memobs_cuda__g.frees);
-            memobs_cuda__g.queue = NULL;
-            memobs_cuda__g.pool = NULL;
-            memobs_cuda__g.frees = NULL;
-            return 0;
+void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *src, uint64_t bytes,
+                           enum cudaMemcpyKind kind, cudaStream_t stream, int how) {
+    memobs_cuda__pair_t ev;
+    unsigned long long id = 0;
+    int cap, ok, m;
+    void *ctx;
+    op->dir = -1;
+    op->mode = 0;
+    op->capture = 0;
+    op->bytes = bytes;
+    op->stream = stream;
+    if (!memobs_cuda__on() || (op->dir = memobs_cuda__dir(dst, src, kind)) < 0) return;
+    if (how == 0) { /* synchronous: the host clock */
+        if (MEMOBS__LOAD(&memobs_cuda__g.timing.v)) {
+            op->mode = 2;
+            op->t0 = memobs_now_ns();
         }
+        return;
     }
-    (void)memobs_cuda__poll_locked();
-    for (i = memobs_cuda__g.npool; i-- > 0;) {
-        if (memobs_cuda__g.pool[i].device != device) continue;
-        *ev = memobs_cuda__g.pool[i];
-        memobs_cuda__g.pool[i] = memobs_cuda__g.pool[--memobs_cuda__g.npool];
-        return 1;
+    if ((cap = memobs_cuda__capturing(stream, &id)) > 0) {
+        op->capture = id; /* counted at each launch of its graph */
+        return;
     }
-    if (memobs_cuda__g.created >= MEMOBS_CUDA_MAX_TIMED || cudaGetDevice(&cur) != cudaSuccess) return 0;
-    if (cur != device && cudaSetDevice(device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
+    if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v)) return;
+    if (cap < 0 || !memobs_cuda__d.ok || !(ctx = memobs_cuda__stream_ctx(stream))) {
+        MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+        return;
     }
-    ok = cudaEventCreate(&ev->start) == cudaSuccess;
-    if (ok && cudaEventCreate(&ev->end) != cudaSuccess) {
-        (void)cudaEventDestroy(ev->start);
-        ok = 0;
-    }
-    if (!ok) (void)cudaGetLastError();
-    if (cur != device) (void)cudaSetDevice(cur);
-    if (!ok) return 0;
-    ev->device = device;
-    memobs_cuda__g.created++;
-    return 1;
-}
-
-/* Before a copy: with timing on, an event pair with its start recorded on
-   stream. 0 when the copy goes untimed. */
-static int memobs_cuda__time_begin(memobs_cuda__pair_t *ev, cudaStream_t stream) {
-    int ok, device;
-    pthread_once(&memobs_cuda__once, memobs_cuda__init_once); /* reads MEMOBS_CUDA_TIMING */
-    if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v) || !MEMOBS__LOAD(&memobs__on.v)) return 0;
-    device = memobs_cuda__stream_device(stream);
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    ok = memobs_cuda__pair_get(ev, device);
+    m = memobs_cuda__relax();
+    ok = memobs_cuda__pair_get(&ev, ctx);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
-    if (ok && cudaEventRecord(ev->start, stream) != cudaSuccess) {
+    /* the last thing before the copy call */
+    if (ok && memobs_cuda__d.event_record(ev.start, stream) != 0) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = *ev;
+        memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
         ok = 0;
     }
-    if (!ok) MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
-    return ok;
+    memobs_cuda__unrelax(m);
+    if (!ok) {
+        MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+        return;
+    }
+    op->mode = 1;
+    op->ev[0] = (void *)ev.start;
+    op->ev[1] = (void *)ev.end;
+    op->ctx = ctx;
 }
 
-/* After a copy: records it if the runtime accepted it (rc) and, when it is
-   timed (ev), its end event, queueing the pair. Returns rc. */
-static cudaError_t memobs_cuda__copied(cudaError_t rc, void *dst, const void *src, uint64_t bytes,
-                                       enum cudaMemcpyKind kind, memobs_cuda__pair_t *ev, cudaStream_t stream) {
-    int dir = rc == cudaSuccess && MEMOBS__LOAD(&memobs__on.v) ? memobs_cuda__dir(dst, src, kind) : -1;
-    unsigned phase = memobs__tls.phase;
-    if (dir >= 0) memobs__xfer((unsigned)dir, phase, bytes);
-    if (!ev) return rc;
-    pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (dir >= 0 && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && cudaEventRecord(ev->end, stream) == cudaSuccess) {
-        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[(memobs_cuda__g.head + memobs_cuda__g.n) % MEMOBS_CUDA_MAX_TIMED];
-        e->ev = *ev;
-        e->bytes = bytes;
-        e->dir = (unsigned)dir;
-        e->phase = phase;
-        memobs_cuda__g.n++;
-        memobs_timed_in_flight(1, (int64_t)bytes);
-    } else {
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = *ev; /* a start recorded alone is harmless */
-        if (dir >= 0) MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
+    memobs_cuda__pair_t ev;
+    unsigned phase;
+    int recorded = 0;
+    memset(&ev, 0, sizeof ev);
+    if (op->mode == 1) {
+        ev.start = (cudaEvent_t)op->ev[0];
+        ev.end = (cudaEvent_t)op->ev[1];
+        ev.ctx = op->ctx;
+        /* the first thing after the copy call */
+        recorded = rc == cudaSuccess && memobs_cuda__d.event_record(ev.end, op->stream) == 0;
     }
-    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    if (rc != cudaSuccess || op->dir < 0) {
+        if (op->mode == 1) { /* a start recorded alone is harmless */
+            pthread_mutex_lock(&memobs_cuda__g.tlock);
+            memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+            pthread_mutex_unlock(&memobs_cuda__g.tlock);
+        }
+        return rc;
+    }
+    if (op->capture) {
+        memobs_cuda__captured(op->capture, op->dir, op->bytes);
+        return rc;
+    }
+    phase = memobs__tls.phase;
+    memobs__xfer((unsigned)op->dir, phase, op->bytes);
+    if (op->mode == 2) {
+        memobs_record_timed((memobs_dir_t)op->dir, (memobs_phase_t)phase, op->bytes, memobs_now_ns() - op->t0);
+    } else if (op->mode == 1) {
+        pthread_mutex_lock(&memobs_cuda__g.tlock);
+        if (recorded && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && !MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
+            memobs_cuda__timed_t *e =
+                &memobs_cuda__g.queue[(memobs_cuda__g.head + memobs_cuda__g.n) % MEMOBS_CUDA_MAX_TIMED];
+            e->ev = ev;
+            e->bytes = op->bytes;
+            e->dir = (unsigned)op->dir;
+            e->phase = phase;
+            memobs_cuda__g.n++;
+            memobs_timed_in_flight(1, (int64_t)op->bytes);
+        } else {
+            memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+        }
+        pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    }
     return rc;
 }
-
-#define MEMOBS_CUDA__TIMED(call, dst, src, bytes, kind, stream)                        \
-    do {                                                                              \
-        memobs_cuda__pair_t ev;                                                       \
-        int timed = memobs_cuda__time_begin(&ev, stream);                             \
-        return memobs_cuda__copied(call, dst, src, bytes, kind, timed ? &ev : NULL, stream); \
-    } while (0)
-
-cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-    MEMOBS_CUDA__TIMED(cudaMemcpy(dst, src, count, kind), dst, src, count, kind, (cudaStream_t)0);
-}
-
-cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                                   cudaStream_t stream) {
-    MEMOBS_CUDA__TIMED(cudaMemcpyAsync(dst, src, count, kind, stream), dst, src, count, kind, stream);
-}
-
-cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_CUDA__TIMED(cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind), dst, src,
-                       (uint64_t)width * height, kind, (cudaStream_t)0);
-}
-
-cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                     size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_CUDA__TIMED(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream), dst, src,
-                       (uint64_t)width * height, kind, stream);
-}
-
-cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
-    MEMOBS_CUDA__TIMED(cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count), dst, src, count,
-                       cudaMemcpyDeviceToDevice, (cudaStream_t)0);
-}
-
-cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
-                                       cudaStream_t stream) {
-    MEMOBS_CUDA__TIMED(cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream), dst, src, count,
-                       cudaMemcpyDeviceToDevice, stream);
-}
-
-int memobs_cuda_set_timing(int on) {
-    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
-#ifndef MEMOBS_DISABLE
-    MEMOBS__STORE(&memobs_cuda__g.timing.v, on ? 1u : 0u);
-#else
-    (void)on;
-#endif
-    return MEMOBS_OK;
-}
-
-int memobs_cuda_poll(void) {
-    int done;
-    pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
-    pthread_mutex_lock(&memobs_cuda__g.tlock);
-    done = memobs_cuda__g.queue ? memobs_cuda__poll_locked() : 0;
-    pthread_mutex_unlock(&memobs_cuda__g.tlock);
-    return done;
-}
-
-uint64_t memobs_cuda_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed.v); }
 
 /* ======================================================================== */
 /* Private: allocations and the out-of-memory flight recorder               */
 /* ======================================================================== */
 
-/* Runs after an allocation wrapper got cudaErrorMemoryAllocation, with no
-   lock held. */
-static void memobs_cuda__oom(const char *call, size_t size) {
+/* Reads a device's memory figures through the driver, creating no
+   context. 0, or -1 (the driver failed or was not found), or -2 (the
+   device has no active context: unused). */
+static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out) {
+    size_t free_b = 0, total_b = 0;
+    void *cur, *ctx = NULL, *top = NULL;
+    int rc = -1, m, dev = 0, active = 0, retained = 0;
+    unsigned flags = 0;
+    memobs_cuda__init();
+    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return -1;
+    m = memobs_cuda__relax();
+    cur = memobs_cuda__cur_ctx();
+    if (cur && memobs_cuda__ctx_device(cur) == device) {
+        rc = memobs_cuda__d.mem_info(&free_b, &total_b) == 0 ? 0 : -1;
+    } else if (!memobs_cuda__d.device_get || !memobs_cuda__d.primary_state || !memobs_cuda__d.primary_retain ||
+               !memobs_cuda__d.primary_release || memobs_cuda__d.device_get(&dev, device) != 0 ||
+               memobs_cuda__d.primary_state(dev, &flags, &active) != 0) {
+        rc = -1;
+    } else if (!active) {
+        rc = -2; /* asking would create its context */
+    } else if (memobs_cuda__d.primary_retain(&ctx, dev) == 0) {
+        retained = 1;
+        if (memobs_cuda__d.ctx_push(ctx) == 0) {
+            rc = memobs_cuda__d.mem_info(&free_b, &total_b) == 0 ? 0 : -1;
+            (void)memobs_cuda__d.ctx_pop(&top);
+        }
+    }
+    if (retained) (void)memobs_cuda__d.primary_release(dev);
+    memobs_cuda__unrelax(m);
+    if (rc == 0 && free_b > total_b) rc = -1;
+    if (rc == 0) {
+        *free_out = free_b;
+        *total_out = total_b;
+    }
+    return rc;
+}
+
+/* Runs after an allocation wrapper got cudaErrorMemoryAllocation. */
+static void memobs_cuda__oom(const char *call, size_t size, int device) {
     char dest[sizeof memobs_cuda__g.oom_dest], b[32];
     memobs_cuda_mem_t m;
     uint64_t n = MEMOBS__ADD(&memobs_cuda__g.ooms.v, 1u) + 1;
     int own;
     FILE *f;
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* switched off (or compiled out): counted only */
-    memobs__sl_oom(call, (uint64_t)size, memobs_cuda__device()); /* Stormlog "oom" event */
+    memobs__sl_oom(call, (uint64_t)size, device); /* Stormlog "oom" event */
     if (n > MEMOBS_CUDA__OOM_REPORTS) {
         if (n == MEMOBS_CUDA__OOM_REPORTS + 1)
             memobs__log(MEMOBS_LOG_WARN, "%s: out of memory again; further out-of-memory reports are only counted",
@@ -578,7 +1254,7 @@ static void memobs_cuda__oom(const char *call, size_t size) {
     fprintf(f, "memobs: [rank %d] %s(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory %llu of %d)\n",
             memobs__rank(), call, (unsigned long long)size, memobs_fmt_bytes(size, b, sizeof b),
             (unsigned long long)n, MEMOBS_CUDA__OOM_REPORTS);
-    if (memobs_cuda_mem_info(memobs_cuda__device(), &m) == MEMOBS_OK)
+    if (device >= 0 && memobs_cuda_mem_info(device, &m) == MEMOBS_OK)
         fprintf(f, "  device %d: driver %llu bytes free of %llu, %llu used; memobs tracks %llu; outside memobs %lld\n",
                 m.device, (unsigned long long)m.driver_free, (unsigned long long)m.driver_total,
                 (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
@@ -588,11 +1264,11 @@ static void memobs_cuda__oom(const char *call, size_t size) {
     if (own) fclose(f);
 }
 
-/* The end of every allocation wrapper, which called the runtime under
-   memobs_cuda__lock(): records p on success, unlocks, and runs the flight
-   recorder on out-of-memory. Returns rc. */
+/* The end of every allocation wrapper: records p on success and runs the
+   flight recorder on out-of-memory. Returns rc. */
 static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, const void *p, size_t size,
                                           memobs_mem_kind_t kind, int device, const void *stream) {
+    if (!memobs_cuda__on()) return rc;
     if (rc == cudaSuccess && p) { /* p: cudaMalloc(&p, 0) succeeds with NULL */
         uint32_t i;
         /* Handed back before its stream-ordered free settled: that settle
@@ -605,108 +1281,181 @@ static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, cons
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
         memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
     }
-    memobs_cuda__unlock();
-    if (rc == cudaErrorMemoryAllocation) memobs_cuda__oom(call, size);
+    if (rc == cudaErrorMemoryAllocation) memobs_cuda__oom(call, size, device >= 0 ? device : memobs_cuda__cur_device());
     return rc;
 }
 
-/* The end of every free wrapper: unrecords p once the runtime freed it. */
-static cudaError_t memobs_cuda__freed(cudaError_t rc, const void *p) {
-    if (rc == cudaSuccess && p) memobs_track_free(p);
-    memobs_cuda__unlock();
+int memobs_cuda__free_pre(const void *p) {
+    if (!p || !memobs_cuda__on()) return 0;
+    return memobs__track_mark(p, MEMOBS__MARK);
+}
+
+/* The end of every free wrapper: takes a marked block out once the runtime
+   freed it, or takes the mark back when it did not. */
+cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked) {
+    if (rc != cudaSuccess) {
+        if (marked) (void)memobs__track_mark(p, MEMOBS__UNMARK);
+    } else if (marked) {
+        memobs_track_free_settled(p);
+    } else if (p && memobs_cuda__on()) {
+        (void)memobs__track_mark(p, MEMOBS__COUNT); /* unknown, double, or untracked: counted */
+    }
     return rc;
+}
+
+cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int marked, cudaStream_t stream) {
+    memobs_cuda__pair_t ev;
+    unsigned long long id = 0;
+    int queued = 0, m;
+    void *ctx;
+    if (rc != cudaSuccess || !marked) return memobs_cuda__free_post(rc, p, marked);
+    /* pending until an event after the free completes; in a capture, or
+       without an event, out at once */
+    if (memobs_cuda__on() && memobs_cuda__capturing(stream, &id) == 0 && (ctx = memobs_cuda__stream_ctx(stream))) {
+        pthread_mutex_lock(&memobs_cuda__g.tlock);
+        m = memobs_cuda__relax();
+        if (memobs_cuda__pair_get(&ev, ctx)) {
+            if (memobs_cuda__g.fn < MEMOBS_CUDA_MAX_TIMED && memobs_cuda__d.event_record(ev.start, stream) == 0) {
+                memobs_cuda__pfree_t *e =
+                    &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
+                e->ev = ev;
+                e->ptr = p;
+                memobs_cuda__g.fn++;
+                queued = 1;
+            } else {
+                memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+            }
+        }
+        memobs_cuda__unrelax(m);
+        pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    }
+    if (!queued) memobs_track_free_settled(p);
+    return rc;
+}
+
+cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size, cudaStream_t stream) {
+    unsigned long long id = 0;
+    int device;
+    if (!memobs_cuda__on() || (rc != cudaSuccess && rc != cudaErrorMemoryAllocation)) return rc;
+    if (rc == cudaSuccess && memobs_cuda__capturing(stream, &id) > 0) return rc; /* a graph memory node */
+    device = memobs_cuda__ctx_device(memobs_cuda__stream_ctx(stream));
+    return memobs_cuda__allocated(rc, "cudaMallocAsync", rc == cudaSuccess && p ? *p : NULL, size,
+                                  MEMOBS_MEM_DEVICE, device < 0 ? 0 : device, (const void *)stream);
 }
 
 cudaError_t memobs_cudaMalloc(void **devPtr, size_t size) {
-    cudaError_t rc;
-    memobs_cuda__lock();
-    rc = cudaMalloc(devPtr, size);
-    return memobs_cuda__allocated(rc, "cudaMalloc", rc ? NULL : *devPtr, size, MEMOBS_MEM_DEVICE,
-                                  memobs_cuda__device(), NULL);
+    cudaError_t rc = cudaMalloc(devPtr, size);
+    if (rc != cudaSuccess && rc != cudaErrorMemoryAllocation) return rc;
+    return memobs_cuda__allocated(rc, "cudaMalloc", rc == cudaSuccess ? *devPtr : NULL, size, MEMOBS_MEM_DEVICE,
+                                  memobs_cuda__on() ? memobs_cuda__cur_device() : 0, NULL);
 }
 
 cudaError_t memobs_cudaFree(void *devPtr) {
-    memobs_cuda__lock();
-    return memobs_cuda__freed(cudaFree(devPtr), devPtr);
+    int marked = memobs_cuda__free_pre(devPtr);
+    return memobs_cuda__free_post(cudaFree(devPtr), devPtr, marked);
 }
 
 cudaError_t memobs_cudaMallocHost(void **ptr, size_t size) {
-    cudaError_t rc;
-    memobs_cuda__lock();
-    rc = cudaMallocHost(ptr, size);
-    return memobs_cuda__allocated(rc, "cudaMallocHost", rc ? NULL : *ptr, size, MEMOBS_MEM_PINNED, -1, NULL);
+    cudaError_t rc = cudaMallocHost(ptr, size);
+    return memobs_cuda__allocated(rc, "cudaMallocHost", rc == cudaSuccess ? *ptr : NULL, size, MEMOBS_MEM_PINNED,
+                                  -1, NULL);
 }
 
 cudaError_t memobs_cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
-    cudaError_t rc;
-    memobs_cuda__lock();
-    rc = cudaHostAlloc(pHost, size, flags);
-    return memobs_cuda__allocated(rc, "cudaHostAlloc", rc ? NULL : *pHost, size, MEMOBS_MEM_PINNED, -1, NULL);
+    cudaError_t rc = cudaHostAlloc(pHost, size, flags);
+    return memobs_cuda__allocated(rc, "cudaHostAlloc", rc == cudaSuccess ? *pHost : NULL, size, MEMOBS_MEM_PINNED,
+                                  -1, NULL);
 }
 
 cudaError_t memobs_cudaFreeHost(void *ptr) {
-    memobs_cuda__lock();
-    return memobs_cuda__freed(cudaFreeHost(ptr), ptr);
+    int marked = memobs_cuda__free_pre(ptr);
+    return memobs_cuda__free_post(cudaFreeHost(ptr), ptr, marked);
 }
 
 cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
-    cudaError_t rc;
-    memobs_cuda__lock();
-    rc = cudaMallocManaged(devPtr, size, flags);
-    return memobs_cuda__allocated(rc, "cudaMallocManaged", rc ? NULL : *devPtr, size, MEMOBS_MEM_MANAGED,
-                                  memobs_cuda__device(), NULL);
-}
-
-cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
-    cudaError_t rc;
-    memobs_cuda__lock();
-    rc = cudaMallocAsync(devPtr, size, hStream);
-    return memobs_cuda__allocated(rc, "cudaMallocAsync", rc ? NULL : *devPtr, size, MEMOBS_MEM_DEVICE,
-                                  memobs_cuda__stream_device(hStream), (const void *)hStream);
-}
-
-/* The block stays tracked, pending, until an event recorded on its stream
-   after the free has completed. */
-cudaError_t memobs_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
-    memobs_cuda__pair_t ev;
-    cudaError_t rc;
-    int queued = 0, device;
-    memobs_cuda__lock();
-    rc = cudaFreeAsync(devPtr, hStream);
-    if (rc != cudaSuccess || !devPtr) {
-        memobs_cuda__unlock();
-        return rc;
-    }
-    memobs_track_free_pending(devPtr);
-    device = memobs_cuda__stream_device(hStream);
-    pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (MEMOBS__LOAD(&memobs__on.v) && memobs_cuda__pair_get(&ev, device)) {
-        if (memobs_cuda__g.fn < MEMOBS_CUDA_MAX_TIMED && cudaEventRecord(ev.start, hStream) == cudaSuccess) {
-            memobs_cuda__pfree_t *e =
-                &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
-            e->ev = ev;
-            e->ptr = devPtr;
-            memobs_cuda__g.fn++;
-            queued = 1;
-        } else {
-            memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
-        }
-    }
-    pthread_mutex_unlock(&memobs_cuda__g.tlock);
-    if (!queued) memobs_track_free_settled(devPtr); /* no event to wait on: out at once */
-    memobs_cuda__unlock();
-    return rc;
+    cudaError_t rc = cudaMallocManaged(devPtr, size, flags);
+    if (rc != cudaSuccess && rc != cudaErrorMemoryAllocation) return rc;
+    return memobs_cuda__allocated(rc, "cudaMallocManaged", rc == cudaSuccess ? *devPtr : NULL, size,
+                                  MEMOBS_MEM_MANAGED, memobs_cuda__on() ? memobs_cuda__cur_device() : 0, NULL);
 }
 
 cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-    memobs_cuda__lock();
     return memobs_cuda__allocated(cudaHostRegister(ptr, size, flags), "cudaHostRegister", ptr, size,
                                   MEMOBS_MEM_PINNED, -1, NULL);
 }
 
 cudaError_t memobs_cudaHostUnregister(void *ptr) {
-    memobs_cuda__lock();
-    return memobs_cuda__freed(cudaHostUnregister(ptr), ptr);
+    int marked = memobs_cuda__free_pre(ptr);
+    return memobs_cuda__free_post(cudaHostUnregister(ptr), ptr, marked);
+}
+
+/* ======================================================================== */
+/* Private: cudaDeviceReset                                                 */
+/* ======================================================================== */
+
+/* Before the reset: memobs' events of the current context are about to be
+   destroyed. Its timed copies become untimed, its pending frees settle,
+   its pairs leave the pool; the context is forgotten. Returns it. */
+void *memobs_cuda__reset_pre(void) {
+    void *ctx;
+    uint32_t i, k;
+    if (!memobs_cuda__on() || !(ctx = memobs_cuda__cur_ctx())) return NULL;
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    if (memobs_cuda__g.queue) {
+        for (i = k = 0; i < memobs_cuda__g.npool; i++)
+            if (memobs_cuda__g.pool[i].ctx != ctx) memobs_cuda__g.pool[k++] = memobs_cuda__g.pool[i];
+        memobs_cuda__g.created -= memobs_cuda__g.npool - k;
+        memobs_cuda__g.npool = k;
+        /* the rings, compacted in order */
+        for (i = k = 0; i < memobs_cuda__g.n; i++) {
+            memobs_cuda__timed_t e = memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED];
+            if (e.ev.ctx == ctx) {
+                MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+                memobs_timed_in_flight(-1, -(int64_t)e.bytes);
+                memobs_cuda__g.created--;
+            } else {
+                memobs_cuda__g.queue[(memobs_cuda__g.head + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+            }
+        }
+        memobs_cuda__g.n = k;
+        for (i = k = 0; i < memobs_cuda__g.fn; i++) {
+            memobs_cuda__pfree_t e = memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED];
+            if (e.ev.ctx == ctx) {
+                memobs_track_free_settled(e.ptr);
+                memobs_cuda__g.created--;
+            } else {
+                memobs_cuda__g.frees[(memobs_cuda__g.fhead + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+            }
+        }
+        memobs_cuda__g.fn = k;
+    }
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    return ctx;
+}
+
+/* After a successful reset: the device's memory is gone; so is the
+   context (its address may come back for another device). */
+cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
+    memobs_alloc_info_t *a;
+    size_t n, i;
+    uint32_t k, j;
+    int device;
+    if (rc != cudaSuccess || !ctx) return rc;
+    device = memobs_cuda__ctx_device(ctx);
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    for (j = k = 0; j < memobs_cuda__g.nctx; j++)
+        if (memobs_cuda__g.ctxs[j].ctx != ctx) memobs_cuda__g.ctxs[k++] = memobs_cuda__g.ctxs[j];
+    memobs_cuda__g.nctx = k;
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    if (device < 0) return rc;
+    n = memobs_get_allocations(NULL, 0);
+    if (!n || (a = (memobs_alloc_info_t *)MEMOBS_MALLOC(n * sizeof *a)) == NULL) return rc;
+    n = memobs_get_allocations(a, n);
+    for (i = 0; i < n; i++)
+        if (a[i].device == device && (a[i].kind == MEMOBS_MEM_DEVICE || a[i].kind == MEMOBS_MEM_MANAGED))
+            memobs_track_free(a[i].ptr);
+    MEMOBS_FREE(a);
+    return rc;
 }
 
 /* ======================================================================== */
@@ -714,22 +1463,19 @@ cudaError_t memobs_cudaHostUnregister(void *ptr) {
 /* ======================================================================== */
 
 int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
-    size_t free_b = 0, total_b = 0;
-    int cur = 0;
-    cudaError_t rc;
+    uint64_t free_b = 0, total_b = 0;
+    int rc;
     if (!out) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info: NULL output");
         return MEMOBS_ERR_INVALID;
     }
     memset(out, 0, sizeof *out);
     out->device = device;
-    if ((rc = cudaGetDevice(&cur)) == cudaSuccess && (cur == device || (rc = cudaSetDevice(device)) == cudaSuccess)) {
-        rc = cudaMemGetInfo(&free_b, &total_b);
-        if (cur != device) (void)cudaSetDevice(cur);
-    }
-    if (rc != cudaSuccess) {
-        (void)cudaGetLastError();
-        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device, cudaGetErrorString(rc));
+    memobs_cuda__init();
+    if ((rc = memobs_cuda__devinfo(device, &free_b, &total_b)) == -2) return MEMOBS_ERR_INVALID;
+    if (rc != 0) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device,
+                    memobs_cuda__d.ok ? "the driver could not say" : "the CUDA driver was not found");
         return MEMOBS_ERR_IO;
     }
     out->driver_total = total_b;
@@ -744,17 +1490,25 @@ int memobs_cuda_print_mem(FILE *f) {
     int n = 0, d;
     char b1[32], b2[32], b3[32], b4[32];
     if (!f) return MEMOBS_ERR_INVALID;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        (void)cudaGetLastError();
-        n = 0;
-    }
+    memobs_cuda__init();
+    if (!memobs_cuda__drv() || !memobs_cuda__d.device_count || memobs_cuda__d.device_count(&n) != 0) n = 0;
     for (d = 0; d < n; d++) {
-        memobs_cuda_mem_t m;
-        if (memobs_cuda_mem_info(d, &m) != MEMOBS_OK) continue;
+        uint64_t fb = 0, tb = 0, tracked = memobs_track_device_bytes(d, NULL);
+        int64_t outside;
+        int rc = memobs_cuda__devinfo(d, &fb, &tb);
+        if (rc == -2) {
+            fprintf(f, "device %d: not used by this process (no CUDA context); not asked\n", d);
+            continue;
+        }
+        if (rc != 0) {
+            fprintf(f, "device %d: the driver could not say\n", d);
+            continue;
+        }
+        outside = (int64_t)(tb - fb) - (int64_t)tracked;
         fprintf(f, "device %d: driver used %s of %s; memobs tracks %s; outside memobs %s%s\n", d,
-                memobs_fmt_bytes(m.driver_used, b1, sizeof b1), memobs_fmt_bytes(m.driver_total, b2, sizeof b2),
-                memobs_fmt_bytes(m.tracked, b3, sizeof b3), m.outside < 0 ? "-" : "",
-                memobs_fmt_bytes((uint64_t)(m.outside < 0 ? -m.outside : m.outside), b4, sizeof b4));
+                memobs_fmt_bytes(tb - fb, b1, sizeof b1), memobs_fmt_bytes(tb, b2, sizeof b2),
+                memobs_fmt_bytes(tracked, b3, sizeof b3), outside < 0 ? "-" : "",
+                memobs_fmt_bytes((uint64_t)(outside < 0 ? -outside : outside), b4, sizeof b4));
     }
     return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
 }
@@ -765,35 +1519,27 @@ int memobs_cuda_set_oom_report(const char *dest) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_set_oom_report: destination is empty or too long; unchanged");
         return MEMOBS_ERR_INVALID;
     }
-    memobs_cuda__lock();
+    memobs_cuda__init();
+    pthread_mutex_lock(&memobs_cuda__g.lock);
     if (off) memobs_cuda__g.oom_dest[0] = 0;
     else strcpy(memobs_cuda__g.oom_dest, dest);
-    memobs_cuda__unlock();
+    pthread_mutex_unlock(&memobs_cuda__g.lock);
     return MEMOBS_OK;
 }
 
 uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.v); }
 
 /* The sampler's and Stormlog's view of a device (memobs.h's
-   memobs__devmem_fn): like memobs_cuda_mem_info, without a warning on
-   failure (a sampler would repeat it every tick). Installed at load time
-   (a pointer store, no CUDA call). */
+   memobs__devmem_fn): like memobs_cuda_mem_info, quietly (a sampler would
+   repeat a warning every tick), never creating a context. Installed at
+   load time (a pointer store, no CUDA call). */
 #ifndef MEMOBS_DISABLE
 static int memobs_cuda__devmem(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total) {
-    size_t free_b = 0, total_b = 0;
-    int cur = 0;
-    cudaError_t rc;
-    if ((rc = cudaGetDevice(&cur)) == cudaSuccess && (cur == device || (rc = cudaSetDevice(device)) == cudaSuccess)) {
-        rc = cudaMemGetInfo(&free_b, &total_b);
-        if (cur != device) (void)cudaSetDevice(cur);
-    }
-    if (rc != cudaSuccess || free_b > total_b) {
-        (void)cudaGetLastError();
-        return -1;
-    }
-    *used = total_b - free_b;
-    *free_bytes = free_b;
-    *total = total_b;
+    uint64_t fb = 0, tb = 0;
+    if (memobs_cuda__devinfo(device, &fb, &tb) != 0) return -1;
+    *used = tb - fb;
+    *free_bytes = fb;
+    *total = tb;
     return 0;
 }
 
@@ -942,6 +1688,7 @@ __attribute__((constructor)) static void memobs_cuda__nvtx_ctor(void) {
 #endif
 }
 #endif
+
 
 #ifdef __cplusplus
 } /* extern "C" */
