@@ -1,0 +1,808 @@
+/* memobs_cuda.h against the CUDA runtime's rules, as the double
+   (tests/cuda/cudart_double.c) enforces them: stream capture and graphs,
+   the runtime's last error, primary contexts, the three default streams,
+   synchronous vs async timing, cudaDeviceReset. Built by
+   tests/test_capture.sh as C11, C++17, under ASan+UBSan and TSan, and with
+   per-thread default streams (CUDA_API_PER_THREAD_DEFAULT_STREAM, as nvcc
+   --default-stream per-thread): the wrappers are inline, so stream 0 must
+   mean the per-thread stream there and the legacy stream elsewhere.
+
+   The double rejects what NVIDIA documents as illegal during a capture
+   (a query of a captured event, the legacy stream while a blocking stream
+   captures, "potentially unsafe" calls from a thread whose interaction
+   mode forbids them) by failing the call and invalidating the capture; so
+   a capture that ends with cudaSuccess here is one memobs did not break.
+   Its driver API functions (what memobs calls on its own) never touch the
+   runtime's last error, as the real driver's. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define MEMOBS_IMPLEMENTATION
+#include "../memobs_cuda.h"
+#include "cuda/cudart_double.h"
+#include "check.h"
+#include "memobs_test.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#ifndef TEST_SUITE
+#define TEST_SUITE "capture"
+#endif
+
+#define CHECK_ERR(expected, call) CHECK_U64((unsigned)(expected), (unsigned)(call))
+
+#ifdef __CUDART_API_PER_THREAD_DEFAULT_STREAM
+#define PTDS 1
+#define DEFAULT_KIND CUDADBL_STREAM_PER_THREAD
+#else
+#define PTDS 0
+#define DEFAULT_KIND CUDADBL_STREAM_LEGACY
+#endif
+
+static memobs_summary_t S;
+static void snap(void) { memobs_get_summary(&S); }
+static long calls(const char *fn) { return cudadbl_calls(fn); }
+
+static const memobs_xfer_t *xf(const memobs_dirs_t *d, memobs_dir_t dir) {
+    return dir == MEMOBS_DIR_H2D ? &d->h2d : dir == MEMOBS_DIR_D2H ? &d->d2h : &d->d2d;
+}
+#define CHECK_XFER(dirs, dir, bytes_, count_)      \
+    do {                                            \
+        CHECK_U64(bytes_, xf(&(dirs), dir)->bytes); \
+        CHECK_U64(count_, xf(&(dirs), dir)->count); \
+    } while (0)
+
+static uint64_t total_count(void) {
+    return S.total.h2d.count + S.total.d2h.count + S.total.d2d.count;
+}
+
+/* Each test starts here: the double's scripts back to the start (its
+   objects stay: memobs keeps its event pool), memobs' window reset, timing
+   off, unphased, device 0, no error pending. */
+static void fresh(void) {
+    cudadbl_reset_script();
+    cudadbl_complete_all();
+    (void)memobs_cuda_poll();
+    cudadbl_advance_clock(1000.0f);
+    memobs_enable(1);
+    memobs_cuda_set_timing(0);
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    (void)cudaSetDevice(0);
+    (void)cudaGetLastError();
+    memobs_reset();
+    cudadbl_reset_calls();
+}
+
+static memobs_cuda_graph_stats_t gstats(void) {
+    memobs_cuda_graph_stats_t g;
+    memset(&g, 0, sizeof g);
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_graph_stats(&g));
+    return g;
+}
+
+/* ======================================================================== */
+/* Contexts (first: the double's contexts are fresh)                        */
+/* ======================================================================== */
+
+/* print_mem, mem_info, the sampler and an out-of-memory report never give
+   a device a context the program did not. */
+static void test_no_context_created(void) {
+    FILE *f;
+    char *out;
+    void *p = NULL, *q = NULL;
+    memobs_cuda_mem_t m;
+    memobs_sample_t smp[2];
+    cudadbl_reset();
+    memobs_reset();
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(1));
+    /* before any runtime call: the driver is not even initialized */
+    f = tmpfile();
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_print_mem(f));
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(0) + (unsigned)cudadbl_contexts_created(1));
+    /* the program uses device 0 only */
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&p, 4096));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    rewind(f);
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_print_mem(f));
+    out = read_file(f);
+    fclose(f);
+    if (out) {
+        CHECK_HAS(out, "device 0: driver used 4.10 KB of 17.2 GB; memobs tracks 4.10 KB");
+        CHECK_HAS(out, "device 1: not used by this process (no CUDA context); not asked");
+        free(out);
+    }
+    log_count = 0;
+    memobs_set_log(capture_log, NULL);
+    CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_mem_info(1, &m)); /* quietly */
+    CHECK_U64(0, (unsigned)log_count);
+    memobs_set_log(NULL, NULL);
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(4096, m.driver_used);
+    CHECK_U64(4096, m.tracked);
+    /* the sampler asks the devices memobs saw memory on: a block that says
+       device 1 (recorded by hand) must not make memobs ask device 1 */
+    memobs_track_alloc_full((const void *)(uintptr_t)0x9000, 1 << 20, MEMOBS_MEM_DEVICE, 1, NULL, "manual", 0);
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_sample_now());
+    CHECK_U64(1, memobs_get_samples(smp, 2));
+    CHECK_U64(2, smp[0].ndev);
+    CHECK_U64(4096, smp[0].dev[0].used);
+    CHECK_U64(MEMOBS_UNKNOWN, smp[0].dev[1].used);
+    memobs_track_free((const void *)(uintptr_t)0x9000);
+    /* out of memory on device 0 */
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report("off"));
+    CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&q, (size_t)64 << 30));
+    CHECK_ERR(cudaErrorMemoryAllocation, cudaGetLastError());
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(1));
+    CHECK_U64(0, (unsigned)cudadbl_context_active(1));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(p));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report("stderr"));
+}
+
+/* ======================================================================== */
+/* Graphs                                                                   */
+/* ======================================================================== */
+
+/* A decode step captured once (with timing on: no event may go into the
+   capture) and launched 100 times: the capture succeeds, nothing counts
+   at capture, and each launch counts its copies in the launching thread's
+   phase; the counts equal the bytes the double moved. */
+static void test_graph_decode_step(void) {
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    char *h = NULL, *h2 = NULL, *d = NULL;
+    memobs_cuda_graph_stats_t gs;
+    int i;
+    long rec0;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 8192));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h2, 8192));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 16384));
+    memset(h, 7, 8192);
+    memobs_cuda_set_timing(1);
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    rec0 = calls("cuEventRecord");
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 4096, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h2, d, 1024, cudaMemcpyDeviceToHost, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy2DAsync(d + 8192, 64, d, 64, 32, 16, cudaMemcpyDeviceToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d + 12288, h, 100, cudaMemcpyDefault, s));
+    snap(); /* a summary during the capture: its poll must not break it */
+    CHECK_U64(0, total_count());
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0)); /* nothing recorded into the capture */
+    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
+    gs = gstats();
+    CHECK_U64(4, gs.captured_copies);
+    CHECK_U64(4096 + 1024 + 512 + 100, gs.captured_bytes);
+    CHECK_U64(1, gs.graphs);
+    CHECK_U64(0, gs.captures);
+    CHECK_U64(0, h2[0]); /* nothing moved at capture */
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    for (i = 0; i < 100; i++) CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_U64(7, h2[1023]); /* the launches moved the bytes */
+    snap();
+    CHECK_XFER(S.decode, MEMOBS_DIR_H2D, 100 * (4096 + 100), 200);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 100 * 1024, 100);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 100 * 512, 100);
+    CHECK_U64(0, S.prefill.h2d.count + S.prefill.d2h.count + S.prefill.d2d.count);
+    CHECK_U64(100, (unsigned long)cudadbl_graph_launches());
+    CHECK_U64((unsigned long)cudadbl_graph_copy_bytes(), S.total.h2d.bytes + S.total.d2h.bytes + S.total.d2d.bytes);
+    gs = gstats();
+    CHECK_U64(100, gs.launches);
+    CHECK_U64(400, gs.launched_copies);
+    CHECK_U64(0, gs.unknown_launches);
+    CHECK_U64(1, gs.execs);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    gs = gstats();
+    CHECK_U64(0, gs.graphs + gs.execs);
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h2));
+}
+
+/* Graphs in graphs, a graph memobs did not see instantiated, an
+   invalidated capture. */
+static void test_graph_nested_and_unknown(void) {
+    cudaStream_t s = NULL, s2 = NULL;
+    cudaGraph_t g = NULL, outer = NULL, bad = NULL;
+    cudaGraphExec_t x = NULL, xo = NULL, xu = NULL;
+    char *h = NULL, *d = NULL;
+    memobs_cuda_graph_stats_t gs;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 300, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiateWithFlags(&x, g, 0));
+    /* the inner graph launched into another capture, plus a copy */
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s2, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s2));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h, d, 50, cudaMemcpyDeviceToHost, s2));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s2, &outer));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&xo, outer, 0));
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(xo, s2));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+    snap();
+    CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 600, 2);
+    CHECK_XFER(S.prefill, MEMOBS_DIR_D2H, 50, 1);
+    CHECK_U64((unsigned long)cudadbl_graph_copy_bytes(), 650);
+    /* instantiated with the plain call: memobs does not know it */
+    CHECK_ERR(cudaSuccess, cudaGraphInstantiate(&xu, g, 0));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(xu, s));
+    gs = gstats();
+    CHECK_U64(1, gs.unknown_launches);
+    CHECK_U64(2, gs.launches);
+    snap();
+    CHECK_U64(3, total_count());
+    /* an invalidated capture: the user's own illegal call (a sync of the
+       capturing stream) breaks it; memobs forgets its copies */
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 10, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, memobs_cudaStreamEndCapture(s, &bad));
+    CHECK(bad == NULL);
+    gs = gstats();
+    CHECK_U64(0, gs.captures);
+    CHECK_U64(2, gs.graphs);
+    (void)cudaGetLastError();
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s2));
+    CHECK_ERR(cudaSuccess, cudaGraphExecDestroy(xu));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(xo));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(outer));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s2));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
+/* ======================================================================== */
+/* A capture in each mode while another thread records, polls, summarizes   */
+/* ======================================================================== */
+
+typedef struct {
+    cudaStream_t s;
+    char *h, *d;
+    int stop;          /* under mu */
+    long rounds;       /* under mu */
+    int bad;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} worker_t;
+
+static void *worker(void *arg) {
+    worker_t *w = (worker_t *)arg;
+    memobs_summary_t *sum = (memobs_summary_t *)calloc(1, sizeof *sum);
+    FILE *f = fopen("/dev/null", "w");
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        if (w->stop) {
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        pthread_mutex_unlock(&w->mu);
+        memobs_set_phase(MEMOBS_PHASE_DECODE);
+        w->bad |= memobs_cudaMemcpyAsync(w->d, w->h, 64, cudaMemcpyHostToDevice, w->s) != cudaSuccess;
+        w->bad |= memobs_cudaMemcpyAsync(w->h, w->d, 32, cudaMemcpyDeviceToHost, w->s) != cudaSuccess;
+        (void)cudadbl_complete_stream(w->s); /* the double's GPU gets there (not a CUDA call) */
+        (void)memobs_cuda_poll();
+        if (sum) memobs_get_summary(sum);
+        if (f) (void)memobs_write_prometheus(f);
+        pthread_mutex_lock(&w->mu);
+        w->rounds++;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (f) fclose(f);
+    free(sum);
+    return NULL;
+}
+
+static void capture_while_busy(enum cudaStreamCaptureMode mode) {
+    worker_t w;
+    pthread_t t;
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    char *h = NULL, *d = NULL;
+    long r0;
+    int i;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&w.s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&w.h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&w.d, 4096));
+    memobs_cuda_set_timing(1);
+    if (pthread_create(&t, NULL, worker, &w) != 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, mode));
+    pthread_mutex_lock(&w.mu);
+    r0 = w.rounds;
+    pthread_mutex_unlock(&w.mu);
+    for (i = 0; i < 20; i++) {
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 128, cudaMemcpyHostToDevice, s));
+        (void)memobs_cuda_poll(); /* the capturing thread polls too */
+    }
+    /* the worker makes three whole rounds while this capture is open */
+    pthread_mutex_lock(&w.mu);
+    while (w.rounds < r0 + 3) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
+    pthread_mutex_lock(&w.mu);
+    w.stop = 1;
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(t, NULL);
+    CHECK(!w.bad);
+    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+    memobs_reset();
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    snap();
+    CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 20 * 128, 20);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(w.s));
+    (void)memobs_cuda_poll();
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(w.s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(w.d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(w.h));
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+}
+
+static void test_capture_global_busy(void) {
+    fresh();
+    capture_while_busy(cudaStreamCaptureModeGlobal);
+}
+static void test_capture_thread_local_busy(void) {
+    fresh();
+    capture_while_busy(cudaStreamCaptureModeThreadLocal);
+}
+static void test_capture_relaxed_busy(void) {
+    fresh();
+    capture_while_busy(cudaStreamCaptureModeRelaxed);
+}
+
+/* The control: the same poll made with the runtime (what memobs did
+   before) breaks a global capture in the double. */
+static void test_runtime_query_breaks_capture(void) {
+    cudaStream_t s = NULL, s2 = NULL;
+    cudaEvent_t e = NULL;
+    cudaGraph_t g = NULL;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s2));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaEventQuery(e));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK_U64(1, (unsigned)cudadbl_captures_invalidated());
+    (void)cudaGetLastError();
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s2));
+}
+
+/* ======================================================================== */
+/* The runtime's last error                                                 */
+/* ======================================================================== */
+
+/* Every wrapper, with timing on, succeeding: returns what the runtime
+   returned, and the last error is e before and after. */
+static void every_wrapper(cudaError_t e) {
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    char *h = NULL, *h2 = NULL, *d = NULL, *m = NULL, *a = NULL, reg[256];
+    memobs_cuda_mem_t mi;
+    FILE *f = fopen("/dev/null", "w");
+#define LAST_IS(call)                                                  \
+    do {                                                               \
+        CHECK_ERR(cudaSuccess, call);                                  \
+        CHECK_ERR(e, cudaPeekAtLastError());                           \
+    } while (0)
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    LAST_IS(memobs_cudaMalloc((void **)&d, 8192));
+    LAST_IS(memobs_cudaMallocHost((void **)&h, 8192));
+    LAST_IS(memobs_cudaHostAlloc((void **)&h2, 8192, cudaHostAllocDefault));
+    LAST_IS(memobs_cudaMallocManaged((void **)&m, 4096, cudaMemAttachGlobal));
+    LAST_IS(memobs_cudaMallocAsync((void **)&a, 4096, s));
+    LAST_IS(memobs_cudaHostRegister(reg, sizeof reg, cudaHostRegisterDefault));
+    LAST_IS(memobs_cudaMemcpy(d, h, 100, cudaMemcpyHostToDevice));
+    LAST_IS(memobs_cudaMemcpy(h2, d, 100, cudaMemcpyDefault));
+    LAST_IS(memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
+    LAST_IS(memobs_cudaMemcpyAsync(h2, m, 100, cudaMemcpyDefault, s));
+    LAST_IS(memobs_cudaMemcpyAsync(d, reg, 100, cudaMemcpyDefault, 0));
+    LAST_IS(memobs_cudaMemcpy2D(d, 64, h, 64, 32, 8, cudaMemcpyHostToDevice));
+    LAST_IS(memobs_cudaMemcpy2DAsync(h, 64, d, 64, 32, 8, cudaMemcpyDeviceToHost, s));
+    LAST_IS(memobs_cudaMemcpyPeer(d + 4096, 0, d, 0, 100));
+    LAST_IS(memobs_cudaMemcpyPeerAsync(d + 4096, 0, d, 0, 100, s));
+    LAST_IS(memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    LAST_IS(memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
+    LAST_IS(memobs_cudaStreamEndCapture(s, &g));
+    LAST_IS(memobs_cudaGraphInstantiate(&x, g, 0));
+    LAST_IS(memobs_cudaGraphLaunch(x, s));
+    (void)memobs_cuda_poll(); /* a poll with nothing complete */
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_U64(0, (unsigned)cudadbl_complete_stream(s));
+    CHECK(memobs_cuda_poll() >= 0);
+    CHECK_ERR(e, cudaPeekAtLastError());
+    if (f) {
+        CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_print_mem(f));
+        CHECK_U64(MEMOBS_OK, (unsigned)memobs_write_summary(f, MEMOBS_FORMAT_TEXT));
+        fclose(f);
+    }
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &mi));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    LAST_IS(memobs_cudaGraphExecDestroy(x));
+    LAST_IS(memobs_cudaGraphDestroy(g));
+    LAST_IS(memobs_cudaFreeAsync(a, s));
+    LAST_IS(memobs_cudaHostUnregister(reg));
+    LAST_IS(memobs_cudaFree(m));
+    LAST_IS(memobs_cudaFreeHost(h2));
+    LAST_IS(memobs_cudaFreeHost(h));
+    LAST_IS(memobs_cudaFree(d));
+#undef LAST_IS
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    (void)memobs_cuda_poll();
+    CHECK_ERR(e, cudaPeekAtLastError());
+}
+
+static void test_last_error_untouched(void) {
+    static const char *const drv[] = {"cuEventRecord",        "cuEventQuery",          "cuEventCreate",
+                                      "cuEventElapsedTime",   "cuStreamGetCaptureInfo_v2", "cuPointerGetAttributes",
+                                      "cuMemGetInfo_v2",      "cuCtxPushCurrent_v2",   "cuStreamGetCtx"};
+    unsigned i;
+    fresh();
+    memobs_cuda_set_timing(1);
+    /* nothing pending before: nothing after */
+    every_wrapper(cudaSuccess);
+    /* an error of the program pending before: the same after */
+    CHECK_ERR(cudaErrorInvalidDevice, cudaSetDevice(99));
+    every_wrapper(cudaErrorInvalidDevice);
+    CHECK_ERR(cudaErrorInvalidDevice, cudaGetLastError());
+    /* memobs' own calls failing (its driver calls scripted to fail) leave
+       nothing behind either */
+    for (i = 0; i < sizeof drv / sizeof drv[0]; i++)
+        CHECK_U64(0, (unsigned)cudadbl_fail(drv[i], 1, 1000, (cudaError_t)1 /* CUDA_ERROR_INVALID_VALUE */));
+    every_wrapper(cudaSuccess);
+    CHECK(calls("cuEventRecord") > 1);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaErrorInvalidDevice, cudaSetDevice(99));
+    every_wrapper(cudaErrorInvalidDevice);
+    CHECK_ERR(cudaErrorInvalidDevice, cudaGetLastError());
+    cudadbl_reset_script();
+    /* a failing wrapped call leaves exactly the runtime's error */
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyAsync", 1, cudaErrorLaunchFailure));
+    {
+        char hb[16];
+        void *dp = NULL;
+        CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&dp, 16));
+        CHECK_ERR(cudaErrorLaunchFailure, memobs_cudaMemcpyAsync(dp, hb, 16, cudaMemcpyHostToDevice, 0));
+        CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
+        CHECK_ERR(cudaSuccess, cudaGetLastError());
+        CHECK_ERR(cudaSuccess, memobs_cudaFree(dp));
+    }
+    memobs_cuda_set_timing(0);
+}
+
+/* A sticky error (a device fault): the wrappers return it as the runtime
+   does; memobs neither clears nor adds. */
+static void test_sticky_error(void) {
+    char hb[64];
+    void *dp = NULL;
+    fresh();
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&dp, 64));
+    memobs_cuda_set_timing(1);
+    cudadbl_set_sticky(cudaErrorIllegalAddress);
+    CHECK_ERR(cudaErrorIllegalAddress, memobs_cudaMemcpyAsync(dp, hb, 64, cudaMemcpyHostToDevice, 0));
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGetLastError());
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGetLastError()); /* sticky */
+    CHECK(memobs_cuda_poll() >= 0);
+    snap();
+    CHECK_U64(0, total_count()); /* a failed copy counts nothing */
+    memobs_cuda_set_timing(0);
+    /* the double's state is gone for good: start it over (memobs' pool of
+       events is stale from here: its events fail and count untimed) */
+    cudadbl_reset();
+    memobs_reset();
+}
+
+/* ======================================================================== */
+/* Default streams                                                          */
+/* ======================================================================== */
+
+/* Stream 0 means the per-thread default stream in a per-thread build and
+   the legacy stream otherwise, for the copy and for memobs' events. */
+static void test_default_streams(void) {
+    char *h = NULL, *d = NULL;
+    cudadbl_call_t c;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    fresh();
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    memobs_cuda_set_timing(1);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 256, cudaMemcpyHostToDevice, 0));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpyAsync", &c));
+    CHECK_U64(DEFAULT_KIND, (unsigned)c.stream_kind);
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cuEventRecord", &c));
+    CHECK_U64(DEFAULT_KIND, (unsigned)c.stream_kind);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy(h, d, 256, cudaMemcpyDeviceToHost));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpy", &c));
+    CHECK_U64(DEFAULT_KIND, (unsigned)c.stream_kind);
+    /* the timed copy's end event completes with its own stream */
+    CHECK_U64(0, (unsigned)cudadbl_complete_stream(PTDS ? cudaStreamPerThread : cudaStreamLegacy));
+    (void)memobs_cuda_poll();
+    snap();
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
+    memobs_cuda_set_timing(0);
+    /* a capture of stream 0 works where stream 0 is the per-thread stream
+       (the legacy stream cannot be captured: the wrapper fails as the
+       runtime does) */
+    if (PTDS) {
+        CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal));
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, 0));
+        CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(0, &g));
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+        memobs_reset();
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, 0));
+        snap();
+        CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 64, 1);
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    } else {
+        CHECK_ERR(cudaErrorStreamCaptureUnsupported, memobs_cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal));
+        CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaGetLastError());
+    }
+    CHECK_ERR(cudaSuccess, cudaDeviceSynchronize());
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
+/* In a legacy build, an async copy on stream 0 while a blocking stream
+   captures is illegal for the program itself; memobs records no event
+   into the legacy stream before that copy and adds no failure of its own:
+   the capture breaks exactly as it does without memobs. */
+static void test_legacy_stream_during_capture(void) {
+    cudaStream_t s = NULL, nb = NULL;
+    cudaGraph_t g = NULL;
+    char *h = NULL, *d = NULL;
+    long rec0;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    memobs_cuda_set_timing(1);
+    /* a non-blocking stream's capture leaves the legacy stream usable */
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(nb, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(nb, &g));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    g = NULL;
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    rec0 = calls("cuEventRecord");
+    CHECK_ERR(cudaErrorStreamCaptureImplicit,
+              memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0));
+    CHECK_ERR(cudaErrorStreamCaptureImplicit, cudaGetLastError());
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, memobs_cudaStreamEndCapture(s, &g));
+    (void)cudaGetLastError();
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaDeviceSynchronize());
+    (void)memobs_cuda_poll();
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(nb));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
+/* ======================================================================== */
+/* Timing: synchronous on the host clock, async on events right around      */
+/* ======================================================================== */
+
+static void test_timing_sync_vs_async(void) {
+    cudaStream_t s = NULL;
+    char *h = NULL, *d = NULL;
+    long rec0;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 8192));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 8192));
+    memobs_cuda_set_timing(1);
+    cudadbl_set_copy_time(2.0f, 0); /* 2 ms of device time per copy */
+    /* earlier work on the stream: its time is not the copy's */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 0, 8192, s));
+    cudadbl_advance_clock(5.0f);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 4096, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyPeer(d + 4096, 0, d, 0, 1024));
+    rec0 = calls("cuEventRecord");
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy(h, d, 2048, cudaMemcpyDeviceToHost));
+    CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0)); /* the host clock times a synchronous copy */
+    cudadbl_complete_all();
+    (void)memobs_cuda_poll();
+    snap();
+    CHECK_U64(2000000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].ns); /* the copy alone */
+    CHECK_U64(4096, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].bytes);
+    CHECK_U64(2000000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2D].ns);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
+    CHECK_U64(2048, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].bytes);
+    CHECK_U64(0, S.timed_in_flight_copies);
+    cudadbl_set_copy_time(0, 0);
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
+/* ======================================================================== */
+/* cudaDeviceReset                                                          */
+/* ======================================================================== */
+
+static void test_device_reset(void) {
+    cudaStream_t s = NULL, s1 = NULL;
+    char *h = NULL, *d = NULL, *a = NULL, *d1 = NULL;
+    uint64_t untimed0;
+    long created;
+    cudadbl_call_t c;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s1));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d1, 1000));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocAsync((void **)&a, 2048, s));
+    memobs_cuda_set_timing(1);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 200, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeAsync(a, s));
+    snap();
+    CHECK_U64(2, S.timed_in_flight_copies);
+    untimed0 = memobs_cuda_untimed();
+    CHECK_ERR(cudaSuccess, memobs_cudaDeviceReset());
+    CHECK_U64(2, memobs_cuda_untimed() - untimed0);
+    snap();
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(0, S.timed_in_flight_bytes);
+    CHECK_U64(0, memobs_track_device_bytes(0, NULL)); /* the device's blocks are gone */
+    CHECK_U64(1000, memobs_track_device_bytes(1, NULL));
+    /* pinned memory of the reset device's context went too (the double
+       frees it); memobs keeps pinned blocks (device -1): taken out here by
+       hand so the test leaves nothing */
+    memobs_track_free(h);
+    /* memobs' events of the old context are not touched again: a new
+       timed copy makes new ones in the new context, and a poll queries
+       only live events */
+    created = calls("cuEventCreate");
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 300, cudaMemcpyHostToDevice, s));
+    CHECK_U64(2, (unsigned)(calls("cuEventCreate") - created));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_U64(1, (unsigned)memobs_cuda_poll());
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cuEventQuery", &c));
+    CHECK_U64(0, (unsigned)c.result);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d1));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s1));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_U64(0, memobs_get_allocations(NULL, 0));
+}
+
+/* ======================================================================== */
+/* Frees hold no memobs lock across the runtime                             */
+/* ======================================================================== */
+
+/* Threads free and allocate same-size blocks with address reuse on: a
+   block handed out again before its free's bookkeeping ends must stay
+   tracked (the free marked it pending first; the new allocation retires
+   that mark), and failed frees take their mark back. */
+static void *reuse_worker(void *arg) {
+    int i, *bad = (int *)arg;
+    for (i = 0; i < 300; i++) {
+        void *p = NULL;
+        if (memobs_cudaMalloc(&p, 4096) != cudaSuccess) {
+            *bad = 1;
+            continue;
+        }
+        if (!memobs_get_allocations(NULL, 0)) *bad = 1;
+        if (memobs_cudaFree(p) != cudaSuccess) *bad = 1;
+    }
+    return NULL;
+}
+
+static void test_free_reuse_threads(void) {
+    pthread_t t[4];
+    int bad[4] = {0, 0, 0, 0}, i;
+    void *p = NULL;
+    fresh();
+    cudadbl_set_reuse(1);
+    for (i = 0; i < 4; i++) CHECK_U64(0, (unsigned)pthread_create(&t[i], NULL, reuse_worker, &bad[i]));
+    for (i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    for (i = 0; i < 4; i++) CHECK(!bad[i]);
+    CHECK_U64(0, memobs_get_allocations(NULL, 0));
+    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    /* a failed free keeps the block tracked, not pending */
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&p, 64));
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaFree", 1, cudaErrorLaunchFailure));
+    CHECK_ERR(cudaErrorLaunchFailure, memobs_cudaFree(p));
+    CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
+    {
+        memobs_alloc_info_t ai[2];
+        CHECK_U64(1, memobs_get_allocations(ai, 2));
+        CHECK(ai[0].ptr == p);
+        CHECK_U64(0, (unsigned)ai[0].pending_free);
+    }
+    snap();
+    CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].pending_frees);
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(p));
+    CHECK_U64(0, memobs_get_allocations(NULL, 0));
+    cudadbl_set_reuse(0);
+}
+
+int main(void) {
+    check__suite = TEST_SUITE;
+    cudadbl_reset();
+    RUN(test_no_context_created); /* first: contexts fresh */
+    RUN(test_graph_decode_step);
+    RUN(test_graph_nested_and_unknown);
+    RUN(test_capture_global_busy);
+    RUN(test_capture_thread_local_busy);
+    RUN(test_capture_relaxed_busy);
+    RUN(test_runtime_query_breaks_capture);
+    RUN(test_last_error_untouched);
+    RUN(test_default_streams);
+    if (!PTDS) RUN(test_legacy_stream_during_capture);
+    RUN(test_timing_sync_vs_async);
+    RUN(test_free_reuse_threads);
+    RUN(test_device_reset);
+    RUN(test_sticky_error); /* last but one: it resets the double */
+    cudadbl_reset();
+    return CHECK_DONE();
+}
