@@ -149,7 +149,7 @@ static void test_copy_explicit_kinds(void) {
     CHECK_XFER(S.total, MEMOBS_DIR_D2H, 307, 2);
     CHECK_XFER(S.total, MEMOBS_DIR_D2D, 300, 1);
     CHECK_U64(6, calls("cudaMemcpy"));
-    CHECK_U64(0, calls("cudaPointerGetAttributes")); /* explicit kinds: never asked */
+    CHECK_U64(0, calls("cuPointerGetAttributes")); /* explicit kinds: never asked */
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CHECK_ERR(cudaSuccess, cudaFree(d));
     CHECK_ERR(cudaSuccess, cudaFree(d2));
@@ -195,7 +195,7 @@ static void test_copy_async_2d_peer(void) {
     CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 128, 1);
     CHECK_XFER(S.unphased, MEMOBS_DIR_D2D, 100, 1);
     CHECK_XFER(S.total, MEMOBS_DIR_D2D, 228, 2);
-    CHECK_U64(0, calls("cudaPointerGetAttributes"));
+    CHECK_U64(0, calls("cuPointerGetAttributes"));
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
     CHECK_ERR(cudaSuccess, cudaFree(d));
@@ -244,7 +244,7 @@ static void test_copy_default_kind(void) {
     CHECK_XFER(S.total, MEMOBS_DIR_D2H, 11, 3);
     CHECK_XFER(S.total, MEMOBS_DIR_D2D, 325, 3);
     /* 12 default copies: each side asked, at most once per copy */
-    q = calls("cudaPointerGetAttributes");
+    q = calls("cuPointerGetAttributes");
     CHECK(q >= 12 && q <= 24);
     CHECK_ERR(cudaSuccess, cudaGetLastError());
 
@@ -893,10 +893,11 @@ static void test_timing(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 1000, cudaMemcpyHostToDevice, s)); /* t0 .. t0+0.5 */
     memobs_set_phase(MEMOBS_PHASE_DECODE);
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h, d, 3000, cudaMemcpyDeviceToHost, s)); /* .. t0+1 */
-    CHECK_U64(2, calls("cudaEventRecord") / 2);
+    CHECK_U64(2, calls("cuEventRecord") / 2);
     CHECK_U64(0, (unsigned)memobs_cuda_poll());
     /* without waiting: memobs never synchronizes */
-    CHECK_U64(0, calls("cudaEventSynchronize") + calls("cudaStreamSynchronize") + calls("cudaDeviceSynchronize"));
+    CHECK_U64(0, calls("cudaEventSynchronize") + calls("cudaStreamSynchronize") + calls("cudaDeviceSynchronize") +
+                     calls("cuEventSynchronize"));
     snap(); /* polls too: nothing complete yet */
     CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 1000, 1); /* counted when issued */
     CHECK_U64(0, timed_count());
@@ -920,11 +921,11 @@ static void test_timing(void) {
 
     /* issue order: a later copy done first waits for the earlier one */
     memobs_set_phase(MEMOBS_PHASE_NONE);
-    created = calls("cudaEventCreate") + calls("cudaEventCreateWithFlags");
+    created = calls("cuEventCreate");
     cudadbl_set_copy_time(0.25f, 0);
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpy2DAsync(d, 64, h, 64, 10, 20, cudaMemcpyHostToDevice, s2));
-    CHECK_U64(0, calls("cudaEventCreate") + calls("cudaEventCreateWithFlags") - created); /* pooled */
+    CHECK_U64(0, calls("cuEventCreate") - created); /* pooled */
     CHECK_U64(0, (unsigned)cudadbl_complete_stream(s2));
     CHECK_U64(0, (unsigned)memobs_cuda_poll());
     CHECK_U64(0, (unsigned)cudadbl_complete_stream(s));
@@ -943,17 +944,17 @@ static void test_timing(void) {
     CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
     cudadbl_complete_all();
     snap();
-    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count); /* synchronous: the host clock */
     CHECK_U64(2000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].bytes);
-    CHECK_U64(250000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].ns);
-    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2D].count);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2D].count); /* peer: events on the legacy stream */
+    CHECK_U64(250000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2D].ns);
     CHECK_U64(6, timed_count());
     CHECK_U64(0, S.timed_in_flight_copies);
     CHECK_U64(untimed0, memobs_cuda_untimed());
     CHECK_XFER(S.total, MEMOBS_DIR_H2D, 1300, 3);
 
     /* a full queue: copies still counted, not timed */
-    created = calls("cudaEventCreate") + calls("cudaEventCreateWithFlags");
+    created = calls("cuEventCreate");
     {
         int i;
         for (i = 0; i < MEMOBS_CUDA_MAX_TIMED + 3; i++)
@@ -965,9 +966,9 @@ static void test_timing(void) {
     CHECK_U64(MEMOBS_CUDA_MAX_TIMED + 3, inflight + memobs_cuda_untimed() - untimed0);
     CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 300 + 10 * (MEMOBS_CUDA_MAX_TIMED + 3), 2 + MEMOBS_CUDA_MAX_TIMED + 3);
     /* at most MEMOBS_CUDA_MAX_TIMED pairs ever exist */
-    CHECK(calls("cudaEventCreate") + calls("cudaEventCreateWithFlags") - created <= 2 * MEMOBS_CUDA_MAX_TIMED);
+    CHECK(calls("cuEventCreate") - created <= 2 * MEMOBS_CUDA_MAX_TIMED);
     CHECK(cudadbl_live_events() <= 2 * MEMOBS_CUDA_MAX_TIMED);
-    CHECK_U64(0, calls("cudaEventDestroy"));
+    CHECK_U64(0, calls("cuEventDestroy_v2"));
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
     CHECK_U64(inflight, (unsigned)memobs_cuda_poll());
     snap();
@@ -991,7 +992,7 @@ static void test_timing(void) {
     CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_timing(0));
     cudadbl_reset_calls();
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 10, cudaMemcpyHostToDevice, s));
-    CHECK_U64(0, calls("cudaEventRecord"));
+    CHECK_U64(0, calls("cuEventRecord"));
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
@@ -1114,7 +1115,7 @@ static void test_threads(void) {
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].live);
     CHECK_U64(0, S.track.frees_unknown + S.track.frees_double + S.track.allocs_duplicate);
     /* asked for the Default copies only: each side at most once */
-    CHECK(calls("cudaPointerGetAttributes") >= NTHREADS * ITERS && calls("cudaPointerGetAttributes") <= 2 * NTHREADS * ITERS);
+    CHECK(calls("cuPointerGetAttributes") >= NTHREADS * ITERS && calls("cuPointerGetAttributes") <= 2 * NTHREADS * ITERS);
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].pending_frees);
     memobs_cuda_set_timing(0);
     cudadbl_set_reuse(0);
@@ -1306,7 +1307,7 @@ static void mode_timing_env(void) {
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, 0));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 32, cudaMemcpyHostToDevice, 0));
-    CHECK_U64(4, calls("cudaEventRecord"));
+    CHECK_U64(4, calls("cuEventRecord"));
     CHECK_ERR(cudaSuccess, cudaDeviceSynchronize());
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 16, cudaMemcpyHostToDevice, 0)); /* stays in flight */
     if (arg_path) CHECK_U64(MEMOBS_OK, (unsigned)memobs_write_summary_file(arg_path, MEMOBS_FORMAT_JSON));
@@ -1319,8 +1320,8 @@ static void mode_timing_off(void) {
     char h[64], *d = NULL;
     CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 64));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, 0));
-    CHECK_U64(0, calls("cudaEventRecord"));
-    CHECK_U64(0, calls("cudaEventCreate"));
+    CHECK_U64(0, calls("cuEventRecord"));
+    CHECK_U64(0, calls("cuEventCreate"));
     CHECK_ERR(cudaSuccess, cudaFree(d));
     cudadbl_reset();
 }
@@ -1361,7 +1362,7 @@ static void test_compiled_out(void) {
     CHECK(no_transfers());
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].allocs);
     CHECK_U64(0, nlive());
-    CHECK_U64(0, calls("cudaEventRecord"));
+    CHECK_U64(0, calls("cuEventRecord"));
     CHECK_U64(0, cudadbl_live(CUDADBL_ALL, NULL));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
     cudadbl_reset();

@@ -19,7 +19,7 @@ W="-Wall -Wextra -Werror -I. -I$CUDA_INC"
 
 . tests/lib.sh # a clean environment, sanitizer options
 unset MEMOBS_PY_PRIORITY MEMOBS_PY_SKIP MEMOBS_PY_ROOT MEMOBS_PY_FRAMES MEMOBS_PY_HEAD MEMOBS_PY_TAIL \
-    MEMOBS_PY_SOURCE_WIDTH MEMOBS_PY_TAKE_GIL MEMOBS_TORCH_SYNC MEMOBS_TORCH_TAKE_GIL
+    MEMOBS_PY_SOURCE_WIDTH MEMOBS_PY_TAKE_GIL MEMOBS_TORCH_SYNC MEMOBS_TORCH_TAKE_GIL MEMOBS_TORCH_STREAM_ORDERED
 
 ok() { echo "ok - torch-alloc: $1"; }
 bad() { echo "not ok - torch-alloc: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
@@ -72,14 +72,18 @@ rc=0
 ROOT="MEMOBS_PY_ROOT=$PWD/tests/python"
 if build c99 "$CC" -std=c99; then
     SO="$PWD/$B/libmemobs_torch_alloc_c99.so"
-    check main "$SO" "" "$ROOT"
-    check nogil "$SO" "" "$ROOT" MEMOBS_TORCH_TAKE_GIL=0
-    check sync "$SO" "" "$ROOT" MEMOBS_TORCH_SYNC=1
-    check env "$SO" "" MEMOBS_PEAK_MIN=1M MEMOBS_PEAK_GROWTH=0
-    check off "$SO" "" MEMOBS_PEAK_REPORT=0 MEMOBS_TORCH_SYNC=maybe MEMOBS_PY_PRIORITY=
+    SO_ORD=MEMOBS_TORCH_STREAM_ORDERED=1
+    check main "$SO" "" "$ROOT" $SO_ORD
+    check nogil "$SO" "" "$ROOT" MEMOBS_TORCH_TAKE_GIL=0 $SO_ORD
+    check sync "$SO" "" "$ROOT"
+    check sync "$SO" "MEMOBS_TORCH_SYNC=1: " "$ROOT" MEMOBS_TORCH_SYNC=1 $SO_ORD
+    check hazard "$SO" "" "$ROOT"
+    check hazard_ordered "$SO" "" "$ROOT" $SO_ORD
+    check env "$SO" "" MEMOBS_PEAK_MIN=1M MEMOBS_PEAK_GROWTH=0 $SO_ORD
+    check off "$SO" "" MEMOBS_PEAK_REPORT=0 MEMOBS_TORCH_SYNC=maybe MEMOBS_PY_PRIORITY= $SO_ORD
 fi
 if build c++17 "$CXX" -x c++ -std=c++17; then
-    check main "$PWD/$B/libmemobs_torch_alloc_c++17.so" "c++17 build: " "$ROOT"
+    check main "$PWD/$B/libmemobs_torch_alloc_c++17.so" "c++17 build: " "$ROOT" MEMOBS_TORCH_STREAM_ORDERED=1
 fi
 
 # What `make torch-alloc` builds: the real runtime, Python's symbols left to

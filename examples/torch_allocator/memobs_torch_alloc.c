@@ -16,12 +16,11 @@
    WHAT IT DOES
      memobs_torch_malloc(size, device, stream): makes `device` current if it
        is not (and restores the caller's device after), then allocates with
+       memobs_cudaMalloc, or, with MEMOBS_TORCH_STREAM_ORDERED=1, with
        memobs_cudaMallocAsync on `stream`, the stream PyTorch passes (its
-       current stream: stream-ordered allocation is what PyTorch's own
-       caching expects of a block), or memobs_cudaMalloc when
-       MEMOBS_TORCH_SYNC=1. The wrapper records the block in the tracker:
-       kind device, its device and stream, the calling thread's phase, and
-       the Python stack from memobs_python.h's tag provider. size 0 gives
+       current stream). The wrapper records the block in the tracker: kind
+       device, its device and stream, the calling thread's phase, and the
+       Python stack from memobs_python.h's tag provider. size 0 gives
        NULL (what PyTorch's caching allocator gives). A failure gives NULL:
        out of memory first writes memobs_cuda.h's flight recorder (summary
        and live block table, with stacks); any other error is logged
@@ -30,15 +29,36 @@
        PyTorch's CUDAPluggableAllocator does not check for NULL in every
        version: a failed allocation may surface later as an illegal memory
        access; the flight recorder's report comes first.
-     memobs_torch_free(ptr, size, device, stream): memobs_cudaFreeAsync on
-       the stream of the allocation (the block stays in the tracker as
-       "free pending" until the stream gets there), or memobs_cudaFree.
-       NULL is ignored (newer PyTorch calls the free function for NULL
-       blocks too). An error is logged, never fatal; cudaErrorCudartUnloading
-       (tensors freed after the CUDA runtime shut down at exit) is ignored.
+     memobs_torch_free(ptr, size, device, stream): memobs_cudaFree, or with
+       MEMOBS_TORCH_STREAM_ORDERED=1 memobs_cudaFreeAsync on the stream of
+       the allocation (the block stays in the tracker as "free pending"
+       until the stream gets there). NULL is ignored (newer PyTorch calls
+       the free function for NULL blocks too). An error is logged, never
+       fatal; cudaErrorCudartUnloading (tensors freed after the CUDA
+       runtime shut down at exit) is ignored.
      If cudaMallocAsync is not supported (cudaErrorNotSupported: a device
        without memory pools), the library says so once and allocates and
        frees with cudaMalloc/cudaFree from then on.
+
+   WHICH FREE: SAFE BY DEFAULT
+     PyTorch's own caching allocator remembers every stream a tensor was
+     used on (Tensor.record_stream) and reuses its block only after those
+     streams got there. record_stream never reaches a pluggable allocator:
+     the free function only hears of the allocation's stream. So a tensor
+     that another stream still reads (an NCCL all-reduce, a side-stream
+     copy) would, with a stream-ordered free on the allocation stream, be
+     handed out again while that stream reads it: silent corruption.
+     The default, cudaFree, is safe: it waits for the whole device before
+     the memory can be reused. Its cost: every free of a tensor stalls the
+     freeing thread until all work queued on the device is done (a
+     synchronization per free; PyTorch frees often), so an inference loop
+     loses the overlap of its CPU and GPU work.
+     MEMOBS_TORCH_STREAM_ORDERED=1 frees with cudaFreeAsync on the
+     allocation stream instead: no synchronization, the memory pool reuses
+     blocks in stream order, as fast as PyTorch's own allocator, and
+     correct only for a program that uses every tensor on the stream that
+     allocated it (or synchronizes that stream with the others itself
+     before the tensor dies).
 
    PYTHON STACKS AND THE GIL
      A capture can read a thread's Python frames only while that thread
@@ -55,18 +75,23 @@
      lock held, and the GIL is given back before the wrapper is called; the
      tag provider this library installs hands the tracker those frames
      (memobs_py_format writes them, as memobs_py_install's provider would).
-     Taking the GIL inside the wrapper, which holds its lock, could
-     deadlock: a thread that holds the GIL and frees a tensor (common in
-     PyTorch) waits for that lock, while the allocating thread holding it
-     waits for the GIL. The cost
+     Taking the GIL inside the tracker, which holds a stripe lock while it
+     records, could deadlock: a thread that holds the GIL and frees a
+     tensor (common in PyTorch) waits for that lock, while the allocating
+     thread holding it waits for the GIL. The cost
      of taking the GIL: an allocation waits for it while another Python
      thread runs (up to the switch interval, 5 ms by default), and a
      program whose GIL holder waits for an allocating thread would
      deadlock (set MEMOBS_TORCH_TAKE_GIL=0 there).
 
    ENVIRONMENT (read when the library is loaded)
-     MEMOBS_TORCH_SYNC=0|1     1: cudaMalloc/cudaFree instead of the
-                               stream-ordered calls (default 0).
+     MEMOBS_TORCH_STREAM_ORDERED=0|1
+                               1: cudaMallocAsync/cudaFreeAsync on PyTorch's
+                               stream (fast; see WHICH FREE for the hazard).
+                               Default 0: cudaMalloc/cudaFree (safe).
+     MEMOBS_TORCH_SYNC=0|1     the older spelling, inverted: where set, 1
+                               means cudaMalloc/cudaFree and 0 the
+                               stream-ordered calls.
      MEMOBS_TORCH_TAKE_GIL=0|1 take the GIL for the capture, as above
                                (default 1; when unset, MEMOBS_PY_TAKE_GIL
                                decides if it is set).
@@ -121,7 +146,8 @@ MEMOBS_TORCH_EXPORT int memobs_torch_report(const char *path);
 /* ======================================================================== */
 
 static struct {
-    int sync;     /* 1: cudaMalloc/cudaFree; set at load, or once when async is not supported */
+    int sync;     /* 1: cudaMalloc/cudaFree (the default); 0: stream-ordered (MEMOBS_TORCH_STREAM_ORDERED=1);
+                     set at load, and to 1 once when async is not supported */
     int take_gil; /* 1: take the GIL for a Python thread that released it */
 } memobs_torch__g;
 
@@ -168,7 +194,8 @@ __attribute__((constructor)) static void memobs_torch__load(void) {
     memobs_py_config_t c;
     memobs_tag_provider_t p;
     memobs_init(); /* memobs' environment first, whatever order the constructors run in */
-    memobs_torch__g.sync = memobs_torch__env_bool("MEMOBS_TORCH_SYNC", 0);
+    memobs_torch__g.sync =
+        memobs_torch__env_bool("MEMOBS_TORCH_SYNC", !memobs_torch__env_bool("MEMOBS_TORCH_STREAM_ORDERED", 0));
 
     /* memobs_py_install(NULL), except that the capture is ours (see PYTHON
        STACKS AND THE GIL): the GIL is taken by memobs_torch_malloc. */

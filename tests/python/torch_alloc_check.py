@@ -14,7 +14,10 @@ bindings do before an operator runs, so CDLL is the PyTorch case.
 usage: torch_alloc_check.py MODE LIBRARY SCRATCH_DIR [LABEL]
   MODE   main   default environment (the shell sets MEMOBS_PY_ROOT)
          nogil  MEMOBS_TORCH_TAKE_GIL=0
-         sync   MEMOBS_TORCH_SYNC=1
+         sync   the default (cudaMalloc/cudaFree), or MEMOBS_TORCH_SYNC=1
+         hazard          the default: a tensor another stream still reads
+         hazard_ordered  MEMOBS_TORCH_STREAM_ORDERED=1: the same tensor
+  (the shell adds MEMOBS_TORCH_STREAM_ORDERED=1 to main, nogil, env, off)
          env    MEMOBS_PEAK_MIN=1M MEMOBS_PEAK_GROWTH=0, no MEMOBS_PY_ROOT
          off    MEMOBS_PEAK_REPORT=0 MEMOBS_TORCH_SYNC=maybe MEMOBS_PY_PRIORITY=
   LABEL  put before each check name (e.g. "c++17 build: ")
@@ -106,6 +109,11 @@ def declare(lib):
         "cudadbl_lookup": (c.c_int, [c.c_void_p, c.POINTER(c.c_void_p), c.POINTER(c.c_size_t),
                                      c.POINTER(c.c_int), c.POINTER(c.c_int)]),
         "cudadbl_complete_all": (None, []),
+        "cudaMemcpyAsync": (c.c_int, [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int, c.c_void_p]),
+        "cudadbl_hazards": (c.c_long, []),
+        "cudadbl_complete_stream": (c.c_int, [c.c_void_p]),
+        "cudadbl_pending": (c.c_long, [c.c_void_p]),
+        "cudadbl_set_reuse": (None, [c.c_int]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -466,13 +474,52 @@ def run_sync():
     m, a = LIB.cudadbl_calls(b"cudaMalloc"), LIB.cudadbl_calls(b"cudaMallocAsync")
     p = fake_model.FakeModel(make_empty(NOGIL.memobs_torch_malloc), 0, s).serve(4096)
     info = allocations().get(p)
-    check("MEMOBS_TORCH_SYNC=1: cudaMalloc, tracked as device memory with its stack",
+    check("cudaMalloc, tracked as device memory with its stack",
           p and LIB.cudadbl_calls(b"cudaMalloc") == m + 1 and LIB.cudadbl_calls(b"cudaMallocAsync") == a and
           info and info.kind == MEM_DEVICE and info.device == 0 and
           trace_lines(p) == model_frames(["serve", "forward", "attention", "device_empty"], True))
     LIB.memobs_torch_free(p, 4096, 0, s)
-    check("MEMOBS_TORCH_SYNC=1: cudaFree, gone at once", p not in allocations() and
+    check("cudaFree, gone at once", p not in allocations() and
           LIB.cudadbl_calls(b"cudaFree") == 1 and LIB.cudadbl_calls(b"cudaFreeAsync") == 0)
+
+
+def side_stream_case():
+    """A tensor allocated on stream a is read by a copy on side stream b
+    (still pending: the GPU has not got there), then freed, as PyTorch frees
+    it: with a's stream only. Stream a gets there and the same size is
+    allocated again. Returns (hazards the double saw: memory released or
+    handed out while b still read it; ops of b pending after the free)."""
+    n = 1 << 20
+    a, b = new_stream(), new_stream()
+    LIB.cudadbl_set_reuse(1)
+    host = ctypes.create_string_buffer(n)
+    p = NOGIL.memobs_torch_malloc(n, 0, a)
+    assert p and LIB.cudaMemcpyAsync(ctypes.addressof(host), p, n, 2, b) == 0  # D2H on b
+    h0 = LIB.cudadbl_hazards()
+    NOGIL.memobs_torch_free(p, n, 0, a)
+    pending_b = LIB.cudadbl_pending(b)
+    LIB.cudadbl_complete_stream(a)
+    q = NOGIL.memobs_torch_malloc(n, 0, a)
+    hz = LIB.cudadbl_hazards() - h0
+    settle()
+    NOGIL.memobs_torch_free(q, n, 0, a)
+    settle()
+    LIB.cudadbl_set_reuse(0)
+    return hz, pending_b
+
+
+def run_hazard():
+    hz, pending_b = side_stream_case()
+    check("default (cudaFree): a tensor a side stream still reads waits for that stream before its memory "
+          "can be reused: no hazard", hz == 0 and pending_b == 0,
+          "hazards %d, side stream ops pending after the free %d" % (hz, pending_b))
+
+
+def run_hazard_ordered():
+    hz, pending_b = side_stream_case()
+    check("MEMOBS_TORCH_STREAM_ORDERED=1: the documented hazard: the block is released and handed out again "
+          "while the side stream still reads it", hz >= 1 and pending_b == 1,
+          "hazards %d, side stream ops pending after the free %d" % (hz, pending_b))
 
 
 def run_env():
@@ -507,6 +554,7 @@ def run_off():
 
 
 if __name__ == "__main__":
-    {"main": run_main, "nogil": run_nogil, "sync": run_sync, "env": run_env, "off": run_off}[MODE]()
+    {"main": run_main, "nogil": run_nogil, "sync": run_sync, "env": run_env, "off": run_off,
+     "hazard": run_hazard, "hazard_ordered": run_hazard_ordered}[MODE]()
     sys.stdout.flush()
     sys.exit(FAILED)
