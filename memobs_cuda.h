@@ -323,6 +323,12 @@ MEMOBS_API cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, i
 MEMOBS_API void *memobs_cuda__reset_pre(void);
 MEMOBS_API cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx);
 
+#ifdef __cplusplus
+#define MEMOBS_CUDA__U64(x) static_cast<uint64_t>(x)
+#else
+#define MEMOBS_CUDA__U64(x) ((uint64_t)(x))
+#endif
+
 /* Stream 0 as the caller's translation unit means it. */
 #ifdef __CUDART_API_PER_THREAD_DEFAULT_STREAM
 #define MEMOBS_CUDA__STREAM(s) ((s) ? (s) : cudaStreamPerThread)
@@ -336,7 +342,7 @@ MEMOBS_API cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx);
 
 static inline cudaError_t memobs_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
     memobs_cuda__op_t op;
-    memobs_cuda__copy_pre(&op, dst, src, count, kind, (cudaStream_t)0, 0);
+    memobs_cuda__copy_pre(&op, dst, src, count, kind, NULL, 0);
     return memobs_cuda__copy_post(&op, cudaMemcpy(dst, src, count, kind));
 }
 
@@ -350,7 +356,7 @@ static inline cudaError_t memobs_cudaMemcpyAsync(void *dst, const void *src, siz
 static inline cudaError_t memobs_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
                                               size_t width, size_t height, enum cudaMemcpyKind kind) {
     memobs_cuda__op_t op;
-    memobs_cuda__copy_pre(&op, dst, src, (uint64_t)width * height, kind, (cudaStream_t)0, 0);
+    memobs_cuda__copy_pre(&op, dst, src, MEMOBS_CUDA__U64(width) * height, kind, NULL, 0);
     return memobs_cuda__copy_post(&op, cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind));
 }
 
@@ -358,7 +364,7 @@ static inline cudaError_t memobs_cudaMemcpy2DAsync(void *dst, size_t dpitch, con
                                                    size_t width, size_t height, enum cudaMemcpyKind kind,
                                                    cudaStream_t stream) {
     memobs_cuda__op_t op;
-    memobs_cuda__copy_pre(&op, dst, src, (uint64_t)width * height, kind, MEMOBS_CUDA__STREAM(stream), 1);
+    memobs_cuda__copy_pre(&op, dst, src, MEMOBS_CUDA__U64(width) * height, kind, MEMOBS_CUDA__STREAM(stream), 1);
     return memobs_cuda__copy_post(&op, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream));
 }
 
@@ -432,11 +438,11 @@ static inline cudaError_t memobs_cudaGraphLaunch(cudaGraphExec_t graphExec, cuda
 }
 
 static inline cudaError_t memobs_cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-    return memobs_cuda__forget(cudaGraphExecDestroy(graphExec), (const void *)graphExec, 1);
+    return memobs_cuda__forget(cudaGraphExecDestroy(graphExec), graphExec, 1);
 }
 
 static inline cudaError_t memobs_cudaGraphDestroy(cudaGraph_t graph) {
-    return memobs_cuda__forget(cudaGraphDestroy(graph), (const void *)graph, 0);
+    return memobs_cuda__forget(cudaGraphDestroy(graph), graph, 0);
 }
 
 static inline cudaError_t memobs_cudaDeviceReset(void) {
