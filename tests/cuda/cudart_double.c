@@ -1,11 +1,12 @@
 /* cudart_double.c - link-time test double of the CUDA runtime (libcudart)
-   for the memobs CUDA wrapper tests: no GPU, no libcudart. Built as C
+   and of the few driver (libcuda) entry points memobs uses, for the memobs
+   CUDA wrapper tests: no GPU, no libcudart, no libcuda. Built as C
    (-std=c11) and as C++ (-x c++ -std=c++17) against the real CUDA 13.0
-   headers. Every cudaXxx function below is defined with the prototype that
-   <cuda_runtime_api.h> declares: in C a mismatch is a "conflicting types"
-   error, in C++ the extern "C" block makes it a "conflicting declaration of
-   C function" error. What it models, and the scripting API:
-   cudart_double.h. */
+   headers. Every cudaXxx and cuXxx function below is defined with the
+   prototype that <cuda_runtime_api.h> or <cuda.h> declares: in C a mismatch
+   is a "conflicting types" error, in C++ the extern "C" block makes it a
+   "conflicting declaration of C function" error. What it models, and the
+   scripting API: cudart_double.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign under -std=c11 */
 #endif
@@ -13,11 +14,18 @@
    the end, whatever the build asks of the header. */
 #undef CUDA_API_PER_THREAD_DEFAULT_STREAM
 #include "cudart_double.h"
+#include <cuda.h>
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cuda.h maps these names to their newest versions; libcuda still exports
+   the older symbols, which the double defines with their documented
+   prototypes (cuStreamGetCaptureInfo_v2 is declared by cudart_double.h). */
+#undef cuStreamGetCaptureInfo
+#undef cuEventElapsedTime
 
 #ifdef __cplusplus
 #define DBL_TLS thread_local
@@ -25,6 +33,10 @@ extern "C" {
 #else
 #define DBL_TLS _Thread_local
 #endif
+
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                        cuuint64_t *id_out);
+CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 
 /* ---- functions the double defines, for counts and scripted failures ---- */
 
@@ -36,8 +48,17 @@ extern "C" {
     X(cudaSetDevice) X(cudaGetDeviceCount) X(cudaGetErrorString) X(cudaGetErrorName) X(cudaGetLastError)    \
     X(cudaPeekAtLastError) X(cudaDeviceSynchronize) X(cudaStreamSynchronize) X(cudaStreamQuery)            \
     X(cudaStreamCreate) X(cudaStreamDestroy) X(cudaEventCreate) X(cudaEventCreateWithFlags)                 \
-    X(cudaEventRecord) X(cudaEventQuery) X(cudaEventSynchronize) X(cudaEventElapsedTime) X(cudaEventDestroy)    \
-    X(cudaStreamGetDevice)
+    X(cudaEventRecord) X(cudaEventQuery) X(cudaEventSynchronize) X(cudaEventElapsedTime) X(cudaEventDestroy) \
+    X(cudaStreamGetDevice) X(cudaDeviceReset) X(cudaStreamCreateWithFlags) X(cudaStreamWaitEvent)           \
+    X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamIsCapturing) X(cudaStreamGetCaptureInfo)  \
+    X(cudaThreadExchangeStreamCaptureMode) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags)         \
+    X(cudaGraphLaunch) X(cudaGraphExecDestroy) X(cudaGraphDestroy)                                          \
+    X(cuCtxGetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuStreamGetCtx)     \
+    X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) \
+    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)               \
+    X(cuMemGetInfo_v2) X(cuPointerGetAttributes) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxRetain)  \
+    X(cuDevicePrimaryCtxRelease_v2) X(cuDeviceGetCount) X(cuDeviceGet) X(cuThreadExchangeStreamCaptureMode) \
+    X(cuGetErrorName)
 
 #define DBL_ENUM(n) F_##n,
 #define DBL_NAME(n) #n,
@@ -62,6 +83,7 @@ typedef struct {
     unsigned flags;
     int pending_free; /* cudaFreeAsync queued, not yet completed */
     void *free_stream; /* the stream of that cudaFreeAsync */
+    unsigned long long free_seq; /* the seq of its op */
 } alloc_t;
 
 /* Freed device blocks kept for reuse (cudadbl_set_reuse). */
@@ -72,20 +94,51 @@ typedef struct {
 } cached_t;
 #define DBL_CACHE_MAX 4096
 
+struct CUstream_st;
+
+/* "Stream s up to the op numbered seq": what an op waits for. */
+typedef struct {
+    struct CUstream_st *s;
+    unsigned long long seq;
+} dep_t;
+
 enum { OP_WORK = 0, OP_FREE = 1, OP_EVENT = 2 };
 typedef struct {
     int kind;
     float ts;                /* fake clock when queued */
+    unsigned long long seq;  /* global issue order */
     void *ptr;               /* OP_FREE: the block */
     struct CUevent_st *ev;   /* OP_EVENT: the event (NULL once destroyed or re-recorded) */
+    char *touch[2];          /* device-kind table blocks the op reads or writes (base), NULL: none */
+    dep_t *deps;             /* ops of other streams it cannot complete before */
+    size_t ndeps;
 } op_t;
+
+enum { SK_USER = CUDADBL_STREAM_USER, SK_LEGACY = CUDADBL_STREAM_LEGACY, SK_PT = CUDADBL_STREAM_PER_THREAD };
+
+/* A stream capture sequence. Lives until cudadbl_reset (streams and
+   events may point to it after it ended). */
+typedef struct capture {
+    unsigned long long id;
+    int mode; /* enum cudaStreamCaptureMode */
+    int invalidated, ended;
+    unsigned long owner; /* thread that began it */
+    struct CUstream_st *origin;
+    struct CUgraph_st *graph;
+    struct capture *next;
+} capture_t;
 
 struct CUstream_st {
     int device;
-    int user;      /* created by cudaStreamCreate (else a default stream) */
+    int kind;      /* SK_* */
+    unsigned flags; /* cudaStreamNonBlocking */
     int destroyed; /* cudaStreamDestroy called; freed once its ops complete */
+    int dead;      /* destroyed with its context (cudaDeviceReset): kept until cudadbl_reset */
     op_t *ops;     /* pending ops, oldest first */
     size_t nops, cap;
+    capture_t *capture; /* the capture it belongs to (origin or joined), NULL: none */
+    int unjoined;       /* joined stream with work the origin has not waited for */
+    unsigned cap_ver;   /* bumped at each join and node while capturing */
     struct CUstream_st *next;
 };
 
@@ -93,17 +146,68 @@ struct CUevent_st {
     int device;
     unsigned flags;
     int recorded, done;
+    int dead;        /* destroyed with its context (cudaDeviceReset) */
     float ts;
+    struct CUstream_st *rec_stream; /* where its record op was queued */
+    unsigned long long rec_seq;
+    int captured;    /* last recorded in a capturing stream */
+    capture_t *capture;
+    unsigned rec_ver; /* rec_stream's cap_ver at the captured record */
     struct CUevent_st *next;
 };
+
+enum { N_COPY = 0, N_MEMSET = 1 };
+typedef struct {
+    int type;
+    char *dst;
+    const char *src;
+    size_t dpitch, spitch, width, height;
+    int value;
+    int dst_tab, src_tab; /* the side lay in a table allocation at capture */
+} node_t;
+
+struct CUgraph_st {
+    node_t *nodes;
+    size_t n, cap;
+    int device;
+    int capturing; /* still being built by a capture */
+    int dead;
+    struct CUgraph_st *next;
+};
+
+struct CUgraphExec_st {
+    node_t *nodes;
+    size_t n;
+    int device;
+    int dead;
+    struct CUgraphExec_st *next;
+};
+
+struct CUctx_st {
+    int device;
+    int active;
+    unsigned inc; /* incarnation: changes at every activation */
+    long retains; /* cuDevicePrimaryCtxRetain minus releases */
+    int created;  /* activations since cudadbl_reset */
+};
+
+typedef struct {
+    struct CUctx_st *ctx;
+    unsigned inc;
+} ctxref_t;
+#define DBL_STACK_MAX 16
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static fn_state_t g_fn[F_COUNT];
 static alloc_t *g_alloc; /* sorted by base; ranges are disjoint */
 static size_t g_nalloc, g_capalloc;
-static struct CUstream_st g_default[CUDADBL_MAX_DEVICES];
-static struct CUstream_st *g_streams; /* user streams, destroyed-but-pending ones included */
+static struct CUstream_st *g_streams; /* every stream: legacy, per-thread, user (destroyed-pending and dead too) */
+static struct CUstream_st *g_legacy[CUDADBL_MAX_DEVICES];
 static struct CUevent_st *g_events;
+static struct CUgraph_st *g_graphs;
+static struct CUgraphExec_st *g_execs;
+static capture_t *g_captures;
+static struct CUctx_st g_ctx[CUDADBL_MAX_DEVICES];
 static int g_ndev = CUDADBL_DEFAULT_DEVICES;
 static size_t g_total[CUDADBL_MAX_DEVICES], g_outside[CUDADBL_MAX_DEVICES], g_used[CUDADBL_MAX_DEVICES];
 static int g_totals_set; /* g_total initialized */
@@ -116,10 +220,27 @@ static double g_copy_bytes_per_ms;  /* ... plus bytes / this (0: nothing) */
 static int g_marker_set;
 static float g_marker;
 static unsigned g_gen = 1; /* bumped by cudadbl_reset: threads re-initialize their state */
+static int g_drv_init;     /* the runtime initialized the driver */
+static cudaError_t g_sticky;
+static unsigned g_inc;     /* context incarnations handed out (never reset) */
+static unsigned long g_ntid; /* thread ids handed out (never reset) */
+static unsigned long long g_seq; /* op numbers handed out */
+static unsigned long long g_capture_id; /* capture ids handed out (never reset: never reused) */
+static int g_invalidated;
+static long g_hazards, g_launches, g_graph_bytes;
 
 static DBL_TLS unsigned t_gen;
 static DBL_TLS int t_dev;
 static DBL_TLS cudaError_t t_last;
+static DBL_TLS unsigned long t_tid;
+static DBL_TLS int t_cur;   /* the device the call at hand works on */
+static DBL_TLS int t_ptds;  /* inside a _ptds/_ptsz entry point: NULL is the per-thread stream */
+static DBL_TLS int t_capmode; /* enum cudaStreamCaptureMode */
+static DBL_TLS ctxref_t t_stack[DBL_STACK_MAX];
+static DBL_TLS int t_nstack;
+static DBL_TLS ctxref_t t_bound; /* the primary context the runtime made current */
+static DBL_TLS struct CUstream_st *t_pts[CUDADBL_MAX_DEVICES];
+static DBL_TLS int t_kind; /* stream kind the call resolved to */
 
 static void lock(void) { pthread_mutex_lock(&g_mu); }
 static void unlock(void) { pthread_mutex_unlock(&g_mu); }
@@ -129,7 +250,7 @@ static void init_totals(void) {
     if (g_totals_set) return;
     for (i = 0; i < CUDADBL_MAX_DEVICES; i++) {
         g_total[i] = CUDADBL_DEFAULT_TOTAL;
-        g_default[i].device = i;
+        g_ctx[i].device = i;
     }
     g_totals_set = 1;
 }
@@ -137,11 +258,18 @@ static void init_totals(void) {
 /* Under the lock: this thread's state belongs to the current generation. */
 static void thread_sync(void) {
     init_totals();
+    if (!t_tid) t_tid = ++g_ntid;
     if (t_gen != g_gen) {
         t_gen = g_gen;
         t_dev = 0;
         t_last = cudaSuccess;
+        t_capmode = cudaStreamCaptureModeGlobal;
+        t_nstack = 0;
+        t_bound.ctx = NULL;
+        t_bound.inc = 0;
+        memset(t_pts, 0, sizeof t_pts);
     }
+    t_kind = SK_USER;
 }
 
 static int fn_index(const char *name) {
@@ -159,13 +287,61 @@ static cudadbl_call_t blank_call(void) {
     return c;
 }
 
+static int valid_device(int d) { return d >= 0 && d < g_ndev; }
+
+/* ---- contexts ---------------------------------------------------------------- */
+
+static void activate(int d) {
+    if (g_ctx[d].active) return;
+    g_ctx[d].active = 1;
+    g_ctx[d].inc = ++g_inc;
+    g_ctx[d].created++;
+}
+
+/* The thread's current context (top of the push stack, else the primary
+   context the runtime made current), or NULL. */
+static const ctxref_t *cur_ref(void) {
+    if (t_nstack) return &t_stack[t_nstack - 1];
+    return t_bound.ctx ? &t_bound : NULL;
+}
+
+static int ref_live(const ctxref_t *r) { return r->ctx->active && r->ctx->inc == r->inc; }
+
+/* The device runtime calls work on: the pushed context's, else the thread's. */
+static int rt_device(void) { return t_nstack ? t_stack[t_nstack - 1].ctx->device : t_dev; }
+
+/* Runtime: makes the context for the calling thread's device current,
+   creating it if needed; sets t_cur. */
+static cudaError_t need_context(void) {
+    if (t_nstack) {
+        if (!ref_live(&t_stack[t_nstack - 1])) return cudaErrorContextIsDestroyed;
+        t_cur = t_stack[t_nstack - 1].ctx->device;
+        return valid_device(t_cur) ? cudaSuccess : cudaErrorInvalidDevice;
+    }
+    t_cur = t_dev;
+    if (!valid_device(t_dev)) return cudaErrorInvalidDevice;
+    activate(t_dev);
+    t_bound.ctx = &g_ctx[t_dev];
+    t_bound.inc = g_ctx[t_dev].inc;
+    return cudaSuccess;
+}
+
+/* Runtime call levels: what a call needs before it can work. */
+enum {
+    NEED_NOTHING = 0, /* error strings, last error */
+    NEED_INIT = 1,    /* initializes the driver, no device needed (cudaGetDeviceCount) */
+    NEED_DEVICE = 2,  /* ... and a device (cudaErrorNoDevice without one), no context */
+    NEED_CONTEXT = 3  /* ... and the current device's primary context (sticky errors apply) */
+};
+
 /* Locks, counts the call, syncs the thread state. Returns the scripted
-   error if this call is to fail, cudaErrorNoDevice when there are no
-   devices (for calls that need one), else cudaSuccess. */
-static cudaError_t enter(int f, int needs_device) {
+   error if this call is to fail, else what the level asks for (cudaSuccess
+   when all is there). */
+static cudaError_t enter(int f, int need) {
     fn_state_t *s = &g_fn[f];
     lock();
     thread_sync();
+    t_cur = rt_device();
     s->calls++;
     if (s->fail_n) {
         if (s->fail_skip) s->fail_skip--;
@@ -174,7 +350,12 @@ static cudaError_t enter(int f, int needs_device) {
             return s->fail_err;
         }
     }
-    if (needs_device && g_ndev == 0) return cudaErrorNoDevice;
+    if (need >= NEED_INIT) g_drv_init = 1;
+    if (need >= NEED_DEVICE && g_ndev == 0) return cudaErrorNoDevice;
+    if (need >= NEED_CONTEXT) {
+        if (g_sticky != cudaSuccess) return g_sticky;
+        return need_context();
+    }
     return cudaSuccess;
 }
 
@@ -182,12 +363,59 @@ static cudaError_t enter(int f, int needs_device) {
 static cudaError_t leave(int f, cudadbl_call_t *c, cudaError_t e) {
     c->result = e;
     c->device = t_dev;
+    c->stream_kind = t_kind;
     g_fn[f].last = *c;
     g_fn[f].has_last = 1;
     if (e != cudaSuccess && e != cudaErrorNotReady && f != F_cudaGetLastError && f != F_cudaPeekAtLastError)
         t_last = e;
     unlock();
     return e;
+}
+
+/* Driver call levels. */
+enum {
+    DRV_ANY = 0,     /* works before initialization (cuGetErrorName) */
+    DRV_INIT = 1,    /* the driver must be initialized */
+    DRV_HEALTHY = 2, /* ... and no sticky error */
+    DRV_CONTEXT = 3  /* ... and a live current context (sets t_cur) */
+};
+
+static CUresult drv_context(void) {
+    const ctxref_t *r = cur_ref();
+    if (!r) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ref_live(r)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    t_cur = r->ctx->device;
+    return CUDA_SUCCESS;
+}
+
+static CUresult drv_enter(int f, int need) {
+    fn_state_t *s = &g_fn[f];
+    lock();
+    thread_sync();
+    t_cur = rt_device();
+    s->calls++;
+    if (s->fail_n) {
+        if (s->fail_skip) s->fail_skip--;
+        else {
+            s->fail_n--;
+            return (CUresult)s->fail_err;
+        }
+    }
+    if (need >= DRV_INIT && !g_drv_init) return CUDA_ERROR_NOT_INITIALIZED;
+    if (need >= DRV_HEALTHY && g_sticky != cudaSuccess) return (CUresult)g_sticky;
+    if (need >= DRV_CONTEXT) return drv_context();
+    return CUDA_SUCCESS;
+}
+
+/* Keeps the last call and unlocks: the runtime's last error stays. */
+static CUresult drv_leave(int f, cudadbl_call_t *c, CUresult r) {
+    c->result = (cudaError_t)r;
+    c->device = t_dev;
+    c->stream_kind = t_kind;
+    g_fn[f].last = *c;
+    g_fn[f].has_last = 1;
+    unlock();
+    return r;
 }
 
 /* ---- allocation table ------------------------------------------------------ */
@@ -238,16 +466,18 @@ static int add_alloc(void *base, size_t size, cudadbl_kind_t kind, int device, u
     g_alloc[i].flags = flags;
     g_alloc[i].pending_free = 0;
     g_alloc[i].free_stream = NULL;
+    g_alloc[i].free_seq = 0;
     g_nalloc++;
     if (kind == CUDADBL_DEVICE) g_used[device] += size;
     return 0;
 }
 
-/* Removes a (a pointer into the table) and releases its memory. */
-static void remove_alloc(alloc_t *a) {
+/* Removes a (a pointer into the table) and releases its memory (into the
+   reuse cache if cache_ok and reuse is on). */
+static void release_alloc(alloc_t *a, int cache_ok) {
     size_t i = (size_t)(a - g_alloc);
     if (a->kind == CUDADBL_DEVICE) g_used[a->device] -= a->size;
-    if (a->kind == CUDADBL_DEVICE && g_reuse) {
+    if (a->kind == CUDADBL_DEVICE && g_reuse && cache_ok) {
         if (g_ncache == DBL_CACHE_MAX) { /* drop the oldest */
             free(g_cache[0].base);
             memmove(g_cache, g_cache + 1, (g_ncache - 1) * sizeof *g_cache);
@@ -335,41 +565,109 @@ static cudaError_t do_alloc(void **out, size_t size, cudadbl_kind_t kind, int de
     return cudaSuccess;
 }
 
-/* ---- streams and events ---------------------------------------------------- */
+/* ---- streams and ops --------------------------------------------------------- */
 
-/* The stream behind a handle (default streams for NULL, legacy and
-   per-thread), or NULL for an unknown or destroyed one. */
-static struct CUstream_st *resolve(cudaStream_t s, int allow_destroyed) {
-    struct CUstream_st *it;
-    if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) return &g_default[t_dev];
-    for (it = g_streams; it; it = it->next)
-        if (it == s) return it->destroyed && !allow_destroyed ? NULL : it;
-    return NULL;
+static struct CUstream_st *new_stream(int device, int kind, unsigned flags) {
+    struct CUstream_st *s = (struct CUstream_st *)calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->device = device;
+    s->kind = kind;
+    s->flags = flags;
+    s->next = g_streams;
+    g_streams = s;
+    return s;
 }
 
-static struct CUevent_st *find_event(cudaEvent_t e) {
+static struct CUstream_st *legacy_stream(int d) {
+    if (d < 0 || d >= CUDADBL_MAX_DEVICES) return NULL;
+    if (!g_legacy[d]) g_legacy[d] = new_stream(d, SK_LEGACY, 0);
+    return g_legacy[d];
+}
+
+static struct CUstream_st *per_thread_stream(int d) {
+    if (d < 0 || d >= CUDADBL_MAX_DEVICES) return NULL;
+    if (!t_pts[d]) t_pts[d] = new_stream(d, SK_PT, 0);
+    return t_pts[d];
+}
+
+/* Blocking streams synchronize with the legacy stream. */
+static int blocking(const struct CUstream_st *s) {
+    return s->kind == SK_PT || (s->kind == SK_USER && !(s->flags & cudaStreamNonBlocking));
+}
+
+static int stream_exists(const struct CUstream_st *p) {
+    struct CUstream_st *it;
+    for (it = g_streams; it; it = it->next)
+        if (it == p) return 1;
+    return 0;
+}
+
+/* The stream behind a handle (NULL: the legacy stream, or in a _ptsz entry
+   point the per-thread one; cudaStreamLegacy, cudaStreamPerThread: those of
+   the device t_cur), or NULL for an unknown, dead or destroyed one. */
+static struct CUstream_st *resolve(cudaStream_t h, int allow_destroyed) {
+    struct CUstream_st *it;
+    if (h == NULL) it = t_ptds ? per_thread_stream(t_cur) : legacy_stream(t_cur);
+    else if (h == cudaStreamLegacy) it = legacy_stream(t_cur);
+    else if (h == cudaStreamPerThread) it = per_thread_stream(t_cur);
+    else {
+        for (it = g_streams; it; it = it->next)
+            if (it == h && it->kind == SK_USER && !it->dead) break;
+        if (it && it->destroyed && !allow_destroyed) it = NULL;
+    }
+    if (it) t_kind = it->kind;
+    return it;
+}
+
+/* 1 if h is a user stream destroyed with its context. */
+static int stream_dead(cudaStream_t h) {
+    struct CUstream_st *it;
+    for (it = g_streams; it; it = it->next)
+        if (it == h && it->kind == SK_USER) return it->dead;
+    return 0;
+}
+
+static struct CUevent_st *find_event_any(cudaEvent_t e) {
     struct CUevent_st *it;
     for (it = g_events; it; it = it->next)
         if (it == e) return it;
     return NULL;
 }
 
-/* Completes the first n ops of s, oldest first. */
-static void complete_ops(struct CUstream_st *s, size_t n) {
-    size_t i;
-    if (n > s->nops) n = s->nops;
-    if (n == 0) return;
-    for (i = 0; i < n; i++) {
-        op_t *o = &s->ops[i];
-        if (o->kind == OP_FREE) {
-            alloc_t *a = find_base(o->ptr);
-            if (a && a->pending_free) remove_alloc(a);
-        } else if (o->kind == OP_EVENT && o->ev) {
-            o->ev->done = 1;
+/* A live event, or NULL. */
+static struct CUevent_st *find_event(cudaEvent_t e) {
+    struct CUevent_st *ev = find_event_any(e);
+    return ev && !ev->dead ? ev : NULL;
+}
+
+static void count_hazards(const char *base, struct CUstream_st *s_ex, unsigned long long seq_ex);
+
+/* Completes the ops of s numbered up to seq (oldest first), each after the
+   ops of other streams it waits for. */
+static void complete_upto(struct CUstream_st *s, unsigned long long seq) {
+    while (s->nops && s->ops[0].seq <= seq) {
+        op_t o = s->ops[0];
+        size_t i;
+        for (i = 0; i < o.ndeps; i++)
+            if (o.deps[i].s != s && stream_exists(o.deps[i].s)) complete_upto(o.deps[i].s, o.deps[i].seq);
+        /* the recursion never touches s's head: deps are older than o */
+        memmove(s->ops, s->ops + 1, (s->nops - 1) * sizeof *s->ops);
+        s->nops--;
+        free(o.deps);
+        if (o.kind == OP_FREE) {
+            alloc_t *a = find_base(o.ptr);
+            if (a && a->pending_free) {
+                count_hazards(a->base, NULL, 0);
+                release_alloc(a, 1);
+            }
+        } else if (o.kind == OP_EVENT && o.ev) {
+            o.ev->done = 1;
         }
     }
-    memmove(s->ops, s->ops + n, (s->nops - n) * sizeof *s->ops);
-    s->nops -= n;
+}
+
+static void complete_all_of(struct CUstream_st *s) {
+    if (s->nops) complete_upto(s, s->ops[s->nops - 1].seq);
 }
 
 /* Frees destroyed streams that have nothing pending. */
@@ -377,7 +675,7 @@ static void reap_streams(void) {
     struct CUstream_st **pp = &g_streams;
     while (*pp) {
         struct CUstream_st *s = *pp;
-        if (s->destroyed && s->nops == 0) {
+        if (s->destroyed && !s->dead && s->nops == 0) {
             *pp = s->next;
             free(s->ops);
             free(s);
@@ -387,41 +685,88 @@ static void reap_streams(void) {
     }
 }
 
+/* Counts a hazard for every pending op touching the block at base (but the
+   ops of s_ex numbered up to seq_ex, ordered before the release), and
+   forgets those touches. */
+static void count_hazards(const char *base, struct CUstream_st *s_ex, unsigned long long seq_ex) {
+    struct CUstream_st *s;
+    size_t i;
+    int k;
+    for (s = g_streams; s; s = s->next)
+        for (i = 0; i < s->nops; i++) {
+            op_t *o = &s->ops[i];
+            int hit = 0;
+            if (s == s_ex && o->seq <= seq_ex) continue;
+            for (k = 0; k < 2; k++)
+                if (o->touch[k] == base) {
+                    o->touch[k] = NULL;
+                    hit = 1;
+                }
+            if (hit) g_hazards++;
+        }
+}
+
+/* Completes, in issue order, every op of every stream of device dev (all
+   devices for -1). */
+static void complete_device(int dev) {
+    for (;;) {
+        struct CUstream_st *s, *best = NULL;
+        for (s = g_streams; s; s = s->next)
+            if ((dev < 0 || s->device == dev) && s->nops && (!best || s->ops[0].seq < best->ops[0].seq)) best = s;
+        if (!best) break;
+        complete_upto(best, best->ops[0].seq);
+    }
+    reap_streams();
+}
+
 /* Completes the ops of s stamped at or before the marker (and all before them). */
 static void apply_marker_to(struct CUstream_st *s) {
-    size_t i, n = 0;
+    size_t i;
+    unsigned long long seq = 0;
+    int any = 0;
     if (!g_marker_set) return;
     for (i = 0; i < s->nops; i++)
-        if (s->ops[i].ts <= g_marker) n = i + 1;
-    if (n) complete_ops(s, n);
+        if (s->ops[i].ts <= g_marker) {
+            seq = s->ops[i].seq;
+            any = 1;
+        }
+    if (any) complete_upto(s, seq);
 }
 
 static void apply_marker(void) {
     struct CUstream_st *s;
-    int d;
-    for (d = 0; d < CUDADBL_MAX_DEVICES; d++) apply_marker_to(&g_default[d]);
     for (s = g_streams; s; s = s->next) apply_marker_to(s);
     reap_streams();
 }
 
-static cudaError_t push_op(struct CUstream_st *s, int kind, void *ptr, struct CUevent_st *ev) {
-    if (s->nops == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        op_t *n = (op_t *)realloc(s->ops, cap * sizeof *n);
-        if (!n) return cudaErrorMemoryAllocation;
-        s->ops = n;
-        s->cap = cap;
-    }
-    s->ops[s->nops].kind = kind;
-    s->ops[s->nops].ts = g_clock;
-    s->ops[s->nops].ptr = ptr;
-    s->ops[s->nops].ev = ev;
-    s->nops++;
-    apply_marker_to(s);
-    return cudaSuccess;
+static op_t new_op(int kind) {
+    op_t o;
+    memset(&o, 0, sizeof o);
+    o.kind = kind;
+    return o;
 }
 
-/* Makes sure a push_op cannot fail after the work was done. */
+/* Notes that o reads or writes p, if p lies in a device-kind table block. */
+static void touch(op_t *o, const void *p) {
+    alloc_t *a = p ? find(p) : NULL;
+    if (!a || a->kind != CUDADBL_DEVICE) return;
+    if (!o->touch[0]) o->touch[0] = a->base;
+    else if (o->touch[0] != a->base) o->touch[1] = a->base;
+}
+
+static void add_dep(op_t *o, struct CUstream_st *s, unsigned long long seq, size_t *cap) {
+    if (o->ndeps == *cap) {
+        size_t nc = *cap ? *cap * 2 : 4;
+        dep_t *n = (dep_t *)realloc(o->deps, nc * sizeof *n);
+        if (!n) return; /* out of memory: the dependency is dropped */
+        o->deps = n;
+        *cap = nc;
+    }
+    o->deps[o->ndeps].s = s;
+    o->deps[o->ndeps].seq = seq;
+    o->ndeps++;
+}
+
 static cudaError_t reserve_op(struct CUstream_st *s) {
     if (s->nops == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
@@ -433,46 +778,208 @@ static cudaError_t reserve_op(struct CUstream_st *s) {
     return cudaSuccess;
 }
 
+/* Queues o on s, stamped now, with the legacy stream's implicit
+   dependencies (and wait_s up to wait_seq if wait_s). Returns its seq. */
+static unsigned long long push_op(struct CUstream_st *s, op_t o, struct CUstream_st *wait_s,
+                                  unsigned long long wait_seq) {
+    size_t cap = 0;
+    struct CUstream_st *b;
+    if (reserve_op(s) != cudaSuccess) {
+        free(o.deps);
+        return 0; /* out of memory: the op is complete at once */
+    }
+    o.ts = g_clock;
+    o.seq = ++g_seq;
+    if (s->kind == SK_LEGACY) {
+        for (b = g_streams; b; b = b->next)
+            if (b != s && b->device == s->device && blocking(b) && b->nops)
+                add_dep(&o, b, b->ops[b->nops - 1].seq, &cap);
+    } else if (blocking(s)) {
+        b = g_legacy[s->device];
+        if (b && b->nops) add_dep(&o, b, b->ops[b->nops - 1].seq, &cap);
+    }
+    if (wait_s && wait_s != s) add_dep(&o, wait_s, wait_seq, &cap);
+    s->ops[s->nops++] = o;
+    apply_marker_to(s);
+    return o.seq;
+}
+
 /* Forgets the op (if any) that would complete ev. */
 static void detach_event(struct CUevent_st *ev) {
     struct CUstream_st *s;
     size_t i;
-    int d;
-    for (d = 0; d < CUDADBL_MAX_DEVICES; d++)
-        for (i = 0; i < g_default[d].nops; i++)
-            if (g_default[d].ops[i].ev == ev) g_default[d].ops[i].ev = NULL;
     for (s = g_streams; s; s = s->next)
         for (i = 0; i < s->nops; i++)
             if (s->ops[i].ev == ev) s->ops[i].ev = NULL;
 }
 
-/* Completes the ops up to and including ev's record; 0 if not found. */
-static int complete_through_event(struct CUevent_st *ev) {
-    struct CUstream_st *s;
-    size_t i;
-    int d;
-    for (d = 0; d < CUDADBL_MAX_DEVICES; d++)
-        for (i = 0; i < g_default[d].nops; i++)
-            if (g_default[d].ops[i].ev == ev) {
-                complete_ops(&g_default[d], i + 1);
-                return 1;
-            }
-    for (s = g_streams; s; s = s->next)
-        for (i = 0; i < s->nops; i++)
-            if (s->ops[i].ev == ev) {
-                complete_ops(s, i + 1);
-                reap_streams();
-                return 1;
-            }
-    return 0;
+/* Completes the ops up to and including ev's record. */
+static void complete_through_event(struct CUevent_st *ev) {
+    if (ev->rec_stream && stream_exists(ev->rec_stream)) complete_upto(ev->rec_stream, ev->rec_seq);
+    reap_streams();
 }
 
-static void complete_device(int dev) {
+/* Synchronous work on the legacy stream of dev: completes it and every
+   blocking stream of dev first; in a _ptds entry point, the calling
+   thread's per-thread stream instead. */
+static void sync_before(int dev) {
     struct CUstream_st *s;
-    complete_ops(&g_default[dev], g_default[dev].nops);
-    for (s = g_streams; s; s = s->next)
-        if (s->device == dev) complete_ops(s, s->nops);
+    if (t_ptds) {
+        s = per_thread_stream(dev);
+        if (s) complete_all_of(s);
+    } else {
+        if (g_legacy[dev]) complete_all_of(g_legacy[dev]);
+        for (s = g_streams; s; s = s->next)
+            if (s->device == dev && blocking(s)) complete_all_of(s);
+    }
     reap_streams();
+}
+
+/* ---- captures ---------------------------------------------------------------- */
+
+static capture_t *active_capture(const struct CUstream_st *s) {
+    return s->capture && !s->capture->ended ? s->capture : NULL;
+}
+
+static void invalidate(capture_t *c) {
+    if (c && !c->ended && !c->invalidated) {
+        c->invalidated = 1;
+        g_invalidated++;
+    }
+}
+
+/* Use of the legacy stream s while a blocking stream of its device
+   captures: cudaErrorStreamCaptureImplicit (those captures invalidated if
+   inv). cudaSuccess for any other stream. */
+static cudaError_t legacy_check(const struct CUstream_st *s, int inv) {
+    struct CUstream_st *b;
+    cudaError_t e = cudaSuccess;
+    if (!s || s->kind != SK_LEGACY) return cudaSuccess;
+    for (b = g_streams; b; b = b->next)
+        if (b->device == s->device && blocking(b) && active_capture(b)) {
+            e = cudaErrorStreamCaptureImplicit;
+            if (inv) invalidate(b->capture);
+        }
+    return e;
+}
+
+/* A potentially unsafe call (cudaMalloc, synchronization...) under the
+   calling thread's interaction mode: cudaErrorStreamCaptureUnsupported with
+   the prohibiting captures invalidated, or cudaSuccess. */
+static cudaError_t unsafe_check(void) {
+    capture_t *c;
+    cudaError_t e = cudaSuccess;
+    if (t_capmode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+    for (c = g_captures; c; c = c->next) {
+        int own = c->owner == t_tid;
+        if (c->ended) continue;
+        if ((own && c->mode != cudaStreamCaptureModeRelaxed) ||
+            (t_capmode == cudaStreamCaptureModeGlobal && c->mode == cudaStreamCaptureModeGlobal)) {
+            invalidate(c);
+            e = cudaErrorStreamCaptureUnsupported;
+        }
+    }
+    return e;
+}
+
+/* Implicit legacy-stream use by a synchronous call on device dev: the
+   legacy rule (plain) or the per-thread stream capturing (_ptds). */
+static cudaError_t sync_call_check(int dev) {
+    if (t_ptds) {
+        struct CUstream_st *p = per_thread_stream(dev);
+        capture_t *c = p ? active_capture(p) : NULL;
+        if (c) {
+            invalidate(c);
+            return cudaErrorStreamCaptureUnsupported;
+        }
+        t_kind = SK_PT;
+        return cudaSuccess;
+    }
+    t_kind = SK_LEGACY;
+    return legacy_check(legacy_stream(dev), 1);
+}
+
+/* Stream-ordered work on s: *cap gets the capture to add a node to (NULL:
+   run it). Errors: the legacy rule, an invalidated capture. */
+static cudaError_t stream_work(struct CUstream_st *s, capture_t **cap) {
+    cudaError_t e = legacy_check(s, 1);
+    *cap = NULL;
+    if (e != cudaSuccess) return e;
+    *cap = active_capture(s);
+    if (*cap && (*cap)->invalidated) return cudaErrorStreamCaptureInvalidated;
+    return cudaSuccess;
+}
+
+/* A node from s joins its capture's graph. */
+static cudaError_t add_node(capture_t *c, struct CUstream_st *s, const node_t *nd) {
+    struct CUgraph_st *g = c->graph;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        node_t *n = (node_t *)realloc(g->nodes, cap * sizeof *n);
+        if (!n) return cudaErrorMemoryAllocation;
+        g->nodes = n;
+        g->cap = cap;
+    }
+    g->nodes[g->n++] = *nd;
+    if (s != c->origin) {
+        s->unjoined = 1;
+        s->cap_ver++;
+    }
+    return cudaSuccess;
+}
+
+static node_t copy_node(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height) {
+    node_t n;
+    memset(&n, 0, sizeof n);
+    n.type = N_COPY;
+    n.dst = (char *)dst;
+    n.src = (const char *)src;
+    n.dpitch = dpitch;
+    n.spitch = spitch;
+    n.width = width;
+    n.height = height;
+    n.dst_tab = dst && find(dst) != NULL;
+    n.src_tab = src && find(src) != NULL;
+    return n;
+}
+
+static node_t memset_node(void *dst, int value, size_t count) {
+    node_t n = copy_node(dst, count, NULL, 0, count, 1);
+    n.type = N_MEMSET;
+    n.value = value;
+    n.src_tab = 0;
+    return n;
+}
+
+static void free_graph_nodes(struct CUgraph_st *g) {
+    free(g->nodes);
+    g->nodes = NULL;
+    g->n = g->cap = 0;
+}
+
+/* Unlinks and frees graph g. */
+static void drop_graph(struct CUgraph_st *g) {
+    struct CUgraph_st **pp = &g_graphs;
+    while (*pp && *pp != g) pp = &(*pp)->next;
+    if (*pp) *pp = g->next;
+    free_graph_nodes(g);
+    free(g);
+}
+
+/* Ends capture c: streams leave it; its graph is freed unless kept. */
+static void end_capture(capture_t *c, int keep_graph) {
+    struct CUstream_st *s;
+    c->ended = 1;
+    for (s = g_streams; s; s = s->next)
+        if (s->capture == c) {
+            s->capture = NULL;
+            s->unjoined = 0;
+        }
+    if (c->graph) {
+        if (keep_graph) c->graph->capturing = 0;
+        else drop_graph(c->graph);
+    }
+    c->graph = NULL;
 }
 
 /* ---- copies ------------------------------------------------------------------ */
@@ -532,8 +1039,6 @@ static cudaError_t check_peer_side(const void *p, int dev, size_t count) {
     return cudaSuccess;
 }
 
-static int valid_device(int d) { return d >= 0 && d < g_ndev; }
-
 /* Stream-ordered reuse: a block of this size freed by cudaFreeAsync on s
    and not yet reached comes back at once (work after the free on s may use
    it). Its free op no longer frees it. 1 with *out set, or 0. */
@@ -544,6 +1049,9 @@ static int reuse_pending(void **out, size_t size, struct CUstream_st *s) {
         if (!a->pending_free || a->free_stream != s || a->size != size || a->kind != CUDADBL_DEVICE) continue;
         for (k = 0; k < s->nops; k++)
             if (s->ops[k].kind == OP_FREE && s->ops[k].ptr == a->base) s->ops[k].kind = OP_WORK;
+        /* handed out again: pending work of other streams (and of s after
+           the free) on it is a use after free */
+        count_hazards(a->base, s, a->free_seq);
         a->pending_free = 0;
         a->free_stream = NULL;
         *out = a->base;
@@ -552,30 +1060,46 @@ static int reuse_pending(void **out, size_t size, struct CUstream_st *s) {
     return 0;
 }
 
+/* Queues a copy/memset op touching dst and src on s. */
+static void queue_work(struct CUstream_st *s, const void *dst, const void *src) {
+    op_t o = new_op(OP_WORK);
+    touch(&o, dst);
+    touch(&o, src);
+    push_op(s, o, NULL, 0);
+}
+
 /* ============================================================================ */
 /* The runtime functions                                                        */
 /* ============================================================================ */
 
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMalloc, 1);
+    cudaError_t e = enter(F_cudaMalloc, NEED_CONTEXT);
     c.bytes = size;
-    if (e == cudaSuccess) e = do_alloc(devPtr, size, CUDADBL_DEVICE, t_dev, 0);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess) e = do_alloc(devPtr, size, CUDADBL_DEVICE, t_cur, 0);
     if (e == cudaSuccess) c.dst = *devPtr;
     return leave(F_cudaMalloc, &c, e);
 }
 
 cudaError_t cudaFree(void *devPtr) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaFree, 1);
+    cudaError_t e = enter(F_cudaFree, NEED_CONTEXT);
     c.dst = devPtr;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && devPtr) {
         alloc_t *a = find_base(devPtr);
         if (!a || a->pending_free || (a->kind != CUDADBL_DEVICE && a->kind != CUDADBL_MANAGED))
             e = cudaErrorInvalidValue;
         else {
+            int dev = a->device;
+            char *base = a->base;
             c.bytes = a->size;
-            remove_alloc(a);
+            complete_device(t_cur); /* cudaFree synchronizes the device */
+            if (dev != t_cur) complete_device(dev);
+            a = find_base(base);
+            count_hazards(base, NULL, 0); /* work of other devices still on it */
+            release_alloc(a, 1);
         }
     }
     return leave(F_cudaFree, &c, e);
@@ -583,36 +1107,39 @@ cudaError_t cudaFree(void *devPtr) {
 
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMallocHost, 1);
+    cudaError_t e = enter(F_cudaMallocHost, NEED_CONTEXT);
     c.bytes = size;
-    if (e == cudaSuccess) e = do_alloc(ptr, size, CUDADBL_PINNED, t_dev, 0);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess) e = do_alloc(ptr, size, CUDADBL_PINNED, t_cur, 0);
     if (e == cudaSuccess) c.dst = *ptr;
     return leave(F_cudaMallocHost, &c, e);
 }
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaHostAlloc, 1);
+    cudaError_t e = enter(F_cudaHostAlloc, NEED_CONTEXT);
     c.bytes = size;
     c.flags = flags;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
                                                  cudaHostAllocWriteCombined)))
         e = cudaErrorInvalidValue;
-    if (e == cudaSuccess) e = do_alloc(pHost, size, CUDADBL_PINNED, t_dev, flags);
+    if (e == cudaSuccess) e = do_alloc(pHost, size, CUDADBL_PINNED, t_cur, flags);
     if (e == cudaSuccess) c.dst = *pHost;
     return leave(F_cudaHostAlloc, &c, e);
 }
 
 cudaError_t cudaFreeHost(void *ptr) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaFreeHost, 1);
+    cudaError_t e = enter(F_cudaFreeHost, NEED_CONTEXT);
     c.dst = ptr;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && ptr) {
         alloc_t *a = find_base(ptr);
         if (!a || a->kind != CUDADBL_PINNED) e = cudaErrorInvalidValue;
         else {
             c.bytes = a->size;
-            remove_alloc(a);
+            release_alloc(a, 1);
         }
     }
     return leave(F_cudaFreeHost, &c, e);
@@ -620,30 +1147,33 @@ cudaError_t cudaFreeHost(void *ptr) {
 
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMallocManaged, 1);
+    cudaError_t e = enter(F_cudaMallocManaged, NEED_CONTEXT);
     c.bytes = size;
     c.flags = flags;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && (size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)))
         e = cudaErrorInvalidValue;
-    if (e == cudaSuccess) e = do_alloc(devPtr, size, CUDADBL_MANAGED, t_dev, flags);
+    if (e == cudaSuccess) e = do_alloc(devPtr, size, CUDADBL_MANAGED, t_cur, flags);
     if (e == cudaSuccess) c.dst = *devPtr;
     return leave(F_cudaMallocManaged, &c, e);
 }
 
 cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMallocAsync, 1);
+    cudaError_t e = enter(F_cudaMallocAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.bytes = size;
     c.stream = hStream;
     if (e == cudaSuccess && !(s = resolve(hStream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && s->capture && !s->capture->ended) e = cudaErrorNotSupported; /* no memory nodes */
+    if (e == cudaSuccess) e = legacy_check(s, 1);
     if (e == cudaSuccess && !devPtr) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) e = reserve_op(s);
     if (e == cudaSuccess && !(g_reuse && size && reuse_pending(devPtr, size, s)))
         e = do_alloc(devPtr, size, CUDADBL_DEVICE, s->device, 0);
     if (e == cudaSuccess) {
         c.dst = *devPtr;
-        push_op(s, OP_WORK, NULL, NULL);
+        push_op(s, new_op(OP_WORK), NULL, 0);
         reap_streams();
     }
     return leave(F_cudaMallocAsync, &c, e);
@@ -651,19 +1181,24 @@ cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
 
 cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaFreeAsync, 1);
+    cudaError_t e = enter(F_cudaFreeAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.dst = devPtr;
     c.stream = hStream;
     if (e == cudaSuccess && !(s = resolve(hStream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && s->capture && !s->capture->ended) e = cudaErrorNotSupported;
+    if (e == cudaSuccess) e = legacy_check(s, 1);
     if (e == cudaSuccess && devPtr) {
         alloc_t *a = find_base(devPtr);
         if (!a || a->pending_free || a->kind != CUDADBL_DEVICE) e = cudaErrorInvalidValue;
         else if ((e = reserve_op(s)) == cudaSuccess) {
+            op_t o = new_op(OP_FREE);
             c.bytes = a->size;
             a->pending_free = 1;
             a->free_stream = s;
-            push_op(s, OP_FREE, devPtr, NULL);
+            o.ptr = devPtr;
+            a->free_seq = g_seq + 1;
+            push_op(s, o, NULL, 0); /* may complete at once (marker) */
             reap_streams();
         }
     }
@@ -672,10 +1207,11 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
 
 cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaHostRegister, 1);
+    cudaError_t e = enter(F_cudaHostRegister, NEED_CONTEXT);
     c.dst = ptr;
     c.bytes = size;
     c.flags = flags;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && (!ptr || size == 0 ||
                              (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
                                                   cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))))
@@ -684,7 +1220,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
         alloc_t *o = find_overlap(ptr, size);
         if (o) e = o->kind == CUDADBL_PINNED || o->kind == CUDADBL_REGISTERED ? cudaErrorHostMemoryAlreadyRegistered
                                                                               : cudaErrorInvalidValue;
-        else if (add_alloc(ptr, size, CUDADBL_REGISTERED, t_dev, flags))
+        else if (add_alloc(ptr, size, CUDADBL_REGISTERED, t_cur, flags))
             e = cudaErrorMemoryAllocation;
     }
     return leave(F_cudaHostRegister, &c, e);
@@ -692,39 +1228,72 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
 
 cudaError_t cudaHostUnregister(void *ptr) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaHostUnregister, 1);
+    cudaError_t e = enter(F_cudaHostUnregister, NEED_CONTEXT);
     c.dst = ptr;
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess) {
         alloc_t *a = ptr ? find_base(ptr) : NULL;
         if (!a || a->kind != CUDADBL_REGISTERED) e = cudaErrorHostMemoryNotRegistered;
         else {
             c.bytes = a->size;
-            remove_alloc(a);
+            release_alloc(a, 1);
         }
     }
     return leave(F_cudaHostUnregister, &c, e);
 }
 
+/* A synchronous copy on the legacy (or per-thread) stream of t_cur. */
+static cudaError_t sync_copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                             size_t height, enum cudaMemcpyKind kind) {
+    cudaError_t e = sync_call_check(t_cur);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess) e = check_pitch(dpitch, spitch, width, height);
+    if (e == cudaSuccess) e = check_copy(dst, dpitch, src, spitch, width, height, kind);
+    if (e == cudaSuccess) {
+        sync_before(t_cur); /* runs after the legacy stream's work */
+        do_copy(dst, dpitch, src, spitch, width, height);
+        copy_time(width * height);
+    }
+    return e;
+}
+
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpy, 1);
+    cudaError_t e = enter(F_cudaMemcpy, NEED_CONTEXT);
     c.dst = dst;
     c.src = src;
     c.bytes = count;
     c.kind = (int)kind;
-    if (e == cudaSuccess) e = check_copy(dst, count, src, count, count, 1, kind);
-    if (e == cudaSuccess) {
-        complete_ops(&g_default[t_dev], g_default[t_dev].nops); /* runs after the legacy stream's work */
-        do_copy(dst, count, src, count, count, 1);
-        copy_time(count);
-    }
+    if (e == cudaSuccess) e = sync_copy(dst, count, src, count, count, 1, kind);
     return leave(F_cudaMemcpy, &c, e);
+}
+
+/* Stream-ordered copy on s: captured as a node, or done and queued. */
+static cudaError_t async_copy(struct CUstream_st *s, void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind) {
+    capture_t *cap = NULL;
+    cudaError_t e = stream_work(s, &cap);
+    if (e == cudaSuccess) e = check_pitch(dpitch, spitch, width, height);
+    if (e == cudaSuccess) e = check_copy(dst, dpitch, src, spitch, width, height, kind);
+    if (cap) {
+        node_t n = copy_node(dst, dpitch, src, spitch, width, height);
+        if (e == cudaSuccess) e = add_node(cap, s, &n);
+        else if (e != cudaErrorStreamCaptureInvalidated) invalidate(cap);
+        return e;
+    }
+    if (e == cudaSuccess) e = reserve_op(s);
+    if (e == cudaSuccess) {
+        do_copy(dst, dpitch, src, spitch, width, height);
+        copy_time(width * height);
+        queue_work(s, dst, src);
+    }
+    return e;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpyAsync, 1);
+    cudaError_t e = enter(F_cudaMemcpyAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.dst = dst;
     c.src = src;
@@ -732,38 +1301,26 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
     c.kind = (int)kind;
     c.stream = stream;
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess) e = check_copy(dst, count, src, count, count, 1, kind);
-    if (e == cudaSuccess) e = reserve_op(s);
-    if (e == cudaSuccess) {
-        do_copy(dst, count, src, count, count, 1);
-        copy_time(count);
-        push_op(s, OP_WORK, NULL, NULL);
-    }
+    if (e == cudaSuccess) e = async_copy(s, dst, count, src, count, count, 1, kind);
     return leave(F_cudaMemcpyAsync, &c, e);
 }
 
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                          enum cudaMemcpyKind kind) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpy2D, 1);
+    cudaError_t e = enter(F_cudaMemcpy2D, NEED_CONTEXT);
     c.dst = dst;
     c.src = src;
     c.bytes = width * height;
     c.kind = (int)kind;
-    if (e == cudaSuccess) e = check_pitch(dpitch, spitch, width, height);
-    if (e == cudaSuccess) e = check_copy(dst, dpitch, src, spitch, width, height, kind);
-    if (e == cudaSuccess) {
-        complete_ops(&g_default[t_dev], g_default[t_dev].nops);
-        do_copy(dst, dpitch, src, spitch, width, height);
-        copy_time(width * height);
-    }
+    if (e == cudaSuccess) e = sync_copy(dst, dpitch, src, spitch, width, height, kind);
     return leave(F_cudaMemcpy2D, &c, e);
 }
 
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                               size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpy2DAsync, 1);
+    cudaError_t e = enter(F_cudaMemcpy2DAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.dst = dst;
     c.src = src;
@@ -771,14 +1328,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
     c.kind = (int)kind;
     c.stream = stream;
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess) e = check_pitch(dpitch, spitch, width, height);
-    if (e == cudaSuccess) e = check_copy(dst, dpitch, src, spitch, width, height, kind);
-    if (e == cudaSuccess) e = reserve_op(s);
-    if (e == cudaSuccess) {
-        do_copy(dst, dpitch, src, spitch, width, height);
-        copy_time(width * height);
-        push_op(s, OP_WORK, NULL, NULL);
-    }
+    if (e == cudaSuccess) e = async_copy(s, dst, dpitch, src, spitch, width, height, kind);
     return leave(F_cudaMemcpy2DAsync, &c, e);
 }
 
@@ -792,13 +1342,16 @@ static cudaError_t check_peer(void *dst, int dstDevice, const void *src, int src
 
 cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpyPeer, 1);
+    cudaError_t e = enter(F_cudaMemcpyPeer, NEED_CONTEXT);
     c.dst = dst;
     c.src = src;
     c.bytes = count;
     c.flags = (unsigned)dstDevice << 16 | (unsigned)(srcDevice & 0xffff);
+    if (e == cudaSuccess) e = sync_call_check(t_cur);
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess) e = check_peer(dst, dstDevice, src, srcDevice, count);
     if (e == cudaSuccess) {
+        sync_before(t_cur);
         do_copy(dst, count, src, count, count, 1);
         copy_time(count);
     }
@@ -808,7 +1361,7 @@ cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDev
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
                                 cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemcpyPeerAsync, 1);
+    cudaError_t e = enter(F_cudaMemcpyPeerAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.dst = dst;
     c.src = src;
@@ -816,48 +1369,71 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
     c.stream = stream;
     c.flags = (unsigned)dstDevice << 16 | (unsigned)(srcDevice & 0xffff);
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess) e = check_peer(dst, dstDevice, src, srcDevice, count);
-    if (e == cudaSuccess) e = reserve_op(s);
     if (e == cudaSuccess) {
-        do_copy(dst, count, src, count, count, 1);
-        copy_time(count);
-        push_op(s, OP_WORK, NULL, NULL);
+        capture_t *cap = NULL;
+        e = stream_work(s, &cap);
+        if (e == cudaSuccess) e = check_peer(dst, dstDevice, src, srcDevice, count);
+        if (cap) {
+            node_t n = copy_node(dst, count, src, count, count, 1);
+            if (e == cudaSuccess) e = add_node(cap, s, &n);
+            else if (e != cudaErrorStreamCaptureInvalidated) invalidate(cap);
+        } else {
+            if (e == cudaSuccess) e = reserve_op(s);
+            if (e == cudaSuccess) {
+                do_copy(dst, count, src, count, count, 1);
+                copy_time(count);
+                queue_work(s, dst, src);
+            }
+        }
     }
     return leave(F_cudaMemcpyPeerAsync, &c, e);
 }
 
 cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemset, 1);
+    cudaError_t e = enter(F_cudaMemset, NEED_CONTEXT);
     c.dst = devPtr;
     c.bytes = count;
     c.flags = (unsigned)value;
+    if (e == cudaSuccess) e = sync_call_check(t_cur);
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && count) e = check_side(devPtr, count, 1);
-    if (e == cudaSuccess && count) memset(devPtr, value, count);
+    if (e == cudaSuccess) {
+        sync_before(t_cur);
+        if (count) memset(devPtr, value, count);
+    }
     return leave(F_cudaMemset, &c, e);
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemsetAsync, 1);
+    cudaError_t e = enter(F_cudaMemsetAsync, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
+    capture_t *cap = NULL;
     c.dst = devPtr;
     c.bytes = count;
     c.flags = (unsigned)value;
     c.stream = stream;
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = stream_work(s, &cap);
     if (e == cudaSuccess && count) e = check_side(devPtr, count, 1);
-    if (e == cudaSuccess) e = reserve_op(s);
-    if (e == cudaSuccess) {
-        if (count) memset(devPtr, value, count);
-        push_op(s, OP_WORK, NULL, NULL);
+    if (cap) {
+        node_t n = memset_node(devPtr, value, count);
+        if (e == cudaSuccess) e = add_node(cap, s, &n);
+        else if (e != cudaErrorStreamCaptureInvalidated) invalidate(cap);
+    } else {
+        if (e == cudaSuccess) e = reserve_op(s);
+        if (e == cudaSuccess) {
+            if (count) memset(devPtr, value, count);
+            queue_work(s, devPtr, NULL);
+        }
     }
     return leave(F_cudaMemsetAsync, &c, e);
 }
 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaPointerGetAttributes, 1);
+    cudaError_t e = enter(F_cudaPointerGetAttributes, NEED_CONTEXT);
     c.src = ptr;
     if (e == cudaSuccess && !attributes) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) {
@@ -889,12 +1465,12 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
 
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaMemGetInfo, 1);
+    cudaError_t e = enter(F_cudaMemGetInfo, NEED_CONTEXT);
+    if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && (!free || !total)) e = cudaErrorInvalidValue;
-    if (e == cudaSuccess && !valid_device(t_dev)) e = cudaErrorInvalidDevice;
     if (e == cudaSuccess) {
-        *free = free_bytes(t_dev);
-        *total = g_total[t_dev];
+        *free = free_bytes(t_cur);
+        *total = g_total[t_cur];
         c.bytes = *free;
     }
     return leave(F_cudaMemGetInfo, &c, e);
@@ -902,24 +1478,30 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
 
 cudaError_t cudaGetDevice(int *device) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaGetDevice, 1);
+    cudaError_t e = enter(F_cudaGetDevice, NEED_DEVICE);
     if (e == cudaSuccess && !device) e = cudaErrorInvalidValue;
-    if (e == cudaSuccess) *device = t_dev;
+    if (e == cudaSuccess) *device = rt_device();
     return leave(F_cudaGetDevice, &c, e);
 }
 
 cudaError_t cudaSetDevice(int device) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaSetDevice, 1);
+    cudaError_t e = enter(F_cudaSetDevice, NEED_DEVICE);
     c.flags = (unsigned)device;
     if (e == cudaSuccess && !valid_device(device)) e = cudaErrorInvalidDevice;
-    if (e == cudaSuccess) t_dev = device;
+    if (e == cudaSuccess && g_sticky != cudaSuccess) e = g_sticky;
+    if (e == cudaSuccess) {
+        t_dev = device;
+        activate(device); /* since CUDA 12 it initializes the primary context */
+        t_bound.ctx = &g_ctx[device];
+        t_bound.inc = g_ctx[device].inc;
+    }
     return leave(F_cudaSetDevice, &c, e);
 }
 
 cudaError_t cudaGetDeviceCount(int *count) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaGetDeviceCount, 0);
+    cudaError_t e = enter(F_cudaGetDeviceCount, NEED_INIT);
     if (e == cudaSuccess && !count) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) {
         *count = g_ndev;
@@ -1081,7 +1663,7 @@ static int err_index(cudaError_t error) {
 const char *cudaGetErrorString(cudaError_t error) {
     cudadbl_call_t c = blank_call();
     int i;
-    (void)enter(F_cudaGetErrorString, 0); /* cannot fail: cudadbl_fail refuses it */
+    (void)enter(F_cudaGetErrorString, NEED_NOTHING); /* cannot fail: cudadbl_fail refuses it */
     c.flags = (unsigned)error;
     i = err_index(error);
     leave(F_cudaGetErrorString, &c, cudaSuccess);
@@ -1091,7 +1673,7 @@ const char *cudaGetErrorString(cudaError_t error) {
 const char *cudaGetErrorName(cudaError_t error) {
     cudadbl_call_t c = blank_call();
     int i;
-    (void)enter(F_cudaGetErrorName, 0);
+    (void)enter(F_cudaGetErrorName, NEED_NOTHING);
     c.flags = (unsigned)error;
     i = err_index(error);
     leave(F_cudaGetErrorName, &c, cudaSuccess);
@@ -1100,8 +1682,9 @@ const char *cudaGetErrorName(cudaError_t error) {
 
 cudaError_t cudaGetLastError(void) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaGetLastError, 0);
-    if (e == cudaSuccess) {
+    cudaError_t e = enter(F_cudaGetLastError, NEED_NOTHING);
+    if (e == cudaSuccess && g_sticky != cudaSuccess) e = g_sticky; /* sticky: not cleared */
+    else if (e == cudaSuccess) {
         e = t_last;
         t_last = cudaSuccess;
     }
@@ -1110,66 +1693,96 @@ cudaError_t cudaGetLastError(void) {
 
 cudaError_t cudaPeekAtLastError(void) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaPeekAtLastError, 0);
-    if (e == cudaSuccess) e = t_last;
+    cudaError_t e = enter(F_cudaPeekAtLastError, NEED_NOTHING);
+    if (e == cudaSuccess) e = g_sticky != cudaSuccess ? g_sticky : t_last;
     return leave(F_cudaPeekAtLastError, &c, e);
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaDeviceSynchronize, 1);
-    if (e == cudaSuccess) complete_device(t_dev);
+    cudaError_t e = enter(F_cudaDeviceSynchronize, NEED_CONTEXT);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess) complete_device(t_cur);
     return leave(F_cudaDeviceSynchronize, &c, e);
+}
+
+/* Synchronize/query on a capturing stream: prohibited, the capture is
+   invalidated. Then the legacy and interaction-mode rules. */
+static cudaError_t stream_sync_checks(struct CUstream_st *s) {
+    capture_t *cap = active_capture(s);
+    if (cap) {
+        invalidate(cap);
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    {
+        cudaError_t e = legacy_check(s, 1);
+        if (e != cudaSuccess) return e;
+    }
+    return unsafe_check();
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaStreamSynchronize, 1);
+    cudaError_t e = enter(F_cudaStreamSynchronize, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.stream = stream;
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess) complete_ops(s, s->nops);
+    if (e == cudaSuccess) e = stream_sync_checks(s);
+    if (e == cudaSuccess) {
+        complete_all_of(s);
+        reap_streams();
+    }
     return leave(F_cudaStreamSynchronize, &c, e);
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaStreamQuery, 1);
+    cudaError_t e = enter(F_cudaStreamQuery, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.stream = stream;
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = stream_sync_checks(s);
     if (e == cudaSuccess && s->nops) e = cudaErrorNotReady;
     return leave(F_cudaStreamQuery, &c, e);
 }
 
+static cudaError_t create_stream(cudaStream_t *pStream, unsigned flags, cudadbl_call_t *c) {
+    struct CUstream_st *s;
+    if (!pStream) return cudaErrorInvalidValue;
+    if (flags & ~(unsigned)cudaStreamNonBlocking) return cudaErrorInvalidValue;
+    s = new_stream(t_cur, SK_USER, flags);
+    if (!s) return cudaErrorMemoryAllocation;
+    *pStream = s;
+    c->stream = s;
+    return cudaSuccess;
+}
+
 cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaStreamCreate, 1);
-    if (e == cudaSuccess && !pStream) e = cudaErrorInvalidValue;
-    if (e == cudaSuccess) {
-        struct CUstream_st *s = (struct CUstream_st *)calloc(1, sizeof *s);
-        if (!s) e = cudaErrorMemoryAllocation;
-        else {
-            s->device = t_dev;
-            s->user = 1;
-            s->next = g_streams;
-            g_streams = s;
-            *pStream = s;
-            c.stream = s;
-        }
-    }
+    cudaError_t e = enter(F_cudaStreamCreate, NEED_CONTEXT);
+    if (e == cudaSuccess) e = create_stream(pStream, cudaStreamDefault, &c);
     return leave(F_cudaStreamCreate, &c, e);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamCreateWithFlags, NEED_CONTEXT);
+    c.flags = flags;
+    if (e == cudaSuccess) e = create_stream(pStream, flags, &c);
+    return leave(F_cudaStreamCreateWithFlags, &c, e);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaStreamDestroy, 1);
+    cudaError_t e = enter(F_cudaStreamDestroy, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.stream = stream;
     if (e == cudaSuccess && (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
                              !(s = resolve(stream, 0))))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess) {
+        /* strict reading: a capturing stream's capture cannot end any more */
+        if (active_capture(s)) invalidate(s->capture);
         s->destroyed = 1;
         reap_streams();
     }
@@ -1178,7 +1791,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaStreamGetDevice, 1);
+    cudaError_t e = enter(F_cudaStreamGetDevice, NEED_CONTEXT);
     struct CUstream_st *s = NULL;
     c.stream = hStream;
     if (e == cudaSuccess && !(s = resolve(hStream, 0))) e = cudaErrorInvalidResourceHandle;
@@ -1195,7 +1808,7 @@ static cudaError_t create_event(cudaEvent_t *event, unsigned flags) {
     if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return cudaErrorInvalidValue;
     ev = (struct CUevent_st *)calloc(1, sizeof *ev);
     if (!ev) return cudaErrorMemoryAllocation;
-    ev->device = t_dev;
+    ev->device = t_cur;
     ev->flags = flags;
     ev->next = g_events;
     g_events = ev;
@@ -1205,7 +1818,7 @@ static cudaError_t create_event(cudaEvent_t *event, unsigned flags) {
 
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventCreate, 1);
+    cudaError_t e = enter(F_cudaEventCreate, NEED_CONTEXT);
     if (e == cudaSuccess) e = create_event(event, cudaEventDefault);
     if (e == cudaSuccess) c.dst = *event;
     return leave(F_cudaEventCreate, &c, e);
@@ -1213,90 +1826,1014 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) {
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventCreateWithFlags, 1);
+    cudaError_t e = enter(F_cudaEventCreateWithFlags, NEED_CONTEXT);
     c.flags = flags;
     if (e == cudaSuccess) e = create_event(event, flags);
     if (e == cudaSuccess) c.dst = *event;
     return leave(F_cudaEventCreateWithFlags, &c, e);
 }
 
+/* cudaEventRecord / cuEventRecord on live objects. */
+static cudaError_t record_core(struct CUevent_st *ev, struct CUstream_st *s) {
+    capture_t *cap = NULL;
+    cudaError_t e;
+    if (s->device != ev->device) return cudaErrorInvalidResourceHandle;
+    e = stream_work(s, &cap);
+    if (e != cudaSuccess) return e;
+    if (cap) { /* a captured event: a dependency point inside the capture, no node */
+        detach_event(ev);
+        ev->captured = 1;
+        ev->capture = cap;
+        ev->rec_stream = s;
+        ev->rec_ver = s->cap_ver;
+        return cudaSuccess;
+    }
+    if ((e = reserve_op(s)) != cudaSuccess) return e;
+    detach_event(ev);
+    ev->captured = 0;
+    ev->capture = NULL;
+    ev->recorded = 1;
+    ev->done = 0;
+    ev->ts = g_clock;
+    ev->rec_stream = s;
+    {
+        op_t o = new_op(OP_EVENT);
+        o.ev = ev;
+        ev->rec_seq = push_op(s, o, NULL, 0);
+    }
+    reap_streams();
+    return cudaSuccess;
+}
+
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventRecord, 1);
+    cudaError_t e = enter(F_cudaEventRecord, NEED_CONTEXT);
     struct CUevent_st *ev = NULL;
     struct CUstream_st *s = NULL;
     c.dst = event;
     c.stream = stream;
-    if (e == cudaSuccess && (!(ev = find_event(event)) || !(s = resolve(stream, 0)) || s->device != ev->device))
+    if (e == cudaSuccess && (!(ev = find_event(event)) || !(s = resolve(stream, 0))))
         e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess) e = reserve_op(s);
-    if (e == cudaSuccess) {
-        detach_event(ev);
-        ev->recorded = 1;
-        ev->done = 0;
-        ev->ts = g_clock;
-        push_op(s, OP_EVENT, NULL, ev);
-        reap_streams();
-    }
+    if (e == cudaSuccess) e = record_core(ev, s);
     return leave(F_cudaEventRecord, &c, e);
+}
+
+/* An event last recorded in a capturing stream may not be queried,
+   synchronized or timed: cudaErrorCapturedEvent, its capture invalidated. */
+static cudaError_t captured_check(struct CUevent_st *ev) {
+    if (!ev->captured) return cudaSuccess;
+    invalidate(ev->capture);
+    return cudaErrorCapturedEvent;
+}
+
+static cudaError_t query_core(struct CUevent_st *ev) {
+    cudaError_t e = captured_check(ev);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess && ev->recorded && !ev->done) e = cudaErrorNotReady;
+    return e;
+}
+
+static cudaError_t sync_event_core(struct CUevent_st *ev) {
+    cudaError_t e = captured_check(ev);
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e == cudaSuccess && ev->recorded && !ev->done) {
+        complete_through_event(ev);
+        ev->done = 1;
+    }
+    return e;
+}
+
+/* a, b: live events; ms not NULL. */
+static cudaError_t elapsed_core(float *ms, struct CUevent_st *a, struct CUevent_st *b) {
+    cudaError_t e = captured_check(a);
+    if (e == cudaSuccess) e = captured_check(b);
+    if (e != cudaSuccess) return e;
+    if (!a->recorded || !b->recorded || (a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming))
+        return cudaErrorInvalidResourceHandle;
+    if (!a->done || !b->done) return cudaErrorNotReady;
+    *ms = b->ts - a->ts;
+    return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventQuery, 1);
+    cudaError_t e = enter(F_cudaEventQuery, NEED_CONTEXT);
     struct CUevent_st *ev = NULL;
     c.dst = event;
     if (e == cudaSuccess && !(ev = find_event(event))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess && ev->recorded && !ev->done) e = cudaErrorNotReady;
+    if (e == cudaSuccess) e = query_core(ev);
     return leave(F_cudaEventQuery, &c, e);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventSynchronize, 1);
+    cudaError_t e = enter(F_cudaEventSynchronize, NEED_CONTEXT);
     struct CUevent_st *ev = NULL;
     c.dst = event;
     if (e == cudaSuccess && !(ev = find_event(event))) e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess && ev->recorded && !ev->done) {
-        complete_through_event(ev);
-        ev->done = 1;
-    }
+    if (e == cudaSuccess) e = sync_event_core(ev);
     return leave(F_cudaEventSynchronize, &c, e);
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventElapsedTime, 1);
+    cudaError_t e = enter(F_cudaEventElapsedTime, NEED_CONTEXT);
     struct CUevent_st *a = NULL, *b = NULL;
     c.dst = start;
     c.src = end;
     if (e == cudaSuccess && (!(a = find_event(start)) || !(b = find_event(end))))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess && !ms) e = cudaErrorInvalidValue;
-    if (e == cudaSuccess && (!a->recorded || !b->recorded || (a->flags & cudaEventDisableTiming) ||
-                             (b->flags & cudaEventDisableTiming)))
-        e = cudaErrorInvalidResourceHandle;
-    if (e == cudaSuccess && (!a->done || !b->done)) e = cudaErrorNotReady;
-    if (e == cudaSuccess) *ms = b->ts - a->ts;
+    if (e == cudaSuccess) e = elapsed_core(ms, a, b);
     return leave(F_cudaEventElapsedTime, &c, e);
+}
+
+/* Unlinks and frees a live event. */
+static void destroy_event(struct CUevent_st *ev) {
+    struct CUevent_st **pp = &g_events;
+    while (*pp && *pp != ev) pp = &(*pp)->next;
+    if (*pp) *pp = ev->next;
+    detach_event(ev);
+    free(ev);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
     cudadbl_call_t c = blank_call();
-    cudaError_t e = enter(F_cudaEventDestroy, 1);
-    struct CUevent_st **pp = &g_events;
+    cudaError_t e = enter(F_cudaEventDestroy, NEED_CONTEXT);
+    struct CUevent_st *ev = NULL;
     c.dst = event;
-    if (e == cudaSuccess) {
-        while (*pp && *pp != event) pp = &(*pp)->next;
-        if (!*pp) e = cudaErrorInvalidResourceHandle;
-        else {
-            struct CUevent_st *ev = *pp;
-            *pp = ev->next;
-            detach_event(ev);
-            free(ev);
+    if (e == cudaSuccess && !(ev = find_event(event))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) destroy_event(ev);
+    return leave(F_cudaEventDestroy, &c, e);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamWaitEvent, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    struct CUevent_st *ev = NULL;
+    capture_t *cap = NULL;
+    c.stream = stream;
+    c.dst = event;
+    c.flags = flags;
+    if (e == cudaSuccess && (!(s = resolve(stream, 0)) || !(ev = find_event(event))))
+        e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && flags != cudaEventWaitDefault) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) e = stream_work(s, &cap);
+    if (e != cudaSuccess) {
+        /* nothing more */
+    } else if (cap) {
+        if (!ev->captured) {
+            if (ev->recorded) { /* a dependency on work outside the capture */
+                invalidate(cap);
+                e = cudaErrorStreamCaptureIsolation;
+            }
+        } else if (ev->capture != cap) {
+            invalidate(cap);
+            invalidate(ev->capture);
+            e = ev->capture->ended ? cudaErrorCapturedEvent : cudaErrorStreamCaptureMerge;
+        } else if (ev->rec_stream != s) {
+            struct CUstream_st *r = ev->rec_stream;
+            if (stream_exists(r) && r->capture == cap && r->unjoined && ev->rec_ver == r->cap_ver) r->unjoined = 0;
+            if (s != cap->origin) { /* s now carries r's work */
+                s->unjoined = 1;
+                s->cap_ver++;
+            }
+        }
+    } else if (ev->captured) {
+        capture_t *ec = ev->capture;
+        if (ec->ended) e = cudaErrorCapturedEvent;
+        else if (ec->invalidated) e = cudaErrorStreamCaptureInvalidated;
+        else if (s->kind == SK_LEGACY) {
+            invalidate(ec);
+            e = cudaErrorStreamCaptureUnsupported;
+        } else { /* s joins the capture (fork) */
+            s->capture = ec;
+            s->unjoined = 1;
+            s->cap_ver++;
+        }
+    } else if (ev->recorded && !ev->done && ev->rec_stream && stream_exists(ev->rec_stream)) {
+        e = reserve_op(s);
+        if (e == cudaSuccess) push_op(s, new_op(OP_WORK), ev->rec_stream, ev->rec_seq);
+    }
+    return leave(F_cudaStreamWaitEvent, &c, e);
+}
+
+/* ---- device reset -------------------------------------------------------------- */
+
+static void drop_ops(struct CUstream_st *s) {
+    size_t i;
+    for (i = 0; i < s->nops; i++) {
+        op_t *o = &s->ops[i];
+        free(o->deps);
+        if (o->kind == OP_FREE) { /* a block of another device freed here: freed now */
+            alloc_t *a = find_base(o->ptr);
+            if (a && a->pending_free) release_alloc(a, 0);
         }
     }
-    return leave(F_cudaEventDestroy, &c, e);
+    s->nops = 0;
+}
+
+/* Destroys device d's primary context and everything made in it. */
+static void reset_device(int d) {
+    struct CUstream_st *s;
+    struct CUevent_st *ev;
+    struct CUgraph_st *g, *gn;
+    struct CUgraphExec_st *x;
+    capture_t *c;
+    size_t i;
+    for (c = g_captures; c; c = c->next)
+        if (!c->ended && c->origin && c->origin->device == d) {
+            invalidate(c);
+            end_capture(c, 0);
+        }
+    for (s = g_streams; s; s = s->next)
+        if (s->device == d) {
+            drop_ops(s);
+            if (s->kind == SK_USER) s->dead = 1;
+        }
+    reap_streams();
+    for (ev = g_events; ev; ev = ev->next)
+        if (ev->device == d) {
+            detach_event(ev);
+            ev->dead = 1;
+        }
+    for (g = g_graphs; g; g = gn) {
+        gn = g->next;
+        if (g->device == d) {
+            g->dead = 1;
+            free_graph_nodes(g);
+        }
+    }
+    for (x = g_execs; x; x = x->next)
+        if (x->device == d && !x->dead) {
+            x->dead = 1;
+            free(x->nodes);
+            x->nodes = NULL;
+            x->n = 0;
+        }
+    i = g_nalloc;
+    while (i-- > 0)
+        if (g_alloc[i].device == d) release_alloc(&g_alloc[i], 0);
+    g_ctx[d].active = 0;
+    g_ctx[d].retains = 0;
+}
+
+cudaError_t cudaDeviceReset(void) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaDeviceReset, NEED_DEVICE);
+    int d = rt_device();
+    if (e == cudaSuccess && g_sticky != cudaSuccess) e = g_sticky;
+    if (e == cudaSuccess && !valid_device(d)) e = cudaErrorInvalidDevice;
+    if (e == cudaSuccess) e = unsafe_check();
+    c.flags = (unsigned)d;
+    if (e == cudaSuccess && g_ctx[d].active) reset_device(d);
+    return leave(F_cudaDeviceReset, &c, e);
+}
+
+/* ---- stream capture ------------------------------------------------------------ */
+
+static int valid_mode(int m) {
+    return m == cudaStreamCaptureModeGlobal || m == cudaStreamCaptureModeThreadLocal ||
+           m == cudaStreamCaptureModeRelaxed;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamBeginCapture, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    c.flags = (unsigned)mode;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && s->kind == SK_LEGACY) e = cudaErrorStreamCaptureUnsupported;
+    if (e == cudaSuccess && !valid_mode((int)mode)) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && active_capture(s)) e = cudaErrorIllegalState;
+    if (e == cudaSuccess) {
+        capture_t *cap = (capture_t *)calloc(1, sizeof *cap);
+        struct CUgraph_st *g = (struct CUgraph_st *)calloc(1, sizeof *g);
+        if (!cap || !g) {
+            free(cap);
+            free(g);
+            e = cudaErrorMemoryAllocation;
+        } else {
+            cap->id = ++g_capture_id;
+            cap->mode = (int)mode;
+            cap->owner = t_tid;
+            cap->origin = s;
+            cap->graph = g;
+            cap->next = g_captures;
+            g_captures = cap;
+            g->device = s->device;
+            g->capturing = 1;
+            g->next = g_graphs;
+            g_graphs = g;
+            s->capture = cap;
+            s->unjoined = 0;
+        }
+    }
+    return leave(F_cudaStreamBeginCapture, &c, e);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamEndCapture, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    capture_t *cap = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = legacy_check(s, 1);
+    if (e == cudaSuccess && !pGraph) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(cap = active_capture(s))) e = cudaErrorIllegalState;
+    if (e == cudaSuccess && cap->origin != s) {
+        invalidate(cap);
+        e = cudaErrorStreamCaptureUnmatched;
+    }
+    if (e == cudaSuccess && cap->mode != cudaStreamCaptureModeRelaxed && cap->owner != t_tid) {
+        invalidate(cap);
+        e = cudaErrorStreamCaptureWrongThread;
+    }
+    if (e == cudaSuccess && !cap->invalidated) {
+        struct CUstream_st *b;
+        for (b = g_streams; b; b = b->next)
+            if (b->capture == cap && b->unjoined) {
+                invalidate(cap);
+                e = cudaErrorStreamCaptureUnjoined;
+            }
+    }
+    if (e == cudaSuccess && cap->invalidated) e = cudaErrorStreamCaptureInvalidated;
+    if (cap && (e == cudaSuccess || e == cudaErrorStreamCaptureInvalidated || e == cudaErrorStreamCaptureUnjoined)) {
+        struct CUgraph_st *g = cap->graph;
+        end_capture(cap, e == cudaSuccess);
+        *pGraph = e == cudaSuccess ? g : NULL;
+        c.dst = *pGraph;
+    }
+    return leave(F_cudaStreamEndCapture, &c, e);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamIsCapturing, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = legacy_check(s, 0);
+    if (e == cudaSuccess && !pCaptureStatus) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        capture_t *cap = active_capture(s);
+        *pCaptureStatus = !cap ? cudaStreamCaptureStatusNone
+                               : cap->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+        c.flags = (unsigned)*pCaptureStatus;
+    }
+    return leave(F_cudaStreamIsCapturing, &c, e);
+}
+
+/* Status, id and graph of s's capture. */
+static void capture_info(struct CUstream_st *s, int *status, unsigned long long *id, struct CUgraph_st **graph) {
+    capture_t *cap = active_capture(s);
+    *status = !cap ? cudaStreamCaptureStatusNone
+                   : cap->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+    *id = cap ? cap->id : 0;
+    *graph = cap ? cap->graph : NULL;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+                                     unsigned long long *id_out, cudaGraph_t *graph_out,
+                                     const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out,
+                                     size_t *numDependencies_out) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaStreamGetCaptureInfo, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = legacy_check(s, 0);
+    if (e == cudaSuccess && !captureStatus_out) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && (dependencies_out || edgeData_out || numDependencies_out))
+        e = cudaErrorNotSupported; /* graph nodes are not exposed */
+    if (e == cudaSuccess) {
+        int st;
+        unsigned long long id;
+        struct CUgraph_st *g;
+        capture_info(s, &st, &id, &g);
+        *captureStatus_out = (enum cudaStreamCaptureStatus)st;
+        if (id_out) *id_out = id;
+        if (graph_out && st != cudaStreamCaptureStatusNone) *graph_out = g;
+        c.flags = (unsigned)st;
+        c.bytes = (size_t)id;
+    }
+    return leave(F_cudaStreamGetCaptureInfo, &c, e);
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaThreadExchangeStreamCaptureMode, NEED_INIT);
+    if (e == cudaSuccess && (!mode || !valid_mode((int)*mode))) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        int old = t_capmode;
+        c.flags = (unsigned)*mode;
+        t_capmode = (int)*mode;
+        *mode = (enum cudaStreamCaptureMode)old;
+    }
+    return leave(F_cudaThreadExchangeStreamCaptureMode, &c, e);
+}
+
+/* ---- graphs ----------------------------------------------------------------------- */
+
+static struct CUgraph_st *find_graph(cudaGraph_t g) {
+    struct CUgraph_st *it;
+    for (it = g_graphs; it; it = it->next)
+        if (it == g && !it->dead) return it;
+    return NULL;
+}
+
+static struct CUgraphExec_st *find_exec(cudaGraphExec_t x) {
+    struct CUgraphExec_st *it;
+    for (it = g_execs; it; it = it->next)
+        if (it == x && !it->dead) return it;
+    return NULL;
+}
+
+static cudaError_t instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    struct CUgraph_st *g;
+    struct CUgraphExec_st *x;
+    if (!pGraphExec || !graph) return cudaErrorInvalidValue;
+    if (!(g = find_graph(graph))) return cudaErrorInvalidResourceHandle;
+    if (g->capturing) return cudaErrorIllegalState;
+    if (flags & ~(unsigned long long)(cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority))
+        return cudaErrorInvalidValue;
+    x = (struct CUgraphExec_st *)calloc(1, sizeof *x);
+    if (!x) return cudaErrorMemoryAllocation;
+    if (g->n) {
+        x->nodes = (node_t *)malloc(g->n * sizeof *x->nodes);
+        if (!x->nodes) {
+            free(x);
+            return cudaErrorMemoryAllocation;
+        }
+        memcpy(x->nodes, g->nodes, g->n * sizeof *x->nodes);
+    }
+    x->n = g->n;
+    x->device = g->device;
+    x->next = g_execs;
+    g_execs = x;
+    *pGraphExec = x;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphInstantiate, NEED_CONTEXT);
+    c.src = graph;
+    c.flags = (unsigned)flags;
+    if (e == cudaSuccess) e = instantiate(pGraphExec, graph, flags);
+    if (e == cudaSuccess) c.dst = *pGraphExec;
+    return leave(F_cudaGraphInstantiate, &c, e);
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphInstantiateWithFlags, NEED_CONTEXT);
+    c.src = graph;
+    c.flags = (unsigned)flags;
+    if (e == cudaSuccess) e = instantiate(pGraphExec, graph, flags);
+    if (e == cudaSuccess) c.dst = *pGraphExec;
+    return leave(F_cudaGraphInstantiateWithFlags, &c, e);
+}
+
+static size_t node_span(const node_t *n, size_t pitch) { return (n->height - 1) * pitch + n->width; }
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphLaunch, NEED_CONTEXT);
+    struct CUgraphExec_st *x = NULL;
+    struct CUstream_st *s = NULL;
+    capture_t *cap = NULL;
+    size_t i;
+    c.src = graphExec;
+    c.stream = stream;
+    if (e == cudaSuccess && !graphExec) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(x = find_exec(graphExec))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = stream_work(s, &cap);
+    if (e == cudaSuccess && cap) { /* a child graph of the capture, its nodes in order */
+        for (i = 0; i < x->n && e == cudaSuccess; i++) e = add_node(cap, s, &x->nodes[i]);
+    } else if (e == cudaSuccess) {
+        /* a node on memory freed since capture faults on the device */
+        for (i = 0; i < x->n && e == cudaSuccess; i++) {
+            const node_t *n = &x->nodes[i];
+            if (!n->width || !n->height) continue;
+            if ((n->dst_tab && check_side(n->dst, node_span(n, n->dpitch), 1) != cudaSuccess) ||
+                (n->src_tab && check_side(n->src, node_span(n, n->spitch), 1) != cudaSuccess)) {
+                g_sticky = cudaErrorIllegalAddress;
+                e = cudaErrorIllegalAddress;
+            }
+        }
+        for (i = 0; i < x->n && e == cudaSuccess; i++) {
+            const node_t *n = &x->nodes[i];
+            size_t r;
+            if (n->type == N_COPY) {
+                do_copy(n->dst, n->dpitch, n->src, n->spitch, n->width, n->height);
+                g_graph_bytes += (long)(n->width * n->height);
+            } else {
+                for (r = 0; r < n->height && n->width; r++) memset(n->dst + r * n->dpitch, n->value, n->width);
+            }
+            copy_time(n->width * n->height);
+            queue_work(s, n->dst, n->type == N_COPY ? n->src : NULL);
+        }
+        if (e == cudaSuccess) g_launches++;
+        reap_streams();
+    }
+    return leave(F_cudaGraphLaunch, &c, e);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphExecDestroy, NEED_CONTEXT);
+    struct CUgraphExec_st *x = NULL;
+    c.src = graphExec;
+    if (e == cudaSuccess && !graphExec) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(x = find_exec(graphExec))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) {
+        struct CUgraphExec_st **pp = &g_execs;
+        while (*pp != x) pp = &(*pp)->next;
+        *pp = x->next;
+        free(x->nodes);
+        free(x);
+    }
+    return leave(F_cudaGraphExecDestroy, &c, e);
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphDestroy, NEED_CONTEXT);
+    struct CUgraph_st *g = NULL;
+    c.src = graph;
+    if (e == cudaSuccess && !graph) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(g = find_graph(graph))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess && g->capturing) e = cudaErrorIllegalState;
+    if (e == cudaSuccess) drop_graph(g);
+    return leave(F_cudaGraphDestroy, &c, e);
+}
+
+#define D(code) {code, #code},
+static const struct {
+    CUresult code;
+    const char *name;
+} drv_err_table[] = {
+    D(CUDA_SUCCESS)
+    D(CUDA_ERROR_INVALID_VALUE)
+    D(CUDA_ERROR_OUT_OF_MEMORY)
+    D(CUDA_ERROR_NOT_INITIALIZED)
+    D(CUDA_ERROR_DEINITIALIZED)
+    D(CUDA_ERROR_PROFILER_DISABLED)
+    D(CUDA_ERROR_PROFILER_NOT_INITIALIZED)
+    D(CUDA_ERROR_PROFILER_ALREADY_STARTED)
+    D(CUDA_ERROR_PROFILER_ALREADY_STOPPED)
+    D(CUDA_ERROR_STUB_LIBRARY)
+    D(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER)
+    D(CUDA_ERROR_DEVICE_UNAVAILABLE)
+    D(CUDA_ERROR_NO_DEVICE)
+    D(CUDA_ERROR_INVALID_DEVICE)
+    D(CUDA_ERROR_DEVICE_NOT_LICENSED)
+    D(CUDA_ERROR_INVALID_IMAGE)
+    D(CUDA_ERROR_INVALID_CONTEXT)
+    D(CUDA_ERROR_CONTEXT_ALREADY_CURRENT)
+    D(CUDA_ERROR_MAP_FAILED)
+    D(CUDA_ERROR_UNMAP_FAILED)
+    D(CUDA_ERROR_ARRAY_IS_MAPPED)
+    D(CUDA_ERROR_ALREADY_MAPPED)
+    D(CUDA_ERROR_NO_BINARY_FOR_GPU)
+    D(CUDA_ERROR_ALREADY_ACQUIRED)
+    D(CUDA_ERROR_NOT_MAPPED)
+    D(CUDA_ERROR_NOT_MAPPED_AS_ARRAY)
+    D(CUDA_ERROR_NOT_MAPPED_AS_POINTER)
+    D(CUDA_ERROR_ECC_UNCORRECTABLE)
+    D(CUDA_ERROR_UNSUPPORTED_LIMIT)
+    D(CUDA_ERROR_CONTEXT_ALREADY_IN_USE)
+    D(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+    D(CUDA_ERROR_INVALID_PTX)
+    D(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT)
+    D(CUDA_ERROR_NVLINK_UNCORRECTABLE)
+    D(CUDA_ERROR_JIT_COMPILER_NOT_FOUND)
+    D(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    D(CUDA_ERROR_JIT_COMPILATION_DISABLED)
+    D(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY)
+    D(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC)
+    D(CUDA_ERROR_CONTAINED)
+    D(CUDA_ERROR_INVALID_SOURCE)
+    D(CUDA_ERROR_FILE_NOT_FOUND)
+    D(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND)
+    D(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED)
+    D(CUDA_ERROR_OPERATING_SYSTEM)
+    D(CUDA_ERROR_INVALID_HANDLE)
+    D(CUDA_ERROR_ILLEGAL_STATE)
+    D(CUDA_ERROR_LOSSY_QUERY)
+    D(CUDA_ERROR_NOT_FOUND)
+    D(CUDA_ERROR_NOT_READY)
+    D(CUDA_ERROR_ILLEGAL_ADDRESS)
+    D(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+    D(CUDA_ERROR_LAUNCH_TIMEOUT)
+    D(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING)
+    D(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    D(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+    D(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE)
+    D(CUDA_ERROR_CONTEXT_IS_DESTROYED)
+    D(CUDA_ERROR_ASSERT)
+    D(CUDA_ERROR_TOO_MANY_PEERS)
+    D(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+    D(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+    D(CUDA_ERROR_HARDWARE_STACK_ERROR)
+    D(CUDA_ERROR_ILLEGAL_INSTRUCTION)
+    D(CUDA_ERROR_MISALIGNED_ADDRESS)
+    D(CUDA_ERROR_INVALID_ADDRESS_SPACE)
+    D(CUDA_ERROR_INVALID_PC)
+    D(CUDA_ERROR_LAUNCH_FAILED)
+    D(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+    D(CUDA_ERROR_TENSOR_MEMORY_LEAK)
+    D(CUDA_ERROR_NOT_PERMITTED)
+    D(CUDA_ERROR_NOT_SUPPORTED)
+    D(CUDA_ERROR_SYSTEM_NOT_READY)
+    D(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+    D(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
+    D(CUDA_ERROR_MPS_CONNECTION_FAILED)
+    D(CUDA_ERROR_MPS_RPC_FAILURE)
+    D(CUDA_ERROR_MPS_SERVER_NOT_READY)
+    D(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED)
+    D(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED)
+    D(CUDA_ERROR_MPS_CLIENT_TERMINATED)
+    D(CUDA_ERROR_CDP_NOT_SUPPORTED)
+    D(CUDA_ERROR_CDP_VERSION_MISMATCH)
+    D(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+    D(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+    D(CUDA_ERROR_STREAM_CAPTURE_MERGE)
+    D(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED)
+    D(CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+    D(CUDA_ERROR_STREAM_CAPTURE_ISOLATION)
+    D(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+    D(CUDA_ERROR_CAPTURED_EVENT)
+    D(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+    D(CUDA_ERROR_TIMEOUT)
+    D(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+    D(CUDA_ERROR_EXTERNAL_DEVICE)
+    D(CUDA_ERROR_INVALID_CLUSTER_SIZE)
+    D(CUDA_ERROR_FUNCTION_NOT_LOADED)
+    D(CUDA_ERROR_INVALID_RESOURCE_TYPE)
+    D(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION)
+    D(CUDA_ERROR_KEY_ROTATION)
+    D(CUDA_ERROR_UNKNOWN)
+};
+#undef D
+
+/* ============================================================================ */
+/* The driver functions (never touch the runtime's last error)                  */
+/* ============================================================================ */
+
+/* The runtime and driver share these numbers (CUDA_ERROR_INVALID_HANDLE is
+   cudaErrorInvalidResourceHandle, CUDA_ERROR_STREAM_CAPTURE_* the
+   cudaErrorStreamCapture* ones, ...). */
+static CUresult drv(cudaError_t e) { return (CUresult)e; }
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxGetCurrent, DRV_HEALTHY);
+    if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        const ctxref_t *ref = cur_ref();
+        *pctx = ref ? ref->ctx : NULL;
+        c.dst = *pctx;
+    }
+    return drv_leave(F_cuCtxGetCurrent, &c, r);
+}
+
+static int ctx_index(CUcontext ctx) {
+    int d;
+    for (d = 0; d < g_ndev; d++)
+        if (ctx == &g_ctx[d]) return d;
+    return -1;
+}
+
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxPushCurrent_v2, DRV_HEALTHY);
+    int d = ctx_index(ctx);
+    c.dst = ctx;
+    if (r == CUDA_SUCCESS && (d < 0 || !g_ctx[d].active)) r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS && t_nstack == DBL_STACK_MAX) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        t_stack[t_nstack].ctx = &g_ctx[d];
+        t_stack[t_nstack].inc = g_ctx[d].inc;
+        t_nstack++;
+    }
+    return drv_leave(F_cuCtxPushCurrent_v2, &c, r);
+}
+
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxPopCurrent_v2, DRV_HEALTHY);
+    if (r == CUDA_SUCCESS && t_nstack == 0) r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS) {
+        t_nstack--;
+        c.dst = t_stack[t_nstack].ctx;
+        if (pctx) *pctx = t_stack[t_nstack].ctx;
+    }
+    return drv_leave(F_cuCtxPopCurrent_v2, &c, r);
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxGetDevice, DRV_CONTEXT);
+    if (r == CUDA_SUCCESS && !device) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) *device = t_cur;
+    return drv_leave(F_cuCtxGetDevice, &c, r);
+}
+
+static int default_handle(CUstream h) { return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD; }
+
+/* Driver stream lookup: default handles need a live current context. */
+static CUresult drv_stream(CUstream h, struct CUstream_st **out) {
+    if (default_handle(h)) {
+        CUresult r = drv_context();
+        if (r != CUDA_SUCCESS) return r;
+    } else if (stream_dead(h)) {
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
+    *out = resolve(h, 0);
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Driver event lookup. */
+static CUresult drv_event(CUevent h, struct CUevent_st **out) {
+    struct CUevent_st *ev = find_event_any(h);
+    if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+    if (ev->dead) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    *out = ev;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuStreamGetCtx, DRV_HEALTHY);
+    struct CUstream_st *s = NULL;
+    c.stream = hStream;
+    if (r == CUDA_SUCCESS) r = drv_stream(hStream, &s);
+    if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && !g_ctx[s->device].active) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (r == CUDA_SUCCESS) {
+        *pctx = default_handle(hStream) ? cur_ref()->ctx : &g_ctx[s->device];
+        c.dst = *pctx;
+    }
+    return drv_leave(F_cuStreamGetCtx, &c, r);
+}
+
+static CUresult drv_capture_info(int f, CUstream hStream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                 CUgraph *graph, int unsupported_asked, cudadbl_call_t *c) {
+    struct CUstream_st *s = NULL;
+    CUresult r = CUDA_SUCCESS;
+    (void)f;
+    c->stream = hStream;
+    r = drv_stream(hStream, &s);
+    if (r == CUDA_SUCCESS) r = drv(legacy_check(s, 0));
+    if (r == CUDA_SUCCESS && !status) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && unsupported_asked) r = CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS) {
+        int st;
+        unsigned long long cid;
+        struct CUgraph_st *g;
+        capture_info(s, &st, &cid, &g);
+        *status = (CUstreamCaptureStatus)st;
+        if (id) *id = (cuuint64_t)cid;
+        if (graph && st != cudaStreamCaptureStatusNone) *graph = g;
+        c->flags = (unsigned)st;
+        c->bytes = (size_t)cid;
+    }
+    return r;
+}
+
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out, size_t *numDependencies_out) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuStreamGetCaptureInfo_v2, DRV_HEALTHY);
+    if (r == CUDA_SUCCESS)
+        r = drv_capture_info(F_cuStreamGetCaptureInfo_v2, hStream, captureStatus_out, id_out, graph_out,
+                             dependencies_out || numDependencies_out, &c);
+    return drv_leave(F_cuStreamGetCaptureInfo_v2, &c, r);
+}
+
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                        cuuint64_t *id_out) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuStreamGetCaptureInfo, DRV_HEALTHY);
+    if (r == CUDA_SUCCESS)
+        r = drv_capture_info(F_cuStreamGetCaptureInfo, hStream, captureStatus_out, id_out, NULL, 0, &c);
+    return drv_leave(F_cuStreamGetCaptureInfo, &c, r);
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuEventCreate, DRV_CONTEXT);
+    c.flags = Flags;
+    if (r == CUDA_SUCCESS) r = drv(create_event(phEvent, Flags));
+    if (r == CUDA_SUCCESS) c.dst = *phEvent;
+    return drv_leave(F_cuEventCreate, &c, r);
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuEventRecord, DRV_HEALTHY);
+    struct CUevent_st *ev = NULL;
+    struct CUstream_st *s = NULL;
+    c.dst = hEvent;
+    c.stream = hStream;
+    if (r == CUDA_SUCCESS) r = drv_event(hEvent, &ev);
+    if (r == CUDA_SUCCESS) r = drv_stream(hStream, &s);
+    if (r == CUDA_SUCCESS) r = drv(record_core(ev, s));
+    return drv_leave(F_cuEventRecord, &c, r);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuEventQuery, DRV_HEALTHY);
+    struct CUevent_st *ev = NULL;
+    c.dst = hEvent;
+    if (r == CUDA_SUCCESS) r = drv_event(hEvent, &ev);
+    if (r == CUDA_SUCCESS) r = drv(query_core(ev));
+    return drv_leave(F_cuEventQuery, &c, r);
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuEventSynchronize, DRV_HEALTHY);
+    struct CUevent_st *ev = NULL;
+    c.dst = hEvent;
+    if (r == CUDA_SUCCESS) r = drv_event(hEvent, &ev);
+    if (r == CUDA_SUCCESS) r = drv(sync_event_core(ev));
+    return drv_leave(F_cuEventSynchronize, &c, r);
+}
+
+static CUresult drv_elapsed(int f, float *ms, CUevent hStart, CUevent hEnd) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(f, DRV_HEALTHY);
+    struct CUevent_st *a = NULL, *b = NULL;
+    c.dst = hStart;
+    c.src = hEnd;
+    if (r == CUDA_SUCCESS) r = drv_event(hStart, &a);
+    if (r == CUDA_SUCCESS) r = drv_event(hEnd, &b);
+    if (r == CUDA_SUCCESS && !ms) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = drv(elapsed_core(ms, a, b));
+    return drv_leave(f, &c, r);
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+    return drv_elapsed(F_cuEventElapsedTime, pMilliseconds, hStart, hEnd);
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+    return drv_elapsed(F_cuEventElapsedTime_v2, pMilliseconds, hStart, hEnd);
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuEventDestroy_v2, DRV_HEALTHY);
+    struct CUevent_st *ev = NULL;
+    c.dst = hEvent;
+    if (r == CUDA_SUCCESS) r = drv_event(hEvent, &ev);
+    if (r == CUDA_SUCCESS) destroy_event(ev);
+    return drv_leave(F_cuEventDestroy_v2, &c, r);
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemGetInfo_v2, DRV_CONTEXT);
+    if (r == CUDA_SUCCESS) r = drv(unsafe_check());
+    if (r == CUDA_SUCCESS && (!free || !total)) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        *free = free_bytes(t_cur);
+        *total = g_total[t_cur];
+        c.bytes = *free;
+    }
+    return drv_leave(F_cuMemGetInfo_v2, &c, r);
+}
+
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                        CUdeviceptr ptr) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuPointerGetAttributes, DRV_HEALTHY);
+    const void *p = (const void *)(uintptr_t)ptr;
+    unsigned i;
+    c.src = p;
+    c.bytes = numAttributes;
+    if (r == CUDA_SUCCESS && (!numAttributes || !attributes || !data)) r = CUDA_ERROR_INVALID_VALUE;
+    for (i = 0; r == CUDA_SUCCESS && i < numAttributes; i++) {
+        if (!data[i]) r = CUDA_ERROR_INVALID_VALUE;
+        else if (attributes[i] != CU_POINTER_ATTRIBUTE_MEMORY_TYPE && attributes[i] != CU_POINTER_ATTRIBUTE_IS_MANAGED &&
+                 attributes[i] != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+            r = CUDA_ERROR_INVALID_VALUE; /* not modelled */
+    }
+    if (r == CUDA_SUCCESS) {
+        alloc_t *a = find(p);
+        for (i = 0; i < numAttributes; i++) {
+            switch (attributes[i]) {
+            case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
+                unsigned t = 0;
+                if (a) t = a->kind == CUDADBL_DEVICE || a->kind == CUDADBL_MANAGED ? (unsigned)CU_MEMORYTYPE_DEVICE
+                                                                                  : (unsigned)CU_MEMORYTYPE_HOST;
+                *(unsigned *)data[i] = t;
+                break;
+            }
+            case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = a && a->kind == CUDADBL_MANAGED; break;
+            default: *(int *)data[i] = a ? a->device : -2; break;
+            }
+        }
+        if (a) c.flags = (unsigned)a->kind + 1;
+    }
+    return drv_leave(F_cuPointerGetAttributes, &c, r);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDevicePrimaryCtxGetState, DRV_INIT);
+    c.flags = (unsigned)dev;
+    if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS && (!flags || !active)) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        *flags = 0;
+        *active = g_ctx[dev].active;
+    }
+    return drv_leave(F_cuDevicePrimaryCtxGetState, &c, r);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDevicePrimaryCtxRetain, DRV_HEALTHY);
+    c.flags = (unsigned)dev;
+    if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        activate(dev);
+        g_ctx[dev].retains++;
+        *pctx = &g_ctx[dev];
+        c.dst = *pctx;
+    }
+    return drv_leave(F_cuDevicePrimaryCtxRetain, &c, r);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDevicePrimaryCtxRelease_v2, DRV_INIT);
+    c.flags = (unsigned)dev;
+    if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS && g_ctx[dev].retains <= 0) r = CUDA_ERROR_INVALID_CONTEXT; /* not retained */
+    if (r == CUDA_SUCCESS) g_ctx[dev].retains--;
+    return drv_leave(F_cuDevicePrimaryCtxRelease_v2, &c, r);
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *count) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDeviceGetCount, DRV_INIT);
+    if (r == CUDA_SUCCESS && !count) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) *count = g_ndev;
+    return drv_leave(F_cuDeviceGetCount, &c, r);
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDeviceGet, DRV_INIT);
+    c.flags = (unsigned)ordinal;
+    if (r == CUDA_SUCCESS && !device) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && !valid_device(ordinal)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS) *device = ordinal;
+    return drv_leave(F_cuDeviceGet, &c, r);
+}
+
+CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuThreadExchangeStreamCaptureMode, DRV_INIT);
+    if (r == CUDA_SUCCESS && (!mode || !valid_mode((int)*mode))) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        int old = t_capmode;
+        c.flags = (unsigned)*mode;
+        t_capmode = (int)*mode;
+        *mode = (CUstreamCaptureMode)old;
+    }
+    return drv_leave(F_cuThreadExchangeStreamCaptureMode, &c, r);
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuGetErrorName, DRV_ANY);
+    size_t i;
+    c.flags = (unsigned)error;
+    if (r == CUDA_SUCCESS && !pStr) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        *pStr = NULL; /* unknown code: CUDA_ERROR_INVALID_VALUE and NULL */
+        r = CUDA_ERROR_INVALID_VALUE;
+        for (i = 0; i < sizeof drv_err_table / sizeof drv_err_table[0]; i++)
+            if (drv_err_table[i].code == error) {
+                *pStr = drv_err_table[i].name;
+                r = CUDA_SUCCESS;
+                break;
+            }
+    }
+    return drv_leave(F_cuGetErrorName, &c, r);
 }
 
 /* ============================================================================ */
@@ -1306,6 +2843,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 static void slock(void) {
     lock();
     thread_sync();
+    t_cur = rt_device();
 }
 
 void cudadbl_reset(void) {
@@ -1322,20 +2860,39 @@ void cudadbl_reset(void) {
     while (g_streams) {
         struct CUstream_st *s = g_streams;
         g_streams = s->next;
+        for (i = 0; i < s->nops; i++) free(s->ops[i].deps);
         free(s->ops);
         free(s);
     }
+    memset(g_legacy, 0, sizeof g_legacy);
     while (g_events) {
         struct CUevent_st *ev = g_events;
         g_events = ev->next;
         free(ev);
     }
+    while (g_graphs) {
+        struct CUgraph_st *g = g_graphs;
+        g_graphs = g->next;
+        free(g->nodes);
+        free(g);
+    }
+    while (g_execs) {
+        struct CUgraphExec_st *x = g_execs;
+        g_execs = x->next;
+        free(x->nodes);
+        free(x);
+    }
+    while (g_captures) {
+        capture_t *c = g_captures;
+        g_captures = c->next;
+        free(c);
+    }
     for (d = 0; d < CUDADBL_MAX_DEVICES; d++) {
-        free(g_default[d].ops);
-        memset(&g_default[d], 0, sizeof g_default[d]);
-        g_default[d].device = d;
         g_total[d] = CUDADBL_DEFAULT_TOTAL;
         g_outside[d] = g_used[d] = 0;
+        g_ctx[d].active = 0;
+        g_ctx[d].retains = 0;
+        g_ctx[d].created = 0;
     }
     memset(g_fn, 0, sizeof g_fn);
     g_ndev = CUDADBL_DEFAULT_DEVICES;
@@ -1344,9 +2901,96 @@ void cudadbl_reset(void) {
     g_copy_bytes_per_ms = 0;
     g_marker_set = 0;
     g_marker = 0;
+    g_drv_init = 0;
+    g_sticky = cudaSuccess;
+    g_invalidated = 0;
+    g_hazards = g_launches = g_graph_bytes = 0;
     g_gen++;
     thread_sync();
     unlock();
+}
+
+int cudadbl_contexts_created(int device) {
+    int n;
+    if (device < 0 || device >= CUDADBL_MAX_DEVICES) return -1;
+    slock();
+    n = g_ctx[device].created;
+    unlock();
+    return n;
+}
+
+int cudadbl_context_active(int device) {
+    int n;
+    if (device < 0 || device >= CUDADBL_MAX_DEVICES) return -1;
+    slock();
+    n = g_ctx[device].active;
+    unlock();
+    return n;
+}
+
+void cudadbl_set_sticky(cudaError_t e) {
+    slock();
+    g_sticky = e;
+    unlock();
+}
+
+int cudadbl_captures_invalidated(void) {
+    int n;
+    slock();
+    n = g_invalidated;
+    unlock();
+    return n;
+}
+
+long cudadbl_capturing(void) {
+    capture_t *c;
+    long n = 0;
+    slock();
+    for (c = g_captures; c; c = c->next) n += !c->ended;
+    unlock();
+    return n;
+}
+
+long cudadbl_graph_launches(void) {
+    long n;
+    slock();
+    n = g_launches;
+    unlock();
+    return n;
+}
+
+size_t cudadbl_live_graphs(void) {
+    struct CUgraph_st *g;
+    size_t n = 0;
+    slock();
+    for (g = g_graphs; g; g = g->next) n += !g->dead && !g->capturing;
+    unlock();
+    return n;
+}
+
+size_t cudadbl_live_graph_execs(void) {
+    struct CUgraphExec_st *x;
+    size_t n = 0;
+    slock();
+    for (x = g_execs; x; x = x->next) n += !x->dead;
+    unlock();
+    return n;
+}
+
+long cudadbl_graph_copy_bytes(void) {
+    long n;
+    slock();
+    n = g_graph_bytes;
+    unlock();
+    return n;
+}
+
+long cudadbl_hazards(void) {
+    long n;
+    slock();
+    n = g_hazards;
+    unlock();
+    return n;
 }
 
 void cudadbl_set_reuse(int on) {
@@ -1484,7 +3128,7 @@ int cudadbl_complete_stream(cudaStream_t s) {
     slock();
     st = resolve(s, 1);
     if (st) {
-        complete_ops(st, st->nops);
+        complete_all_of(st);
         reap_streams();
     }
     unlock();
@@ -1492,9 +3136,8 @@ int cudadbl_complete_stream(cudaStream_t s) {
 }
 
 void cudadbl_complete_all(void) {
-    int d;
     slock();
-    for (d = 0; d < CUDADBL_MAX_DEVICES; d++) complete_device(d);
+    complete_device(-1);
     unlock();
 }
 
@@ -1511,10 +3154,18 @@ long cudadbl_pending(cudaStream_t s) {
 long cudadbl_pending_all(void) {
     struct CUstream_st *s;
     long n = 0;
-    int d;
     slock();
-    for (d = 0; d < CUDADBL_MAX_DEVICES; d++) n += (long)g_default[d].nops;
     for (s = g_streams; s; s = s->next) n += (long)s->nops;
+    unlock();
+    return n;
+}
+
+long cudadbl_pending_per_thread(void) {
+    struct CUstream_st *st;
+    long n;
+    slock();
+    st = per_thread_stream(t_cur);
+    n = st ? (long)st->nops : -1;
     unlock();
     return n;
 }
@@ -1565,7 +3216,7 @@ size_t cudadbl_live_streams(void) {
     struct CUstream_st *s;
     size_t n = 0;
     slock();
-    for (s = g_streams; s; s = s->next) n += !s->destroyed;
+    for (s = g_streams; s; s = s->next) n += s->kind == SK_USER && !s->destroyed && !s->dead;
     unlock();
     return n;
 }
@@ -1574,10 +3225,11 @@ size_t cudadbl_live_events(void) {
     struct CUevent_st *ev;
     size_t n = 0;
     slock();
-    for (ev = g_events; ev; ev = ev->next) n++;
+    for (ev = g_events; ev; ev = ev->next) n += !ev->dead;
     unlock();
     return n;
 }
+
 
 /* ============================================================================ */
 /* Per-thread default stream entry points                                       */
@@ -1587,12 +3239,19 @@ size_t cudadbl_live_events(void) {
    --default-stream per-thread) calls these names (cuda_runtime_api.h maps
    them with __CUDART_API_PTDS/_PTSZ). Each is declared with the type of
    the function it stands for, so its definition is checked against the
-   real prototype, and does what that function does (the double's default
-   stream serves as the per-thread one; counts and scripts go by the plain
-   name). */
+   real prototype, and does what that function does with NULL meaning the
+   calling thread's per-thread default stream, and the synchronous ones
+   ordered after that stream instead of the legacy one (counts and scripts
+   go by the plain name). */
 #define DBL_PT(name, suffix, params, args)                                       \
     __typeof__(name) name##suffix;                                                \
-    cudaError_t name##suffix params { return name args; }
+    cudaError_t name##suffix params {                                             \
+        cudaError_t e_;                                                           \
+        t_ptds = 1;                                                               \
+        e_ = name args;                                                           \
+        t_ptds = 0;                                                               \
+        return e_;                                                                \
+    }
 DBL_PT(cudaMemcpy, _ptds, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
        (dst, src, count, kind))
 DBL_PT(cudaMemcpy2D, _ptds,
@@ -1615,6 +3274,18 @@ DBL_PT(cudaStreamGetDevice, _ptsz, (cudaStream_t hStream, int *device), (hStream
 DBL_PT(cudaEventRecord, _ptsz, (cudaEvent_t event, cudaStream_t stream), (event, stream))
 DBL_PT(cudaMallocAsync, _ptsz, (void **devPtr, size_t size, cudaStream_t hStream), (devPtr, size, hStream))
 DBL_PT(cudaFreeAsync, _ptsz, (void *devPtr, cudaStream_t hStream), (devPtr, hStream))
+DBL_PT(cudaStreamWaitEvent, _ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),
+       (stream, event, flags))
+DBL_PT(cudaStreamBeginCapture, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
+DBL_PT(cudaStreamEndCapture, _ptsz, (cudaStream_t stream, cudaGraph_t *pGraph), (stream, pGraph))
+DBL_PT(cudaStreamIsCapturing, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus),
+       (stream, pCaptureStatus))
+DBL_PT(cudaStreamGetCaptureInfo, _ptsz,
+       (cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out,
+        cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out,
+        size_t *numDependencies_out),
+       (stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out))
+DBL_PT(cudaGraphLaunch, _ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream), (graphExec, stream))
 
 #ifdef __cplusplus
 } /* extern "C" */

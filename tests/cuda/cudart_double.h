@@ -83,10 +83,17 @@
 
 #include <stddef.h>
 #include <cuda_runtime_api.h>
+#include <cuda.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* libcuda exports this older version; <cuda.h> declares it only for its own
+   build (the double defines it with this, its documented prototype). */
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out, size_t *numDependencies_out);
 
 #define CUDADBL_MAX_DEVICES 8
 #define CUDADBL_DEFAULT_DEVICES 2
@@ -135,6 +142,9 @@ void cudadbl_reset_calls(void);
 /* The arguments and result of the latest call of fn (fields that fn does
    not take are 0/NULL). Returns 0, or -1 for an unknown name or no call
    since the last reset. */
+/* Which stream a call resolved to (cudadbl_call_t.stream_kind). */
+enum { CUDADBL_STREAM_USER = 0, CUDADBL_STREAM_LEGACY = 1, CUDADBL_STREAM_PER_THREAD = 2 };
+
 typedef struct {
     void *dst;          /* memcpy/memset destination, alloc result, freed pointer, registered ptr */
     const void *src;    /* memcpy source, pointer queried */
@@ -143,7 +153,8 @@ typedef struct {
     cudaStream_t stream;/* as passed (not resolved) */
     int device;         /* the calling thread's current device at the call */
     unsigned flags;
-    cudaError_t result;
+    cudaError_t result; /* driver calls: the CUresult, same number */
+    int stream_kind;    /* CUDADBL_STREAM_*: the stream the call resolved to (USER when none) */
 } cudadbl_call_t;
 int cudadbl_last_call(const char *fn, cudadbl_call_t *out);
 
@@ -205,6 +216,39 @@ int cudadbl_lookup(const void *p, void **base, size_t *size, cudadbl_kind_t *kin
 /* Live streams / events created through the API (not yet destroyed). */
 size_t cudadbl_live_streams(void);
 size_t cudadbl_live_events(void);
+
+/* Ops not complete on the calling thread's per-thread default stream of
+   its current device. */
+long cudadbl_pending_per_thread(void);
+
+/* Primary contexts: activations of device's primary context since the last
+   reset (-1: bad device), and whether it is active now. */
+int cudadbl_contexts_created(int device);
+int cudadbl_context_active(int device);
+
+/* A device fault (cudaErrorIllegalAddress, ...): from now on every runtime
+   call that needs a context returns e and makes it the last error,
+   cudaGetLastError returns it without clearing, driver calls return the
+   CUresult of the same number. Cleared only by cudadbl_reset. */
+void cudadbl_set_sticky(cudaError_t e);
+
+/* Stream capture: captures invalidated since the last reset; captures in
+   progress (begun, not ended; invalidated ones included). */
+int cudadbl_captures_invalidated(void);
+long cudadbl_capturing(void);
+
+/* Graphs: launches that ran (not those captured into another graph);
+   graphs handed out by cudaStreamEndCapture and not destroyed; live
+   executable graphs; bytes moved by copy nodes at launches. */
+long cudadbl_graph_launches(void);
+size_t cudadbl_live_graphs(void);
+size_t cudadbl_live_graph_execs(void);
+long cudadbl_graph_copy_bytes(void);
+
+/* Device-memory hazards since the last reset: a device block released or
+   handed out again while an op of another stream that touches it was
+   still pending (use after free on the device). */
+long cudadbl_hazards(void);
 
 #ifdef __cplusplus
 }

@@ -384,10 +384,11 @@ static void async_and_streams(void) {
     CHECK_U64(0, cudadbl_device_used(0));
     CHECK_ERR(cudaSuccess, cudaStreamQuery(s));
 
-    /* default stream: NULL, legacy and per-thread are one stream per device */
+    /* default streams: NULL is the legacy stream, the per-thread one is another */
     CHECK_ERR(cudaSuccess, cudaMallocAsync(&q, 8, NULL));
-    CHECK_ERR(cudaSuccess, cudaMemsetAsync(q, 1, 8, cudaStreamPerThread));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(q, 1, 8, cudaStreamLegacy));
     CHECK_U64(2, (unsigned long)cudadbl_pending(cudaStreamLegacy));
+    CHECK_U64(0, (unsigned long)cudadbl_pending_per_thread());
     CHECK_ERR(cudaSuccess, cudaFreeAsync(q, 0));
     CHECK_U64(3, (unsigned long)cudadbl_pending(NULL));
     /* device sync completes the current device's streams only */
@@ -568,7 +569,7 @@ static void copy_time_and_more(void) {
     CHECK_ERR(cudaSuccess, cudaEventRecord(b, s));
     CHECK_ERR(cudaSuccess, cudaMemcpy(d, host, 10, cudaMemcpyHostToDevice));
     CHECK_ERR(cudaSuccess, cudaEventQuery(a));
-    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(b)); /* other streams: not synchronized */
+    CHECK_ERR(cudaSuccess, cudaEventQuery(b)); /* s is blocking: synchronized with the legacy stream */
     CHECK(cudadbl_clock() == 5.25f);
     /* cudaStreamGetDevice */
     CHECK_ERR(cudaSuccess, cudaStreamGetDevice(s, &dev));

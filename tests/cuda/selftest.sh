@@ -29,9 +29,9 @@ variant() { # name compiler flags...
         rc=1
         return
     fi
-    if nm "$bin" | grep -q ' U cuda'; then # every cuda symbol must come from the double
+    if nm "$bin" | grep -q ' U cu'; then # every cuda symbol must come from the double
         echo "not ok - cudart-double-$name: undefined CUDA symbols"
-        nm "$bin" | grep ' U cuda' | sed 's/^/    # /'
+        nm "$bin" | grep ' U cu' | sed 's/^/    # /'
         rc=1
     fi
     "$bin" || rc=1
