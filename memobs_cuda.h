@@ -766,16 +766,14 @@ static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
     r = memobs_cuda__d.capture2 ? memobs_cuda__d.capture2(s, &st, &i, NULL, NULL, NULL)
                                 : memobs_cuda__d.capture1(s, &st, &i);
     if (r != 0) return -1;
-    if (st == MEMOBS_CUDA__CAPTURING) {
-        *id = i;
-        return 1;
-    }
-    return st == 0 ? 0 : -1;
+    if (st != 0) *id = i; /* an invalidated capture keeps its id */
+    return st == MEMOBS_CUDA__CAPTURING ? 1 : st == 0 ? 0 : -1;
 }
 
+/* The capture sequence of a stream, active or invalidated; 0: none. */
 unsigned long long memobs_cuda__capture_id(cudaStream_t stream) {
     unsigned long long id = 0;
-    if (!memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return 0;
+    if (!memobs_cuda__on() || memobs_cuda__capturing(stream, &id) == 0) return 0;
     return id;
 }
 

@@ -111,7 +111,7 @@ static void test_no_context_created(void) {
     out = read_file(f);
     fclose(f);
     if (out) {
-        CHECK_HAS(out, "device 0: driver used 4.10 KB of 17.2 GB; memobs tracks 4.10 KB");
+        CHECK_HAS(out, "device 0: driver used 4.10 KB of 17.18 GB; memobs tracks 4.10 KB");
         CHECK_HAS(out, "device 1: not used by this process (no CUDA context); not asked");
         free(out);
     }
@@ -158,13 +158,17 @@ static void test_graph_decode_step(void) {
     char *h = NULL, *h2 = NULL, *d = NULL;
     memobs_cuda_graph_stats_t gs;
     int i;
-    long rec0;
+    long rec0, launches0, moved0, inval0;
     fresh();
+    launches0 = cudadbl_graph_launches();
+    moved0 = cudadbl_graph_copy_bytes();
+    inval0 = cudadbl_captures_invalidated();
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 8192));
     CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h2, 8192));
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 16384));
     memset(h, 7, 8192);
+    memset(h2, 0, 8192);
     memobs_cuda_set_timing(1);
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
     rec0 = calls("cuEventRecord");
@@ -177,8 +181,8 @@ static void test_graph_decode_step(void) {
     CHECK_U64(0, total_count());
     CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
     CHECK(g != NULL);
+    CHECK_U64(0, (unsigned long)(cudadbl_captures_invalidated() - inval0));
     CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0)); /* nothing recorded into the capture */
-    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
     gs = gstats();
     CHECK_U64(4, gs.captured_copies);
     CHECK_U64(4096 + 1024 + 512 + 100, gs.captured_bytes);
@@ -195,8 +199,9 @@ static void test_graph_decode_step(void) {
     CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 100 * 1024, 100);
     CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 100 * 512, 100);
     CHECK_U64(0, S.prefill.h2d.count + S.prefill.d2h.count + S.prefill.d2d.count);
-    CHECK_U64(100, (unsigned long)cudadbl_graph_launches());
-    CHECK_U64((unsigned long)cudadbl_graph_copy_bytes(), S.total.h2d.bytes + S.total.d2h.bytes + S.total.d2d.bytes);
+    CHECK_U64(100, (unsigned long)(cudadbl_graph_launches() - launches0));
+    CHECK_U64((unsigned long)(cudadbl_graph_copy_bytes() - moved0),
+              S.total.h2d.bytes + S.total.d2h.bytes + S.total.d2d.bytes);
     gs = gstats();
     CHECK_U64(100, gs.launches);
     CHECK_U64(400, gs.launched_copies);
@@ -221,8 +226,12 @@ static void test_graph_nested_and_unknown(void) {
     cudaGraph_t g = NULL, outer = NULL, bad = NULL;
     cudaGraphExec_t x = NULL, xo = NULL, xu = NULL;
     char *h = NULL, *d = NULL;
-    memobs_cuda_graph_stats_t gs;
+    memobs_cuda_graph_stats_t gs, g0;
+    long moved0, inval0;
     fresh();
+    g0 = gstats();
+    moved0 = cudadbl_graph_copy_bytes();
+    inval0 = cudadbl_captures_invalidated();
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
     CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
@@ -243,13 +252,13 @@ static void test_graph_nested_and_unknown(void) {
     snap();
     CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 600, 2);
     CHECK_XFER(S.prefill, MEMOBS_DIR_D2H, 50, 1);
-    CHECK_U64((unsigned long)cudadbl_graph_copy_bytes(), 650);
+    CHECK_U64(650, (unsigned long)(cudadbl_graph_copy_bytes() - moved0));
     /* instantiated with the plain call: memobs does not know it */
     CHECK_ERR(cudaSuccess, cudaGraphInstantiate(&xu, g, 0));
     CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(xu, s));
     gs = gstats();
-    CHECK_U64(1, gs.unknown_launches);
-    CHECK_U64(2, gs.launches);
+    CHECK_U64(1, gs.unknown_launches - g0.unknown_launches);
+    CHECK_U64(2, gs.launches - g0.launches);
     snap();
     CHECK_U64(3, total_count());
     /* an invalidated capture: the user's own illegal call (a sync of the
@@ -259,6 +268,7 @@ static void test_graph_nested_and_unknown(void) {
     CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamSynchronize(s));
     CHECK_ERR(cudaErrorStreamCaptureInvalidated, memobs_cudaStreamEndCapture(s, &bad));
     CHECK(bad == NULL);
+    CHECK_U64(1, (unsigned long)(cudadbl_captures_invalidated() - inval0));
     gs = gstats();
     CHECK_U64(0, gs.captures);
     CHECK_U64(2, gs.graphs);
@@ -325,7 +335,7 @@ static void capture_while_busy(enum cudaStreamCaptureMode mode) {
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
     char *h = NULL, *d = NULL;
-    long r0;
+    long r0, inval0 = cudadbl_captures_invalidated();
     int i;
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.mu, NULL);
@@ -359,7 +369,7 @@ static void capture_while_busy(enum cudaStreamCaptureMode mode) {
     pthread_mutex_unlock(&w.mu);
     pthread_join(t, NULL);
     CHECK(!w.bad);
-    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
+    CHECK_U64(0, (unsigned long)(cudadbl_captures_invalidated() - inval0));
     CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
     memobs_reset();
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
@@ -402,7 +412,9 @@ static void test_runtime_query_breaks_capture(void) {
     cudaStream_t s = NULL, s2 = NULL;
     cudaEvent_t e = NULL;
     cudaGraph_t g = NULL;
+    long inval0;
     fresh();
+    inval0 = cudadbl_captures_invalidated();
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
     CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
@@ -410,7 +422,7 @@ static void test_runtime_query_breaks_capture(void) {
     CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaEventQuery(e));
     CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
-    CHECK_U64(1, (unsigned)cudadbl_captures_invalidated());
+    CHECK_U64(1, (unsigned long)(cudadbl_captures_invalidated() - inval0));
     (void)cudaGetLastError();
     CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
@@ -423,7 +435,7 @@ static void test_runtime_query_breaks_capture(void) {
 
 /* Every wrapper, with timing on, succeeding: returns what the runtime
    returned, and the last error is e before and after. */
-static void every_wrapper(cudaError_t e) {
+static void every_wrapper(cudaError_t e, int drv_fails) {
     cudaStream_t s = NULL;
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
@@ -467,7 +479,11 @@ static void every_wrapper(cudaError_t e) {
         CHECK_U64(MEMOBS_OK, (unsigned)memobs_write_summary(f, MEMOBS_FORMAT_TEXT));
         fclose(f);
     }
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &mi));
+    log_count = 0;
+    memobs_set_log(capture_log, NULL); /* a failing driver is warned about */
+    CHECK_U64((unsigned)(drv_fails ? MEMOBS_ERR_IO : MEMOBS_OK), (unsigned)memobs_cuda_mem_info(0, &mi));
+    memobs_set_log(NULL, NULL);
+    CHECK_U64(drv_fails ? 1 : 0, (unsigned)log_count);
     CHECK_ERR(e, cudaPeekAtLastError());
     LAST_IS(memobs_cudaGraphExecDestroy(x));
     LAST_IS(memobs_cudaGraphDestroy(g));
@@ -492,20 +508,20 @@ static void test_last_error_untouched(void) {
     fresh();
     memobs_cuda_set_timing(1);
     /* nothing pending before: nothing after */
-    every_wrapper(cudaSuccess);
+    every_wrapper(cudaSuccess, 0);
     /* an error of the program pending before: the same after */
     CHECK_ERR(cudaErrorInvalidDevice, cudaSetDevice(99));
-    every_wrapper(cudaErrorInvalidDevice);
+    every_wrapper(cudaErrorInvalidDevice, 0);
     CHECK_ERR(cudaErrorInvalidDevice, cudaGetLastError());
     /* memobs' own calls failing (its driver calls scripted to fail) leave
        nothing behind either */
     for (i = 0; i < sizeof drv / sizeof drv[0]; i++)
         CHECK_U64(0, (unsigned)cudadbl_fail(drv[i], 1, 1000, (cudaError_t)1 /* CUDA_ERROR_INVALID_VALUE */));
-    every_wrapper(cudaSuccess);
+    every_wrapper(cudaSuccess, 1);
     CHECK(calls("cuEventRecord") > 1);
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CHECK_ERR(cudaErrorInvalidDevice, cudaSetDevice(99));
-    every_wrapper(cudaErrorInvalidDevice);
+    every_wrapper(cudaErrorInvalidDevice, 1);
     CHECK_ERR(cudaErrorInvalidDevice, cudaGetLastError());
     cudadbl_reset_script();
     /* a failing wrapped call leaves exactly the runtime's error */

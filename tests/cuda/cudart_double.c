@@ -3287,6 +3287,34 @@ DBL_PT(cudaStreamGetCaptureInfo, _ptsz,
        (stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out))
 DBL_PT(cudaGraphLaunch, _ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream), (graphExec, stream))
 
+/* ============================================================================ */
+/* The driver for memobs                                                        */
+/* ============================================================================ */
+
+/* memobs_cuda.h takes the driver's functions from a program that defines
+   this (else it opens libcuda.so.1): the double hands it its own, by their
+   exported names. */
+void *memobs_cuda_driver_symbol(const char *name);
+void *memobs_cuda_driver_symbol(const char *name) {
+#define DBL_SYM(fn) {#fn, (void *)(uintptr_t)&fn},
+    static const struct {
+        const char *name;
+        void *fn;
+    } syms[] = {DBL_SYM(cuCtxGetCurrent) DBL_SYM(cuCtxPushCurrent_v2) DBL_SYM(cuCtxPopCurrent_v2)
+                DBL_SYM(cuCtxGetDevice) DBL_SYM(cuStreamGetCtx) DBL_SYM(cuStreamGetCaptureInfo_v2)
+                DBL_SYM(cuStreamGetCaptureInfo) DBL_SYM(cuEventCreate) DBL_SYM(cuEventRecord)
+                DBL_SYM(cuEventQuery) DBL_SYM(cuEventSynchronize) DBL_SYM(cuEventElapsedTime)
+                DBL_SYM(cuEventElapsedTime_v2) DBL_SYM(cuEventDestroy_v2) DBL_SYM(cuMemGetInfo_v2)
+                DBL_SYM(cuPointerGetAttributes) DBL_SYM(cuDevicePrimaryCtxGetState)
+                DBL_SYM(cuDevicePrimaryCtxRetain) DBL_SYM(cuDevicePrimaryCtxRelease_v2) DBL_SYM(cuDeviceGetCount)
+                DBL_SYM(cuDeviceGet) DBL_SYM(cuThreadExchangeStreamCaptureMode) DBL_SYM(cuGetErrorName)};
+#undef DBL_SYM
+    size_t i;
+    for (i = 0; name && i < sizeof syms / sizeof syms[0]; i++)
+        if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
+    return NULL;
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
