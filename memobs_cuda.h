@@ -537,7 +537,8 @@ extern "C" {
     X(primary_release, "cuDevicePrimaryCtxRelease_v2", (int dev))                                            \
     X(device_count, "cuDeviceGetCount", (int *n))                                                            \
     X(device_get, "cuDeviceGet", (int *dev, int ordinal))                                                    \
-    X(exchange_mode, "cuThreadExchangeStreamCaptureMode", (int *mode))
+    X(exchange_mode, "cuThreadExchangeStreamCaptureMode", (int *mode))                                       \
+    X(error_name, "cuGetErrorName", (int err, const char **name))
 
 /* Driver constants (cuda.h), by value. */
 #define MEMOBS_CUDA__NOT_READY 600     /* CUDA_ERROR_NOT_READY */
@@ -1200,39 +1201,58 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
 /* ======================================================================== */
 
 /* Reads a device's memory figures through the driver, creating no
-   context. 0, or -1 (the driver failed or was not found), or -2 (the
-   device has no active context: unused). */
-static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out) {
+   context. 0; -1 when the driver fails (*what: the call, *err: its
+   CUresult) or was not found (*err 0); -2 when the device has no active
+   context (unused: not asked). */
+static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out, const char **what, int *err) {
     size_t free_b = 0, total_b = 0;
     void *cur, *ctx = NULL, *top = NULL;
-    int rc = -1, m, dev = 0, active = 0, retained = 0;
+    int rc = -1, m, dev = 0, active = 0, retained = 0, e = 0;
     unsigned flags = 0;
+    const char *w = "the CUDA driver was not found";
     memobs_cuda__init();
-    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return -1;
+    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
+        if (what) *what = MEMOBS__LOAD(&memobs_cuda__g.gone.v) ? "the program is exiting" : w;
+        if (err) *err = 0;
+        return -1;
+    }
     m = memobs_cuda__relax();
     cur = memobs_cuda__cur_ctx();
     if (cur && memobs_cuda__ctx_device(cur) == device) {
-        rc = memobs_cuda__d.mem_info(&free_b, &total_b) == 0 ? 0 : -1;
+        w = "cuMemGetInfo";
+        rc = (e = memobs_cuda__d.mem_info(&free_b, &total_b)) == 0 ? 0 : -1;
     } else if (!memobs_cuda__d.device_get || !memobs_cuda__d.primary_state || !memobs_cuda__d.primary_retain ||
-               !memobs_cuda__d.primary_release || memobs_cuda__d.device_get(&dev, device) != 0 ||
-               memobs_cuda__d.primary_state(dev, &flags, &active) != 0) {
-        rc = -1;
+               !memobs_cuda__d.primary_release) {
+        w = "the driver lacks the primary context calls";
+    } else if ((e = memobs_cuda__d.device_get(&dev, device)) != 0) {
+        w = "cuDeviceGet";
+    } else if ((e = memobs_cuda__d.primary_state(dev, &flags, &active)) != 0) {
+        w = "cuDevicePrimaryCtxGetState";
     } else if (!active) {
         rc = -2; /* asking would create its context */
-    } else if (memobs_cuda__d.primary_retain(&ctx, dev) == 0) {
+    } else if ((e = memobs_cuda__d.primary_retain(&ctx, dev)) != 0) {
+        w = "cuDevicePrimaryCtxRetain";
+    } else {
         retained = 1;
-        if (memobs_cuda__d.ctx_push(ctx) == 0) {
-            rc = memobs_cuda__d.mem_info(&free_b, &total_b) == 0 ? 0 : -1;
+        w = "cuCtxPushCurrent";
+        if ((e = memobs_cuda__d.ctx_push(ctx)) == 0) {
+            w = "cuMemGetInfo";
+            rc = (e = memobs_cuda__d.mem_info(&free_b, &total_b)) == 0 ? 0 : -1;
             (void)memobs_cuda__d.ctx_pop(&top);
         }
     }
     if (retained) (void)memobs_cuda__d.primary_release(dev);
     memobs_cuda__unrelax(m);
-    if (rc == 0 && free_b > total_b) rc = -1;
+    if (rc == 0 && free_b > total_b) {
+        rc = -1;
+        w = "cuMemGetInfo (free > total)";
+    }
     if (rc == 0) {
         *free_out = free_b;
         *total_out = total_b;
     }
+    if (what) *what = w;
+    if (err) *err = e;
     return rc;
 }
 
@@ -1272,8 +1292,8 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
    flight recorder on out-of-memory. Returns rc. */
 static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, const void *p, size_t size,
                                           memobs_mem_kind_t kind, int device, const void *stream) {
-    if (!memobs_cuda__on()) return rc;
-    if (rc == cudaSuccess && p) { /* p: cudaMalloc(&p, 0) succeeds with NULL */
+    int on = memobs_cuda__on();
+    if (on && rc == cudaSuccess && p) { /* p: cudaMalloc(&p, 0) succeeds with NULL */
         uint32_t i;
         /* Handed back before its stream-ordered free settled: that settle
            must not take the new block out. */
@@ -1285,13 +1305,22 @@ static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, cons
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
         memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
     }
-    if (rc == cudaErrorMemoryAllocation) memobs_cuda__oom(call, size, device >= 0 ? device : memobs_cuda__cur_device());
+    if (rc == cudaErrorMemoryAllocation) /* counted also while memobs is off */
+        memobs_cuda__oom(call, size, device >= 0 || !on ? device : memobs_cuda__cur_device());
     return rc;
 }
 
+/* Marks a tracked block pending before the runtime frees it; also while
+   memobs is switched off, so blocks tracked before still leave. */
 int memobs_cuda__free_pre(const void *p) {
-    if (!p || !memobs_cuda__on()) return 0;
+#ifdef MEMOBS_DISABLE
+    (void)p;
+    return 0;
+#else
+    if (!p) return 0;
+    memobs_cuda__init();
     return memobs__track_mark(p, MEMOBS__MARK);
+#endif
 }
 
 /* The end of every free wrapper: takes a marked block out once the runtime
@@ -1468,7 +1497,8 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
 
 int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
     uint64_t free_b = 0, total_b = 0;
-    int rc;
+    const char *what = NULL;
+    int rc, err = 0;
     if (!out) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info: NULL output");
         return MEMOBS_ERR_INVALID;
@@ -1476,10 +1506,13 @@ int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
     memset(out, 0, sizeof *out);
     out->device = device;
     memobs_cuda__init();
-    if ((rc = memobs_cuda__devinfo(device, &free_b, &total_b)) == -2) return MEMOBS_ERR_INVALID;
+    if ((rc = memobs_cuda__devinfo(device, &free_b, &total_b, &what, &err)) == -2) return MEMOBS_ERR_INVALID;
     if (rc != 0) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device,
-                    memobs_cuda__d.ok ? "the driver could not say" : "the CUDA driver was not found");
+        const char *name = NULL;
+        if (err && memobs_cuda__d.error_name) (void)memobs_cuda__d.error_name(err, &name);
+        if (err) memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s: %s (%d)", device, what,
+                             name ? name : "unknown CUresult", err);
+        else memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device, what);
         return MEMOBS_ERR_IO;
     }
     out->driver_total = total_b;
@@ -1499,7 +1532,7 @@ int memobs_cuda_print_mem(FILE *f) {
     for (d = 0; d < n; d++) {
         uint64_t fb = 0, tb = 0, tracked = memobs_track_device_bytes(d, NULL);
         int64_t outside;
-        int rc = memobs_cuda__devinfo(d, &fb, &tb);
+        int rc = memobs_cuda__devinfo(d, &fb, &tb, NULL, NULL);
         if (rc == -2) {
             fprintf(f, "device %d: not used by this process (no CUDA context); not asked\n", d);
             continue;
@@ -1540,7 +1573,7 @@ uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.
 #ifndef MEMOBS_DISABLE
 static int memobs_cuda__devmem(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total) {
     uint64_t fb = 0, tb = 0;
-    if (memobs_cuda__devinfo(device, &fb, &tb) != 0) return -1;
+    if (memobs_cuda__devinfo(device, &fb, &tb, NULL, NULL) != 0) return -1;
     *used = tb - fb;
     *free_bytes = fb;
     *total = tb;

@@ -635,11 +635,11 @@ static void test_mem_info_gap(void) {
     /* errors: logged, the runtime's error not left behind, device kept */
     log_start();
     CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(7, &m));
-    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 7): invalid device ordinal"));
+    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 7): cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (101)"));
     CHECK_ERR(cudaSuccess, cudaGetLastError());
-    CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemGetInfo", 1, cudaErrorUnknown));
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cuMemGetInfo_v2", 1, (cudaError_t)999 /* CUDA_ERROR_UNKNOWN */));
     CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(1, &m));
-    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 1): unknown error"));
+    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 1): cuMemGetInfo: CUDA_ERROR_UNKNOWN (999)"));
     CHECK_ERR(cudaSuccess, cudaGetDevice(&dev));
     CHECK_U64(0, dev);
     CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_mem_info(0, NULL));
