@@ -1781,8 +1781,15 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
                              !(s = resolve(stream, 0))))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess) {
-        /* strict reading: a capturing stream's capture cannot end any more */
-        if (active_capture(s)) invalidate(s->capture);
+        /* strict reading: destroying a capturing stream invalidates its
+           capture; the origin's capture can never be ended, so it ends */
+        capture_t *cap = active_capture(s);
+        if (cap) {
+            invalidate(cap);
+            if (cap->origin == s) end_capture(cap, 0);
+            s->capture = NULL;
+            s->unjoined = 0;
+        }
         s->destroyed = 1;
         reap_streams();
     }

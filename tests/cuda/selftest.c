@@ -1259,6 +1259,12 @@ static void capture_invalidation(void) {
     CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
     CHECK_U64(5, (unsigned)cudadbl_captures_invalidated());
     CHECK_ERR(cudaErrorInvalidValue, cudaStreamWaitEvent(s, e, 1));
+    /* destroying the capturing stream: invalidated and over */
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&bad));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(bad, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(bad));
+    CHECK_U64(6, (unsigned)cudadbl_captures_invalidated());
+    CHECK_U64(0, (unsigned long)cudadbl_capturing());
     cudadbl_complete_all();
     CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
