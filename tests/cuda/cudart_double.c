@@ -362,7 +362,7 @@ static cudaError_t enter(int f, int need) {
 /* Keeps the last call, sets the last error, unlocks; returns e. */
 static cudaError_t leave(int f, cudadbl_call_t *c, cudaError_t e) {
     c->result = e;
-    c->device = t_dev;
+    c->device = rt_device();
     c->stream_kind = t_kind;
     g_fn[f].last = *c;
     g_fn[f].has_last = 1;
@@ -410,7 +410,7 @@ static CUresult drv_enter(int f, int need) {
 /* Keeps the last call and unlocks: the runtime's last error stays. */
 static CUresult drv_leave(int f, cudadbl_call_t *c, CUresult r) {
     c->result = (cudaError_t)r;
-    c->device = t_dev;
+    c->device = rt_device();
     c->stream_kind = t_kind;
     g_fn[f].last = *c;
     g_fn[f].has_last = 1;
@@ -703,6 +703,17 @@ static void count_hazards(const char *base, struct CUstream_st *s_ex, unsigned l
                     hit = 1;
                 }
             if (hit) g_hazards++;
+        }
+}
+
+/* Pending ops forget the block at base (released without a hazard). */
+static void forget_touches(const char *base) {
+    struct CUstream_st *s;
+    size_t i;
+    for (s = g_streams; s; s = s->next)
+        for (i = 0; i < s->nops; i++) {
+            if (s->ops[i].touch[0] == base) s->ops[i].touch[0] = NULL;
+            if (s->ops[i].touch[1] == base) s->ops[i].touch[1] = NULL;
         }
 }
 
@@ -1781,8 +1792,15 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
                              !(s = resolve(stream, 0))))
         e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess) {
-        /* strict reading: a capturing stream's capture cannot end any more */
-        if (active_capture(s)) invalidate(s->capture);
+        /* strict reading: destroying a capturing stream invalidates its
+           capture; the origin's capture can never be ended, so it ends */
+        capture_t *cap = active_capture(s);
+        if (cap) {
+            invalidate(cap);
+            if (cap->origin == s) end_capture(cap, 0);
+            s->capture = NULL;
+            s->unjoined = 0;
+        }
         s->destroyed = 1;
         reap_streams();
     }
@@ -2028,7 +2046,10 @@ static void drop_ops(struct CUstream_st *s) {
         free(o->deps);
         if (o->kind == OP_FREE) { /* a block of another device freed here: freed now */
             alloc_t *a = find_base(o->ptr);
-            if (a && a->pending_free) release_alloc(a, 0);
+            if (a && a->pending_free) {
+                forget_touches(a->base);
+                release_alloc(a, 0);
+            }
         }
     }
     s->nops = 0;
@@ -2074,7 +2095,10 @@ static void reset_device(int d) {
         }
     i = g_nalloc;
     while (i-- > 0)
-        if (g_alloc[i].device == d) release_alloc(&g_alloc[i], 0);
+        if (g_alloc[i].device == d) {
+            forget_touches(g_alloc[i].base); /* ops of other devices: dropped with it */
+            release_alloc(&g_alloc[i], 0);
+        }
     g_ctx[d].active = 0;
     g_ctx[d].retains = 0;
 }

@@ -1,11 +1,20 @@
 /* cudart_double.h - scripting API of the link-time test double of the CUDA
-   runtime (tests/cuda/cudart_double.c).
+   runtime (tests/cuda/cudart_double.c), and of the few driver (libcuda)
+   entry points memobs calls.
 
    The double defines the cudaXxx functions listed in cudart_double.c with
-   the exact prototypes of the real <cuda_runtime_api.h>, so code compiled
-   against the real CUDA headers links against it instead of libcudart and
-   runs without a GPU. Link cudart_double.c (or its object) into the test
-   program, never together with libcudart.
+   the exact prototypes of the real <cuda_runtime_api.h>, and the cuXxx
+   ones under their exported libcuda names (cuMemGetInfo_v2,
+   cuEventDestroy_v2, ...; the older cuStreamGetCaptureInfo,
+   cuStreamGetCaptureInfo_v2 and cuEventElapsedTime with their documented
+   prototypes), so code compiled against the real CUDA headers links
+   against it instead of libcudart and libcuda and runs without a GPU. Link
+   cudart_double.c (or its object) into the test program, never together
+   with libcudart or libcuda.
+
+   The double is meant to be as strict as NVIDIA's documented semantics,
+   never kinder. Where the documentation is silent it takes the stricter
+   plausible reading; those places say "strict reading" below.
 
    WHAT IT MODELS
      Memory    "device", pinned and managed memory is host memory (malloc),
@@ -36,24 +45,86 @@
                cudaErrorInvalidMemcpyDirection. 2D copies check pitches
                (cudaErrorInvalidPitchValue). Peer copies check the devices
                (cudaErrorInvalidDevice) and that device memory lies on them.
-     Streams   fake objects. NULL, cudaStreamLegacy and cudaStreamPerThread
-               are the current device's default stream. Every stream-ordered
-               call (cudaMemcpy*Async, cudaMemsetAsync, cudaMallocAsync,
-               cudaFreeAsync, cudaEventRecord) does its work at once (copies
-               copy, allocations allocate) but also queues an op stamped
-               with the fake clock; the op completes when the "completed up
-               to" marker reaches its stamp (cudadbl_complete_until: it
-               stays set, so later work stamped at or before it completes at
-               once), or its stream is synchronized (cudaStreamSynchronize,
-               cudaEventSynchronize up to the event, cudaDeviceSynchronize:
-               every stream of the current device; cudadbl_complete_*).
-               Completing an op completes every earlier op of its stream.
+     Contexts  one primary context per device (a CUcontext). It becomes
+               active (a "creation", cudadbl_contexts_created) at
+               cudaSetDevice (since CUDA 12 it initializes the primary
+               context) and at the first runtime call of a thread that needs
+               the device (allocations, copies, memsets, streams, events,
+               graphs, cudaMemGetInfo, cudaPointerGetAttributes,
+               synchronization...), for the thread's device; that call also
+               makes it the thread's current context. Never created by
+               cudaGetDevice, cudaGetDeviceCount, cudaGetErrorName/String,
+               cudaGetLastError, cudaPeekAtLastError,
+               cudaThreadExchangeStreamCaptureMode, cudaDeviceReset of an
+               inactive device, nor by any driver call but
+               cuDevicePrimaryCtxRetain. Release drops a retain of
+               cuDevicePrimaryCtxRetain (CUDA_ERROR_INVALID_CONTEXT without
+               one, strict reading) and never deactivates: only
+               cudaDeviceReset does. Per thread, a push stack
+               (cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2; popping an empty
+               one, or pushing an inactive or unknown context:
+               CUDA_ERROR_INVALID_CONTEXT) sits above the runtime's primary
+               context; cuCtxGetCurrent gives the top (NULL, CUDA_SUCCESS,
+               when there is none). The runtime follows the driver: with a
+               pushed context, runtime calls work on its device and
+               cudaGetDevice returns it.
+     Reset     cudaDeviceReset destroys the primary context of the calling
+               thread's device (the pushed context's, if any): the
+               allocations of that device (device, managed, pinned made
+               while it was current, registered ranges) are released, its
+               streams, events, graphs and executable graphs destroyed
+               (their handles then give cudaErrorInvalidResourceHandle in
+               runtime calls, CUDA_ERROR_CONTEXT_IS_DESTROYED in driver
+               calls), its pending ops dropped, its captures invalidated and
+               ended; the next runtime call needing it creates it again
+               (counted). Contexts of that device pushed on any thread, and
+               the runtime's current context of every thread, are
+               destroyed: driver calls with them current give
+               CUDA_ERROR_CONTEXT_IS_DESTROYED, runtime calls with such a
+               pushed context cudaErrorContextIsDestroyed (strict reading),
+               until popped / until the runtime makes the new one current.
+     Streams   fake objects. Three default streams: the legacy stream (one
+               per device; NULL and cudaStreamLegacy in the plain
+               functions) and a per-thread default stream per (thread,
+               device) (cudaStreamPerThread, and NULL in the _ptsz / _ptds
+               entry points that code built with
+               CUDA_API_PER_THREAD_DEFAULT_STREAM calls; made on first use,
+               freed at cudadbl_reset). User streams: cudaStreamCreate,
+               cudaStreamCreateWithFlags (cudaStreamDefault,
+               cudaStreamNonBlocking, else cudaErrorInvalidValue). Every
+               stream-ordered call (cudaMemcpy*Async, cudaMemsetAsync,
+               cudaMallocAsync, cudaFreeAsync, cudaEventRecord,
+               cudaStreamWaitEvent on an incomplete event, cudaGraphLaunch)
+               does its work at once (copies copy, allocations allocate) but
+               also queues an op stamped with the fake clock; the op
+               completes when the "completed up to" marker reaches its stamp
+               (cudadbl_complete_until: it stays set, so later work stamped
+               at or before it completes at once), or its stream is
+               synchronized (cudaStreamSynchronize, cudaEventSynchronize up
+               to the event, cudaDeviceSynchronize: every stream of the
+               current device; cudadbl_complete_*). Completing an op
+               completes every earlier op of its stream and, first, the ops
+               it waits for:
+                 - legacy stream: an op on it waits for every earlier op of
+                   every blocking stream of its device (user streams without
+                   cudaStreamNonBlocking, per-thread default streams), and
+                   an op on a blocking stream for the earlier ops of its
+                   device's legacy stream;
+                 - cudaStreamWaitEvent(s, e): later ops of s wait for e's
+                   record (flags other than cudaEventWaitDefault:
+                   cudaErrorInvalidValue; external waits are not modelled).
                cudaFreeAsync releases the memory when its op completes:
                until then the block stays in the table and counts as used.
-               cudaMemcpy and cudaMemcpy2D, synchronous on the legacy
-               stream, first complete the current device's default stream;
-               nothing else synchronizes implicitly. A destroyed stream
-               with pending ops lives on until they complete.
+               Synchronous cudaMemcpy, cudaMemcpy2D, cudaMemset and
+               cudaMemcpyPeer work on the legacy stream: they first complete
+               the current device's legacy stream and every blocking
+               stream's ops (the _ptds versions: the calling thread's
+               per-thread stream instead). cudaFree first synchronizes the
+               current device (and the freed block's device): every stream's
+               ops complete. Nothing else synchronizes implicitly. A
+               destroyed stream with pending ops lives on until they
+               complete (destroying a capturing stream invalidates its
+               capture, strict reading).
      Events    cudaEventRecord stamps the event with the fake clock (ms).
                cudaEventQuery: cudaSuccess if never recorded or its op is
                complete, else cudaErrorNotReady. cudaEventElapsedTime: end -
@@ -62,22 +133,160 @@
                cudaErrorInvalidValue for ms == NULL, cudaErrorNotReady while
                either is incomplete. Event and stream must be on the same
                device (else cudaErrorInvalidResourceHandle).
-     Errors    every error returned except cudaErrorNotReady becomes the
-               calling thread's last error (cudaGetLastError clears it,
-               cudaPeekAtLastError does not). cudaGetErrorName/String give
-               the real runtime's texts for every code in CUDA 13.0's enum,
-               "unrecognized error code" otherwise.
-     Threads   one mutex around all state; current device and last error
-               are per thread and reset by cudadbl_reset for every thread.
+     Driver    the cu* functions work on the runtime's objects: CUevent is
+               cudaEvent_t, CUstream is cudaStream_t (CU_STREAM_LEGACY,
+               CU_STREAM_PER_THREAD are the runtime's handles; NULL is the
+               legacy stream of the current context's device). They never
+               change the runtime's last error. Before the runtime
+               initialized the driver (its first call other than
+               cudaGetErrorName/String, cudaGetLastError,
+               cudaPeekAtLastError; cudadbl_reset un-initializes) every cu*
+               call but cuGetErrorName returns CUDA_ERROR_NOT_INITIALIZED.
+               Calls needing a current context (cuCtxGetDevice,
+               cuEventCreate, cuMemGetInfo_v2, and default-stream handles
+               elsewhere): CUDA_ERROR_INVALID_CONTEXT without one,
+               CUDA_ERROR_CONTEXT_IS_DESTROYED with a destroyed one.
+               cuEventCreate: an event of the current context's device.
+               cuEventRecord on a stream of another device:
+               CUDA_ERROR_INVALID_HANDLE. cuEventQuery / Synchronize /
+               ElapsedTime (v1 and _v2) answer as the runtime ones, in
+               CUresult numbers (CUDA_ERROR_NOT_READY,
+               CUDA_ERROR_INVALID_HANDLE...). cuStreamGetCtx: a user
+               stream's device's primary context; default handles: the
+               current context. cuPointerGetAttributes: for memory not in the
+               table CUDA_SUCCESS with zeroed values (documented), device
+               ordinal -2; attributes: CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+               (CU_MEMORYTYPE_DEVICE for device and managed, _HOST for
+               pinned and registered, 0 otherwise; unsigned int),
+               _IS_MANAGED (unsigned int), _DEVICE_ORDINAL (int); any other
+               attribute: CUDA_ERROR_INVALID_VALUE (not modelled).
+               cuGetErrorName of an unknown code: CUDA_ERROR_INVALID_VALUE
+               and NULL.
+     Errors    every runtime error returned except cudaErrorNotReady
+               becomes the calling thread's last error (cudaGetLastError
+               clears it, cudaPeekAtLastError does not). cudaGetErrorName/
+               String give the real runtime's texts for every code in CUDA
+               13.0's enum, "unrecognized error code" otherwise. Sticky
+               errors (cudadbl_set_sticky, a faulting graph launch): every
+               runtime call that needs a context (and cudaSetDevice,
+               cudaDeviceReset) returns it and sets it as the last error,
+               cudaGetLastError/cudaPeekAtLastError return it without
+               clearing, driver calls return the same number as a CUresult
+               (CUDA_ERROR_ILLEGAL_ADDRESS = 700...) except cuGetErrorName,
+               cuDeviceGet, cuDeviceGetCount, cuDevicePrimaryCtxGetState,
+               cuDevicePrimaryCtxRelease_v2 and
+               cuThreadExchangeStreamCaptureMode; one process-wide fault,
+               not per context (strict reading); cleared only by
+               cudadbl_reset.
+     Capture   cudaStreamBeginCapture on the legacy stream:
+               cudaErrorStreamCaptureUnsupported; on a capturing stream:
+               cudaErrorIllegalState; bad mode: cudaErrorInvalidValue. Every
+               capture gets a new id (never reused, not even across
+               cudadbl_reset). While capturing, stream-ordered work on the
+               stream is not run nor queued: copies and memsets become nodes
+               of the capture's graph (keeping pointers, pitches, sizes,
+               value: bytes move only at launch), cudaGraphLaunch adds the
+               exec's nodes (a child graph, flattened), cudaEventRecord
+               makes the event "captured" (until recorded outside a
+               capture; no node), cudaStreamWaitEvent on an event captured
+               in the same capture is a dependency. Invalid arguments during
+               capture return their error and invalidate the capture (strict
+               reading). cudaMallocAsync / cudaFreeAsync into a capture:
+               cudaErrorNotSupported, nothing invalidated (the real runtime
+               makes graph memory nodes; the double does not model them).
+               Fork/join: a stream waiting on an event captured in a capture
+               in progress joins it (same id); cudaStreamEndCapture on it:
+               cudaErrorStreamCaptureUnmatched (invalidates); ending the
+               origin while a joined stream has work (or a join) the origin
+               has not waited for: cudaErrorStreamCaptureUnjoined, capture
+               ended, *graph NULL. Waiting, from a capturing stream, on an
+               event recorded outside the capture:
+               cudaErrorStreamCaptureIsolation; on one of another capture:
+               cudaErrorStreamCaptureMerge (both invalidated); from a
+               non-capturing stream on an event captured by an ended
+               capture: cudaErrorCapturedEvent (strict reading).
+               Illegal during capture (the call returns the error, does
+               nothing else, and invalidates the capture(s) concerned; later
+               work on an invalidated capture's streams fails with
+               cudaErrorStreamCaptureInvalidated; cudaStreamEndCapture then
+               returns it, sets *graph = NULL and ends the capture):
+                 - cudaStreamSynchronize / cudaStreamQuery of a capturing
+                   stream: cudaErrorStreamCaptureUnsupported;
+                 - query, synchronize or elapsed time (runtime or driver) of
+                   a captured event: cudaErrorCapturedEvent /
+                   CUDA_ERROR_CAPTURED_EVENT (after the capture ended too:
+                   nothing to invalidate then);
+                 - use of the legacy stream (work, waits, records,
+                   synchronization, EndCapture on it, and the synchronous
+                   copies and memset of plain builds) while a blocking
+                   stream of the device captures:
+                   cudaErrorStreamCaptureImplicit; cudaStreamIsCapturing and
+                   capture info on it return that error too but invalidate
+                   nothing (strict reading); a synchronous _ptds call while
+                   the thread's per-thread stream captures:
+                   cudaErrorStreamCaptureUnsupported;
+                 - potentially unsafe calls, by the calling thread's mode
+                   (cudaThreadExchangeStreamCaptureMode or
+                   cuThreadExchangeStreamCaptureMode, one per-thread
+                   setting, default Global) and the captures' modes: Global
+                   thread: prohibited by its own non-Relaxed captures and
+                   by any thread's Global capture; ThreadLocal: by its own
+                   non-Relaxed captures; Relaxed: never. An invalidated
+                   capture still in progress still prohibits. Prohibited:
+                   cudaErrorStreamCaptureUnsupported (driver:
+                   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), the prohibiting
+                   captures invalidated. NVIDIA publishes no list; the
+                   double's strict one: cudaMalloc, cudaMallocHost,
+                   cudaHostAlloc, cudaMallocManaged, cudaFree, cudaFreeHost,
+                   cudaHostRegister, cudaHostUnregister, cudaMemcpy,
+                   cudaMemcpy2D, cudaMemcpyPeer, cudaMemset, cudaMemGetInfo,
+                   cudaEventQuery, cudaEventSynchronize, cudaStreamQuery,
+                   cudaStreamSynchronize, cudaDeviceSynchronize,
+                   cudaDeviceReset, cuEventQuery, cuEventSynchronize,
+                   cuMemGetInfo_v2. Not unsafe: capture queries, cudaGetDevice,
+                   pointer attributes, cuCtx*, cuStreamGetCtx, event create,
+                   record on a non-capturing stream, event destroy,
+                   cuDevicePrimaryCtxGetState...;
+                 - cudaStreamEndCapture from another thread than the one
+                   that began a non-Relaxed capture:
+                   cudaErrorStreamCaptureWrongThread.
+               cudaStreamIsCapturing / cudaStreamGetCaptureInfo /
+               cuStreamGetCaptureInfo(_v2): status and id (0 when none);
+               graph_out: the graph being built; the dependency outputs are
+               not modelled: asking for them gives cudaErrorNotSupported /
+               CUDA_ERROR_NOT_SUPPORTED.
+     Graphs    cudaStreamEndCapture hands out the graph;
+               cudaGraphInstantiate(WithFlags) snapshots its nodes (flags:
+               0, AutoFreeOnLaunch, UseNodePriority; others
+               cudaErrorInvalidValue); cudaGraphLaunch on a non-capturing
+               stream runs the nodes in order (copies move the then-current
+               bytes; each node advances the clock like a copy of its
+               bytes) and queues one op per node on the stream. A node on a
+               table block freed since capture faults the launch:
+               cudaErrorIllegalAddress, sticky (nothing run). A graph still
+               being captured cannot be instantiated or destroyed
+               (cudaErrorIllegalState, strict reading). NULL handles:
+               cudaErrorInvalidValue; unknown or destroyed ones:
+               cudaErrorInvalidResourceHandle.
+     Hazards   each queued copy/memset/graph-node op remembers the device
+               blocks (CUDADBL_DEVICE) it touches. When a block is released
+               (a cudaFreeAsync op completing, cudaFree) or handed out again
+               by stream-ordered reuse while an op touching it is pending
+               and not ordered before the release (any op of another
+               stream, or a later op of the freeing stream), one hazard is
+               counted per such op (cudadbl_hazards).
+     Threads   one mutex around all state; current device, context stack,
+               capture mode and last error are per thread and reset by
+               cudadbl_reset for every thread.
 
    Also defined: cudaStreamGetDevice, and the per-thread default stream
-   names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ...: what code built with
-   CUDA_API_PER_THREAD_DEFAULT_STREAM calls), which do what the plain
-   functions do and count as them.
+   names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function
+   above that cuda_runtime_api.h maps), which count as the plain names.
 
-   Not modelled: other implicit synchronization (cudaFree, blocking
-   streams waiting on the legacy stream), peer access enabling, stream
-   priorities and flags, graphs, kernels. */
+   Not modelled: kernels, graph memory nodes, graph node handles and
+   dependencies (a graph is its nodes in capture order), peer access
+   enabling, stream priorities, external event waits, other implicit
+   synchronization (allocations), per-context sticky errors. */
 #ifndef CUDART_DOUBLE_H
 #define CUDART_DOUBLE_H
 

@@ -11,6 +11,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* libcuda's older symbols, which cuda.h maps to their newest versions */
+#undef cuStreamGetCaptureInfo
+#undef cuEventElapsedTime
+#ifdef __cplusplus
+extern "C" {
+#endif
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                        cuuint64_t *id_out);
+CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+#ifdef __cplusplus
+}
+#endif
+
 #ifndef TEST_SUITE
 #define TEST_SUITE "cudart-double"
 #endif
@@ -529,6 +542,8 @@ extern "C" {
 #endif
 __typeof__(cudaMemcpyAsync) cudaMemcpyAsync_ptsz; /* what per-thread-default-stream builds call */
 __typeof__(cudaMemcpy) cudaMemcpy_ptds;
+__typeof__(cudaMemsetAsync) cudaMemsetAsync_ptsz;
+__typeof__(cudaMemset) cudaMemset_ptds;
 #ifdef __cplusplus
 }
 #endif
@@ -737,6 +752,880 @@ static void reset_frees(void) {
     CHECK_ERR(cudaErrorInvalidResourceHandle, cudaStreamQuery(s));
 }
 
+
+/* ---- driver API, contexts, last error ------------------------------------------ */
+
+static void driver_api(void) {
+    int n = -1, active = -1;
+    unsigned flags = 9;
+    CUdevice dev = -1;
+    CUcontext ctx = NULL, ctx1 = NULL;
+    CUevent ev = NULL, ev2 = NULL;
+    cudaEvent_t rev = NULL;
+    cudaStream_t s1 = NULL;
+    size_t fr = 0, tot = 0, rfr = 0, rtot = 0;
+    const char *name = NULL;
+    float ms = -1;
+    void *p = NULL;
+    cudadbl_call_t call;
+    cudadbl_reset();
+    /* before the runtime initialized the driver */
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&n));
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuCtxGetCurrent(&ctx));
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuMemGetInfo(&fr, &tot));
+    CHECK_U64(CUDA_SUCCESS, cuGetErrorName(CUDA_ERROR_NOT_INITIALIZED, &name));
+    CHECK_STR("CUDA_ERROR_NOT_INITIALIZED", name);
+    CHECK_ERR(cudaSuccess, cudaGetLastError()); /* does not initialize */
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&n));
+    CHECK_ERR(cudaSuccess, cudaGetDeviceCount(&n)); /* initializes, no context */
+    CHECK_U64(CUDA_SUCCESS, cuDeviceGetCount(&n));
+    CHECK_U64(2, n);
+    CHECK_U64(CUDA_SUCCESS, cuDeviceGet(&dev, 1));
+    CHECK_U64(1, dev);
+    CHECK_U64(CUDA_ERROR_INVALID_DEVICE, cuDeviceGet(&dev, 2));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&ctx));
+    CHECK(ctx == NULL);
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuMemGetInfo(&fr, &tot));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetDevice(&dev));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuEventCreate(&ev, CU_EVENT_DEFAULT));
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError()); /* driver errors never reach the runtime's last error */
+    /* the runtime's first call needing the device makes device 0's primary context current */
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 1000));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&ctx));
+    CHECK(ctx != NULL);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetDevice(&dev));
+    CHECK_U64(0, dev);
+    CHECK_U64(CUDA_SUCCESS, cuMemGetInfo(&fr, &tot));
+    CHECK_ERR(cudaSuccess, cudaMemGetInfo(&rfr, &rtot));
+    CHECK_U64(rfr, fr);
+    CHECK_U64(16 * GIB - 1000, fr);
+    CHECK_U64(16 * GIB, tot);
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuMemGetInfo(NULL, &tot));
+    /* the last error: a runtime error stays through driver errors and successes */
+    CHECK_ERR(cudaErrorInvalidValue, cudaFree((char *)p + 1));
+    CHECK_U64(CUDA_ERROR_INVALID_HANDLE, cuEventQuery((CUevent)&n));
+    CHECK_U64(CUDA_SUCCESS, cuMemGetInfo(&fr, &tot));
+    CHECK_ERR(cudaErrorInvalidValue, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    /* counted and scripted by exported name; a scripted failure is a CUresult */
+    CHECK_U64(5, (unsigned long)cudadbl_calls("cuMemGetInfo_v2"));
+    CHECK_U64((unsigned long)-1, (unsigned long)cudadbl_calls("cuMemGetInfo"));
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cuMemGetInfo_v2", 1, (cudaError_t)CUDA_ERROR_OUT_OF_MEMORY));
+    CHECK_U64(CUDA_ERROR_OUT_OF_MEMORY, cuMemGetInfo(&fr, &tot));
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cuMemGetInfo_v2", &call));
+    CHECK_U64(CUDA_ERROR_OUT_OF_MEMORY, call.result);
+    /* events: the driver and the runtime share them */
+    CHECK_U64(CUDA_SUCCESS, cuEventCreate(&ev, CU_EVENT_DEFAULT));
+    CHECK_U64(CUDA_SUCCESS, cuEventCreate(&ev2, CU_EVENT_DEFAULT));
+    CHECK_U64(2, cudadbl_live_events());
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(p, 0, 1000, NULL));
+    CHECK_U64(CUDA_SUCCESS, cuEventRecord(ev, CU_STREAM_LEGACY));
+    cudadbl_advance_clock(3);
+    CHECK_U64(CUDA_SUCCESS, cuEventRecord(ev2, NULL));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cuEventRecord", &call));
+    CHECK_U64(CUDADBL_STREAM_LEGACY, (unsigned)call.stream_kind);
+    CHECK_U64(CUDA_ERROR_NOT_READY, cuEventQuery(ev));
+    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(ev));
+    CHECK_U64(CUDA_ERROR_NOT_READY, cuEventElapsedTime_v2(&ms, ev, ev2));
+    CHECK_U64(CUDA_SUCCESS, cuEventSynchronize(ev2));
+    CHECK_U64(CUDA_SUCCESS, cuEventQuery(ev));
+    CHECK_U64(CUDA_SUCCESS, cuEventElapsedTime_v2(&ms, ev, ev2));
+    CHECK(ms == 3.0f);
+    ms = -1;
+    CHECK_U64(CUDA_SUCCESS, cuEventElapsedTime(&ms, ev, ev2)); /* v1: same */
+    CHECK(ms == 3.0f);
+    CHECK_ERR(cudaSuccess, cudaEventCreateWithFlags(&rev, cudaEventDisableTiming));
+    CHECK_U64(CUDA_SUCCESS, cuEventRecord(rev, NULL));
+    CHECK_U64(CUDA_ERROR_INVALID_HANDLE, cuEventElapsedTime_v2(&ms, ev, rev));
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuEventElapsedTime(NULL, ev, ev2));
+    /* a stream of another device */
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s1));
+    CHECK_U64(CUDA_ERROR_INVALID_HANDLE, cuEventRecord(ev, s1));
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCtx(s1, &ctx1));
+    CHECK(ctx1 != NULL && ctx1 != ctx);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&ctx1)); /* cudaSetDevice made device 1's current */
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCtx(NULL, &ctx));
+    CHECK(ctx == ctx1);
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCtx(CU_STREAM_PER_THREAD, &ctx));
+    CHECK(ctx == ctx1);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s1));
+    CHECK_U64(CUDA_ERROR_INVALID_HANDLE, cuStreamGetCtx(s1, &ctx));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_U64(CUDA_SUCCESS, cuEventDestroy(ev));
+    CHECK_U64(CUDA_ERROR_INVALID_HANDLE, cuEventDestroy(ev));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaEventDestroy(ev));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(ev2));
+    CHECK_U64(CUDA_SUCCESS, cuEventDestroy(rev));
+    CHECK_U64(0, cudadbl_live_events());
+    /* primary context state */
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxGetState(1, &flags, &active));
+    CHECK_U64(0, flags);
+    CHECK_U64(1, active);
+    CHECK_U64(CUDA_ERROR_INVALID_DEVICE, cuDevicePrimaryCtxGetState(2, &flags, &active));
+    /* error names */
+    CHECK_U64(CUDA_SUCCESS, cuGetErrorName(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, &name));
+    CHECK_STR("CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", name);
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuGetErrorName((CUresult)12345, &name));
+    CHECK(name == NULL);
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuGetErrorName(CUDA_SUCCESS, NULL));
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    /* cudadbl_reset un-initializes the driver */
+    cudadbl_reset();
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&n));
+    CHECK_U64(CUDA_SUCCESS, cuGetErrorName(CUDA_SUCCESS, &name));
+    CHECK_STR("CUDA_SUCCESS", name);
+}
+
+static void driver_pointers(void) {
+    void *d = NULL, *m = NULL, *h = NULL;
+    char buf[64];
+    CUpointer_attribute at[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    CUpointer_attribute bad = CU_POINTER_ATTRIBUTE_CONTEXT;
+    unsigned type = 99, managed = 99;
+    int ord = 99;
+    void *data[3] = {&type, &managed, &ord};
+    cudadbl_reset();
+    CHECK_U64(CUDA_ERROR_NOT_INITIALIZED, cuPointerGetAttributes(3, at, data, (CUdeviceptr)(uintptr_t)buf));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 64));
+    CHECK_ERR(cudaSuccess, cudaMallocManaged(&m, 64, cudaMemAttachGlobal));
+    CHECK_ERR(cudaSuccess, cudaMallocHost(&h, 64));
+    CHECK_U64(CUDA_SUCCESS, cuPointerGetAttributes(3, at, data, (CUdeviceptr)(uintptr_t)d + 10));
+    CHECK_U64(CU_MEMORYTYPE_DEVICE, type);
+    CHECK_U64(0, managed);
+    CHECK_U64(1, ord);
+    CHECK_U64(CUDA_SUCCESS, cuPointerGetAttributes(3, at, data, (CUdeviceptr)(uintptr_t)m));
+    CHECK_U64(CU_MEMORYTYPE_DEVICE, type);
+    CHECK_U64(1, managed);
+    CHECK_U64(1, ord);
+    CHECK_U64(CUDA_SUCCESS, cuPointerGetAttributes(3, at, data, (CUdeviceptr)(uintptr_t)h));
+    CHECK_U64(CU_MEMORYTYPE_HOST, type);
+    CHECK_U64(0, managed);
+    CHECK_U64(1, ord);
+    CHECK_ERR(cudaSuccess, cudaHostRegister(buf, sizeof buf, 0));
+    CHECK_U64(CUDA_SUCCESS, cuPointerGetAttributes(1, at, data, (CUdeviceptr)(uintptr_t)(buf + 3)));
+    CHECK_U64(CU_MEMORYTYPE_HOST, type);
+    CHECK_ERR(cudaSuccess, cudaHostUnregister(buf));
+    /* not a CUDA pointer: success, zeroed values */
+    CHECK_U64(CUDA_SUCCESS, cuPointerGetAttributes(3, at, data, (CUdeviceptr)(uintptr_t)buf));
+    CHECK_U64(0, type);
+    CHECK_U64(0, managed);
+    CHECK_U64((unsigned)-2, (unsigned)ord);
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuPointerGetAttributes(1, &bad, data, (CUdeviceptr)(uintptr_t)d));
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuPointerGetAttributes(0, at, data, (CUdeviceptr)(uintptr_t)d));
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    CHECK_U64(1, (unsigned long)cudadbl_calls("cudaHostRegister"));
+    CHECK_U64(8, (unsigned long)cudadbl_calls("cuPointerGetAttributes"));
+    cudadbl_reset();
+}
+
+static int ctx_thread_created = -1;
+static void *ctx_thread(void *arg) {
+    void *p = NULL;
+    (void)arg;
+    if (cudaMalloc(&p, 8) != cudaSuccess || cudaFree(p) != cudaSuccess) return (void *)1;
+    ctx_thread_created = cudadbl_contexts_created(0);
+    return NULL;
+}
+
+static void contexts(void) {
+    int d = -1, n = -1, active = -1;
+    unsigned flags = 0;
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    CUcontext c0 = NULL, c1 = NULL, got = NULL;
+    CUdevice dev = -1;
+    void *p = NULL;
+    struct cudaPointerAttributes a;
+    pthread_t t;
+    void *bad = NULL;
+    cudadbl_reset();
+    /* calls that create no context */
+    CHECK_ERR(cudaSuccess, cudaGetDevice(&d));
+    CHECK_ERR(cudaSuccess, cudaGetDeviceCount(&n));
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    CHECK_STR("no error", cudaGetErrorString(cudaSuccess));
+    CHECK_ERR(cudaSuccess, cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_ERR(cudaSuccess, cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_ERR(cudaSuccess, cudaDeviceReset()); /* of an inactive device */
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK_U64(0, active);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&got));
+    CHECK(got == NULL);
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(0, (unsigned)cudadbl_context_active(0));
+    CHECK_U64((unsigned)-1, (unsigned)cudadbl_contexts_created(CUDADBL_MAX_DEVICES));
+    /* cudaSetDevice creates; later calls reuse it */
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(1));
+    CHECK_U64(1, (unsigned)cudadbl_context_active(1));
+    CHECK_U64(0, (unsigned)cudadbl_context_active(0));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(1));
+    /* another thread's first runtime call creates its device's (0) */
+    pthread_create(&t, NULL, ctx_thread, NULL);
+    pthread_join(t, &bad);
+    CHECK(bad == NULL);
+    CHECK_U64(1, (unsigned)ctx_thread_created);
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, &d)); /* this thread is on device 1 */
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    /* retain: counts a creation only when inactive */
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c0, 0));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(0));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuDevicePrimaryCtxRelease(0)); /* not retained */
+    CHECK_U64(1, (unsigned)cudadbl_context_active(0));
+    /* the push stack: the runtime follows the driver's current context */
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&c1));
+    CHECK(c1 != NULL && c1 != c0);
+    CHECK_U64(CUDA_SUCCESS, cuCtxPushCurrent(c0));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&got));
+    CHECK(got == c0);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetDevice(&dev));
+    CHECK_U64(0, dev);
+    CHECK_ERR(cudaSuccess, cudaGetDevice(&d));
+    CHECK_U64(0, d);
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, p));
+    CHECK_U64(0, a.device);
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_U64(CUDA_SUCCESS, cuCtxPopCurrent(&got));
+    CHECK(got == c0);
+    CHECK_ERR(cudaSuccess, cudaGetDevice(&d));
+    CHECK_U64(1, d);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&got));
+    CHECK(got == c1);
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxPopCurrent(&got));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent((CUcontext)&d));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent(NULL));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(1));
+    cudadbl_reset();
+    CHECK_U64(0, (unsigned)cudadbl_contexts_created(1));
+    CHECK_U64(0, (unsigned)cudadbl_context_active(1));
+}
+
+static void device_reset(void) {
+    void *d = NULL, *m = NULL, *h = NULL, *d1 = NULL;
+    cudaStream_t s = NULL;
+    cudaEvent_t e = NULL;
+    CUcontext c0 = NULL;
+    CUdevice dev = -1;
+    size_t fr = 0, tot = 0;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d1, 16)); /* device 1: untouched */
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 100));
+    CHECK_ERR(cudaSuccess, cudaMallocManaged(&m, 100, cudaMemAttachGlobal));
+    CHECK_ERR(cudaSuccess, cudaMallocHost(&h, 100));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 1, 100, s));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c0, 0));
+    CHECK_U64(CUDA_SUCCESS, cuCtxPushCurrent(c0));
+    CHECK_U64(4, cudadbl_live(CUDADBL_ALL, NULL));
+    CHECK_ERR(cudaSuccess, cudaDeviceReset());
+    CHECK_U64(1, cudadbl_live(CUDADBL_ALL, NULL)); /* d1 */
+    CHECK_U64(0, cudadbl_device_used(0));
+    CHECK_U64(16, cudadbl_device_used(1));
+    CHECK_U64(0, cudadbl_live_streams());
+    CHECK_U64(0, cudadbl_live_events());
+    CHECK_U64(0, (unsigned long)cudadbl_pending_all());
+    CHECK_U64(0, (unsigned)cudadbl_context_active(0));
+    CHECK_U64(1, (unsigned)cudadbl_context_active(1));
+    /* the pushed context is destroyed */
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetDevice(&dev));
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuMemGetInfo(&fr, &tot));
+    CHECK_ERR(cudaErrorContextIsDestroyed, cudaMalloc(&d, 8));
+    CHECK_U64(CUDA_SUCCESS, cuCtxPopCurrent(NULL));
+    CHECK_U64(1, (unsigned)cudadbl_contexts_created(0));
+    /* old handles: errors, never a crash (and the calls create the context again) */
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaStreamQuery(s));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaMemsetAsync(d1, 0, 1, s));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaEventQuery(e));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaEventDestroy(e));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaStreamDestroy(s));
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuEventQuery(e));
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuStreamGetCtx(s, &c0));
+    CHECK_ERR(cudaErrorInvalidValue, cudaFree(d));
+    CHECK_ERR(cudaErrorInvalidValue, cudaFreeHost(h));
+    CHECK_U64(2, (unsigned)cudadbl_contexts_created(0));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 8));
+    CHECK_U64(2, (unsigned)cudadbl_contexts_created(0));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetDevice(&dev));
+    CHECK_U64(0, dev);
+    CHECK_U64(1, (unsigned long)cudadbl_calls("cudaDeviceReset"));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaFree(d1));
+    cudadbl_reset();
+}
+
+static void sticky(void) {
+    void *p = NULL;
+    int n = 0;
+    size_t fr = 0, tot = 0;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    cudadbl_set_sticky(cudaErrorIllegalAddress);
+    CHECK_ERR(cudaErrorIllegalAddress, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaErrorIllegalAddress, cudaDeviceSynchronize());
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGetLastError());
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGetLastError()); /* not cleared */
+    CHECK_ERR(cudaErrorIllegalAddress, cudaPeekAtLastError());
+    CHECK_ERR(cudaSuccess, cudaGetDeviceCount(&n)); /* needs no context */
+    CHECK_STR("an illegal memory access was encountered", cudaGetErrorString(cudaErrorIllegalAddress));
+    CHECK_U64(CUDA_ERROR_ILLEGAL_ADDRESS, cuMemGetInfo(&fr, &tot));
+    CHECK_U64(CUDA_SUCCESS, cuDeviceGetCount(&n));
+    cudadbl_reset_script(); /* keeps it */
+    CHECK_ERR(cudaErrorIllegalAddress, cudaFree(p));
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    cudadbl_reset();
+}
+
+/* ---- stream capture and graphs -------------------------------------------------- */
+
+static void capture_basics(void) {
+    cudaStream_t s = NULL;
+    cudaEvent_t e = NULL;
+    cudaGraph_t g = (cudaGraph_t)&g;
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
+    unsigned long long id = 0, id2 = 0;
+    CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t cid = 0;
+    char host[16] = {7};
+    void *d = NULL, *q = NULL;
+    size_t ndeps = 0;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 16));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorInvalidValue, cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)7));
+    CHECK_ERR(cudaErrorIllegalState, cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusNone, st);
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
+    CHECK_U64(0, id);
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorIllegalState, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_U64(1, (unsigned long)cudadbl_capturing());
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusActive, st);
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
+    CHECK(id != 0);
+    CHECK_ERR(cudaErrorNotSupported, cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, &ndeps));
+    (void)cudaGetLastError();
+    /* the driver sees the same capture, without touching the last error */
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCaptureInfo_v2(s, &cst, &cid, NULL, NULL, NULL));
+    CHECK_U64(CU_STREAM_CAPTURE_STATUS_ACTIVE, cst);
+    CHECK_U64(id, cid);
+    cid = 0;
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCaptureInfo(s, &cst, &cid));
+    CHECK_U64(id, cid);
+    CHECK_U64(CUDA_ERROR_INVALID_VALUE, cuStreamGetCaptureInfo(s, NULL, &cid));
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    /* work is captured, not run */
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(d, host, 16, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 0, 4, s));
+    CHECK_U64(0, ((char *)d)[0] == 7);
+    CHECK_U64(0, (unsigned long)cudadbl_pending(s));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s)); /* a captured event */
+    /* stream-ordered allocation: not modelled in capture, the capture goes on */
+    CHECK_ERR(cudaErrorNotSupported, cudaMallocAsync(&q, 8, s));
+    CHECK_ERR(cudaErrorNotSupported, cudaFreeAsync(d, s));
+    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    CHECK_U64(0, (unsigned long)cudadbl_capturing());
+    CHECK_U64(1, cudadbl_live_graphs());
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusNone, st);
+    /* the event stays captured until recorded outside a capture */
+    CHECK_ERR(cudaErrorCapturedEvent, cudaEventQuery(e));
+    CHECK_U64(CUDA_ERROR_CAPTURED_EVENT, cuEventSynchronize(e));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s));
+    CHECK_ERR(cudaSuccess, cudaEventSynchronize(e));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    CHECK_U64(0, cudadbl_live_graphs());
+    /* ids are never reused */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(cudaStreamPerThread, &st, &id2, NULL, NULL, NULL, NULL));
+    CHECK(id2 != 0 && id2 != id);
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(cudaStreamPerThread, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    CHECK_U64(0, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+}
+
+/* What invalidates a capture, and what a capture prohibits. */
+static void capture_invalidation(void) {
+    cudaStream_t s = NULL, nb = NULL, bad = NULL;
+    cudaEvent_t e = NULL;
+    cudaGraph_t g = (cudaGraph_t)&g;
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    enum cudaStreamCaptureMode mode;
+    char host[8] = {0};
+    void *d = NULL, *p = NULL;
+    size_t fr = 0, tot = 0;
+    float ms = 0;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 8));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    CHECK_ERR(cudaErrorInvalidValue, cudaStreamCreateWithFlags(&bad, 4));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+
+    /* synchronizing the capturing stream */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusInvalidated, st);
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaMemsetAsync(d, 0, 8, s));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK(g == NULL);
+    CHECK_U64(1, (unsigned)cudadbl_captures_invalidated());
+    CHECK_U64(0, (unsigned long)cudadbl_capturing());
+    CHECK_ERR(cudaSuccess, cudaStreamQuery(s)); /* over */
+
+    /* a potentially unsafe call in Global mode */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaMemGetInfo(&fr, &tot)); /* still in progress */
+    CHECK_U64(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuMemGetInfo(&fr, &tot));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK_U64(2, (unsigned)cudadbl_captures_invalidated());
+    /* ... allowed to a Relaxed thread */
+    mode = cudaStreamCaptureModeRelaxed;
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_U64(cudaStreamCaptureModeGlobal, mode);
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_ERR(cudaSuccess, cudaThreadExchangeStreamCaptureMode(&mode));
+    CHECK_U64(cudaStreamCaptureModeRelaxed, mode);
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    /* a Relaxed capture prohibits nothing */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 8));
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    CHECK_U64(2, (unsigned)cudadbl_captures_invalidated());
+
+    /* the legacy stream while a blocking stream captures */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaErrorStreamCaptureImplicit, cudaStreamIsCapturing(NULL, &st)); /* does not invalidate */
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusActive, st);
+    CHECK_ERR(cudaErrorStreamCaptureImplicit, cudaMemcpy(host, d, 8, cudaMemcpyDeviceToHost));
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(s, &st));
+    CHECK_U64(cudaStreamCaptureStatusInvalidated, st);
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    /* ... a non-blocking stream's capture does not care */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(nb, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaMemcpy(host, d, 8, cudaMemcpyDeviceToHost));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 0, 8, NULL));
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(nb, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    CHECK_U64(3, (unsigned)cudadbl_captures_invalidated());
+
+    /* a captured event queried during the capture */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s));
+    CHECK_ERR(cudaErrorCapturedEvent, cudaEventElapsedTime(&ms, e, e));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK_U64(4, (unsigned)cudadbl_captures_invalidated());
+    /* waiting on work outside the capture */
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, nb));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaErrorStreamCaptureIsolation, cudaStreamWaitEvent(s, e, 0));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK_U64(5, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaErrorInvalidValue, cudaStreamWaitEvent(s, e, 1));
+    /* destroying the capturing stream: invalidated and over */
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&bad));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(bad, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(bad));
+    CHECK_U64(6, (unsigned)cudadbl_captures_invalidated());
+    CHECK_U64(0, (unsigned long)cudadbl_capturing());
+    cudadbl_complete_all();
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(nb));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+}
+
+/* Capture threads: a Global capture of one thread prohibits unsafe calls
+   of Global-mode threads, not of ThreadLocal ones. */
+static cudaStream_t cap_stream;
+static pthread_mutex_t cap_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cap_cv = PTHREAD_COND_INITIALIZER;
+static int cap_step;
+static cudaError_t cap_local_result, cap_global_result, cap_end_result;
+
+static void cap_wait(int step) {
+    pthread_mutex_lock(&cap_mu);
+    while (cap_step < step) pthread_cond_wait(&cap_cv, &cap_mu);
+    pthread_mutex_unlock(&cap_mu);
+}
+
+static void cap_set(int step) {
+    pthread_mutex_lock(&cap_mu);
+    cap_step = step;
+    pthread_cond_broadcast(&cap_cv);
+    pthread_mutex_unlock(&cap_mu);
+}
+
+static void *cap_other(void *arg) {
+    void *p = NULL;
+    cudaGraph_t g = NULL;
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+    (void)arg;
+    cap_wait(1);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cap_local_result = cudaMalloc(&p, 8); /* ThreadLocal: only its own captures matter */
+    if (cap_local_result == cudaSuccess) cudaFree(p);
+    mode = cudaStreamCaptureModeGlobal;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cap_global_result = cudaMalloc(&p, 8); /* Global: the other thread's Global capture */
+    cap_end_result = cudaStreamEndCapture(cap_stream, &g); /* not the thread that began it */
+    cap_set(2);
+    return NULL;
+}
+
+static void capture_threads(void) {
+    pthread_t t;
+    cudaGraph_t g = (cudaGraph_t)&g;
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudadbl_reset();
+    cap_step = 0;
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&cap_stream));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(cap_stream, cudaStreamCaptureModeGlobal));
+    pthread_create(&t, NULL, cap_other, NULL);
+    cap_set(1);
+    cap_wait(2);
+    pthread_join(t, NULL);
+    CHECK_ERR(cudaSuccess, cap_local_result);
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cap_global_result);
+    CHECK_ERR(cudaErrorStreamCaptureWrongThread, cap_end_result);
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(cap_stream, &st));
+    CHECK_U64(cudaStreamCaptureStatusInvalidated, st);
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(cap_stream, &g));
+    CHECK(g == NULL);
+    CHECK_U64(1, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(cap_stream));
+    cudadbl_reset();
+}
+
+static void capture_fork_join(void) {
+    cudaStream_t a = NULL, b = NULL;
+    cudaEvent_t fork = NULL, join = NULL;
+    cudaGraph_t g = (cudaGraph_t)&g;
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    unsigned long long ida = 0, idb = 0;
+    void *d = NULL;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 64));
+    CHECK_ERR(cudaSuccess, cudaMemset(d, 0, 64));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&a));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&b));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&fork));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&join));
+    /* fork b into a's capture, work on b, no join: unjoined */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(fork, a));
+    CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(b, fork, 0));
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(a, &st, &ida, NULL, NULL, NULL, NULL));
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(b, &st, &idb, NULL, NULL, NULL, NULL));
+    CHECK_U64(cudaStreamCaptureStatusActive, st);
+    CHECK_U64(ida, idb);
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 1, 64, b));
+    CHECK_ERR(cudaErrorStreamCaptureUnmatched, cudaStreamEndCapture(b, &g));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(a, &g));
+    CHECK_U64(1, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(b, &st));
+    CHECK_U64(cudaStreamCaptureStatusNone, st);
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(fork, a));
+    CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(b, fork, 0));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 1, 64, b));
+    CHECK_ERR(cudaErrorStreamCaptureUnjoined, cudaStreamEndCapture(a, &g));
+    CHECK(g == NULL);
+    CHECK_U64(2, (unsigned)cudadbl_captures_invalidated());
+    /* joined back: one graph with b's node */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(fork, a));
+    CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(b, fork, 0));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 2, 64, b));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(join, b));
+    CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(a, join, 0));
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(a, &g));
+    CHECK(g != NULL);
+    CHECK_U64(0, ((unsigned char *)d)[0]); /* not run */
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(b, &st));
+    CHECK_U64(cudaStreamCaptureStatusNone, st);
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+    CHECK_U64(2, (unsigned)cudadbl_captures_invalidated());
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(fork));
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(join));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(a));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(b));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+}
+
+static void graphs(void) {
+    cudaStream_t s = NULL, s2 = NULL;
+    cudaEvent_t e = NULL;
+    cudaGraph_t g = NULL, g2 = NULL;
+    cudaGraphExec_t x = NULL, x2 = NULL;
+    char host[32], back[32];
+    void *d = NULL, *d2 = NULL;
+    int i;
+    cudadbl_reset();
+    for (i = 0; i < 32; i++) host[i] = (char)i;
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 32));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d2, 32));
+    CHECK_ERR(cudaSuccess, cudaMemset(d, 0, 32));
+    CHECK_ERR(cudaSuccess, cudaMemset(d2, 0, 32));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(d, host, 32, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 9, 2, s));
+    CHECK_ERR(cudaSuccess, cudaMemcpy2DAsync(d2, 16, d, 16, 8, 2, cudaMemcpyDeviceToDevice, s));
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g));
+    CHECK_U64(0, ((char *)d)[5]);
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphInstantiate(NULL, g, 0));
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphInstantiate(&x, NULL, 0));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGraphInstantiate(&x, (cudaGraph_t)&i, 0));
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphInstantiate(&x, g, cudaGraphInstantiateFlagDeviceLaunch));
+    CHECK_ERR(cudaSuccess, cudaGraphInstantiate(&x, g, 0));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g)); /* the exec keeps its snapshot */
+    CHECK_U64(0, cudadbl_live_graphs());
+    CHECK_U64(1, cudadbl_live_graph_execs());
+    host[5] = 55; /* the launch copies the then-current bytes */
+    cudadbl_set_copy_time(1.0f, 0);
+    CHECK_ERR(cudaSuccess, cudaGraphLaunch(x, s2));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s2));
+    CHECK_U64(55, ((char *)d)[5]);
+    CHECK_U64(9, ((char *)d)[1]);
+    CHECK_U64(9, ((char *)d2)[0]);
+    CHECK_U64(55, ((char *)d2)[5]);
+    CHECK_U64(17, ((char *)d2)[17]);
+    CHECK_U64(0, ((char *)d2)[8]); /* outside the 2D rows */
+    CHECK(cudadbl_clock() == 3.0f); /* three nodes */
+    CHECK_U64(4, (unsigned long)cudadbl_pending(s2)); /* three nodes and the event */
+    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(e));
+    cudadbl_complete_until(2.0f);
+    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(e));
+    CHECK_ERR(cudaSuccess, cudaEventSynchronize(e));
+    CHECK_U64(0, (unsigned long)cudadbl_pending(s2));
+    CHECK_U64(1, (unsigned long)cudadbl_graph_launches());
+    CHECK_U64(32 + 16, (unsigned long)cudadbl_graph_copy_bytes());
+    /* launched into a capture: a child, run when the outer graph runs */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(back, d, 32, cudaMemcpyDeviceToHost, s));
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g2));
+    CHECK_U64(1, (unsigned long)cudadbl_graph_launches());
+    CHECK_ERR(cudaSuccess, cudaGraphInstantiateWithFlags(&x2, g2, 0));
+    host[6] = 66;
+    CHECK_ERR(cudaSuccess, cudaGraphLaunch(x2, s));
+    CHECK_U64(66, back[6]);
+    CHECK_U64(2, (unsigned long)cudadbl_graph_launches());
+    CHECK_U64(2 * (32 + 16) + 32, (unsigned long)cudadbl_graph_copy_bytes());
+    /* bad handles */
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphLaunch(NULL, s));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGraphLaunch((cudaGraphExec_t)&i, s));
+    CHECK_ERR(cudaSuccess, cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphExecDestroy(NULL));
+    CHECK_ERR(cudaErrorInvalidValue, cudaGraphDestroy(NULL));
+    CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGraphDestroy((cudaGraph_t)&i));
+    CHECK_ERR(cudaSuccess, cudaGraphDestroy(g2));
+    /* a node on freed device memory: the launch faults (sticky) */
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d2));
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGraphLaunch(x2, s));
+    CHECK_ERR(cudaErrorIllegalAddress, cudaGetLastError());
+    CHECK_ERR(cudaErrorIllegalAddress, cudaStreamSynchronize(s));
+    cudadbl_reset();
+    CHECK_U64(0, cudadbl_live_graph_execs());
+    CHECK_U64(0, (unsigned long)cudadbl_graph_launches());
+}
+
+/* ---- default streams, implicit synchronization, hazards --------------------------- */
+
+static cudaError_t pt_thread_result;
+static long pt_thread_pending = -1;
+static void *pt_thread(void *arg) {
+    void *d = arg;
+    pt_thread_result = cudaMemsetAsync(d, 3, 8, cudaStreamPerThread);
+    pt_thread_pending = cudadbl_pending_per_thread();
+    return NULL;
+}
+
+static void default_streams(void) {
+    cudaStream_t s = NULL, nb = NULL;
+    cudaEvent_t ev = NULL;
+    void *d = NULL;
+    char host[8] = {0};
+    pthread_t t;
+    cudadbl_call_t call;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&d, 64));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&ev));
+    /* three distinct default streams */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 1, 8, cudaStreamPerThread));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemsetAsync", &call));
+    CHECK_U64(CUDADBL_STREAM_PER_THREAD, (unsigned)call.stream_kind);
+    CHECK_U64(1, (unsigned long)cudadbl_pending_per_thread());
+    CHECK_U64(0, (unsigned long)cudadbl_pending(NULL));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 1, 8, NULL));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemsetAsync", &call));
+    CHECK_U64(CUDADBL_STREAM_LEGACY, (unsigned)call.stream_kind);
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync_ptsz(d, 1, 8, NULL)); /* NULL: per-thread */
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemsetAsync", &call));
+    CHECK_U64(CUDADBL_STREAM_PER_THREAD, (unsigned)call.stream_kind);
+    CHECK_U64(1, (unsigned long)cudadbl_pending(cudaStreamLegacy));
+    CHECK_U64(2, (unsigned long)cudadbl_pending(cudaStreamPerThread));
+    /* another thread's per-thread stream is its own */
+    pthread_create(&t, NULL, pt_thread, d);
+    pthread_join(t, NULL);
+    CHECK_ERR(cudaSuccess, pt_thread_result);
+    CHECK_U64(1, (unsigned long)pt_thread_pending);
+    CHECK_U64(2, (unsigned long)cudadbl_pending_per_thread());
+    cudadbl_complete_all();
+
+    /* a legacy op waits for earlier work of blocking streams, not of non-blocking ones */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 2, 8, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 2, 8, nb));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 2, 8, cudaStreamPerThread));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(ev, NULL));
+    CHECK_ERR(cudaSuccess, cudaEventSynchronize(ev));
+    CHECK_U64(0, (unsigned long)cudadbl_pending(s));
+    CHECK_U64(0, (unsigned long)cudadbl_pending_per_thread());
+    CHECK_U64(1, (unsigned long)cudadbl_pending(nb));
+    /* a blocking stream's op waits for earlier legacy ops */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 3, 8, NULL));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(ev, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 3, 8, NULL)); /* after: not waited for */
+    CHECK_ERR(cudaSuccess, cudaEventSynchronize(ev));
+    CHECK_U64(1, (unsigned long)cudadbl_pending(NULL));
+    CHECK_U64(1, (unsigned long)cudadbl_pending(nb));
+    cudadbl_complete_all();
+
+    /* synchronous copies: after the legacy stream and the blocking streams (plain) ... */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 4, 8, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 4, 8, nb));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 4, 8, cudaStreamPerThread));
+    CHECK_ERR(cudaSuccess, cudaMemcpy(host, d, 8, cudaMemcpyDeviceToHost));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpy", &call));
+    CHECK_U64(CUDADBL_STREAM_LEGACY, (unsigned)call.stream_kind);
+    CHECK_U64(0, (unsigned long)cudadbl_pending(s));
+    CHECK_U64(0, (unsigned long)cudadbl_pending_per_thread());
+    CHECK_U64(1, (unsigned long)cudadbl_pending(nb));
+    /* ... after the calling thread's per-thread stream (_ptds) */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 5, 8, s));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 5, 8, cudaStreamPerThread));
+    CHECK_ERR(cudaSuccess, cudaMemset_ptds(d, 6, 8));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemset", &call));
+    CHECK_U64(CUDADBL_STREAM_PER_THREAD, (unsigned)call.stream_kind);
+    CHECK_U64(0, (unsigned long)cudadbl_pending_per_thread());
+    CHECK_U64(1, (unsigned long)cudadbl_pending(s));
+    /* cudaFree synchronizes the device */
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 7, 8, nb));
+    {
+        void *x = NULL;
+        CHECK_ERR(cudaSuccess, cudaMalloc(&x, 8));
+        CHECK_ERR(cudaSuccess, cudaFree(x));
+    }
+    CHECK_U64(0, (unsigned long)cudadbl_pending_all());
+    CHECK_ERR(cudaSuccess, cudaEventDestroy(ev));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(nb));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+}
+
+static void hazards(void) {
+    cudaStream_t a = NULL, b = NULL;
+    void *p = NULL, *q = NULL, *r = NULL;
+    char host[64];
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    /* freed on a while b still reads it */
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&p, 64, a));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a));
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(host, p, 64, cudaMemcpyDeviceToHost, b));
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(p, a));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a));
+    CHECK_U64(1, (unsigned long)cudadbl_hazards());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(b));
+    CHECK_U64(1, (unsigned long)cudadbl_hazards());
+    /* the same with b synchronized first */
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&p, 64, a));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a));
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(host, p, 64, cudaMemcpyDeviceToHost, b));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(b));
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(p, a));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a));
+    CHECK_U64(1, (unsigned long)cudadbl_hazards());
+    /* stream-ordered reuse of a block b still uses */
+    cudadbl_set_reuse(1);
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&q, 128, a));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a));
+    CHECK_ERR(cudaSuccess, cudaMemsetAsync(q, 0, 128, b));
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(q, a));
+    CHECK_ERR(cudaSuccess, cudaMallocAsync(&r, 128, a));
+    CHECK(r == q);
+    CHECK_U64(2, (unsigned long)cudadbl_hazards());
+    cudadbl_complete_all();
+    CHECK_U64(2, (unsigned long)cudadbl_hazards());
+    /* ordered by an event: no hazard */
+    {
+        cudaEvent_t e = NULL;
+        CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+        CHECK_ERR(cudaSuccess, cudaMemsetAsync(r, 1, 128, b));
+        CHECK_ERR(cudaSuccess, cudaEventRecord(e, b));
+        CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(a, e, 0));
+        CHECK_ERR(cudaSuccess, cudaFreeAsync(r, a));
+        CHECK_ERR(cudaSuccess, cudaStreamSynchronize(a)); /* completes b's memset first */
+        CHECK_U64(0, (unsigned long)cudadbl_pending(b));
+        CHECK_U64(2, (unsigned long)cudadbl_hazards());
+        CHECK_ERR(cudaSuccess, cudaEventDestroy(e));
+    }
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(a));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(b));
+    cudadbl_set_reuse(0);
+    cudadbl_reset();
+    CHECK_U64(0, (unsigned long)cudadbl_hazards());
+}
+
 int main(void) {
     check__suite = TEST_SUITE;
     RUN(malloc_free);
@@ -752,5 +1641,17 @@ int main(void) {
     RUN(reset_script);
     RUN(threads);
     RUN(reset_frees);
+    RUN(driver_api);
+    RUN(driver_pointers);
+    RUN(contexts);
+    RUN(device_reset);
+    RUN(sticky);
+    RUN(capture_basics);
+    RUN(capture_invalidation);
+    RUN(capture_threads);
+    RUN(capture_fork_join);
+    RUN(graphs);
+    RUN(default_streams);
+    RUN(hazards);
     return CHECK_DONE();
 }
