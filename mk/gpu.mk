@@ -5,7 +5,9 @@
 #                    tests/gpu/test_gpu_ptds.cu built --default-stream
 #                    per-thread, linked with the driver, -lcuda) and run
 #                    it: ok/not ok lines, "N passed, N failed"; exits 1 on
-#                    a failure or when there is no CUDA device
+#                    a failure or when there is no CUDA device (where the
+#                    driver itself, libcuda.so.1, is missing, it does not
+#                    start: the loader refuses it)
 #   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
 #                    run it: wrapper overhead and bandwidth tables
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)

@@ -721,7 +721,11 @@ static void test_graph_decode_step(void) {
     CHECK(zero); /* nothing moved at capture */
     snap();
     CHECK_U64(0, S.total.h2d.count + S.total.d2h.count + S.total.d2d.count);
-    if (!g) return;
+    if (!g) {
+        memobs_cuda_set_timing(0);
+        memobs_set_phase(MEMOBS_PHASE_NONE);
+        return;
+    }
     CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
     CHECK_U64(g0.execs + 1, gstats().execs);
     memobs_set_phase(MEMOBS_PHASE_DECODE);
@@ -954,6 +958,7 @@ static void every_wrapper(cudaError_t e) {
     if (reg) LAST_IS(memobs_cudaHostRegister(reg, regn, cudaHostRegisterDefault));
     if (!s || !d || !h || !h2 || !m || !a || !reg || !f) {
         CHECK(!"allocations");
+        if (f) fclose(f);
         return;
     }
     LAST_IS(memobs_cudaMemcpy(d, h, 100, cudaMemcpyHostToDevice));
@@ -1099,13 +1104,17 @@ static void check_no_context_on(int other, int used) {
    another device. */
 static void test_no_context_other_device(void) {
     int ndev = 0;
+    void *p = NULL;
     CUOK(cudaGetDeviceCount(&ndev));
     CHECK_U64(1, primary_active(dev)); /* the control: an active one is seen */
     if (ndev < 2) {
         printf("    # one GPU: device 1 not checked here (test_no_context_child checks device 0 in a fresh process)\n");
         return;
     }
+    /* memory on the device in use, so that the sample asks it too */
+    CUOK(memobs_cudaMalloc(&p, 1 * MIB));
     check_no_context_on(1, dev);
+    CUOK(memobs_cudaFree(p));
 }
 
 #define CHILD_ARG "--child-no-context"
@@ -1198,10 +1207,22 @@ static void test_default_stream_capture(void) {
     settle();
     bare = cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
     CHECK(bare != cudaSuccess);
+    if (bare == cudaSuccess) { /* against NVIDIA's documentation: end it, go no further */
+        cudaGraph_t g = NULL;
+        CUOK(cudaStreamEndCapture(0, &g));
+        if (g) CUOK(cudaGraphDestroy(g));
+        return;
+    }
     CHECK_ERR(bare, cudaGetLastError());
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     wrapped = memobs_cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
     CHECK_ERR(bare, wrapped);
+    if (wrapped == cudaSuccess) {
+        cudaGraph_t g = NULL;
+        CUOK(memobs_cudaStreamEndCapture(0, &g));
+        if (g) CUOK(memobs_cudaGraphDestroy(g));
+        return;
+    }
     CHECK_ERR(bare, cudaGetLastError());
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     printf("    # capture of the legacy stream: %s (bare), %s (wrapped)%s\n", cudaGetErrorName(bare),
