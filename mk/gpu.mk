@@ -1,9 +1,13 @@
 # mk/gpu.mk - tests and benches on a real GPU (included by the top-level
 # Makefile; they need a CUDA device to run, only nvcc to build).
 #
-#   make gpu-test    build $(BUILD)/gpu/test_gpu (tests/gpu/test_gpu.cu) and
-#                    run it: ok/not ok lines, "N passed, N failed"; exits 1
-#                    on a failure or when there is no CUDA device
+#   make gpu-test    build $(BUILD)/gpu/test_gpu (tests/gpu/test_gpu.cu, with
+#                    tests/gpu/test_gpu_ptds.cu built --default-stream
+#                    per-thread, linked with the driver, -lcuda) and run
+#                    it: ok/not ok lines, "N passed, N failed"; exits 1 on
+#                    a failure or when there is no CUDA device (where the
+#                    driver itself, libcuda.so.1, is missing, it does not
+#                    start: the loader refuses it)
 #   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
 #                    run it: wrapper overhead and bandwidth tables
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
@@ -24,6 +28,12 @@ GPU_NVCCFLAGS ?= -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
 GPU_COMPILE = $(NVCC) $(GPU_NVCCFLAGS) $(GPU_ARCH) -I.
 # libcudart.so (-lcudart), not nvcc's default static one
 GPU_LIBS := -cudart shared -lpthread
+# The driver API (libcuda.so.1), for test_gpu's checks of primary contexts:
+# linked against the toolkit's stub where no driver is installed (a build
+# machine); the real libcuda.so.1 is loaded at run time.
+GPU_NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
+GPU_CUDA_HOME ?= $(if $(GPU_NVCC_PATH),$(abspath $(dir $(GPU_NVCC_PATH))..),/usr/local/cuda)
+GPU_DRV_LIBS ?= -L$(GPU_CUDA_HOME)/lib64/stubs -lcuda
 
 .PHONY: gpu-test gpu-bench gpu-build cuda-demo
 
@@ -38,9 +48,14 @@ gpu-test: $(GPU_OUT)/test_gpu
 gpu-bench: $(GPU_OUT)/gpu_bench
 	./$(GPU_OUT)/gpu_bench
 
-$(GPU_OUT)/test_gpu: tests/gpu/test_gpu.cu tests/check.h memobs.h memobs_cuda.h $(GPU_MK)
+# A second unit where stream 0 is the per-thread default stream.
+$(GPU_OUT)/test_gpu_ptds.o: tests/gpu/test_gpu_ptds.cu memobs.h memobs_cuda.h $(GPU_MK)
 	@mkdir -p $(@D)
-	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS)
+	$(GPU_COMPILE) --default-stream per-thread -c $< -o $@
+
+$(GPU_OUT)/test_gpu: tests/gpu/test_gpu.cu $(GPU_OUT)/test_gpu_ptds.o tests/check.h memobs.h memobs_cuda.h $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) $< $(GPU_OUT)/test_gpu_ptds.o -o $@ $(GPU_LIBS) $(GPU_DRV_LIBS)
 
 $(GPU_OUT)/gpu_bench: bench/gpu_bench.cu memobs.h memobs_cuda.h $(GPU_MK)
 	@mkdir -p $(@D)

@@ -4,7 +4,7 @@
 # `make gpu-test` / `make gpu-bench`, on a machine with a CUDA device.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-name="gpu-build: tests/gpu, bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
+name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
 if ! command -v "$NVCC" >/dev/null 2>&1; then
     echo "ok - gpu-build: # SKIP no nvcc at $NVCC (set NVCC)"
     exit 0
@@ -16,6 +16,18 @@ mf=()
 grep -q '^ *-\?include  *mk/gpu\.mk' Makefile || mf=(-f Makefile -f mk/gpu.mk)
 out=$(make --no-print-directory "${mf[@]}" -B NVCC="$NVCC" BUILD="${BUILD:-build}" gpu-build 2>&1)
 rc=$?
+# tests/gpu/test_gpu_ptds.o must really be a per-thread default stream
+# unit: its stream-0 calls bind to the runtime's _ptsz entry points.
+if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
+    syms=$(nm -u "${BUILD:-build}/gpu/test_gpu_ptds.o" 2>&1)
+    for s in cudaMemcpyAsync_ptsz cudaStreamBeginCapture_ptsz cudaStreamEndCapture_ptsz; do
+        if ! printf '%s\n' "$syms" | grep -qw "$s"; then
+            rc=1
+            out="$out
+test_gpu_ptds.o does not reference $s: not built with --default-stream per-thread"
+        fi
+    done
+fi
 if [ "$rc" -eq 0 ]; then
     echo "ok - $name"
 else

@@ -6,9 +6,39 @@
    cudaFreeAsync pending until its stream gets there; CUDA-event timing
    beside a measurement of our own; memobs_cuda_mem_info against memory
    allocated around the wrappers; the out-of-memory flight recorder.
+   And tests/test_capture.c's cases (there against the runtime double),
+   here against the real runtime and driver:
+     - test_graph_decode_step: a decode step captured in global mode with
+       timing on (H2D, D2D, D2H, cudaMemcpyDefault), ended with cudaSuccess,
+       nothing counted at capture, 100 launches counted 100 times per
+       direction, the bytes arrived, memobs_cuda_graph_stats.
+     - test_capture_{global,thread_local,relaxed}_busy: a capture in each
+       mode while a second thread makes timed wrapped copies on its own
+       stream, polls and summarizes (at least 3 rounds while the capture is
+       open, coordinated by mutex and condition variable): the capture ends
+       with cudaSuccess, one launch counts the captured copies, the
+       worker's copies are each counted and timed.
+     - test_last_error_untouched: every wrapper, the poll, print_mem,
+       mem_info and the summary leave cudaPeekAtLastError as it was, with
+       an error pending (cudaSetDevice(9999)) and with none.
+     - test_no_context_other_device (needs >= 2 GPUs, says so with one) and
+       test_no_context_child (any GPU count; this program run again with
+       --child-no-context, a fresh process): print_mem, mem_info and a
+       sample give no device a primary context (cuDevicePrimaryCtxGetState,
+       the driver API: linked with -lcuda).
+     - test_default_stream_capture: stream 0 here (legacy) cannot be
+       captured, the wrapper fails as the bare call does; in
+       tests/gpu/test_gpu_ptds.cu (built --default-stream per-thread) stream
+       0 is captured, launched, counted.
+     - test_timing_sync_vs_async: a synchronous copy on the host clock
+       (beside our own), including a wait for the legacy stream; an async
+       one on events (the copy alone).
+     - test_device_reset: memobs_cudaDeviceReset with timed copies in
+       flight: untimed, the device's tracked bytes 0, timing works after.
 
    Run by `make gpu-test` (mk/gpu.mk) on a machine with a GPU only: with no
-   CUDA device it says "not ok" and exits 1. Uses device 0. */
+   CUDA device it says "not ok" and exits 1. Uses device 0 (and looks at
+   device 1 where there is one). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -16,12 +46,21 @@
 #include "memobs_cuda.h"
 #include "tests/check.h"
 
+#include <cuda.h> /* the driver API: primary context states (-lcuda) */
 #include <cuda_runtime.h>
+#include <pthread.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* tests/gpu/test_gpu_ptds.cu, built --default-stream per-thread: its
+   number of failed checks */
+extern "C" int gpu_ptds_capture(int dev);
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -54,6 +93,7 @@
 static memobs_summary_t S; /* large: off the stack */
 static void snap(void) { memobs_get_summary(&S); }
 static int dev;           /* device under test */
+static int log_lines;     /* lines through memobs' log hook (log_hook) */
 static cudaStream_t st;   /* a non-blocking stream on it */
 
 /* Spins one thread for ns nanoseconds of the GPU's global timer: holds a
@@ -613,13 +653,762 @@ static void test_check_macro(void) {
    show, as "    # " comments. */
 static void log_hook(int level, const char *msg, void *user) {
     (void)user;
+    log_lines++;
     printf("    # memobs log (%d): %s\n", level, msg);
 }
 
-int main(void) {
+/* ------------------------------------------------------------------------ */
+/* Capture and graphs, the runtime's last error, contexts, default streams, */
+/* sync vs async timing, cudaDeviceReset (tests/test_capture.c's cases      */
+/* against the real runtime and driver)                                     */
+/* ------------------------------------------------------------------------ */
+
+static memobs_cuda_graph_stats_t gstats(void) {
+    memobs_cuda_graph_stats_t g;
+    memset(&g, 0, sizeof g);
+    CHECK_U64(MEMOBS_OK, memobs_cuda_graph_stats(&g));
+    return g;
+}
+
+/* A decode step captured once in global mode, with timing on (memobs must
+   record no event into the capture and make no call that breaks it):
+   H2D from pinned, D2D, D2H to pinned, a cudaMemcpyDefault (pinned ->
+   device), and a D2H of what that one moved. The capture ends with
+   cudaSuccess, nothing counts at capture, 100 launches in the decode phase
+   count 100 x the captured bytes and copies per direction, untimed; the
+   bytes really arrive. */
+static void test_graph_decode_step(void) {
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    unsigned char *h = NULL, *h2 = NULL, *d = NULL;
+    memobs_cuda_graph_stats_t g0, g1;
+    uint64_t untimed0;
+    size_t i;
+    int k, zero = 1;
+    settle();
+    CUOK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUOK(memobs_cudaMallocHost((void **)&h, 8192));
+    CUOK(memobs_cudaMallocHost((void **)&h2, 8192));
+    CUOK(memobs_cudaMalloc((void **)&d, 16384));
+    if (!s || !h || !h2 || !d) {
+        CHECK(!"allocations");
+        return;
+    }
+    fill(h, 11, 8192);
+    memset(h2, 0, 8192);
+    g0 = gstats();
+    untimed0 = memobs_cuda_untimed();
+    memobs_reset();
+    memobs_cuda_set_timing(1);
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 4096, cudaMemcpyHostToDevice, s));            /* H2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d + 8192, d, 4096, cudaMemcpyDeviceToDevice, s));   /* D2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h2, d + 8192, 4096, cudaMemcpyDeviceToHost, s));    /* D2H */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d + 12288, h + 4096, 100, cudaMemcpyDefault, s));   /* H2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h2 + 4096, d + 12288, 100, cudaMemcpyDeviceToHost, s)); /* D2H */
+    snap(); /* a summary (its poll) during the capture must not break it */
+    CHECK_U64(0, S.total.h2d.count + S.total.d2h.count + S.total.d2d.count);
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    g1 = gstats();
+    CHECK_U64(5, g1.captured_copies - g0.captured_copies);
+    CHECK_U64(4096 + 4096 + 4096 + 100 + 100, g1.captured_bytes - g0.captured_bytes);
+    CHECK_U64(g0.graphs + 1, g1.graphs);
+    CHECK_U64(g0.captures, g1.captures);
+    for (i = 0; i < 8192; i++) zero &= h2[i] == 0;
+    CHECK(zero); /* nothing moved at capture */
+    snap();
+    CHECK_U64(0, S.total.h2d.count + S.total.d2h.count + S.total.d2d.count);
+    if (!g) {
+        memobs_cuda_set_timing(0);
+        memobs_set_phase(MEMOBS_PHASE_NONE);
+        return;
+    }
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+    CHECK_U64(g0.execs + 1, gstats().execs);
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    for (k = 0; k < 100; k++) CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+    CUOK(cudaStreamSynchronize(s));
+    CHECK(memcmp(h2, h, 4096) == 0);              /* H2D, D2D, D2H */
+    CHECK(memcmp(h2 + 4096, h + 4096, 100) == 0); /* the cudaMemcpyDefault one */
+    snap();
+    CHECK_U64(100 * (4096 + 100), S.decode.h2d.bytes);
+    CHECK_U64(200, S.decode.h2d.count);
+    CHECK_U64(100 * (4096 + 100), S.decode.d2h.bytes);
+    CHECK_U64(200, S.decode.d2h.count);
+    CHECK_U64(100 * 4096, S.decode.d2d.bytes);
+    CHECK_U64(100, S.decode.d2d.count);
+    CHECK_U64(0, S.prefill.h2d.count + S.prefill.d2h.count + S.prefill.d2d.count);
+    CHECK_U64(0, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count + S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].count +
+                     S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2D].count); /* graph copies are not timed */
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(untimed0, memobs_cuda_untimed());
+    g1 = gstats();
+    CHECK_U64(100, g1.launches - g0.launches);
+    CHECK_U64(500, g1.launched_copies - g0.launched_copies);
+    CHECK_U64(100 * (4096 * 3 + 200), g1.launched_bytes - g0.launched_bytes);
+    CHECK_U64(g0.unknown_launches, g1.unknown_launches);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    g1 = gstats();
+    CHECK_U64(g0.graphs, g1.graphs);
+    CHECK_U64(g0.execs, g1.execs);
+    memobs_cuda_set_timing(0);
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    CUOK(cudaStreamDestroy(s));
+    CUOK(memobs_cudaFree(d));
+    CUOK(memobs_cudaFreeHost(h));
+    CUOK(memobs_cudaFreeHost(h2));
+}
+
+/* A capture in each mode while another thread makes timed wrapped copies
+   on its own stream, polls and summarizes. The threads meet on a mutex and
+   condition variable, no sleeps: the worker sets up its runtime state
+   (cudaSetDevice) before the capture begins and, while it is open, makes
+   only wrapped async copies (pinned memory), memobs_cuda_poll() and
+   memobs_get_summary() - no call a global capture forbids (no sync, no
+   query, no cudaMalloc); what memobs does around them on its own is in
+   the relaxed mode. */
+typedef struct {
+    cudaStream_t s;
+    unsigned char *h, *d;
+    int ready, stop, bad; /* under mu */
+    long rounds;          /* under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} busy_t;
+
+static void *busy_worker(void *arg) {
+    busy_t *w = (busy_t *)arg;
+    memobs_summary_t *sum = (memobs_summary_t *)calloc(1, sizeof *sum);
+    int bad = cudaSetDevice(dev) != cudaSuccess || !sum;
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    pthread_mutex_lock(&w->mu);
+    w->bad |= bad;
+    w->ready = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (;;) {
+        int stop;
+        pthread_mutex_lock(&w->mu);
+        stop = w->stop;
+        pthread_mutex_unlock(&w->mu);
+        if (stop) break;
+        bad = memobs_cudaMemcpyAsync(w->d, w->h, 64, cudaMemcpyHostToDevice, w->s) != cudaSuccess;
+        bad |= memobs_cudaMemcpyAsync(w->h + 2048, w->d, 32, cudaMemcpyDeviceToHost, w->s) != cudaSuccess;
+        (void)memobs_cuda_poll();
+        if (sum) memobs_get_summary(sum);
+        pthread_mutex_lock(&w->mu);
+        w->bad |= bad;
+        w->rounds++;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    free(sum);
+    return NULL;
+}
+
+static void capture_while_busy(enum cudaStreamCaptureMode mode) {
+    busy_t w;
+    pthread_t t;
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    unsigned char *h = NULL, *h2 = NULL, *d = NULL;
+    memobs_cuda_graph_stats_t g0, g1;
+    uint64_t untimed0;
+    long r0, rounds;
+    int i;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    settle();
+    CUOK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUOK(cudaStreamCreateWithFlags(&w.s, cudaStreamNonBlocking));
+    CUOK(memobs_cudaMallocHost((void **)&h, 4096));
+    CUOK(memobs_cudaMallocHost((void **)&h2, 4096));
+    CUOK(memobs_cudaMalloc((void **)&d, 4096));
+    CUOK(memobs_cudaMallocHost((void **)&w.h, 4096));
+    CUOK(memobs_cudaMalloc((void **)&w.d, 4096));
+    if (!s || !w.s || !h || !h2 || !d || !w.h || !w.d) {
+        CHECK(!"allocations");
+        return;
+    }
+    fill(h, 21, 4096);
+    memset(h2, 0, 4096);
+    fill(w.h, 22, 4096);
+    g0 = gstats();
+    untimed0 = memobs_cuda_untimed();
+    memobs_reset();
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    memobs_cuda_set_timing(1);
+    if (pthread_create(&t, NULL, busy_worker, &w) != 0) {
+        CHECK(!"pthread_create");
+        return;
+    }
+    pthread_mutex_lock(&w.mu);
+    while (!w.ready) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, mode));
+    pthread_mutex_lock(&w.mu);
+    r0 = w.rounds;
+    pthread_mutex_unlock(&w.mu);
+    for (i = 0; i < 20; i++) {
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d + i * 128, h + i * 128, 128, cudaMemcpyHostToDevice, s));
+        (void)memobs_cuda_poll(); /* the capturing thread polls too */
+    }
+    /* the worker makes three whole rounds while this capture is open */
+    pthread_mutex_lock(&w.mu);
+    while (w.rounds < r0 + 3) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g)); /* memobs did not invalidate it */
+    CHECK(g != NULL);
+    pthread_mutex_lock(&w.mu);
+    w.stop = 1;
+    pthread_mutex_unlock(&w.mu);
+    pthread_join(t, NULL);
+    CHECK(!w.bad);
+    rounds = w.rounds;
+    CHECK(rounds >= r0 + 3);
+
+    /* the worker's copies: each counted once, in its phase, and timed */
+    CUOK(cudaStreamSynchronize(w.s));
+    (void)memobs_cuda_poll();
+    snap();
+    CHECK_U64((uint64_t)rounds * 64, S.decode.h2d.bytes);
+    CHECK_U64(rounds, S.decode.h2d.count);
+    CHECK_U64((uint64_t)rounds * 32, S.decode.d2h.bytes);
+    CHECK_U64(rounds, S.decode.d2h.count);
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(untimed0, memobs_cuda_untimed());
+    CHECK_U64(rounds, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count);
+    CHECK_U64(rounds, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].count);
+    CHECK_U64(0, S.unphased.h2d.count); /* the captured copies counted nothing at capture */
+    g1 = gstats();
+    CHECK_U64(20, g1.captured_copies - g0.captured_copies);
+    CHECK_U64(20 * 128, g1.captured_bytes - g0.captured_bytes);
+    CHECK_U64(g0.captures, g1.captures);
+
+    /* one launch counts the captured copies */
+    if (g) {
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+        memobs_reset();
+        memobs_set_phase(MEMOBS_PHASE_PREFILL);
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+        CUOK(cudaStreamSynchronize(s));
+        memobs_set_phase(MEMOBS_PHASE_NONE);
+        snap();
+        CHECK_U64(20 * 128, S.prefill.h2d.bytes);
+        CHECK_U64(20, S.prefill.h2d.count);
+        CHECK_U64(0, S.prefill.d2h.count + S.prefill.d2d.count + S.decode.h2d.count);
+        CHECK_U64(1, gstats().launches - g0.launches);
+        CUOK(cudaMemcpy(h2, d, 20 * 128, cudaMemcpyDeviceToHost)); /* unwrapped: counts nothing */
+        CHECK(memcmp(h2, h, 20 * 128) == 0);
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+        CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    }
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(0);
+    CUOK(cudaStreamDestroy(s));
+    CUOK(cudaStreamDestroy(w.s));
+    CUOK(memobs_cudaFree(d));
+    CUOK(memobs_cudaFree(w.d));
+    CUOK(memobs_cudaFreeHost(h));
+    CUOK(memobs_cudaFreeHost(h2));
+    CUOK(memobs_cudaFreeHost(w.h));
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+}
+
+static void test_capture_global_busy(void) { capture_while_busy(cudaStreamCaptureModeGlobal); }
+static void test_capture_thread_local_busy(void) { capture_while_busy(cudaStreamCaptureModeThreadLocal); }
+static void test_capture_relaxed_busy(void) { capture_while_busy(cudaStreamCaptureModeRelaxed); }
+
+/* Every wrapper, with timing on, succeeding; after each the runtime's last
+   error is still e (memobs' own calls go to the driver and never touch
+   it; memobs never clears it). */
+static void every_wrapper(cudaError_t e) {
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL, x2 = NULL;
+    unsigned char *h = NULL, *h2 = NULL, *d = NULL, *m = NULL, *a = NULL, *reg = NULL;
+    memobs_cuda_mem_t mi;
+    FILE *f = fopen("/dev/null", "w");
+    const size_t regn = 64 * KIB;
+    CHECK(f != NULL);
+    if (posix_memalign((void **)&reg, 4096, regn) != 0) reg = NULL;
+    CHECK(reg != NULL);
+#define LAST_IS(call)                                        \
+    do {                                                     \
+        CHECK_ERR(cudaSuccess, call);                        \
+        CHECK_ERR(e, cudaPeekAtLastError());                 \
+    } while (0)
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    LAST_IS(memobs_cudaMalloc((void **)&d, 8192));
+    LAST_IS(memobs_cudaMallocHost((void **)&h, 8192));
+    LAST_IS(memobs_cudaHostAlloc((void **)&h2, 8192, cudaHostAllocDefault));
+    LAST_IS(memobs_cudaMallocManaged((void **)&m, 4096, cudaMemAttachGlobal));
+    LAST_IS(memobs_cudaMallocAsync((void **)&a, 4096, s));
+    if (reg) LAST_IS(memobs_cudaHostRegister(reg, regn, cudaHostRegisterDefault));
+    if (!s || !d || !h || !h2 || !m || !a || !reg || !f) {
+        CHECK(!"allocations");
+        if (f) fclose(f);
+        return;
+    }
+    LAST_IS(memobs_cudaMemcpy(d, h, 100, cudaMemcpyHostToDevice));
+    LAST_IS(memobs_cudaMemcpy(h2, d, 100, cudaMemcpyDefault));
+    LAST_IS(memobs_cudaMemcpy(d + 1024, d, 100, cudaMemcpyDeviceToDevice));
+    LAST_IS(memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
+    LAST_IS(memobs_cudaMemcpyAsync(h, d, 100, cudaMemcpyDeviceToHost, s));
+    LAST_IS(memobs_cudaMemcpyAsync(h2, m, 100, cudaMemcpyDefault, s));
+    LAST_IS(memobs_cudaMemcpyAsync(d, reg, 100, cudaMemcpyDefault, 0));
+    LAST_IS(memobs_cudaMemcpy2D(d, 64, h, 64, 32, 8, cudaMemcpyHostToDevice));
+    LAST_IS(memobs_cudaMemcpy2DAsync(h, 64, d, 64, 32, 8, cudaMemcpyDeviceToHost, s));
+    LAST_IS(memobs_cudaMemcpyPeer(d + 4096, dev, d, dev, 100));
+    LAST_IS(memobs_cudaMemcpyPeerAsync(d + 4096, dev, d, dev, 100, s));
+    LAST_IS(memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    LAST_IS(memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s));
+    LAST_IS(memobs_cudaMemcpyAsync(h2, d, 100, cudaMemcpyDefault, s));
+    LAST_IS(memobs_cudaStreamEndCapture(s, &g));
+    LAST_IS(memobs_cudaGraphInstantiate(&x, g, 0));
+    LAST_IS(memobs_cudaGraphInstantiateWithFlags(&x2, g, 0));
+    LAST_IS(memobs_cudaGraphLaunch(x, s));
+    LAST_IS(memobs_cudaGraphLaunch(x2, s));
+    (void)memobs_cuda_poll(); /* a poll with work in flight */
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK(memobs_cuda_poll() >= 0);
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_U64(MEMOBS_OK, memobs_cuda_print_mem(f));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &mi));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_U64(MEMOBS_OK, memobs_write_summary(f, MEMOBS_FORMAT_TEXT));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    fclose(f);
+    LAST_IS(memobs_cudaGraphExecDestroy(x2));
+    LAST_IS(memobs_cudaGraphExecDestroy(x));
+    LAST_IS(memobs_cudaGraphDestroy(g));
+    LAST_IS(memobs_cudaFreeAsync(a, s));
+    LAST_IS(memobs_cudaHostUnregister(reg));
+    LAST_IS(memobs_cudaFree(m));
+    LAST_IS(memobs_cudaFreeHost(h2));
+    LAST_IS(memobs_cudaFreeHost(h));
+    LAST_IS(memobs_cudaFree(d));
+#undef LAST_IS
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    (void)memobs_cuda_poll(); /* settles the stream-ordered free */
+    CHECK_ERR(e, cudaPeekAtLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(e, cudaPeekAtLastError());
+    free(reg);
+}
+
+/* The runtime's last error after the wrappers is what it would be without
+   memobs: a pending error stays pending, none appears. */
+static void test_last_error_untouched(void) {
+    settle();
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(1);
+    /* an error of the program pending before: the same after every call */
+    CHECK_ERR(cudaErrorInvalidDevice, cudaSetDevice(9999));
+    CHECK_ERR(cudaErrorInvalidDevice, cudaPeekAtLastError()); /* the premise */
+    every_wrapper(cudaErrorInvalidDevice);
+    CHECK_ERR(cudaErrorInvalidDevice, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+    /* nothing pending before: nothing after */
+    every_wrapper(cudaSuccess);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(0);
+}
+
+/* Contexts: the driver's word on whether a device's primary context is
+   active (1), inactive (0), or -1 if it cannot say. */
+static int primary_active(int ordinal) {
+    CUdevice cd;
+    unsigned flags = 0;
+    int active = -1;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&cd, ordinal) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxGetState(cd, &flags, &active) != CUDA_SUCCESS)
+        return -1;
+    return active;
+}
+
+/* The entry of device d in a sample, or NULL. */
+static const memobs_sample_dev_t *sample_dev(const memobs_sample_t *smp, int d) {
+    uint32_t i;
+    for (i = 0; i < smp->ndev && i < MEMOBS_SAMPLE_DEVICES; i++)
+        if (smp->dev[i].device == d) return &smp->dev[i];
+    return NULL;
+}
+
+/* memobs_cuda_print_mem, memobs_cuda_mem_info and memobs_sample_now (a
+   block recorded by hand on the device) leave device `other`'s primary
+   context inactive; `other` is a device this process never used. */
+static void check_no_context_on(int other, int used) {
+    char buf[8192], want[128];
+    memobs_cuda_mem_t m;
+    memobs_sample_t smp;
+    const memobs_sample_dev_t *sd;
+    const void *fake = (const void *)(uintptr_t)0x9000;
+    FILE *f;
+    int logs0;
+    CHECK_U64(0, primary_active(other)); /* the premise */
+    f = fmemopen(buf, sizeof buf, "w");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_U64(MEMOBS_OK, memobs_cuda_print_mem(f));
+        fclose(f);
+        buf[sizeof buf - 1] = 0;
+        snprintf(want, sizeof want, "device %d: not used by this process (no CUDA context); not asked\n", other);
+        CHECK_HAS(buf, want);
+        if (used >= 0) {
+            snprintf(want, sizeof want, "device %d: driver used ", used);
+            CHECK_HAS(buf, want);
+        }
+    }
+    CHECK_U64(0, primary_active(other));
+    logs0 = log_lines;
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_cuda_mem_info(other, &m));
+    CHECK_U64(logs0, log_lines); /* quietly */
+    CHECK_U64(0, primary_active(other));
+    /* the sampler asks the devices memobs saw memory on: this one now */
+    memobs_track_alloc_full(fake, 1 << 20, MEMOBS_MEM_DEVICE, other, NULL, "by hand", 0);
+    CHECK_U64(MEMOBS_OK, memobs_sample_now());
+    CHECK(memobs_get_samples(&smp, 1) == 1);
+    sd = sample_dev(&smp, other);
+    CHECK(sd != NULL);
+    if (sd) {
+        CHECK(sd->used == MEMOBS_UNKNOWN);
+        CHECK_U64(1 << 20, sd->tracked);
+    }
+    if (used >= 0) {
+        sd = sample_dev(&smp, used);
+        CHECK(sd != NULL);
+        if (sd) CHECK(sd->used != MEMOBS_UNKNOWN && sd->used > 0);
+    }
+    memobs_track_free(fake);
+    CHECK_U64(0, memobs_track_device_bytes(other, NULL));
+    CHECK_U64(0, primary_active(other));
+}
+
+/* Needs >= 2 GPUs (with one it checks only that the query sees device 0's
+   context active, and says so): device 1, which this process never uses,
+   keeps no primary context. Runs first, before any other test could touch
+   another device. */
+static void test_no_context_other_device(void) {
+    int ndev = 0;
+    void *p = NULL;
+    CUOK(cudaGetDeviceCount(&ndev));
+    CHECK_U64(1, primary_active(dev)); /* the control: an active one is seen */
+    if (ndev < 2) {
+        printf("    # one GPU: device 1 not checked here (test_no_context_child checks device 0 in a fresh process)\n");
+        return;
+    }
+    /* memory on the device in use, so that the sample asks it too */
+    CUOK(memobs_cudaMalloc(&p, 1 * MIB));
+    check_no_context_on(1, dev);
+    CUOK(memobs_cudaFree(p));
+}
+
+#define CHILD_ARG "--child-no-context"
+
+/* The child (this program run again with CHILD_ARG, on any GPU count):
+   memobs' calls before any CUDA use leave every device without a primary
+   context; then the program's own first runtime call gives device 0 one,
+   which the same query sees. Exit status 0 when every check passed. */
+static int child_no_context(void) {
+    char buf[8192];
+    FILE *f;
+    int n = 0, d, nlines = 0;
+    const char *p;
+    check__suite = "gpu-child";
+    memobs_set_log(log_hook, NULL);
+    /* before cuInit: memobs cannot even count the devices; asks none */
+    f = fmemopen(buf, sizeof buf, "w");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_U64(MEMOBS_OK, memobs_cuda_print_mem(f));
+        fclose(f);
+        buf[sizeof buf - 1] = 0;
+        CHECK(strstr(buf, "driver used") == NULL);
+    }
+    CHECK(cuInit(0) == CUDA_SUCCESS);
+    CHECK(cuDeviceGetCount(&n) == CUDA_SUCCESS && n >= 1);
+    for (d = 0; d < n; d++) CHECK_U64(0, primary_active(d)); /* the premise */
+    /* every device: "not used", none asked */
+    f = fmemopen(buf, sizeof buf, "w");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_U64(MEMOBS_OK, memobs_cuda_print_mem(f));
+        fclose(f);
+        buf[sizeof buf - 1] = 0;
+        for (p = buf; (p = strstr(p, "not used by this process (no CUDA context); not asked\n")) != NULL; p++) nlines++;
+        CHECK_U64(n, nlines);
+    }
+    check_no_context_on(0, -1);
+    for (d = 0; d < n; d++) CHECK_U64(0, primary_active(d));
+    {
+        CUcontext c = NULL;
+        CHECK(cuCtxGetCurrent(&c) == CUDA_SUCCESS && c == NULL);
+    }
+    /* the control: the program's own first use activates device 0, and
+       memobs then reads it */
+    {
+        memobs_cuda_mem_t m;
+        CUOK(cudaSetDevice(0));
+        CUOK(cudaFree(0));
+        CHECK_U64(1, primary_active(0));
+        CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(0, &m));
+        CHECK(m.driver_total > 0);
+    }
+    printf("    # child: %d device(s), %d failed check(s)\n", n, check__failed_checks);
+    fflush(stdout);
+    return check__failed_checks ? 1 : 0;
+}
+
+/* Any GPU count: runs this program again (posix_spawn, a fresh process
+   with no CUDA state) as the child above. */
+static void test_no_context_child(void) {
+    char self[4096];
+    char *args[3];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    pid_t pid;
+    int status = 0;
+    CHECK(n > 0);
+    if (n <= 0) return;
+    self[n] = 0;
+    args[0] = self;
+    args[1] = (char *)CHILD_ARG;
+    args[2] = NULL;
+    fflush(stdout);
+    CHECK_U64(0, posix_spawn(&pid, self, NULL, NULL, args, environ));
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_U64(0, WEXITSTATUS(status));
+}
+
+/* Default streams. In this unit (legacy) stream 0 is the legacy stream,
+   which cannot be captured: the wrapper fails exactly as the bare call
+   does (NVIDIA documents that capture may not begin on it, not the error
+   code; the double says cudaErrorStreamCaptureUnsupported), leaving the
+   same last error, and remembers no capture. Then tests/gpu/test_gpu_ptds.cu,
+   built --default-stream per-thread, captures its stream 0. */
+static void test_default_stream_capture(void) {
+    cudaError_t bare, wrapped;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    memobs_cuda_graph_stats_t g0 = gstats();
+    settle();
+    bare = cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
+    CHECK(bare != cudaSuccess);
+    if (bare == cudaSuccess) { /* against NVIDIA's documentation: end it, go no further */
+        cudaGraph_t g = NULL;
+        CUOK(cudaStreamEndCapture(0, &g));
+        if (g) CUOK(cudaGraphDestroy(g));
+        return;
+    }
+    CHECK_ERR(bare, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    wrapped = memobs_cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
+    CHECK_ERR(bare, wrapped);
+    if (wrapped == cudaSuccess) {
+        cudaGraph_t g = NULL;
+        CUOK(memobs_cudaStreamEndCapture(0, &g));
+        if (g) CUOK(memobs_cudaGraphDestroy(g));
+        return;
+    }
+    CHECK_ERR(bare, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    printf("    # capture of the legacy stream: %s (bare), %s (wrapped)%s\n", cudaGetErrorName(bare),
+           cudaGetErrorName(wrapped),
+           bare == cudaErrorStreamCaptureUnsupported ? "" : "; not cudaErrorStreamCaptureUnsupported as in the double");
+    CHECK_ERR(cudaSuccess, cudaStreamIsCapturing(cudaStreamLegacy, &cs));
+    CHECK_U64(cudaStreamCaptureStatusNone, cs);
+    CHECK_U64(g0.captures, gstats().captures);
+    /* the legacy stream still works */
+    CUOK(cudaStreamSynchronize(0));
+    /* the per-thread unit */
+    check__failed_checks += gpu_ptds_capture(dev);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+}
+
+static uint64_t host_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* With timing on: a synchronous 64 MiB cudaMemcpy from pinned memory is
+   timed on the host clock, inside our own host measurement around the
+   same call and close to it; behind a ~50 ms kernel on the legacy stream
+   it includes the wait (it returns when the copy is done; events around
+   the copy would not). An async copy behind the same kernel on a stream
+   is timed on events: the copy alone, bytes right. */
+static void test_timing_sync_vs_async(void) {
+    const size_t n = 64 * MIB;
+    const uint64_t spin_ns = 50ull * 1000 * 1000;
+    void *h = NULL, *d = NULL;
+    uint64_t t0, ours, sync_ns = 0;
+    settle();
+    CUOK(memobs_cudaMallocHost(&h, n));
+    CUOK(memobs_cudaMalloc(&d, n));
+    if (!h || !d) {
+        CHECK(!"allocations");
+        return;
+    }
+    memset(h, 3, n);
+    memobs_cuda_set_timing(0);
+    CUOK(memobs_cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); /* warm-up, untimed */
+
+    /* synchronous: the host clock, within ours */
+    memobs_reset();
+    memobs_cuda_set_timing(1);
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    t0 = host_ns();
+    CUOK(memobs_cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    ours = host_ns() - t0;
+    snap();
+    {
+        const memobs_timed_t *t = &S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D];
+        CHECK_U64(1, t->count);
+        CHECK_U64(n, t->bytes);
+        CHECK(t->ns > 0);
+        CHECK(t->ns <= ours);
+        CHECK(t->ns * 2 >= ours); /* generous: memobs' own work outside its interval is microseconds */
+        sync_ns = t->ns;
+        printf("    # sync 64 MiB: memobs %.3f ms, own host clock %.3f ms\n", t->ns / 1e6, ours / 1e6);
+    }
+    CHECK_U64(0, S.timed_in_flight_copies); /* done when it returned */
+
+    /* synchronous behind a kernel on the legacy stream: includes the wait */
+    memobs_reset();
+    spin(0, spin_ns);
+    t0 = host_ns();
+    CUOK(memobs_cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    ours = host_ns() - t0;
+    snap();
+    {
+        const memobs_timed_t *t = &S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D];
+        CHECK(ours >= spin_ns * 9 / 10); /* the premise: the call waited for the kernel */
+        CHECK_U64(1, t->count);
+        CHECK(t->ns <= ours);
+        CHECK(t->ns >= spin_ns * 9 / 10);
+    }
+
+    /* async behind the same kernel on a stream: events around the copy */
+    memobs_reset();
+    spin(st, spin_ns);
+    CUOK(memobs_cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, st));
+    snap();
+    CHECK_U64(1, S.timed_in_flight_copies); /* the kernel holds it back */
+    CHECK_U64(n, S.timed_in_flight_bytes);
+    CUOK(cudaStreamSynchronize(st));
+    CHECK(memobs_cuda_poll() >= 1);
+    snap();
+    {
+        const memobs_timed_t *t = &S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D];
+        CHECK_U64(1, t->count);
+        CHECK_U64(n, t->bytes);
+        CHECK(t->ns > 0);
+        /* the copy alone: about the synchronous copy's time, not the kernel's */
+        CHECK(t->ns <= 2 * sync_ns + 2ull * 1000 * 1000);
+        printf("    # async 64 MiB behind a 50 ms kernel: memobs %.3f ms\n", t->ns / 1e6);
+    }
+    CHECK_U64(0, S.timed_in_flight_copies);
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    memobs_cuda_set_timing(0);
+    CUOK(memobs_cudaFree(d));
+    CUOK(memobs_cudaFreeHost(h));
+}
+
+/* memobs_cudaDeviceReset with two timed copies in flight (behind a ~50 ms
+   kernel): they become untimed, the device's tracked bytes go to 0, and a
+   timed copy after the reset (in the new context) resolves. Last: the
+   reset destroys everything of device `dev` (the shared stream `st` is
+   made again). */
+static void test_device_reset(void) {
+    unsigned char *h = NULL, *h2 = NULL, *d = NULL, *a = NULL;
+    uint64_t untimed0;
+    memobs_cuda_mem_t m;
+    settle();
+    CUOK(memobs_cudaMallocHost((void **)&h, 2 * MIB));
+    CUOK(memobs_cudaMalloc((void **)&d, 2 * MIB));
+    CUOK(memobs_cudaMallocAsync((void **)&a, 1 * MIB, st));
+    CUOK(cudaStreamSynchronize(st));
+    if (!h || !d || !a) {
+        CHECK(!"allocations");
+        return;
+    }
+    CHECK(memobs_track_device_bytes(dev, NULL) >= 3 * MIB);
+    memobs_reset();
+    memobs_cuda_set_timing(1);
+    spin(st, 50ull * 1000 * 1000);
+    CUOK(memobs_cudaMemcpyAsync(d, h, 1 * MIB, cudaMemcpyHostToDevice, st));
+    CUOK(memobs_cudaMemcpyAsync(h + MIB, d, 1 * MIB, cudaMemcpyDeviceToHost, st));
+    snap();
+    CHECK_U64(2, S.timed_in_flight_copies); /* the premise: still behind the kernel */
+    untimed0 = memobs_cuda_untimed();
+    CHECK_ERR(cudaSuccess, memobs_cudaDeviceReset());
+    CHECK_U64(untimed0 + 2, memobs_cuda_untimed());
+    snap();
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(0, S.timed_in_flight_bytes);
+    CHECK_U64(0, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count + S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
+    CHECK_U64(0, memobs_track_device_bytes(dev, NULL));
+    CHECK(find(d) == NULL);
+    CHECK(find(a) == NULL);
+    /* the pinned block went with the context; memobs keeps pinned blocks
+       (no device): out by hand so that nothing is left */
+    if (find(h)) memobs_track_free(h);
+    h = NULL;
+    d = NULL;
+
+    /* the device again, in a new context */
+    CUOK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CUOK(memobs_cudaMallocHost((void **)&h, 2 * MIB));
+    CUOK(memobs_cudaMallocHost((void **)&h2, 1 * MIB));
+    CUOK(memobs_cudaMalloc((void **)&d, 1 * MIB));
+    if (!h || !h2 || !d) {
+        CHECK(!"allocations after the reset");
+        return;
+    }
+    CHECK_U64(1 * MIB, memobs_track_device_bytes(dev, NULL));
+    fill(h, 31, 1 * MIB);
+    memobs_reset();
+    CUOK(memobs_cudaMemcpyAsync(d, h, 1 * MIB, cudaMemcpyHostToDevice, st));
+    CUOK(cudaStreamSynchronize(st));
+    CHECK(memobs_cuda_poll() >= 1);
+    snap();
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
+    CHECK_U64(1 * MIB, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].bytes);
+    CHECK(S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].ns > 0);
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_U64(untimed0 + 2, memobs_cuda_untimed());
+    memobs_cuda_set_timing(0);
+    CUOK(cudaMemcpy(h2, d, 1 * MIB, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(h2, h, 1 * MIB) == 0);
+    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m));
+    CHECK_U64(1 * MIB, m.tracked);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CUOK(memobs_cudaFree(d));
+    CUOK(memobs_cudaFreeHost(h));
+    CUOK(memobs_cudaFreeHost(h2));
+    CHECK_U64(0, memobs_track_device_bytes(dev, NULL));
+}
+
+
+int main(int argc, char **argv) {
     int ndev = 0;
     cudaError_t rc;
     struct cudaDeviceProp prop;
+    /* test_no_context_child's child: before any CUDA call */
+    if (argc > 1 && strcmp(argv[1], CHILD_ARG) == 0) return child_no_context();
     check__suite = "gpu";
     rc = cudaGetDeviceCount(&ndev);
     if (rc != cudaSuccess || ndev <= 0) {
@@ -638,6 +1427,8 @@ int main(void) {
     memobs_set_device(dev);
     memobs_cuda_set_oom_report("off");
 
+    RUN(test_no_context_other_device); /* first: no other device touched yet */
+    RUN(test_no_context_child);
     RUN(test_copy_bytes_by_wrapper_direction_phase);
     RUN(test_copy_default_kind);
     RUN(test_alloc_tracked_and_freed);
@@ -645,7 +1436,15 @@ int main(void) {
     RUN(test_timing_matches_own_events);
     RUN(test_mem_info_outside);
     RUN(test_check_macro);
-    RUN(test_oom_flight_recorder); /* last: the first out-of-memory of the process */
+    RUN(test_graph_decode_step);
+    RUN(test_capture_global_busy);
+    RUN(test_capture_thread_local_busy);
+    RUN(test_capture_relaxed_busy);
+    RUN(test_last_error_untouched);
+    RUN(test_default_stream_capture);
+    RUN(test_timing_sync_vs_async);
+    RUN(test_oom_flight_recorder); /* the first out-of-memory of the process */
+    RUN(test_device_reset);        /* last: resets the device (st is made again) */
 
     settle();
     CUOK(cudaStreamDestroy(st));
