@@ -1074,13 +1074,15 @@ int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out) {
 static int memobs_cuda__on_device(const void *p) {
     int attrs[2] = {MEMOBS_CUDA__ATTR_TYPE, MEMOBS_CUDA__ATTR_MANAGED};
     unsigned type = 0;
-    int managed = 0;
+    int managed = 0, r, m;
     void *data[2];
     data[0] = &type;
     data[1] = &managed;
-    if (!memobs_cuda__drv() || memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)p) != 0)
-        return 0;
-    return type == MEMOBS_CUDA__MEM_DEVICE || managed;
+    if (!memobs_cuda__drv()) return 0;
+    m = memobs_cuda__relax(); /* NVIDIA does not say whether it is "potentially unsafe" */
+    r = memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)p);
+    memobs_cuda__unrelax(m);
+    return r == 0 && (type == MEMOBS_CUDA__MEM_DEVICE || managed);
 }
 
 /* Direction of a copy, or -1 for one that crosses no bus (host to host). */

@@ -85,7 +85,7 @@ class AllocInfo(ctypes.Structure):  # memobs_alloc_info_t
 class DblCall(ctypes.Structure):  # cudadbl_call_t
     _fields_ = [("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
                 ("kind", ctypes.c_int), ("stream", ctypes.c_void_p), ("device", ctypes.c_int),
-                ("flags", ctypes.c_uint), ("result", ctypes.c_int)]
+                ("flags", ctypes.c_uint), ("result", ctypes.c_int), ("stream_kind", ctypes.c_int)]
 
 
 def declare(lib):
