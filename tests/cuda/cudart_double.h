@@ -279,9 +279,12 @@
                capture mode and last error are per thread and reset by
                cudadbl_reset for every thread.
 
-   Also defined: cudaStreamGetDevice, and the per-thread default stream
-   names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function
-   above that cuda_runtime_api.h maps), which count as the plain names.
+   Also defined: cudaStreamGetDevice, the per-thread default stream names
+   (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function above
+   that cuda_runtime_api.h maps), and the driver's cuEventRecord_ptsz,
+   cuStreamGetCtx_ptsz, cuStreamGetCaptureInfo_ptsz and
+   cuStreamGetCaptureInfo_v2_ptsz (NULL: the per-thread stream); they all
+   count as the plain names.
 
    Not modelled: kernels, graph memory nodes, graph node handles and
    dependencies (a graph is its nodes in capture order), peer access
