@@ -325,8 +325,12 @@ typedef enum {
    registered range is just forgotten), destroys every stream and event,
    clears call counts, scripted failures, the clock (0), the completion
    marker (nothing completed), totals (16 GiB), outside bytes (0), the device
-   count (2), and every thread's current device (0) and last error. Handles
-   from before are invalid afterwards. */
+   count (2), and every thread's current device (0), last error, context
+   stack, per-thread default streams and capture mode (Global); also every
+   graph, executable graph and capture, the sticky error, the primary
+   contexts (inactive, creation counts 0), the driver's initialization, and
+   the hazard, launch, copy-byte and invalidation counts. Handles from
+   before are invalid afterwards. */
 void cudadbl_reset(void);
 
 /* Back to the start settings, keeping the objects: clears scripted
@@ -340,7 +344,9 @@ void cudadbl_reset_script(void);
 /* Scripted failures: after `skip` more calls of fn succeed (or behave as
    they would), the next n calls return err and change nothing (no
    allocation, no copy, no stream op; output arguments untouched). fn is a
-   runtime function name ("cudaMalloc"); n = 0 cancels. Returns 0, or -1 for
+   runtime function name ("cudaMalloc") or an exported driver symbol name
+   ("cuMemGetInfo_v2", "cuEventRecord": err is then taken as the CUresult
+   of that number); n = 0 cancels. Returns 0, or -1 for
    a name the double does not define. A later call for the same fn replaces
    the earlier script. */
 int cudadbl_fail(const char *fn, unsigned skip, unsigned n, cudaError_t err);

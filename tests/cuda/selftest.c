@@ -1113,6 +1113,7 @@ static void capture_basics(void) {
     size_t ndeps = 0;
     cudadbl_reset();
     CHECK_ERR(cudaSuccess, cudaMalloc(&d, 16));
+    CHECK_ERR(cudaSuccess, cudaMemset(d, 0, 16));
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
     CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal));
