@@ -3311,6 +3311,33 @@ DBL_PT(cudaStreamGetCaptureInfo, _ptsz,
        (stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out))
 DBL_PT(cudaGraphLaunch, _ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream), (graphExec, stream))
 
+/* The driver's per-thread default stream names (libcuda exports them;
+   cuda.h declares them only for its own build): NULL is the calling
+   thread's per-thread default stream. */
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx);
+CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                             cuuint64_t *id_out);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out, CUgraph *graph_out,
+                                                const CUgraphNode **dependencies_out, size_t *numDependencies_out);
+#define DBL_DRV_PT(name, params, args)                                           \
+    CUresult CUDAAPI name##_ptsz params {                                         \
+        CUresult r_;                                                              \
+        t_ptds = 1;                                                               \
+        r_ = name args;                                                           \
+        t_ptds = 0;                                                               \
+        return r_;                                                                \
+    }
+DBL_DRV_PT(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
+DBL_DRV_PT(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), (hStream, pctx))
+DBL_DRV_PT(cuStreamGetCaptureInfo, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
+           (hStream, captureStatus_out, id_out))
+DBL_DRV_PT(cuStreamGetCaptureInfo_v2,
+           (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+            const CUgraphNode **dependencies_out, size_t *numDependencies_out),
+           (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))
+
 /* ============================================================================ */
 /* The driver for memobs                                                        */
 /* ============================================================================ */

@@ -279,9 +279,12 @@
                capture mode and last error are per thread and reset by
                cudadbl_reset for every thread.
 
-   Also defined: cudaStreamGetDevice, and the per-thread default stream
-   names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function
-   above that cuda_runtime_api.h maps), which count as the plain names.
+   Also defined: cudaStreamGetDevice, the per-thread default stream names
+   (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function above
+   that cuda_runtime_api.h maps), and the driver's cuEventRecord_ptsz,
+   cuStreamGetCtx_ptsz, cuStreamGetCaptureInfo_ptsz and
+   cuStreamGetCaptureInfo_v2_ptsz (NULL: the per-thread stream); they all
+   count as the plain names.
 
    Not modelled: kernels, graph memory nodes, graph node handles and
    dependencies (a graph is its nodes in capture order), peer access
@@ -322,8 +325,12 @@ typedef enum {
    registered range is just forgotten), destroys every stream and event,
    clears call counts, scripted failures, the clock (0), the completion
    marker (nothing completed), totals (16 GiB), outside bytes (0), the device
-   count (2), and every thread's current device (0) and last error. Handles
-   from before are invalid afterwards. */
+   count (2), and every thread's current device (0), last error, context
+   stack, per-thread default streams and capture mode (Global); also every
+   graph, executable graph and capture, the sticky error, the primary
+   contexts (inactive, creation counts 0), the driver's initialization, and
+   the hazard, launch, copy-byte and invalidation counts. Handles from
+   before are invalid afterwards. */
 void cudadbl_reset(void);
 
 /* Back to the start settings, keeping the objects: clears scripted
@@ -337,7 +344,9 @@ void cudadbl_reset_script(void);
 /* Scripted failures: after `skip` more calls of fn succeed (or behave as
    they would), the next n calls return err and change nothing (no
    allocation, no copy, no stream op; output arguments untouched). fn is a
-   runtime function name ("cudaMalloc"); n = 0 cancels. Returns 0, or -1 for
+   runtime function name ("cudaMalloc") or an exported driver symbol name
+   ("cuMemGetInfo_v2", "cuEventRecord": err is then taken as the CUresult
+   of that number); n = 0 cancels. Returns 0, or -1 for
    a name the double does not define. A later call for the same fn replaces
    the earlier script. */
 int cudadbl_fail(const char *fn, unsigned skip, unsigned n, cudaError_t err);

@@ -20,6 +20,10 @@ extern "C" {
 CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
                                         cuuint64_t *id_out);
 CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out, CUgraph *graph_out,
+                                                const CUgraphNode **dependencies_out, size_t *numDependencies_out);
 #ifdef __cplusplus
 }
 #endif
@@ -1109,6 +1113,7 @@ static void capture_basics(void) {
     size_t ndeps = 0;
     cudadbl_reset();
     CHECK_ERR(cudaSuccess, cudaMalloc(&d, 16));
+    CHECK_ERR(cudaSuccess, cudaMemset(d, 0, 16));
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
     CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal));
@@ -1519,6 +1524,34 @@ static void default_streams(void) {
     CHECK_U64(1, (unsigned long)pt_thread_pending);
     CHECK_U64(2, (unsigned long)cudadbl_pending_per_thread());
     cudadbl_complete_all();
+    /* the driver's _ptsz names: NULL is the per-thread stream, counted as the plain name */
+    {
+        CUevent ce = NULL;
+        CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        cuuint64_t cid = 0, cid2 = 1;
+        CHECK_U64(CUDA_SUCCESS, cuEventCreate(&ce, CU_EVENT_DEFAULT));
+        CHECK_U64(CUDA_SUCCESS, cuEventRecord_ptsz(ce, NULL));
+        CHECK_U64(1, (unsigned long)cudadbl_pending_per_thread());
+        CHECK_U64(0, (unsigned long)cudadbl_pending(NULL));
+        CHECK_U64(0, (unsigned)cudadbl_last_call("cuEventRecord", &call));
+        CHECK_U64(CUDADBL_STREAM_PER_THREAD, (unsigned)call.stream_kind);
+        CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
+        CHECK_U64(CUDA_SUCCESS, cuStreamGetCaptureInfo_v2_ptsz(NULL, &cst, &cid, NULL, NULL, NULL));
+        CHECK_U64(CU_STREAM_CAPTURE_STATUS_ACTIVE, cst);
+        CHECK(cid != 0);
+        /* NULL in the plain name: the legacy stream, while a blocking stream captures */
+        CHECK_U64(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuStreamGetCaptureInfo_v2(NULL, &cst, &cid2, NULL, NULL, NULL));
+        CHECK_U64(1, cid2); /* untouched */
+        CHECK_ERR(cudaSuccess, cudaPeekAtLastError());
+        CHECK_U64(2, (unsigned long)cudadbl_calls("cuStreamGetCaptureInfo_v2"));
+        {
+            cudaGraph_t g = NULL;
+            CHECK_ERR(cudaSuccess, cudaStreamEndCapture(cudaStreamPerThread, &g));
+            CHECK_ERR(cudaSuccess, cudaGraphDestroy(g));
+        }
+        CHECK_U64(CUDA_SUCCESS, cuEventDestroy(ce));
+        cudadbl_complete_all();
+    }
 
     /* a legacy op waits for earlier work of blocking streams, not of non-blocking ones */
     CHECK_ERR(cudaSuccess, cudaMemsetAsync(d, 2, 8, s));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA runtime double (tests/cuda/cudart_double.c) and its selftest,
-# built four ways against the real CUDA headers, never with libcudart: C11,
-# C++17 (-x c++: the double's definitions must match cuda_runtime_api.h's
-# declarations in both), C11 under ASan+UBSan, and under TSan (the double
+# built four ways against the real CUDA headers, never with libcudart or
+# libcuda: C11, C++17 (-x c++: the double's definitions must match
+# cuda_runtime_api.h's and cuda.h's declarations in both), C11 under ASan+UBSan, and under TSan (the double
 # is called from many threads). Prints the selftest's
 # "ok - cudart-double-<variant>: name" lines; exits non-zero on a failure.
 cd "$(dirname "$0")/../.." || exit 2
@@ -29,7 +29,7 @@ variant() { # name compiler flags...
         rc=1
         return
     fi
-    if nm "$bin" | grep -q ' U cu'; then # every cuda symbol must come from the double
+    if nm "$bin" | grep -q ' U cu'; then # every cuda*/cu* symbol must come from the double
         echo "not ok - cudart-double-$name: undefined CUDA symbols"
         nm "$bin" | grep ' U cu' | sed 's/^/    # /'
         rc=1
