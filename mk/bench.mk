@@ -14,6 +14,10 @@
 #                                1 and 2 threads); not -rdynamic, so the .so's
 #                                keep their own memobs; RUNPATH $ORIGIN, so
 #                                its dlopen() finds:
+#   memobs_cuda_bench            bench/bench_cuda.c: memobs_cuda.h's wrappers
+#                                on the host against a stub runtime and
+#                                driver (CUDA headers, no GPU), beside the
+#                                raw calls, and driver calls per call
 #   libmemobs_bench_default.so   bench/bench_so.c, -fPIC -shared
 #   libmemobs_bench_gnu2.so      the same with TLS descriptors
 #   libmemobs_bench_ie.so        the same with -DMEMOBS_TLS_INITIAL_EXEC
@@ -48,9 +52,10 @@ BENCH_SOS := $(BENCH_OUT)/libmemobs_bench_default.so $(BENCH_OUT)/libmemobs_benc
 
 bench: bench-build
 	$(BENCH_OUT)/memobs_bench
+	$(BENCH_OUT)/memobs_cuda_bench
 	$(MAKE) --no-print-directory bench-python bench-pymodule
 
-bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
+bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench
 
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
@@ -72,6 +77,13 @@ $(BENCH_OUT)/bench_track.o: bench/bench_track.c bench/bench.h memobs.h $(BENCH_M
 
 $(BENCH_OUT)/memobs_bench: $(BENCH_OUT)/bench.o $(BENCH_OUT)/bench_disabled.o $(BENCH_OUT)/bench_track.o
 	$(BENCH_COMPILE) $^ -o $@ -Wl,-rpath,'$$ORIGIN' -ldl
+
+# memobs_cuda.h's host cost against a stub runtime and driver (bench/bench_cuda.c):
+# the CUDA Toolkit's headers, no libcudart, no GPU.
+BENCH_CUDA_INC ?= /usr/local/cuda/include
+$(BENCH_OUT)/memobs_cuda_bench: bench/bench_cuda.c memobs.h memobs_cuda.h $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -isystem $(BENCH_CUDA_INC) $< -o $@ -ldl -lm
 
 # One compile per variant, so the -D reaches every translation unit of it.
 $(BENCH_OUT)/libmemobs_bench_%.so: bench/bench_so.c memobs.h $(BENCH_MK)
