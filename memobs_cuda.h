@@ -589,16 +589,6 @@ static int memobs_cuda__drv(void) {
     return memobs_cuda__d.ok;
 }
 
-/* memobs' own driver calls run in the relaxed capture interaction mode:
-   then none is "potentially unsafe" for a capture anywhere. */
-static int memobs_cuda__relax(void) {
-    int m = MEMOBS_CUDA__RELAXED;
-    return memobs_cuda__d.exchange_mode(&m) == 0 ? m : -1;
-}
-static void memobs_cuda__unrelax(int m) {
-    if (m >= 0) (void)memobs_cuda__d.exchange_mode(&m);
-}
-
 /* ======================================================================== */
 /* Private: state                                                           */
 /* ======================================================================== */
@@ -668,6 +658,17 @@ static struct {
     nvtxStringHandle_t names[MEMOBS_MAX_REGIONS]; /* by region id: NULL, a handle, or MEMOBS_CUDA__NVTX_NONE */
 #endif
 } memobs_cuda__g;
+
+/* memobs' own driver calls run in the relaxed capture interaction mode:
+   then none is "potentially unsafe" for a capture anywhere. */
+static int memobs_cuda__relax(void) {
+    int m = MEMOBS_CUDA__RELAXED;
+    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return -1;
+    return memobs_cuda__d.exchange_mode(&m) == 0 ? m : -1;
+}
+static void memobs_cuda__unrelax(int m) {
+    if (m >= 0) (void)memobs_cuda__d.exchange_mode(&m);
+}
 
 static void memobs_cuda__poll_hook(void);
 
@@ -740,14 +741,16 @@ static int memobs_cuda__ctx_device(void *ctx) {
 /* The context current on this thread, or NULL. */
 static void *memobs_cuda__cur_ctx(void) {
     void *c = NULL;
-    if (!memobs_cuda__drv() || memobs_cuda__d.ctx_current(&c) != 0) return NULL;
+    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v) || memobs_cuda__d.ctx_current(&c) != 0)
+        return NULL;
     return c;
 }
 
 /* A stream's context (for 0/legacy/per-thread handles: the current one). */
 static void *memobs_cuda__stream_ctx(cudaStream_t s) {
     void *c = NULL;
-    if (!memobs_cuda__drv() || memobs_cuda__d.stream_ctx(s, &c) != 0) return NULL;
+    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v) || memobs_cuda__d.stream_ctx(s, &c) != 0)
+        return NULL;
     return c;
 }
 
@@ -1530,6 +1533,10 @@ int memobs_cuda_print_mem(FILE *f) {
     char b1[32], b2[32], b3[32], b4[32];
     if (!f) return MEMOBS_ERR_INVALID;
     memobs_cuda__init();
+    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
+        fputs("CUDA devices: not asked (the program is exiting)\n", f);
+        return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
+    }
     if (!memobs_cuda__drv() || !memobs_cuda__d.device_count || memobs_cuda__d.device_count(&n) != 0) n = 0;
     for (d = 0; d < n; d++) {
         uint64_t fb = 0, tb = 0, tracked = memobs_track_device_bytes(d, NULL);

@@ -802,8 +802,54 @@ static void test_free_reuse_threads(void) {
     cudadbl_set_reuse(0);
 }
 
-int main(void) {
+/* A fresh process (mode exit_resolve): two timed copies still in flight
+   when main returns. memobs' exit handler, registered at the first timed
+   copy (after the runtime started), waits for them and resolves them; the
+   summary at exit (MEMOBS_SUMMARY, registered at start-up, so it runs
+   last) shows them complete. A handler of the test registered before the
+   first timed copy runs after memobs' handler: from then on a summary, a
+   poll, print_mem and a copy make no memobs driver call. */
+#define DRV_CALLS()                                                                                       \
+    (calls("cuEventQuery") + calls("cuEventRecord") + calls("cuStreamGetCaptureInfo_v2") +                \
+     calls("cuMemGetInfo_v2") + calls("cuEventSynchronize") + calls("cuEventCreate") +                    \
+     calls("cuDeviceGetCount") + calls("cuThreadExchangeStreamCaptureMode"))
+static cudaStream_t exit_stream;
+static char *exit_h, *exit_d;
+static void exit_after_memobs(void) {
+    long c0 = DRV_CALLS();
+    memobs_summary_t *sum = (memobs_summary_t *)calloc(1, sizeof *sum);
+    FILE *f = fopen("/dev/null", "w");
+    if (sum) memobs_get_summary(sum);
+    (void)memobs_cuda_poll();
+    if (f) {
+        (void)memobs_cuda_print_mem(f);
+        fclose(f);
+    }
+    (void)memobs_cudaMemcpyAsync(exit_d, exit_h, 100, cudaMemcpyHostToDevice, exit_stream);
+    fprintf(stderr, "driver calls after memobs' exit handler: %ld; in flight then: %llu\n", DRV_CALLS() - c0,
+            sum ? (unsigned long long)sum->timed_in_flight_copies : 99);
+    free(sum);
+}
+
+static int mode_exit_resolve(void) {
+    cudadbl_reset();
+    if (cudaStreamCreate(&exit_stream) != cudaSuccess || memobs_cudaMallocHost((void **)&exit_h, 8192) != cudaSuccess ||
+        memobs_cudaMalloc((void **)&exit_d, 8192) != cudaSuccess)
+        return 1;
+    atexit(exit_after_memobs); /* before memobs registers its own: runs after it */
+    memobs_cuda_set_timing(1);
+    cudadbl_set_copy_time(1.0f, 0);
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    if (memobs_cudaMemcpyAsync(exit_d, exit_h, 1000, cudaMemcpyHostToDevice, exit_stream) != cudaSuccess ||
+        memobs_cudaMemcpyAsync(exit_h, exit_d, 3000, cudaMemcpyDeviceToHost, exit_stream) != cudaSuccess)
+        return 1;
+    printf("in flight at exit: %ld\n", cudadbl_pending(exit_stream));
+    return 0; /* the blocks, the stream and the events are left to the exit */
+}
+
+int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
+    if (argc > 1 && !strcmp(argv[1], "exit_resolve")) return mode_exit_resolve();
     cudadbl_reset();
     RUN(test_no_context_created); /* first: contexts fresh */
     RUN(test_graph_decode_step);

@@ -46,6 +46,22 @@ variant() {
     else
         echo "ok - capture-$name: nothing on stderr"
     fi
+    # at exit: the copies in flight resolved before the summary, no CUDA call after
+    rm -f "$bin.sum"
+    MEMOBS_SUMMARY="$bin.sum" "$bin" exit_resolve >"$bin.out" 2>"$bin.err"
+    local st=$?
+    if [ $st -eq 0 ] && grep -q '^in flight at exit: [1-9]' "$bin.out" &&
+        grep -q '^  H2D decode     |    1.00 KB        1    1.00 ms' "$bin.sum" &&
+        grep -q '^  D2H decode     |    3.00 KB        1    1.00 ms' "$bin.sum" &&
+        grep -q '^  in flight: 0 timed copies' "$bin.sum" &&
+        grep -qx "driver calls after memobs' exit handler: 0; in flight then: 0" "$bin.err"; then
+        echo "ok - capture-$name: copies in flight at exit resolved before the summary, no CUDA call after"
+    else
+        echo "not ok - capture-$name: copies in flight at exit resolved before the summary, no CUDA call after"
+        echo "    # exit status $st"
+        cat "$bin.out" "$bin.err" "$bin.sum" 2>/dev/null | sed 's/^/    # /' | head -n 40
+        rc=1
+    fi
 }
 
 variant c11 "$CC -std=c11" "$CC -std=c11" "$CC" -O2 -g
