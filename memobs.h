@@ -718,7 +718,8 @@ MEMOBS_API void memobs_get_identity(memobs_identity_t *out);
 
 typedef struct {
     int32_t device;                 /* CUDA device index */
-    uint64_t used, free_bytes, total; /* the driver's cuMemGetInfo; MEMOBS_UNKNOWN if it failed or the device has no context */
+    /* the driver's cuMemGetInfo; MEMOBS_UNKNOWN if it failed or the device has no context */
+    uint64_t used, free_bytes, total;
     uint64_t tracked;               /* memobs_track_device_bytes(device) */
 } memobs_sample_dev_t;
 
@@ -5771,7 +5772,8 @@ typedef struct {
 } memobs__sl_event_t;
 
 /* memobs_cuda.h's implementation sets this at load time: used/free/total
-   of a device (the driver's cuMemGetInfo, never creating a context); 0 on success. NULL without memobs_cuda.h. */
+   of a device (the driver's cuMemGetInfo, never creating a context); 0 on
+   success. NULL without memobs_cuda.h. */
 typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total);
 static memobs__devmem_fn_t memobs__devmem_fn;
 
