@@ -878,10 +878,14 @@ static void memobs_cuda__exit_resolve(void) {
     int m;
     pthread_mutex_lock(&memobs_cuda__g.tlock);
     m = memobs_cuda__relax();
-    for (i = 0; i < memobs_cuda__g.fn; i++)
-        (void)memobs_cuda__d.event_sync(memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED].ev.start);
-    for (i = 0; i < memobs_cuda__g.n; i++)
-        (void)memobs_cuda__d.event_sync(memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED].ev.end);
+    for (i = 0; i < memobs_cuda__g.fn; i++) {
+        uint32_t k = (memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED;
+        (void)memobs_cuda__d.event_sync(memobs_cuda__g.frees[k].ev.start);
+    }
+    for (i = 0; i < memobs_cuda__g.n; i++) {
+        uint32_t k = (memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED;
+        (void)memobs_cuda__d.event_sync(memobs_cuda__g.queue[k].ev.end);
+    }
     (void)memobs_cuda__poll_locked();
     memobs_cuda__unrelax(m);
     MEMOBS__STORE(&memobs_cuda__g.gone.v, 1u);
@@ -988,10 +992,10 @@ cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, co
     pthread_mutex_lock(&memobs_cuda__g.glock);
     c = memobs_cuda__gfind(&memobs_cuda__g.caps, id);
     /* a graph with no wrapped copy is known too: its launches count 0 */
-    if (rc == cudaSuccess && graph && *graph &&
-        (g = memobs_cuda__gadd(&memobs_cuda__g.graphs, (unsigned long long)(uintptr_t)*graph, MEMOBS_CUDA_MAX_GRAPHS)) &&
-        c)
-        g->m = c->m;
+    if (rc == cudaSuccess && graph && *graph) {
+        g = memobs_cuda__gadd(&memobs_cuda__g.graphs, (unsigned long long)(uintptr_t)*graph, MEMOBS_CUDA_MAX_GRAPHS);
+        if (g && c) g->m = c->m;
+    }
     if (c) memobs_cuda__gdel(&memobs_cuda__g.caps, c); /* ended, invalidated or not: over */
     pthread_mutex_unlock(&memobs_cuda__g.glock);
     return rc;

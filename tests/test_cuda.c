@@ -1115,7 +1115,8 @@ static void test_threads(void) {
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].live);
     CHECK_U64(0, S.track.frees_unknown + S.track.frees_double + S.track.allocs_duplicate);
     /* asked for the Default copies only: each side at most once */
-    CHECK(calls("cuPointerGetAttributes") >= NTHREADS * ITERS && calls("cuPointerGetAttributes") <= 2 * NTHREADS * ITERS);
+    CHECK(calls("cuPointerGetAttributes") >= NTHREADS * ITERS &&
+          calls("cuPointerGetAttributes") <= 2 * NTHREADS * ITERS);
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].pending_frees);
     memobs_cuda_set_timing(0);
     cudadbl_set_reuse(0);
