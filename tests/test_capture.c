@@ -22,6 +22,7 @@
 #include "cuda/cudart_double.h"
 #include "check.h"
 #include "memobs_test.h"
+#include "cuda_test.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,8 +30,6 @@
 #ifndef TEST_SUITE
 #define TEST_SUITE "capture"
 #endif
-
-#define CHECK_ERR(expected, call) CHECK_U64((unsigned)(expected), (unsigned)(call))
 
 #ifdef __CUDART_API_PER_THREAD_DEFAULT_STREAM
 #define PTDS 1
@@ -40,38 +39,8 @@
 #define DEFAULT_KIND CUDADBL_STREAM_LEGACY
 #endif
 
-static memobs_summary_t S;
-static void snap(void) { memobs_get_summary(&S); }
-static long calls(const char *fn) { return cudadbl_calls(fn); }
-
-static const memobs_xfer_t *xf(const memobs_dirs_t *d, memobs_dir_t dir) {
-    return dir == MEMOBS_DIR_H2D ? &d->h2d : dir == MEMOBS_DIR_D2H ? &d->d2h : &d->d2d;
-}
-#define CHECK_XFER(dirs, dir, bytes_, count_)      \
-    do {                                            \
-        CHECK_U64(bytes_, xf(&(dirs), dir)->bytes); \
-        CHECK_U64(count_, xf(&(dirs), dir)->count); \
-    } while (0)
-
 static uint64_t total_count(void) {
     return S.total.h2d.count + S.total.d2h.count + S.total.d2d.count;
-}
-
-/* Each test starts here: the double's scripts back to the start (its
-   objects stay: memobs keeps its event pool), memobs' window reset, timing
-   off, unphased, device 0, no error pending. */
-static void fresh(void) {
-    cudadbl_reset_script();
-    cudadbl_complete_all();
-    (void)memobs_cuda_poll();
-    cudadbl_advance_clock(1000.0f);
-    memobs_enable(1);
-    memobs_cuda_set_timing(0);
-    memobs_set_phase(MEMOBS_PHASE_NONE);
-    (void)cudaSetDevice(0);
-    (void)cudaGetLastError();
-    memobs_reset();
-    cudadbl_reset_calls();
 }
 
 static memobs_cuda_graph_stats_t gstats(void) {

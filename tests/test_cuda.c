@@ -22,6 +22,7 @@
 #include "cuda/cudart_double.h"
 #include "check.h"
 #include "memobs_test.h"
+#include "cuda_test.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,14 +32,10 @@
 #define TEST_SUITE "cuda"
 #endif
 
-#define CHECK_ERR(expected, call) CHECK_U64((unsigned)(expected), (unsigned)(call))
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 #define GIB ((size_t)1 << 30)
 
-static memobs_summary_t S; /* large: off the stack */
-static void snap(void) { memobs_get_summary(&S); }
-static long calls(const char *fn) { return cudadbl_calls(fn); }
 static uint64_t nlive(void) { return memobs_get_allocations(NULL, 0); }
 static const char *arg_path; /* a mode's second argument */
 
@@ -61,14 +58,6 @@ static void fill(void *p, int seed, size_t n) {
 
 #ifndef MEMOBS_DISABLE
 
-static const memobs_xfer_t *xf(const memobs_dirs_t *d, memobs_dir_t dir) {
-    return dir == MEMOBS_DIR_H2D ? &d->h2d : dir == MEMOBS_DIR_D2H ? &d->d2h : &d->d2d;
-}
-#define CHECK_XFER(dirs, dir, bytes_, count_)          \
-    do {                                                \
-        CHECK_U64(bytes_, xf(&(dirs), dir)->bytes);     \
-        CHECK_U64(count_, xf(&(dirs), dir)->count);     \
-    } while (0)
 #define MAX_ALLOCS 1024
 static memobs_alloc_info_t ALLOCS[MAX_ALLOCS];
 /* The tracker's live record of p, or NULL. */
@@ -91,24 +80,6 @@ static char *read_path(const char *path) {
     buf = read_file(f);
     fclose(f);
     return buf ? buf : (char *)calloc(1, 1);
-}
-
-/* Every test starts here: the double's scripts and settings back to the
-   start (its objects stay), memobs' window reset, phase unphased, device 0,
-   timing off, no error pending, and the fake clock well past anything
-   completed before. */
-static void fresh(void) {
-    cudadbl_reset_script();
-    cudadbl_complete_all();
-    (void)memobs_cuda_poll();
-    cudadbl_advance_clock(1000.0f);
-    memobs_enable(1);
-    memobs_cuda_set_timing(0);
-    memobs_set_phase(MEMOBS_PHASE_NONE);
-    (void)cudaSetDevice(0);
-    (void)cudaGetLastError();
-    memobs_reset();
-    cudadbl_reset_calls();
 }
 
 /* Nothing left behind by a test: no memory in the double or the tracker. */

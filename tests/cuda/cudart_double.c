@@ -2958,13 +2958,15 @@ void cudadbl_set_sticky(cudaError_t e) {
     unlock();
 }
 
-int cudadbl_captures_invalidated(void) {
-    int n;
-    slock();
-    n = g_invalidated;
-    unlock();
-    return n;
-}
+/* The body of a getter of one counter: read under the lock. */
+#define DBL_READ(type, var) \
+    type n_;                \
+    slock();                \
+    n_ = (var);             \
+    unlock();               \
+    return n_
+
+int cudadbl_captures_invalidated(void) { DBL_READ(int, g_invalidated); }
 
 long cudadbl_capturing(void) {
     capture_t *c;
@@ -2975,13 +2977,7 @@ long cudadbl_capturing(void) {
     return n;
 }
 
-long cudadbl_graph_launches(void) {
-    long n;
-    slock();
-    n = g_launches;
-    unlock();
-    return n;
-}
+long cudadbl_graph_launches(void) { DBL_READ(long, g_launches); }
 
 size_t cudadbl_live_graphs(void) {
     struct CUgraph_st *g;
@@ -3001,21 +2997,9 @@ size_t cudadbl_live_graph_execs(void) {
     return n;
 }
 
-long cudadbl_graph_copy_bytes(void) {
-    long n;
-    slock();
-    n = g_graph_bytes;
-    unlock();
-    return n;
-}
+long cudadbl_graph_copy_bytes(void) { DBL_READ(long, g_graph_bytes); }
 
-long cudadbl_hazards(void) {
-    long n;
-    slock();
-    n = g_hazards;
-    unlock();
-    return n;
-}
+long cudadbl_hazards(void) { DBL_READ(long, g_hazards); }
 
 void cudadbl_set_reuse(int on) {
     slock();
