@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #ifndef TEST_SUITE
 #define TEST_SUITE "capture"
@@ -110,6 +111,44 @@ static void test_no_context_created(void) {
     CHECK_U64(0, (unsigned)cudadbl_context_active(1));
     CHECK_ERR(cudaSuccess, memobs_cudaFree(p));
     CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report("stderr"));
+}
+
+/* The out-of-memory report of cudaMallocAsync names the stream's device,
+   not the current one. */
+static void test_oom_stream_device(void) {
+    cudaStream_t s1 = NULL;
+    void *p = NULL;
+    char path[] = "/tmp/memobs_capture_oom_XXXXXX";
+    int fd = mkstemp(path);
+    char *out;
+    FILE *f;
+    fresh();
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    close(fd);
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s1));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    CHECK_U64(0, (unsigned)cudadbl_set_total(1, (size_t)1 << 20));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report(path));
+    CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMallocAsync(&p, (size_t)2 << 20, s1));
+    CHECK_ERR(cudaErrorMemoryAllocation, cudaGetLastError());
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report("stderr"));
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        out = read_file(f);
+        fclose(f);
+        if (out) {
+            CHECK_HAS(out, "cudaMallocAsync(2097152 bytes, 2.10 MB) failed: cudaErrorMemoryAllocation");
+            CHECK_HAS(out, "  device 1: driver 1048576 bytes free of 1048576, 0 used; memobs tracks 0");
+            free(out);
+        }
+    }
+    unlink(path);
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s1));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
 }
 
 /* ======================================================================== */
@@ -821,6 +860,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "exit_resolve")) return mode_exit_resolve();
     cudadbl_reset();
     RUN(test_no_context_created); /* first: contexts fresh */
+    RUN(test_oom_stream_device);
     RUN(test_graph_decode_step);
     RUN(test_graph_nested_and_unknown);
     RUN(test_capture_global_busy);
