@@ -571,8 +571,7 @@ static void memobs_cuda__drv_init(void) {
     MEMOBS_CUDA__DRV(MEMOBS_CUDA__FIND)
 #undef MEMOBS_CUDA__FIND
     if (!memobs_cuda__d.elapsed1) memobs_cuda__d.elapsed1 = memobs_cuda__d.elapsed2;
-    if (!memobs_cuda__d.capture2 && !memobs_cuda__d.capture1) return;
-    memobs_cuda__d.ok = memobs_cuda__d.ctx_current && memobs_cuda__d.ctx_push && memobs_cuda__d.ctx_pop &&
+    memobs_cuda__d.ok = (memobs_cuda__d.capture2 || memobs_cuda__d.capture1) && memobs_cuda__d.ctx_current && memobs_cuda__d.ctx_push && memobs_cuda__d.ctx_pop &&
                         memobs_cuda__d.ctx_device && memobs_cuda__d.stream_ctx && memobs_cuda__d.event_create &&
                         memobs_cuda__d.event_record && memobs_cuda__d.event_query && memobs_cuda__d.event_sync &&
                         memobs_cuda__d.elapsed1 && memobs_cuda__d.event_destroy && memobs_cuda__d.mem_info &&
