@@ -117,8 +117,10 @@
      name, e.g. "cuEventRecord", to its function; NULL when absent): the
      test double of the runtime does. Without the driver library memobs makes no
      CUDA call of its own: no timing, no capture detection (captured
-     copies then count at capture), frees settle at once, and
-     memobs_cuda_mem_info() says the driver was not found.
+     copies then count at capture), no direction for cudaMemcpyDefault
+     (those copies are not counted), frees settle at once, and
+     memobs_cuda_mem_info() says the driver was not found; a warning says
+     so once.
 
    CONTEXTS
      memobs never creates a CUDA context: it reads memory figures of a

@@ -18,6 +18,9 @@
 #define _GNU_SOURCE
 #endif
 #define MEMOBS_IMPLEMENTATION
+/* a library that does not exist: the double hands memobs its driver
+   (memobs_cuda_driver_symbol), except in mode no_driver */
+#define MEMOBS_CUDA_DRIVER "libmemobs_no_such_driver.so.1"
 #include "../memobs_cuda.h"
 #include "cuda/cudart_double.h"
 #include "check.h"
@@ -855,9 +858,50 @@ static int mode_exit_resolve(void) {
     return 0; /* the blocks, the stream and the events are left to the exit */
 }
 
+/* A fresh process with no driver library (CUDADBL_NO_DRIVER=1, and
+   MEMOBS_CUDA_DRIVER names a library that does not exist): one warning,
+   the wrappers still count copies and track blocks, timing says untimed,
+   a stream-ordered free settles at once, mem_info says why it cannot. */
+static void mode_no_driver(void) {
+    cudaStream_t s = NULL;
+    char *h = NULL, *d = NULL;
+    memobs_cuda_mem_t m;
+    uint64_t untimed0;
+    cudadbl_reset();
+    log_count = 0;
+    memobs_set_log(capture_log, NULL);
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    memobs_cuda_set_timing(1);
+    untimed0 = memobs_cuda_untimed();
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 1000, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h, d, 500, cudaMemcpyDefault, s)); /* not asked: host to host */
+    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
+    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_set_log(NULL, NULL);
+    snap();
+    CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 1000, 1);
+    CHECK_U64(0, S.unphased.d2h.count);
+    CHECK_U64(2, (unsigned)log_count);
+    CHECK_HAS(log_count > 0 ? log_msgs[0] : "", "the CUDA driver (libmemobs_no_such_driver.so.1) was not found or "
+                                                  "lacks a function memobs needs");
+    CHECK_HAS(log_count > 1 ? log_msgs[1] : "", "memobs_cuda_mem_info(device 0): the CUDA driver was not found");
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+}
+
 int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
     if (argc > 1 && !strcmp(argv[1], "exit_resolve")) return mode_exit_resolve();
+    if (argc > 1 && !strcmp(argv[1], "no_driver")) {
+        RUN(mode_no_driver);
+        return CHECK_DONE();
+    }
     cudadbl_reset();
     RUN(test_no_context_created); /* first: contexts fresh */
     RUN(test_oom_stream_device);

@@ -46,6 +46,9 @@ variant() {
     else
         echo "ok - capture-$name: nothing on stderr"
     fi
+    # no driver library at all
+    CUDADBL_NO_DRIVER=1 "$bin" no_driver 2>"$bin.err" | grep -v ' passed, .* failed$'
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     # at exit: the copies in flight resolved before the summary, no CUDA call after
     rm -f "$bin.sum"
     MEMOBS_SUMMARY="$bin.sum" "$bin" exit_resolve >"$bin.out" 2>"$bin.err"

@@ -3328,7 +3328,8 @@ DBL_DRV_PT(cuStreamGetCaptureInfo_v2,
 
 /* memobs_cuda.h takes the driver's functions from a program that defines
    this (else it opens libcuda.so.1): the double hands it its own, by their
-   exported names. */
+   exported names; none when CUDADBL_NO_DRIVER=1 is in the environment (a
+   process without a driver library, for a test of that case). */
 void *memobs_cuda_driver_symbol(const char *name);
 void *memobs_cuda_driver_symbol(const char *name) {
 #define DBL_SYM(fn) {#fn, (void *)(uintptr_t)&fn},
@@ -3345,6 +3346,8 @@ void *memobs_cuda_driver_symbol(const char *name) {
                 DBL_SYM(cuDeviceGet) DBL_SYM(cuThreadExchangeStreamCaptureMode) DBL_SYM(cuGetErrorName)};
 #undef DBL_SYM
     size_t i;
+    const char *off = getenv("CUDADBL_NO_DRIVER");
+    if (off && strcmp(off, "1") == 0) return NULL;
     for (i = 0; name && i < sizeof syms / sizeof syms[0]; i++)
         if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
     return NULL;
