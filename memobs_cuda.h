@@ -871,6 +871,14 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
     return 1;
 }
 
+/* Caller holds tlock. A pair whose record failed (its context destroyed,
+   its events invalid) is not pooled again: destroyed, one fewer made. */
+static void memobs_cuda__pair_drop(const memobs_cuda__pair_t *ev) {
+    (void)memobs_cuda__d.event_destroy(ev->start);
+    (void)memobs_cuda__d.event_destroy(ev->end);
+    memobs_cuda__g.created--;
+}
+
 /* At exit, before the runtime tears down: waits for the timed copies and
    frees in flight, resolves them, and from then on memobs makes no CUDA
    call (the summaries at exit come later). */
@@ -1143,7 +1151,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     /* the last thing before the copy call */
     if (ok && memobs_cuda__d.event_record(ev.start, stream) != 0) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+        memobs_cuda__pair_drop(&ev);
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
         ok = 0;
     }
@@ -1198,7 +1206,8 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
             memobs_cuda__g.n++;
             memobs_timed_in_flight(1, (int64_t)op->bytes);
         } else {
-            memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+            if (recorded) memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev; /* the queue was full */
+            else memobs_cuda__pair_drop(&ev);
             MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
         }
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
@@ -1358,7 +1367,9 @@ cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int mark
         pthread_mutex_lock(&memobs_cuda__g.tlock);
         m = memobs_cuda__relax();
         if (memobs_cuda__pair_get(&ev, ctx)) {
-            if (memobs_cuda__g.fn < MEMOBS_CUDA_MAX_TIMED && memobs_cuda__d.event_record(ev.start, stream) == 0) {
+            if (memobs_cuda__g.fn >= MEMOBS_CUDA_MAX_TIMED) {
+                memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+            } else if (memobs_cuda__d.event_record(ev.start, stream) == 0) {
                 memobs_cuda__pfree_t *e =
                     &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
                 e->ev = ev;
@@ -1366,7 +1377,7 @@ cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int mark
                 memobs_cuda__g.fn++;
                 queued = 1;
             } else {
-                memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+                memobs_cuda__pair_drop(&ev);
             }
         }
         memobs_cuda__unrelax(m);

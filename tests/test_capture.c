@@ -700,6 +700,39 @@ static void test_timing_sync_vs_async(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
 }
 
+/* A pair whose event record failed is destroyed, not pooled again (its
+   events may be dead: a context destroyed under it); the next timed copy
+   gets another pair and is timed. */
+static void test_dead_pair_not_pooled(void) {
+    cudaStream_t s = NULL;
+    char *h = NULL, *d = NULL;
+    uint64_t untimed0;
+    long destroyed0;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    memobs_cuda_set_timing(1);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s)); /* a pair in use */
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    (void)memobs_cuda_poll(); /* back in the pool */
+    untimed0 = memobs_cuda_untimed();
+    destroyed0 = calls("cuEventDestroy_v2");
+    CHECK_U64(0, (unsigned)cudadbl_fail_next("cuEventRecord", 1, (cudaError_t)400 /* CUDA_ERROR_INVALID_HANDLE */));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 200, cudaMemcpyHostToDevice, s));
+    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
+    CHECK_U64(2, (unsigned long)(calls("cuEventDestroy_v2") - destroyed0));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 300, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_U64(1, (unsigned)memobs_cuda_poll());
+    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
 /* ======================================================================== */
 /* cudaDeviceReset                                                          */
 /* ======================================================================== */
@@ -916,6 +949,7 @@ int main(int argc, char **argv) {
     if (!PTDS) RUN(test_legacy_stream_during_capture);
     RUN(test_timing_sync_vs_async);
     RUN(test_free_reuse_threads);
+    RUN(test_dead_pair_not_pooled);
     RUN(test_device_reset);
     RUN(test_sticky_error); /* last but one: it resets the double */
     cudadbl_reset();
