@@ -418,6 +418,10 @@ MEMOBS_API void memobs_ttft_start(void);
 MEMOBS_API void memobs_ttft_stop(void);
 MEMOBS_API void memobs_tpot_step(void);
 MEMOBS_API void memobs_tpot_stop(void);
+/* A TTFT or TPOT the caller measured itself, in ns (an engine that keeps
+   its own clock, as nano-vllm's observers do): one sample; 0 is ignored. */
+MEMOBS_API void memobs_ttft_record(uint64_t ns);
+MEMOBS_API void memobs_tpot_record(uint64_t ns);
 
 /* Per request. The first token gives a TTFT sample, later tokens TPOT
    samples (time since the previous token of that request), end an E2E
@@ -2071,6 +2075,14 @@ void memobs_tpot_step(void) {
 }
 
 void memobs_tpot_stop(void) { MEMOBS__STORE(&memobs__g.tpot_last_ns.v, (uint64_t)0); }
+
+void memobs_ttft_record(uint64_t ns) {
+    if (ns && MEMOBS__LOAD(&memobs__on.v)) memobs__hist_add(&memobs__g.ttft, ns);
+}
+
+void memobs_tpot_record(uint64_t ns) {
+    if (ns && MEMOBS__LOAD(&memobs__on.v)) memobs__hist_add(&memobs__g.tpot, ns);
+}
 
 /* ======================================================================== */
 /* Private: per-request table                                               */

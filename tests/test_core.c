@@ -337,6 +337,26 @@ static void test_global_clock(void) {
     CHECK_U64(1, S.tpot_unarmed);
 }
 
+/* Values an engine measured itself: one sample each, exact below 64 ns,
+   0 ignored, nothing while memobs is off. */
+static void test_recorded_latency(void) {
+    memobs_reset();
+    memobs_ttft_record(50);
+    memobs_ttft_record(0);
+    memobs_tpot_record(7);
+    memobs_tpot_record(9);
+    memobs_enable(0);
+    memobs_ttft_record(1000);
+    memobs_enable(1);
+    snap();
+    CHECK_U64(1, S.ttft.count);
+    CHECK_U64(50, S.ttft.max_ns);
+    CHECK_U64(50, S.ttft.last_ns);
+    CHECK_U64(2, S.tpot.count);
+    CHECK_U64(9, S.tpot.max_ns);
+    CHECK_U64(8, S.tpot.mean_ns);
+}
+
 static void test_request_lifecycle(void) {
     memobs_reset();
     memobs_set_log(capture_log, NULL);
@@ -665,6 +685,7 @@ int main(void) {
     RUN(test_reset_races_recorders);
     RUN(test_histogram_error_bound);
     RUN(test_global_clock);
+    RUN(test_recorded_latency);
     RUN(test_request_lifecycle);
     RUN(test_request_table_full);
     RUN(test_request_table_model);
