@@ -4,7 +4,7 @@
 #   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
-#   make python-module   the Python extension module memobs (build/python/)
+#   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
 
 CC ?= cc

@@ -1,8 +1,10 @@
 # mk/pymodule.mk - the Python extension module (included by the top-level Makefile).
 #
-#   make python-module    build $(BUILD)/python/memobs<suffix>.so from
-#                         examples/python/memobs_module.c; then
+#   make python-module    build the package memobs in $(BUILD)/python/memobs/:
+#                         python/memobs/*.py, *.pyi, py.typed, and the extension
+#                         _memobs<suffix>.so from python/memobs/_memobs.c; then
 #                         PYTHONPATH=$(BUILD)/python python3 -c "import memobs"
+#                         (to install it instead: pip install --no-build-isolation .)
 #   make bench-pymodule   build it, then run bench/py_record_bench.py: a record
 #                         from Python beside nano-vllm's class-variable observer
 #   PYMOD_PYTHON=python3.12 make python-module   for another interpreter
@@ -18,17 +20,26 @@ PYMOD_CONFIG ?= $(PYMOD_PYTHON)-config
 PYMOD_INCLUDES := $(shell $(PYMOD_CONFIG) --includes 2>/dev/null)
 PYMOD_EXT_SUFFIX := $(shell $(PYMOD_CONFIG) --extension-suffix 2>/dev/null)
 PYMOD_OUT := $(BUILD)/python
-PYMOD_SO := $(PYMOD_OUT)/memobs$(PYMOD_EXT_SUFFIX)
-PYMOD_SRC := examples/python/memobs_module.c
+PYMOD_PKG := $(PYMOD_OUT)/memobs
+PYMOD_SO := $(PYMOD_PKG)/_memobs$(PYMOD_EXT_SUFFIX)
+PYMOD_SRC := python/memobs/_memobs.c
+PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed)
 
 .PHONY: python-module bench-pymodule
 
-python-module: $(PYMOD_SO)
+python-module: $(PYMOD_SO) $(PYMOD_FILES)
 
+# the module of the layout before the package (build/python/memobs<suffix>.so)
+# is removed: a package directory wins over it, but it would mislead a reader
 $(PYMOD_SO): $(PYMOD_SRC) memobs.h memobs_python.h $(PYMOD_MK)
 	$(if $(PYMOD_EXT_SUFFIX),,$(error $(PYMOD_CONFIG) not found: install the Python headers or set PYMOD_PYTHON))
 	@mkdir -p $(@D)
+	@rm -f $(PYMOD_OUT)/memobs$(PYMOD_EXT_SUFFIX)
 	$(CC) -std=c99 -O2 -g -fPIC -shared $(WARN) -I. $(PYMOD_INCLUDES) $< -o $@
 
-bench-pymodule: $(PYMOD_SO)
+$(PYMOD_PKG)/%: python/memobs/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+bench-pymodule: python-module
 	PYTHONPATH=$(PYMOD_OUT) $(PYMOD_PYTHON) bench/py_record_bench.py

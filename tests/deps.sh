@@ -10,6 +10,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v g++ >/dev/null || need+=(g++)
 # CPython's headers and libpython for memobs_python.h (python3-config)
 command -v python3-config >/dev/null || need+=(python3-dev)
+# a venv with pip (tests/test_pip.sh: python3 -m venv; Debian splits it out)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 # promtool (tests/test_prom.sh: `promtool check metrics`), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)
 [ ${#need[@]} -eq 0 ] && exit 0

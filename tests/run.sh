@@ -38,6 +38,7 @@ step capture bash tests/test_capture.sh
 step nvtx bash tests/test_nvtx.sh
 step python bash tests/test_python.sh
 step pymodule bash tests/test_pymodule.sh
+step pip bash tests/test_pip.sh
 step torch-alloc bash tests/test_torch_alloc.sh
 step sampler bash tests/test_sampler.sh
 step distributed bash tests/test_distributed.sh

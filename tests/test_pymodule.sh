@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The Python extension module (examples/python/memobs_module.c): built as
-# `make python-module` builds it (C99, -Werror) and compile-checked as C11;
-# then tests/python/test_module.py run against it (its ok/not ok lines), and
+# The Python package memobs (python/memobs/: its extension memobs._memobs
+# from _memobs.c, __init__.py re-exporting it): laid out in $B/memobs/ as
+# `make python-module` lays it out (the extension C99, -Werror) and the
+# extension compile-checked as C11; then tests/python/test_module.py run
+# against it (its ok/not ok lines), and
 # two checks of a fresh interpreter: MEMOBS=0 starts it disabled, and
 # MEMOBS_SUMMARY writes the JSON summary at exit.
 cd "$(dirname "$0")/.." || exit 2
@@ -17,15 +19,23 @@ if ! PYINC=$("$PYTHON-config" --includes 2>/dev/null) || ! SUFFIX=$("$PYTHON-con
     echo "not ok - pymodule: $PYTHON-config not found (install the Python development headers)"
     exit 1
 fi
-MOD="$B/memobs$SUFFIX"
+# pkgdir DIR: DIR/memobs/ with the package's Python files (the extension is
+# built into it by the caller); the module of the layout before the package
+# (DIR/memobs<suffix>.so) is removed, so that nothing but the package is found
+pkgdir() {
+    rm -rf "$1/memobs" && rm -f "$1"/memobs.*so && mkdir -p "$1/memobs" &&
+        cp python/memobs/__init__.py python/memobs/__init__.pyi python/memobs/py.typed "$1/memobs/"
+}
+pkgdir "$B" || { echo "not ok - pymodule: lay out $B/memobs/"; exit 1; }
+MOD="$B/memobs/_memobs$SUFFIX"
 
-if ! $CC -std=c99 -O2 -g -fPIC -shared $W $PYINC examples/python/memobs_module.c -o "$MOD" >"$B/build.log" 2>&1; then
+if ! $CC -std=c99 -O2 -g -fPIC -shared $W $PYINC python/memobs/_memobs.c -o "$MOD" >"$B/build.log" 2>&1; then
     echo "not ok - pymodule: build ($CC -std=c99 -fPIC -shared $W)"
     head -n 30 "$B/build.log" | sed 's/^/    # /'
     exit 1
 fi
 echo "ok - pymodule: build ($CC -std=c99 -fPIC -shared, -Werror)"
-try pymodule "compile as C11 (-Werror)" $CC -std=c11 -O2 -fPIC $W $PYINC -c examples/python/memobs_module.c \
+try pymodule "compile as C11 (-Werror)" $CC -std=c11 -O2 -fPIC $W $PYINC -c python/memobs/_memobs.c \
     -o "$B/c11.o"
 
 # The functional checks: their own ok/not ok lines; stderr (memobs' expected
@@ -67,9 +77,9 @@ for py in /root/.pyenv/versions/3.*/bin/python3; do
     case "$ver" in 3.9|3.1[0-3]) ;; *) continue ;; esac
     [ "$ver" = "$def" ] && continue
     d="$B/cpython$ver"
-    mkdir -p "$d"
-    if ! $CC -std=c99 -O2 -fPIC -shared $W $("$py-config" --includes) examples/python/memobs_module.c \
-        -o "$d/memobs$("$py-config" --extension-suffix)" >"$d/build.log" 2>&1; then
+    mkdir -p "$d" && pkgdir "$d" || { echo "not ok - pymodule-cpython$ver: lay out $d/memobs/"; rc=1; continue; }
+    if ! $CC -std=c99 -O2 -fPIC -shared $W $("$py-config" --includes) python/memobs/_memobs.c \
+        -o "$d/memobs/_memobs$("$py-config" --extension-suffix)" >"$d/build.log" 2>&1; then
         echo "not ok - pymodule-cpython$ver: build"; head -n 20 "$d/build.log" | sed 's/^/    # /'; rc=1; continue
     fi
     PYTHONPATH="$d" "$py" tests/python/test_module.py >"$d/test.out" 2>"$d/test.err" || {

@@ -1,5 +1,7 @@
-"""The Python extension module `memobs` (examples/python/memobs_module.c),
-checked from Python: exact totals per phase and direction, the dict shape
+"""The Python package `memobs` (python/memobs/: the extension memobs._memobs
+from _memobs.c, re-exported by __init__.py), checked from Python: the
+package's layout (every public name of the extension at top level, the
+same objects, __all__, __version__, stubs), exact totals per phase and direction, the dict shape
 (nano-vllm's MemoryObserver.get_summary() keys, then memobs' extras), bad
 arguments (the right exception, nothing recorded), reset, enable, TTFT/TPOT,
 four recording threads, regions and markers (with, decorator, threads, odd
@@ -131,6 +133,45 @@ def _(c):
     c.true("__version__ looks like N.N.N", isinstance(memobs.__version__, str)
            and len(memobs.__version__.split(".")) == 3, repr(memobs.__version__))
     c.eq("get_summary()['memobs_version']", memobs.get_summary()["memobs_version"], memobs.__version__)
+
+
+@check("package: memobs re-exports every public name of memobs._memobs (the same objects), __all__, stubs")
+def _(c):
+    import inspect
+    from memobs import _memobs as ext
+    pkg_dir = os.path.dirname(memobs.__file__)
+    c.eq("memobs.__file__ is the package's __init__.py", os.path.basename(memobs.__file__), "__init__.py")
+    c.eq("the extension's module name", ext.__name__, "memobs._memobs")
+    c.true("the extension is a file of the package", os.path.dirname(ext.__file__) == pkg_dir,
+           (ext.__file__, pkg_dir))
+    public = sorted(n for n in dir(ext) if not n.startswith("_"))
+    c.eq("__all__ is the extension's public names", sorted(memobs.__all__), public)
+    c.eq("__all__ has no duplicates", len(set(memobs.__all__)), len(memobs.__all__))
+    for n in public + ["_region_end"]:
+        c.true("memobs.%s is memobs._memobs.%s" % (n, n), getattr(memobs, n, None) is getattr(ext, n), n)
+    c.eq("__version__", memobs.__version__, ext.__version__)
+    c.eq("region's __module__ (its repr and pickling name memobs.region)", memobs.region.__module__, "memobs")
+    c.eq("region's repr", repr(memobs.region("pkg_repr")), "memobs.region('pkg_repr')")
+    c.true("py.typed beside it", os.path.isfile(os.path.join(pkg_dir, "py.typed")), pkg_dir)
+    stub = os.path.join(pkg_dir, "__init__.pyi")
+    c.true("__init__.pyi beside it", os.path.isfile(stub), pkg_dir)
+    if os.path.isfile(stub):
+        with open(stub, encoding="utf-8") as f:
+            text = f.read()
+        for n in public + ["_region_end"]:
+            want = "class %s" % n if inspect.isclass(getattr(ext, n)) else "def %s(" % n
+            c.true("the stub declares %s" % n, want in text, want)
+        c.true("the stub declares __version__", "__version__: str" in text)
+        # each stub's parameters are the C function's (its docstring's signature)
+        import ast
+        defs = {d.name: d for d in ast.parse(text).body if isinstance(d, ast.FunctionDef)}
+        for n in public:
+            obj = getattr(ext, n)
+            if inspect.isclass(obj) or n not in defs:
+                continue
+            a = defs[n].args
+            got = [x.arg for x in getattr(a, "posonlyargs", []) + a.args + a.kwonlyargs]
+            c.eq("stub parameters of %s" % n, got, list(inspect.signature(obj).parameters))
 
 
 @check("record_h2d/d2h/d2d: exact bytes and counts per phase and direction")

@@ -1,14 +1,21 @@
-/* memobs_module.c - the CPython extension module `memobs`: memobs' counters,
-   timings, summaries and allocation tracker for engines written in Python
-   (nano-vllm and the like). CPython 3.9 to 3.13 (GIL builds).
+/* _memobs.c - the CPython extension module `memobs._memobs` of the Python
+   package `memobs` (python/memobs/): memobs' counters, timings, summaries
+   and allocation tracker for engines written in Python (nano-vllm and the
+   like). CPython 3.9 to 3.13 (GIL builds). The package's __init__.py
+   re-exports every name at top level: use `import memobs`.
 
-   Build (or `make python-module`, which writes build/python/):
+   Install (from the repository root; no network needed):
+
+       pip install --no-build-isolation .
+
+   or build it in place (`make python-module` writes the package to
+   build/python/memobs/, this file as _memobs<suffix>.so beside __init__.py):
 
        cc -std=c99 -O2 -g -fPIC -shared -Wall -Wextra -Werror -I. \
-          $(python3-config --includes) examples/python/memobs_module.c \
-          -o memobs$(python3-config --extension-suffix)
+          $(python3-config --includes) python/memobs/_memobs.c \
+          -o DIR/memobs/_memobs$(python3-config --extension-suffix)
 
-   then, with that directory on PYTHONPATH:
+   then, with DIR on PYTHONPATH (and python/memobs/__init__.py in DIR/memobs/):
 
        import memobs
        memobs.record_h2d(block.nbytes, True)    # after queueing a copy: bytes, is_prefill
@@ -1303,8 +1310,8 @@ static PyMethodDef pymod_methods[] = {
 
 static struct PyModuleDef pymod_def = {
     PyModuleDef_HEAD_INIT,
-    "memobs",
-    "memobs: transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, regions and markers (named "
+    "memobs._memobs",
+    "memobs._memobs, the extension module of the package memobs (use `import memobs`): transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, regions and markers (named "
     "spans and instants, counted and timed per name), summaries and an allocation tracker with Python stacks, for "
     "inference engines. The module keeps its own memobs instance.",
     -1,
@@ -1314,8 +1321,8 @@ static struct PyModuleDef pymod_def = {
     NULL,
     NULL};
 
-PyMODINIT_FUNC PyInit_memobs(void);
-PyMODINIT_FUNC PyInit_memobs(void) {
+PyMODINIT_FUNC PyInit__memobs(void);
+PyMODINIT_FUNC PyInit__memobs(void) {
     PyObject *m = PyModule_Create(&pymod_def);
     if (!m) return NULL;
     if (PyModule_AddStringConstant(m, "__version__", MEMOBS_VERSION) < 0) {

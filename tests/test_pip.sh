@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The package installed as a user installs it: a clean copy of the tree (the
+# files git tracks), a fresh venv (python3 -m venv: pyenv's CPython puts pip
+# and setuptools in it from its own ensurepip, no network), then
+#   pip install --no-build-isolation --no-index --no-cache-dir <copy>
+# (the README's command; the wheel is written by our backend,
+# python/build_backend/memobs_build.py, since the venv has no `wheel`), with
+# MEMOBS_WERROR=1 so the extension compiles with -Werror. From another
+# directory: import, exact records, the files installed (in site-packages,
+# py.typed and __init__.pyi), then pip uninstall and the import fails.
+# A missing tool is a failure, never a skip.
+cd "$(dirname "$0")/.." || exit 2
+B=${BUILD:-build}/pip
+PYTHON=${PYTHON:-python3}
+. tests/lib.sh # try, json_check; a clean environment
+
+rm -rf "$B" && mkdir -p "$B/src" "$B/elsewhere" || { echo "not ok - pip: make $B"; exit 1; }
+B=$(cd "$B" && pwd)
+if ! command -v git >/dev/null || ! git ls-files -z | xargs -0 cp --parents -t "$B/src" 2>"$B/copy.log"; then
+    echo "not ok - pip: a clean copy of the tree (git ls-files) in $B/src"
+    sed 's/^/    # /' "$B/copy.log" | head -n 10
+    exit 1
+fi
+echo "ok - pip: a clean copy of the tree ($(git ls-files | wc -l) files)"
+
+if ! "$PYTHON" -m venv "$B/venv" >"$B/venv.log" 2>&1; then
+    echo "not ok - pip: $PYTHON -m venv (Debian: apt-get install python3-venv)"
+    sed 's/^/    # /' "$B/venv.log" | head -n 10
+    exit 1
+fi
+VPY="$B/venv/bin/python"
+try pip "the fresh venv has pip and setuptools (no network needed)" sh -c "'$VPY' -m pip --version && '$VPY' -c 'import setuptools'"
+
+if ! (cd "$B/elsewhere" && MEMOBS_WERROR=1 "$VPY" -m pip install -v --no-build-isolation --no-index --no-cache-dir "$B/src") \
+    >"$B/install.log" 2>&1; then
+    echo "not ok - pip: pip install --no-build-isolation --no-index $B/src"
+    grep -iE 'error|warning' "$B/install.log" | head -n 20 | sed 's/^/    # /'
+    tail -n 15 "$B/install.log" | sed 's/^/    # /'
+    exit 1
+fi
+echo "ok - pip: pip install --no-build-isolation --no-index (a clean copy, a fresh venv, -Werror)"
+try pip "the build compiled python/memobs/_memobs.c with -std=c99 -O2 -Werror" \
+    grep -qE -- '-c python/memobs/_memobs\.c .*-std=c99 -O2 -Wall -Wextra -Werror' "$B/install.log"
+
+SITE=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+try pip "import from another directory: exact records, the files in the venv's site-packages" \
+    env -C "$B/elsewhere" SITE="$SITE" "$VPY" -c '
+import os, memobs
+memobs.record_h2d(4096, True)
+memobs.record_h2d(100, True)
+memobs.record_d2h(512, False)
+memobs.record_d2d(64, None)
+s = memobs.get_summary()
+assert s["total"] == {"h2d_bytes": 4196, "h2d_count": 2, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1}, s["total"]
+assert s["prefill"] == {"h2d_bytes": 4196, "d2h_bytes": 0} and s["decode"] == {"h2d_bytes": 0, "d2h_bytes": 512}, s
+assert s["memobs_version"] == memobs.__version__, (s["memobs_version"], memobs.__version__)
+site = os.environ["SITE"]
+pkg = os.path.dirname(memobs.__file__)
+assert pkg == os.path.join(site, "memobs"), (memobs.__file__, site)
+assert os.path.dirname(memobs._memobs.__file__) == pkg, memobs._memobs.__file__
+for f in ("py.typed", "__init__.pyi"):
+    assert os.path.isfile(os.path.join(pkg, f)), f
+assert not os.path.exists(os.path.join(pkg, "_memobs.c")), "the C source was installed"
+'
+try pip "pip show: the version of memobs.h" sh -c "'$VPY' -m pip show memobs | grep -qx \"Version: \$(sed -n 's/^#define MEMOBS_VERSION \"\\(.*\\)\"/\\1/p' memobs.h)\""
+# what the build left in the copy: every file git does not track must be one
+# .gitignore ignores (build/, *.egg-info/)
+git ls-files | sort >"$B/tracked"
+(cd "$B/src" && find . -type f | sed 's|^\./||' | sort) | comm -13 "$B/tracked" - >"$B/extra"
+try pip "the build leaves in the tree only what .gitignore ignores ($(wc -l <"$B/extra") files)" \
+    sh -c "! git check-ignore --no-index --verbose --non-matching --stdin <'$B/extra' | grep '^::'"
+
+if ! "$VPY" -m pip uninstall -y memobs >"$B/uninstall.log" 2>&1; then
+    echo "not ok - pip: pip uninstall -y memobs"; tail -n 10 "$B/uninstall.log" | sed 's/^/    # /'; exit 1
+fi
+try pip "after pip uninstall: import memobs fails, nothing left in site-packages" env -C "$B/elsewhere" SITE="$SITE" "$VPY" -c '
+import os, sys
+try:
+    import memobs
+except ImportError:
+    pass
+else:
+    sys.exit("memobs still imports: %s" % memobs.__file__)
+left = [n for n in os.listdir(os.environ["SITE"]) if n.startswith("memobs")]
+assert not left, left'
+exit $rc
