@@ -23,7 +23,7 @@ PYMOD_OUT := $(BUILD)/python
 PYMOD_PKG := $(PYMOD_OUT)/memobs
 PYMOD_SO := $(PYMOD_PKG)/_memobs$(PYMOD_EXT_SUFFIX)
 PYMOD_SRC := python/memobs/_memobs.c
-PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed)
+PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py)
 
 .PHONY: python-module bench-pymodule
 

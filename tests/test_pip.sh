@@ -43,7 +43,7 @@ try pip "the build compiled python/memobs/_memobs.c with -std=c99 -O2 -Werror" \
     grep -qE -- '-c python/memobs/_memobs\.c .*-std=c99 -O2 -Wall -Wextra -Werror' "$B/install.log"
 
 SITE=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
-try pip "import from another directory: exact records, the files in the venv's site-packages" \
+try pip "import from another directory: exact records, the files in the venv's site-packages, memobs.nanovllm" \
     env -C "$B/elsewhere" SITE="$SITE" "$VPY" -c '
 import os, memobs
 memobs.record_h2d(4096, True)
@@ -61,6 +61,12 @@ assert os.path.dirname(memobs._memobs.__file__) == pkg, memobs._memobs.__file__
 for f in ("py.typed", "__init__.pyi"):
     assert os.path.isfile(os.path.join(pkg, f)), f
 assert not os.path.exists(os.path.join(pkg, "_memobs.c")), "the C source was installed"
+from memobs.nanovllm import MemoryObserver
+MemoryObserver._enabled = True
+MemoryObserver.complete_reset()
+MemoryObserver.record_h2d(1000)
+assert MemoryObserver.get_summary()["prefill"] == {"h2d_bytes": 1000, "d2h_bytes": 0}, MemoryObserver.get_summary()
+assert os.path.dirname(__import__("memobs.nanovllm").nanovllm.__file__) == pkg
 '
 try pip "pip show: the version of memobs.h" sh -c "'$VPY' -m pip show memobs | grep -qx \"Version: \$(sed -n 's/^#define MEMOBS_VERSION \"\\(.*\\)\"/\\1/p' memobs.h)\""
 # what the build left in the copy: every file git does not track must be one

@@ -24,7 +24,7 @@ fi
 # (DIR/memobs<suffix>.so) is removed, so that nothing but the package is found
 pkgdir() {
     rm -rf "$1/memobs" && rm -f "$1"/memobs.*so && mkdir -p "$1/memobs" &&
-        cp python/memobs/__init__.py python/memobs/__init__.pyi python/memobs/py.typed "$1/memobs/"
+        cp python/memobs/__init__.py python/memobs/__init__.pyi python/memobs/py.typed python/memobs/nanovllm.py "$1/memobs/"
 }
 pkgdir "$B" || { echo "not ok - pymodule: lay out $B/memobs/"; exit 1; }
 MOD="$B/memobs/_memobs$SUFFIX"
@@ -48,6 +48,19 @@ if [ "$status" -ne 0 ]; then
     if ! grep -q '^not ok - ' "$B/test.out"; then
         echo "not ok - pymodule: test_module.py exited with status $status"
         tail -n 20 "$B/test.err" | sed 's/^/    # /'
+    fi
+fi
+
+# memobs.nanovllm, the drop-in for nano-vllm's observers, against a
+# reference model of nano-vllm's semantics (its own ok/not ok lines).
+PYTHONPATH="$B" "$PYTHON" tests/python/nanovllm_check.py >"$B/nanovllm.out" 2>"$B/nanovllm.err"
+status=$?
+grep -E '^(not )?ok - |^    # ' "$B/nanovllm.out"
+if [ "$status" -ne 0 ]; then
+    rc=1
+    if ! grep -q '^not ok - ' "$B/nanovllm.out"; then
+        echo "not ok - nanovllm: nanovllm_check.py exited with status $status"
+        tail -n 20 "$B/nanovllm.err" | sed 's/^/    # /'
     fi
 fi
 
@@ -87,5 +100,10 @@ for py in /root/.pyenv/versions/3.*/bin/python3; do
         grep -q '^not ok - ' "$d/test.out" || { echo "not ok - pymodule-cpython$ver: test_module.py died"; tail -n 20 "$d/test.err" | sed 's/^/    # /'; }
     }
     grep -E '^(not )?ok - |^    # ' "$d/test.out" | sed "s/ - pymodule: / - pymodule-cpython$ver: /"
+    PYTHONPATH="$d" "$py" tests/python/nanovllm_check.py >"$d/nanovllm.out" 2>"$d/nanovllm.err" || {
+        rc=1
+        grep -q '^not ok - ' "$d/nanovllm.out" || { echo "not ok - nanovllm-cpython$ver: nanovllm_check.py died"; tail -n 20 "$d/nanovllm.err" | sed 's/^/    # /'; }
+    }
+    grep -E '^(not )?ok - |^    # ' "$d/nanovllm.out" | sed "s/ - nanovllm: / - nanovllm-cpython$ver: /"
 done
 exit $rc

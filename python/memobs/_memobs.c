@@ -378,6 +378,18 @@ PYMOD_VOID(ttft_stop, memobs_ttft_stop())
 PYMOD_VOID(tpot_step, memobs_tpot_step())
 PYMOD_VOID(tpot_stop, memobs_tpot_stop())
 
+/* A latency the engine measured on its own clock, in ns: one sample. */
+#define PYMOD_LATENCY(pyname, cname)                                 \
+    static PyObject *pymod_##pyname(PyObject *self, PyObject *arg) { \
+        uint64_t ns;                                                 \
+        (void)self;                                                  \
+        if (pymod_u64(arg, #pyname, "ns", &ns) < 0) return NULL;     \
+        cname(ns);                                                   \
+        Py_RETURN_NONE;                                              \
+    }
+PYMOD_LATENCY(record_ttft, memobs_ttft_record)
+PYMOD_LATENCY(record_tpot, memobs_tpot_record)
+
 /* Functions of one request id. */
 #define PYMOD_REQUEST(name)                                         \
     static PyObject *pymod_##name(PyObject *self, PyObject *arg) {  \
@@ -1243,6 +1255,12 @@ static PyMethodDef pymod_methods[] = {
      "ttft_stop()\n--\n\nA TTFT sample since ttft_start(); arms the TPOT clock."},
     {"tpot_step", pymod_tpot_step, METH_NOARGS, "tpot_step()\n--\n\nA TPOT sample: time since the previous token."},
     {"tpot_stop", pymod_tpot_stop, METH_NOARGS, "tpot_stop()\n--\n\nDisarms the TPOT clock (engine idle)."},
+    {"record_ttft", pymod_record_ttft, METH_O,
+     "record_ttft(ns)\n--\n\nOne TTFT sample the engine measured on its own clock, in ns (an int >= 0; 0 is "
+     "ignored)."},
+    {"record_tpot", pymod_record_tpot, METH_O,
+     "record_tpot(ns)\n--\n\nOne TPOT sample the engine measured on its own clock, in ns (an int >= 0; 0 is "
+     "ignored)."},
     {"request_begin", pymod_request_begin, METH_O,
      "request_begin(id)\n--\n\nStarts timing request id (an int >= 0)."},
     {"request_token", pymod_request_token, METH_O,
