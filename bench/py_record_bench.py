@@ -1,6 +1,7 @@
 """py_record_bench.py - `make bench-pymodule`: what a transfer record costs
-when an engine written in Python calls it, memobs' extension module beside
-nano-vllm's class-variable MemoryObserver, in one run. Prints a table, then
+when an engine written in Python calls it, memobs' extension module and the
+drop-in memobs.nanovllm.MemoryObserver beside nano-vllm's class-variable
+MemoryObserver, in one run. Prints a table, then
 the target (reported, never asserted: exit status 0 either way), then whether
 both observers' totals equal the records made.
 
@@ -26,6 +27,7 @@ import sys
 import time
 
 import memobs
+from memobs.nanovllm import MemoryObserver as DropInMemoryObserver
 
 
 class Observer:
@@ -86,6 +88,12 @@ def loop_observer(n):
     for i in range(n):
         nbytes = i & 0xff
         MemoryObserver.record_h2d(nbytes, True)
+
+
+def loop_dropin(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        DropInMemoryObserver.record_h2d(nbytes, True)
 
 
 def loop_module(n):
@@ -187,6 +195,11 @@ def set_observer(on):
     MemoryObserver._enabled = on
 
 
+def set_dropin(on):
+    memobs.enable(True)
+    DropInMemoryObserver._enabled = on
+
+
 def env_int(name, default, lo, hi):
     s = os.environ.get(name)
     if s is None:
@@ -207,6 +220,8 @@ FIGURES = [
     ("empty Python function f(nbytes, True)", loop_python_noop, None, None),
     ("MemoryObserver.record_h2d(nbytes, True)", loop_observer, lambda: set_observer(True), "observer"),
     ("  the same, _enabled = False", loop_observer, lambda: set_observer(False), None),
+    ("memobs.nanovllm MemoryObserver.record_h2d(n, True)", loop_dropin, lambda: set_dropin(True), "memobs"),
+    ("  the same, _enabled = False", loop_dropin, lambda: set_dropin(False), None),
     ("memobs.record_h2d(nbytes, True)", loop_module, lambda: memobs.enable(True), "memobs"),
     ("memobs.record_h2d(nbytes, None) (thread's phase)", loop_module_cur, lambda: memobs.enable(True), "memobs_cur"),
     ("memobs.record_h2d(nbytes, is_prefill=True)", loop_module_kw, lambda: memobs.enable(True), "memobs"),
@@ -221,7 +236,7 @@ FIGURES = [
     ("  the same, region_timing(False)", loop_decorated_call, lambda: regions_on(False), "bench_decorated"),
     ("h(nbytes), h = functools.wraps + with r (Python)", loop_python_wrapped_call, regions_on, "bench_pywrapped"),
 ]
-(F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_RWITH, F_RWITH_UNTIMED,
+(F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_DROP, F_DROP_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_RWITH, F_RWITH_UNTIMED,
  F_RWITH_OFF, F_RBUILT, F_PLAIN, F_RDEC, F_RDEC_UNTIMED, F_PYWRAP) = range(len(FIGURES))
 REGION_KINDS = ("bench_region", "bench_region_built", "bench_decorated", "bench_pywrapped")
 
@@ -284,6 +299,9 @@ def main():
     print("nano-vllm's MemoryObserver (class variables, unlocked +=)")
     row(F_OBS, "the peer")
     row(F_OBS_OFF, "its off switch: an attribute check")
+    print("memobs.nanovllm: the drop-in (the same class, counting in memobs)")
+    row(F_DROP, "%.1fx cheaper than the peer (net)" % ratio(net[F_OBS], net[F_DROP]))
+    row(F_DROP_OFF, "its off switch: a global check")
     print("memobs extension module (METH_FASTCALL)")
     row(F_MOD, "%.1fx cheaper than the peer (net)" % ratio(net[F_OBS], net[F_MOD]))
     row(F_MOD_CUR, "phase from set_phase(): unphased here")
@@ -306,6 +324,9 @@ def main():
     print("  %-60s %-8s %s" % ("module record >= 5x faster than the class-variable observer",
                                 "%.2fx" % speedup, "PASS" if speedup >= 5.0 else "MISS"))
     print("    (net of the loop; %.2fx with the loop's %.1f ns counted in both)" % (raw, best[F_EMPTY]))
+    drop = ratio(net[F_OBS], net[F_DROP])
+    print("  %-60s %-8s %s" % ("drop-in MemoryObserver.record_h2d >= 3x cheaper than nano-vllm's",
+                                "%.2fx" % drop, "PASS" if drop >= 3.0 else "MISS"))
 
     # Every enabled run recorded iters calls of sum(i & 0xff) bytes.
     per_run = sum(i & 0xff for i in range(iters))
