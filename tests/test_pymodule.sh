@@ -64,6 +64,27 @@ if [ "$status" -ne 0 ]; then
     fi
 fi
 
+# The package and a C library of the same process (its own memobs, default
+# visibility, loaded RTLD_GLOBAL first): two instances, each exact, neither
+# sees the other's records (the module's memobs is MEMOBS_HIDDEN).
+printf '%s\n' '#define MEMOBS_IMPLEMENTATION' '#include "memobs.h"' \
+    'void engine_copy(unsigned long long n) { MEMOBS_RECORD_H2D(n, 1); }' \
+    'unsigned long long engine_h2d(void) { memobs_summary_t s; memobs_get_summary(&s); return s.total.h2d.bytes; }' \
+    >"$B/engine.c"
+ABS_B=$(cd "$B" && pwd)
+try pymodule "the package beside a C library with its own memobs (RTLD_GLOBAL): two instances, each exact" sh -c "
+$CC -std=c99 -O2 -fPIC -shared $W '$B/engine.c' -o '$B/libengine.so' -pthread && env PYTHONPATH='$B' '$PYTHON' -c '
+import ctypes
+lib = ctypes.CDLL(\"$ABS_B/libengine.so\", mode=ctypes.RTLD_GLOBAL)
+lib.engine_h2d.restype = ctypes.c_ulonglong
+import memobs
+lib.engine_copy(ctypes.c_ulonglong(1000))
+memobs.record_h2d(7, True)
+lib.engine_copy(ctypes.c_ulonglong(24))
+assert lib.engine_h2d() == 1024, lib.engine_h2d()
+assert memobs.get_summary()[\"total\"][\"h2d_bytes\"] == 7, memobs.get_summary()[\"total\"]
+'"
+
 try pymodule "MEMOBS=0: the module starts disabled, records nothing" env MEMOBS=0 PYTHONPATH="$B" "$PYTHON" -c '
 import memobs
 memobs.record_h2d(5, True)
