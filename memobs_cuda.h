@@ -165,8 +165,8 @@
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
                               default 4096 (32 bytes and two events each).
      MEMOBS_CUDA_MAX_GRAPHS   implementation only. Graphs, and executable
-                              graphs, remembered; default 1024 (64 bytes
-                              each, allocated at the first capture).
+                              graphs, remembered; default 1024 (56 bytes
+                              each, allocated at the first use).
      MEMOBS_CUDA_MAX_CAPTURES implementation only. Capture sequences open
                               at once; default 64.
      MEMOBS_CUDA_DRIVER       implementation only. The driver library

@@ -38,31 +38,28 @@ echo "ok - pymodule: build ($CC -std=c99 -fPIC -shared, -Werror)"
 try pymodule "compile as C11 (-Werror)" $CC -std=c11 -O2 -fPIC $W $PYINC -c python/memobs/_memobs.c \
     -o "$B/c11.o"
 
-# The functional checks: their own ok/not ok lines; stderr (memobs' expected
-# warnings) kept aside, shown only if the script dies without reporting.
-PYTHONPATH="$B" "$PYTHON" tests/python/test_module.py >"$B/test.out" 2>"$B/test.err"
-status=$?
-grep -E '^(not )?ok - |^    # ' "$B/test.out"
-if [ "$status" -ne 0 ]; then
-    rc=1
-    if ! grep -q '^not ok - ' "$B/test.out"; then
-        echo "not ok - pymodule: test_module.py exited with status $status"
-        tail -n 20 "$B/test.err" | sed 's/^/    # /'
+# pycheck PY DIR SCRIPT SUITE [TAG]: tests/python/SCRIPT under PY with the
+# package in DIR; its own ok/not ok lines (SUITE renamed SUITE-TAG when TAG
+# is given); stderr (memobs' expected warnings) kept aside, shown only if
+# the script dies without reporting.
+pycheck() {
+    local py=$1 dir=$2 script=$3 suite=$4 name=$4${5:+-$5} out="$2/${3%.py}.out" err="$2/${3%.py}.err" status
+    PYTHONPATH="$dir" "$py" "tests/python/$script" >"$out" 2>"$err"
+    status=$?
+    grep -E '^(not )?ok - |^    # ' "$out" | sed "s/ - $suite: / - $name: /"
+    if [ "$status" -ne 0 ]; then
+        rc=1
+        if ! grep -q '^not ok - ' "$out"; then
+            echo "not ok - $name: $script exited with status $status"
+            tail -n 20 "$err" | sed 's/^/    # /'
+        fi
     fi
-fi
+}
 
-# memobs.nanovllm, the drop-in for nano-vllm's observers, against a
-# reference model of nano-vllm's semantics (its own ok/not ok lines).
-PYTHONPATH="$B" "$PYTHON" tests/python/nanovllm_check.py >"$B/nanovllm.out" 2>"$B/nanovllm.err"
-status=$?
-grep -E '^(not )?ok - |^    # ' "$B/nanovllm.out"
-if [ "$status" -ne 0 ]; then
-    rc=1
-    if ! grep -q '^not ok - ' "$B/nanovllm.out"; then
-        echo "not ok - nanovllm: nanovllm_check.py exited with status $status"
-        tail -n 20 "$B/nanovllm.err" | sed 's/^/    # /'
-    fi
-fi
+# The functional checks, and memobs.nanovllm (the drop-in for nano-vllm's
+# observers) against a reference model of nano-vllm's semantics.
+pycheck "$PYTHON" "$B" test_module.py pymodule
+pycheck "$PYTHON" "$B" nanovllm_check.py nanovllm
 
 # The package and a C library of the same process (its own memobs, default
 # visibility, loaded RTLD_GLOBAL first): two instances, each exact, neither
@@ -116,15 +113,7 @@ for py in /root/.pyenv/versions/3.*/bin/python3; do
         -o "$d/memobs/_memobs$("$py-config" --extension-suffix)" >"$d/build.log" 2>&1; then
         echo "not ok - pymodule-cpython$ver: build"; head -n 20 "$d/build.log" | sed 's/^/    # /'; rc=1; continue
     fi
-    PYTHONPATH="$d" "$py" tests/python/test_module.py >"$d/test.out" 2>"$d/test.err" || {
-        rc=1
-        grep -q '^not ok - ' "$d/test.out" || { echo "not ok - pymodule-cpython$ver: test_module.py died"; tail -n 20 "$d/test.err" | sed 's/^/    # /'; }
-    }
-    grep -E '^(not )?ok - |^    # ' "$d/test.out" | sed "s/ - pymodule: / - pymodule-cpython$ver: /"
-    PYTHONPATH="$d" "$py" tests/python/nanovllm_check.py >"$d/nanovllm.out" 2>"$d/nanovllm.err" || {
-        rc=1
-        grep -q '^not ok - ' "$d/nanovllm.out" || { echo "not ok - nanovllm-cpython$ver: nanovllm_check.py died"; tail -n 20 "$d/nanovllm.err" | sed 's/^/    # /'; }
-    }
-    grep -E '^(not )?ok - |^    # ' "$d/nanovllm.out" | sed "s/ - nanovllm: / - nanovllm-cpython$ver: /"
+    pycheck "$py" "$d" test_module.py pymodule "cpython$ver"
+    pycheck "$py" "$d" nanovllm_check.py nanovllm "cpython$ver"
 done
 exit $rc
