@@ -2,7 +2,9 @@
 #
 #   make python-module    build the package memobs in $(BUILD)/python/memobs/:
 #                         python/memobs/*.py, *.pyi, py.typed, and the extension
-#                         _memobs<suffix>.so from python/memobs/_memobs.c; then
+#                         _memobs<suffix>.so from python/memobs/_memobs.c (with
+#                         memobs.torch's allocator when $(CUDA_HOME)/include has
+#                         cuda_runtime_api.h; CUDA_HOME=none: without); then
 #                         PYTHONPATH=$(BUILD)/python python3 -c "import memobs"
 #                         (to install it instead: pip install --no-build-isolation .)
 #   make bench-pymodule   build it, then run bench/py_record_bench.py: a record
@@ -23,7 +25,11 @@ PYMOD_OUT := $(BUILD)/python
 PYMOD_PKG := $(PYMOD_OUT)/memobs
 PYMOD_SO := $(PYMOD_PKG)/_memobs$(PYMOD_EXT_SUFFIX)
 PYMOD_SRC := python/memobs/_memobs.c
-PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py)
+PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py torch.py)
+CUDA_HOME ?= /usr/local/cuda
+# the allocator needs only the CUDA headers (the runtime is bound at use_allocator())
+PYMOD_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),-DMEMOBS_PY_CUDA \
+    -DMEMOBS_PY_CUDA_LIB='"$(CUDA_HOME)/lib64"' -I$(CUDA_HOME)/include)
 
 .PHONY: python-module bench-pymodule
 
@@ -31,11 +37,11 @@ python-module: $(PYMOD_SO) $(PYMOD_FILES)
 
 # the module of the layout before the package (build/python/memobs<suffix>.so)
 # is removed: a package directory wins over it, but it would mislead a reader
-$(PYMOD_SO): $(PYMOD_SRC) memobs.h memobs_python.h $(PYMOD_MK)
+$(PYMOD_SO): $(PYMOD_SRC) python/memobs/_torch_alloc.c memobs.h memobs_python.h memobs_cuda.h $(PYMOD_MK)
 	$(if $(PYMOD_EXT_SUFFIX),,$(error $(PYMOD_CONFIG) not found: install the Python headers or set PYMOD_PYTHON))
 	@mkdir -p $(@D)
 	@rm -f $(PYMOD_OUT)/memobs$(PYMOD_EXT_SUFFIX)
-	$(CC) -std=c99 -O2 -g -fPIC -shared $(WARN) -I. $(PYMOD_INCLUDES) $< -o $@
+	$(CC) -std=c99 -O2 -g -fPIC -shared $(WARN) -I. $(PYMOD_INCLUDES) $(PYMOD_CUDA) $< -o $@
 
 $(PYMOD_PKG)/%: python/memobs/%
 	@mkdir -p $(@D)

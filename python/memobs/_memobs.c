@@ -58,6 +58,17 @@
 #define MEMOBS_IMPLEMENTATION
 #define MEMOBS_HIDDEN
 #include "memobs_python.h"
+#ifdef MEMOBS_PY_CUDA
+/* memobs.torch's allocator (_torch_alloc.c, included at the end): memobs_cuda.h
+   in this translation unit, the runtime's functions hidden, so that the
+   forwarders _torch_alloc.c defines for them are the ones called, and
+   memobs_cuda.h's driver source is _torch_alloc.c's, never a weak NULL. */
+#pragma GCC visibility push(hidden)
+#include <cuda_runtime_api.h>
+void *memobs_cuda_driver_symbol(const char *name);
+#pragma GCC visibility pop
+#include "memobs_cuda.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -1107,6 +1118,59 @@ static PyObject *pymod_print_leaks(PyObject *self, PyObject *const *args, Py_ssi
     return pymod_report("print_leaks", memobs_print_leaks, args, nargs, kwnames);
 }
 
+/* get_allocations(): the live blocks as dicts, the trace's text with each. */
+static PyObject *pymod_get_allocations(PyObject *self, PyObject *unused) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+    memobs_alloc_info_t *a = NULL;
+    size_t n = 0, cap = 0, i;
+    PyObject *list;
+    char text[8192];
+    (void)self, (void)unused;
+    /* the table may grow between the two calls: retry with room to spare */
+    for (;;) {
+        size_t live = memobs_get_allocations(a, cap);
+        if (live <= cap) {
+            n = live;
+            break;
+        }
+        PyMem_Free(a);
+        cap = live + live / 4 + 64;
+        if (!(a = (memobs_alloc_info_t *)PyMem_Malloc(cap * sizeof *a))) return PyErr_NoMemory();
+    }
+    if (!(list = PyList_New(0))) goto fail;
+    for (i = 0; i < n; i++) {
+        int len = a[i].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(a[i].trace, text, sizeof text);
+        PyObject *d = Py_BuildValue(
+            "{s:K,s:K,s:s,s:i,s:s,s:K,s:K,s:N,s:O,s:N}", "ptr", PYMOD_ULL((uintptr_t)a[i].ptr), "nbytes",
+            PYMOD_ULL(a[i].bytes), "kind", (unsigned)a[i].kind < MEMOBS_MEM_KINDS ? kname[a[i].kind] : "?", "device",
+            (int)a[i].device, "phase", pymod_phase_names[(unsigned)a[i].phase < MEMOBS_PHASES ? a[i].phase : 0],
+            "stream", PYMOD_ULL((uintptr_t)a[i].stream), "time_ns", PYMOD_ULL(a[i].time_ns), "trace",
+            a[i].trace == MEMOBS_NO_TRACE ? (Py_INCREF(Py_None), Py_None) : PyLong_FromUnsignedLong(a[i].trace), "pending_free", a[i].pending_free ? Py_True : Py_False,
+            "stack", len < 0 ? (Py_INCREF(Py_None), Py_None) : PyUnicode_DecodeUTF8(text, len, "replace"));
+        if (!d || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(list);
+            goto fail;
+        }
+        Py_DECREF(d);
+    }
+    PyMem_Free(a);
+    return list;
+fail:
+    PyMem_Free(a);
+    return NULL;
+}
+
+/* device_bytes(device): (tracked now, most since the window began). */
+static PyObject *pymod_device_bytes(PyObject *self, PyObject *arg) {
+    int dev;
+    uint64_t now, most = 0;
+    (void)self;
+    if (pymod_int(arg, "device_bytes", "device", 0, 1 << 20, &dev) < 0) return NULL;
+    now = memobs_track_device_bytes(dev, &most);
+    return Py_BuildValue("(KK)", PYMOD_ULL(now), PYMOD_ULL(most));
+}
+
 /* ======================================================================== */
 /* Python stacks                                                            */
 /* ======================================================================== */
@@ -1231,6 +1295,73 @@ static PyObject *pymod_stack_text(PyObject *self, PyObject *const *args, Py_ssiz
 }
 
 /* ======================================================================== */
+/* memobs.torch (built with the CUDA headers)                               */
+/* ======================================================================== */
+
+#ifdef MEMOBS_PY_CUDA
+#include "_torch_alloc.c"
+
+/* _torch_bind(runtime=None): binds the allocator's CUDA runtime (the first
+   call also reads the allocator's environment and installs its tag
+   provider); returns the runtime's path. RuntimeError when none can be
+   bound or another one already is. */
+static PyObject *pymod_torch_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"runtime"};
+    PyObject *a[1], *b = NULL;
+    char err[sizeof memobs_torch__g.path + 256];
+    int first = !memobs_torch__bound(), rc;
+    (void)self;
+    if (pymod_args("_torch_bind", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
+    if (a[0] && a[0] != Py_None && !PyUnicode_FSConverter(a[0], &b)) return NULL;
+    rc = memobs_torch__bind(b ? PyBytes_AS_STRING(b) : NULL, err, sizeof err);
+    Py_XDECREF(b);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_RuntimeError, err);
+        return NULL;
+    }
+    if (first) memobs_torch__setup();
+    return PyUnicode_DecodeFSDefault(memobs_torch__g.path);
+}
+
+static int pymod_torch_need_bound(const char *fname) {
+    if (memobs_torch__bound()) return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s(): no CUDA runtime is bound yet: call memobs.torch.use_allocator() first",
+                 fname);
+    return -1;
+}
+
+/* _torch_settings(): {"runtime": path or None, "stream_ordered", "take_gil"}. */
+static PyObject *pymod_torch_settings(PyObject *self, PyObject *unused) {
+    int bound = memobs_torch__bound();
+    (void)self, (void)unused;
+    return Py_BuildValue("{s:N,s:O,s:O}", "runtime",
+                         bound ? PyUnicode_DecodeFSDefault(memobs_torch__g.path) : (Py_INCREF(Py_None), Py_None),
+                         "stream_ordered", bound && !__atomic_load_n(&memobs_torch__g.sync, __ATOMIC_RELAXED) ? Py_True : Py_False,
+                         "take_gil", bound && memobs_torch__g.take_gil ? Py_True : Py_False);
+}
+
+static PyObject *pymod_torch_report(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    if (pymod_torch_need_bound("report") < 0) return NULL;
+    return pymod_report("report", memobs_torch__report, args, nargs, kwnames);
+}
+
+/* _cuda_poll(): memobs_cuda_poll(), without the GIL (it may query events). */
+static PyObject *pymod_cuda_poll(PyObject *self, PyObject *unused) {
+    int n;
+    (void)self, (void)unused;
+    if (pymod_torch_need_bound("poll") < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    n = memobs_cuda_poll();
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(n);
+}
+#define PYMOD_CUDA_VERSION CUDART_VERSION
+#else
+#define PYMOD_CUDA_VERSION 0
+#endif
+
+/* ======================================================================== */
 /* Module                                                                   */
 /* ======================================================================== */
 
@@ -1324,6 +1455,24 @@ static PyMethodDef pymod_methods[] = {
      "print_alloc_groups(path=None)\n--\n\nLive bytes and counts per trace (tag and stack), largest first."},
     {"print_leaks", PYMOD_FN(pymod_print_leaks), PYMOD_KW,
      "print_leaks(path=None)\n--\n\nWhat is still live, grouped by trace."},
+    {"get_allocations", pymod_get_allocations, METH_NOARGS,
+     "get_allocations()\n--\n\nThe live tracked allocations: a list of dicts with \"ptr\", \"nbytes\", \"kind\", "
+     "\"device\", \"phase\", \"stream\" (an int; 0: none), \"time_ns\", \"trace\" (an id or None), "
+     "\"pending_free\" and \"stack\" (the trace's text: its tag, then one line per frame; None without one)."},
+    {"device_bytes", pymod_device_bytes, METH_O,
+     "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device, and the most since the "
+     "window began."},
+#ifdef MEMOBS_PY_CUDA
+    {"_torch_bind", PYMOD_FN(pymod_torch_bind), PYMOD_KW,
+     "_torch_bind(runtime=None)\n--\n\nBinds the allocator's CUDA runtime; returns its path. Use "
+     "memobs.torch.use_allocator()."},
+    {"_torch_settings", pymod_torch_settings, METH_NOARGS,
+     "_torch_settings()\n--\n\nThe allocator's runtime path (None: unbound), stream_ordered and take_gil."},
+    {"_torch_report", PYMOD_FN(pymod_torch_report), PYMOD_KW,
+     "_torch_report(path=None)\n--\n\nmemobs.torch.report(): live blocks, bytes per trace, the driver's view."},
+    {"_cuda_poll", pymod_cuda_poll, METH_NOARGS,
+     "_cuda_poll()\n--\n\nmemobs_cuda_poll(): completed stream-ordered frees and timed copies settle."},
+#endif
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef pymod_def = {
@@ -1343,7 +1492,8 @@ PyMODINIT_FUNC PyInit__memobs(void);
 PyMODINIT_FUNC PyInit__memobs(void) {
     PyObject *m = PyModule_Create(&pymod_def);
     if (!m) return NULL;
-    if (PyModule_AddStringConstant(m, "__version__", MEMOBS_VERSION) < 0) {
+    if (PyModule_AddStringConstant(m, "__version__", MEMOBS_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "_cuda_version", PYMOD_CUDA_VERSION) < 0) {
         Py_DECREF(m);
         return NULL;
     }
