@@ -383,7 +383,7 @@ MEMOBS_API void memobs_reset(void);
 /* Replaces the diagnostics sink (default: "memobs: warning: ..." on stderr).
    fn == NULL restores the default. */
 MEMOBS_API void memobs_set_log(memobs_log_fn fn, void *user);
-const char *memobs_strerror(int err);
+MEMOBS_API const char *memobs_strerror(int err);
 /* CLOCK_MONOTONIC in nanoseconds: the clock all memobs timings use. */
 MEMOBS_API uint64_t memobs_now_ns(void);
 
@@ -840,9 +840,9 @@ MEMOBS_API int memobs_write_summary(FILE *f, memobs_format_t fmt);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
 MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
-const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+MEMOBS_API const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* "850 ns", "12.30 us", "4.56 ms", "1.23 s". */
-const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
+MEMOBS_API const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 
 /* ======================================================================== */
 /* Prometheus                                                               */

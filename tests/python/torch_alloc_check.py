@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Checks of examples/torch_allocator/memobs_torch_alloc.c, built as a shared
-library with the CUDA runtime double (tests/cuda/cudart_double.c) inside it:
-no GPU, no PyTorch. It calls memobs_torch_malloc/memobs_torch_free through
-ctypes as PyTorch's CUDAPluggableAllocator does, from the call chains of
+"""Checks of memobs.torch's allocator (python/memobs/_torch_alloc.c,
+inside the package's extension memobs._memobs) against the CUDA runtime
+double (tests/cuda/cudart_double.c) built as a shared libcudart.so.13: no
+GPU, no PyTorch. The runtime is bound as memobs.torch.use_allocator() binds
+it (memobs._memobs._torch_bind); the test calls memobs_torch_malloc and
+memobs_torch_free through ctypes from the extension's own file, as
+PyTorch's CUDAPluggableAllocator does, from the call chains of
 model_desc/fake_model.py, and checks what a user would: the Python stack
 tag of each allocation (frames, lines, source, the model_desc cut), kind,
-device, stream and phase in the tracker, stream-ordered frees, errors,
-the peak report, the report file and the summary counters.
+device, stream and phase in the tracker (memobs.get_allocations, the same
+memobs instance as the package's functions), stream-ordered frees, errors,
+the peak report, memobs.torch.report and the summary counters.
 
 ctypes.PyDLL calls keep the GIL; ctypes.CDLL calls release it, as PyTorch's
 bindings do before an operator runs, so CDLL is the PyTorch case.
 
-usage: torch_alloc_check.py MODE LIBRARY SCRATCH_DIR [LABEL]
+usage: torch_alloc_check.py MODE RUNTIME SCRATCH_DIR [LABEL]
+  (the package memobs on PYTHONPATH; RUNTIME: the double's libcudart.so.13)
   MODE   main   default environment (the shell sets MEMOBS_PY_ROOT)
          nogil  MEMOBS_TORCH_TAKE_GIL=0
          sync   the default (cudaMalloc/cudaFree), or MEMOBS_TORCH_SYNC=1
@@ -35,7 +40,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_desc import fake_model  # noqa: E402
 
-MODE, SO, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+import memobs  # noqa: E402
+import memobs.torch  # noqa: E402
+
+MODE, DBL_SO, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
 LABEL = sys.argv[4] if len(sys.argv) > 4 else ""
 FAILED = 0
 
@@ -76,30 +84,30 @@ class Stderr:
         return False
 
 
-class AllocInfo(ctypes.Structure):  # memobs_alloc_info_t
-    _fields_ = [("ptr", ctypes.c_void_p), ("bytes", ctypes.c_uint64), ("kind", ctypes.c_int),
-                ("device", ctypes.c_int32), ("phase", ctypes.c_int), ("stream", ctypes.c_void_p),
-                ("time_ns", ctypes.c_uint64), ("trace", ctypes.c_uint32), ("pending_free", ctypes.c_int)]
-
-
 class DblCall(ctypes.Structure):  # cudadbl_call_t
     _fields_ = [("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_size_t),
                 ("kind", ctypes.c_int), ("stream", ctypes.c_void_p), ("device", ctypes.c_int),
                 ("flags", ctypes.c_uint), ("result", ctypes.c_int), ("stream_kind", ctypes.c_int)]
 
 
-def declare(lib):
+def declare(lib, sigs):
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+def declare_alloc(lib):
     c = ctypes
-    sigs = {
+    return declare(lib, {
         "memobs_torch_malloc": (c.c_void_p, [c.c_ssize_t, c.c_int, c.c_void_p]),
         "memobs_torch_free": (None, [c.c_void_p, c.c_ssize_t, c.c_int, c.c_void_p]),
-        "memobs_torch_report": (c.c_int, [c.c_char_p]),
-        "memobs_get_allocations": (c.c_size_t, [c.POINTER(AllocInfo), c.c_size_t]),
-        "memobs_trace_text": (c.c_int, [c.c_uint32, c.c_char_p, c.c_size_t]),
-        "memobs_track_device_bytes": (c.c_uint64, [c.c_int, c.POINTER(c.c_uint64)]),
-        "memobs_set_phase": (c.c_int, [c.c_int]),
-        "memobs_print_summary": (None, []),
-        "memobs_cuda_poll": (c.c_int, []),
+    })
+
+
+def declare_dbl(lib):
+    c = ctypes
+    return declare(lib, {
         "cudaStreamCreate": (c.c_int, [c.POINTER(c.c_void_p)]),
         "cudaGetDevice": (c.c_int, [c.POINTER(c.c_int)]),
         "cudaGetLastError": (c.c_int, []),
@@ -114,16 +122,16 @@ def declare(lib):
         "cudadbl_complete_stream": (c.c_int, [c.c_void_p]),
         "cudadbl_pending": (c.c_long, [c.c_void_p]),
         "cudadbl_set_reuse": (None, [c.c_int]),
-    }
-    for name, (res, args) in sigs.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
+    })
 
 
+# The runtime first, as PyTorch loads its own before the allocator is
+# installed; the bind finds it loaded (main) or is given its path.
+DBL = declare_dbl(ctypes.PyDLL(DBL_SO))
 with Stderr() as LOAD:
-    LIB = declare(ctypes.PyDLL(SO))  # calls keep the GIL
-NOGIL = declare(ctypes.CDLL(SO))  # the same library; calls release the GIL
+    BOUND = memobs._memobs._torch_bind(None if MODE == "main" else DBL_SO)
+LIB = declare_alloc(ctypes.PyDLL(memobs._memobs.__file__))  # what PyTorch loads; calls keep the GIL
+NOGIL = declare_alloc(ctypes.CDLL(memobs._memobs.__file__))  # the same library; calls release the GIL
 
 
 def make_empty(fn):
@@ -168,11 +176,20 @@ def model_frames(funcs, root):
     return out
 
 
+class Alloc:
+    """One dict of memobs.get_allocations(), as attributes."""
+    KINDS = {"device": MEM_DEVICE}
+    PHASES = {"unphased": PHASE_NONE, "prefill": PHASE_PREFILL}
+
+    def __init__(self, d):
+        self.ptr, self.bytes, self.device, self.trace = d["ptr"], d["nbytes"], d["device"], d["trace"]
+        self.kind, self.phase = self.KINDS.get(d["kind"], d["kind"]), self.PHASES.get(d["phase"], d["phase"])
+        self.stream = d["stream"] or None  # ctypes gives None for a NULL c_void_p
+        self.pending_free, self.stack = int(d["pending_free"]), d["stack"]
+
+
 def allocations():
-    n = LIB.memobs_get_allocations(None, 0)
-    arr = (AllocInfo * (n + 256))()
-    k = LIB.memobs_get_allocations(arr, len(arr))
-    return {a.ptr: a for a in arr[:min(k, len(arr))]}
+    return {d["ptr"]: Alloc(d) for d in memobs.get_allocations()}
 
 
 def trace_lines(ptr):
@@ -180,27 +197,24 @@ def trace_lines(ptr):
     a = allocations().get(ptr)
     if a is None:
         return ["<not tracked>"]
-    buf = ctypes.create_string_buffer(16384)
-    n = LIB.memobs_trace_text(a.trace, buf, len(buf))
-    if n < 0:
-        return ["<no trace: %d>" % n]
-    text = buf.value.decode("utf-8", "replace")
-    return text.split("\n")[1:]  # line 0: the tag, empty here
+    if a.stack is None:
+        return ["<no trace>"]
+    return a.stack.split("\n")[1:]  # line 0: the tag, empty here
 
 
 def device_bytes(dev):
-    return LIB.memobs_track_device_bytes(dev, None)
+    return memobs.device_bytes(dev)[0]
 
 
 def settle():
     """The GPU catches up; completed stream-ordered frees leave the tracker."""
-    LIB.cudadbl_complete_all()
-    LIB.memobs_cuda_poll()
+    DBL.cudadbl_complete_all()
+    memobs.torch.poll()
 
 
 def new_stream():
     s = ctypes.c_void_p()
-    assert LIB.cudaStreamCreate(ctypes.byref(s)) == 0
+    assert DBL.cudaStreamCreate(ctypes.byref(s)) == 0
     return s.value
 
 
@@ -211,18 +225,18 @@ def counter(summary, name):
 
 def summary_text():
     with Stderr() as e:
-        LIB.memobs_print_summary()
+        memobs.print_summary()
     return e.text
 
 
 def last_call(fn):
     c = DblCall()
-    return c if LIB.cudadbl_last_call(fn.encode(), ctypes.byref(c)) == 0 else None
+    return c if DBL.cudadbl_last_call(fn.encode(), ctypes.byref(c)) == 0 else None
 
 
 def lookup_device(p):
     base, size, kind, dev = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_int(), ctypes.c_int()
-    if not LIB.cudadbl_lookup(p, ctypes.byref(base), ctypes.byref(size), ctypes.byref(kind), ctypes.byref(dev)):
+    if not DBL.cudadbl_lookup(p, ctypes.byref(base), ctypes.byref(size), ctypes.byref(kind), ctypes.byref(dev)):
         return None
     return dev.value
 
@@ -236,23 +250,33 @@ def want_lines(name, got, want):
 
 def run_main():
     root = True
-    check("loads quietly (constructor: tag provider, peak report on)", LOAD.text == "", LOAD.text)
-    check("exports memobs_torch_malloc, memobs_torch_free, memobs_torch_report",
-          all(hasattr(LIB, n) for n in ("memobs_torch_malloc", "memobs_torch_free", "memobs_torch_report")))
+    check("binds quietly (tag provider, peak report on)", LOAD.text == "", LOAD.text)
+    check("no runtime path given: binds the libcudart.so.13 already loaded (PyTorch's, here the double's)",
+          BOUND == DBL_SO and memobs.torch.allocator_settings() == {
+              "runtime": DBL_SO, "stream_ordered": True, "take_gil": True},
+          "bound %r, settings %r" % (BOUND, memobs.torch.allocator_settings()))
+    try:
+        memobs._memobs._torch_bind("/elsewhere/libcudart.so.13")
+        err = None
+    except RuntimeError as x:
+        err = str(x)
+    check("a second bind to another runtime: RuntimeError naming both, the first kept",
+          err == "the allocator is already bound to the CUDA runtime %s, not /elsewhere/libcudart.so.13" % DBL_SO
+          and memobs._memobs._torch_bind(None) == DBL_SO and memobs._memobs._torch_bind(DBL_SO) == DBL_SO, err)
     s = new_stream()
 
-    calls = LIB.cudadbl_calls(b"cudaMallocAsync")
+    calls = DBL.cudadbl_calls(b"cudaMallocAsync")
     with Stderr() as e:
         z, neg = LIB.memobs_torch_malloc(0, 0, s), LIB.memobs_torch_malloc(-1, 0, s)
     check("size 0 (and -1) gives NULL, no runtime call, nothing tracked, nothing said",
-          z is None and neg is None and LIB.cudadbl_calls(b"cudaMallocAsync") == calls and not allocations()
+          z is None and neg is None and DBL.cudadbl_calls(b"cudaMallocAsync") == calls and not allocations()
           and e.text == "", "pointers %r %r, runtime calls %d -> %d, live %d, stderr %r" %
-          (z, neg, calls, LIB.cudadbl_calls(b"cudaMallocAsync"), len(allocations()), e.text))
+          (z, neg, calls, DBL.cudadbl_calls(b"cudaMallocAsync"), len(allocations()), e.text))
 
     # A model call with the GIL held (PyDLL), in the prefill phase.
-    LIB.memobs_set_phase(PHASE_PREFILL)
+    memobs.set_phase("prefill")
     p1 = fake_model.FakeModel(make_empty(LIB.memobs_torch_malloc), 0, s).serve(4096)
-    LIB.memobs_set_phase(PHASE_NONE)
+    memobs.set_phase(None)
     a = allocations().get(p1)
     lc = last_call("cudaMallocAsync")
     check("cudaMallocAsync on the stream given; tracked as device memory, device 0, that stream, prefill",
@@ -296,14 +320,14 @@ def run_main():
     # Another device than the current one.
     cur = ctypes.c_int(-1)
     p5 = LIB.memobs_torch_malloc(4096, 1, None)
-    LIB.cudaGetDevice(ctypes.byref(cur))
+    DBL.cudaGetDevice(ctypes.byref(cur))
     a = allocations().get(p5)
     check("device 1 asked, device 0 current: allocated on device 1, tracked there, device 0 current again",
           p5 and lookup_device(p5) == 1 and a and a.device == 1 and cur.value == 0 and device_bytes(1) == 4096,
           "runtime device %r, tracked %r, current after %d" % (lookup_device(p5), a and a.device, cur.value))
     LIB.memobs_torch_free(p5, 4096, 1, None)
     settle()
-    LIB.cudaGetDevice(ctypes.byref(cur))
+    DBL.cudaGetDevice(ctypes.byref(cur))
     check("free on device 1: released there, current device restored",
           p5 not in allocations() and lookup_device(p5) is None and device_bytes(1) == 0 and cur.value == 0)
 
@@ -312,7 +336,7 @@ def run_main():
     check("free(NULL): ignored, nothing said", e.text == "", e.text)
     with Stderr() as e:
         LIB.memobs_torch_free(0x1000, 16, 0, None)
-    err = LIB.cudaGetLastError()
+    err = DBL.cudaGetLastError()
     lines = e.text.splitlines()
     check("free of an unknown pointer: one error line through memobs' log hook, no crash, last error cleared",
           len(lines) == 1 and "memobs_torch_free(0x1000, device 0): cudaFreeAsync: invalid argument "
@@ -320,10 +344,10 @@ def run_main():
 
     model = fake_model.FakeModel(make_empty(NOGIL.memobs_torch_malloc), 0, s)
     keep = model.serve(8192)
-    LIB.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorMemoryAllocation)
+    DBL.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorMemoryAllocation)
     with Stderr() as e:
         p = model.serve(1 << 20)
-    err = LIB.cudaGetLastError()
+    err = DBL.cudaGetLastError()
     check("out of memory: NULL; the flight recorder (summary, live blocks with their Python stacks) on "
           "stderr; last error cleared",
           p is None and err == 0 and "] cudaMallocAsync(1048576 bytes, 1.05 MB) failed: cudaErrorMemoryAllocation "
@@ -331,14 +355,14 @@ def run_main():
           "== memobs allocations == " in e.text and "┌─ Python Stack Trace" in e.text and
           "│    model_desc/fake_model.py:%d in attention" % SITES["attention"][0] in e.text,
           "pointer %r, last error %d" % (p, err), e.text[:3000])
-    LIB.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorInvalidValue)
+    DBL.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorInvalidValue)
     with Stderr() as e:
         p = model.serve(4096)
     lines = e.text.splitlines()
     check("another runtime error: NULL, one line naming the call, size and device",
           p is None and len(lines) == 1 and
           "memobs_torch_malloc(4096 bytes, device 0): cudaMallocAsync: invalid argument (cudaErrorInvalidValue)"
-          in lines[0] and LIB.cudaGetLastError() == 0, e.text)
+          in lines[0] and DBL.cudaGetLastError() == 0, e.text)
 
     # Peak report, on by default: 64 MiB at least, then 10% more.
     with Stderr() as e:
@@ -354,25 +378,28 @@ def run_main():
 
     # The report written for a script.
     path = os.path.join(SCRATCH, "report_%s.txt" % MODE)
-    rc = LIB.memobs_torch_report(path.encode())
+    memobs.torch.report(path)
     text = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    check("memobs_torch_report(path): block table, bytes per trace with boxed Python stacks, devices",
-          rc == 0 and re.search(r"^== memobs allocations == rank 0 pid \d+: 3 allocations live, "
+    check("memobs.torch.report(path): block table, bytes per trace with boxed Python stacks, devices",
+          re.search(r"^== memobs allocations == rank 0 pid \d+: 3 allocations live, "
                                 r"%d bytes" % device_bytes(0), text, re.M) and
           "== memobs allocations by trace == " in text and "┌─ Python Stack Trace" in text and
           "│    model_desc/fake_model.py:%d in serve" % SITES["serve"][0] in text and
           "│    └─ return self.forward(nbytes)  # site:serve" in text and
           "== memobs devices == " in text and re.search(r"^device 0: driver used .* memobs tracks", text, re.M),
-          "rc %d" % rc, text[:3000])
+          text[:3000])
     with Stderr() as e:
-        rc = LIB.memobs_torch_report(b"")
-    check("memobs_torch_report(\"\"): to stderr", rc == 0 and e.text.startswith("== memobs allocations == "),
-          e.text[:500])
+        memobs.torch.report()
+    check("memobs.torch.report(): to stderr", e.text.startswith("== memobs allocations == "), e.text[:500])
     with Stderr() as e:
-        rc = LIB.memobs_torch_report(b"/nonexistent/dir/report.txt")
-    check("memobs_torch_report to an unwritable path: MEMOBS_ERR_IO (-2) and one line",
-          rc == -2 and e.text.count("\n") == 1 and "cannot open '/nonexistent/dir/report.txt'" in e.text,
-          "rc %d" % rc, e.text)
+        try:
+            memobs.torch.report("/nonexistent/dir/report.txt")
+            err = None
+        except OSError as x:
+            err = x
+    check("memobs.torch.report to an unwritable path: FileNotFoundError naming it, nothing on stderr",
+          isinstance(err, FileNotFoundError) and "/nonexistent/dir/report.txt" in str(err) and e.text == "",
+          repr(err), e.text)
 
     summary = summary_text()
     check("summary counters: torch_gil_taken 8, torch_alloc_failed 2, torch_free_failed 1",
@@ -385,14 +412,14 @@ def run_main():
     gc_stress(s)
 
     # Last: a device without stream-ordered allocation (permanent switch).
-    LIB.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorNotSupported)
-    m0, a0 = LIB.cudadbl_calls(b"cudaMalloc"), LIB.cudadbl_calls(b"cudaMallocAsync")
+    DBL.cudadbl_fail_next(b"cudaMallocAsync", 1, cudaErrorNotSupported)
+    m0, a0 = DBL.cudadbl_calls(b"cudaMalloc"), DBL.cudadbl_calls(b"cudaMallocAsync")
     with Stderr() as e:
         p = model.serve(4096)
         q = model.serve(4096)
-    m1, a1 = LIB.cudadbl_calls(b"cudaMalloc"), LIB.cudadbl_calls(b"cudaMallocAsync")
+    m1, a1 = DBL.cudadbl_calls(b"cudaMalloc"), DBL.cudadbl_calls(b"cudaMallocAsync")
     LIB.memobs_torch_free(p, 4096, 0, s)
-    gone = p not in allocations() and LIB.cudadbl_calls(b"cudaFree") >= 1
+    gone = p not in allocations() and DBL.cudadbl_calls(b"cudaFree") >= 1
     LIB.memobs_torch_free(q, 4096, 0, s)
     check("cudaMallocAsync not supported: one notice, cudaMalloc/cudaFree from then on",
           p and q and m1 - m0 == 2 and a1 - a0 == 1 and gone and q not in allocations() and
@@ -471,16 +498,16 @@ def run_nogil():
 
 def run_sync():
     s = new_stream()
-    m, a = LIB.cudadbl_calls(b"cudaMalloc"), LIB.cudadbl_calls(b"cudaMallocAsync")
+    m, a = DBL.cudadbl_calls(b"cudaMalloc"), DBL.cudadbl_calls(b"cudaMallocAsync")
     p = fake_model.FakeModel(make_empty(NOGIL.memobs_torch_malloc), 0, s).serve(4096)
     info = allocations().get(p)
     check("cudaMalloc, tracked as device memory with its stack",
-          p and LIB.cudadbl_calls(b"cudaMalloc") == m + 1 and LIB.cudadbl_calls(b"cudaMallocAsync") == a and
+          p and DBL.cudadbl_calls(b"cudaMalloc") == m + 1 and DBL.cudadbl_calls(b"cudaMallocAsync") == a and
           info and info.kind == MEM_DEVICE and info.device == 0 and
           trace_lines(p) == model_frames(["serve", "forward", "attention", "device_empty"], True))
     LIB.memobs_torch_free(p, 4096, 0, s)
     check("cudaFree, gone at once", p not in allocations() and
-          LIB.cudadbl_calls(b"cudaFree") == 1 and LIB.cudadbl_calls(b"cudaFreeAsync") == 0)
+          DBL.cudadbl_calls(b"cudaFree") == 1 and DBL.cudadbl_calls(b"cudaFreeAsync") == 0)
 
 
 def side_stream_case():
@@ -491,20 +518,20 @@ def side_stream_case():
     handed out while b still read it; ops of b pending after the free)."""
     n = 1 << 20
     a, b = new_stream(), new_stream()
-    LIB.cudadbl_set_reuse(1)
+    DBL.cudadbl_set_reuse(1)
     host = ctypes.create_string_buffer(n)
     p = NOGIL.memobs_torch_malloc(n, 0, a)
-    assert p and LIB.cudaMemcpyAsync(ctypes.addressof(host), p, n, 2, b) == 0  # D2H on b
-    h0 = LIB.cudadbl_hazards()
+    assert p and DBL.cudaMemcpyAsync(ctypes.addressof(host), p, n, 2, b) == 0  # D2H on b
+    h0 = DBL.cudadbl_hazards()
     NOGIL.memobs_torch_free(p, n, 0, a)
-    pending_b = LIB.cudadbl_pending(b)
-    LIB.cudadbl_complete_stream(a)
+    pending_b = DBL.cudadbl_pending(b)
+    DBL.cudadbl_complete_stream(a)
     q = NOGIL.memobs_torch_malloc(n, 0, a)
-    hz = LIB.cudadbl_hazards() - h0
+    hz = DBL.cudadbl_hazards() - h0
     settle()
     NOGIL.memobs_torch_free(q, n, 0, a)
     settle()
-    LIB.cudadbl_set_reuse(0)
+    DBL.cudadbl_set_reuse(0)
     return hz, pending_b
 
 
