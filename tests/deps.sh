@@ -12,6 +12,8 @@ command -v g++ >/dev/null || need+=(g++)
 command -v python3-config >/dev/null || need+=(python3-dev)
 # a venv with pip (tests/test_pip.sh: python3 -m venv; Debian splits it out)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# PyTorch on the CPU under the system Python (tests/test_torch.sh: memobs.torch)
+/usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
 # promtool (tests/test_prom.sh: `promtool check metrics`), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)
 [ ${#need[@]} -eq 0 ] && exit 0

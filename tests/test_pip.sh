@@ -41,6 +41,9 @@ fi
 echo "ok - pip: pip install --no-build-isolation --no-index (a clean copy, a fresh venv, -Werror)"
 try pip "the build compiled python/memobs/_memobs.c with -std=c99 -O2 -Werror" \
     grep -qE -- '-c python/memobs/_memobs\.c .*-std=c99 -O2 -Wall -Wextra -Werror' "$B/install.log"
+try pip "the build found the CUDA headers (/usr/local/cuda): the extension holds memobs.torch's allocator" \
+    sh -c "grep -q \"memobs: memobs.torch's allocator is built with the CUDA headers of /usr/local/cuda\" '$B/install.log' &&
+        grep -qE -- '-DMEMOBS_PY_CUDA=1 .*-I/usr/local/cuda/include' '$B/install.log'"
 
 SITE=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
 try pip "import from another directory: exact records, the files in the venv's site-packages, memobs.nanovllm" \
@@ -67,6 +70,9 @@ MemoryObserver.complete_reset()
 MemoryObserver.record_h2d(1000)
 assert MemoryObserver.get_summary()["prefill"] == {"h2d_bytes": 1000, "d2h_bytes": 0}, MemoryObserver.get_summary()
 assert os.path.dirname(__import__("memobs.nanovllm").nanovllm.__file__) == pkg
+import memobs.torch
+assert os.path.dirname(memobs.torch.__file__) == pkg and memobs.torch.available(), memobs.torch.__file__
+assert memobs.torch.allocator_settings()["runtime"] is None
 '
 try pip "pip show: the version of memobs.h" sh -c "'$VPY' -m pip show memobs | grep -qx \"Version: \$(sed -n 's/^#define MEMOBS_VERSION \"\\(.*\\)\"/\\1/p' memobs.h)\""
 # what the build left in the copy: every file git does not track must be one
@@ -89,4 +95,18 @@ else:
     sys.exit("memobs still imports: %s" % memobs.__file__)
 left = [n for n in os.listdir(os.environ["SITE"]) if n.startswith("memobs")]
 assert not left, left'
+
+# MEMOBS_CUDA_HOME=none: the package without the allocator, which says so
+if (cd "$B/elsewhere" && MEMOBS_CUDA_HOME=none MEMOBS_WERROR=1 "$VPY" -m pip install -v --no-build-isolation \
+    --no-index --no-cache-dir "$B/src") >"$B/install_nocuda.log" 2>&1 &&
+    grep -q "memobs: MEMOBS_CUDA_HOME=none: building without memobs.torch's allocator" "$B/install_nocuda.log" &&
+    ! grep -q -- '-DMEMOBS_PY_CUDA' "$B/install_nocuda.log"; then
+    try pip "MEMOBS_CUDA_HOME=none: installed without the allocator; memobs.torch.available() is False" \
+        env -C "$B/elsewhere" "$VPY" -c 'import memobs, memobs.torch; assert not memobs.torch.available()'
+else
+    echo "not ok - pip: MEMOBS_CUDA_HOME=none pip install: built without -DMEMOBS_PY_CUDA, said so"
+    tail -n 15 "$B/install_nocuda.log" | sed 's/^/    # /'
+    rc=1
+fi
+"$VPY" -m pip uninstall -y memobs >>"$B/uninstall.log" 2>&1
 exit $rc
