@@ -24,7 +24,7 @@ fi
 # (DIR/memobs<suffix>.so) is removed, so that nothing but the package is found
 pkgdir() {
     rm -rf "$1/memobs" && rm -f "$1"/memobs.*so && mkdir -p "$1/memobs" &&
-        cp python/memobs/__init__.py python/memobs/__init__.pyi python/memobs/py.typed python/memobs/nanovllm.py "$1/memobs/"
+        cp python/memobs/*.py python/memobs/__init__.pyi python/memobs/py.typed "$1/memobs/"
 }
 pkgdir "$B" || { echo "not ok - pymodule: lay out $B/memobs/"; exit 1; }
 MOD="$B/memobs/_memobs$SUFFIX"

@@ -7,6 +7,9 @@ tracker with Python stacks, from memobs' C headers.
     with memobs.region("decode_step"): ...
     memobs.get_summary(); memobs.print_summary()
 
+memobs.nanovllm: nano-vllm's observer classes backed by memobs.
+memobs.torch: PyTorch's CUDA allocator through memobs; tensor copies.
+
 Every function is the C extension memobs._memobs (python/memobs/_memobs.c),
 re-exported here unchanged: a call costs what a call of the extension costs.
 Install with `pip install --no-build-isolation .` from the repository root.
@@ -16,7 +19,9 @@ from ._memobs import *  # noqa: F401,F403  (every public name of the extension)
 from ._memobs import (  # noqa: F401  (named, so that linters and readers see them)
     _region_end,
     complete_reset,
+    device_bytes,
     enable,
+    get_allocations,
     get_phase,
     get_regions,
     get_summary,
@@ -55,7 +60,9 @@ __version__ = _memobs.__version__  # MEMOBS_VERSION of memobs.h
 
 __all__ = [
     "complete_reset",
+    "device_bytes",
     "enable",
+    "get_allocations",
     "get_phase",
     "get_regions",
     "get_summary",

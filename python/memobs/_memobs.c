@@ -1161,7 +1161,7 @@ fail:
     return NULL;
 }
 
-/* device_bytes(device): (tracked now, most since the window began). */
+/* device_bytes(device): (tracked now, the most there ever were). */
 static PyObject *pymod_device_bytes(PyObject *self, PyObject *arg) {
     int dev;
     uint64_t now, most = 0;
@@ -1460,8 +1460,8 @@ static PyMethodDef pymod_methods[] = {
      "\"device\", \"phase\", \"stream\" (an int; 0: none), \"time_ns\", \"trace\" (an id or None), "
      "\"pending_free\" and \"stack\" (the trace's text: its tag, then one line per frame; None without one)."},
     {"device_bytes", pymod_device_bytes, METH_O,
-     "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device, and the most since the "
-     "window began."},
+     "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device now, and the most "
+     "there ever were in this process (reset() keeps it)."},
 #ifdef MEMOBS_PY_CUDA
     {"_torch_bind", PYMOD_FN(pymod_torch_bind), PYMOD_KW,
      "_torch_bind(runtime=None)\n--\n\nBinds the allocator's CUDA runtime; returns its path. Use "

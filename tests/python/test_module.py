@@ -952,6 +952,41 @@ def _(c):
     c.eq("tracker.frees_double", s["tracker"]["frees_double"], 1)
 
 
+@check("get_allocations() and device_bytes(): the live blocks with their fields and stacks, per-device bytes")
+def _(c):
+    fresh()
+    memobs.untrack_python_stacks()
+    c.eq("nothing live: []", memobs.get_allocations(), [])
+    c.eq("device_bytes(5) (no test uses device 5): (0, 0)", memobs.device_bytes(5), (0, 0))
+    memobs.set_phase("decode")
+    memobs.track_alloc(0x7d0000100000, 1 << 20, "device", tag="pymod_ga_kv", device=5)
+    memobs.set_phase(None)
+    memobs.track_python_stacks()
+    memobs.track_alloc(0x7d0000200000, 4096, "pinned")  # site:ga_pinned
+    memobs.untrack_python_stacks()
+    got = {d["ptr"]: d for d in memobs.get_allocations()}
+    kv, pin = got.get(0x7d0000100000), got.get(0x7d0000200000)
+    c.eq("two live", len(got), 2)
+    c.eq("the device block's fields", kv and {k: kv[k] for k in ("nbytes", "kind", "device", "phase", "stream",
+                                                               "pending_free")},
+         {"nbytes": 1 << 20, "kind": "device", "device": 5, "phase": "decode", "stream": 0, "pending_free": False})
+    c.true("its trace: an int id, the text starts with its tag", kv and isinstance(kv["trace"], int) and
+           kv["stack"].split("\n")[0] == "pymod_ga_kv", kv)
+    line = next(i for i, l in enumerate(open(__file__, encoding="utf-8"), 1) if l.rstrip().endswith("# site:ga_pinned"))
+    c.true("the pinned block: unphased, its Python line in the stack", pin and pin["kind"] == "pinned" and
+           pin["phase"] == "unphased" and pin["device"] == -1 and
+           "test_module.py:%d in _" % line in (pin["stack"] or ""), pin)
+    c.true("time_ns: CLOCK_MONOTONIC at the alloc", kv and 0 < kv["time_ns"] <= time.monotonic_ns() + 10**7, kv)
+    c.eq("device_bytes(5): now and most", memobs.device_bytes(5), (1 << 20, 1 << 20))
+    c.eq("device_bytes(0): nothing there now", memobs.device_bytes(0)[0], 0)
+    memobs.track_free(0x7d0000100000)
+    memobs.track_free(0x7d0000200000)
+    c.eq("after the frees: [] and device 5 (0, most 1 MiB)", (memobs.get_allocations(), memobs.device_bytes(5)),
+         ([], (0, 1 << 20)))
+    c.raises("device_bytes(-1)", ValueError, memobs.device_bytes, -1)
+    c.raises("device_bytes('0')", TypeError, memobs.device_bytes, "0")
+
+
 @check("track_alloc/track_free: bad arguments raise, nothing tracked")
 def _(c):
     fresh()
