@@ -16,25 +16,18 @@ when a check fails.
 usage: nanovllm_check.py (memobs importable: the package on sys.path)"""
 import contextlib
 import io
+import os
 import random
 import sys
 import threading
 
-import memobs
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import Tap  # noqa: E402
+
+import memobs  # noqa: E402
 from memobs.nanovllm import InferenceObserver, MemoryObserver, Observer
 
-FAILED = 0
-
-
-def check(name, ok, *details):
-    global FAILED
-    print("%s - nanovllm: %s" % ("ok" if ok else "not ok", name))
-    if not ok:
-        FAILED = 1
-        for d in details:
-            for line in str(d).splitlines() or [""]:
-                print("    # " + line)
-    return ok
+check = Tap("nanovllm", "")
 
 
 # ---- the reference model: nano-vllm's semantics, from the reference sheet ----
@@ -311,4 +304,4 @@ if __name__ == "__main__":
     bad_input()
     latency_samples()
     sys.stdout.flush()
-    sys.exit(FAILED)
+    sys.exit(check.failed)

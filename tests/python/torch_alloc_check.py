@@ -39,29 +39,19 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from model_desc import fake_model  # noqa: E402
+from tap import Tap  # noqa: E402
 
 import memobs  # noqa: E402
 import memobs.torch  # noqa: E402
 
 MODE, DBL_SO, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
 LABEL = sys.argv[4] if len(sys.argv) > 4 else ""
-FAILED = 0
+check = Tap("torch-alloc", LABEL)
 
 # enums of memobs.h and the CUDA runtime
 MEM_DEVICE, PHASE_NONE, PHASE_PREFILL = 0, 0, 1
 cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaErrorNotSupported = 1, 2, 801
 GIL_MARKER = "no Python stack (thread does not hold the GIL)"
-
-
-def check(name, ok, *details):
-    global FAILED
-    print("%s - torch-alloc: %s%s" % ("ok" if ok else "not ok", LABEL, name))
-    if not ok:
-        FAILED = 1
-        for d in details:
-            for line in str(d).splitlines() or [""]:
-                print("    # " + line)
-    return ok
 
 
 class Stderr:
@@ -584,4 +574,4 @@ if __name__ == "__main__":
     {"main": run_main, "nogil": run_nogil, "sync": run_sync, "env": run_env, "off": run_off,
      "hazard": run_hazard, "hazard_ordered": run_hazard_ordered}[MODE]()
     sys.stdout.flush()
-    sys.exit(FAILED)
+    sys.exit(check.failed)

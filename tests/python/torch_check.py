@@ -24,23 +24,15 @@ import os
 import sys
 import threading
 
-import memobs
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tap import Tap  # noqa: E402
+
+import memobs  # noqa: E402
 import memobs.torch
 
 MODE = sys.argv[1]
 DOUBLE = sys.argv[2] if len(sys.argv) > 2 else None
-FAILED = 0
-
-
-def check(name, ok, *details):
-    global FAILED
-    print("%s - torch: %s%s" % ("ok" if ok else "not ok", MODE + ": ", name))
-    if not ok:
-        FAILED = 1
-        for d in details:
-            for line in str(d).splitlines() or [""]:
-                print("    # " + line)
-    return ok
+check = Tap("torch", MODE + ": ")
 
 
 def raised(fn, *args, **kw):
@@ -322,4 +314,4 @@ if __name__ == "__main__":
     elif MODE == "nocuda":
         run_nocuda()
     sys.stdout.flush()
-    sys.exit(FAILED)
+    sys.exit(check.failed)
