@@ -2,9 +2,10 @@
 memobs._memobs from python/memobs/_memobs.c with the headers at the root
 (memobs.h, memobs_python.h), C99, -O2. The version is memobs.h's
 MEMOBS_VERSION. With the CUDA Toolkit's headers (see cuda_toolkit()) the
-extension also holds memobs.torch's allocator. MEMOBS_WERROR=1 in the environment adds -Werror (the tests
-build so); an install leaves it out, so a newer compiler's new warning does
-not stop one. See pyproject.toml; install with
+extension also holds memobs.torch's allocator (memobs_cuda.h and
+python/memobs/_torch_alloc.c). MEMOBS_WERROR=1 in the environment adds
+-Werror (the tests build so); an install leaves it out, so a newer
+compiler's new warning does not stop one. See pyproject.toml; install with
     pip install --no-build-isolation ."""
 import os
 import re

@@ -33,6 +33,14 @@
    own even when a C extension of the same process links another memobs.
    Records and reports are exact under any number of Python threads.
 
+   Built with -DMEMOBS_PY_CUDA -I<CUDA>/include (setup.py and `make
+   python-module` do when they find the CUDA headers), this file also
+   holds memobs_cuda.h and memobs.torch's allocator (_torch_alloc.c,
+   included at the end: one translation unit, one memobs); its two entry
+   points, memobs_torch_malloc and memobs_torch_free, are the only symbols
+   the extension exports besides PyInit__memobs. No libcudart is linked:
+   the runtime is bound when memobs.torch.use_allocator() runs.
+
    Regions: memobs.region(name) interns the name (a str, kept as at most
    63 UTF-8 bytes) the first time that str is seen and returns the same
    object after; its `with` and its decorator begin and end it on memobs'

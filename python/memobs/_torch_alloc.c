@@ -278,6 +278,7 @@ static int memobs_torch__bind(const char *path, char *err, size_t errlen) {
 #define MEMOBS_TORCH__SYM(name, params, args)                                                       \
     if (!(*(void **)(void *)&memobs_torch__g.name = dlsym(h, #name))) {                            \
         snprintf(err, errlen, "the CUDA runtime %s has no %s (CUDA 11.2 or later is needed)", what, #name); \
+        dlclose(h); /* the pointers set so far stay unused: `bound` is 0 */                          \
         return -1;                                                                                  \
     }
     MEMOBS_TORCH__RT_ERR(MEMOBS_TORCH__SYM)

@@ -25,8 +25,11 @@ copy() take any objects with PyTorch's tensor interface (.device.type,
 .numel(), .element_size()).
 """
 import os
+from typing import Any, Dict, Optional, Union
 
 from . import _memobs
+
+_Path = Union[str, "os.PathLike[str]"]
 
 __all__ = ["AllocatorError", "available", "use_allocator", "allocator_settings", "record_copy", "copy", "report",
            "poll"]
@@ -39,13 +42,13 @@ class AllocatorError(RuntimeError):
 _allocator = None  # the CUDAPluggableAllocator: PyTorch needs it alive while it allocates
 
 
-def available():
+def available() -> bool:
     """True when this build of memobs holds the allocator (it was built with
     the CUDA Toolkit's headers)."""
     return bool(_memobs._cuda_version)
 
 
-def use_allocator(runtime=None):
+def use_allocator(runtime: Optional[_Path] = None) -> Any:
     """Makes memobs' allocator PyTorch's CUDA allocator, once per process;
     returns PyTorch's CUDAPluggableAllocator object (a later call returns
     the same one). Call it before anything makes a CUDA tensor: PyTorch
@@ -102,14 +105,14 @@ def use_allocator(runtime=None):
     return alloc
 
 
-def allocator_settings():
+def allocator_settings() -> Optional[Dict[str, Any]]:
     """{"runtime": the bound CUDA runtime's path or None, "stream_ordered":
     MEMOBS_TORCH_STREAM_ORDERED, "take_gil": MEMOBS_TORCH_TAKE_GIL}, or
     None when this build holds no allocator."""
     return _memobs._torch_settings() if available() else None
 
 
-def _side(t, name):
+def _side(t: Any, name: str) -> Optional[int]:
     """0: host, 1: device, None: no data (the meta device)."""
     try:
         kind = t.device.type
@@ -122,7 +125,7 @@ def _side(t, name):
     return 1  # cuda, and any other accelerator
 
 
-def record_copy(dst, src, is_prefill=None, *, non_blocking=False):
+def record_copy(dst: Any, src: Any, is_prefill: Optional[bool] = None, *, non_blocking: bool = False) -> int:
     """Records the copy dst.copy_(src): the direction from the tensors'
     devices (cpu: host; cuda or another accelerator: device; between two
     host tensors, or with a meta tensor, nothing is recorded) and the bytes
@@ -145,7 +148,7 @@ def record_copy(dst, src, is_prefill=None, *, non_blocking=False):
     return n
 
 
-def copy(dst, src, non_blocking=False, is_prefill=None):
+def copy(dst: Any, src: Any, non_blocking: bool = False, is_prefill: Optional[bool] = None) -> Any:
     """dst.copy_(src, non_blocking=non_blocking), then record_copy(); returns
     dst. A copy that raises records nothing."""
     dst.copy_(src, non_blocking=non_blocking)
@@ -153,7 +156,7 @@ def copy(dst, src, non_blocking=False, is_prefill=None):
     return dst
 
 
-def report(path=None):
+def report(path: Optional[_Path] = None) -> None:
     """Writes the live block table, the live bytes per trace (which Python
     line holds the memory) and the driver's view of each device against the
     tracker to path (None: stderr). After use_allocator()."""
@@ -162,7 +165,7 @@ def report(path=None):
     _memobs._torch_report(path)
 
 
-def poll():
+def poll() -> int:
     """Stream-ordered frees the GPU has reached leave the tracker, timed
     copies settle; returns how many were resolved. After use_allocator()."""
     if not available():
