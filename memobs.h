@@ -645,36 +645,80 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
 /* Timeline                                                                 */
 /* ======================================================================== */
 
-/* An event ring written out as a Chrome trace (Perfetto UI, chrome://tracing).
-   Off by default. When on, it keeps the newest `capacity` events: transfer
-   records (host-side, and device-timed ones from memobs_record_timed),
-   tracked allocations and frees, phase changes (per thread) and samples
-   from memobs' samplers; older events are dropped and counted. About 48
-   bytes per event. One ring for the process: a record takes a ticket (an
-   atomic add on one shared line: records from many threads contend while
-   the timeline is on) and fills its slot, whose sequence number is written
-   last, so a trace written meanwhile skips a slot being filled instead of
-   showing a torn event. With the timeline off a record pays one relaxed
-   load and a branch more.
+/* A bounded timeline of events written out as a Chrome trace (Perfetto
+   UI, chrome://tracing). Off by default. When on, it keeps the newest
+   events up to its capacity: transfer records (host-side, and device-timed
+   ones from memobs_record_timed), tracked allocations and frees, phase
+   changes (per thread), regions and markers, and samples from memobs'
+   samplers; older events are dropped and counted. About 48 bytes per event.
 
-   capacity > 0: a new, empty ring of that many events (MEMOBS_MALLOC; on
-   failure MEMOBS_ERR_NOMEM and a message, the old ring kept), recording
+   Each thread writes into a chunk of the timeline that it owns (no lock, no
+   shared counter: a time stamp and a few plain stores, about 2 ns over
+   reading the clock); a full chunk joins a queue and the thread takes a
+   fresh one, or the oldest finished chunk of any thread, whose events are
+   dropped. So the timeline keeps the newest events of the process,
+   dropping the oldest a chunk at a time (chunk: a 64th of the capacity,
+   rounded down to a power of two, 1 to 256 events; the capacity rounds
+   down to a multiple of it), less the unwritten part of each recording
+   thread's chunk. An exited thread's events stay until their chunk is the
+   oldest. More threads recording at once than there are chunks (256 at the
+   default 65536 events): the threads without one drop their events,
+   counted. The writer merges the threads' events by time; an event being
+   written while a trace is written is left out, never shown torn.
+   Timestamps come from memobs_ticks() (the TSC where the kernel vouches for
+   it) and are written as CLOCK_MONOTONIC time. With the timeline off a
+   record pays one relaxed load and a branch more.
+
+   capacity > 0: a new, empty timeline of that many events (MEMOBS_MALLOC;
+   on failure MEMOBS_ERR_NOMEM and a message, the old one kept), recording
    on; at most 1 << 26 (else MEMOBS_ERR_INVALID). 0: recording off, the
-   ring freed. memobs_reset() leaves the ring alone (a trace is a history,
-   not a window): enable again to start a new one. Compiled out
-   (MEMOBS_DISABLE) it stays off and returns MEMOBS_OK.
-   Env MEMOBS_TRACE=PATH and MEMOBS_TRACE_EVENTS=N (see ENVIRONMENT). */
+   events freed. A replaced timeline is freed once no thread can be
+   writing into it (membarrier(); without it, it is kept). memobs_reset()
+   leaves the timeline alone (a trace is a history, not a window): enable
+   again to start a new one. Compiled out (MEMOBS_DISABLE) it stays off and
+   returns MEMOBS_OK. Env MEMOBS_TRACE=PATH and MEMOBS_TRACE_EVENTS=N (see
+   ENVIRONMENT). */
 MEMOBS_API int memobs_timeline_enable(size_t capacity);
 
 typedef struct {
-    uint64_t capacity; /* events the ring holds; 0: off */
-    uint64_t recorded; /* events recorded since the ring was made */
-    uint64_t kept;     /* of those, in the ring now (recorded - dropped) */
-    uint64_t dropped;  /* overwritten by newer ones (oldest first) */
+    uint64_t capacity; /* events the timeline holds; 0: off */
+    uint64_t recorded; /* events recorded since it was made (kept + dropped) */
+    uint64_t kept;     /* of those, held now */
+    uint64_t dropped;  /* dropped: their chunk was taken again, or no chunk was free */
+    uint64_t chunk;    /* events per chunk */
+    uint64_t threads;  /* threads that own a chunk now */
 } memobs_timeline_stats_t;
 MEMOBS_API void memobs_timeline_stats(memobs_timeline_stats_t *out);
 
-/* Chrome trace event JSON of what the ring holds, oldest first:
+/* Kept and dropped events by timeline thread (numbered 1, 2, ... in the
+   order of their first event; number 256 stands for threads 256 and later),
+   threads with none left out, in order of number. Returns how many rows
+   there are (at most max written). */
+typedef struct {
+    uint32_t thread;
+    uint64_t recorded, kept, dropped;
+} memobs_timeline_thread_t;
+MEMOBS_API size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t max);
+
+/* The timeline's clock. memobs_ticks() reads it: the TSC (rdtsc, about 10
+   ns; x86-64 Linux) where the kernel says it is stable (clocksource tsc,
+   or the CPU flags constant_tsc and nonstop_tsc), else CLOCK_MONOTONIC in
+   ns. memobs_ticks_to_ns() converts a reading to CLOCK_MONOTONIC ns, the
+   clock of memobs_now_ns() and every export: monotonic in its argument,
+   calibrated against CLOCK_MONOTONIC (the first call after start-up waits
+   until 2 ms have passed since memobs' set-up; after that the slope is
+   refined at most once a second, keeping the conversion continuous).
+   memobs_clock_source() says "tsc" or "clock_gettime",
+   memobs_clock_reason() why, memobs_clock_ns_per_tick() the slope now.
+   Env MEMOBS_CLOCK=auto|tsc|monotonic (tsc: the TSC even where the kernel
+   does not vouch for it). */
+MEMOBS_API uint64_t memobs_ticks(void);
+MEMOBS_API uint64_t memobs_ticks_to_ns(uint64_t ticks);
+MEMOBS_API const char *memobs_clock_source(void);
+MEMOBS_API const char *memobs_clock_reason(void);
+MEMOBS_API double memobs_clock_ns_per_tick(void);
+
+/* Chrome trace event JSON of what the timeline holds, oldest first:
    {"traceEvents":[...],"displayTimeUnit":"ns","otherData":{...}}, ts and dur
    in microseconds of CLOCK_MONOTONIC (memobs_now_ns). Tracks (threads of
    one process named "memobs rank R"):
@@ -693,10 +737,13 @@ MEMOBS_API void memobs_timeline_stats(memobs_timeline_stats_t *out);
    Counters: "H2D bytes" etc. (cumulative bytes recorded since the oldest
    event in the trace), "live device bytes" etc. (tracked bytes of the kind:
    the tracker's figure at the oldest event of the kind, then each event's
-   own change), and one per sampled series. otherData holds the capacity
-   and the recorded / kept / dropped counts. Safe while other threads
-   record. MEMOBS_ERR_INVALID for f NULL, MEMOBS_ERR_NOMEM when the copy of
-   the ring cannot be allocated, MEMOBS_ERR_IO when writing fails. */
+   own change), and one per sampled series. otherData holds the capacity,
+   the chunk size, the recorded / kept / dropped counts, the same per
+   thread ("threads": [{"thread", "recorded", "kept", "dropped"}, ...]) and
+   the clock ("clock": "tsc" or "clock_gettime", "ns_per_tick"). Safe while
+   other threads record. MEMOBS_ERR_INVALID for f NULL, MEMOBS_ERR_NOMEM
+   when the copy of the events cannot be allocated, MEMOBS_ERR_IO when
+   writing fails. */
 MEMOBS_API int memobs_write_chrome_trace(FILE *f);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
 MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
@@ -1042,6 +1089,12 @@ typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
     memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
+    /* The timeline's per-thread state (owner only, see its section): the
+       chunk the owner writes, the next slot in it, the pool epoch it
+       belongs to; tl_busy is 1 while a push is inside a pool. */
+    memobs__u32_t tl_busy;
+    uint32_t tl_epoch, tl_i;
+    void *tl_chunk;
     /* Bookkeeping below is touched only under the registry lock. */
     uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2] __attribute__((aligned(64)));
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
@@ -1264,7 +1317,8 @@ enum {
     MEMOBS__W_REGION_UNMATCHED = 1u << 17,
     MEMOBS__W_REGION_DEEP = 1u << 18,
     MEMOBS__W_REGION_DROPPED = 1u << 19,
-    MEMOBS__W_TRACE_OFF = 1u << 20
+    MEMOBS__W_TRACE_OFF = 1u << 20,
+    MEMOBS__W_TL_KEPT = 1u << 21
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -1446,6 +1500,7 @@ static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int d
 static void memobs__tl_env(void);
 static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t depth);
 static void memobs__tl_mark(uint64_t ts, int32_t id);
+static void memobs__tl_release(memobs__shard_t *s);
 /* Stormlog's events for regions and markers of collective names (its
    section, at the end). */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
@@ -1833,6 +1888,7 @@ static memobs__shard_t *memobs__shard_acquire(void) {
 /* Thread exit: the shard keeps its figures and goes to the next new thread. */
 static void memobs__shard_release(void *p) {
     memobs__shard_t *s = (memobs__shard_t *)p;
+    memobs__tl_release(s); /* its timeline chunk joins the queue */
     memobs__tls.shard = NULL;
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
@@ -3371,28 +3427,314 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
 /* Private: timeline                                                        */
 /* ======================================================================== */
 
-/* One ring of slots for the process. A push takes ticket t (head++) and
-   owns slot t % cap while its sequence number is odd: it claims the slot
-   by a compare-and-swap from an even number below 2t+1 (0: empty, 2u+2:
-   holds ticket u, which is then counted as dropped) to 2t+1, fills it, and
-   publishes it with 2t+2 (release). A push that finds the slot odd (a
-   pusher preempted for a whole lap of the ring) or already newer drops its
-   own event (counted). A reader copies a slot between two reads of the
-   sequence number and keeps it only if both are the same even number, so a
-   slot being written is never emitted torn: the fields are stored with
-   release and loaded with acquire, so a reader that sees any field of a
-   newer push sees that push's claim in the second read. Every field is
-   accessed with atomics, so this is exact under ThreadSanitizer too.
-   The ring is swapped (enable) only with recording off and no push in
-   flight: pushes count themselves in `users`, enable waits for 0. The state
-   is a struct of its own rather than a part of memobs__g: the timeline is
-   optional and its state is only ever touched here. */
+/* The clock. Timeline events are stamped with memobs__ticks(): the TSC
+   (rdtsc; x86-64 Linux) where the kernel says it is stable, that is, where
+   its clocksource is "tsc" or the CPU has constant_tsc and nonstop_tsc (a
+   TSC that ticks at one rate through every P- and C-state, which the
+   kernel checks agrees across CPUs), else CLOCK_MONOTONIC's nanoseconds.
+   MEMOBS_CLOCK=monotonic forces the latter, =tsc the TSC wherever there is
+   one. Ticks become CLOCK_MONOTONIC nanoseconds (memobs_now_ns's timeline,
+   which every other clock of memobs is on) when they are converted: from
+   an anchor (ta, na), ns = na + (t - ta) * slope for t >= ta, and with the
+   slope before the last refinement for t < ta. The first anchor is the
+   closest (tick, ns) reading of four at set-up; the first conversion waits
+   out what is left of 2 ms after it and measures the slope over that span
+   (two readings 2 ms apart: about 1e-5). A conversion at least a second
+   after the last refinement refines it: the rate over the whole span since
+   set-up, plus a correction that takes the difference between the
+   conversion and CLOCK_MONOTONIC to zero over the next second (at most
+   500 ppm, NTP's largest slew), anchored at the old conversion of now: the
+   conversion stays continuous, and each slope being positive, monotonic.
+   Readers take the anchor under a sequence number; refinements hold
+   memobs__clk.lock. */
+#if defined(__x86_64__) && defined(__linux__)
+#define MEMOBS__HAVE_TSC 1
+static inline uint64_t memobs__rdtsc(void) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+#endif
+/* Where the kernel says what the TSC is worth (tests point them elsewhere). */
+#ifndef MEMOBS__CLOCKSOURCE_PATH
+#define MEMOBS__CLOCKSOURCE_PATH "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#endif
+#ifndef MEMOBS__CPUINFO_PATH
+#define MEMOBS__CPUINFO_PATH "/proc/cpuinfo"
+#endif
+#define MEMOBS__CLK_FIRST_NS 2000000u    /* the first slope's span */
+#define MEMOBS__CLK_REFINE_NS 1000000000u /* refinements: at most one a second */
+
+static pthread_once_t memobs__clk_once = PTHREAD_ONCE_INIT;
+static memobs__u32_t memobs__clk_tsc; /* 1: ticks are the TSC's; set once, before any tick is taken */
+static struct {
+    pthread_mutex_t lock;  /* refinements */
+    memobs__u32_t seq;     /* odd while the anchor changes */
+    memobs__u64_t ta, na;  /* the anchor */
+    memobs__u64_t slope, back; /* ns per tick from the anchor on, and before it (a double's bits) */
+    uint64_t t0, n0;       /* the first reading */
+    uint64_t next_ns;      /* no refinement before this time; 0: no slope yet */
+    char why[128];         /* why this source */
+} memobs__clk;
+
+static inline uint64_t memobs__ticks(void) {
+#ifdef MEMOBS__HAVE_TSC
+    if (MEMOBS__LOAD(&memobs__clk_tsc.v)) return memobs__rdtsc();
+#endif
+    return memobs_now_ns();
+}
+
+static uint64_t memobs__dbits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+static double memobs__bitsd(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* The reading of CLOCK_MONOTONIC between the two closest ticks of 4 tries. */
+static void memobs__clk_pair(uint64_t *t, uint64_t *n) {
+    uint64_t best = ~0ull;
+    int i;
+    for (i = 0; i < 4; i++) {
+        uint64_t a = memobs__ticks(), m = memobs_now_ns(), b = memobs__ticks();
+        if (b - a < best) {
+            best = b - a;
+            *t = a + (b - a) / 2;
+            *n = m;
+        }
+    }
+}
+
+#ifdef MEMOBS__HAVE_TSC
+/* 1 if the word w is in line as a whole (space-separated) word. */
+static int memobs__has_word(const char *line, const char *w) {
+    size_t k = strlen(w);
+    const char *p = line;
+    while ((p = strstr(p, w)) != NULL) {
+        if ((p == line || p[-1] == ' ' || p[-1] == '\t') && (p[k] == ' ' || p[k] == '\n' || p[k] == 0)) return 1;
+        p += k;
+    }
+    return 0;
+}
+
+/* 1 when the kernel vouches for the TSC; why gets the reason either way. */
+static int memobs__clk_tsc_stable(char *why, size_t len) {
+    char buf[8192];
+    FILE *f;
+    int cst = 0, nst = 0, in_flags = 0;
+    if ((f = fopen(MEMOBS__CLOCKSOURCE_PATH, "r")) != NULL) {
+        int tsc = fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
+        fclose(f);
+        if (tsc) {
+            snprintf(why, len, "the kernel's clocksource is tsc");
+            return 1;
+        }
+    }
+    if ((f = fopen(MEMOBS__CPUINFO_PATH, "r")) != NULL) {
+        while (fgets(buf, sizeof buf, f)) {
+            size_t k = strlen(buf);
+            if (!in_flags && strncmp(buf, "flags", 5) != 0) continue;
+            in_flags = 1; /* the first CPU's flags line, read in pieces if long */
+            cst |= memobs__has_word(buf, "constant_tsc");
+            nst |= memobs__has_word(buf, "nonstop_tsc");
+            if (k && buf[k - 1] == '\n') break;
+        }
+        fclose(f);
+    }
+    if (cst && nst) {
+        snprintf(why, len, "the CPU has constant_tsc and nonstop_tsc");
+        return 1;
+    }
+    snprintf(why, len, "the kernel does not vouch for the TSC (clocksource not tsc; constant_tsc %s, nonstop_tsc %s)",
+             cst ? "yes" : "no", nst ? "yes" : "no");
+    return 0;
+}
+#endif
+
+static void memobs__clk_setup(void) {
+    const char *s = getenv("MEMOBS_CLOCK");
+    int want = 0, tsc = 0; /* want: 0 auto, 1 tsc, 2 monotonic */
+    uint64_t t, n;
+    if (s && *s && !memobs__streq_nocase(s, "auto")) {
+        if (memobs__streq_nocase(s, "tsc")) want = 1;
+        else if (memobs__streq_nocase(s, "monotonic") || memobs__streq_nocase(s, "clock_gettime")) want = 2;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CLOCK='%s' is not auto, tsc or monotonic; using auto", s);
+    }
+#ifdef MEMOBS__HAVE_TSC
+    if (want == 2) snprintf(memobs__clk.why, sizeof memobs__clk.why, "MEMOBS_CLOCK=monotonic");
+    else if (want == 1) snprintf(memobs__clk.why, sizeof memobs__clk.why, "MEMOBS_CLOCK=tsc");
+    else tsc = memobs__clk_tsc_stable(memobs__clk.why, sizeof memobs__clk.why);
+    if (want == 1) tsc = 1;
+#else
+    snprintf(memobs__clk.why, sizeof memobs__clk.why, "no TSC reader for this machine");
+    if (want == 1) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CLOCK=tsc: no TSC reader for this machine; using clock_gettime");
+#endif
+    MEMOBS__STORE(&memobs__clk_tsc.v, (uint32_t)tsc);
+    memobs__clk_pair(&t, &n);
+    memobs__clk.t0 = t;
+    memobs__clk.n0 = n;
+    MEMOBS__STORE(&memobs__clk.ta.v, t);
+    MEMOBS__STORE(&memobs__clk.na.v, n);
+    MEMOBS__STORE(&memobs__clk.slope.v, memobs__dbits(1.0)); /* ticks are ns until calibrated */
+    MEMOBS__STORE(&memobs__clk.back.v, memobs__dbits(1.0));
+}
+
+static void memobs__clk_init(void) { pthread_once(&memobs__clk_once, memobs__clk_setup); }
+
+static uint64_t memobs__clk_conv(uint64_t t, uint64_t ta, uint64_t na, double slope, double back) {
+    double x;
+    if (t >= ta) return na + (uint64_t)((double)(t - ta) * slope);
+    x = (double)(ta - t) * back;
+    return x < (double)na ? na - (uint64_t)x : 0;
+}
+
+/* The anchor and slopes, consistent with each other. */
+static void memobs__clk_get(uint64_t *ta, uint64_t *na, double *slope, double *back) {
+    for (;;) {
+        uint32_t s1 = __atomic_load_n(&memobs__clk.seq.v, __ATOMIC_ACQUIRE);
+        *ta = __atomic_load_n(&memobs__clk.ta.v, __ATOMIC_ACQUIRE);
+        *na = __atomic_load_n(&memobs__clk.na.v, __ATOMIC_ACQUIRE);
+        *slope = memobs__bitsd(__atomic_load_n(&memobs__clk.slope.v, __ATOMIC_ACQUIRE));
+        *back = memobs__bitsd(__atomic_load_n(&memobs__clk.back.v, __ATOMIC_ACQUIRE));
+        if (!(s1 & 1u) && MEMOBS__LOAD(&memobs__clk.seq.v) == s1) return;
+        sched_yield();
+    }
+}
+
+/* Calibrates (first call: waits out the rest of 2 ms) and refines; a no-op
+   for clock_gettime ticks and within a second of the last refinement. */
+static void memobs__clk_sync(void) {
+    uint64_t t, n, ta, na, c;
+    double slope, back, rate, lo, hi;
+    memobs_init(); /* the lock */
+    memobs__clk_init();
+    if (!MEMOBS__LOAD(&memobs__clk_tsc.v)) return;
+    pthread_mutex_lock(&memobs__clk.lock);
+    n = memobs_now_ns();
+    if (memobs__clk.next_ns && n < memobs__clk.next_ns) {
+        pthread_mutex_unlock(&memobs__clk.lock);
+        return;
+    }
+    while (memobs_now_ns() - memobs__clk.n0 < MEMOBS__CLK_FIRST_NS) sched_yield();
+    memobs__clk_pair(&t, &n);
+    rate = t > memobs__clk.t0 ? (double)(n - memobs__clk.n0) / (double)(t - memobs__clk.t0) : 1.0;
+    memobs__clk_get(&ta, &na, &slope, &back);
+    if (!memobs__clk.next_ns) { /* the first slope */
+        back = slope = rate;
+        ta = t;
+        na = n;
+    } else {
+        c = memobs__clk_conv(t, ta, na, slope, back);
+        back = slope;
+        /* rate + (n - c) ns spread over the next second's ticks */
+        slope = rate + ((double)(int64_t)(n - c) * rate) / (double)MEMOBS__CLK_REFINE_NS;
+        lo = rate * (1.0 - 500e-6);
+        hi = rate * (1.0 + 500e-6);
+        slope = slope < lo ? lo : slope > hi ? hi : slope;
+        ta = t;
+        na = c;
+    }
+    MEMOBS__STORE(&memobs__clk.seq.v, MEMOBS__LOAD(&memobs__clk.seq.v) + 1u);
+    __atomic_store_n(&memobs__clk.ta.v, ta, __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__clk.na.v, na, __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__clk.slope.v, memobs__dbits(slope), __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__clk.back.v, memobs__dbits(back), __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__clk.seq.v, MEMOBS__LOAD(&memobs__clk.seq.v) + 1u, __ATOMIC_RELEASE);
+    memobs__clk.next_ns = n + MEMOBS__CLK_REFINE_NS;
+    pthread_mutex_unlock(&memobs__clk.lock);
+}
+
+/* Ticks to CLOCK_MONOTONIC ns with the current anchor (no refinement). */
+static uint64_t memobs__clk_ns(uint64_t t) {
+    uint64_t ta, na;
+    double slope, back;
+    if (!MEMOBS__LOAD(&memobs__clk_tsc.v)) return t;
+    memobs__clk_get(&ta, &na, &slope, &back);
+    return memobs__clk_conv(t, ta, na, slope, back);
+}
+
+uint64_t memobs_ticks(void) {
+    memobs__clk_init();
+    return memobs__ticks();
+}
+
+uint64_t memobs_ticks_to_ns(uint64_t ticks) {
+    memobs__clk_sync();
+    return memobs__clk_ns(ticks);
+}
+
+const char *memobs_clock_source(void) {
+    memobs__clk_init();
+    return MEMOBS__LOAD(&memobs__clk_tsc.v) ? "tsc" : "clock_gettime";
+}
+
+const char *memobs_clock_reason(void) {
+    memobs__clk_init();
+    return memobs__clk.why;
+}
+
+double memobs_clock_ns_per_tick(void) {
+    uint64_t ta, na;
+    double slope, back;
+    memobs__clk_sync();
+    memobs__clk_get(&ta, &na, &slope, &back);
+    return MEMOBS__LOAD(&memobs__clk_tsc.v) ? slope : 1.0;
+}
+
+/* The timeline: per-thread chunks of one pool.
+   The pool is the configured number of slots, cut into chunks of C slots
+   (C: a 64th of the capacity rounded down to a power of two, 1 to 256; the
+   capacity is rounded down to a multiple of C). A thread writes its
+   events into the one chunk it owns, alone: a push is a time stamp and a
+   few plain stores (the slot's sequence number odd, the fields, the
+   sequence number even; release stores, which are plain moves on x86), no
+   lock, no atomic read-modify-write, no cache line that another thread
+   writes. When its chunk is full the thread puts it at the tail of the
+   pool's queue of finished chunks and takes a fresh one or, none being
+   left, the chunk at the head of the queue (the oldest finished one, of
+   any thread), whose events are dropped and counted (per thread); that
+   takes the pool's spin lock once every C events. When a thread exits, its
+   chunk joins the queue: its events stay readable until that chunk is the
+   oldest. So the pool holds the newest events of the process whatever
+   thread made them, dropping the oldest a chunk at a time, less the
+   unwritten part of each recording thread's chunk. A thread that finds
+   every chunk owned by a live thread (more threads recording at once than
+   chunks: 256 at the default 65536 events) drops its events, counted.
+   Thousands of short-lived threads: each exited one leaves a chunk holding
+   what it recorded, so the pool then holds the events of the last
+   (capacity / C) threads to finish a chunk or exit.
+
+   Readers copy a slot between two reads of its sequence number and keep it
+   only if both are the same even number of the chunk's generation (a
+   chunk taken again starts a new generation, so a copy never mixes two
+   lives of a slot, nor shows a dropped event); the fields are stored with
+   release and loaded with acquire, so a reader that sees a field of a
+   newer event sees that event's odd sequence number in its second read,
+   and this is exact under ThreadSanitizer too. The writer sorts the copies
+   by time (ties by chunk and slot): the threads' chunks merged.
+
+   A new pool (memobs_timeline_enable) gets a new epoch; memobs__tl_on
+   holds the epoch (0: off). A thread whose chunk is of an older epoch
+   takes a chunk of the new pool at its next push. The old pool is freed
+   once no push can be inside it: a push sets its shard's tl_busy, then
+   loads the epoch; enable publishes the new epoch, runs membarrier() (a
+   full barrier on every thread of the process: a push either loads the
+   new epoch or has its tl_busy seen), then waits for each shard's tl_busy
+   to be 0. Where membarrier() is missing, the old pool is kept (said
+   once). The state is a struct of its own rather than a part of memobs__g:
+   the timeline is optional and its state is only ever touched here. */
 #define MEMOBS__TL_DEFAULT 65536
 #define MEMOBS__TL_MAX ((uint64_t)1 << 26)
+#define MEMOBS__TL_CHUNK 256    /* events per chunk, at most */
 #define MEMOBS__TL_LANES 16     /* tracks per direction for overlapping device-timed copies */
-#define MEMOBS__TL_THREADS 256  /* phase tracks; later threads share the last one */
+#define MEMOBS__TL_THREADS 256  /* phase tracks and drop counts; later threads share the last one */
 #define MEMOBS__TL_HOST_NS 1000 /* width of a host-side record's slice, at most */
 #define MEMOBS__TL_TEXT 2048    /* trace text per allocation event */
+#define MEMOBS__TL_TICKS (1u << 12) /* meta: ts is in ticks, not ns */
 
 enum {
     MEMOBS__TL_XFER = 1,
@@ -3405,13 +3747,16 @@ enum {
     MEMOBS__TL_MARK
 };
 
-/* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), device + 1
-   (16-31), trace id or region id (32-63). a, b, c by type:
-     XFER   bytes                  TIMED  bytes, device ns
+/* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), ts in
+   ticks (12), device + 1 (16-31), trace id or region id (32-63). a, b, c
+   by type:
+     XFER   bytes                  TIMED  bytes, device ns (ts: the report)
      ALLOC  ptr, bytes, live bytes of the kind after it (FREE the same)
      PHASE  timeline thread number SAMPLE value, -, series (a static string)
      REGION duration, timeline thread number, depth (ts: its begin)
-     MARK   -, timeline thread number */
+     MARK   -, timeline thread number
+   seq: the chunk's generation (bits 32-63), then 2i+1 while slot i is
+   written and 2i+2 once it is (0: never written). */
 typedef struct {
     uint64_t seq;
     uint64_t ts, a, b, c, meta;
@@ -3421,52 +3766,152 @@ typedef struct {
     uint64_t ts, a, b, c, meta, ticket;
 } memobs__tl_ev_t;
 
+enum { MEMOBS__TLC_FRESH, MEMOBS__TLC_OWNED, MEMOBS__TLC_DONE };
+
+/* A chunk's header, a cache line of its own: the owner writes n. */
+typedef struct {
+    memobs__u32_t gen;     /* bumped each time the chunk is taken */
+    memobs__u32_t n;       /* events written in this generation */
+    memobs__u32_t thread;  /* the owner's timeline thread number */
+    uint32_t state;        /* MEMOBS__TLC_*, under the pool lock */
+    memobs__u64_t order;   /* takes of the pool before this one: ties in time sort by it */
+    uint32_t cap;          /* slots */
+    void *owner;           /* the owner's shard (fork) */
+    memobs__tl_slot_t *slot;
+} __attribute__((aligned(64))) memobs__tl_chunk_t;
+
+typedef struct {
+    memobs__tl_chunk_t *chunk;
+    uint32_t nchunks, csize; /* chunks, slots per chunk */
+    uint32_t fresh;          /* chunks from here on were never taken */
+    uint32_t *fifo;          /* finished chunks, oldest at fifo_head */
+    uint64_t fifo_head, fifo_tail, takes;
+    uint64_t dropped;        /* events of chunks taken again, pushes that found no chunk */
+    uint64_t tdrop[MEMOBS__TL_THREADS]; /* the same by thread (the last: later threads) */
+    void *raw;               /* the MEMOBS_MALLOC block holding all of it */
+} memobs__tl_pool_t;
+
 memobs__flag_t memobs__tl_on __attribute__((aligned(64))) = {0, {0}};
-static __thread uint32_t memobs__tl_thread; /* 0 until the thread's first phase event */
+static __thread uint32_t memobs__tl_thread; /* 0 until the thread's first event */
 
 static struct {
-    pthread_mutex_t lock; /* enable, stats, writers */
-    memobs__tl_slot_t *ring; /* NULL: off */
-    void *raw;               /* the ring's MEMOBS_MALLOC block */
-    memobs__u64_t cap;
-    memobs__u64_t head __attribute__((aligned(64))); /* tickets taken */
-    memobs__u64_t users;                             /* pushes in flight */
-    memobs__u64_t dropped;
-    memobs__u32_t threads; /* timeline thread numbers given out */
-    char path[512];        /* MEMOBS_TRACE, "" = none */
+    pthread_mutex_t lock;    /* enable, stats, writers */
+    memobs__u32_t pool_lock; /* spin lock: the pool's chunks, queue, drop counts, and `pool` */
+    memobs__tl_pool_t *pool; /* NULL: off */
+    uint32_t epoch;          /* the pool's epoch (pool_lock) */
+    uint32_t epochs;         /* epochs given out (lock) */
+    int mb;                  /* membarrier: 0 not tried yet, 1 registered, -1 none */
+    memobs__u32_t threads;   /* timeline thread numbers given out */
+    char path[512];          /* MEMOBS_TRACE, "" = none */
 } memobs__tl;
 
+/* The calling thread's number on the timeline (1, 2, ... in order of its
+   first event). */
+static uint32_t memobs__tl_thread_no(void) {
+    if (!memobs__tl_thread) memobs__tl_thread = MEMOBS__ADD(&memobs__tl.threads.v, 1u) + 1u;
+    return memobs__tl_thread;
+}
+
+static unsigned memobs__tl_tslot(uint32_t thread) {
+    return thread == 0 ? 0u : thread > MEMOBS__TL_THREADS ? MEMOBS__TL_THREADS - 1u : thread - 1u;
+}
+
+/* Pool lock held: the chunk joins the queue of finished chunks. */
+static void memobs__tl_finish(memobs__tl_pool_t *p, memobs__tl_chunk_t *k) {
+    k->state = MEMOBS__TLC_DONE;
+    p->fifo[p->fifo_tail++ % p->nchunks] = (uint32_t)(k - p->chunk);
+}
+
+/* The push's slow path: the calling thread's chunk is full, or of an
+   older pool, or it has none. Finishes the old one, takes another (a
+   fresh one, else the oldest finished one, dropping its events); NULL
+   when the pool changed since the push read epoch ep (the event belongs
+   to the old pool: not counted) or no chunk is free (counted). */
+static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
+    memobs__tl_pool_t *p;
+    memobs__tl_chunk_t *k = NULL;
+    uint32_t t = memobs__tl_thread_no(), n;
+    memobs__spin_lock(&memobs__tl.pool_lock);
+    p = memobs__tl.pool;
+    if (!p || memobs__tl.epoch != ep) {
+        memobs__spin_unlock(&memobs__tl.pool_lock);
+        return NULL;
+    }
+    if (s->tl_epoch == ep && s->tl_chunk) memobs__tl_finish(p, (memobs__tl_chunk_t *)s->tl_chunk);
+    if (p->fresh < p->nchunks) {
+        k = &p->chunk[p->fresh++];
+    } else if (p->fifo_head != p->fifo_tail) {
+        k = &p->chunk[p->fifo[p->fifo_head++ % p->nchunks]];
+        n = MEMOBS__LOAD(&k->n.v);
+        p->dropped += n;
+        p->tdrop[memobs__tl_tslot(MEMOBS__LOAD(&k->thread.v))] += n;
+    }
+    if (k) {
+        k->state = MEMOBS__TLC_OWNED;
+        k->owner = s;
+        MEMOBS__STORE(&k->thread.v, t);
+        MEMOBS__STORE(&k->n.v, 0u);
+        MEMOBS__STORE(&k->order.v, p->takes++);
+        n = MEMOBS__LOAD(&k->gen.v) + 1u;
+        __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
+    } else {
+        p->dropped++;
+        p->tdrop[memobs__tl_tslot(t)]++;
+    }
+    s->tl_chunk = k;
+    s->tl_epoch = ep;
+    s->tl_i = 0;
+    memobs__spin_unlock(&memobs__tl.pool_lock);
+    return k;
+}
+
 static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uint64_t meta) {
-    memobs__tl_slot_t *r, *s;
-    uint64_t t, want, cur;
-    __atomic_fetch_add(&memobs__tl.users.v, 1u, __ATOMIC_SEQ_CST);
-    r = __atomic_load_n(&memobs__tl.ring, __ATOMIC_SEQ_CST);
-    if (r) {
-        t = MEMOBS__ADD(&memobs__tl.head.v, 1u);
-        s = &r[t % MEMOBS__LOAD(&memobs__tl.cap.v)];
-        want = 2 * t + 1;
-        cur = MEMOBS__LOAD(&s->seq);
-        for (;;) {
-            if ((cur & 1u) || cur > want) {
-                MEMOBS__ADD(&memobs__tl.dropped.v, 1u); /* our own event */
-                cur = 1;
-                break;
-            }
-            if (__atomic_compare_exchange_n(&s->seq, &cur, want, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) break;
+    memobs__shard_t *s = memobs__tls.shard;
+    memobs__tl_chunk_t *k;
+    memobs__tl_slot_t *sl;
+    uint64_t seq;
+    uint32_t ep, i;
+    if (MEMOBS__UNLIKELY(!s) && (s = memobs__shard_acquire()) == NULL) return;
+    if (MEMOBS__UNLIKELY(s->shared)) return; /* the fallback shard (no memory for one): no chunk either */
+    MEMOBS__STORE(&s->tl_busy.v, 1u);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the compiler keeps the store first; membarrier() does the rest */
+    ep = __atomic_load_n(&memobs__tl_on.v, __ATOMIC_ACQUIRE);
+    if (ep) {
+        k = (memobs__tl_chunk_t *)s->tl_chunk;
+        i = s->tl_i;
+        if (MEMOBS__UNLIKELY(s->tl_epoch != ep || !k || i >= k->cap)) {
+            k = memobs__tl_take(s, ep);
+            i = 0;
         }
-        if (!(cur & 1u)) {
-            if (cur) MEMOBS__ADD(&memobs__tl.dropped.v, 1u); /* the one overwritten */
+        if (k) {
+            sl = &k->slot[i];
+            seq = (uint64_t)MEMOBS__LOAD(&k->gen.v) << 32 | (uint64_t)(2u * i);
+            MEMOBS__STORE(&sl->seq, seq + 1u);
             /* release stores (plain moves on x86): a reader that sees one of
-               them sees the claim before it (no fences: TSan has none) */
-            __atomic_store_n(&s->ts, ts, __ATOMIC_RELEASE);
-            __atomic_store_n(&s->a, a, __ATOMIC_RELEASE);
-            __atomic_store_n(&s->b, b, __ATOMIC_RELEASE);
-            __atomic_store_n(&s->c, c, __ATOMIC_RELEASE);
-            __atomic_store_n(&s->meta, meta, __ATOMIC_RELEASE);
-            __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
+               them sees the odd sequence number before it (no fences: TSan
+               has none) */
+            __atomic_store_n(&sl->ts, ts, __ATOMIC_RELEASE);
+            __atomic_store_n(&sl->a, a, __ATOMIC_RELEASE);
+            __atomic_store_n(&sl->b, b, __ATOMIC_RELEASE);
+            __atomic_store_n(&sl->c, c, __ATOMIC_RELEASE);
+            __atomic_store_n(&sl->meta, meta, __ATOMIC_RELEASE);
+            __atomic_store_n(&sl->seq, seq + 2u, __ATOMIC_RELEASE);
+            s->tl_i = i + 1u;
+            MEMOBS__STORE(&k->n.v, i + 1u);
         }
     }
-    __atomic_fetch_sub(&memobs__tl.users.v, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->tl_busy.v, 0u, __ATOMIC_RELEASE);
+}
+
+/* Thread exit (memobs__shard_release): the thread's chunk joins the queue. */
+static void memobs__tl_release(memobs__shard_t *s) {
+    memobs__spin_lock(&memobs__tl.pool_lock);
+    if (s->tl_chunk && memobs__tl.pool && s->tl_epoch == memobs__tl.epoch)
+        memobs__tl_finish(memobs__tl.pool, (memobs__tl_chunk_t *)s->tl_chunk);
+    s->tl_chunk = NULL;
+    s->tl_epoch = 0;
+    s->tl_i = 0;
+    memobs__spin_unlock(&memobs__tl.pool_lock);
 }
 
 static uint64_t memobs__tl_meta(unsigned type, unsigned sub, unsigned phase, int device, uint32_t trace) {
@@ -3475,23 +3920,17 @@ static uint64_t memobs__tl_meta(unsigned type, unsigned sub, unsigned phase, int
 }
 
 void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes) {
-    memobs__tl_push(memobs_now_ns(), bytes, 0, 0, memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0));
+    memobs__tl_push(memobs__ticks(), bytes, 0, 0, memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0) | MEMOBS__TL_TICKS);
 }
 
+/* ts: when it was reported; the writer puts the slice ns before it. */
 static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns) {
-    uint64_t now = memobs_now_ns();
-    memobs__tl_push(now > ns ? now - ns : 0, bytes, ns, 0, memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0));
-}
-
-/* The calling thread's number on the timeline (1, 2, ... in order of its
-   first phase, region or marker event). */
-static uint32_t memobs__tl_thread_no(void) {
-    if (!memobs__tl_thread) memobs__tl_thread = MEMOBS__ADD(&memobs__tl.threads.v, 1u) + 1u;
-    return memobs__tl_thread;
+    memobs__tl_push(memobs__ticks(), bytes, ns, 0, memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0) | MEMOBS__TL_TICKS);
 }
 
 static void memobs__tl_phase(unsigned phase) {
-    memobs__tl_push(memobs_now_ns(), memobs__tl_thread_no(), 0, 0, memobs__tl_meta(MEMOBS__TL_PHASE, 0, phase, -1, 0));
+    memobs__tl_push(memobs__ticks(), memobs__tl_thread_no(), 0, 0,
+                    memobs__tl_meta(MEMOBS__TL_PHASE, 0, phase, -1, 0) | MEMOBS__TL_TICKS);
 }
 
 static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t depth) {
@@ -3507,8 +3946,9 @@ static void memobs__tl_mark(uint64_t ts, int32_t id) {
 static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
                              unsigned phase, int freed) {
     uint64_t live = MEMOBS__LOAD(&memobs__g.trk.acct.cur[kind].v);
-    memobs__tl_push(memobs_now_ns(), addr, bytes, live,
-                    memobs__tl_meta(freed ? MEMOBS__TL_FREE : MEMOBS__TL_ALLOC, kind, phase, device, trace));
+    memobs__tl_push(memobs__ticks(), addr, bytes, live,
+                    memobs__tl_meta(freed ? MEMOBS__TL_FREE : MEMOBS__TL_ALLOC, kind, phase, device, trace) |
+                        MEMOBS__TL_TICKS);
 }
 
 /* A sample of a series (a string with static lifetime, e.g. "rss_bytes")
@@ -3518,40 +3958,94 @@ static void memobs__tl_sample(uint64_t time_ns, const char *series, uint64_t val
     memobs__tl_push(time_ns, value, 0, (uint64_t)(uintptr_t)series, memobs__tl_meta(MEMOBS__TL_SAMPLE, 0, 0, -1, 0));
 }
 
-/* Caller holds memobs__tl.lock (or is the start-up). Replaces the ring by a
-   new one of cap events (0: none). */
-static int memobs__tl_make(uint64_t cap) {
-    void *raw = NULL, *old;
+#if defined(__linux__)
+#include <sys/syscall.h>
+/* Strict -std=c99 hides syscall(); the libc symbol is there regardless. */
+extern long memobs__syscall(long nr, ...) __asm__("syscall");
+#endif
+
+/* A full memory barrier on every thread of the process; 0 if there is no
+   way to make one. */
+static int memobs__tl_barrier(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+    /* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (16) once, then
+       MEMBARRIER_CMD_PRIVATE_EXPEDITED (8); else MEMBARRIER_CMD_GLOBAL (1) */
+    if (!memobs__tl.mb) memobs__tl.mb = memobs__syscall(SYS_membarrier, 16, 0, 0) == 0 ? 1 : -1;
+    if (memobs__tl.mb == 1 && memobs__syscall(SYS_membarrier, 8, 0, 0) == 0) return 1;
+    return memobs__syscall(SYS_membarrier, 1, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* A pool of about cap events (see above), or NULL. */
+static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
+    memobs__tl_pool_t *p;
+    uint32_t csize = 1, nchunks, i, busy = memobs__tls.busy;
+    size_t size;
+    char *raw;
+    while (csize * 2u <= MEMOBS__TL_CHUNK && (uint64_t)csize * 2u * 64u <= cap) csize *= 2u;
+    nchunks = (uint32_t)(cap / csize);
+    /* the pool's header, the chunks' headers, the slots, the queue */
+    size = 64 + sizeof *p + 64 + (size_t)nchunks * sizeof(memobs__tl_chunk_t) +
+           (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * sizeof(uint32_t);
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+    raw = (char *)MEMOBS_MALLOC(size);
+    memobs__tls.busy = busy;
+    if (!raw) {
+        memobs__log(MEMOBS_LOG_ERROR, "cannot allocate the timeline's %llu events (%llu bytes); unchanged",
+                    (unsigned long long)cap, (unsigned long long)size);
+        return NULL;
+    }
+    memset(raw, 0, size);
+    p = (memobs__tl_pool_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    p->raw = raw;
+    p->chunk = (memobs__tl_chunk_t *)(((uintptr_t)(p + 1) + 63) & ~(uintptr_t)63);
+    p->nchunks = nchunks;
+    p->csize = csize;
+    for (i = 0; i < nchunks; i++) {
+        p->chunk[i].cap = csize;
+        p->chunk[i].slot = (memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)i * csize;
+    }
+    p->fifo = (uint32_t *)((memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)nchunks * csize);
+    return p;
+}
+
+static void memobs__tl_pool_free(memobs__tl_pool_t *p) {
     uint32_t busy = memobs__tls.busy;
+    memobs__tls.busy = 1;
+    MEMOBS_FREE(p->raw);
+    memobs__tls.busy = busy;
+}
+
+/* Caller holds memobs__tl.lock (or is the start-up). Replaces the pool by
+   a new one of about cap events (0: none). */
+static int memobs__tl_make(uint64_t cap) {
+    memobs__tl_pool_t *np = NULL, *old;
+    memobs__shard_t *s;
+    uint32_t ep = 0;
     if (cap) {
-        memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
-        raw = MEMOBS_MALLOC((size_t)cap * sizeof(memobs__tl_slot_t) + 64);
-        memobs__tls.busy = busy;
-        if (!raw) {
-            memobs__log(MEMOBS_LOG_ERROR, "cannot allocate the timeline ring of %llu events (%llu bytes); unchanged",
-                        (unsigned long long)cap, (unsigned long long)(cap * sizeof(memobs__tl_slot_t)));
-            return MEMOBS_ERR_NOMEM;
-        }
-        memset(raw, 0, (size_t)cap * sizeof(memobs__tl_slot_t) + 64);
+        memobs__clk_init(); /* the tick source, before any push takes a tick */
+        if ((np = memobs__tl_pool_new(cap)) == NULL) return MEMOBS_ERR_NOMEM;
+        if (!++memobs__tl.epochs) ++memobs__tl.epochs;
+        ep = memobs__tl.epochs;
     }
-    MEMOBS__STORE(&memobs__tl_on.v, 0u);
-    __atomic_store_n(&memobs__tl.ring, (memobs__tl_slot_t *)NULL, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&memobs__tl.users.v, __ATOMIC_SEQ_CST) != 0) sched_yield();
-    old = memobs__tl.raw;
-    memobs__tl.raw = raw;
-    MEMOBS__STORE(&memobs__tl.cap.v, cap);
-    MEMOBS__STORE(&memobs__tl.head.v, 0u);
-    MEMOBS__STORE(&memobs__tl.dropped.v, 0u);
-    if (old) {
-        memobs__tls.busy = 1;
-        MEMOBS_FREE(old);
-        memobs__tls.busy = busy;
+    memobs__spin_lock(&memobs__tl.pool_lock);
+    old = memobs__tl.pool;
+    memobs__tl.pool = np;
+    memobs__tl.epoch = ep;
+    __atomic_store_n(&memobs__tl_on.v, ep, __ATOMIC_SEQ_CST);
+    memobs__spin_unlock(&memobs__tl.pool_lock);
+    if (!old) return MEMOBS_OK;
+    if (!memobs__tl_barrier()) {
+        memobs__warn_once(MEMOBS__W_TL_KEPT, "no membarrier() here: a replaced timeline pool is kept, not freed");
+        return MEMOBS_OK;
     }
-    if (raw) {
-        __atomic_store_n(&memobs__tl.ring, (memobs__tl_slot_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63),
-                         __ATOMIC_SEQ_CST);
-        MEMOBS__STORE(&memobs__tl_on.v, 1u);
-    }
+    pthread_mutex_lock(&memobs__g.lock);
+    for (s = memobs__g.shards; s; s = s->next)
+        while (__atomic_load_n(&s->tl_busy.v, __ATOMIC_ACQUIRE)) sched_yield();
+    pthread_mutex_unlock(&memobs__g.lock);
+    memobs__tl_pool_free(old);
     return MEMOBS_OK;
 }
 
@@ -3575,6 +4069,29 @@ int memobs_timeline_enable(size_t capacity) {
 #endif
 }
 
+/* Caller holds memobs__tl.lock. Totals, and per thread slot when kept /
+   dropped are not NULL (MEMOBS__TL_THREADS each). */
+static void memobs__tl_count(memobs_timeline_stats_t *out, uint64_t *kept, uint64_t *dropped) {
+    memobs__tl_pool_t *p;
+    uint32_t j;
+    memset(out, 0, sizeof *out);
+    memobs__spin_lock(&memobs__tl.pool_lock);
+    if ((p = memobs__tl.pool) != NULL) {
+        out->capacity = (uint64_t)p->nchunks * p->csize;
+        out->chunk = p->csize;
+        out->dropped = p->dropped;
+        for (j = 0; j < p->fresh; j++) {
+            uint64_t n = MEMOBS__LOAD(&p->chunk[j].n.v);
+            out->kept += n;
+            if (kept) kept[memobs__tl_tslot(MEMOBS__LOAD(&p->chunk[j].thread.v))] += n;
+            if (p->chunk[j].state == MEMOBS__TLC_OWNED) out->threads++;
+        }
+        if (dropped) memcpy(dropped, p->tdrop, sizeof p->tdrop);
+    }
+    memobs__spin_unlock(&memobs__tl.pool_lock);
+    out->recorded = out->kept + out->dropped;
+}
+
 void memobs_timeline_stats(memobs_timeline_stats_t *out) {
     if (!out) {
         memobs__warn_once(MEMOBS__W_NULL_ARG, "a NULL pointer was passed to memobs; ignored");
@@ -3582,29 +4099,62 @@ void memobs_timeline_stats(memobs_timeline_stats_t *out) {
     }
     memobs_init();
     pthread_mutex_lock(&memobs__tl.lock);
-    out->capacity = MEMOBS__LOAD(&memobs__tl.cap.v);
-    out->recorded = MEMOBS__LOAD(&memobs__tl.head.v);
-    out->dropped = MEMOBS__LOAD(&memobs__tl.dropped.v);
-    out->kept = out->recorded > out->dropped ? out->recorded - out->dropped : 0;
+    memobs__tl_count(out, NULL, NULL);
     pthread_mutex_unlock(&memobs__tl.lock);
 }
 
-/* Caller holds memobs__tl.lock. The complete slots of the ring, oldest
-   first; *n gets their count. NULL with *n = 0 for an empty ring; NULL with
-   *n = 1 when there is no memory for the copy. */
+size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t max) {
+    memobs_timeline_stats_t st;
+    uint64_t kept[MEMOBS__TL_THREADS], dropped[MEMOBS__TL_THREADS];
+    size_t n = 0;
+    unsigned t;
+    if (!out && max) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "a NULL pointer was passed to memobs; ignored");
+        return 0;
+    }
+    memobs_init();
+    memset(kept, 0, sizeof kept);
+    memset(dropped, 0, sizeof dropped);
+    pthread_mutex_lock(&memobs__tl.lock);
+    memobs__tl_count(&st, kept, dropped);
+    pthread_mutex_unlock(&memobs__tl.lock);
+    for (t = 0; t < MEMOBS__TL_THREADS; t++) {
+        if (!kept[t] && !dropped[t]) continue;
+        if (n < max) {
+            out[n].thread = t + 1u;
+            out[n].kept = kept[t];
+            out[n].dropped = dropped[t];
+            out[n].recorded = kept[t] + dropped[t];
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Caller holds memobs__tl.lock. The complete events of the pool in time
+   order, ts in ns; *n gets their count. NULL with *n = 0 for an empty
+   pool; NULL with *n = 1 when there is no memory for the copy. */
 static int memobs__tl_ev_cmp(const void *x, const void *y) {
     const memobs__tl_ev_t *a = (const memobs__tl_ev_t *)x, *b = (const memobs__tl_ev_t *)y;
     if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
     return a->ticket < b->ticket ? -1 : a->ticket > b->ticket;
 }
 static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
-    memobs__tl_slot_t *r = __atomic_load_n(&memobs__tl.ring, __ATOMIC_ACQUIRE);
-    uint64_t cap = MEMOBS__LOAD(&memobs__tl.cap.v), i;
-    uint32_t busy = memobs__tls.busy;
+    memobs__tl_pool_t *p;
+    uint64_t cap, i, ta, na;
+    uint32_t busy = memobs__tls.busy, j, nchunks;
+    double slope, back;
     memobs__tl_ev_t *ev;
     size_t k = 0;
     *n = 0;
-    if (!r || !cap) return NULL;
+    memobs__spin_lock(&memobs__tl.pool_lock);
+    p = memobs__tl.pool;
+    nchunks = p ? p->fresh : 0;
+    memobs__spin_unlock(&memobs__tl.pool_lock);
+    if (!p || !nchunks) return NULL; /* the pool stays: enable needs memobs__tl.lock */
+    cap = (uint64_t)nchunks * p->csize;
+    memobs__clk_sync();
+    memobs__clk_get(&ta, &na, &slope, &back);
     memobs__tls.busy = 1;
     ev = (memobs__tl_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev);
     memobs__tls.busy = busy;
@@ -3612,20 +4162,28 @@ static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
         *n = 1;
         return NULL;
     }
-    for (i = 0; i < cap; i++) {
-        memobs__tl_slot_t *s = &r[i];
-        uint64_t s1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE), s2;
-        memobs__tl_ev_t *e = &ev[k];
-        if (!s1 || (s1 & 1u)) continue;
-        e->ts = __atomic_load_n(&s->ts, __ATOMIC_ACQUIRE);
-        e->a = __atomic_load_n(&s->a, __ATOMIC_ACQUIRE);
-        e->b = __atomic_load_n(&s->b, __ATOMIC_ACQUIRE);
-        e->c = __atomic_load_n(&s->c, __ATOMIC_ACQUIRE);
-        e->meta = __atomic_load_n(&s->meta, __ATOMIC_ACQUIRE);
-        s2 = MEMOBS__LOAD(&s->seq);
-        if (s1 != s2) continue; /* rewritten while we copied */
-        e->ticket = s1 / 2 - 1;
-        k++;
+    for (j = 0; j < nchunks; j++) {
+        memobs__tl_chunk_t *c = &p->chunk[j];
+        uint64_t gen = __atomic_load_n(&c->gen.v, __ATOMIC_ACQUIRE), order = MEMOBS__LOAD(&c->order.v);
+        for (i = 0; i < c->cap; i++) {
+            memobs__tl_slot_t *s = &c->slot[i];
+            uint64_t s1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE), s2;
+            memobs__tl_ev_t *e = &ev[k];
+            if ((s1 >> 32) != gen || (s1 & 1u) || !(uint32_t)s1) continue; /* another life, being written, empty */
+            e->ts = __atomic_load_n(&s->ts, __ATOMIC_ACQUIRE);
+            e->a = __atomic_load_n(&s->a, __ATOMIC_ACQUIRE);
+            e->b = __atomic_load_n(&s->b, __ATOMIC_ACQUIRE);
+            e->c = __atomic_load_n(&s->c, __ATOMIC_ACQUIRE);
+            e->meta = __atomic_load_n(&s->meta, __ATOMIC_ACQUIRE);
+            s2 = MEMOBS__LOAD(&s->seq);
+            if (s1 != s2) continue; /* rewritten while we copied */
+            if (e->meta & MEMOBS__TL_TICKS) {
+                e->ts = MEMOBS__LOAD(&memobs__clk_tsc.v) ? memobs__clk_conv(e->ts, ta, na, slope, back) : e->ts;
+                if ((e->meta & 15u) == MEMOBS__TL_TIMED) e->ts = e->ts > e->b ? e->ts - e->b : 0;
+            }
+            e->ticket = order * p->csize + i;
+            k++;
+        }
     }
     qsort(ev, k, sizeof *ev, memobs__tl_ev_cmp);
     *n = k;
@@ -3883,8 +4441,10 @@ int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_ev_t *ev;
     memobs_identity_t id;
     memobs_timeline_stats_t st;
+    uint64_t tkept[MEMOBS__TL_THREADS], tdropped[MEMOBS__TL_THREADS];
     size_t n, i;
     uint32_t busy = memobs__tls.busy;
+    unsigned t, nt = 0;
     int rc = MEMOBS_OK;
     if (!f) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: NULL FILE");
@@ -3899,12 +4459,12 @@ int memobs_write_chrome_trace(FILE *f) {
     ev = memobs__tl_snapshot(&n);
     if (!ev && n) {
         pthread_mutex_unlock(&memobs__tl.lock);
-        memobs__log(MEMOBS_LOG_ERROR, "cannot allocate a copy of the timeline ring; no trace written");
+        memobs__log(MEMOBS_LOG_ERROR, "cannot allocate a copy of the timeline's events; no trace written");
         return MEMOBS_ERR_NOMEM;
     }
-    st.capacity = MEMOBS__LOAD(&memobs__tl.cap.v);
-    st.recorded = MEMOBS__LOAD(&memobs__tl.head.v);
-    st.dropped = MEMOBS__LOAD(&memobs__tl.dropped.v);
+    memset(tkept, 0, sizeof tkept);
+    memset(tdropped, 0, sizeof tdropped);
+    memobs__tl_count(&st, tkept, tdropped);
     memobs__tls.busy = 1; /* the cache and the symbolizer: not the engine's allocations */
     o.cache = (memobs__tl_text_t *)MEMOBS_MALLOC(64 * sizeof *o.cache);
     memobs__tls.busy = busy;
@@ -3917,11 +4477,21 @@ int memobs_write_chrome_trace(FILE *f) {
     fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs %s\",\"host\":", MEMOBS_VERSION);
     memobs__json_str(f, id.host);
     fprintf(f, ",\"rank\":%d,\"timeline\":\"%s\",\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,"
-            "\"in_trace\":%llu%s}}\n",
+            "\"in_trace\":%llu",
             (int)id.rank, st.capacity ? "on" : "off", (unsigned long long)st.capacity, (unsigned long long)st.recorded,
-            (unsigned long long)(st.recorded > st.dropped ? st.recorded - st.dropped : 0),
-            (unsigned long long)st.dropped, (unsigned long long)n,
-            st.capacity ? "" : ",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"");
+            (unsigned long long)st.kept, (unsigned long long)st.dropped, (unsigned long long)n);
+    if (st.capacity) {
+        fprintf(f, ",\"chunk\":%llu,\"clock\":\"%s\",\"ns_per_tick\":%.9g,\"threads\":[", (unsigned long long)st.chunk,
+                memobs_clock_source(), memobs_clock_ns_per_tick());
+        for (t = 0; t < MEMOBS__TL_THREADS; t++)
+            if (tkept[t] || tdropped[t])
+                fprintf(f, "%s{\"thread\":%u,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu}", nt++ ? "," : "",
+                        t + 1, (unsigned long long)(tkept[t] + tdropped[t]), (unsigned long long)tkept[t],
+                        (unsigned long long)tdropped[t]);
+        fputs("]}}\n", f);
+    } else {
+        fputs(",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"}}\n", f);
+    }
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)
         memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_chrome_trace: %s", MEMOBS__TL_OFF_NOTE);
@@ -3945,18 +4515,41 @@ int memobs_write_chrome_trace_file(const char *path) {
 /* memobs_write_chrome_trace_file() reports its own failures. */
 static void memobs__tl_at_exit(void) { (void)memobs_write_chrome_trace_file(memobs__tl.path); }
 
-/* fork(): the child gets the lock free and no push in flight (the threads
-   that were pushing do not exist there; a slot they held stays unread). */
-static void memobs__tl_prepare(void) { pthread_mutex_lock(&memobs__tl.lock); }
-static void memobs__tl_parent(void) { pthread_mutex_unlock(&memobs__tl.lock); }
-static void memobs__tl_child(void) {
-    MEMOBS__STORE(&memobs__tl.users.v, 0u);
+/* fork(): the child gets the locks free; the chunks of threads that do
+   not exist there join the queue (a slot one was writing stays unread),
+   their shards (recycled by memobs__atfork_child, which runs first) forget
+   them. */
+static void memobs__tl_prepare(void) {
+    pthread_mutex_lock(&memobs__tl.lock);
+    pthread_mutex_lock(&memobs__clk.lock);
+    memobs__spin_lock(&memobs__tl.pool_lock);
+}
+static void memobs__tl_parent(void) {
+    memobs__spin_unlock(&memobs__tl.pool_lock);
+    pthread_mutex_unlock(&memobs__clk.lock);
     pthread_mutex_unlock(&memobs__tl.lock);
+}
+static void memobs__tl_child(void) {
+    memobs__tl_pool_t *p = memobs__tl.pool;
+    memobs__shard_t *s;
+    uint32_t j;
+    for (j = 0; p && j < p->fresh; j++)
+        if (p->chunk[j].state == MEMOBS__TLC_OWNED && p->chunk[j].owner != (void *)memobs__tls.shard)
+            memobs__tl_finish(p, &p->chunk[j]);
+    for (s = memobs__g.shards; s; s = s->next) {
+        if (s == memobs__tls.shard) continue;
+        MEMOBS__STORE(&s->tl_busy.v, 0u);
+        s->tl_chunk = NULL;
+        s->tl_epoch = 0;
+        s->tl_i = 0;
+    }
+    memobs__tl_parent();
 }
 
 /* Runs inside memobs__init_once. */
 static void memobs__tl_env(void) {
     pthread_mutex_init(&memobs__tl.lock, NULL);
+    pthread_mutex_init(&memobs__clk.lock, NULL); /* the clock's: set up at its first use */
     pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
 #ifdef MEMOBS_DISABLE
     (void)memobs__tl_at_exit;

@@ -13,6 +13,9 @@
                     control characters, UTF-8 and a tag cut inside a character
      threads PATH   4 threads record and allocate while the main thread
                     writes traces; PATH is one written mid-run
+     order PATH     2 threads take turns: the merged trace is in turn order
+     fork PATH      fork() while a thread records; the child records and
+                    writes PATH
      off PATH       the timeline never switched on
      env            MEMOBS_TRACE / MEMOBS_TRACE_EVENTS set by the script: a few
                     records, then exit (the trace is written at exit)
@@ -28,6 +31,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef TEST_SUITE
@@ -128,7 +132,7 @@ static void test_counts(void) {
         CHECK_HAS(t, "\"name\":\"D2H bytes\",\"pid\"");
         CHECK_HAS(t, "\"args\":{\"value\":70}");
         CHECK_HAS(t, "\"dur\":1.000,\"cat\":\"device copy\",\"args\":{\"bytes\":4096,\"phase\":\"decode\",\"GB/s\":4.096}");
-        CHECK_HAS(t, "\"recorded\":11,\"kept\":11,\"dropped\":0,\"in_trace\":11}");
+        CHECK_HAS(t, "\"recorded\":11,\"kept\":11,\"dropped\":0,\"in_trace\":11,");
         free(t);
     }
     /* memobs_reset() leaves the ring alone */
@@ -170,9 +174,115 @@ static void test_overflow_exact(void) {
         /* cumulative bytes start at the oldest kept record */
         CHECK_HAS(t, "\"args\":{\"value\":996}");
         CHECK_HAS(t, "\"args\":{\"value\":4990}");
-        CHECK_HAS(t, "\"recorded\":1000,\"kept\":5,\"dropped\":995,\"in_trace\":5}");
+        CHECK_HAS(t, "\"recorded\":1000,\"kept\":5,\"dropped\":995,\"in_trace\":5,");
         free(t);
     }
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+}
+
+/* Drops per thread, and a thread's events outliving it: capacity 256 is 64
+   chunks of 4. Thread A records 1000 events and exits: it keeps the newest
+   256 (its chunks recycled oldest first), 744 dropped. Thread B then
+   records 10: it takes the 3 oldest of A's chunks, dropping 12 more of A's. */
+static void *drops_thread(void *p) {
+    unsigned n = (unsigned)(uintptr_t)p, i;
+    for (i = 0; i < n; i++) MEMOBS_RECORD_H2D(1, 1);
+    return NULL;
+}
+
+static void run_thread(void *(*fn)(void *), void *arg) {
+    pthread_t th;
+    CHECK_U64(0, (uint64_t)pthread_create(&th, NULL, fn, arg));
+    pthread_join(th, NULL);
+}
+
+static void test_thread_drops(void) {
+    memobs_timeline_stats_t st;
+    memobs_timeline_thread_t rows[8];
+    size_t n;
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(256));
+    st = stats();
+    CHECK_U64(256, st.capacity);
+    CHECK_U64(4, st.chunk);
+    run_thread(drops_thread, (void *)(uintptr_t)1000);
+    st = stats();
+    CHECK_U64(1000, st.recorded);
+    CHECK_U64(256, st.kept); /* A exited; its events stay */
+    CHECK_U64(744, st.dropped);
+    CHECK_U64(0, st.threads); /* no live thread owns a chunk */
+    run_thread(drops_thread, (void *)(uintptr_t)10);
+    st = stats();
+    CHECK_U64(1010, st.recorded);
+    CHECK_U64(254, st.kept);
+    CHECK_U64(756, st.dropped);
+    n = memobs_timeline_threads(rows, 8);
+    CHECK_U64(2, n);
+    if (n == 2) {
+        CHECK_U64(1, rows[1].thread > rows[0].thread); /* A first: numbers go in order of first event */
+        CHECK_U64(1000, rows[0].recorded);
+        CHECK_U64(244, rows[0].kept);
+        CHECK_U64(756, rows[0].dropped);
+        CHECK_U64(10, rows[1].recorded);
+        CHECK_U64(10, rows[1].kept);
+        CHECK_U64(0, rows[1].dropped);
+    }
+    CHECK_U64(2, memobs_timeline_threads(NULL, 0)); /* counting only */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+}
+
+/* Thousands of short-lived threads, 3 events each: each exited thread
+   leaves a chunk holding its 3 events, so 1024 events (64 chunks of 16)
+   keep the last 64 threads' events; memory stays the capacity. */
+#define MANY_THREADS 2000
+static void test_many_threads(void) {
+    memobs_timeline_stats_t st;
+    memobs_timeline_thread_t rows[300];
+    size_t n, i;
+    uint64_t rec = 0;
+    unsigned k;
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(1024));
+    for (k = 0; k < MANY_THREADS; k++) run_thread(drops_thread, (void *)(uintptr_t)3);
+    st = stats();
+    CHECK_U64(1024, st.capacity);
+    CHECK_U64(3 * MANY_THREADS, st.recorded);
+    CHECK_U64(64 * 3, st.kept);
+    CHECK_U64(3 * MANY_THREADS - 64 * 3, st.dropped);
+    n = memobs_timeline_threads(rows, 300);
+    CHECK_U64(1, n <= 256); /* threads from 256 on share the last row */
+    for (i = 0; i < n && i < 300; i++) rec += rows[i].recorded;
+    CHECK_U64(3 * MANY_THREADS, rec);
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+}
+
+/* memobs_timeline_enable while 4 threads record: the old pool is freed
+   only once no push is inside it (ASan would see a use after free). */
+static int swap_stop;
+static void *swap_thread(void *p) {
+    unsigned k = (unsigned)(uintptr_t)p;
+    while (!__atomic_load_n(&swap_stop, __ATOMIC_ACQUIRE)) {
+        memobs_record((memobs_dir_t)(k % 3), MEMOBS_PHASE_DECODE, k);
+        memobs_set_phase(k & 1 ? MEMOBS_PHASE_DECODE : MEMOBS_PHASE_PREFILL);
+    }
+    return NULL;
+}
+
+static void test_enable_while_recording(void) {
+    static const size_t caps[] = {64, 0, 1000, 4096, 5, 0, 65536};
+    pthread_t th[4];
+    memobs_timeline_stats_t st;
+    unsigned k;
+    __atomic_store_n(&swap_stop, 0, __ATOMIC_RELEASE);
+    for (k = 0; k < 4; k++) CHECK_U64(0, (uint64_t)pthread_create(&th[k], NULL, swap_thread, (void *)(uintptr_t)k));
+    for (k = 0; k < 140; k++) {
+        CHECK_U64(MEMOBS_OK, memobs_timeline_enable(caps[k % 7]));
+        if (k % 10 == 0) sched_yield();
+    }
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(1000));
+    while (stats().recorded < 100) sched_yield(); /* the threads moved to the last pool */
+    __atomic_store_n(&swap_stop, 1, __ATOMIC_RELEASE);
+    for (k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    st = stats();
+    CHECK_U64(1, st.recorded >= 100 && st.kept + st.dropped == st.recorded && st.kept <= 1000);
     CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
 }
 
@@ -323,7 +433,7 @@ static int scenario_threads(const char *path) {
     memobs_timeline_stats_t st;
     unsigned k, writes = 0;
     int bad = 0;
-    char *t;
+    char *t, want[64];
     if (memobs_timeline_enable(TH_CAP) != MEMOBS_OK) return 1;
     for (k = 0; k < TH_N; k++) pthread_create(&th[k], NULL, th_record, (void *)(uintptr_t)k);
     __atomic_store_n(&th_go, 1, __ATOMIC_RELEASE);
@@ -339,19 +449,79 @@ static int scenario_threads(const char *path) {
     for (k = 0; k < TH_N; k++) pthread_join(th[k], NULL);
     st = stats();
     /* records + (alloc + free) every 16th + a phase every 1000th, per thread */
+    /* each thread's last chunk joined the queue part-filled when it exited */
     if (st.recorded != TH_N * (TH_ITERS + 2 * (TH_ITERS / 16) + TH_ITERS / 1000) ||
-        st.kept + st.dropped != st.recorded || st.kept != TH_CAP) {
+        st.kept + st.dropped != st.recorded || st.kept > TH_CAP || st.kept + TH_N * (st.chunk - 1) < TH_CAP ||
+        st.chunk != TH_CAP / 64) {
         printf("    # threads: recorded %llu kept %llu dropped %llu\n", (unsigned long long)st.recorded,
                (unsigned long long)st.kept, (unsigned long long)st.dropped);
         bad = 1;
     }
     t = trace_text();
-    if (!t || !strstr(t, "\"in_trace\":4096}")) {
-        printf("    # threads: the final trace does not hold 4096 events\n");
+    snprintf(want, sizeof want, "\"in_trace\":%llu,", (unsigned long long)st.kept);
+    if (!t || !strstr(t, want)) {
+        printf("    # threads: the final trace does not hold the %llu events kept\n", (unsigned long long)st.kept);
         bad = 1;
     }
     free(t);
     return bad;
+}
+
+/* Two threads take turns (a baton): record k goes to the thread whose turn
+   it is, bytes k, so the trace's time order must give 1, 2, 3, ... though
+   the records sit in two threads' chunks. */
+#define ORDER_N 3000
+static int order_turn;
+static void *order_thread(void *p) {
+    int me = (int)(uintptr_t)p, k;
+    for (k = 1; k <= ORDER_N; k++) {
+        if ((k & 1) != me) continue;
+        while (__atomic_load_n(&order_turn, __ATOMIC_ACQUIRE) != k) sched_yield();
+        memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, (uint64_t)k);
+        __atomic_store_n(&order_turn, k + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int scenario_order(const char *path) {
+    pthread_t th[2];
+    int k;
+    if (memobs_timeline_enable(65536) != MEMOBS_OK) return 1;
+    __atomic_store_n(&order_turn, 1, __ATOMIC_RELEASE);
+    for (k = 0; k < 2; k++) pthread_create(&th[k], NULL, order_thread, (void *)(uintptr_t)k);
+    for (k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+}
+
+/* fork() while a thread records: the child records and writes a trace of
+   its own (the parent thread's chunk is readable there, the child's
+   events are in it), the parent goes on. */
+static int fork_stop;
+static void *fork_thread(void *p) {
+    (void)p;
+    while (!__atomic_load_n(&fork_stop, __ATOMIC_ACQUIRE)) MEMOBS_RECORD_D2D(7, 0);
+    return NULL;
+}
+
+static int scenario_fork(const char *path) {
+    pthread_t th;
+    pid_t pid;
+    int st = 1, i;
+    memobs_timeline_stats_t a;
+    if (memobs_timeline_enable(4096) != MEMOBS_OK) return 1;
+    pthread_create(&th, NULL, fork_thread, NULL);
+    while (stats().recorded < 1000) sched_yield();
+    pid = fork();
+    if (pid == 0) {
+        for (i = 1; i <= 10; i++) memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 1000u + (uint64_t)i);
+        a = stats();
+        _exit(memobs_write_chrome_trace_file(path) != MEMOBS_OK || a.kept < 10 || a.threads != 1 ? 3 : 0);
+    }
+    if (pid > 0) waitpid(pid, &st, 0);
+    for (i = 0; i < 100; i++) MEMOBS_RECORD_H2D(1, 0); /* the parent goes on */
+    __atomic_store_n(&fork_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    return pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
 static int scenario_env(void) {
@@ -374,6 +544,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "overflow")) return scenario_overflow(path);
     if (!strcmp(mode, "escape")) return scenario_escape(path);
     if (!strcmp(mode, "threads")) return scenario_threads(path);
+    if (!strcmp(mode, "order")) return scenario_order(path);
+    if (!strcmp(mode, "fork")) return scenario_fork(path);
     if (!strcmp(mode, "off")) {
         MEMOBS_RECORD_H2D(5, 1);
         memobs_set_phase(MEMOBS_PHASE_PREFILL);
@@ -383,6 +555,9 @@ int main(int argc, char **argv) {
     RUN(test_off_by_default);
     RUN(test_counts);
     RUN(test_overflow_exact);
+    RUN(test_thread_drops);
+    RUN(test_many_threads);
+    RUN(test_enable_while_recording);
     RUN(test_bad_input);
     RUN(test_unwritable);
     return CHECK_DONE();

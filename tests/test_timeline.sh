@@ -28,7 +28,7 @@ run_variant() { # name suite compiler flags...
     "$bin" || rc=1
 
     # scenarios: the program writes a trace, the checker parses it
-    for sc in known overflow escape threads off; do
+    for sc in known overflow escape threads order fork off; do
         rm -f "$out.$sc.json"
         if ! "$bin" "$sc" "$out.$sc.json" >"$out.$sc.out" 2>"$out.$sc.err"; then
             bad "$sc: the program failed" "$(cat "$out.$sc.out" "$out.$sc.err" | head -n 10)"

@@ -192,7 +192,33 @@ elif SCENARIO == "threads":
     n = len([e for e in ev if e["ph"] in ("X", "i")])
     report("a trace written while 4 threads record: in_trace <= capacity, kept + dropped = recorded",
            other.get("in_trace", 1 << 30) <= 4096 and other.get("capacity") == 4096 and
-           other.get("recorded", 0) >= other.get("in_trace", 0), other, n)
+           other.get("recorded", 0) >= other.get("in_trace", 0) and
+           other.get("kept", -1) + other.get("dropped", -1) == other.get("recorded"), other, n)
+    th = other.get("threads", [])
+    report("otherData.threads: a row per thread that recorded (at most 4), adding up to the totals",
+           1 <= len(th) <= 4 and all(t["recorded"] == t["kept"] + t["dropped"] for t in th) and
+           sum(t["kept"] for t in th) == other.get("kept") and sum(t["dropped"] for t in th) == other.get("dropped"),
+           th, other)
+
+elif SCENARIO == "order":
+    h2d = sorted((e for e in X if e["tid"] in tid_of("H2D copies")), key=lambda e: (ns(e["ts"]), e["args"]["bytes"]))
+    got = [e["args"]["bytes"] for e in h2d]
+    report("2 threads taking turns: merged by time, the records read 1, 2, ..., 3000", got == list(range(1, 3001)),
+           got[:20])
+    report("2 threads taking turns: strictly increasing times", all(ns(a["ts"]) < ns(b["ts"]) for a, b in zip(h2d, h2d[1:])),
+           [(e["ts"], e["args"]["bytes"]) for a, b in zip(h2d, h2d[1:]) if ns(a["ts"]) >= ns(b["ts"]) for e in (a, b)][:6])
+    th = other.get("threads", [])
+    report("otherData: 2 threads of 1500 records each, none dropped",
+           sorted((t["recorded"], t["kept"], t["dropped"]) for t in th) == [(1500, 1500, 0)] * 2 and
+           other.get("clock") in ("tsc", "clock_gettime") and other.get("ns_per_tick", 0) > 0, th, other)
+
+elif SCENARIO == "fork":
+    mine = [e["args"]["bytes"] for e in X if e["tid"] in tid_of("H2D copies")]
+    theirs = [e for e in X if e["tid"] in tid_of("D2D copies")]
+    report("fork: the child's trace holds its 10 records and the parent thread's",
+           sorted(mine) == list(range(1001, 1011)) and len(theirs) > 0 and
+           other.get("kept", 0) >= 10 + len(theirs) - 0 and other.get("in_trace") == len(mine) + len(theirs),
+           mine, len(theirs), other)
 
 elif SCENARIO == "off":
     report("timeline off: no events, nothing recorded",
