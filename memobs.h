@@ -56,8 +56,10 @@
        samples RSS, anonymous memory, the malloc heap, tracked and device
        memory into a bounded ring; a leak detector fits their slopes and
        says in the summary when memory mapped outside malloc grows.
-     Timeline (off by default; MEMOBS_TRACE): a bounded ring of transfer,
-       allocation, phase and sample events, written as a Chrome trace.
+     Timeline (off by default; MEMOBS_TRACE): a bounded record of transfer,
+       allocation, phase, region and sample events, each thread writing its
+       own chunk with a TSC time stamp (about 11 ns a record here), merged
+       by time into a Chrome trace.
 
    EXPORTS
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
@@ -153,6 +155,10 @@
      MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
                               suffixes K, M; 0 = off). Set alone, it turns
                               the timeline on without writing it at exit.
+     MEMOBS_CLOCK=auto|tsc|monotonic
+                              the timeline's clock (memobs_ticks): the TSC
+                              where the kernel vouches for it (auto), the
+                              TSC wherever there is one, or clock_gettime.
      MEMOBS_SAMPLE_MS=N       sample host (and device) memory every N ms on a
                               background thread (default off).
      MEMOBS_SAMPLES=N         samples kept (default 4096; oldest dropped).

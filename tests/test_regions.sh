@@ -69,10 +69,14 @@ if not errs:
     if [(m["name"], m["s"], m["tid"] in main) for m in mk] != [("evict", "t", True)]: errs.append("markers %s" % mk)
     elif not ns(a["ts"]) <= ns(mk[0]["ts"]) <= ns(a["ts"]) + ns(a["dur"]): errs.append("the marker is not inside its region")
     if any(e["name"] == "still open" for e in ev): errs.append("a region still open is in the trace")
-    # the worker's: the newest of its 40200 events, in the ring of 4096 with the main thread's 5 (4 + its phase)
+    # the worker's: the newest of its 40200 events, in the timeline of 4096 (chunks of 64, dropped a chunk
+    # at a time; the two threads' last chunks part-filled) with the main thread's 5 (4 + its phase), kept
     w = [e for e in ev if e.get("cat") in ("region", "marker") and e["tid"] not in main]
     o = d["otherData"]
-    if not (len(w) == 4096 - 5 and o["recorded"] == 40200 + 5 and o["dropped"] == o["recorded"] - 4096):
+    rows = sorted((t["recorded"], t["kept"], t["dropped"]) for t in o.get("threads", []))
+    if not (len(w) == o["kept"] - 5 and o["recorded"] == 40200 + 5 and o["kept"] + o["dropped"] == o["recorded"] and
+            4096 - 2 * 63 <= o["kept"] <= 4096 and o["chunk"] == 64 and
+            rows == [(5, 5, 0), (40200, o["kept"] - 5, o["dropped"])]):
         errs.append("worker events %d, %s" % (len(w), o))
 for e in errs: print(e)
 sys.exit(1 if errs else 0)

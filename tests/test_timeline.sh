@@ -103,4 +103,63 @@ run_variant cxx17 timeline-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
 run_variant asan timeline-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
     -fno-sanitize-recover=undefined
 run_variant tsan timeline-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+
+# The clock (tests/test_clock.c): the in-process tests with each source,
+# then the choice of source from the kernel's files (fakes here).
+clock_variant() { # name suite compiler flags...
+    local name=$1 suite=$2 comp=$3 bin="$B/clock_$1" want got
+    shift 3
+    ok() { echo "ok - $suite: $1"; }
+    bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
+    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/test_clock.c -pthread >"$bin.log" 2>&1; then
+        bad "build failed" "$(head -n 30 "$bin.log")"
+        return
+    fi
+    "$bin" || rc=1
+    MEMOBS_CLOCK=monotonic "$bin" | sed "s/- $suite: /- $suite: MEMOBS_CLOCK=monotonic: /"
+    [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    local forced=("monotonic|clock_gettime: MEMOBS_CLOCK=monotonic" "clock_gettime|clock_gettime: MEMOBS_CLOCK=monotonic")
+    [ "$(uname -m)" = x86_64 ] && forced+=("tsc|tsc: MEMOBS_CLOCK=tsc")
+    for want in "${forced[@]}"; do
+        got=$(MEMOBS_CLOCK=${want%%|*} "$bin" source 2>&1)
+        if [ "$got" = "${want#*|}" ]; then ok "MEMOBS_CLOCK=${want%%|*}: $got"
+        else bad "MEMOBS_CLOCK=${want%%|*}" "want '${want#*|}'" "got  '$got'"; fi
+    done
+    got=$(MEMOBS_CLOCK=sundial "$bin" source 2>&1)
+    if [ "$(printf '%s\n' "$got" | head -n 1)" = "memobs: warning: MEMOBS_CLOCK='sundial' is not auto, tsc or monotonic; using auto" ] &&
+        [ "$(printf '%s\n' "$got" | wc -l)" = 2 ]; then ok "MEMOBS_CLOCK=sundial: one warning, auto"
+    else bad "MEMOBS_CLOCK=sundial: one warning, auto" "$got"; fi
+}
+clock_variant c99 clock-c99 "$CC" -std=c99 -O2 -g
+clock_variant tsan clock-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+
+# The choice from the kernel's files (x86-64 Linux: a TSC to read)
+if [ "$(uname -m)" = x86_64 ]; then
+    fake="$B/fakeclock"
+    mkdir -p "$fake"
+    fbin="$B/clock_fake"
+    if $CC -std=c99 -O2 $W -DMEMOBS__CLOCKSOURCE_PATH="\"$fake/cs\"" -DMEMOBS__CPUINFO_PATH="\"$fake/cpuinfo\"" \
+        -o "$fbin" tests/test_clock.c -pthread >"$fbin.log" 2>&1; then
+        long=$(printf 'x%.0s ' $(seq 1 5000)) # a flags line longer than a read buffer
+        for c in "tsc|fpu tsc|tsc: the kernel's clocksource is tsc" \
+            "kvm-clock|fpu constant_tsc nonstop_tsc sse|tsc: the CPU has constant_tsc and nonstop_tsc" \
+            "kvm-clock|fpu constant_tsc sse|clock_gettime: the kernel does not vouch for the TSC (clocksource not tsc; constant_tsc yes, nonstop_tsc no)" \
+            "hpet|fpu constant_tscx nonstop_tsc_x|clock_gettime: the kernel does not vouch for the TSC (clocksource not tsc; constant_tsc no, nonstop_tsc no)" \
+            "tscx|$long constant_tsc nonstop_tsc|tsc: the CPU has constant_tsc and nonstop_tsc" \
+            "-|-|clock_gettime: the kernel does not vouch for the TSC (clocksource not tsc; constant_tsc no, nonstop_tsc no)"; do
+            IFS='|' read -r cs fl want <<<"$c"
+            rm -f "$fake/cs" "$fake/cpuinfo"
+            [ "$cs" = - ] || echo "$cs" >"$fake/cs"
+            [ "$fl" = - ] || printf 'processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: %s\n\nprocessor\t: 1\nflags\t\t: fpu\n' "$fl" >"$fake/cpuinfo"
+            got=$("$fbin" source 2>&1)
+            if [ "$got" = "$want" ]; then echo "ok - clock-source: clocksource '$cs', flags '${fl:0:40}': $got"
+            else echo "not ok - clock-source: clocksource '$cs', flags '${fl:0:40}'"; echo "    # want '$want'"; echo "    # got  '$got'"; rc=1; fi
+        done
+        # the fallback's in-process tests, chosen by the kernel's files
+        "$fbin" | sed 's/- clock: /- clock-source: no TSC vouched for: /'
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    else
+        echo "not ok - clock-source: build failed"; head -n 20 "$fbin.log" | sed 's/^/    # /'; rc=1
+    fi
+fi
 exit $rc
