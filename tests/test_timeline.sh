@@ -15,15 +15,21 @@ rc=0
 . tests/lib.sh # a clean environment, sanitizer options
 unset MEMOBS_TRACE MEMOBS_TRACE_EVENTS
 
+# ok/bad report under $suite, the caller's (dynamic scope)
+ok() { echo "ok - $suite: $1"; }
+bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
+build() { # source binary compiler flags...: 0 when built, else says why
+    local src=$1 bin=$2 comp=$3
+    shift 3
+    $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" "$src" -pthread >"$bin.log" 2>&1 && return 0
+    bad "build failed" "$(head -n 30 "$bin.log")"
+    return 1
+}
+
 run_variant() { # name suite compiler flags...
     local name=$1 suite=$2 comp=$3 bin="$B/timeline_$1" out="$B/$1" sc
     shift 3
-    ok() { echo "ok - $suite: $1"; }
-    bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/test_timeline.c -pthread >"$bin.log" 2>&1; then
-        bad "build failed" "$(head -n 30 "$bin.log")"
-        return
-    fi
+    build tests/test_timeline.c "$bin" "$comp" "$@" || return
     # in-process tests
     "$bin" || rc=1
 
@@ -109,12 +115,7 @@ run_variant tsan timeline-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
 clock_variant() { # name suite compiler flags...
     local name=$1 suite=$2 comp=$3 bin="$B/clock_$1" want got
     shift 3
-    ok() { echo "ok - $suite: $1"; }
-    bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/test_clock.c -pthread >"$bin.log" 2>&1; then
-        bad "build failed" "$(head -n 30 "$bin.log")"
-        return
-    fi
+    build tests/test_clock.c "$bin" "$comp" "$@" || return
     "$bin" || rc=1
     MEMOBS_CLOCK=monotonic "$bin" | sed "s/- $suite: /- $suite: MEMOBS_CLOCK=monotonic: /"
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
