@@ -711,9 +711,10 @@ MEMOBS_API size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t 
    or the CPU flags constant_tsc and nonstop_tsc), else CLOCK_MONOTONIC in
    ns. memobs_ticks_to_ns() converts a reading to CLOCK_MONOTONIC ns, the
    clock of memobs_now_ns() and every export: monotonic in its argument,
-   calibrated against CLOCK_MONOTONIC (the first call after start-up waits
-   until 2 ms have passed since memobs' set-up; after that the slope is
-   refined at most once a second, keeping the conversion continuous).
+   calibrated against CLOCK_MONOTONIC (the first conversion waits until 2
+   ms have passed since the clock's first use, the first memobs_ticks() or
+   timeline; after that the slope is refined at most once a second, keeping
+   the conversion continuous).
    memobs_clock_source() says "tsc" or "clock_gettime",
    memobs_clock_reason() why, memobs_clock_ns_per_tick() the slope now.
    Env MEMOBS_CLOCK=auto|tsc|monotonic (tsc: the TSC even where the kernel
