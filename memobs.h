@@ -597,18 +597,21 @@ MEMOBS_API int memobs_track_set_callstack(int depth);
                               backtrace(), with one warning). The same
                               return addresses as backtrace() where every
                               caller keeps a frame pointer; through code
-                              that does not, frames are skipped or the walk
-                              stops. Every frame pointer is checked before
-                              it is read: on the calling thread's stack,
-                              aligned, above the previous one, with a
-                              non-null return address. A walk stopped by
-                              one that fails is kept, marked cut short (a
-                              stack that reaches main() usually is: glibc's
-                              start-up code keeps no frame pointer). A
-                              thread whose stack bounds cannot be read, or
-                              a capture running on another stack (a
-                              sigaltstack() signal handler, a coroutine's
-                              own stack), uses backtrace() instead.
+                              that does not, frames are skipped, a wrong
+                              one may appear, or the walk stops. Every
+                              frame pointer is checked before it is read:
+                              on the calling thread's stack, aligned, above
+                              the previous one, with a return address that
+                              is not null, not in the first 64 KiB and not
+                              on the stack. A frame pointer of 0 ends the
+                              chain; a walk stopped by a record that fails
+                              is kept, marked cut short (a stack that
+                              reaches main() usually is: glibc's start-up
+                              code keeps no frame pointer). A thread whose
+                              stack bounds cannot be read, or a capture
+                              running on another stack (a sigaltstack()
+                              signal handler, a coroutine's own stack),
+                              uses backtrace() instead.
    A trace remembers which unwinder made it (two stacks that differ only
    in that are two traces); reports title the boxed stack "C Stack Trace"
    (backtrace) or "C Stack Trace (frame pointers)". */

@@ -82,6 +82,17 @@ run_variant() { # name suite compiler flags...
 }
 
 run_variant c99 unwind-c99 "$CC" -std=c99 -O2 -g
+# the main thread's bounds with no stack rlimit (glibc takes its size from it)
+if [ -x "$B/unwind_c99" ]; then
+    out=$( (ulimit -s unlimited && MEMOBS_UNWIND=fp "$B/unwind_c99" fp) 2>&1)
+    if [ $? -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^ok - ')" -eq 1 ]; then
+        echo "ok - unwind-c99: MEMOBS_UNWIND=fp with ulimit -s unlimited"
+    else
+        echo "not ok - unwind-c99: MEMOBS_UNWIND=fp with ulimit -s unlimited"
+        printf '%s\n' "$out" | head -n 20 | sed 's/^/    # /'
+        rc=1
+    fi
+fi
 run_variant cxx17 unwind-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
 if command -v clang >/dev/null; then
     run_variant clang unwind-clang clang -std=c11 -O2 -g
