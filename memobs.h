@@ -41,8 +41,9 @@
        size, kind (device, host, pinned, managed), device, stream, phase,
        time and trace; current and peak bytes per kind, exact under threads.
        A trace is a tag string and/or a stack (C return addresses captured
-       with backtrace(), or frames from a tag provider such as
-       memobs_python.h), interned once: identical ones share a dense id.
+       with backtrace() or, opt-in, by walking frame pointers; or frames
+       from a tag provider such as memobs_python.h), interned once:
+       identical ones share a dense id.
        Stacks are symbolized only when a report is written. Reports: block
        table, live bytes per trace, leaks at exit, and a throttled report at
        each new device peak (boxed stacks, UTF-8 box drawing).
@@ -103,6 +104,13 @@
      MEMOBS_CALLSTACK         implementation only. Default C stack depth of
                               every tracked allocation, default 0 (none; the
                               _S macros ask per call). Env MEMOBS_CALLSTACK.
+     MEMOBS_UNWIND            implementation only. How C stacks are walked:
+                              MEMOBS_UNWIND_BACKTRACE (glibc's backtrace(),
+                              about 100 ns a frame; the default) or
+                              MEMOBS_UNWIND_FP (frame pointers, a few ns a
+                              frame, for code built with
+                              -fno-omit-frame-pointer; see
+                              memobs_track_set_unwinder). Env MEMOBS_UNWIND.
      MEMOBS_TRACK_CAPACITY    implementation only. Live allocations the table
                               holds, default 32768; env MEMOBS_TRACK_CAPACITY.
                               Beyond it allocations are counted, not tracked.
@@ -137,6 +145,9 @@
      MEMOBS_FORMAT=text|json  format of that summary and of
                               memobs_print_summary() (default text).
      MEMOBS_CALLSTACK=N       C frames captured per tracked allocation.
+     MEMOBS_UNWIND=backtrace|fp
+                              how C stacks are walked: backtrace() (default)
+                              or frame pointers (MEMOBS_UNWIND_FP).
      MEMOBS_TRACK_CAPACITY=N  live allocations the table holds.
      MEMOBS_PEAK_REPORT=stderr|stdout|PATH|1|0
                               peak reports (off by default; 1 = stderr; a
@@ -199,7 +210,11 @@
      Histograms are log-linear, 64 sub-buckets per power of two from 64 ns to
      ~9.8 h: reported percentiles are within 0.8% of the true sample value
      (values above the range clamp to the last bucket; max is exact).
-     C stacks need glibc's backtrace() (elsewhere: tags only). Frames get
+     C stacks need glibc (elsewhere: tags only): backtrace(), or frame
+     pointers on x86-64 and aarch64 (other CPUs: backtrace()). Frame
+     pointers follow only callers built with -fno-omit-frame-pointer:
+     through other code frames are skipped or the stack ends cut short
+     (see memobs_track_set_unwinder). Frames get
      function names from dladdr(): exported symbols only (link executables
      with -rdynamic), else module+offset for addr2line; C++ names are
      demangled when the program links libstdc++. Double frees are told
@@ -579,6 +594,39 @@ MEMOBS_API int memobs_get_device(void);
    0 turns capture off. Clamped to MEMOBS_MAX_STACK. */
 MEMOBS_API int memobs_track_set_callstack(int depth);
 
+/* How C stacks are walked.
+     MEMOBS_UNWIND_BACKTRACE  glibc's backtrace(): DWARF unwind tables, so
+                              any code, about 100 ns a frame. The default.
+     MEMOBS_UNWIND_FP         the frame-pointer chain: a few ns a frame, for
+                              code built with -fno-omit-frame-pointer
+                              (x86-64 and aarch64 with glibc; elsewhere
+                              backtrace(), with one warning). The same
+                              return addresses as backtrace() where every
+                              caller keeps a frame pointer; through code
+                              that does not, frames are skipped, a wrong
+                              one may appear, or the walk stops. Every
+                              frame pointer is checked before it is read:
+                              on the calling thread's stack, aligned, above
+                              the previous one, with a return address that
+                              is not null, not in the first 64 KiB and not
+                              on the stack. A frame pointer of 0 ends the
+                              chain; a walk stopped by a record that fails
+                              is kept, marked cut short (a stack that
+                              reaches main() usually is: glibc's start-up
+                              code keeps no frame pointer). A thread whose
+                              stack bounds cannot be read, or a capture
+                              running on another stack (a sigaltstack()
+                              signal handler, a coroutine's own stack),
+                              uses backtrace() instead.
+   A trace remembers which unwinder made it (two stacks that differ only
+   in that are two traces); reports title the boxed stack "C Stack Trace"
+   (backtrace) or "C Stack Trace (frame pointers)". */
+typedef enum { MEMOBS_UNWIND_BACKTRACE = 0, MEMOBS_UNWIND_FP = 1 } memobs_unwind_t;
+/* Sets the unwinder of every later C stack (default: MEMOBS_UNWIND,
+   env MEMOBS_UNWIND). Returns the previous one, or MEMOBS_ERR_INVALID
+   (unchanged, with a warning) for a value that is not a memobs_unwind_t. */
+MEMOBS_API int memobs_track_set_unwinder(memobs_unwind_t unwinder);
+
 /* A tag provider captures a stack of another language (memobs_python.h
    installs one for Python) on every tracked allocation. Frames are stored
    as given (pc: a code pointer, line, aux: anything) and turned into text
@@ -633,8 +681,11 @@ typedef struct {
 MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
 
 /* Text of a trace: the tag on the first line, then one line per frame
-   (C frames symbolized now: function+offset (module+offset)). Returns the
-   length (truncated to len-1), or MEMOBS_ERR_INVALID for an unknown id. */
+   (C frames symbolized now: "#0 function+offset (module+offset)"). A C
+   stack walked by frame pointers has the line "C stack (frame pointers)"
+   before its frames, and one cut short the last line "... cut short: bad
+   frame pointer". Returns the length (truncated to len-1), or
+   MEMOBS_ERR_INVALID for an unknown id. */
 MEMOBS_API int memobs_trace_text(uint32_t trace, char *buf, size_t len);
 
 /* Reports (text, UTF-8 box drawing for stacks). Rows are capped at
@@ -1127,6 +1178,8 @@ typedef struct {
     uint32_t phase;         /* memobs_phase_t */
     int32_t device;         /* memobs_set_device() */
     uint32_t busy;          /* inside a report, a stack capture or the tracker's set-up */
+    uint32_t stk_state;     /* the thread's stack bounds: 0 not read yet, 1 read, 2 unreadable */
+    uintptr_t stk_lo, stk_hi; /* [lo, hi): checked by the frame-pointer unwinder */
 } memobs__tls_t;
 
 extern MEMOBS_API memobs__flag_t memobs__on;
@@ -1212,6 +1265,9 @@ struct memobs_region_scope_t {
 #ifndef MEMOBS_CALLSTACK
 #define MEMOBS_CALLSTACK 0
 #endif
+#ifndef MEMOBS_UNWIND
+#define MEMOBS_UNWIND MEMOBS_UNWIND_BACKTRACE
+#endif
 #ifndef MEMOBS_TRACK_CAPACITY
 #define MEMOBS_TRACK_CAPACITY 32768
 #endif
@@ -1244,6 +1300,12 @@ struct memobs_region_scope_t {
 #if defined(__GLIBC__)
 #include <execinfo.h>
 #define MEMOBS__HAVE_BACKTRACE 1
+#endif
+/* The frame-pointer unwinder: glibc (the thread's stack bounds) on x86-64
+   and aarch64 (a frame record of {previous frame pointer, return address}).
+   MEMOBS__NO_FP_UNWIND (private, for the tests) builds without it. */
+#if defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__)) && !defined(MEMOBS__NO_FP_UNWIND)
+#define MEMOBS__HAVE_FP 1
 #endif
 
 #ifdef __cplusplus
@@ -1325,7 +1387,8 @@ enum {
     MEMOBS__W_REGION_DEEP = 1u << 18,
     MEMOBS__W_REGION_DROPPED = 1u << 19,
     MEMOBS__W_TRACE_OFF = 1u << 20,
-    MEMOBS__W_TL_KEPT = 1u << 21
+    MEMOBS__W_NO_FP = 1u << 21,
+    MEMOBS__W_TL_KEPT = 1u << 22
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -1400,6 +1463,7 @@ typedef struct {
     uint16_t np;   /* provider frames, then nc C frames */
     uint16_t nc;
     uint8_t prov;  /* provider slot + 1; 0 = none */
+    uint8_t how;   /* how the C frames were captured: MEMOBS__C_FP, MEMOBS__C_CUT */
     char tag[MEMOBS__TAG_LEN];
 } memobs__trace_t;
 
@@ -1411,6 +1475,7 @@ typedef struct {
     uint32_t batch;      /* entries a stripe reserves at a time */
     memobs__u32_t used;  /* any allocation seen */
     memobs__u32_t depth; /* default C stack depth */
+    memobs__u32_t unwind; /* memobs_unwind_t of C stacks */
     /* Written on every tracked call: one line, so an alloc or free moves it once. */
     struct {
         memobs__u64_t cur[MEMOBS_MEM_KINDS], peak[MEMOBS_MEM_KINDS];
@@ -1735,6 +1800,17 @@ static int memobs__env_dest(const char *name, char *out, size_t len) {
     return 1;
 }
 
+/* Frame pointers asked for where they are not walked: one warning. */
+static void memobs__unwind_check(uint32_t unwinder) {
+#ifdef MEMOBS__HAVE_FP
+    (void)unwinder;
+#else
+    if (unwinder == MEMOBS_UNWIND_FP)
+        memobs__warn_once(MEMOBS__W_NO_FP, "frame-pointer unwinding is built for x86-64 and aarch64 with glibc "
+                          "only; C stacks are captured with backtrace() instead");
+#endif
+}
+
 /* Tracker settings from the environment; runs inside memobs__init_once. */
 static void memobs__track_env(void) {
     memobs__trk_t *t = &memobs__g.trk;
@@ -1750,6 +1826,13 @@ static void memobs__track_env(void) {
             memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CALLSTACK=%d is above MEMOBS_MAX_STACK; using %d", v, MEMOBS_MAX_STACK);
         MEMOBS__STORE(&t->depth.v, (uint32_t)(v > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : v));
     }
+    if ((s = getenv("MEMOBS_UNWIND")) != NULL) {
+        if (memobs__streq_nocase(s, "fp")) MEMOBS__STORE(&t->unwind.v, (uint32_t)MEMOBS_UNWIND_FP);
+        else if (memobs__streq_nocase(s, "backtrace")) MEMOBS__STORE(&t->unwind.v, (uint32_t)MEMOBS_UNWIND_BACKTRACE);
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_UNWIND='%s' is not backtrace or fp; using %s", s,
+                         t->unwind.v == MEMOBS_UNWIND_FP ? "fp" : "backtrace");
+    }
+    memobs__unwind_check(t->unwind.v);
     if (memobs__env_int("MEMOBS_REPORT_ROWS", &v, &found)) t->rows = v;
     if ((s = getenv("MEMOBS_PEAK_GROWTH")) != NULL) {
         char *end;
@@ -1783,6 +1866,7 @@ static void memobs__init_once(void) {
     pthread_mutex_init(&memobs__g.trk.trace_lock, NULL);
     memobs__g.trk.capacity = MEMOBS_TRACK_CAPACITY;
     memobs__g.trk.depth.v = MEMOBS_CALLSTACK > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : MEMOBS_CALLSTACK;
+    memobs__g.trk.unwind.v = (int)(MEMOBS_UNWIND) == (int)MEMOBS_UNWIND_FP ? 1u : 0u;
     memobs__g.trk.rows = 50;
     memobs__g.trk.peak_growth_ppm.v = 100000; /* 10% */
     memobs__g.trk.peak_min.v = (uint64_t)64 << 20;
@@ -2756,10 +2840,109 @@ static int memobs__trk_ready(void) {
     return r == 1;
 }
 
+/* How a C stack was captured, kept with its trace (part of its identity).
+   memobs__capture_c returns the frame count with these flags from bit
+   MEMOBS__C_SHIFT up; memobs__trace_intern takes the two apart. */
+#define MEMOBS__C_FP 1u  /* walked by frame pointers */
+#define MEMOBS__C_CUT 2u /* that walk stopped at a frame pointer that failed a check */
+#define MEMOBS__C_SHIFT 16
+#define MEMOBS__C_COUNT 0xffffu
+
+#ifdef MEMOBS__HAVE_FP
+/* Under private names: strict -std=c99/c11 hides these declarations (GNU
+   and POSIX 2001). */
+extern int memobs__getattr_np(pthread_t th, pthread_attr_t *attr) __asm__("pthread_getattr_np");
+extern int memobs__attr_getstack(const pthread_attr_t *attr, void **addr, size_t *size)
+    __asm__("pthread_attr_getstack");
+
+/* The calling thread's stack [stk_lo, stk_hi), read once per thread; 0
+   when it cannot be read. glibc reports the main thread's from
+   /proc/self/maps (its top) and the stack rlimit (its size): the part
+   below what the thread has touched may be unmapped, which the walk never
+   reads (it reads only above its own frame). */
+static int memobs__stack_bounds(void) {
+    memobs__tls_t *t = &memobs__tls;
+    if (MEMOBS__UNLIKELY(t->stk_state == 0)) {
+        pthread_attr_t a;
+        void *addr = NULL;
+        size_t size = 0;
+        uint32_t busy = t->busy;
+        t->stk_state = 2;
+        t->busy = 1; /* reading /proc/self/maps allocates: not a tracked allocation */
+        if (memobs__getattr_np(pthread_self(), &a) == 0) {
+            if (memobs__attr_getstack(&a, &addr, &size) == 0 && addr && size > 64) {
+                t->stk_lo = (uintptr_t)addr;
+                t->stk_hi = (uintptr_t)addr + size;
+                t->stk_state = 1;
+            }
+            pthread_attr_destroy(&a);
+        }
+        t->busy = busy;
+    }
+    return t->stk_state == 1;
+}
+
+/* The walker reads other functions' frames, which ASan and TSan need not
+   see (a bad frame pointer may point at a redzone; it is checked first). */
+#if defined(__has_attribute) && !defined(__CUDACC__)
+#if __has_attribute(no_sanitize)
+#define MEMOBS__NO_SANITIZE __attribute__((no_sanitize("address", "thread")))
+#endif
+#endif
+#ifndef MEMOBS__NO_SANITIZE
+#define MEMOBS__NO_SANITIZE
+#endif
+
+/* Frame records from fp (that of memobs_track_alloc_full, whose return
+   address must be ra, else -1: the compiler did not keep the record we
+   expect) outwards, on the stack [lo, hi). A record is {previous frame
+   pointer, return address} on x86-64 and aarch64. Each next frame pointer
+   must lie above the previous one and leave a record below hi, aligned:
+   every read is of the thread's own stack between this frame and its top,
+   and a loop is impossible. A return address must be one: not null, not
+   in the first 64 KiB (no code is mapped there), not on the stack. A next
+   frame pointer of 0 ends the chain (the outermost frame); a record that
+   fails a check stops the walk with MEMOBS__C_CUT: code without frame
+   pointers, whose register holds data, or a corrupt stack. */
+static __attribute__((noinline)) MEMOBS__NO_SANITIZE int memobs__walk_fp(void **out, int depth, uintptr_t fp,
+                                                                         uintptr_t lo, uintptr_t hi, const void *ra) {
+    unsigned how = MEMOBS__C_FP;
+    int n = 0;
+    for (;;) {
+        const uintptr_t *rec = (const uintptr_t *)fp;
+        uintptr_t next = rec[0], pc = rec[1];
+#if defined(__aarch64__)
+        /* xpaclri (hint #7; a no-op without pointer authentication): the
+           return address without its authentication code (-mbranch-protection). */
+        __asm__("mov x30, %1\n\thint #7\n\tmov %0, x30" : "=r"(pc) : "r"(pc) : "x30");
+#endif
+        if (n == 0 && (const void *)pc != ra) return -1;
+        if (pc < 65536 || (pc >= lo && pc < hi)) {
+            if (pc || next) how |= MEMOBS__C_CUT; /* {0, 0}: the end */
+            break;
+        }
+        out[n++] = (void *)pc;
+        if (n >= depth || next == 0) break;
+        if (next <= fp || next > hi - 2 * sizeof(uintptr_t) || (next & (sizeof(uintptr_t) - 1)) != 0) {
+            how |= MEMOBS__C_CUT;
+            break;
+        }
+        fp = next;
+    }
+    return n | (int)(how << MEMOBS__C_SHIFT);
+}
+#define MEMOBS__FRAME() __builtin_frame_address(0)
+#else
+#define MEMOBS__FRAME() NULL
+#endif
+
 /* Return addresses from ra (the return address of the public function
-   this is inlined into) outwards. The frames above ra (that function, and
-   a sanitizer's backtrace() interceptor) are unwound too, found and
-   dropped: each frame costs about 100 ns of DWARF unwinding. */
+   this is inlined into, whose frame is frame) outwards, with how they were
+   captured (MEMOBS__C_SHIFT). Frame pointers, when chosen and the capture
+   runs on the thread's own stack, walk from frame: the first frame is ra.
+   backtrace() unwinds the frames above ra too (that function, and a
+   sanitizer's backtrace() interceptor), finds and drops them: each frame
+   costs about 100 ns of DWARF unwinding. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MEMOBS__CAPTURE_ABOVE 2
 #elif defined(__has_feature)
@@ -2770,12 +2953,27 @@ static int memobs__trk_ready(void) {
 #ifndef MEMOBS__CAPTURE_ABOVE
 #define MEMOBS__CAPTURE_ABOVE 1
 #endif
-static inline __attribute__((always_inline)) int memobs__capture_c(void **out, int depth, const void *ra) {
+static inline __attribute__((always_inline)) int memobs__capture_c(void **out, int depth, const void *ra,
+                                                                  const void *frame) {
 #ifdef MEMOBS__HAVE_BACKTRACE
     void *buf[MEMOBS_MAX_STACK + MEMOBS__CAPTURE_ABOVE + 1];
     int n, i, skip = -1;
+#endif
     if (depth > MEMOBS_MAX_STACK) depth = MEMOBS_MAX_STACK;
     if (depth <= 0 || memobs__tls.busy) return 0;
+#ifdef MEMOBS__HAVE_FP
+    if (MEMOBS__LOAD(&MEMOBS__TRK.unwind.v) == MEMOBS_UNWIND_FP && memobs__stack_bounds()) {
+        uintptr_t fp = (uintptr_t)frame, lo = memobs__tls.stk_lo, hi = memobs__tls.stk_hi;
+        /* Elsewhere (a sigaltstack() handler, a coroutine's stack): backtrace(). */
+        if (fp >= lo && fp <= hi - 2 * sizeof(uintptr_t) && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+            int r = memobs__walk_fp(out, depth, fp, lo, hi, ra);
+            if (r >= 0) return r;
+        }
+    }
+#else
+    (void)frame;
+#endif
+#ifdef MEMOBS__HAVE_BACKTRACE
     memobs__tls.busy = 1; /* the first backtrace() loads libgcc_s, which calls malloc */
     n = backtrace(buf, depth + MEMOBS__CAPTURE_ABOVE);
     memobs__tls.busy = 0;
@@ -2786,15 +2984,14 @@ static inline __attribute__((always_inline)) int memobs__capture_c(void **out, i
     return i - skip > 0 ? i - skip : 0;
 #else
     (void)out;
-    (void)depth;
     (void)ra;
     return 0;
 #endif
 }
 
 static uint64_t memobs__trace_hash(const char *tag, unsigned prov, const memobs_frame_t *fr, unsigned np,
-                                   unsigned nc) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)prov << 32) ^ ((uint64_t)np << 16) ^ nc;
+                                   unsigned nc, unsigned how) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)how << 40) ^ ((uint64_t)prov << 32) ^ ((uint64_t)np << 16) ^ nc;
     unsigned i;
     for (; *tag; tag++) h = (h ^ (unsigned char)*tag) * 0x100000001b3ull;
     for (i = 0; i < np + nc; i++) h = memobs__mix(h ^ fr[i].pc) ^ ((uint64_t)fr[i].line << 32 | fr[i].aux);
@@ -2803,20 +3000,20 @@ static uint64_t memobs__trace_hash(const char *tag, unsigned prov, const memobs_
 }
 
 static int memobs__trace_eq(const memobs__trace_t *t, const char *tag, unsigned prov, const memobs_frame_t *fr,
-                            unsigned np, unsigned nc) {
-    return t->np == np && t->nc == nc && t->prov == prov && strcmp(t->tag, tag) == 0 &&
+                            unsigned np, unsigned nc, unsigned how) {
+    return t->np == np && t->nc == nc && t->prov == prov && t->how == how && strcmp(t->tag, tag) == 0 &&
            (np + nc == 0 || memcmp(&MEMOBS__TRK.frames[t->off], fr, (np + nc) * sizeof *fr) == 0);
 }
 
 /* Slot of the trace with this content, or the empty slot ending its probe. */
 static uint32_t memobs__trace_probe(uint64_t h, const char *tag, unsigned prov, const memobs_frame_t *fr,
-                                    unsigned np, unsigned nc, int *found) {
+                                    unsigned np, unsigned nc, unsigned how, int *found) {
     uint32_t i = (uint32_t)(h >> 32) & (MEMOBS__TRACE_SLOTS - 1);
     for (;; i = (i + 1) & (MEMOBS__TRACE_SLOTS - 1)) {
         memobs__trace_t *t = &MEMOBS__TRK.traces[i];
         uint64_t k = __atomic_load_n(&t->key, __ATOMIC_ACQUIRE);
         if (k == 0) break;
-        if (k == h && memobs__trace_eq(t, tag, prov, fr, np, nc)) {
+        if (k == h && memobs__trace_eq(t, tag, prov, fr, np, nc, how)) {
             *found = 1;
             return i;
         }
@@ -2825,13 +3022,15 @@ static uint32_t memobs__trace_probe(uint64_t h, const char *tag, unsigned prov, 
     return i;
 }
 
-/* Trace id of (tag, provider frames, C frames), interning it on first
-   sight; MEMOBS_NO_TRACE when there is nothing to record or no room. */
+/* Trace id of (tag, provider frames, C frames and how they were
+   captured), interning it on first sight; MEMOBS_NO_TRACE when there is
+   nothing to record or no room. nc_in: memobs__capture_c's count and
+   flags. */
 static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int nc_in) {
     memobs__trk_t *t = &MEMOBS__TRK;
     memobs_frame_t fr[2 * MEMOBS_MAX_STACK];
     char tag[MEMOBS__TAG_LEN];
-    unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, i;
+    unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, how, i;
     uint32_t slot, id;
     uint64_t h;
     int found;
@@ -2844,7 +3043,8 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
         np = n > 0 ? (unsigned)(n > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : n) : 0u;
     }
     if (np == 0) prov = 0;
-    nc = nc_in > 0 ? (unsigned)nc_in : 0u;
+    nc = nc_in > 0 ? (unsigned)nc_in & MEMOBS__C_COUNT : 0u;
+    how = nc ? (unsigned)nc_in >> MEMOBS__C_SHIFT : 0u;
     for (i = 0; i < nc; i++) {
         fr[np + i].pc = (uintptr_t)cst[i];
         fr[np + i].line = 0;
@@ -2854,11 +3054,11 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
     if (!*tag_in && np + nc == 0) return MEMOBS_NO_TRACE;
     for (i = 0; i + 1 < sizeof tag && tag_in[i]; i++) tag[i] = tag_in[i];
     tag[i] = 0;
-    h = memobs__trace_hash(tag, prov, fr, np, nc);
-    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, &found);
+    h = memobs__trace_hash(tag, prov, fr, np, nc, how);
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
     if (found) return t->traces[slot].id;
     pthread_mutex_lock(&t->trace_lock);
-    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, &found);
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
     if (found) {
         id = t->traces[slot].id;
     } else if (MEMOBS__LOAD(&t->ntraces.v) >= MEMOBS_MAX_TRACES || t->frames_used + np + nc > MEMOBS__TRACE_FRAMES) {
@@ -2871,6 +3071,7 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
         e->np = (uint16_t)np;
         e->nc = (uint16_t)nc;
         e->prov = (uint8_t)prov;
+        e->how = (uint8_t)how;
         memcpy(e->tag, tag, sizeof tag);
         if (np + nc) memcpy(&t->frames[e->off], fr, (np + nc) * sizeof *fr);
         t->frames_used += np + nc;
@@ -3259,7 +3460,7 @@ __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t
     int nc = 0;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     if (depth < 0) depth = (int)MEMOBS__LOAD(&MEMOBS__TRK.depth.v);
-    if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth, __builtin_return_address(0));
+    if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth, __builtin_return_address(0), MEMOBS__FRAME());
     memobs__trk_alloc(ptr, bytes, (unsigned)kind, device, stream, tag, cst, nc);
 }
 
@@ -3306,6 +3507,17 @@ int memobs_track_set_callstack(int depth) {
     memobs_init();
     MEMOBS__STORE(&MEMOBS__TRK.depth.v, (uint32_t)(depth > MEMOBS_MAX_STACK ? MEMOBS_MAX_STACK : depth));
     return MEMOBS_OK;
+}
+
+int memobs_track_set_unwinder(memobs_unwind_t unwinder) {
+    int u = (int)unwinder;
+    if (u != MEMOBS_UNWIND_BACKTRACE && u != MEMOBS_UNWIND_FP) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_unwinder(%d): not a memobs_unwind_t; unchanged", u);
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    memobs__unwind_check((uint32_t)u);
+    return (int)MEMOBS__XCHG(&MEMOBS__TRK.unwind.v, (uint32_t)u);
 }
 
 int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
@@ -5715,7 +5927,8 @@ static int memobs__sym(uintptr_t pc, char *buf, size_t len) {
 }
 
 /* Text of one part of a trace (0: provider frames, 1: C frames), one line
-   per frame. Returns 0 when that part is empty. *unnamed counts C frames
+   per frame (C frames cut short by a bad frame pointer: a last line that
+   says so). Returns 0 when that part is empty. *unnamed counts C frames
    without a function name. */
 static size_t memobs__trace_part(const memobs__trace_t *e, int part, char *buf, size_t len, int *unnamed) {
     const memobs_frame_t *fr = &MEMOBS__TRK.frames[e->off];
@@ -5739,6 +5952,10 @@ static size_t memobs__trace_part(const memobs__trace_t *e, int part, char *buf, 
         if (w < 0) break;
         o += (size_t)w < len - o ? (size_t)w : len - o - 1;
     }
+    if (e->nc && (e->how & MEMOBS__C_CUT) && o + 1 < len) {
+        int w = snprintf(buf + o, len - o, "\n... cut short: bad frame pointer");
+        if (w > 0) o += (size_t)w < len - o ? (size_t)w : len - o - 1;
+    }
     return o;
 }
 
@@ -5754,7 +5971,11 @@ int memobs_trace_text(uint32_t trace, char *buf, size_t len) {
     }
     if (e->nc && o + 1 < len) {
         buf[o++] = '\n';
-        o += memobs__trace_part(e, 1, buf + o, len - o, NULL);
+        if (e->how & MEMOBS__C_FP) {
+            int w = snprintf(buf + o, len - o, "C stack (frame pointers)\n");
+            if (w > 0) o += (size_t)w < len - o ? (size_t)w : len - o - 1;
+        }
+        if (o + 1 < len) o += memobs__trace_part(e, 1, buf + o, len - o, NULL);
     }
     buf[o < len ? o : len - 1] = 0;
     return (int)o;
@@ -5883,7 +6104,8 @@ static void memobs__box(FILE *f, const char *title, const char *text) {
    without a name into *unnamed. */
 static void memobs__trace_boxes(FILE *f, const memobs__trace_t *e, char *buf, size_t len, int *unnamed) {
     if (e->np && memobs__trace_part(e, 0, buf, len, unnamed)) memobs__box(f, MEMOBS__TRK.prov[e->prov - 1].title, buf);
-    if (e->nc && memobs__trace_part(e, 1, buf, len, unnamed)) memobs__box(f, "C Stack Trace", buf);
+    if (e->nc && memobs__trace_part(e, 1, buf, len, unnamed))
+        memobs__box(f, e->how & MEMOBS__C_FP ? "C Stack Trace (frame pointers)" : "C Stack Trace", buf);
 }
 
 /* The TAG cell of a trace: its tag, else "[Multi-Line Stack]" when a box

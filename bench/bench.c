@@ -19,7 +19,8 @@
    The allocation tracker (bench_track.c) is timed the same way, in the same
    rounds: a figure is an alloc+free pair on a ring of BENCH_TRK_LIVE live
    blocks per thread, BENCH_ITERS / BENCH_TRK_DIV pairs per run
-   (BENCH_ITERS / BENCH_TRK_STACK_DIV with a C stack). The main thread fills
+   (BENCH_ITERS / BENCH_TRK_STACK_DIV with a C stack from backtrace(),
+   BENCH_ITERS / BENCH_TRK_FP_DIV from frame pointers). The main thread fills
    the rings before each run and drains them after it, outside the timing,
    and checks the tracker's live count and current bytes both times. */
 #define _GNU_SOURCE
@@ -53,6 +54,7 @@
    pairs on 2 threads contend (shared lines): BENCH_CONTENDED_DIV fewer. */
 #define BENCH_TRK_DIV 10
 #define BENCH_TRK_STACK_DIV 500
+#define BENCH_TRK_FP_DIV 50 /* a stack from frame pointers: about 10x cheaper */
 /* A record with the timeline on reads the clock (10-30 ns) and writes its
    thread's chunk: fewer iterations; the events the timeline holds. */
 #define BENCH_TL_DIV 10
@@ -102,7 +104,8 @@ typedef enum {
     TRK_MALLOC_TRACK, /* malloc + TRACK_ALLOC, TRACK_FREE + free */
     TRK_TAG,         /* TRACK_ALLOC_N */
     TRK_STACK,       /* TRACK_ALLOC_S(..., BENCH_TRK_STACK) */
-    TRK_OFF          /* TRK_TRACK with memobs_enable(0) */
+    TRK_OFF,         /* TRK_TRACK with memobs_enable(0) */
+    TRK_STACK_FP     /* TRK_STACK with memobs_track_set_unwinder(MEMOBS_UNWIND_FP) */
 } bench_trk_t;
 
 typedef struct {
@@ -131,6 +134,7 @@ enum {
     F_TL, F_TL2, /* MEMOBS_RECORD_H2D with the timeline on */
     F_REG_NT, F_REG, F_REG2, F_REG_TL, /* region begin+end: timing off, on, on 2 threads, timeline on */
     F_TICKS, F_NOW, /* clock reads: memobs_ticks(), memobs_now_ns() */
+    F_T_FP, F_T_FP2, /* the stack figure with frame pointers (last: the others run in their old order) */
     F_COUNT
 };
 
@@ -155,8 +159,13 @@ static struct {
     bench_so_t so[3];
     bench_fig_t fig[F_COUNT];
     /* Tracker: pairs per run; allocations tracked (each freed); checks. */
-    uint64_t trk_iters, trk_iters2, trk_stack_iters, trk_allocs;
-    int trk_checks, trk_bad, trk_depth; /* trk_depth: frames captured, -1 unknown */
+    uint64_t trk_iters, trk_iters2, trk_stack_iters, trk_fp_iters, trk_allocs;
+    int trk_checks, trk_bad;
+    /* The stack figures' stacks, read once: frames captured (-1 unknown);
+       the frame-pointer one marked so, not cut, and the same frames as
+       backtrace()'s (1 yes, 0 no, -1 unknown). */
+    int trk_depth, trk_fp_depth, trk_fp_same;
+    char trk_bt_text[16384];
     /* Workers: main posts a figure, both pass `start`, run, pass `done`. */
     pthread_t th[2];
     pthread_barrier_t start, done;
@@ -285,7 +294,7 @@ static double bench_scaling(int one, int two) { return 2.0 * B.fig[one].ns / B.f
 
 static const char *const bench_trk_name[] = {"", "malloc + free", "TRACK_ALLOC + TRACK_FREE",
                                              "malloc + free + track", "TRACK_ALLOC_N", "TRACK_ALLOC_S",
-                                             "runtime-disabled"};
+                                             "runtime-disabled", "TRACK_ALLOC_S, frame pointers"};
 
 /* What the tracker holds now against what it should: live blocks (summary
    and table) and current bytes, of host memory. */
@@ -304,19 +313,42 @@ static void bench_trk_check(const bench_fig_t *f, const char *when, uint64_t liv
                (unsigned long long)live, (unsigned long long)live, (unsigned long long)(live * BENCH_TRK_BYTES));
 }
 
+/* Frames of a trace's text: its "#N ..." lines. */
+static int bench_frames(const char *text) {
+    int n = 0;
+    for (; text && (text = strstr(text, "\n#")) != NULL; text++) n++;
+    return n;
+}
+
+/* The frame-pointer figure's stack against the backtrace() one's: the
+   same frames (the text from the first "#0" on), under a heading, not cut. */
+static void bench_fp_stack(const char *fp) {
+    const char *a = strstr(B.trk_bt_text, "\n#0 "), *b = fp ? strstr(fp, "\n#0 ") : NULL;
+    B.trk_fp_depth = bench_frames(fp);
+    B.trk_fp_same = a && b && strcmp(a, b) == 0 && strncmp(fp, "\nC stack (frame pointers)\n#0 ", 29) == 0 &&
+                    !strstr(fp, "cut short");
+}
+
 static void bench_trk_prep(const bench_fig_t *f) {
     int k, use_malloc = f->trk == TRK_MALLOC || f->trk == TRK_MALLOC_TRACK;
     if (f->trk == TRK_OFF) memobs_enable(0); /* here, so that no worker runs a pair before it */
+    if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_FP);
     for (k = 0; k < f->nthreads; k++) bench_ring_fill(bench_ring(k), use_malloc, f->trk != TRK_MALLOC);
 }
 
 static void bench_trk_post(const bench_fig_t *f) {
     int k, tracked = f->trk != TRK_MALLOC && f->trk != TRK_OFF;
     bench_trk_check(f, "after the loop", tracked ? (uint64_t)f->nthreads * BENCH_TRK_LIVE : 0);
-    if (f->trk == TRK_STACK && B.trk_depth < 0) B.trk_depth = bench_ring_stack_depth(bench_ring(0));
+    if (f->trk == TRK_STACK && B.trk_depth < 0) {
+        const char *t = bench_ring_stack_text(bench_ring(0));
+        B.trk_depth = t ? bench_frames(t) : -1;
+        snprintf(B.trk_bt_text, sizeof B.trk_bt_text, "%s", t ? t : "");
+    }
+    if (f->trk == TRK_STACK_FP && B.trk_fp_depth < 0) bench_fp_stack(bench_ring_stack_text(bench_ring(0)));
     for (k = 0; k < f->nthreads; k++) bench_ring_drain(bench_ring(k));
     bench_trk_check(f, "after the drain", 0);
     if (f->trk == TRK_OFF) memobs_enable(1);
+    if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE);
     if (tracked) B.trk_allocs += (uint64_t)f->nthreads * (BENCH_TRK_LIVE + f->n);
 }
 
@@ -375,6 +407,7 @@ static void bench_figs_init(void) {
     bench_trk_figs(F_T_TAG, bench_loop_track_tag, TRK_TAG, B.trk_iters, B.trk_iters2);
     bench_trk_figs(F_T_STACK, bench_loop_track_stack, TRK_STACK, B.trk_stack_iters, B.trk_stack_iters);
     bench_trk_figs(F_T_OFF, bench_loop_track, TRK_OFF, B.trk_iters, B.trk_iters);
+    bench_trk_figs(F_T_FP, bench_loop_track_stack, TRK_STACK_FP, B.trk_fp_iters, B.trk_fp_iters);
     for (k = 0; k < 2; k++) {
         bench_fig(F_TL + k, bench_loop_record, NULL, k + 1, &B.prefill);
         B.fig[F_TL + k].n = B.iters / BENCH_TL_DIV;
@@ -567,15 +600,21 @@ static void bench_trk_check_totals(void) {
     bench_check("tracker untracked", 0, t->untracked, &ok);
     bench_check("tracker untracked_frees", 0, t->untracked_frees, &ok);
     bench_check("tracker traces_dropped", 0, t->traces_dropped, &ok);
-    bench_check("tracker traces (the tag, the stack)", 2, t->traces, &ok);
+    bench_check("tracker traces (the tag, the stack from backtrace(), from frame pointers)", 3, t->traces, &ok);
     if (B.trk_depth != BENCH_TRK_STACK) {
         printf("  MISMATCH tracker C frames captured: expected %d, got %d\n", BENCH_TRK_STACK, B.trk_depth);
         ok = 0;
     }
+    if (B.trk_fp_depth != BENCH_TRK_STACK || B.trk_fp_same != 1) {
+        printf("  MISMATCH tracker C frames from frame pointers: expected %d, the same as backtrace()'s, marked, not "
+               "cut; got %d (%s)\n", BENCH_TRK_STACK, B.trk_fp_depth, B.trk_fp_same == 1 ? "same" : "not the same");
+        ok = 0;
+    }
     printf("tracker exact: %s (%d checks of live blocks, table entries and current bytes, after every loop and "
            "every drain; %llu allocations tracked and all freed, 2-thread runs included; nothing unknown, double, "
-           "duplicate or untracked; 2 traces: the tag and the stack)\n",
-           ok ? "yes" : "no", B.trk_checks, (unsigned long long)B.trk_allocs);
+           "duplicate or untracked; 3 traces: the tag, the stack from backtrace() and the same %d frames from frame "
+           "pointers)\n",
+           ok ? "yes" : "no", B.trk_checks, (unsigned long long)B.trk_allocs, B.trk_fp_depth);
 }
 
 #define BENCH_TRK_W 44
@@ -605,10 +644,13 @@ static void bench_trk_report(void) {
     snprintf(note, sizeof note, "%d C frames captured (counted in memobs_trace_text); the loop is %d calls "
              "below the worker", B.trk_depth, BENCH_TRK_CHAIN + 1);
     bench_trk_row("MEMOBS_TRACK_ALLOC_S(..., 16) + TRACK_FREE", F_T_STACK, note);
+    snprintf(note, sizeof note, "MEMOBS_UNWIND=fp: %d frames, %s backtrace()'s; %.1fx cheaper", B.trk_fp_depth,
+             B.trk_fp_same == 1 ? "the same as" : "NOT the same as", f[F_T_STACK].ns / f[F_T_FP].ns);
+    bench_trk_row("the same, frame pointers", F_T_FP, note);
     bench_trk_row("TRACK_ALLOC + TRACK_FREE runtime-disabled", F_T_OFF, "memobs_enable(0), nothing tracked live");
-    printf("  (pairs per run: %llu; %llu for the tracked ones on 2 threads, which contend; %llu with a stack. "
-           "2 threads: each its own ring)\n", (unsigned long long)f[F_T_TRACK].n, (unsigned long long)f[F_T_TRACK2].n,
-           (unsigned long long)f[F_T_STACK].n);
+    printf("  (pairs per run: %llu; %llu for the tracked ones on 2 threads, which contend; %llu with a stack, %llu "
+           "with one from frame pointers. 2 threads: each its own ring)\n", (unsigned long long)f[F_T_TRACK].n,
+           (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
 }
 
 static void bench_report(void) {
@@ -707,6 +749,11 @@ static void bench_report(void) {
     if (B.trk_depth != BENCH_TRK_STACK)
         printf("    (but the stack figure captured %d frames, not %d: it is not a depth-%d figure)\n", B.trk_depth,
                BENCH_TRK_STACK, BENCH_TRK_STACK);
+    bench_target("depth-16 C stack pair, frame pointers <= 250 ns", B.fig[F_T_FP].ns, " ns", B.fig[F_T_FP].ns <= 250.0);
+    bench_target("the same, 2 threads: <= 250 ns/pair/thread", B.fig[F_T_FP2].ns, " ns", B.fig[F_T_FP2].ns <= 250.0);
+    if (B.trk_fp_depth != BENCH_TRK_STACK)
+        printf("    (but the frame-pointer figure captured %d frames, not %d: it is not a depth-%d figure)\n",
+               B.trk_fp_depth, BENCH_TRK_STACK, BENCH_TRK_STACK);
     printf("\n");
     bench_check_totals();
     bench_trk_check_totals();
@@ -745,10 +792,14 @@ int main(void) {
     B.trk_iters = B.iters / BENCH_TRK_DIV ? B.iters / BENCH_TRK_DIV : 1;
     B.trk_iters2 = B.trk_iters / BENCH_CONTENDED_DIV ? B.trk_iters / BENCH_CONTENDED_DIV : 1;
     B.trk_stack_iters = B.iters / BENCH_TRK_STACK_DIV ? B.iters / BENCH_TRK_STACK_DIV : 1;
+    B.trk_fp_iters = B.iters / BENCH_TRK_FP_DIV ? B.iters / BENCH_TRK_FP_DIV : 1;
     B.trk_depth = -1;
+    B.trk_fp_depth = -1;
+    B.trk_fp_same = -1;
     bench_pick_cpus();
     memobs_enable(1); /* whatever MEMOBS says in the environment */
     memobs_track_set_callstack(0); /* whatever MEMOBS_CALLSTACK says: no stack unless a figure asks */
+    (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE); /* and whatever MEMOBS_UNWIND says */
     memobs_reset();
     B.counter = memobs_counter_register("bench_counter", "bench: memobs_counter_add figure");
     bench_cpu_model(cpu, sizeof cpu);

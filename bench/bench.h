@@ -58,15 +58,18 @@ void bench_ring_fill(bench_ring_t *r, int use_malloc, int track);
 /* Frees (MEMOBS_TRACK_FREE if filled tracked, free() if from malloc) what
    the ring holds. */
 void bench_ring_drain(bench_ring_t *r);
-/* Frames of the C stack stored with the ring's live blocks, counted in
-   memobs_trace_text() of the first one that has a trace; -1 if none has. */
-int bench_ring_stack_depth(const bench_ring_t *r);
+/* memobs_trace_text() of the first of the ring's live blocks that has a
+   trace, in a static buffer; NULL if none has. */
+const char *bench_ring_stack_text(const bench_ring_t *r);
 
 void bench_loop_malloc(uint64_t n, const void *arg);       /* free + malloc(64) */
 void bench_loop_track(uint64_t n, const void *arg);        /* MEMOBS_TRACK_FREE + MEMOBS_TRACK_ALLOC */
 void bench_loop_malloc_track(uint64_t n, const void *arg); /* both of the above */
 void bench_loop_track_tag(uint64_t n, const void *arg);    /* ... + MEMOBS_TRACK_ALLOC_N */
 void bench_loop_track_stack(uint64_t n, const void *arg);  /* ... + MEMOBS_TRACK_ALLOC_S(..., 16),
-                                                              BENCH_TRK_CHAIN calls deep */
+                                                              BENCH_TRK_CHAIN calls deep (with
+                                                              frame pointers: mk/bench.mk builds
+                                                              bench_track.c -fno-omit-frame-pointer,
+                                                              so the fp unwinder can walk it) */
 
 #endif /* BENCH_H */

@@ -53,22 +53,17 @@ void bench_ring_drain(bench_ring_t *r) {
     }
 }
 
-int bench_ring_stack_depth(const bench_ring_t *r) {
+const char *bench_ring_stack_text(const bench_ring_t *r) {
     static memobs_alloc_info_t info[4 * BENCH_TRK_LIVE];
     static char text[16384];
     size_t n = memobs_get_allocations(info, sizeof info / sizeof info[0]), i;
     const char *s = (const char *)r->pool;
     for (i = 0; i < n && i < sizeof info / sizeof info[0]; i++) {
         const char *p = (const char *)info[i].ptr;
-        int depth = 0;
-        const char *t;
         if (info[i].trace == MEMOBS_NO_TRACE || p < s || p >= s + sizeof r->pool) continue;
-        if (memobs_trace_text(info[i].trace, text, sizeof text) < 0) return -1;
-        /* The tag's line (empty here), then "#0 ...", "#1 ..." a frame each. */
-        for (t = text; (t = strstr(t, "\n#")) != NULL; t++) depth++;
-        return depth;
+        return memobs_trace_text(info[i].trace, text, sizeof text) < 0 ? NULL : text;
     }
-    return -1;
+    return NULL;
 }
 
 /* ======================================================================== */

@@ -10,8 +10,12 @@
 #                                bench/bench_disabled.c (-DMEMOBS_DISABLE) and
 #                                bench/bench_track.c (the allocation tracker's
 #                                figures: alloc+free pairs beside malloc+free,
-#                                with a tag, with a depth-16 C stack, disabled;
-#                                1 and 2 threads); not -rdynamic, so the .so's
+#                                with a tag, with a depth-16 C stack from
+#                                backtrace() and from frame pointers, disabled;
+#                                1 and 2 threads; built -fno-omit-frame-pointer,
+#                                so its chain of callers can be walked by frame
+#                                pointers, as in a program built for
+#                                MEMOBS_UNWIND=fp); not -rdynamic, so the .so's
 #                                keep their own memobs; RUNPATH $ORIGIN, so
 #                                its dlopen() finds:
 #   memobs_cuda_bench            bench/bench_cuda.c: memobs_cuda.h's wrappers
@@ -73,7 +77,7 @@ $(BENCH_OUT)/bench_disabled.o: bench/bench_disabled.c bench/bench.h memobs.h $(B
 
 $(BENCH_OUT)/bench_track.o: bench/bench_track.c bench/bench.h memobs.h $(BENCH_MK)
 	@mkdir -p $(@D)
-	$(BENCH_COMPILE) -c $< -o $@
+	$(BENCH_COMPILE) -fno-omit-frame-pointer -c $< -o $@
 
 $(BENCH_OUT)/memobs_bench: $(BENCH_OUT)/bench.o $(BENCH_OUT)/bench_disabled.o $(BENCH_OUT)/bench_track.o
 	$(BENCH_COMPILE) $^ -o $@ -Wl,-rpath,'$$ORIGIN' -ldl
