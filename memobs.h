@@ -1423,8 +1423,10 @@ typedef struct {
    MEMOBS_TRACK_CAPACITY in small batches. Traces (tag + stack) are
    interned in a table that only grows: lookups are lock-free (the key is
    published last, with release), inserts take trace_lock. Current and
-   peak bytes per kind are global atomics on one cache line, so the peak
-   is exact; alloc/free counts live in the per-thread shards. */
+   peak bytes per kind and per device are kept in escrow (see
+   memobs__esc_t): exact, with no shared cache line written by an alloc
+   or free that cannot make a new peak; alloc/free counts live in the
+   per-thread shards. */
 #define MEMOBS__TRK_STRIPES 64
 #define MEMOBS__FREED_RING 16 /* recent frees remembered per stripe (double-free check) */
 #define MEMOBS__TRACE_SLOTS (2 * MEMOBS_MAX_TRACES)
@@ -1451,10 +1453,65 @@ typedef struct {
 } __attribute__((aligned(64))) memobs__trk_stripe_t;
 
 typedef struct {
-    memobs__u64_t cur, max; /* tracked device bytes now, highest ever */
-    memobs__u64_t next;     /* peak report when cur reaches this */
+    memobs__u64_t next;     /* peak report when the device's tracked bytes reach this */
     memobs__u64_t rep;      /* maximum at the last report */
-} __attribute__((aligned(64))) memobs__trk_dev_t;
+} memobs__trk_dev_t;
+
+/* Current and peak bytes in escrow. An account is a memory kind or a
+   device (MEMOBS__ACCT_DEV + device). Each thread's shard carries an
+   escrow record (memobs__esc_shard_t, right after the shard, under its
+   own spin lock): d, the bytes its thread allocated minus those it freed
+   since they were last folded into g, and l, a lease. Then, with
+   C the true current bytes of an account and P its peak:
+
+       C = g + sum(d)     u = g + sum(l)     d <= l in every shard     u <= P
+
+   so C <= P at every moment. A thread frees, and allocates while its d
+   stays within its lease, under its own lock alone: no other thread's
+   line is touched, and no new peak can be missed, because none is
+   possible. An allocation that would pass its lease takes the global
+   lock: if u + bytes <= P it is added to g (no peak); else, unless g is
+   known to be C already (no shard dirty, no lease out), every shard's d
+   and l are folded in with all shard locks held at once, g = C exactly,
+   and g + bytes is compared with P: a new peak is the true one. It then
+   leases the thread half of the headroom P - u left. A thread that frees
+   and then allocates the same bytes (a ring, a cache) gets them back
+   from its own d, even with no headroom at all. The exact current is
+   read the same way (a fold); while the timeline is on, cur[] is also
+   kept exact with an atomic add per change, for its events' live bytes
+   (the shared line the escrow saves otherwise). */
+#define MEMOBS__ACCT_DEV MEMOBS_MEM_KINDS
+#define MEMOBS__ACCTS (MEMOBS_MEM_KINDS + MEMOBS_MAX_DEVICES)
+#define MEMOBS__ACCT_NONE 0xffffu
+
+typedef struct {
+    memobs__u32_t lock;        /* the owner's changes; folds and reads take it too */
+    uint32_t dirty;            /* a d changed since the last fold (counted in esc.dirty) */
+    uint32_t reg;              /* on esc.list (it never leaves) */
+    uint32_t pad;
+    void *next;                /* the next memobs__shard_t on esc.list */
+    int64_t d[MEMOBS__ACCTS];  /* bytes allocated - freed here since the last fold */
+    int64_t l[MEMOBS__ACCTS];  /* lease: d may rise to it without the global lock */
+} memobs__esc_shard_t;
+
+/* A shard's escrow record sits right after it, in the same block. */
+#define MEMOBS__SHARD_BYTES ((sizeof(memobs__shard_t) + 63) & ~(size_t)63)
+#define MEMOBS__ESC_OF(s) ((memobs__esc_shard_t *)(void *)((char *)(s) + MEMOBS__SHARD_BYTES))
+
+typedef struct {
+    memobs__u32_t lock;        /* global: g, u, peak writes, the list, folds */
+    memobs__u32_t dirty;       /* shards with dirty set (seq_cst) */
+    memobs__u32_t live;        /* cur[] kept exact (the timeline is on) */
+    memobs__u32_t nreg;        /* shards on the list */
+    void *list;                /* memobs__shard_t with an escrow record in use */
+    memobs__u32_t leased;      /* a lease is out (cleared by a fold) */
+    memobs__u64_t held;        /* sum of g over the kinds, after each change under the lock */
+    memobs__u64_t folds;       /* folds of every shard, for the bench and tests */
+    int64_t g[MEMOBS__ACCTS];  /* folded bytes */
+    int64_t u[MEMOBS__ACCTS];  /* g + all leases: the ceiling of the current */
+    memobs__u64_t peak[MEMOBS__ACCTS]; /* kinds: the window's peak; devices: the highest ever */
+    memobs__u64_t cur[MEMOBS__ACCTS];  /* exact while live */
+} memobs__esc_t;
 
 typedef struct {
     uint64_t key;  /* 0: empty; else the content hash (never 0), stored last */
@@ -1476,10 +1533,7 @@ typedef struct {
     memobs__u32_t used;  /* any allocation seen */
     memobs__u32_t depth; /* default C stack depth */
     memobs__u32_t unwind; /* memobs_unwind_t of C stacks */
-    /* Written on every tracked call: one line, so an alloc or free moves it once. */
-    struct {
-        memobs__u64_t cur[MEMOBS_MEM_KINDS], peak[MEMOBS_MEM_KINDS];
-    } acct __attribute__((aligned(64)));
+    memobs__esc_t esc __attribute__((aligned(64))); /* current and peak bytes */
     memobs__u64_t reserved __attribute__((aligned(64))); /* capacity the stripes hold */
     memobs__u64_t untracked_live;
     memobs__trk_dev_t dev[MEMOBS_MAX_DEVICES];
@@ -1567,8 +1621,9 @@ __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
    the record paths when memobs__tl_on is set. */
 static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns);
 static void memobs__tl_phase(unsigned phase);
+typedef struct memobs__esc_res_s memobs__esc_res_t;
 static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
-                             unsigned phase, int freed);
+                             unsigned phase, int freed, const memobs__esc_res_t *r);
 static void memobs__tl_env(void);
 static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t depth);
 static void memobs__tl_mark(uint64_t ts, int32_t id);
@@ -1744,6 +1799,9 @@ static void memobs__identity_from_env(void) {
 }
 
 static void memobs__shard_release(void *p);
+static void memobs__esc_leave(memobs__shard_t *s);
+static void memobs__esc_lock_all(int lock);
+static void memobs__esc_fold_held(int live);
 static void memobs__at_exit(void);
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
@@ -1957,10 +2015,10 @@ static memobs__shard_t *memobs__shard_acquire(void) {
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->in_use) break;
     if (!s) {
-        void *raw = MEMOBS_MALLOC(sizeof(memobs__shard_t) + 64);
+        void *raw = MEMOBS_MALLOC(MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t) + 64);
         if (raw) {
             s = (memobs__shard_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-            memset(s, 0, sizeof *s);
+            memset(s, 0, MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t));
             s->raw = raw;
             s->next = memobs__g.shards;
             memobs__g.shards = s;
@@ -1980,6 +2038,7 @@ static memobs__shard_t *memobs__shard_acquire(void) {
 static void memobs__shard_release(void *p) {
     memobs__shard_t *s = (memobs__shard_t *)p;
     memobs__tl_release(s); /* its timeline chunk joins the queue */
+    memobs__esc_leave(s);  /* its escrow record into the totals */
     memobs__tls.shard = NULL;
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
@@ -1995,11 +2054,15 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
+    memobs__spin_lock(&memobs__g.trk.esc.lock);
+    memobs__esc_lock_all(1);
     memobs__bg_fork(0);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
     memobs__bg_fork(1);
+    memobs__esc_lock_all(0);
+    memobs__spin_unlock(&memobs__g.trk.esc.lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
     pthread_mutex_unlock(&memobs__g.lock);
@@ -2011,6 +2074,9 @@ static void memobs__atfork_child(void) {
     memobs__bg_fork(2);
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->shared && s != memobs__tls.shard) s->in_use = 0;
+    /* The threads that did not come along leave their escrow records in
+       the totals (every lock is held: the cut is exact). */
+    memobs__esc_fold_held(-1);
     memobs__g.identity.pid = (int64_t)getpid();
     memobs__atfork_parent();
 }
@@ -3098,26 +3164,209 @@ static const memobs__trace_t *memobs__trace_get(uint32_t id) {
 
 static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uint32_t trace);
 
-/* Accounts an allocation before it is published in the table, so a free
-   on another thread can never subtract bytes that were not added. Returns
-   the device's tracked bytes after the add (0 for other kinds) and, in
-   *before, the device's maximum before it. */
-static uint64_t memobs__mem_add(unsigned kind, int device, uint64_t bytes, uint64_t *before) {
-    memobs__trk_t *t = &MEMOBS__TRK;
-    uint64_t c = MEMOBS__ADD(&t->acct.cur[kind].v, bytes) + bytes;
-    uint64_t p = MEMOBS__LOAD(&t->acct.peak[kind].v);
-    while (c > p && !MEMOBS__CAS(&t->acct.peak[kind].v, &p, c)) {
-    }
-    if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES) {
-        uint64_t dc = MEMOBS__ADD(&t->dev[device].cur.v, bytes) + bytes;
-        uint64_t dm = MEMOBS__LOAD(&t->dev[device].max.v);
-        while (dc > dm && !MEMOBS__CAS(&t->dev[device].max.v, &dm, dc)) {
+/* The escrow of current and peak bytes (see memobs__esc_t). */
+#define MEMOBS__ESC (MEMOBS__TRK.esc)
+
+/* What a change did: the kind's exact current after it (while the
+   timeline is on), and for a device a new maximum. */
+struct memobs__esc_res_s {
+    uint64_t live, dev_now, dev_before;
+    int has_live, dev_peak;
+};
+
+static memobs__esc_shard_t *memobs__esc_mine(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    return s && !s->shared ? MEMOBS__ESC_OF(s) : NULL;
+}
+
+/* Caller holds esc.lock: held for memobs__trk_idle. */
+static void memobs__esc_held(void) {
+    int64_t h = 0;
+    unsigned k;
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) h += MEMOBS__ESC.g[k] > 0 ? MEMOBS__ESC.g[k] : 0;
+    MEMOBS__STORE(&MEMOBS__ESC.held.v, (uint64_t)h);
+}
+
+/* Caller holds esc.lock and every listed shard's lock: moves each shard's
+   d into g and takes its lease back (u = g). With all those locks held no
+   change is half made, so g is then the exact current of every account.
+   live >= 0 switches the exact cur[] (from g) on or off at that cut. */
+static void memobs__esc_fold_held(int live) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    memobs__shard_t *s;
+    unsigned a;
+    for (s = (memobs__shard_t *)E->list; s; s = (memobs__shard_t *)MEMOBS__ESC_OF(s)->next) {
+        memobs__esc_shard_t *e = MEMOBS__ESC_OF(s);
+        for (a = 0; a < MEMOBS__ACCTS; a++) {
+            E->g[a] += e->d[a];
+            e->d[a] = 0;
+            e->l[a] = 0;
         }
-        *before = dm;
-        return dc;
+        e->dirty = 0;
     }
-    *before = 0;
-    return 0;
+    for (a = 0; a < MEMOBS__ACCTS; a++) E->u[a] = E->g[a];
+    MEMOBS__STORE(&E->leased.v, 0u);
+    memobs__esc_held();
+    __atomic_store_n(&E->dirty.v, 0u, __ATOMIC_SEQ_CST);
+    if (live > 0)
+        for (a = 0; a < MEMOBS__ACCTS; a++) MEMOBS__STORE(&E->cur[a].v, (uint64_t)E->g[a]);
+    if (live >= 0) __atomic_store_n(&E->live.v, (uint32_t)live, __ATOMIC_SEQ_CST);
+    MEMOBS__ADD(&E->folds.v, 1u);
+}
+
+static void memobs__esc_lock_all(int lock) {
+    memobs__shard_t *s;
+    for (s = (memobs__shard_t *)MEMOBS__ESC.list; s; s = (memobs__shard_t *)MEMOBS__ESC_OF(s)->next) {
+        if (lock) memobs__spin_lock(&MEMOBS__ESC_OF(s)->lock);
+        else memobs__spin_unlock(&MEMOBS__ESC_OF(s)->lock);
+    }
+}
+
+/* Caller holds esc.lock. Makes g exact and u = g: a fold, unless no shard
+   has changed since the last one and no lease is out. A change that ends
+   before the seq_cst load of the dirty count has counted itself there
+   (its shard's first change since a fold adds 1 under the shard's lock);
+   one that has not yet added is not over, so it falls after this cut. */
+static void memobs__esc_exact(int live) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    if (live < 0 && !MEMOBS__LOAD(&E->leased.v) && __atomic_load_n(&E->dirty.v, __ATOMIC_SEQ_CST) == 0) return;
+    memobs__esc_lock_all(1);
+    memobs__esc_fold_held(live);
+    memobs__esc_lock_all(0);
+}
+
+/* While the timeline is on: the exact cur[] moves with each change. */
+static void memobs__esc_live_add(unsigned a, unsigned b, int64_t delta, memobs__esc_res_t *r) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    if (!__atomic_load_n(&E->live.v, __ATOMIC_ACQUIRE)) return;
+    r->live = MEMOBS__ADD(&E->cur[a].v, (uint64_t)delta) + (uint64_t)delta;
+    r->has_live = 1;
+    if (b != MEMOBS__ACCT_NONE) MEMOBS__ADD(&E->cur[b].v, (uint64_t)delta);
+}
+
+/* One allocation (delta > 0) or free (delta < 0) on account a (a kind)
+   and b (a device account, or MEMOBS__ACCT_NONE). A free, and an
+   allocation within the thread's lease, change the thread's own record
+   alone. */
+static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__esc_res_t *r) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    memobs__esc_shard_t *e = memobs__esc_mine();
+    unsigned k, acct[2];
+    memset(r, 0, sizeof *r);
+    acct[0] = a;
+    acct[1] = b;
+    if (e) {
+        int ok;
+        memobs__spin_lock(&e->lock);
+        ok = e->reg && (delta <= 0 || (e->d[a] + delta <= e->l[a] &&
+                                       (b == MEMOBS__ACCT_NONE || e->d[b] + delta <= e->l[b])));
+        if (ok) {
+            e->d[a] += delta;
+            if (b != MEMOBS__ACCT_NONE) e->d[b] += delta;
+            if (!e->dirty) {
+                e->dirty = 1;
+                __atomic_fetch_add(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
+            }
+            memobs__esc_live_add(a, b, delta, r);
+        }
+        memobs__spin_unlock(&e->lock);
+        if (ok) return;
+    }
+    memobs__spin_lock(&E->lock);
+    if (e && !e->reg) { /* the owner reads reg under its lock; folds read the list under this one */
+        e->reg = 1;
+        e->next = E->list;
+        E->list = memobs__tls.shard;
+        MEMOBS__ADD(&E->nreg.v, 1u);
+    }
+    if (delta > 0) {
+        for (k = 0; k < 2 && acct[k] != MEMOBS__ACCT_NONE; k++)
+            if (E->u[acct[k]] + delta > (int64_t)MEMOBS__LOAD(&E->peak[acct[k]].v)) break;
+        if (k < 2 && acct[k] != MEMOBS__ACCT_NONE) memobs__esc_exact(-1); /* it may pass the peak */
+    }
+    for (k = 0; k < 2 && acct[k] != MEMOBS__ACCT_NONE; k++) {
+        unsigned x = acct[k];
+        uint64_t p = MEMOBS__LOAD(&E->peak[x].v);
+        E->g[x] += delta;
+        E->u[x] += delta;
+        if (E->g[x] > (int64_t)p) {
+            MEMOBS__STORE(&E->peak[x].v, (uint64_t)E->g[x]);
+            if (k == 1) {
+                r->dev_peak = 1;
+                r->dev_now = (uint64_t)E->g[x];
+                r->dev_before = p;
+            }
+        }
+        /* Half the headroom left, leased to this thread for its next ones. */
+        if (e && delta > 0 && E->u[x] < (int64_t)MEMOBS__LOAD(&E->peak[x].v)) {
+            int64_t h = ((int64_t)MEMOBS__LOAD(&E->peak[x].v) - E->u[x]) / 2;
+            e->l[x] += h;
+            E->u[x] += h;
+            MEMOBS__STORE(&E->leased.v, 1u);
+        }
+    }
+    memobs__esc_held();
+    memobs__esc_live_add(a, b, delta, r);
+    memobs__spin_unlock(&E->lock);
+}
+
+/* The exact current of every account (MEMOBS__ACCTS), by a fold. */
+static void memobs__esc_read(uint64_t *cur) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    unsigned a;
+    memobs__spin_lock(&E->lock);
+    memobs__esc_exact(-1);
+    for (a = 0; a < MEMOBS__ACCTS; a++) cur[a] = E->g[a] > 0 ? (uint64_t)E->g[a] : 0u;
+    memobs__spin_unlock(&E->lock);
+}
+
+/* The exact cur[] on (a fold sets it from g) or off: the timeline's. */
+static void memobs__esc_set_live(int on) {
+    memobs__spin_lock(&MEMOBS__ESC.lock);
+    memobs__esc_exact(on ? 1 : 0);
+    memobs__spin_unlock(&MEMOBS__ESC.lock);
+}
+
+/* A new window (memobs_reset): each kind's peak starts at its current. */
+static void memobs__esc_rebase(void) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    unsigned k;
+    memobs__spin_lock(&E->lock);
+    memobs__esc_exact(-1);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) MEMOBS__STORE(&E->peak[k].v, (uint64_t)(E->g[k] > 0 ? E->g[k] : 0));
+    memobs__spin_unlock(&E->lock);
+}
+
+/* Thread exit: its record goes into g, so a recycled shard starts empty. */
+static void memobs__esc_leave(memobs__shard_t *s) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    memobs__esc_shard_t *e = MEMOBS__ESC_OF(s);
+    unsigned a;
+    if (s->shared) return;
+    memobs__spin_lock(&E->lock);
+    if (e->reg) {
+        memobs__spin_lock(&e->lock);
+        for (a = 0; a < MEMOBS__ACCTS; a++) {
+            E->g[a] += e->d[a];
+            E->u[a] -= e->l[a];
+            e->d[a] = 0;
+            e->l[a] = 0;
+        }
+        if (e->dirty) {
+            e->dirty = 0;
+            __atomic_fetch_sub(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
+        }
+        memobs__spin_unlock(&e->lock);
+        memobs__esc_held();
+    }
+    memobs__spin_unlock(&E->lock);
+}
+
+/* The accounts of a change: its kind, and its device for device memory. */
+static unsigned memobs__esc_dev(unsigned kind, int device) {
+    return kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES
+               ? MEMOBS__ACCT_DEV + (unsigned)device
+               : MEMOBS__ACCT_NONE;
 }
 
 /* The next report threshold after a report (or switching on) at m. */
@@ -3144,12 +3393,6 @@ static void memobs__peak_check(int device, uint64_t dc, uint64_t before, uint32_
             return;
         }
     }
-}
-
-static void memobs__mem_sub(unsigned kind, int device, uint64_t bytes) {
-    MEMOBS__ADD(&MEMOBS__TRK.acct.cur[kind].v, (uint64_t)0 - bytes);
-    if (kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES)
-        MEMOBS__ADD(&MEMOBS__TRK.dev[device].cur.v, (uint64_t)0 - bytes);
 }
 
 /* The stripe of an address: by its 64 KiB granule, so neighbouring blocks
@@ -3258,9 +3501,10 @@ static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
 
 /* Accounts a record leaving the table (after the stripe lock). */
 static void memobs__trk_retire(const memobs__alloc_t *old) {
-    memobs__mem_sub(old->kind, old->device, old->bytes);
+    memobs__esc_res_t r;
+    memobs__esc_change(old->kind, memobs__esc_dev(old->kind, old->device), -(int64_t)old->bytes, &r);
     if (MEMOBS__LOAD(&memobs__tl_on.v))
-        memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1);
+        memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
     memobs__trk_count(old->kind, 1, 1u);
     if (old->phase & MEMOBS__PENDING) {
         memobs__trk_count(old->kind, 3, (uint64_t)0 - 1u);
@@ -3275,7 +3519,8 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     memobs__alloc_t old;
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
     uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i;
-    uint64_t dc, now, before;
+    uint64_t now;
+    memobs__esc_res_t r;
     int at, full = 0, dup = 0;
     if (kind >= MEMOBS_MEM_KINDS) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_BAD_KIND].v, 1u);
@@ -3298,13 +3543,15 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     memobs__trk_count(kind, 0, 1u);
     memobs__trk_count(kind, 2, bytes);
     if (memobs__tls.busy || !memobs__trk_ready()) {
-        /* busy: from inside memobs' own MEMOBS_MALLOC or report; no locks */
-        dc = memobs__mem_add(kind, device, bytes, &before);
+        /* busy: from inside memobs' own MEMOBS_MALLOC or report; no table */
+        memobs__esc_change(kind, memobs__esc_dev(kind, device), (int64_t)bytes, &r);
         full = 1;
     } else {
         trace = memobs__trace_intern(tag, cst, nc);
         now = memobs__coarse_ns();
-        dc = memobs__mem_add(kind, device, bytes, &before);
+        /* Accounted before it is in the table, so a free on another thread
+           can never take away bytes that were not added. */
+        memobs__esc_change(kind, memobs__esc_dev(kind, device), (int64_t)bytes, &r);
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         at = memobs__trk_find(st, home, addr, &hole);
@@ -3350,10 +3597,12 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
         memobs__warn_once(MEMOBS__W_TRK_FULL, "allocation table full (MEMOBS_TRACK_CAPACITY=%u) or unavailable; "
                           "further allocations are counted in the totals but not tracked", (unsigned)t->capacity);
     }
-    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_track(addr, bytes, kind, device, trace, memobs__tls.phase, 0);
-    /* After the insert, so the report shows the block that made the peak. */
-    if (kind == MEMOBS_MEM_DEVICE) memobs__peak_check(device, dc, before, trace);
-    if (kind == MEMOBS_MEM_DEVICE) memobs__sl_peak(device, dc, before, trace);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_track(addr, bytes, kind, device, trace, memobs__tls.phase, 0, &r);
+    /* After the insert, so the report shows the block that made the peak.
+       Only a new maximum of the device can pass its report threshold
+       (that is above the maximum: see memobs__peak_arm). */
+    if (r.dev_peak) memobs__peak_check(device, r.dev_now, r.dev_before, trace);
+    if (r.dev_peak) memobs__sl_peak(device, r.dev_now, r.dev_before, trace);
 }
 
 /* on: memobs is switched on; when off, only a tracked block is retired and
@@ -3447,10 +3696,18 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
 /* Nothing tracked holds bytes: one cache line read (0-byte blocks do not
    count; freed while memobs is off, they stay listed). */
 static int memobs__trk_idle(void) {
-    unsigned k;
-    for (k = 0; k < MEMOBS_MEM_KINDS; k++)
-        if (MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[k].v)) return 0;
-    return 1;
+    memobs__esc_t *E = &MEMOBS__ESC;
+    if (!MEMOBS__LOAD(&MEMOBS__TRK.used.v)) return 1;
+    /* With no change since the last fold and no lease out, g is exact.
+       Else switched on, a lookup is cheaper than a fold; switched off,
+       nothing new is tracked, so after one fold this stays two loads. */
+    if (__atomic_load_n(&E->dirty.v, __ATOMIC_SEQ_CST) != 0 || MEMOBS__LOAD(&E->leased.v)) {
+        if (MEMOBS__LOAD(&memobs__on.v)) return 0;
+        memobs__spin_lock(&E->lock);
+        memobs__esc_exact(-1);
+        memobs__spin_unlock(&E->lock);
+    }
+    return MEMOBS__LOAD(&E->held.v) == 0;
 }
 
 /* noinline: the stack starts at this function's return address. */
@@ -3493,9 +3750,14 @@ int memobs__track_mark(const void *ptr, int how) {
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
 
 uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes) {
-    int ok = device >= 0 && device < MEMOBS_MAX_DEVICES;
-    if (max_bytes) *max_bytes = ok ? MEMOBS__LOAD(&MEMOBS__TRK.dev[device].max.v) : 0;
-    return ok ? MEMOBS__LOAD(&MEMOBS__TRK.dev[device].cur.v) : 0;
+    uint64_t cur[MEMOBS__ACCTS];
+    if (device < 0 || device >= MEMOBS_MAX_DEVICES) {
+        if (max_bytes) *max_bytes = 0;
+        return 0;
+    }
+    memobs__esc_read(cur);
+    if (max_bytes) *max_bytes = MEMOBS__LOAD(&MEMOBS__ESC.peak[MEMOBS__ACCT_DEV + (unsigned)device].v);
+    return cur[MEMOBS__ACCT_DEV + (unsigned)device];
 }
 int memobs_get_device(void) { return memobs__tls.device; }
 
@@ -3552,7 +3814,7 @@ static void memobs__peak_arm(void) {
     memobs__trk_t *t = &MEMOBS__TRK;
     unsigned d;
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
-        uint64_t m = MEMOBS__LOAD(&t->dev[d].max.v);
+        uint64_t m = MEMOBS__LOAD(&t->esc.peak[MEMOBS__ACCT_DEV + d].v);
         MEMOBS__STORE(&t->dev[d].rep.v, m);
         MEMOBS__STORE(&t->dev[d].next.v, memobs__peak_next(m));
     }
@@ -4161,10 +4423,17 @@ static void memobs__tl_mark(uint64_t ts, int32_t id) {
     memobs__tl_push(ts, 0, memobs__tl_thread_no(), 0, memobs__tl_meta(MEMOBS__TL_MARK, 0, memobs__tls.phase, -1, (uint32_t)id));
 }
 
-/* After the tracker accounted the change, so `live` includes it. */
+/* After the tracker accounted the change, so `live` includes it: exact,
+   from the escrow's cur[] kept while the timeline is on (a fold when the
+   change raced the timeline's switching on). */
 static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
-                             unsigned phase, int freed) {
-    uint64_t live = MEMOBS__LOAD(&memobs__g.trk.acct.cur[kind].v);
+                             unsigned phase, int freed, const memobs__esc_res_t *r) {
+    uint64_t live = r->live;
+    if (!r->has_live) {
+        uint64_t cur[MEMOBS__ACCTS];
+        memobs__esc_read(cur);
+        live = cur[kind];
+    }
     memobs__tl_push(memobs__ticks(), addr, bytes, live,
                     memobs__tl_meta(freed ? MEMOBS__TL_FREE : MEMOBS__TL_ALLOC, kind, phase, device, trace) |
                         MEMOBS__TL_TICKS);
@@ -4249,12 +4518,16 @@ static int memobs__tl_make(uint64_t cap) {
         if (!++memobs__tl.epochs) ++memobs__tl.epochs;
         ep = memobs__tl.epochs;
     }
+    /* The tracker's exact current, for the events' live bytes: on before
+       the timeline, off after it. */
+    if (ep) memobs__esc_set_live(1);
     memobs__spin_lock(&memobs__tl.pool_lock);
     old = memobs__tl.pool;
     memobs__tl.pool = np;
     memobs__tl.epoch = ep;
     __atomic_store_n(&memobs__tl_on.v, ep, __ATOMIC_SEQ_CST);
     memobs__spin_unlock(&memobs__tl.pool_lock);
+    if (!ep) memobs__esc_set_live(0);
     if (!old) return MEMOBS_OK;
     if (!memobs__tl_barrier()) {
         memobs__warn_once(MEMOBS__W_TL_KEPT, "no membarrier() here: a replaced timeline pool is kept, not freed");
@@ -4885,9 +5158,13 @@ void memobs_get_summary(memobs_summary_t *out) {
             out->mem[c].live += a - fr; /* wraps back when summed over shards */
         }
     }
-    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-        out->mem[c].current_bytes = MEMOBS__LOAD(&memobs__g.trk.acct.cur[c].v);
-        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.acct.peak[c].v);
+    {
+        uint64_t cur[MEMOBS__ACCTS];
+        memobs__esc_read(cur); /* then the peaks, which the fold cannot lower */
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            out->mem[c].current_bytes = cur[c];
+            out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.esc.peak[c].v);
+        }
     }
     for (c = 0; c < out->ncounters; c++) {
         out->counters[c].name = memobs__g.counters[c].name;
@@ -4958,8 +5235,7 @@ void memobs_reset(void) {
         for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }
     /* The window's peak starts at what is allocated now. */
-    for (i = 0; i < MEMOBS_MEM_KINDS; i++)
-        MEMOBS__STORE(&memobs__g.trk.acct.peak[i].v, MEMOBS__LOAD(&memobs__g.trk.acct.cur[i].v));
+    memobs__esc_rebase();
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
     for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 3; i++)
         (&memobs__g.timed_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__g.timed[0][0][0])[i].v);
@@ -6698,6 +6974,7 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
     char buf[4096];
     const char *p;
     unsigned d;
+    uint64_t cur[MEMOBS__ACCTS];
     memset(s, 0, sizeof *s);
     s->time_ns = now;
     s->rss_bytes = s->anon_bytes = s->heap_bytes = s->heap_reserved_bytes = MEMOBS_UNKNOWN;
@@ -6718,18 +6995,19 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
         s->heap_reserved_bytes = (uint64_t)mi.arena + (uint64_t)mi.hblkhd;
     }
 #endif
-    s->tracked_host_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_HOST].v);
-    s->tracked_pinned_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_PINNED].v);
-    s->tracked_device_bytes = MEMOBS__LOAD(&MEMOBS__TRK.acct.cur[MEMOBS_MEM_DEVICE].v);
+    memobs__esc_read(cur);
+    s->tracked_host_bytes = cur[MEMOBS_MEM_HOST];
+    s->tracked_pinned_bytes = cur[MEMOBS_MEM_PINNED];
+    s->tracked_device_bytes = cur[MEMOBS_MEM_DEVICE];
     /* Only devices memobs saw memory on: asking another device would give
        it a CUDA context (hundreds of MB) it never had. */
     for (d = 0; d < MEMOBS_MAX_DEVICES && s->ndev < MEMOBS_SAMPLE_DEVICES; d++) {
         memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
         memobs_sample_dev_t *x;
-        if (MEMOBS__LOAD(&MEMOBS__TRK.dev[d].max.v) == 0) continue;
+        if (MEMOBS__LOAD(&MEMOBS__ESC.peak[MEMOBS__ACCT_DEV + d].v) == 0) continue;
         x = &s->dev[s->ndev++];
         x->device = (int32_t)d;
-        x->tracked = MEMOBS__LOAD(&MEMOBS__TRK.dev[d].cur.v);
+        x->tracked = cur[MEMOBS__ACCT_DEV + d];
         if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total) != 0)
             x->used = x->free_bytes = x->total = MEMOBS_UNKNOWN;
     }
