@@ -39,7 +39,9 @@
        anywhere; they appear in every summary.
      Allocations (when you call MEMOBS_TRACK_*): a live table of address,
        size, kind (device, host, pinned, managed), device, stream, phase,
-       time and trace; current and peak bytes per kind, exact under threads.
+       time and trace; current and peak bytes per kind, exact under threads
+       and kept in escrow: a free, and an allocation that cannot make a new
+       peak, change only the calling thread's own record (no shared line).
        A trace is a tag string and/or a stack (C return addresses captured
        with backtrace() or, opt-in, by walking frame pointers; or frames
        from a tag provider such as memobs_python.h), interned once:
@@ -3055,11 +3057,19 @@ static inline __attribute__((always_inline)) int memobs__capture_c(void **out, i
 #endif
 }
 
-static uint64_t memobs__trace_hash(const char *tag, unsigned prov, const memobs_frame_t *fr, unsigned np,
-                                   unsigned nc, unsigned how) {
+/* tag: len characters, then zeros to the next multiple of 8 bytes (it is
+   hashed a word at a time). */
+static uint64_t memobs__trace_hash(const char *tag, size_t len, unsigned prov, const memobs_frame_t *fr,
+                                   unsigned np, unsigned nc, unsigned how) {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)how << 40) ^ ((uint64_t)prov << 32) ^ ((uint64_t)np << 16) ^ nc;
+    size_t j;
     unsigned i;
-    for (; *tag; tag++) h = (h ^ (unsigned char)*tag) * 0x100000001b3ull;
+    for (j = 0; j < len; j += 8) {
+        uint64_t w;
+        memcpy(&w, tag + j, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
     for (i = 0; i < np + nc; i++) h = memobs__mix(h ^ fr[i].pc) ^ ((uint64_t)fr[i].line << 32 | fr[i].aux);
     h = memobs__mix(h);
     return h ? h : 1;
@@ -3097,6 +3107,7 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
     memobs_frame_t fr[2 * MEMOBS_MAX_STACK];
     char tag[MEMOBS__TAG_LEN];
     unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, how, i;
+    size_t len;
     uint32_t slot, id;
     uint64_t h;
     int found;
@@ -3118,9 +3129,11 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
     }
     if (!tag_in) tag_in = "";
     if (!*tag_in && np + nc == 0) return MEMOBS_NO_TRACE;
-    for (i = 0; i + 1 < sizeof tag && tag_in[i]; i++) tag[i] = tag_in[i];
-    tag[i] = 0;
-    h = memobs__trace_hash(tag, prov, fr, np, nc, how);
+    for (len = 0; len + 1 < sizeof tag && tag_in[len]; len++) {
+    }
+    memcpy(tag, tag_in, len);
+    memset(tag + len, 0, 8 - (len & 7)); /* the terminator, and zeros to a whole word */
+    h = memobs__trace_hash(tag, len, prov, fr, np, nc, how);
     slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
     if (found) return t->traces[slot].id;
     pthread_mutex_lock(&t->trace_lock);
@@ -4788,12 +4801,12 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     static const char *const cname[3] = {"H2D bytes", "D2H bytes", "D2D bytes"};
     static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
                                                         "live managed bytes"};
-    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0}, live[MEMOBS_MEM_KINDS] = {0, 0, 0, 0};
+    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0};
     uint64_t lane_end[3][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
-    unsigned lanes[3] = {0, 0, 0}, nthr = 0, live_seen = 0, d, k;
+    unsigned lanes[3] = {0, 0, 0}, nthr = 0, d, k;
     size_t i;
     char name[64];
     memset(lane_end, 0, sizeof lane_end);
@@ -4859,12 +4872,11 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
             if (trace == MEMOBS_NO_TRACE) fputs("\"\"", o->f);
             else memobs__tl_json_text(o->f, memobs__tl_trace(o, trace));
             fputs("}}", o->f);
-            /* The tracker's figure at the first event of the kind, then the changes. */
-            if (!(live_seen & 1u << k)) live[k] = e->c;
-            else if (type == MEMOBS__TL_ALLOC) live[k] += e->b;
-            else live[k] -= e->b;
-            live_seen |= 1u << k;
-            memobs__tl_counter(o, lname[k], e->ts, live[k]);
+            /* The kind's tracked bytes right after this change (exact: see
+               memobs__tl_track), each event its own: a running sum from
+               the first would carry any reordering of two threads' changes
+               in time into every later value. */
+            memobs__tl_counter(o, lname[k], e->ts, e->c);
             break;
         case MEMOBS__TL_PHASE: {
             unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->a);

@@ -52,6 +52,14 @@ run_variant() { # name suite compiler flags...
         python3 tests/python/chrome_trace_check.py "$sc" "$out.$sc.json" "$suite" || rc=1
     done
 
+    # the turns again with clock_gettime time stamps: strictly in turn order
+    if MEMOBS_CLOCK=monotonic "$bin" order "$out.order_mono.json" >"$out.order_mono.out" 2>"$out.order_mono.err" &&
+        [ ! -s "$out.order_mono.err" ]; then
+        python3 tests/python/chrome_trace_check.py order "$out.order_mono.json" "$suite: MEMOBS_CLOCK=monotonic" || rc=1
+    else
+        bad "order, MEMOBS_CLOCK=monotonic: the program failed" "$(cat "$out.order_mono.out" "$out.order_mono.err" | head -n 10)"
+    fi
+
     # MEMOBS_TRACE=path (%p expanded): on from start-up, written at exit by the child
     rm -f "$out".env_*.json
     MEMOBS_TRACE="$out.env_%p.json" "$bin" env >"$out.env.out" 2>"$out.env.err"

@@ -710,6 +710,293 @@ static void test_cross_thread_free(void) {
     CHECK_U64(0, S.track.frees_unknown);
 }
 
+/* ---- current and peak in escrow: against a model -------------------------- */
+
+/* Worker threads that make one tracker call each when told to, one at a
+   time: the calls are in one known order, so the true current and peak
+   of every kind and device are known after each, and memobs must show
+   exactly those, whichever thread allocated or freed what, with leases
+   out, after frees that went into a thread's own record, across resets
+   and thread exits. */
+#define EW 4 /* workers */
+#define EN 6000 /* calls */
+#define ELIVE 64 /* live blocks at most */
+typedef struct {
+    pthread_t th;
+    int cmd; /* 0 idle, 1 alloc, 2 free, 3 exit */
+    uintptr_t ptr;
+    uint64_t bytes;
+    int kind, device;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} eworker_t;
+static eworker_t EWK[EW];
+
+static void *eworker(void *arg) {
+    eworker_t *w = (eworker_t *)arg;
+    for (;;) {
+        int cmd;
+        pthread_mutex_lock(&w->mu);
+        while (w->cmd == 0) pthread_cond_wait(&w->cv, &w->mu);
+        cmd = w->cmd;
+        pthread_mutex_unlock(&w->mu);
+        if (cmd == 1) memobs_track_alloc_full(FP(w->ptr), w->bytes, (memobs_mem_kind_t)w->kind, w->device, NULL, NULL, 0);
+        else if (cmd == 2) MEMOBS_TRACK_FREE(FP(w->ptr));
+        pthread_mutex_lock(&w->mu);
+        w->cmd = 0;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        if (cmd == 3) return NULL;
+    }
+}
+
+static void eworker_do(eworker_t *w, int cmd) {
+    pthread_mutex_lock(&w->mu);
+    w->cmd = cmd;
+    pthread_cond_broadcast(&w->cv);
+    while (w->cmd != 0) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static uint64_t ernd_state = 12345;
+static uint64_t ernd(void) {
+    ernd_state = ernd_state * 6364136223846793005ull + 1442695040888963407ull;
+    return ernd_state >> 33;
+}
+
+static uint64_t esc_folds(void) { return __atomic_load_n(&memobs__g.trk.esc.folds.v, __ATOMIC_ACQUIRE); }
+
+static void test_escrow_model(void) {
+    const uintptr_t P = 0x31000000;
+    const int DEV = 11; /* a device no other test uses */
+    struct { uintptr_t ptr; uint64_t bytes; int kind; } live[ELIVE];
+    uint64_t cur[2], peak[2], base[2], dcur, dmax, dbase, dmax0, m;
+    uint64_t next_ptr = 0, checks = 0, bad_cur = 0, bad_peak = 0, bad_dev = 0, resets = 0, exits = 0, f0;
+    int nlv = 0, i, k;
+    const int kinds[2] = {HOST, DEVICE};
+    memobs_reset();
+    snap();
+    f0 = esc_folds();
+    for (k = 0; k < 2; k++) base[k] = S.mem[kinds[k]].current_bytes;
+    dbase = memobs_track_device_bytes(DEV, &dmax0);
+    for (k = 0; k < 2; k++) cur[k] = peak[k] = 0;
+    dcur = 0;
+    dmax = dmax0;
+    for (i = 0; i < EW; i++) {
+        pthread_mutex_init(&EWK[i].mu, NULL);
+        pthread_cond_init(&EWK[i].cv, NULL);
+        EWK[i].cmd = 0;
+        pthread_create(&EWK[i].th, NULL, eworker, &EWK[i]);
+    }
+    for (i = 0; i < EN; i++) {
+        eworker_t *w = &EWK[ernd() % EW];
+        int alloc = nlv == 0 || (nlv < ELIVE && ernd() % 100 < (uint64_t)(i % 2000 < 1000 ? 60 : 42));
+        if (alloc) {
+            k = (int)(ernd() % 2);
+            live[nlv].ptr = P + (next_ptr++) * 4096 + (ernd() % 4) * 0x4000000; /* several stripes, never twice */
+            live[nlv].bytes = 1 + ernd() % 5000;
+            live[nlv].kind = k;
+            w->ptr = live[nlv].ptr;
+            w->bytes = live[nlv].bytes;
+            w->kind = kinds[k];
+            w->device = DEV;
+            eworker_do(w, 1);
+            cur[k] += live[nlv].bytes;
+            if (cur[k] > peak[k]) peak[k] = cur[k];
+            if (k == 1) {
+                dcur += live[nlv].bytes;
+                if (dbase + dcur > dmax) dmax = dbase + dcur;
+            }
+            nlv++;
+        } else {
+            int j = (int)(ernd() % (uint64_t)nlv);
+            k = live[j].kind;
+            w->ptr = live[j].ptr;
+            eworker_do(w, 2);
+            cur[k] -= live[j].bytes;
+            if (k == 1) dcur -= live[j].bytes;
+            live[j] = live[--nlv];
+        }
+        if (i % 37 == 0 || i == EN - 1) {
+            uint64_t dc, bad0 = bad_cur + bad_peak + bad_dev;
+            checks++;
+            snap();
+            for (k = 0; k < 2; k++) {
+                if (S.mem[kinds[k]].current_bytes != base[k] + cur[k]) bad_cur++;
+                if (S.mem[kinds[k]].peak_bytes != base[k] + peak[k]) bad_peak++;
+            }
+            dc = memobs_track_device_bytes(DEV, &m);
+            if (dc != dbase + dcur || m != dmax) bad_dev++;
+            if (bad0 == 0 && bad_cur + bad_peak + bad_dev)
+                printf("    # call %d: host %llu/%llu, device %llu/%llu, device %d %llu/%llu (cur/peak); want %llu/%llu, "
+                       "%llu/%llu, %llu/%llu\n", i, (unsigned long long)S.mem[HOST].current_bytes,
+                       (unsigned long long)S.mem[HOST].peak_bytes, (unsigned long long)S.mem[DEVICE].current_bytes,
+                       (unsigned long long)S.mem[DEVICE].peak_bytes, DEV, (unsigned long long)dc,
+                       (unsigned long long)m, (unsigned long long)(base[0] + cur[0]),
+                       (unsigned long long)(base[0] + peak[0]), (unsigned long long)(base[1] + cur[1]),
+                       (unsigned long long)(base[1] + peak[1]), (unsigned long long)(dbase + dcur),
+                       (unsigned long long)dmax);
+        }
+        if (i % 1500 == 1499) { /* a new window: each kind's peak starts at its current */
+            memobs_reset();
+            resets++;
+            for (k = 0; k < 2; k++) peak[k] = cur[k];
+        }
+        if (i % 700 == 350) { /* a worker exits; its record goes into the totals, a new one takes its shard */
+            eworker_do(w, 3);
+            pthread_join(w->th, NULL);
+            pthread_create(&w->th, NULL, eworker, w);
+            exits++;
+        }
+    }
+    for (i = 0; i < nlv; i++) MEMOBS_TRACK_FREE(FP(live[i].ptr));
+    for (i = 0; i < EW; i++) {
+        eworker_do(&EWK[i], 3);
+        pthread_join(EWK[i].th, NULL);
+        pthread_mutex_destroy(&EWK[i].mu);
+        pthread_cond_destroy(&EWK[i].cv);
+    }
+    f0 = esc_folds() - f0;
+    printf("    # %d calls, %llu checks, %llu folds\n", EN, (unsigned long long)checks, (unsigned long long)f0);
+    CHECK(checks > 150);
+    CHECK(f0 > 2 * checks + resets); /* allocations near the peak folded too (each check is two folds) */
+    CHECK(f0 < EN / 4);               /* most calls stayed in their thread's record */
+    CHECK_U64(4, resets);
+    CHECK_U64(9, exits);
+    CHECK_U64(0, bad_cur);
+    CHECK_U64(0, bad_peak);
+    CHECK_U64(0, bad_dev);
+    snap();
+    CHECK_U64(base[0], S.mem[HOST].current_bytes);
+    CHECK_U64(base[1], S.mem[DEVICE].current_bytes);
+}
+
+/* The escrow's own behaviour: a thread that frees and then allocates the
+   same bytes, and one that allocates below the peak, moves no shared line
+   (no fold); an allocation after another thread's free that would look
+   like a new peak without that free folds and finds none. */
+static void test_escrow_folds(void) {
+    const uintptr_t P = 0x32000000;
+    uint64_t f0, peak0, i;
+    eworker_t *w = &EWK[0];
+    memobs_reset();
+    for (i = 0; i < 64; i++) MEMOBS_TRACK_ALLOC(FP(P + i * 64), 1024, PINNED);
+    snap(); /* a fold: no lease out, nothing in any record */
+    peak0 = S.mem[PINNED].peak_bytes;
+    CHECK_U64(S.mem[PINNED].current_bytes, peak0);
+    f0 = esc_folds();
+    for (i = 0; i < 1000; i++) { /* at the peak, with no headroom: free, then the same bytes again */
+        MEMOBS_TRACK_FREE(FP(P + (i % 64) * 64));
+        MEMOBS_TRACK_ALLOC(FP(P + (i % 64) * 64), 1024, PINNED);
+    }
+    CHECK_U64(0, esc_folds() - f0);
+    for (i = 0; i < 32; i++) MEMOBS_TRACK_FREE(FP(P + i * 64)); /* 32 KiB below the peak */
+    snap();
+    f0 = esc_folds();
+    for (i = 0; i < 1000; i++) { /* below the peak: leases */
+        MEMOBS_TRACK_ALLOC(FP(P + 0x100000 + i * 64), 8, PINNED);
+        MEMOBS_TRACK_FREE(FP(P + 0x100000 + i * 64));
+    }
+    for (i = 0; i < 1000; i++) MEMOBS_TRACK_ALLOC(FP(P + 0x200000 + i * 64), 16, PINNED); /* 16000 of 32768 */
+    CHECK_U64(0, esc_folds() - f0);
+    for (i = 0; i < 1000; i++) MEMOBS_TRACK_FREE(FP(P + 0x200000 + i * 64));
+    /* another thread frees 1 KiB into its own record; the 2 KiB allocated
+       here next would pass the peak by 1 KiB, were that free not folded in */
+    for (i = 0; i < 32; i++) MEMOBS_TRACK_ALLOC(FP(P + i * 64), 1024, PINNED);
+    snap();
+    CHECK_U64(peak0, S.mem[PINNED].peak_bytes);
+    CHECK_U64(peak0, S.mem[PINNED].current_bytes);
+    /* (a worker, alive: a thread that exits folds its record in itself) */
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->cmd = 0;
+    pthread_create(&w->th, NULL, eworker, w);
+    w->ptr = P; /* registers the thread: the global lock */
+    eworker_do(w, 2);
+    w->ptr = P + 64; /* into its own record */
+    eworker_do(w, 2);
+    f0 = esc_folds();
+    MEMOBS_TRACK_ALLOC(FP(P + 0x300000), 2048, PINNED);
+    CHECK_U64(1, esc_folds() - f0);
+    eworker_do(w, 3);
+    pthread_join(w->th, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    snap();
+    CHECK_U64(peak0, S.mem[PINNED].peak_bytes);
+    MEMOBS_TRACK_ALLOC(FP(P), 1, PINNED); /* now a new peak, by 1 byte */
+    snap();
+    CHECK_U64(peak0 + 1, S.mem[PINNED].peak_bytes);
+    MEMOBS_TRACK_FREE(FP(P));
+    MEMOBS_TRACK_FREE(FP(P + 0x300000));
+    for (i = 2; i < 64; i++) MEMOBS_TRACK_FREE(FP(P + i * 64));
+    snap();
+    CHECK_U64(64 * 1024 + 1, S.mem[PINNED].peak_bytes - S.mem[PINNED].current_bytes);
+}
+
+/* The timeline's live bytes with the escrow: each allocation and free on
+   the timeline carries the kind's exact tracked bytes right after it,
+   from the moment the timeline is switched on with bytes already live,
+   while 4 threads allocate and free. */
+#define ETL_THREADS 4
+#define ETL_N 300
+static void *etl_thread(void *arg) {
+    uintptr_t k = (uintptr_t)arg, i, base = 0x33000000 + k * 0x100000;
+    for (i = 0; i < ETL_N; i++) {
+        MEMOBS_TRACK_ALLOC(FP(base + i * 64), 8 * (k + 1), HOST);
+        if (i >= 10) MEMOBS_TRACK_FREE(FP(base + (i - 10) * 64));
+    }
+    for (i = ETL_N - 10; i < ETL_N; i++) MEMOBS_TRACK_FREE(FP(base + i * 64));
+    return NULL;
+}
+static void test_escrow_timeline(void) {
+    const uintptr_t P = 0x34000000;
+    pthread_t t[ETL_THREADS];
+    uint64_t base, v, lo = ~0ull, hi = 0, nv = 0, last[2] = {0, 0}, i;
+    FILE *f = tmpfile();
+    char *buf = NULL, *p;
+    long len;
+    snap();
+    base = S.mem[HOST].current_bytes + 1000;
+    for (i = 0; i < 10; i++) MEMOBS_TRACK_ALLOC(FP(P + i * 64), 100, HOST);
+    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(65536));
+    for (i = 0; i < ETL_THREADS; i++) pthread_create(&t[i], NULL, etl_thread, (void *)(uintptr_t)i);
+    for (i = 0; i < ETL_THREADS; i++) pthread_join(t[i], NULL);
+    MEMOBS_TRACK_ALLOC(FP(P + 0x1000), 5, HOST); /* the last two events: base + 5, base */
+    MEMOBS_TRACK_FREE(FP(P + 0x1000));
+    CHECK(f != NULL);
+    if (!f) return;
+    CHECK_U64(MEMOBS_OK, memobs_write_chrome_trace(f));
+    len = ftell(f);
+    rewind(f);
+    buf = (char *)malloc((size_t)len + 1);
+    CHECK(buf != NULL && fread(buf, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    if (!buf) return;
+    buf[len] = 0;
+    for (p = buf; (p = strstr(p, "\"name\":\"live host bytes\"")) != NULL; p++) {
+        char *q = strstr(p, "\"value\":");
+        if (!q) break;
+        v = strtoull(q + 8, NULL, 10);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        last[0] = last[1];
+        last[1] = v;
+        nv++;
+    }
+    free(buf);
+    CHECK_U64(memobs_timeline_enable(0), MEMOBS_OK);
+    /* every allocation and free of the threads and the last two */
+    CHECK_U64((uint64_t)ETL_THREADS * ETL_N * 2 + 2, nv);
+    CHECK(lo >= base);                                 /* never below what was live before */
+    CHECK(hi <= base + 10 * 8 * (1 + 2 + 3 + 4) + 5); /* nor above what the threads could hold at once */
+    CHECK_U64(base + 5, last[0]);
+    CHECK_U64(base, last[1]);
+    for (i = 0; i < 10; i++) MEMOBS_TRACK_FREE(FP(P + i * 64));
+    snap();
+    CHECK_U64(base - 1000, S.mem[HOST].current_bytes);
+}
+
 /* ---- the table: one stripe against a model -------------------------------- */
 
 static unsigned stripe_of(uintptr_t a) { return (unsigned)(memobs__mix((uint64_t)a >> 16) % MEMOBS__TRK_STRIPES); }
@@ -1754,6 +2041,9 @@ int main(int argc, char **argv) {
         RUN(test_peak_and_reset);
         RUN(test_threads_exact);
         RUN(test_cross_thread_free);
+        RUN(test_escrow_model);
+        RUN(test_escrow_folds);
+        RUN(test_escrow_timeline);
         RUN(test_stripe_model);
         RUN(test_double_free_ring);
         RUN(test_bad_input);
