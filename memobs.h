@@ -585,7 +585,9 @@ MEMOBS_API int memobs__track_mark(const void *ptr, int how);
 
 /* Tracked MEMOBS_MEM_DEVICE bytes of one device (0 <= device <
    MEMOBS_MAX_DEVICES) now; *max_bytes (may be NULL) gets the most there
-   ever were. 0 for a device out of range. */
+   ever were. 0 for a device out of range. Exact: it folds every thread's
+   escrow record (each thread's lock taken briefly), so call it per step
+   or per report, not per allocation. */
 MEMOBS_API uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes);
 
 /* Device index used by the macros on this thread (default 0). */
