@@ -3315,9 +3315,11 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
         /* Half the headroom left, leased to this thread for its next ones. */
         if (e && delta > 0 && E->u[x] < (int64_t)MEMOBS__LOAD(&E->peak[x].v)) {
             int64_t h = ((int64_t)MEMOBS__LOAD(&E->peak[x].v) - E->u[x]) / 2;
-            e->l[x] += h;
-            E->u[x] += h;
-            MEMOBS__STORE(&E->leased.v, 1u);
+            if (h > 0) {
+                e->l[x] += h;
+                E->u[x] += h;
+                MEMOBS__STORE(&E->leased.v, 1u);
+            }
         }
     }
     memobs__esc_held();
