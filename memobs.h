@@ -8273,7 +8273,7 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
     for (j = 0; j <= 4; j++) {
         double yy = MEMOBS__HTML_T + ph - ph * j / 4.0;
         memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
-                           "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", MEMOBS__HTML_L,
+                           "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", MEMOBS__HTML_L,
                            yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4, (double)top * j / 4.0);
         memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                            MEMOBS__HTML_L + pw * j / 4.0, MEMOBS__HTML_H - 8,
