@@ -5,7 +5,8 @@
      odd    strings a page must escape: a tag with quotes and
             <script>alert(1)</script>, a job id with markup, a tag that is
             a path with bytes that are not UTF-8.
-     many   more than the report shows: 5000 live traces, the sampler's
+     many   more than the report shows: 5000 live traces (tags of
+            characters that escape long, C stacks of 16 frames), the sampler's
             ring full, the timeline full, every counter slot used with a
             long help text; the report must stay under 2 MB.
      api    memobs_write_html_file() on an unwritable path returns
@@ -30,13 +31,13 @@ static int odd(void) {
 }
 
 static int many(void) {
-    static char tag[64];
+    static char tag[96];
     int i;
     char name[32];
     memobs_timeline_enable(65536);
     for (i = 0; i < 5000; i++) {
-        snprintf(tag, sizeof tag, "trace-%d-\"<&>\"-padding-padding-padding", i);
-        memobs_track_alloc_full(arena + i, (uint64_t)(i + 1) * 16, MEMOBS_MEM_HOST, -1, NULL, tag, 0);
+        snprintf(tag, sizeof tag, "trace-%d-\"\"\"\"<<<<>>>>&&&&\"\"\"\"<<<<>>>>&&&&", i);
+        memobs_track_alloc_full(arena + i, (uint64_t)(i + 1) * 16, MEMOBS_MEM_HOST, -1, NULL, tag, 16);
     }
     for (i = 0; i < 100000; i++) {
         MEMOBS_RECORD_H2D((uint64_t)(i % 97 + 1) * 4096, i & 1);
@@ -62,7 +63,7 @@ static int many(void) {
 static int api(const char *path) {
     if (memobs_write_html(NULL) != MEMOBS_ERR_INVALID) return 2;
     if (memobs_write_html_file("/nonexistent-memobs-dir/x.html") != MEMOBS_ERR_IO) return 3;
-    MEMOBS_RECORD_D2D(777, 2);
+    MEMOBS_RECORD_D2D(777, 0); /* decode */
     return memobs_write_html_file(path) == MEMOBS_OK ? 0 : 4;
 }
 
