@@ -210,6 +210,22 @@ else
         "exit $st (2: NULL, 3: unwritable, 4: path)" "$(cat "$tmp/api.err")"
 fi
 
+# --- compiled out (MEMOBS_DISABLE): links, writes a report of nothing
+if $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -DMEMOBS_DISABLE -I. tests/test_html.c -o "$tmp/prog_off" \
+    >"$tmp/off.log" 2>&1; then
+    "$tmp/prog_off" api "$tmp/off.html" 2>>"$tmp/off.log"
+    st=$?
+    if [ "$st" -eq 0 ] && grep -q 'data-memobs="d2d.decode.bytes" data-v="0"' "$tmp/off.html" &&
+        grep -q 'data-memobs="enabled">off<' "$tmp/off.html"; then
+        pass "MEMOBS_DISABLE: builds (-Werror), links, writes a report that records nothing and says off"
+    else
+        fail "MEMOBS_DISABLE: builds (-Werror), links, writes a report that records nothing and says off" \
+            "exit $st" "$(tail -n 5 "$tmp/off.log")"
+    fi
+else
+    fail "MEMOBS_DISABLE: builds (-Werror), links" "$(head -n 20 "$tmp/off.log")"
+fi
+
 # --- Python: memobs.write_html
 if PYINC=$("$PYTHON-config" --includes 2>/dev/null) && SUFFIX=$("$PYTHON-config" --extension-suffix 2>/dev/null); then
     mkdir -p "$tmp/py/memobs" && cp python/memobs/*.py python/memobs/__init__.pyi "$tmp/py/memobs/"
