@@ -7835,6 +7835,8 @@ static void memobs__smp_env(void) {
 #define MEMOBS__HTML_POINTS 400
 #define MEMOBS__HTML_BINS 120
 #define MEMOBS__HTML_TRACES 20
+#define MEMOBS__HTML_STR2(x) #x
+#define MEMOBS__HTML_STR(x) MEMOBS__HTML_STR2(x)
 #define MEMOBS__HTML_STACK 4096
 #define MEMOBS__HTML_W 720
 #define MEMOBS__HTML_H 240
@@ -8468,10 +8470,10 @@ static void memobs__html_traces(memobs__out_t *o) {
         for (g = 0; g <= ntr; g++)
             if (grp[g].count) grp[ng++] = grp[g];
         memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
-        memobs__html_printf(o, "<p>%llu live allocations in %u traces; the %u largest shown.</p>\n<table class=\"tr\">"
+        memobs__html_printf(o, "<p>%llu live allocation%s in %u trace%s; %s shown.</p>\n<table class=\"tr\">"
                            "<tr><th>trace</th><th>live bytes</th><th>count</th><th>kinds</th><th>oldest</th>"
-                           "<th>tag and stack</th></tr>\n", (unsigned long long)n, (unsigned)ng,
-                           ng < MEMOBS__HTML_TRACES ? (unsigned)ng : MEMOBS__HTML_TRACES);
+                           "<th>tag and stack</th></tr>\n", (unsigned long long)n, memobs__s(n), (unsigned)ng,
+                           memobs__s(ng), ng <= MEMOBS__HTML_TRACES ? "all" : "the " MEMOBS__HTML_STR(MEMOBS__HTML_TRACES) " largest");
         for (g = 0; g < ng; g++) {
             unsigned k, first = 1;
             int len;
@@ -8498,7 +8500,7 @@ static void memobs__html_traces(memobs__out_t *o) {
                 memobs__html_esc(o, buf[0] ? buf : "(no tag)");
                 memobs__out_str(o, "</b>");
                 if (nl && nl[1]) {
-                    memobs__out_str(o, "<details><summary>stack</summary><pre>");
+                    memobs__out_str(o, g < 3 ? "<details open><summary>stack</summary><pre>" : "<details><summary>stack</summary><pre>");
                     memobs__html_esc(o, nl + 1);
                     if ((size_t)len >= MEMOBS__HTML_STACK - 1) memobs__out_str(o, "\n... (cut)");
                     memobs__out_str(o, "</pre></details>");

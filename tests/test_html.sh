@@ -18,7 +18,8 @@
 #     timeline; MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit
 #     0); the return codes; memobs.write_html in Python;
 #   - a screenshot of the demo's report (MEMOBS_HTML_SHOTS=DIR copies it
-#     there as html_report.png: how docs/html_report.png is made).
+#     there as html_report.png, with the report as html_report.html and its
+#     first screen as html_report_top.png: how docs/ gets them).
 # A missing chromium is a failure, never a skip.
 # Prints "ok - html: ..." / "not ok - html: ..." lines; exits 1 on a failure.
 cd "$(dirname "$0")/.." || exit 2
@@ -134,12 +135,18 @@ if [ "$st" -eq 0 ] && [ $# -eq 1 ] && [ -f "$1" ]; then
     prof=$(mktemp -d "$tmp/profile.XXXXXX")
     timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
         --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$prof" \
-        --hide-scrollbars --screenshot="$tmp/demo.png" --window-size=1280,4000 "file://$demo" >"$tmp/shot.log" 2>&1
+        --hide-scrollbars --screenshot="$tmp/demo.png" --window-size=1280,4400 "file://$demo" >"$tmp/shot.log" 2>&1
     if [ -s "$tmp/demo.png" ] && [ "$(head -c 8 "$tmp/demo.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
         [ "$(wc -c <"$tmp/demo.png")" -gt 20000 ]; then
         pass "demo: screenshot made ($(wc -c <"$tmp/demo.png") bytes PNG)"
         if [ -n "${MEMOBS_HTML_SHOTS:-}" ]; then
             cp "$tmp/demo.png" "$MEMOBS_HTML_SHOTS/html_report.png" && cp "$demo" "$MEMOBS_HTML_SHOTS/html_report.html"
+            # and its first screen, for the README
+            timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+                --disable-background-networking --disable-component-update --disable-sync \
+                --user-data-dir="$(mktemp -d "$tmp/profile.XXXXXX")" --hide-scrollbars \
+                --screenshot="$MEMOBS_HTML_SHOTS/html_report_top.png" --window-size=1280,1000 "file://$demo" \
+                >>"$tmp/shot.log" 2>&1
         fi
     else
         fail "demo: screenshot made" "$(tail -n 5 "$tmp/shot.log")"
