@@ -241,6 +241,10 @@ if PYINC=$("$PYTHON-config" --includes 2>/dev/null) && SUFFIX=$("$PYTHON-config"
         PYTHONPATH="$tmp/py" $PYTHON - "$tmp/py.html" >"$tmp/py.out" 2>&1 <<'PY'
 import sys, memobs
 memobs.record_h2d(4242, True)
+memobs.track_python_stacks()
+def python_alloc_site():
+    memobs.track_alloc(0x10000, 4096, "host", "py_tag")
+python_alloc_site()
 memobs.write_html(sys.argv[1])
 try:
     memobs.write_html("/nonexistent-memobs-dir/x.html")
@@ -252,6 +256,12 @@ PY
             pass "python: memobs.write_html(path) writes the report; OSError on an unwritable path"
         else
             fail "python: memobs.write_html(path) writes the report; OSError on an unwritable path" "$(cat "$tmp/py.out")"
+        fi
+        if sed -n '/id="traces"/,/<\/section>/p' "$tmp/py.html" | grep -q 'python_alloc_site'; then
+            pass "python: the traces section shows a Python frame (python_alloc_site)"
+        else
+            fail "python: the traces section shows a Python frame (python_alloc_site)" \
+                "$(sed -n '/id="traces"/,/<\/section>/p' "$tmp/py.html" | head -n 20)"
         fi
     else
         fail "python: build the extension" "$(head -n 20 "$tmp/py.log")"
