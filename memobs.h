@@ -1012,7 +1012,8 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    (the timeline's records, binned); device-timed bandwidth per direction
    and phase; TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked
    memory by kind, memory over time from the sampler (RSS, anonymous, heap,
-   tracked host/pinned/device, the driver's device used) with each series'
+   tracked host/pinned/device, the driver's device used; without samples,
+   tracked bytes by kind from the timeline's allocations) with each series'
    peak marked, the leak detector's verdict and fit; the traces holding the
    most live bytes with their tags and stacks (memobs_trace_text: C and
    provider frames); user counters and the problems counted. Every figure
@@ -1020,10 +1021,12 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    ttft.p99_ns, memory.device.peak_bytes, problems.bad_records, ...) and
    data-v="exact integer". Text from tags, names, hosts and paths is
    escaped; bytes that are not UTF-8 become U+FFFD.
-   Size: at most about 2 MB whatever was recorded: the samples are cut to
-   400 points per series (the largest sample of each stretch, so peaks
-   stay), the timeline to 120 bins, the traces to the 20 largest (the rest
-   summed in one row), each stack to 4 KB of text; counters are bounded by
+   Size: bounded whatever was recorded, under 1 MB at default limits (the
+   worst case: 20 stacks of 4 KB that escape sixfold, every counter used):
+   the samples are cut to 400 points per series (the largest sample of each
+   stretch, so peaks stay), the timeline to 120 bins (its allocations to
+   400), the traces to the 20 holding the most (the rest summed in one
+   row), each stack to 4 KB of text; counters are bounded by
    MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
    MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO. MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
@@ -8123,17 +8126,12 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
 }
 
 /* Transfers over time: the timeline's host-side records, binned. */
-static void memobs__html_xfer_time(memobs__out_t *o) {
-    memobs__tl_ev_t *ev;
-    size_t n = 0, i, k = 0;
-    uint64_t t0 = 0, t1 = 0, cap;
-    memobs_timeline_stats_t st;
+static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, size_t n,
+                                   const memobs_timeline_stats_t *stp) {
+    size_t i, k = 0;
+    uint64_t t0 = 0, t1 = 0, cap = stp->capacity;
+    memobs_timeline_stats_t st = *stp;
     memobs__out_str(o, "<section id=\"transfers-time\"><h2>Transfers over time</h2>\n");
-    pthread_mutex_lock(&memobs__tl.lock);
-    ev = memobs__tl_snapshot(&n);
-    memobs__tl_count(&st, NULL, NULL);
-    pthread_mutex_unlock(&memobs__tl.lock);
-    cap = st.capacity;
     if (ev)
         for (i = 0; i < n; i++)
             if ((ev[i].meta & 15u) == MEMOBS__TL_XFER) {
@@ -8175,7 +8173,6 @@ static void memobs__html_xfer_time(memobs__out_t *o) {
                            w * 1e3);
         memobs__html_lines(o, "transfers-time-chart", x, y, MEMOBS_DIRS, nb, nm, co, 1);
     }
-    if (ev) MEMOBS_FREE(ev);
     memobs__out_str(o, "</section>\n");
 }
 
@@ -8319,7 +8316,54 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
 }
 
 #define MEMOBS__HTML_SERIES 7
-static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s) {
+/* Tracked live bytes by kind over time from the timeline's allocation and
+   free events (each carries its kind's live bytes after it), binned like
+   the samples: the largest figure of each bin. 0 when it holds none. */
+static int memobs__html_tl_memory(memobs__out_t *o, const memobs__tl_ev_t *ev, size_t n) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"tracked device (timeline)", "tracked host (timeline)",
+                                                        "tracked pinned (timeline)", "tracked managed (timeline)"};
+    static const char *const kcolor[MEMOBS_MEM_KINDS] = {"#2ca02c", "#ff7f0e", "#bcbd22", "#17becf"};
+    double *x, *y[MEMOBS_MEM_KINDS], *yy[MEMOBS_MEM_KINDS];
+    const char *nm[MEMOBS_MEM_KINDS], *co[MEMOBS_MEM_KINDS];
+    uint64_t t0 = 0, t1 = 0, span;
+    size_t i, k = 0, nb, j;
+    unsigned c, used = 0, seen = 0;
+    for (i = 0; i < n; i++) {
+        unsigned type = (unsigned)(ev[i].meta & 15u);
+        if (type != MEMOBS__TL_ALLOC && type != MEMOBS__TL_FREE) continue;
+        if (!k++) t0 = ev[i].ts;
+        t1 = ev[i].ts;
+        seen |= 1u << ((ev[i].meta >> 4 & 15u) % MEMOBS_MEM_KINDS);
+    }
+    if (!k) return 0;
+    nb = k < MEMOBS__HTML_POINTS ? k : MEMOBS__HTML_POINTS;
+    span = t1 > t0 ? t1 - t0 : 1;
+    x = (double *)MEMOBS_MALLOC(nb * (MEMOBS_MEM_KINDS + 1) * sizeof(double));
+    if (!x) return 0;
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+        y[c] = x + nb * (c + 1);
+        for (j = 0; j < nb; j++) y[c][j] = -1;
+    }
+    for (j = 0; j < nb; j++) x[j] = (double)span * ((double)j + 0.5) / (double)nb / 1e9;
+    for (i = 0; i < n; i++) {
+        unsigned type = (unsigned)(ev[i].meta & 15u);
+        if ((type != MEMOBS__TL_ALLOC && type != MEMOBS__TL_FREE) || ev[i].ts < t0) continue;
+        c = (unsigned)(ev[i].meta >> 4 & 15u) % MEMOBS_MEM_KINDS;
+        j = (size_t)((double)(ev[i].ts - t0) / (double)span * (double)nb);
+        if (j >= nb) j = nb - 1;
+        if ((double)ev[i].c > y[c][j]) y[c][j] = (double)ev[i].c;
+    }
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++)
+        if (seen & (1u << c)) yy[used] = y[c], nm[used] = kname[c], co[used] = kcolor[c], used++;
+    memobs__html_printf(o, "<p>No samples: tracked live bytes from the timeline's %llu allocation and free events "
+                        "instead (the sampler adds RSS, heap and the driver's figures), each point the largest of "
+                        "its bin of %.3g ms.</p>\n", (unsigned long long)k, (double)span / (double)nb / 1e6);
+    memobs__html_lines(o, "memory-chart", x, yy, used, nb, nm, co, 0);
+    MEMOBS_FREE(x);
+    return 1;
+}
+
+static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, const memobs__tl_ev_t *ev, size_t nev) {
     static const char *const sname[MEMOBS__HTML_SERIES] = {
         "RSS", "anonymous", "malloc heap", "tracked host", "tracked pinned", "tracked device", "device used (driver)"};
     static const char *const scolor[MEMOBS__HTML_SERIES] = {"#1f77b4", "#9467bd", "#8c564b", "#ff7f0e",
@@ -8362,9 +8406,9 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s) {
     memobs__out_str(o, "<h3>Over time</h3>\n");
     if (n) sm = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *sm);
     if (sm) n = memobs__samples_copy(sm, n);
-    if (!sm || n == 0) {
+    if ((!sm || n == 0) && !memobs__html_tl_memory(o, ev, nev)) {
         memobs__html_absent(o, "no memory sample", "the sampler (MEMOBS_SAMPLE_MS=N or memobs_sampler_start)");
-    } else {
+    } else if (sm && n) {
         /* buckets of stride samples, the largest value of each kept */
         size_t stride = (n + MEMOBS__HTML_POINTS - 1) / MEMOBS__HTML_POINTS, np = (n + stride - 1) / stride;
         double *x = (double *)MEMOBS_MALLOC(np * (MEMOBS__HTML_SERIES + 1) * sizeof(double));
@@ -8593,8 +8637,8 @@ static const char memobs__html_css[] =
 static const char memobs__html_js[] =
     "(function(){var t=document.getElementById('tip');if(!t)return;"
     "document.addEventListener('mousemove',function(e){var n=e.target,s=null;"
-    "if(n&&n.querySelector&&n.namespaceURI==='http://www.w3.org/2000/svg'){var c=n.querySelector('title');"
-    "if(c)s=c.textContent;}if(s){t.textContent=s;t.style.left=(e.clientX+12)+'px';"
+    "if(n&&n.childNodes&&n.namespaceURI==='http://www.w3.org/2000/svg'){for(var i=0;i<n.childNodes.length;i++)"
+    "if(n.childNodes[i].nodeName==='title'){s=n.childNodes[i].textContent;break;}}if(s){t.textContent=s;t.style.left=(e.clientX+12)+'px';"
     "t.style.top=(e.clientY+12)+'px';t.style.display='block';}else t.style.display='none';});})();";
 
 int memobs_write_html(FILE *f) {
@@ -8602,6 +8646,9 @@ int memobs_write_html(FILE *f) {
     uint64_t *cnt;
     uint32_t busy = memobs__tls.busy;
     memobs__out_t o;
+    memobs__tl_ev_t *ev;
+    memobs_timeline_stats_t st;
+    size_t nev = 0;
     unsigned i;
     if (!f) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_html: NULL FILE");
@@ -8617,6 +8664,11 @@ int memobs_write_html(FILE *f) {
         return MEMOBS_ERR_NOMEM;
     }
     memobs_get_summary(s);
+    pthread_mutex_lock(&memobs__tl.lock);
+    ev = memobs__tl_snapshot(&nev);
+    memobs__tl_count(&st, NULL, NULL);
+    pthread_mutex_unlock(&memobs__tl.lock);
+    if (!ev) nev = 0; /* none, or no memory for the copy: drawn as none */
     if (cnt) {
         pthread_mutex_lock(&memobs__g.lock);
         for (i = 0; i < MEMOBS__HIST_NB; i++) {
@@ -8636,14 +8688,15 @@ int memobs_write_html(FILE *f) {
                        "<h1>memobs report</h1>\n", (int)s->identity.rank, memobs__html_css);
     memobs__html_identity(&o, s);
     memobs__html_transfers(&o, s);
-    memobs__html_xfer_time(&o);
+    memobs__html_xfer_time(&o, ev, nev, &st);
     memobs__html_bandwidth(&o, s);
     memobs__html_latency(&o, s, cnt);
-    memobs__html_memory(&o, s);
+    memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);
     memobs__html_counters(&o, s);
     memobs__html_printf(&o, "<script>%s</script>\n</body></html>\n", memobs__html_js);
     if (cnt) MEMOBS_FREE(cnt);
+    if (ev) MEMOBS_FREE(ev);
     MEMOBS_FREE(s);
     memobs__tls.busy = busy;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;

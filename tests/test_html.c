@@ -11,7 +11,8 @@
             long help text; the report must stay under 2 MB.
      api    memobs_write_html_file() on an unwritable path returns
             MEMOBS_ERR_IO, on NULL FILE MEMOBS_ERR_INVALID; then writes
-            argv[2] itself. */
+            argv[2] itself, with pinned memory tracked while the timeline
+            is on and no sampler (memory over time from the timeline). */
 #define MEMOBS_IMPLEMENTATION
 #include "memobs.h"
 
@@ -64,6 +65,11 @@ static int api(const char *path) {
     if (memobs_write_html(NULL) != MEMOBS_ERR_INVALID) return 2;
     if (memobs_write_html_file("/nonexistent-memobs-dir/x.html") != MEMOBS_ERR_IO) return 3;
     MEMOBS_RECORD_D2D(777, 0); /* decode */
+    /* memory over time from the timeline alone (no sampler) */
+    memobs_timeline_enable(4096);
+    MEMOBS_TRACK_ALLOC_N(arena, 1000, MEMOBS_MEM_PINNED, "pinned_a");
+    MEMOBS_TRACK_ALLOC_N(arena + 1000, 3000, MEMOBS_MEM_PINNED, "pinned_b");
+    MEMOBS_TRACK_FREE(arena);
     return memobs_write_html_file(path) == MEMOBS_OK ? 0 : 4;
 }
 

@@ -217,6 +217,15 @@ else
         "exit $st (2: NULL, 3: unwritable, 4: path)" "$(cat "$tmp/api.err")"
 fi
 
+# memory over time without the sampler: from the timeline's allocations
+if grep -q 'id="memory-chart"' "$tmp/api.html" && grep -q 'tracked pinned (timeline)' "$tmp/api.html" &&
+    grep -q 'peak of tracked pinned (timeline): 4.00 KB' "$tmp/api.html"; then
+    pass "no sampler, timeline on: memory over time from the timeline's allocations (peak 4.00 KB marked)"
+else
+    fail "no sampler, timeline on: memory over time from the timeline's allocations (peak 4.00 KB marked)" \
+        "$(sed -n '/<h3>Over time/,/<\/svg>/p' "$tmp/api.html" | head -n 12)"
+fi
+
 # --- compiled out (MEMOBS_DISABLE): links, writes a report of nothing
 if $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -DMEMOBS_DISABLE -I. tests/test_html.c -o "$tmp/prog_off" \
     >"$tmp/off.log" 2>&1; then
