@@ -15,7 +15,7 @@
 #   - odd strings (quotes, <script>, bytes that are not UTF-8, a path)
 #     arrive as text;
 #   - the size bound (2 MB) with 5000 traces, a full sampler ring and a full
-#     timeline; MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit
+#     timeline; under 1 MB for the worst case at default limits; MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit
 #     0); the return codes; memobs.write_html in Python;
 #   - a screenshot of the demo's report (MEMOBS_HTML_SHOTS=DIR copies it
 #     there as html_report.png, with the report as html_report.html and its
@@ -194,6 +194,18 @@ if [ -s "$tmp/many.html" ]; then
     opens many "$tmp/many.html"
 else
     fail "many: MEMOBS_HTML written at exit" "$(tail -n 5 "$tmp/many.err")"
+fi
+
+# --- the worst case at default limits: under 1 MB (memobs.h's doc says so)
+MEMOBS_HTML="$tmp/worst.html" MEMOBS_SUMMARY="$tmp/worst.json" MEMOBS_FORMAT=json "$tmp/prog" worst 2>"$tmp/worst.err"
+if [ -s "$tmp/worst.html" ]; then
+    n=$(wc -c <"$tmp/worst.html")
+    if [ "$n" -le 1048576 ]; then pass "worst: report size $n bytes <= 1 MB"; else fail "worst: report size" "expected <= 1048576 bytes, got $n"; fi
+    chrome "$tmp/worst.html" "$tmp/worst.dom"
+    $CHECK summary "$tmp/worst.dom" "$tmp/worst.json" worst || rc=1
+    opens worst "$tmp/worst.html"
+else
+    fail "worst: MEMOBS_HTML written at exit" "$(tail -n 5 "$tmp/worst.err")"
 fi
 
 # --- an unwritable MEMOBS_HTML: one warning, no crash
