@@ -7987,17 +7987,17 @@ static void memobs__html_lines(memobs__out_t *o, const char *id, const double *x
     pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R;
     ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
     memobs__html_printf(o, "<svg id=\"%s\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-                       "role=\"img\">\n", id, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
+                        "role=\"img\">\n", id, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
     for (g = 0; g <= 4; g++) {
         double yy = MEMOBS__HTML_T + ph - ph * g / 4.0;
         memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
-                           MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy);
+                            MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy);
         memobs__html_printf(o, "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                           MEMOBS__HTML_L - 4, yy + 4, memobs__html_label(ymax * g / 4.0, unit, b, sizeof b));
+                            MEMOBS__HTML_L - 4, yy + 4, memobs__html_label(ymax * g / 4.0, unit, b, sizeof b));
     }
     for (g = 0; g <= 4; g++)
         memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g s</text>",
-                           MEMOBS__HTML_L + pw * g / 4.0, MEMOBS__HTML_H - 8, (x1 - x0) * g / 4.0);
+                            MEMOBS__HTML_L + pw * g / 4.0, MEMOBS__HTML_H - 8, (x1 - x0) * g / 4.0);
     memobs__out_str(o, "\n");
     for (s = 0; s < ns; s++) {
         int pen = 0;
@@ -8010,7 +8010,7 @@ static void memobs__html_lines(memobs__out_t *o, const char *id, const double *x
             }
             if (top == n || y[s][i] > y[s][top]) top = i;
             memobs__html_printf(o, "%c%.1f %.1f", pen ? 'L' : 'M', MEMOBS__HTML_L + pw * (x[i] - x0) / (x1 - x0),
-                               MEMOBS__HTML_T + ph - ph * y[s][i] / ymax);
+                                MEMOBS__HTML_T + ph - ph * y[s][i] / ymax);
             pen = 1;
         }
         memobs__out_str(o, "\"><title>");
@@ -8018,11 +8018,12 @@ static void memobs__html_lines(memobs__out_t *o, const char *id, const double *x
         memobs__out_str(o, "</title></path>\n");
         if (top < n) {
             memobs__html_printf(o, "<circle class=\"peak\" data-series=\"%u\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-                               "fill=\"%s\"><title>peak of ", s, MEMOBS__HTML_L + pw * (x[top] - x0) / (x1 - x0),
-                               MEMOBS__HTML_T + ph - ph * y[s][top] / ymax, color[s]);
+                                "fill=\"%s\"><title>peak of ", s, MEMOBS__HTML_L + pw * (x[top] - x0) / (x1 - x0),
+                                MEMOBS__HTML_T + ph - ph * y[s][top] / ymax, color[s]);
             memobs__html_esc(o, name[s]);
-            memobs__html_printf(o, ": %s at %.3f s</title></circle>\n", memobs__html_label(y[s][top], unit, b, sizeof b),
-                               x[top] - x0);
+            memobs__html_printf(o, ": %s at %.3f s</title></circle>\n",
+                                memobs__html_label(y[s][top], unit, b, sizeof b),
+                                x[top] - x0);
         }
     }
     memobs__out_str(o, "</svg>\n");
@@ -8049,9 +8050,9 @@ static void memobs__html_identity(memobs__out_t *o, const memobs_summary_t *s) {
     memobs__out_str(o, "</tr><tr><th>window</th>");
     memobs__html_cell(o, "window_ns", s->window_ns, memobs_fmt_ns(s->window_ns, b, sizeof b));
     memobs__html_printf(o, "</tr><tr><th>recording</th><td data-memobs=\"enabled\">%s</td></tr>",
-                       s->enabled ? "on" : "off");
+                        s->enabled ? "on" : "off");
     memobs__html_printf(o, "<tr><th>memobs</th><td>%s, clock %s</td></tr></table></section>\n", MEMOBS_VERSION,
-                       memobs_clock_source());
+                        memobs_clock_source());
 }
 
 static const memobs_xfer_t *memobs__html_x(const memobs_dirs_t *d, unsigned dir) {
@@ -8088,28 +8089,28 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
     memobs__out_str(o, "</table>\n");
     if (top) { /* grouped bars: a group per direction, a bar per phase */
         memobs__html_printf(o, "<svg id=\"transfers-bars\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                           "height=\"%d\" role=\"img\">\n", MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W,
-                           MEMOBS__HTML_H);
+                            "height=\"%d\" role=\"img\">\n", MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W,
+                            MEMOBS__HTML_H);
         for (k = 0; k <= 4; k++) {
             double yy = MEMOBS__HTML_T + ph - ph * k / 4.0;
             memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
-                               "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                               MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
-                               memobs__html_label((double)top * k / 4.0, 0, b, sizeof b));
+                                "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                                MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
+                                memobs__html_label((double)top * k / 4.0, 0, b, sizeof b));
         }
         for (d = 0; d < MEMOBS_DIRS; d++) {
             double gx = MEMOBS__HTML_L + pw * d / 3.0, bw = pw / 3.0 / 4.0;
             memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                               gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__html_DIR[d]);
+                                gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__html_DIR[d]);
             for (k = 0; k < MEMOBS_PHASES; k++) {
                 unsigned p = memobs__html_ph[k];
                 const memobs_xfer_t *x = memobs__html_x(by[p], d);
                 double h = ph * (double)x->bytes / (double)top;
                 memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
-                                   "<title>%s %s: %s in %llu ops</title></rect>\n",
-                                   gx + bw * (k + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9, h, memobs__html_pcolor[p],
-                                   memobs__html_DIR[d], memobs__html_phname[p], memobs_fmt_bytes(x->bytes, b, sizeof b),
-                                   (unsigned long long)x->count);
+                                    "<title>%s %s: %s in %llu ops</title></rect>\n",
+                                    gx + bw * (k + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9, h, memobs__html_pcolor[p],
+                                    memobs__html_DIR[d], memobs__html_phname[p],
+                                    memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
             }
         }
         memobs__out_str(o, "</svg>\n");
@@ -8168,9 +8169,9 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, 
             co[d] = memobs__html_dcolor[d];
         }
         memobs__html_printf(o, "<p>Bytes per second queued by host-side records, %llu records of the timeline's %llu "
-                           "kept events (%llu dropped, oldest first) in %u bins of %.3g ms.</p>\n",
-                           (unsigned long long)k, (unsigned long long)st.kept, (unsigned long long)st.dropped, nb,
-                           w * 1e3);
+                            "kept events (%llu dropped, oldest first) in %u bins of %.3g ms.</p>\n",
+                            (unsigned long long)k, (unsigned long long)st.kept, (unsigned long long)st.dropped, nb,
+                            w * 1e3);
         memobs__html_lines(o, "transfers-time-chart", x, y, MEMOBS_DIRS, nb, nm, co, 1);
     }
     memobs__out_str(o, "</section>\n");
@@ -8208,14 +8209,15 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
                 snprintf(key, sizeof key, "timed.%s.%s.ns", memobs__html_phname[p], memobs__html_dir[d]);
                 memobs__html_cell(o, key, t->ns, memobs_fmt_ns(t->ns, b, sizeof b));
                 memobs__html_printf(o, "<td class=\"n\">%.2f</td><td><svg width=\"200\" height=\"12\" role=\"img\">"
-                                   "<rect width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%.2f GB/s</title></rect>"
-                                   "</svg></td></tr>\n", gbs, 200.0 * gbs / top, memobs__html_dcolor[d], gbs);
+                                    "<rect width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%.2f GB/s</title></rect>"
+                                    "</svg></td></tr>\n", gbs, 200.0 * gbs / top, memobs__html_dcolor[d], gbs);
             }
         memobs__out_str(o, "</table>\n");
     }
     if (s->timed_in_flight_copies)
         memobs__html_printf(o, "<p>%llu timed copies (%llu bytes) still in flight.</p>\n",
-                           (unsigned long long)s->timed_in_flight_copies, (unsigned long long)s->timed_in_flight_bytes);
+                            (unsigned long long)s->timed_in_flight_copies,
+                            (unsigned long long)s->timed_in_flight_bytes);
     memobs__out_str(o, "</section>\n");
 }
 
@@ -8231,10 +8233,12 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
     char b[32], k2[48];
     memobs__html_printf(o, "<h3>%s</h3>\n", name);
     if (!l->count) {
-        memobs__html_absent(o, "no sample", "MEMOBS_TTFT_START/STOP, MEMOBS_TPOT_STEP or memobs_request_begin/token/end");
+        memobs__html_absent(o, "no sample",
+                            "MEMOBS_TTFT_START/STOP, MEMOBS_TPOT_STEP or memobs_request_begin/token/end");
         return;
     }
-    memobs__out_str(o, "<table><tr><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr><tr>");
+    memobs__out_str(o, "<table><tr><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>"
+                       "</tr><tr>");
     snprintf(k2, sizeof k2, "%s.count", key);
     memobs__html_count_cell(o, k2, l->count);
     snprintf(k2, sizeof k2, "%s.mean_ns", key);
@@ -8268,33 +8272,34 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
     for (j = 0; j < nb; j++)
         if (bin[j] > top) top = bin[j];
     memobs__html_printf(o, "<svg id=\"hist-%s\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-                       "role=\"img\">\n", key, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
+                        "role=\"img\">\n", key, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
     for (j = 0; j <= 4; j++) {
         double yy = MEMOBS__HTML_T + ph - ph * j / 4.0;
         memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
-                           "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", MEMOBS__HTML_L,
-                           yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4, (double)top * j / 4.0);
+                            "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                            MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
+                            (double)top * j / 4.0);
         memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                           MEMOBS__HTML_L + pw * j / 4.0, MEMOBS__HTML_H - 8,
-                           memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / 4.0), b, sizeof b));
+                            MEMOBS__HTML_L + pw * j / 4.0, MEMOBS__HTML_H - 8,
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / 4.0), b, sizeof b));
     }
     for (j = 0; j < nb; j++) {
         double h = ph * (double)bin[j] / (double)top;
         char b2[32];
         if (!bin[j]) continue;
         memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4e79a7\">"
-                           "<title>%llu in %s to %s</title></rect>\n", MEMOBS__HTML_L + pw * j / nb,
-                           MEMOBS__HTML_T + ph - h, pw / nb * 0.9, h, (unsigned long long)bin[j],
-                           memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / nb), b, sizeof b),
-                           memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * (j + 1) / nb), b2, sizeof b2));
+                            "<title>%llu in %s to %s</title></rect>\n", MEMOBS__HTML_L + pw * j / nb,
+                            MEMOBS__HTML_T + ph - h, pw / nb * 0.9, h, (unsigned long long)bin[j],
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / nb), b, sizeof b),
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * (j + 1) / nb), b2, sizeof b2));
     }
     q[0] = l->p50_ns, q[1] = l->p90_ns, q[2] = l->p99_ns;
     for (j = 0; j < 3; j++) {
         double v = q[j] ? memobs__html_log2((double)q[j]) : lo, xx = MEMOBS__HTML_L + pw * (v - lo) / (hi - lo);
         memobs__html_printf(o, "<line class=\"q\" data-q=\"%s\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\">"
-                           "<title>%s %s</title></line><text class=\"ql\" x=\"%.1f\" y=\"%.0f\">%s</text>\n", qn[j], xx,
-                           MEMOBS__HTML_T, xx, MEMOBS__HTML_T + ph, qn[j], memobs_fmt_ns(q[j], b, sizeof b), xx + 3,
-                           MEMOBS__HTML_T + 10 + 12 * j, qn[j]);
+                            "<title>%s %s</title></line><text class=\"ql\" x=\"%.1f\" y=\"%.0f\">%s</text>\n",
+                            qn[j], xx, MEMOBS__HTML_T, xx, MEMOBS__HTML_T + ph, qn[j], memobs_fmt_ns(q[j], b, sizeof b),
+                            xx + 3, MEMOBS__HTML_T + 10 + 12 * j, qn[j]);
     }
     memobs__out_str(o, "</svg>\n");
 }
@@ -8305,13 +8310,13 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
     memobs__html_hist(o, "TPOT (time per output token)", "tpot", &s->tpot, cnt ? cnt + MEMOBS__HIST_NB : NULL);
     memobs__html_hist(o, "E2E (request begin to end)", "e2e", &s->e2e, cnt ? cnt + 2 * MEMOBS__HIST_NB : NULL);
     memobs__html_printf(o, "<p>requests: <span data-memobs=\"requests.begun\" data-v=\"%llu\">%llu</span> begun, "
-                       "<span data-memobs=\"requests.completed\" data-v=\"%llu\">%llu</span> completed, "
-                       "<span data-memobs=\"requests.aborted\" data-v=\"%llu\">%llu</span> aborted, "
-                       "<span data-memobs=\"requests.in_flight\" data-v=\"%llu\">%llu</span> in flight.</p>\n",
-                       (unsigned long long)s->requests_begun, (unsigned long long)s->requests_begun,
-                       (unsigned long long)s->requests_completed, (unsigned long long)s->requests_completed,
-                       (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_aborted,
-                       (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_in_flight);
+                        "<span data-memobs=\"requests.completed\" data-v=\"%llu\">%llu</span> completed, "
+                        "<span data-memobs=\"requests.aborted\" data-v=\"%llu\">%llu</span> aborted, "
+                        "<span data-memobs=\"requests.in_flight\" data-v=\"%llu\">%llu</span> in flight.</p>\n",
+                        (unsigned long long)s->requests_begun, (unsigned long long)s->requests_begun,
+                        (unsigned long long)s->requests_completed, (unsigned long long)s->requests_completed,
+                        (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_aborted,
+                        (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_in_flight);
     memobs__out_str(o, "</section>\n");
 }
 
@@ -8401,7 +8406,8 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
         }
         memobs__out_str(o, "</table>\n");
     } else {
-        memobs__html_absent(o, "no allocation was tracked", "MEMOBS_TRACK_ALLOC/MEMOBS_TRACK_FREE (or memobs_cuda.h's wrappers)");
+        memobs__html_absent(o, "no allocation was tracked",
+                            "MEMOBS_TRACK_ALLOC/MEMOBS_TRACK_FREE (or memobs_cuda.h's wrappers)");
     }
     memobs__out_str(o, "<h3>Over time</h3>\n");
     if (n) sm = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *sm);
@@ -8444,19 +8450,21 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
                 if (top < 0 || (k >= 3 && k <= 5 && top <= 0)) continue;
                 yy[used] = y[k], nm[used] = sname[k], co[used] = scolor[k], used++;
             }
-            memobs__html_printf(o, "<p>%llu samples over %.3g s (%llu dropped, oldest first)%s; each point is the "
-                               "largest of %llu sample%s.</p>\n", (unsigned long long)n,
-                               (double)(sm[n - 1].time_ns - sm[0].time_ns) / 1e9,
-                               (unsigned long long)memobs_samples_dropped(), "", (unsigned long long)stride,
-                               stride == 1 ? "" : "s");
+            memobs__html_printf(o, "<p>%llu samples over %.3g s (%llu dropped, oldest first); each point is the "
+                                "largest of %llu sample%s.</p>\n", (unsigned long long)n,
+                                (double)(sm[n - 1].time_ns - sm[0].time_ns) / 1e9,
+                                (unsigned long long)memobs_samples_dropped(), (unsigned long long)stride,
+                                stride == 1 ? "" : "s");
             memobs__html_lines(o, "memory-chart", x, yy, used, np, nm, co, 0);
             {
                 uint64_t pk = 0, pt = 0;
                 for (i = 0; i < n; i++)
-                    if (sm[i].rss_bytes != MEMOBS_UNKNOWN && sm[i].rss_bytes > pk) pk = sm[i].rss_bytes, pt = sm[i].time_ns;
-                memobs__html_printf(o, "<p>peak RSS <span data-memobs=\"samples.rss_peak\" data-v=\"%llu\">%s</span> at "
-                                   "%.3f s.</p>\n", (unsigned long long)pk, memobs_fmt_bytes(pk, b, sizeof b),
-                                   pt ? (double)(pt - sm[0].time_ns) / 1e9 : 0.0);
+                    if (sm[i].rss_bytes != MEMOBS_UNKNOWN && sm[i].rss_bytes > pk)
+                        pk = sm[i].rss_bytes, pt = sm[i].time_ns;
+                memobs__html_printf(o, "<p>peak RSS <span data-memobs=\"samples.rss_peak\" data-v=\"%llu\">%s"
+                                    "</span> at "
+                                    "%.3f s.</p>\n", (unsigned long long)pk, memobs_fmt_bytes(pk, b, sizeof b),
+                                    pt ? (double)(pt - sm[0].time_ns) / 1e9 : 0.0);
             }
             MEMOBS_FREE(x);
         }
@@ -8464,15 +8472,16 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
     if (sm) MEMOBS_FREE(sm);
     if (memobs_leak_check(&lk) == MEMOBS_OK && lk.samples) {
         memobs__html_printf(o, "<h3>Leak detector</h3>\n<p class=\"verdict %s\" data-memobs=\"leak.kind\" "
-                           "data-kind=\"%s\">%s", lk.kind ? "bad" : "good", leak_id[lk.kind], leak[lk.kind]);
+                            "data-kind=\"%s\">%s", lk.kind ? "bad" : "good", leak_id[lk.kind], leak[lk.kind]);
         if (lk.kind)
             memobs__html_printf(o, ": %.1f MB/min (R&sup2; %.2f)", lk.growth_mb_min, memobs__r2_cut(lk.growth_r2));
         memobs__out_str(o, ".</p>\n");
         memobs__html_printf(o, "<p>fit over %llu samples, %.1f s: RSS %.2f (R&sup2; %.2f), anonymous %.2f "
-                           "(R&sup2; %.2f), heap %.2f (R&sup2; %.2f), tracked host+pinned %.2f (R&sup2; %.2f) MB/min"
-                           "%s.</p>\n", (unsigned long long)lk.samples, lk.window_s, lk.rss_mb_min, lk.rss_r2,
-                           lk.anon_mb_min, lk.anon_r2, lk.heap_mb_min, lk.heap_r2, lk.tracked_mb_min, lk.tracked_r2,
-                           lk.anon_known && lk.heap_known ? "" : " (a series the kernel or libc did not give reads 0)");
+                            "(R&sup2; %.2f), heap %.2f (R&sup2; %.2f), tracked host+pinned %.2f (R&sup2; %.2f) MB/min"
+                            "%s.</p>\n", (unsigned long long)lk.samples, lk.window_s, lk.rss_mb_min, lk.rss_r2,
+                            lk.anon_mb_min, lk.anon_r2, lk.heap_mb_min, lk.heap_r2, lk.tracked_mb_min, lk.tracked_r2,
+                            lk.anon_known && lk.heap_known ? ""
+                                                           : " (a series the kernel or libc did not give reads 0)");
     } else {
         memobs__html_absent(o, "the leak detector has no samples", "the sampler (MEMOBS_SAMPLE_MS=N)");
     }
@@ -8515,9 +8524,11 @@ static void memobs__html_traces(memobs__out_t *o) {
             if (grp[g].count) grp[ng++] = grp[g];
         memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
         memobs__html_printf(o, "<p>%llu live allocation%s in %u trace%s; %s shown.</p>\n<table class=\"tr\">"
-                           "<tr><th>trace</th><th>live bytes</th><th>count</th><th>kinds</th><th>oldest</th>"
-                           "<th>tag and stack</th></tr>\n", (unsigned long long)n, memobs__s(n), (unsigned)ng,
-                           memobs__s(ng), ng <= MEMOBS__HTML_TRACES ? "all" : "the " MEMOBS__HTML_STR(MEMOBS__HTML_TRACES) " largest");
+                            "<tr><th>trace</th><th>live bytes</th><th>count</th><th>kinds</th><th>oldest</th>"
+                            "<th>tag and stack</th></tr>\n", (unsigned long long)n, memobs__s(n), (unsigned)ng,
+                            memobs__s(ng),
+                            ng <= MEMOBS__HTML_TRACES ? "all"
+                                                      : "the " MEMOBS__HTML_STR(MEMOBS__HTML_TRACES) " largest");
         for (g = 0; g < ng; g++) {
             unsigned k, first = 1;
             int len;
@@ -8529,10 +8540,11 @@ static void memobs__html_traces(memobs__out_t *o) {
             if (grp[g].trace == MEMOBS_NO_TRACE) memobs__out_str(o, "<tr data-trace=\"none\"><td>-</td>");
             else memobs__html_printf(o, "<tr data-trace=\"%u\"><td>#%u</td>", grp[g].trace, grp[g].trace);
             memobs__html_printf(o, "<td class=\"n\" data-v=\"%llu\">%s</td><td class=\"n\">%llu</td><td>",
-                               (unsigned long long)grp[g].bytes, memobs_fmt_bytes(grp[g].bytes, b, sizeof b),
-                               (unsigned long long)grp[g].count);
+                                (unsigned long long)grp[g].bytes, memobs_fmt_bytes(grp[g].bytes, b, sizeof b),
+                                (unsigned long long)grp[g].count);
             for (k = 0; k < MEMOBS_MEM_KINDS; k++)
-                if (grp[g].kinds & (1u << k)) memobs__html_printf(o, "%s%s", first ? "" : ",", memobs__kind_name[k]), first = 0;
+                if (grp[g].kinds & (1u << k))
+                    memobs__html_printf(o, "%s%s", first ? "" : ",", memobs__kind_name[k]), first = 0;
             memobs__html_printf(o, "</td><td>%s</td><td>", memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age));
             len = grp[g].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(grp[g].trace, buf, MEMOBS__HTML_STACK);
             if (len < 0) {
@@ -8544,7 +8556,8 @@ static void memobs__html_traces(memobs__out_t *o) {
                 memobs__html_esc(o, buf[0] ? buf : "(no tag)");
                 memobs__out_str(o, "</b>");
                 if (nl && nl[1]) {
-                    memobs__out_str(o, g < 3 ? "<details open><summary>stack</summary><pre>" : "<details><summary>stack</summary><pre>");
+                    memobs__out_str(o, g < 3 ? "<details open><summary>stack</summary><pre>"
+                                             : "<details><summary>stack</summary><pre>");
                     memobs__html_esc(o, nl + 1);
                     if ((size_t)len >= MEMOBS__HTML_STACK - 1) memobs__out_str(o, "\n... (cut)");
                     memobs__out_str(o, "</pre></details>");
@@ -8554,8 +8567,8 @@ static void memobs__html_traces(memobs__out_t *o) {
         }
         if (ng > MEMOBS__HTML_TRACES)
             memobs__html_printf(o, "<tr><td colspan=\"6\">... %u more traces: %llu allocations, %s</td></tr>\n",
-                               (unsigned)(ng - MEMOBS__HTML_TRACES), (unsigned long long)restn,
-                               memobs_fmt_bytes(rest, b, sizeof b));
+                                (unsigned)(ng - MEMOBS__HTML_TRACES), (unsigned long long)restn,
+                                memobs_fmt_bytes(rest, b, sizeof b));
         memobs__out_str(o, "</table>\n");
     }
     if (grp) MEMOBS_FREE(grp);
@@ -8582,7 +8595,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
             memobs__out_str(o, "</th><td class=\"n\" data-counter=\"");
             memobs__html_esc(o, s->counters[c].name);
             memobs__html_printf(o, "\" data-v=\"%llu\">%llu</td><td>", (unsigned long long)s->counters[c].value,
-                               (unsigned long long)s->counters[c].value);
+                                (unsigned long long)s->counters[c].value);
             memobs__html_esc(o, s->counters[c].help);
             memobs__out_str(o, "</td></tr>\n");
         }
@@ -8609,7 +8622,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     MEMOBS__HTML_PR("tracker.traces_dropped", t->traces_dropped);
 #undef MEMOBS__HTML_PR
     memobs__html_printf(o, "<h2 id=\"problems\">Problems</h2>\n<p class=\"verdict %s\">%s</p>\n<table>",
-                       bad ? "bad" : "good", bad ? "misuse or overflow was counted (non-zero rows in red)"
+                        bad ? "bad" : "good", bad ? "misuse or overflow was counted (non-zero rows in red)"
                                                  : "none counted");
     for (c = 0; c < np; c++) {
         memobs__html_printf(o, "<tr%s><th>%s</th>", pr[c].v ? " class=\"bad\"" : "", pr[c].key);
@@ -8626,7 +8639,8 @@ static const char memobs__html_css[] =
     "td.n{text-align:right;font-variant-numeric:tabular-nums}"
     ".absent{color:#8a6d3b;background:#fcf8e3;padding:6px 10px;border-left:4px solid #f0ad4e}"
     ".chart{display:block;background:#fafafa;border:1px solid #eee;max-width:100%;height:auto}"
-    ".grid{stroke:#e3e3e3}.ax{font-size:11px;fill:#555}.q{stroke:#c00;stroke-dasharray:4 3}.ql{font-size:11px;fill:#c00}"
+    ".grid{stroke:#e3e3e3}.ax{font-size:11px;fill:#555}.q{stroke:#c00;stroke-dasharray:4 3}"
+    ".ql{font-size:11px;fill:#c00}"
     ".legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}"
     ".good{color:#2a7a2a}.bad,tr.bad th{color:#b00}pre{font-size:12px;margin:4px 0;white-space:pre-wrap}"
     "#tip{position:fixed;pointer-events:none;background:#333;color:#fff;padding:2px 6px;font-size:12px;"
@@ -8638,7 +8652,8 @@ static const char memobs__html_js[] =
     "(function(){var t=document.getElementById('tip');if(!t)return;"
     "document.addEventListener('mousemove',function(e){var n=e.target,s=null;"
     "if(n&&n.childNodes&&n.namespaceURI==='http://www.w3.org/2000/svg'){for(var i=0;i<n.childNodes.length;i++)"
-    "if(n.childNodes[i].nodeName==='title'){s=n.childNodes[i].textContent;break;}}if(s){t.textContent=s;t.style.left=(e.clientX+12)+'px';"
+    "if(n.childNodes[i].nodeName==='title'){s=n.childNodes[i].textContent;break;}}"
+    "if(s){t.textContent=s;t.style.left=(e.clientX+12)+'px';"
     "t.style.top=(e.clientY+12)+'px';t.style.display='block';}else t.style.display='none';});})();";
 
 int memobs_write_html(FILE *f) {
@@ -8685,7 +8700,7 @@ int memobs_write_html(FILE *f) {
                         "<meta name=\"generator\" content=\"memobs " MEMOBS_VERSION "\">\n<title>memobs report: ");
     memobs__html_esc(&o, s->identity.host);
     memobs__html_printf(&o, " rank %d</title>\n<style>%s</style></head>\n<body>\n<div id=\"tip\"></div>\n"
-                       "<h1>memobs report</h1>\n", (int)s->identity.rank, memobs__html_css);
+                        "<h1>memobs report</h1>\n", (int)s->identity.rank, memobs__html_css);
     memobs__html_identity(&o, s);
     memobs__html_transfers(&o, s);
     memobs__html_xfer_time(&o, ev, nev, &st);
