@@ -15,8 +15,11 @@
 #   - odd strings (quotes, <script>, bytes that are not UTF-8, a path)
 #     arrive as text;
 #   - the size bound (2 MB) with 5000 traces, a full sampler ring and a full
-#     timeline; under 1 MB for the worst case at default limits; MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit
-#     0); the return codes; memobs.write_html in Python;
+#     timeline; under 1 MB for the worst case at default limits;
+#   - MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit 0); the
+#     return codes; memory over time from the timeline without samples; a
+#     MEMOBS_DISABLE build; memobs.write_html in Python (a Python frame in
+#     the traces);
 #   - a screenshot of the demo's report (MEMOBS_HTML_SHOTS=DIR copies it
 #     there as html_report.png, with the report as html_report.html and its
 #     first screen as html_report_top.png: how docs/ gets them).
