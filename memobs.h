@@ -70,6 +70,9 @@
      Chrome trace JSON for Perfetto UI (MEMOBS_TRACE), Stormlog telemetry
      schema v2 with one series per rank (MEMOBS_STORMLOG; the host series
      of a GPU process: MEMOBS_STORMLOG_HOST).
+     A one-file HTML report for people (memobs_write_html, MEMOBS_HTML):
+     charts as inline SVG of transfers, latency histograms, memory over
+     time and the traces holding memory; opens offline; at most ~2 MB.
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -182,6 +185,9 @@
      MEMOBS_STORMLOG_HOST=stderr|stdout|PATH
                               the host series alone, at exit (a companion
                               file for a GPU process's host memory).
+     MEMOBS_HTML=stderr|stdout|PATH
+                              a one-file HTML report with SVG charts at exit
+                              (%r/%p expanded; memobs_write_html).
      MEMOBS_REGION_TIMING=0|1 time regions (default 1; 0: counted only).
      MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
@@ -992,6 +998,40 @@ MEMOBS_API size_t memobs_format_prometheus(char *buf, size_t len);
    for an empty or too long path, MEMOBS_ERR_NOMEM when the snapshot found
    no memory). */
 MEMOBS_API int memobs_write_prometheus_file(const char *path);
+
+/* ======================================================================== */
+/* HTML report                                                              */
+/* ======================================================================== */
+
+/* One self-contained HTML page of what memobs holds, for people: it opens
+   offline in any browser (no network, no external file; charts are inline
+   SVG drawn here; a few lines of inline script only make tooltips quicker,
+   and the page reads the same with scripts off). Sections, each saying
+   "not recorded; turn on X" where its data is absent: identity and window;
+   H2D/D2H/D2D bytes and ops by phase (table and bars); transfers over time
+   (the timeline's records, binned); device-timed bandwidth per direction
+   and phase; TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked
+   memory by kind, memory over time from the sampler (RSS, anonymous, heap,
+   tracked host/pinned/device, the driver's device used; without samples,
+   tracked bytes by kind from the timeline's allocations) with each series'
+   peak marked, the leak detector's verdict and fit; the traces holding the
+   most live bytes with their tags and stacks (memobs_trace_text: C and
+   provider frames); user counters and the problems counted. Every figure
+   of the summary it shows carries data-memobs="KEY" (h2d.prefill.bytes,
+   ttft.p99_ns, memory.device.peak_bytes, problems.bad_records, ...) and
+   data-v="exact integer". Text from tags, names, hosts and paths is
+   escaped; bytes that are not UTF-8 become U+FFFD.
+   Size: bounded whatever was recorded, under 1 MB at default limits (the
+   worst case: 20 stacks of 4 KB that escape sixfold, every counter used):
+   the samples are cut to 400 points per series (the largest sample of each
+   stretch, so peaks stay), the timeline to 120 bins (its allocations to
+   400), the traces to the 20 holding the most (the rest summed in one
+   row), each stack to 4 KB of text; counters are bounded by
+   MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
+   MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO. MEMOBS_HTML=PATH writes it at exit. */
+MEMOBS_API int memobs_write_html(FILE *f);
+/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+MEMOBS_API int memobs_write_html_file(const char *path);
 
 /* ======================================================================== */
 /* Recording macros                                                         */
@@ -1918,6 +1958,7 @@ static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
 static void memobs__reg_init(int env);
+static void memobs__html_env(void) __attribute__((unused)); /* HTML report */
 
 static void memobs__init_once(void) {
     const char *s;
@@ -1973,6 +2014,7 @@ static void memobs__init_once(void) {
     memobs__reg_init(1);
     memobs__track_env();
     memobs__smp_env();
+    memobs__html_env();
 #endif
 }
 
@@ -7783,6 +7825,916 @@ static void memobs__smp_env(void) {
         memobs__env_dest("MEMOBS_STORMLOG_HOST", memobs__smp.stormlog_host_path, sizeof memobs__smp.stormlog_host_path))
         atexit(memobs__stormlog_at_exit);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
+}
+
+/* ======================================================================== */
+/* Private: HTML report                                                     */
+/* ======================================================================== */
+
+/* Bounds that keep a report under 2 MB at default limits: the sampler's
+   series are cut into at most MEMOBS__HTML_POINTS buckets (the largest
+   value of each kept, so peaks survive), the timeline's transfers into
+   MEMOBS__HTML_BINS bins, the traces to the MEMOBS__HTML_TRACES holding the
+   most live bytes (the rest summed in one row), each stack to
+   MEMOBS__HTML_STACK bytes of text. */
+#define MEMOBS__HTML_POINTS 400
+#define MEMOBS__HTML_BINS 120
+#define MEMOBS__HTML_TRACES 20
+#define MEMOBS__HTML_STR2(x) #x
+#define MEMOBS__HTML_STR(x) MEMOBS__HTML_STR2(x)
+#define MEMOBS__HTML_STACK 4096
+#define MEMOBS__HTML_W 720
+#define MEMOBS__HTML_H 240
+
+static char memobs__html_path[512]; /* MEMOBS_HTML, "" = none */
+
+static const char *const memobs__html_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
+static const char *const memobs__html_DIR[MEMOBS_DIRS] = {"H2D", "D2H", "D2D"};
+static const char *const memobs__html_dcolor[MEMOBS_DIRS] = {"#1f77b4", "#ff7f0e", "#2ca02c"};
+/* Phases in the order of the tables: prefill, decode, unphased. */
+static const unsigned memobs__html_ph[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
+static const char *const memobs__html_phname[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
+static const char *const memobs__html_pcolor[MEMOBS_PHASES] = {"#9c9c9c", "#4e79a7", "#e15759"};
+
+/* Like memobs__out_printf, for the report's longer pieces (up to 2 KB). */
+static void memobs__html_printf(memobs__out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void memobs__html_printf(memobs__out_t *o, const char *fmt, ...) {
+    char tmp[2048];
+    va_list ap;
+    int k;
+    va_start(ap, fmt);
+    k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0) return;
+    memobs__out_write(o, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
+}
+
+/* log2 and 2^x for the histogram's log axis, without libm (the header
+   links with libc and pthreads alone): ln(v) = 2 atanh((v-1)/(v+1)) on
+   [1, 2), exp by its series on [0, 1). Good to 1e-12, far past a pixel. */
+static double memobs__html_log2(double v) {
+    double e = 0, z, z2, t, sum = 0;
+    unsigned k;
+    if (!(v > 0)) return 0;
+    while (v >= 2) v /= 2, e += 1;
+    while (v < 1) v *= 2, e -= 1;
+    z = (v - 1) / (v + 1);
+    z2 = z * z;
+    t = z;
+    for (k = 1; k < 40; k += 2) sum += t / k, t *= z2;
+    return e + 2 * sum / 0.69314718055994530942;
+}
+
+static double memobs__html_exp2(double x) {
+    double r = 1, f, t = 1, sum = 1;
+    int n;
+    unsigned k;
+    if (x > 1000) x = 1000;
+    if (x < -1000) x = -1000;
+    n = (int)x;
+    if ((double)n > x) n--;
+    f = (x - n) * 0.69314718055994530942;
+    for (k = 1; k < 30; k++) t *= f / k, sum += t;
+    for (; n > 0; n--) r *= 2;
+    for (; n < 0; n++) r /= 2;
+    return r * sum;
+}
+
+/* s as HTML text or attribute value: & < > " ' as references, a byte that
+   is not UTF-8 and a control character other than tab and newline as
+   U+FFFD. */
+static void memobs__html_esc(memobs__out_t *o, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        if (*p == '&') memobs__out_str(o, "&amp;");
+        else if (*p == '<') memobs__out_str(o, "&lt;");
+        else if (*p == '>') memobs__out_str(o, "&gt;");
+        else if (*p == '"') memobs__out_str(o, "&quot;");
+        else if (*p == '\'') memobs__out_str(o, "&#39;");
+        else if (k == 0 || (*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) memobs__out_str(o, "\xEF\xBF\xBD");
+        else memobs__out_write(o, (const char *)p, k);
+        p += k ? k : 1;
+    }
+}
+
+/* A table cell holding a figure: data-memobs names it, data-v is the exact
+   integer (what a test compares with the JSON summary), the text is for
+   people. */
+static void memobs__html_cell(memobs__out_t *o, const char *key, uint64_t v, const char *text) {
+    memobs__html_printf(o, "<td class=\"n\" data-memobs=\"%s\" data-v=\"%llu\">", key, (unsigned long long)v);
+    memobs__html_esc(o, text);
+    memobs__out_str(o, "</td>");
+}
+
+static void memobs__html_bytes_cell(memobs__out_t *o, const char *key, uint64_t v) {
+    char b[32];
+    memobs__html_cell(o, key, v, memobs_fmt_bytes(v, b, sizeof b));
+}
+
+static void memobs__html_count_cell(memobs__out_t *o, const char *key, uint64_t v) {
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    memobs__html_cell(o, key, v, b);
+}
+
+static void memobs__html_absent(memobs__out_t *o, const char *what, const char *how) {
+    memobs__out_str(o, "<p class=\"absent\" data-absent=\"1\">not recorded: ");
+    memobs__html_esc(o, what);
+    memobs__out_str(o, "; turn on ");
+    memobs__html_esc(o, how);
+    memobs__out_str(o, ".</p>\n");
+}
+
+static void memobs__html_legend(memobs__out_t *o, const char *const *name, const char *const *color, unsigned n) {
+    unsigned i;
+    memobs__out_str(o, "<p class=\"legend\">");
+    for (i = 0; i < n; i++) {
+        if (!name[i]) continue;
+        memobs__html_printf(o, "<span><i style=\"background:%s\"></i>", color[i]);
+        memobs__html_esc(o, name[i]);
+        memobs__out_str(o, "</span> ");
+    }
+    memobs__out_str(o, "</p>\n");
+}
+
+/* Axis label of a value in unit (0: bytes, 1: bytes per second, 2: ns). */
+static const char *memobs__html_label(double v, int unit, char *b, size_t len) {
+    uint64_t u = v > 0 ? (uint64_t)(v + 0.5) : 0;
+    if (unit == 2) return memobs_fmt_ns(u, b, len);
+    memobs_fmt_bytes(u, b, len);
+    if (unit == 1 && strlen(b) + 3 < len) strcat(b, "/s");
+    return b;
+}
+
+#define MEMOBS__HTML_L 80.0 /* plot area: left margin, then right, top and bottom */
+#define MEMOBS__HTML_R 16.0
+#define MEMOBS__HTML_T 12.0
+#define MEMOBS__HTML_B 28.0
+
+/* A line chart: x in seconds (increasing), ns series of n points, y[s][i]
+   < 0 for a point not known (the line breaks there). Each series' largest
+   point is marked with a dot whose tooltip says its value and time. */
+static void memobs__html_lines(memobs__out_t *o, const char *id, const double *x, double *const *y, unsigned ns,
+                               size_t n, const char *const *name, const char *const *color, int unit) {
+    double x0 = n ? x[0] : 0, x1 = n ? x[n - 1] : 1, ymax = 0, pw, ph;
+    unsigned s, g;
+    size_t i;
+    char b[48];
+    for (s = 0; s < ns; s++)
+        for (i = 0; i < n; i++)
+            if (y[s][i] > ymax) ymax = y[s][i];
+    if (!(ymax > 0)) ymax = 1;
+    if (!(x1 > x0)) x1 = x0 + 1;
+    pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R;
+    ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
+    memobs__html_printf(o, "<svg id=\"%s\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
+                        "role=\"img\">\n", id, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
+    for (g = 0; g <= 4; g++) {
+        double yy = MEMOBS__HTML_T + ph - ph * g / 4.0;
+        memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
+                            MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy);
+        memobs__html_printf(o, "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                            MEMOBS__HTML_L - 4, yy + 4, memobs__html_label(ymax * g / 4.0, unit, b, sizeof b));
+    }
+    for (g = 0; g <= 4; g++)
+        memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g s</text>",
+                            MEMOBS__HTML_L + pw * g / 4.0, MEMOBS__HTML_H - 8, (x1 - x0) * g / 4.0);
+    memobs__out_str(o, "\n");
+    for (s = 0; s < ns; s++) {
+        int pen = 0;
+        size_t top = n;
+        memobs__html_printf(o, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" d=\"", color[s]);
+        for (i = 0; i < n; i++) {
+            if (y[s][i] < 0) {
+                pen = 0;
+                continue;
+            }
+            if (top == n || y[s][i] > y[s][top]) top = i;
+            memobs__html_printf(o, "%c%.1f %.1f", pen ? 'L' : 'M', MEMOBS__HTML_L + pw * (x[i] - x0) / (x1 - x0),
+                                MEMOBS__HTML_T + ph - ph * y[s][i] / ymax);
+            pen = 1;
+        }
+        memobs__out_str(o, "\"><title>");
+        memobs__html_esc(o, name[s]);
+        memobs__out_str(o, "</title></path>\n");
+        if (top < n) {
+            memobs__html_printf(o, "<circle class=\"peak\" data-series=\"%u\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+                                "fill=\"%s\"><title>peak of ", s, MEMOBS__HTML_L + pw * (x[top] - x0) / (x1 - x0),
+                                MEMOBS__HTML_T + ph - ph * y[s][top] / ymax, color[s]);
+            memobs__html_esc(o, name[s]);
+            memobs__html_printf(o, ": %s at %.3f s</title></circle>\n",
+                                memobs__html_label(y[s][top], unit, b, sizeof b),
+                                x[top] - x0);
+        }
+    }
+    memobs__out_str(o, "</svg>\n");
+    memobs__html_legend(o, name, color, ns);
+}
+
+/* ---- sections ---- */
+
+static void memobs__html_identity(memobs__out_t *o, const memobs_summary_t *s) {
+    char b[64];
+    memobs__out_str(o, "<section id=\"identity\"><h2>Identity and window</h2>\n<table>");
+    memobs__out_str(o, "<tr><th>job id</th><td data-memobs=\"identity.job_id\">");
+    memobs__html_esc(o, s->identity.job_id[0] ? s->identity.job_id : "-");
+    memobs__out_str(o, "</td></tr><tr><th>host</th><td data-memobs=\"identity.host\">");
+    memobs__html_esc(o, s->identity.host);
+    memobs__out_str(o, "</td></tr><tr><th>rank</th>");
+    memobs__html_count_cell(o, "identity.rank", (uint64_t)s->identity.rank);
+    memobs__out_str(o, "</tr><tr><th>local rank</th>");
+    memobs__html_count_cell(o, "identity.local_rank", (uint64_t)s->identity.local_rank);
+    memobs__out_str(o, "</tr><tr><th>world size</th>");
+    memobs__html_count_cell(o, "identity.world_size", (uint64_t)s->identity.world_size);
+    memobs__out_str(o, "</tr><tr><th>pid</th>");
+    memobs__html_count_cell(o, "identity.pid", (uint64_t)s->identity.pid);
+    memobs__out_str(o, "</tr><tr><th>window</th>");
+    memobs__html_cell(o, "window_ns", s->window_ns, memobs_fmt_ns(s->window_ns, b, sizeof b));
+    memobs__html_printf(o, "</tr><tr><th>recording</th><td data-memobs=\"enabled\">%s</td></tr>",
+                        s->enabled ? "on" : "off");
+    memobs__html_printf(o, "<tr><th>memobs</th><td>%s, clock %s</td></tr></table></section>\n", MEMOBS_VERSION,
+                        memobs_clock_source());
+}
+
+static const memobs_xfer_t *memobs__html_x(const memobs_dirs_t *d, unsigned dir) {
+    return dir == 0 ? &d->h2d : dir == 1 ? &d->d2h : &d->d2d;
+}
+
+static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) {
+    const memobs_dirs_t *by[MEMOBS_PHASES];
+    uint64_t top = 0;
+    unsigned d, k;
+    double pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R, ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
+    char key[48], b[32];
+    by[MEMOBS_PHASE_NONE] = &s->unphased;
+    by[MEMOBS_PHASE_PREFILL] = &s->prefill;
+    by[MEMOBS_PHASE_DECODE] = &s->decode;
+    memobs__out_str(o, "<section id=\"transfers\"><h2>Transfers by phase</h2>\n");
+    if (!s->total.h2d.count && !s->total.d2h.count && !s->total.d2d.count)
+        memobs__html_absent(o, "no transfer was recorded", "MEMOBS_RECORD_H2D/D2H/D2D in the engine's copy paths");
+    memobs__out_str(o, "<table><tr><th></th><th>prefill</th><th>ops</th><th>decode</th><th>ops</th><th>unphased</th>"
+                       "<th>ops</th><th>total</th><th>ops</th></tr>\n");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        memobs__html_printf(o, "<tr><th>%s</th>", memobs__html_DIR[d]);
+        for (k = 0; k <= MEMOBS_PHASES; k++) {
+            const memobs_xfer_t *x = memobs__html_x(k < MEMOBS_PHASES ? by[memobs__html_ph[k]] : &s->total, d);
+            const char *pn = k < MEMOBS_PHASES ? memobs__html_phname[memobs__html_ph[k]] : "total";
+            snprintf(key, sizeof key, "%s.%s.bytes", memobs__html_dir[d], pn);
+            memobs__html_bytes_cell(o, key, x->bytes);
+            snprintf(key, sizeof key, "%s.%s.count", memobs__html_dir[d], pn);
+            memobs__html_count_cell(o, key, x->count);
+            if (k < MEMOBS_PHASES && x->bytes > top) top = x->bytes;
+        }
+        memobs__out_str(o, "</tr>\n");
+    }
+    memobs__out_str(o, "</table>\n");
+    if (top) { /* grouped bars: a group per direction, a bar per phase */
+        memobs__html_printf(o, "<svg id=\"transfers-bars\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+                            "height=\"%d\" role=\"img\">\n", MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W,
+                            MEMOBS__HTML_H);
+        for (k = 0; k <= 4; k++) {
+            double yy = MEMOBS__HTML_T + ph - ph * k / 4.0;
+            memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
+                                "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                                MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
+                                memobs__html_label((double)top * k / 4.0, 0, b, sizeof b));
+        }
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            double gx = MEMOBS__HTML_L + pw * d / 3.0, bw = pw / 3.0 / 4.0;
+            memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                                gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__html_DIR[d]);
+            for (k = 0; k < MEMOBS_PHASES; k++) {
+                unsigned p = memobs__html_ph[k];
+                const memobs_xfer_t *x = memobs__html_x(by[p], d);
+                double h = ph * (double)x->bytes / (double)top;
+                memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+                                    "<title>%s %s: %s in %llu ops</title></rect>\n",
+                                    gx + bw * (k + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9, h, memobs__html_pcolor[p],
+                                    memobs__html_DIR[d], memobs__html_phname[p],
+                                    memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
+            }
+        }
+        memobs__out_str(o, "</svg>\n");
+        {
+            const char *nm[3], *co[3];
+            for (k = 0; k < MEMOBS_PHASES; k++) {
+                nm[k] = memobs__html_phname[memobs__html_ph[k]];
+                co[k] = memobs__html_pcolor[memobs__html_ph[k]];
+            }
+            memobs__html_legend(o, nm, co, 3);
+        }
+    }
+    memobs__out_str(o, "</section>\n");
+}
+
+/* Transfers over time: the timeline's host-side records, binned. */
+static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, size_t n,
+                                   const memobs_timeline_stats_t *stp) {
+    size_t i, k = 0;
+    uint64_t t0 = 0, t1 = 0, cap = stp->capacity;
+    memobs_timeline_stats_t st = *stp;
+    memobs__out_str(o, "<section id=\"transfers-time\"><h2>Transfers over time</h2>\n");
+    if (ev)
+        for (i = 0; i < n; i++)
+            if ((ev[i].meta & 15u) == MEMOBS__TL_XFER) {
+                if (!k++) t0 = ev[i].ts;
+                t1 = ev[i].ts;
+            }
+    if (!k) {
+        if (!cap)
+            memobs__html_absent(o, "the timeline is off, and the sampler keeps no transfer figures",
+                                "the timeline (MEMOBS_TRACE=PATH, MEMOBS_TRACE_EVENTS=N or memobs_timeline_enable)");
+        else
+            memobs__html_absent(o, "the timeline holds no transfer record", "MEMOBS_RECORD_* while the timeline is on");
+    } else {
+        double x[MEMOBS__HTML_BINS], v[MEMOBS_DIRS][MEMOBS__HTML_BINS], *y[MEMOBS_DIRS];
+        const char *nm[MEMOBS_DIRS], *co[MEMOBS_DIRS];
+        uint64_t span = t1 > t0 ? t1 - t0 : 1;
+        unsigned nb = k < MEMOBS__HTML_BINS ? (unsigned)k : MEMOBS__HTML_BINS, d, j;
+        double w;
+        if (nb < 2) nb = 2;
+        w = (double)span / nb / 1e9; /* seconds per bin */
+        memset(v, 0, sizeof v);
+        for (j = 0; j < nb; j++) x[j] = (double)span * (j + 0.5) / nb / 1e9;
+        for (i = 0; i < n; i++) {
+            const memobs__tl_ev_t *e = &ev[i];
+            if ((e->meta & 15u) != MEMOBS__TL_XFER || e->ts < t0) continue;
+            j = (unsigned)((double)(e->ts - t0) / (double)span * nb);
+            if (j >= nb) j = nb - 1;
+            v[(e->meta >> 4 & 15u) % 3u][j] += (double)e->a;
+        }
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            for (j = 0; j < nb; j++) v[d][j] /= w;
+            y[d] = v[d];
+            nm[d] = memobs__html_DIR[d];
+            co[d] = memobs__html_dcolor[d];
+        }
+        memobs__html_printf(o, "<p>Bytes per second queued by host-side records, %llu records of the timeline's %llu "
+                            "kept events (%llu dropped, oldest first) in %u bins of %.3g ms.</p>\n",
+                            (unsigned long long)k, (unsigned long long)st.kept, (unsigned long long)st.dropped, nb,
+                            w * 1e3);
+        memobs__html_lines(o, "transfers-time-chart", x, y, MEMOBS_DIRS, nb, nm, co, 1);
+    }
+    memobs__out_str(o, "</section>\n");
+}
+
+static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) {
+    unsigned p, d, rows = 0;
+    double top = 0;
+    char key[48], b[32];
+    memobs__out_str(o, "<section id=\"bandwidth\"><h2>Device-timed bandwidth</h2>\n");
+    for (p = 0; p < MEMOBS_PHASES; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            if (s->timed[p][d].count && s->timed[p][d].ns) {
+                double gbs = (double)s->timed[p][d].bytes / (double)s->timed[p][d].ns;
+                if (gbs > top) top = gbs;
+                rows++;
+            }
+    if (!rows) {
+        memobs__html_absent(o, "no copy was timed on the device",
+                            "memobs_cuda.h's CUDA-event timing (or memobs_record_timed)");
+    } else {
+        memobs__out_str(o, "<table><tr><th>direction</th><th>phase</th><th>bytes</th><th>copies</th>"
+                           "<th>device time</th><th>GB/s</th><th></th></tr>\n");
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            for (p = 0; p < MEMOBS_PHASES; p++) {
+                const memobs_timed_t *t = &s->timed[p][d];
+                double gbs;
+                if (!t->count || !t->ns) continue;
+                gbs = (double)t->bytes / (double)t->ns;
+                memobs__html_printf(o, "<tr><th>%s</th><td>%s</td>", memobs__html_DIR[d], memobs__html_phname[p]);
+                snprintf(key, sizeof key, "timed.%s.%s.bytes", memobs__html_phname[p], memobs__html_dir[d]);
+                memobs__html_bytes_cell(o, key, t->bytes);
+                snprintf(key, sizeof key, "timed.%s.%s.count", memobs__html_phname[p], memobs__html_dir[d]);
+                memobs__html_count_cell(o, key, t->count);
+                snprintf(key, sizeof key, "timed.%s.%s.ns", memobs__html_phname[p], memobs__html_dir[d]);
+                memobs__html_cell(o, key, t->ns, memobs_fmt_ns(t->ns, b, sizeof b));
+                memobs__html_printf(o, "<td class=\"n\">%.2f</td><td><svg width=\"200\" height=\"12\" role=\"img\">"
+                                    "<rect width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%.2f GB/s</title></rect>"
+                                    "</svg></td></tr>\n", gbs, 200.0 * gbs / top, memobs__html_dcolor[d], gbs);
+            }
+        memobs__out_str(o, "</table>\n");
+    }
+    if (s->timed_in_flight_copies)
+        memobs__html_printf(o, "<p>%llu timed copies (%llu bytes) still in flight.</p>\n",
+                            (unsigned long long)s->timed_in_flight_copies,
+                            (unsigned long long)s->timed_in_flight_bytes);
+    memobs__out_str(o, "</section>\n");
+}
+
+/* A histogram of one latency: counts of the window by bucket, regrouped
+   into at most 48 bins on a log axis, p50/p90/p99 as lines. */
+static void memobs__html_hist(memobs__out_t *o, const char *name, const char *key, const memobs_latency_t *l,
+                              const uint64_t *cnt) {
+    static const char *const qn[3] = {"p50", "p90", "p99"};
+    double lo, hi, pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R;
+    double ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
+    uint64_t bin[48], top = 0, q[3];
+    unsigned i, first = MEMOBS__HIST_NB, last = 0, nb = 48, j;
+    char b[32], k2[48];
+    memobs__html_printf(o, "<h3>%s</h3>\n", name);
+    if (!l->count) {
+        memobs__html_absent(o, "no sample",
+                            "MEMOBS_TTFT_START/STOP, MEMOBS_TPOT_STEP or memobs_request_begin/token/end");
+        return;
+    }
+    memobs__out_str(o, "<table><tr><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>"
+                       "</tr><tr>");
+    snprintf(k2, sizeof k2, "%s.count", key);
+    memobs__html_count_cell(o, k2, l->count);
+    snprintf(k2, sizeof k2, "%s.mean_ns", key);
+    memobs__html_cell(o, k2, l->mean_ns, memobs_fmt_ns(l->mean_ns, b, sizeof b));
+    snprintf(k2, sizeof k2, "%s.p50_ns", key);
+    memobs__html_cell(o, k2, l->p50_ns, memobs_fmt_ns(l->p50_ns, b, sizeof b));
+    snprintf(k2, sizeof k2, "%s.p90_ns", key);
+    memobs__html_cell(o, k2, l->p90_ns, memobs_fmt_ns(l->p90_ns, b, sizeof b));
+    snprintf(k2, sizeof k2, "%s.p99_ns", key);
+    memobs__html_cell(o, k2, l->p99_ns, memobs_fmt_ns(l->p99_ns, b, sizeof b));
+    snprintf(k2, sizeof k2, "%s.max_ns", key);
+    memobs__html_cell(o, k2, l->max_ns, memobs_fmt_ns(l->max_ns, b, sizeof b));
+    memobs__out_str(o, "</tr></table>\n");
+    if (!cnt) return;
+    for (i = 0; i < MEMOBS__HIST_NB; i++)
+        if (cnt[i]) {
+            if (first == MEMOBS__HIST_NB) first = i;
+            last = i;
+        }
+    if (first == MEMOBS__HIST_NB) return;
+    lo = memobs__html_log2((double)(memobs__hist_value(first) ? memobs__hist_value(first) : 1)) - 0.05;
+    hi = memobs__html_log2((double)(memobs__hist_value(last) ? memobs__hist_value(last) : 1)) + 0.05;
+    if (l->max_ns && memobs__html_log2((double)l->max_ns) + 0.05 > hi) hi = memobs__html_log2((double)l->max_ns) + 0.05;
+    memset(bin, 0, sizeof bin);
+    for (i = first; i <= last; i++) {
+        double v = memobs__html_log2((double)(memobs__hist_value(i) ? memobs__hist_value(i) : 1));
+        j = (unsigned)((v - lo) / (hi - lo) * nb);
+        if (j >= nb) j = nb - 1;
+        bin[j] += cnt[i];
+    }
+    for (j = 0; j < nb; j++)
+        if (bin[j] > top) top = bin[j];
+    memobs__html_printf(o, "<svg id=\"hist-%s\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
+                        "role=\"img\">\n", key, MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
+    for (j = 0; j <= 4; j++) {
+        double yy = MEMOBS__HTML_T + ph - ph * j / 4.0;
+        memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
+                            "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                            MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
+                            (double)top * j / 4.0);
+        memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                            MEMOBS__HTML_L + pw * j / 4.0, MEMOBS__HTML_H - 8,
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / 4.0), b, sizeof b));
+    }
+    for (j = 0; j < nb; j++) {
+        double h = ph * (double)bin[j] / (double)top;
+        char b2[32];
+        if (!bin[j]) continue;
+        memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4e79a7\">"
+                            "<title>%llu in %s to %s</title></rect>\n", MEMOBS__HTML_L + pw * j / nb,
+                            MEMOBS__HTML_T + ph - h, pw / nb * 0.9, h, (unsigned long long)bin[j],
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / nb), b, sizeof b),
+                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * (j + 1) / nb), b2, sizeof b2));
+    }
+    q[0] = l->p50_ns, q[1] = l->p90_ns, q[2] = l->p99_ns;
+    for (j = 0; j < 3; j++) {
+        double v = q[j] ? memobs__html_log2((double)q[j]) : lo, xx = MEMOBS__HTML_L + pw * (v - lo) / (hi - lo);
+        memobs__html_printf(o, "<line class=\"q\" data-q=\"%s\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\">"
+                            "<title>%s %s</title></line><text class=\"ql\" x=\"%.1f\" y=\"%.0f\">%s</text>\n",
+                            qn[j], xx, MEMOBS__HTML_T, xx, MEMOBS__HTML_T + ph, qn[j], memobs_fmt_ns(q[j], b, sizeof b),
+                            xx + 3, MEMOBS__HTML_T + 10 + 12 * j, qn[j]);
+    }
+    memobs__out_str(o, "</svg>\n");
+}
+
+static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, const uint64_t *cnt) {
+    memobs__out_str(o, "<section id=\"latency\"><h2>Latency: TTFT, TPOT, E2E</h2>\n");
+    memobs__html_hist(o, "TTFT (time to first token)", "ttft", &s->ttft, cnt);
+    memobs__html_hist(o, "TPOT (time per output token)", "tpot", &s->tpot, cnt ? cnt + MEMOBS__HIST_NB : NULL);
+    memobs__html_hist(o, "E2E (request begin to end)", "e2e", &s->e2e, cnt ? cnt + 2 * MEMOBS__HIST_NB : NULL);
+    memobs__html_printf(o, "<p>requests: <span data-memobs=\"requests.begun\" data-v=\"%llu\">%llu</span> begun, "
+                        "<span data-memobs=\"requests.completed\" data-v=\"%llu\">%llu</span> completed, "
+                        "<span data-memobs=\"requests.aborted\" data-v=\"%llu\">%llu</span> aborted, "
+                        "<span data-memobs=\"requests.in_flight\" data-v=\"%llu\">%llu</span> in flight.</p>\n",
+                        (unsigned long long)s->requests_begun, (unsigned long long)s->requests_begun,
+                        (unsigned long long)s->requests_completed, (unsigned long long)s->requests_completed,
+                        (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_aborted,
+                        (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_in_flight);
+    memobs__out_str(o, "</section>\n");
+}
+
+#define MEMOBS__HTML_SERIES 7
+/* Tracked live bytes by kind over time from the timeline's allocation and
+   free events (each carries its kind's live bytes after it), binned like
+   the samples: the largest figure of each bin. 0 when it holds none. */
+static int memobs__html_tl_memory(memobs__out_t *o, const memobs__tl_ev_t *ev, size_t n) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"tracked device (timeline)", "tracked host (timeline)",
+                                                        "tracked pinned (timeline)", "tracked managed (timeline)"};
+    static const char *const kcolor[MEMOBS_MEM_KINDS] = {"#2ca02c", "#ff7f0e", "#bcbd22", "#17becf"};
+    double *x, *y[MEMOBS_MEM_KINDS], *yy[MEMOBS_MEM_KINDS];
+    const char *nm[MEMOBS_MEM_KINDS], *co[MEMOBS_MEM_KINDS];
+    uint64_t t0 = 0, t1 = 0, span;
+    size_t i, k = 0, nb, j;
+    unsigned c, used = 0, seen = 0;
+    for (i = 0; i < n; i++) {
+        unsigned type = (unsigned)(ev[i].meta & 15u);
+        if (type != MEMOBS__TL_ALLOC && type != MEMOBS__TL_FREE) continue;
+        if (!k++) t0 = ev[i].ts;
+        t1 = ev[i].ts;
+        seen |= 1u << ((ev[i].meta >> 4 & 15u) % MEMOBS_MEM_KINDS);
+    }
+    if (!k) return 0;
+    nb = k < MEMOBS__HTML_POINTS ? k : MEMOBS__HTML_POINTS;
+    span = t1 > t0 ? t1 - t0 : 1;
+    x = (double *)MEMOBS_MALLOC(nb * (MEMOBS_MEM_KINDS + 1) * sizeof(double));
+    if (!x) return 0;
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+        y[c] = x + nb * (c + 1);
+        for (j = 0; j < nb; j++) y[c][j] = -1;
+    }
+    for (j = 0; j < nb; j++) x[j] = (double)span * ((double)j + 0.5) / (double)nb / 1e9;
+    for (i = 0; i < n; i++) {
+        unsigned type = (unsigned)(ev[i].meta & 15u);
+        if ((type != MEMOBS__TL_ALLOC && type != MEMOBS__TL_FREE) || ev[i].ts < t0) continue;
+        c = (unsigned)(ev[i].meta >> 4 & 15u) % MEMOBS_MEM_KINDS;
+        j = (size_t)((double)(ev[i].ts - t0) / (double)span * (double)nb);
+        if (j >= nb) j = nb - 1;
+        if ((double)ev[i].c > y[c][j]) y[c][j] = (double)ev[i].c;
+    }
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++)
+        if (seen & (1u << c)) yy[used] = y[c], nm[used] = kname[c], co[used] = kcolor[c], used++;
+    memobs__html_printf(o, "<p>No samples: tracked live bytes from the timeline's %llu allocation and free events "
+                        "instead (the sampler adds RSS, heap and the driver's figures), each point the largest of "
+                        "its bin of %.3g ms.</p>\n", (unsigned long long)k, (double)span / (double)nb / 1e6);
+    memobs__html_lines(o, "memory-chart", x, yy, used, nb, nm, co, 0);
+    MEMOBS_FREE(x);
+    return 1;
+}
+
+static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, const memobs__tl_ev_t *ev, size_t nev) {
+    static const char *const sname[MEMOBS__HTML_SERIES] = {
+        "RSS", "anonymous", "malloc heap", "tracked host", "tracked pinned", "tracked device", "device used (driver)"};
+    static const char *const scolor[MEMOBS__HTML_SERIES] = {"#1f77b4", "#9467bd", "#8c564b", "#ff7f0e",
+                                                            "#bcbd22", "#2ca02c", "#d62728"};
+    static const char *const leak[5] = {"no leak signature", "memory mapped outside malloc grows",
+                                        "the malloc heap grows", "tracked host/pinned memory grows",
+                                        "memory grows, unexplained by the heap and tracked bytes"};
+    static const char *const leak_id[5] = {"none", "outside_malloc", "heap", "tracked", "unexplained"};
+    memobs_sample_t *sm = NULL;
+    memobs_leak_t lk;
+    size_t n = memobs__samples_copy(NULL, 0), i;
+    unsigned k, c;
+    char b[32], key[48];
+    memobs__out_str(o, "<section id=\"memory\"><h2>Memory</h2>\n");
+    if (s->tracking) {
+        memobs__out_str(o, "<table><tr><th>tracked</th><th>current</th><th>peak</th><th>live</th><th>allocs</th>"
+                           "<th>frees</th><th>allocated</th></tr>\n");
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            const memobs_mem_stats_t *mm = &s->mem[c];
+            const char *kn = memobs__kind_name[c];
+            memobs__html_printf(o, "<tr><th>%s</th>", kn);
+            snprintf(key, sizeof key, "memory.%s.current_bytes", kn);
+            memobs__html_bytes_cell(o, key, mm->current_bytes);
+            snprintf(key, sizeof key, "memory.%s.peak_bytes", kn);
+            memobs__html_bytes_cell(o, key, mm->peak_bytes);
+            snprintf(key, sizeof key, "memory.%s.live", kn);
+            memobs__html_count_cell(o, key, mm->live);
+            snprintf(key, sizeof key, "memory.%s.allocs", kn);
+            memobs__html_count_cell(o, key, mm->allocs);
+            snprintf(key, sizeof key, "memory.%s.frees", kn);
+            memobs__html_count_cell(o, key, mm->frees);
+            snprintf(key, sizeof key, "memory.%s.alloc_bytes", kn);
+            memobs__html_bytes_cell(o, key, mm->alloc_bytes);
+            memobs__out_str(o, "</tr>\n");
+        }
+        memobs__out_str(o, "</table>\n");
+    } else {
+        memobs__html_absent(o, "no allocation was tracked",
+                            "MEMOBS_TRACK_ALLOC/MEMOBS_TRACK_FREE (or memobs_cuda.h's wrappers)");
+    }
+    memobs__out_str(o, "<h3>Over time</h3>\n");
+    if (n) sm = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *sm);
+    if (sm) n = memobs__samples_copy(sm, n);
+    if ((!sm || n == 0) && !memobs__html_tl_memory(o, ev, nev)) {
+        memobs__html_absent(o, "no memory sample", "the sampler (MEMOBS_SAMPLE_MS=N or memobs_sampler_start)");
+    } else if (sm && n) {
+        /* buckets of stride samples, the largest value of each kept */
+        size_t stride = (n + MEMOBS__HTML_POINTS - 1) / MEMOBS__HTML_POINTS, np = (n + stride - 1) / stride;
+        double *x = (double *)MEMOBS_MALLOC(np * (MEMOBS__HTML_SERIES + 1) * sizeof(double));
+        double *y[MEMOBS__HTML_SERIES], *yy[MEMOBS__HTML_SERIES];
+        const char *nm[MEMOBS__HTML_SERIES], *co[MEMOBS__HTML_SERIES];
+        unsigned used = 0;
+        if (x) {
+            for (k = 0; k < MEMOBS__HTML_SERIES; k++) {
+                y[k] = x + np * (k + 1);
+                for (i = 0; i < np; i++) y[k][i] = -1;
+            }
+            for (i = 0; i < n; i++) {
+                const memobs_sample_t *e = &sm[i];
+                uint64_t v[MEMOBS__HTML_SERIES];
+                size_t j = i / stride;
+                v[0] = e->rss_bytes, v[1] = e->anon_bytes, v[2] = e->heap_bytes;
+                v[3] = e->tracked_host_bytes, v[4] = e->tracked_pinned_bytes, v[5] = e->tracked_device_bytes;
+                v[6] = e->ndev ? 0 : MEMOBS_UNKNOWN;
+                for (c = 0; c < e->ndev && c < MEMOBS_SAMPLE_DEVICES; c++) {
+                    if (e->dev[c].used == MEMOBS_UNKNOWN) v[6] = MEMOBS_UNKNOWN;
+                    if (v[6] != MEMOBS_UNKNOWN) v[6] += e->dev[c].used;
+                }
+                if (i % stride == 0) x[j] = (double)(e->time_ns - sm[0].time_ns) / 1e9;
+                for (k = 0; k < MEMOBS__HTML_SERIES; k++)
+                    if (v[k] != MEMOBS_UNKNOWN && (double)v[k] > y[k][j]) y[k][j] = (double)v[k];
+            }
+            /* the series with something to show: known, and for the
+               tracked kinds not zero throughout */
+            for (k = 0; k < MEMOBS__HTML_SERIES; k++) {
+                double top = -1;
+                for (i = 0; i < np; i++)
+                    if (y[k][i] > top) top = y[k][i];
+                if (top < 0 || (k >= 3 && k <= 5 && top <= 0)) continue;
+                yy[used] = y[k], nm[used] = sname[k], co[used] = scolor[k], used++;
+            }
+            memobs__html_printf(o, "<p>%llu samples over %.3g s (%llu dropped, oldest first); each point is the "
+                                "largest of %llu sample%s.</p>\n", (unsigned long long)n,
+                                (double)(sm[n - 1].time_ns - sm[0].time_ns) / 1e9,
+                                (unsigned long long)memobs_samples_dropped(), (unsigned long long)stride,
+                                stride == 1 ? "" : "s");
+            memobs__html_lines(o, "memory-chart", x, yy, used, np, nm, co, 0);
+            {
+                uint64_t pk = 0, pt = 0;
+                for (i = 0; i < n; i++)
+                    if (sm[i].rss_bytes != MEMOBS_UNKNOWN && sm[i].rss_bytes > pk)
+                        pk = sm[i].rss_bytes, pt = sm[i].time_ns;
+                memobs__html_printf(o, "<p>peak RSS <span data-memobs=\"samples.rss_peak\" data-v=\"%llu\">%s"
+                                    "</span> at "
+                                    "%.3f s.</p>\n", (unsigned long long)pk, memobs_fmt_bytes(pk, b, sizeof b),
+                                    pt ? (double)(pt - sm[0].time_ns) / 1e9 : 0.0);
+            }
+            MEMOBS_FREE(x);
+        }
+    }
+    if (sm) MEMOBS_FREE(sm);
+    if (memobs_leak_check(&lk) == MEMOBS_OK && lk.samples) {
+        memobs__html_printf(o, "<h3>Leak detector</h3>\n<p class=\"verdict %s\" data-memobs=\"leak.kind\" "
+                            "data-kind=\"%s\">%s", lk.kind ? "bad" : "good", leak_id[lk.kind], leak[lk.kind]);
+        if (lk.kind)
+            memobs__html_printf(o, ": %.1f MB/min (R&sup2; %.2f)", lk.growth_mb_min, memobs__r2_cut(lk.growth_r2));
+        memobs__out_str(o, ".</p>\n");
+        memobs__html_printf(o, "<p>fit over %llu samples, %.1f s: RSS %.2f (R&sup2; %.2f), anonymous %.2f "
+                            "(R&sup2; %.2f), heap %.2f (R&sup2; %.2f), tracked host+pinned %.2f (R&sup2; %.2f) MB/min"
+                            "%s.</p>\n", (unsigned long long)lk.samples, lk.window_s, lk.rss_mb_min, lk.rss_r2,
+                            lk.anon_mb_min, lk.anon_r2, lk.heap_mb_min, lk.heap_r2, lk.tracked_mb_min, lk.tracked_r2,
+                            lk.anon_known && lk.heap_known ? ""
+                                                           : " (a series the kernel or libc did not give reads 0)");
+    } else {
+        memobs__html_absent(o, "the leak detector has no samples", "the sampler (MEMOBS_SAMPLE_MS=N)");
+    }
+    memobs__out_str(o, "</section>\n");
+}
+
+/* The traces holding the most live bytes, with their stacks. */
+static void memobs__html_traces(memobs__out_t *o) {
+    size_t n = 0, i;
+    memobs__alloc_t *a = memobs__report_snapshot(-1, &n);
+    uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
+    memobs__group_t *grp = NULL;
+    char *buf = NULL, b[32], age[32];
+    uint64_t now = memobs__coarse_ns(), rest = 0, restn = 0;
+    memobs__out_str(o, "<section id=\"traces\"><h2>Top traces by live bytes</h2>\n");
+    if (a && n) {
+        grp = (memobs__group_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *grp);
+        buf = (char *)MEMOBS_MALLOC(MEMOBS__HTML_STACK);
+    }
+    if (!grp || !buf) {
+        if (a && n) memobs__out_str(o, "<p>(no memory for the per-trace table)</p>\n");
+        else memobs__html_absent(o, "no tracked allocation is live",
+                                 "MEMOBS_TRACK_ALLOC_N/_S with a tag or MEMOBS_CALLSTACK=N (C stacks), "
+                                 "memobs.track_python_stacks() (Python stacks)");
+    } else {
+        for (g = 0; g <= ntr; g++) {
+            grp[g].bytes = grp[g].count = grp[g].oldest_ns = 0;
+            grp[g].trace = g < ntr ? g : MEMOBS_NO_TRACE;
+            grp[g].kinds = 0;
+        }
+        for (i = 0; i < n; i++) {
+            memobs__group_t *x = &grp[a[i].trace < ntr ? a[i].trace : ntr];
+            uint64_t ag = now > a[i].time_ns ? now - a[i].time_ns : 0;
+            x->bytes += a[i].bytes;
+            x->count++;
+            x->kinds |= 1u << a[i].kind;
+            if (ag > x->oldest_ns) x->oldest_ns = ag;
+        }
+        for (g = 0; g <= ntr; g++)
+            if (grp[g].count) grp[ng++] = grp[g];
+        memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
+        memobs__html_printf(o, "<p>%llu live allocation%s in %u trace%s; %s shown.</p>\n<table class=\"tr\">"
+                            "<tr><th>trace</th><th>live bytes</th><th>count</th><th>kinds</th><th>oldest</th>"
+                            "<th>tag and stack</th></tr>\n", (unsigned long long)n, memobs__s(n), (unsigned)ng,
+                            memobs__s(ng),
+                            ng <= MEMOBS__HTML_TRACES ? "all"
+                                                      : "the " MEMOBS__HTML_STR(MEMOBS__HTML_TRACES) " largest");
+        for (g = 0; g < ng; g++) {
+            unsigned k, first = 1;
+            int len;
+            if (g >= MEMOBS__HTML_TRACES) {
+                rest += grp[g].bytes;
+                restn += grp[g].count;
+                continue;
+            }
+            if (grp[g].trace == MEMOBS_NO_TRACE) memobs__out_str(o, "<tr data-trace=\"none\"><td>-</td>");
+            else memobs__html_printf(o, "<tr data-trace=\"%u\"><td>#%u</td>", grp[g].trace, grp[g].trace);
+            memobs__html_printf(o, "<td class=\"n\" data-v=\"%llu\">%s</td><td class=\"n\">%llu</td><td>",
+                                (unsigned long long)grp[g].bytes, memobs_fmt_bytes(grp[g].bytes, b, sizeof b),
+                                (unsigned long long)grp[g].count);
+            for (k = 0; k < MEMOBS_MEM_KINDS; k++)
+                if (grp[g].kinds & (1u << k))
+                    memobs__html_printf(o, "%s%s", first ? "" : ",", memobs__kind_name[k]), first = 0;
+            memobs__html_printf(o, "</td><td>%s</td><td>", memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age));
+            len = grp[g].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(grp[g].trace, buf, MEMOBS__HTML_STACK);
+            if (len < 0) {
+                memobs__out_str(o, "(no tag, no stack)");
+            } else {
+                char *nl = strchr(buf, '\n');
+                if (nl) *nl = 0;
+                memobs__out_str(o, "<b class=\"tag\">");
+                memobs__html_esc(o, buf[0] ? buf : "(no tag)");
+                memobs__out_str(o, "</b>");
+                if (nl && nl[1]) {
+                    memobs__out_str(o, g < 3 ? "<details open><summary>stack</summary><pre>"
+                                             : "<details><summary>stack</summary><pre>");
+                    memobs__html_esc(o, nl + 1);
+                    if ((size_t)len >= MEMOBS__HTML_STACK - 1) memobs__out_str(o, "\n... (cut)");
+                    memobs__out_str(o, "</pre></details>");
+                }
+            }
+            memobs__out_str(o, "</td></tr>\n");
+        }
+        if (ng > MEMOBS__HTML_TRACES)
+            memobs__html_printf(o, "<tr><td colspan=\"6\">... %u more traces: %llu allocations, %s</td></tr>\n",
+                                (unsigned)(ng - MEMOBS__HTML_TRACES), (unsigned long long)restn,
+                                memobs_fmt_bytes(rest, b, sizeof b));
+        memobs__out_str(o, "</table>\n");
+    }
+    if (grp) MEMOBS_FREE(grp);
+    if (buf) MEMOBS_FREE(buf);
+    if (a) MEMOBS_FREE(a);
+    memobs__out_str(o, "</section>\n");
+}
+
+static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
+    const memobs_track_problems_t *t = &s->track;
+    struct {
+        const char *key;
+        uint64_t v;
+    } pr[21];
+    unsigned c, np = 0, bad = 0;
+    memobs__out_str(o, "<section id=\"counters\"><h2>User counters</h2>\n");
+    if (!s->ncounters) {
+        memobs__html_absent(o, "no user counter", "MEMOBS_COUNTER_ADD or memobs_counter_register");
+    } else {
+        memobs__out_str(o, "<table><tr><th>counter</th><th>value</th><th>help</th></tr>\n");
+        for (c = 0; c < s->ncounters; c++) {
+            memobs__out_str(o, "<tr><th>");
+            memobs__html_esc(o, s->counters[c].name);
+            memobs__out_str(o, "</th><td class=\"n\" data-counter=\"");
+            memobs__html_esc(o, s->counters[c].name);
+            memobs__html_printf(o, "\" data-v=\"%llu\">%llu</td><td>", (unsigned long long)s->counters[c].value,
+                                (unsigned long long)s->counters[c].value);
+            memobs__html_esc(o, s->counters[c].help);
+            memobs__out_str(o, "</td></tr>\n");
+        }
+        memobs__out_str(o, "</table>\n");
+    }
+#define MEMOBS__HTML_PR(k, val) (pr[np].key = (k), pr[np].v = (val), bad += (val) != 0, np++)
+    MEMOBS__HTML_PR("problems.ttft_unmatched", s->ttft_unmatched);
+    MEMOBS__HTML_PR("problems.tpot_unarmed", s->tpot_unarmed);
+    MEMOBS__HTML_PR("problems.bad_records", s->bad_records);
+    MEMOBS__HTML_PR("problems.untracked_threads", s->untracked_threads);
+    MEMOBS__HTML_PR("problems.region_unmatched_ends", s->region_unmatched_ends);
+    MEMOBS__HTML_PR("problems.region_too_deep", s->region_too_deep);
+    MEMOBS__HTML_PR("problems.region_names_dropped", s->region_names_dropped);
+    MEMOBS__HTML_PR("requests.dropped", s->requests_dropped);
+    MEMOBS__HTML_PR("requests.unknown", s->requests_unknown);
+    MEMOBS__HTML_PR("requests.duplicate", s->requests_duplicate);
+    MEMOBS__HTML_PR("tracker.frees_unknown", t->frees_unknown);
+    MEMOBS__HTML_PR("tracker.frees_double", t->frees_double);
+    MEMOBS__HTML_PR("tracker.allocs_null", t->allocs_null);
+    MEMOBS__HTML_PR("tracker.allocs_duplicate", t->allocs_duplicate);
+    MEMOBS__HTML_PR("tracker.allocs_bad_kind", t->allocs_bad_kind);
+    MEMOBS__HTML_PR("tracker.untracked", t->untracked);
+    MEMOBS__HTML_PR("tracker.untracked_bytes", t->untracked_bytes);
+    MEMOBS__HTML_PR("tracker.traces_dropped", t->traces_dropped);
+#undef MEMOBS__HTML_PR
+    memobs__html_printf(o, "<h2 id=\"problems\">Problems</h2>\n<p class=\"verdict %s\">%s</p>\n<table>",
+                        bad ? "bad" : "good", bad ? "misuse or overflow was counted (non-zero rows in red)"
+                                                 : "none counted");
+    for (c = 0; c < np; c++) {
+        memobs__html_printf(o, "<tr%s><th>%s</th>", pr[c].v ? " class=\"bad\"" : "", pr[c].key);
+        memobs__html_count_cell(o, pr[c].key, pr[c].v);
+        memobs__out_str(o, "</tr>");
+    }
+    memobs__out_str(o, "</table>\n</section>\n");
+}
+
+static const char memobs__html_css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}"
+    "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:28px}h3{font-size:15px}"
+    "table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:2px 8px;text-align:left}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".absent{color:#8a6d3b;background:#fcf8e3;padding:6px 10px;border-left:4px solid #f0ad4e}"
+    ".chart{display:block;background:#fafafa;border:1px solid #eee;max-width:100%;height:auto}"
+    ".grid{stroke:#e3e3e3}.ax{font-size:11px;fill:#555}.q{stroke:#c00;stroke-dasharray:4 3}"
+    ".ql{font-size:11px;fill:#c00}"
+    ".legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}"
+    ".good{color:#2a7a2a}.bad,tr.bad th{color:#b00}pre{font-size:12px;margin:4px 0;white-space:pre-wrap}"
+    "#tip{position:fixed;pointer-events:none;background:#333;color:#fff;padding:2px 6px;font-size:12px;"
+    "border-radius:3px;display:none}";
+
+/* Hover: shows an element's <title> at once, next to the pointer (the
+   browser's own tooltip, slower, works with scripts off). */
+static const char memobs__html_js[] =
+    "(function(){var t=document.getElementById('tip');if(!t)return;"
+    "document.addEventListener('mousemove',function(e){var n=e.target,s=null;"
+    "if(n&&n.childNodes&&n.namespaceURI==='http://www.w3.org/2000/svg'){for(var i=0;i<n.childNodes.length;i++)"
+    "if(n.childNodes[i].nodeName==='title'){s=n.childNodes[i].textContent;break;}}"
+    "if(s){t.textContent=s;t.style.left=(e.clientX+12)+'px';"
+    "t.style.top=(e.clientY+12)+'px';t.style.display='block';}else t.style.display='none';});})();";
+
+int memobs_write_html(FILE *f) {
+    memobs_summary_t *s;
+    uint64_t *cnt;
+    uint32_t busy = memobs__tls.busy;
+    memobs__out_t o;
+    memobs__tl_ev_t *ev;
+    memobs_timeline_stats_t st;
+    size_t nev = 0;
+    unsigned i;
+    if (!f) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_html: NULL FILE");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    memobs__tls.busy = 1; /* our own buffers are not the engine's allocations */
+    s = (memobs_summary_t *)MEMOBS_MALLOC(sizeof *s);
+    cnt = (uint64_t *)MEMOBS_MALLOC(3 * MEMOBS__HIST_NB * sizeof *cnt);
+    memobs__tls.busy = busy;
+    if (!s) {
+        if (cnt) MEMOBS_FREE(cnt);
+        return MEMOBS_ERR_NOMEM;
+    }
+    memobs_get_summary(s);
+    pthread_mutex_lock(&memobs__tl.lock);
+    ev = memobs__tl_snapshot(&nev);
+    memobs__tl_count(&st, NULL, NULL);
+    pthread_mutex_unlock(&memobs__tl.lock);
+    if (!ev) nev = 0; /* none, or no memory for the copy: drawn as none */
+    if (cnt) {
+        pthread_mutex_lock(&memobs__g.lock);
+        for (i = 0; i < MEMOBS__HIST_NB; i++) {
+            cnt[i] = MEMOBS__LOAD(&memobs__g.ttft.b[i].v) - memobs__g.ttft.base_b[i];
+            cnt[MEMOBS__HIST_NB + i] = MEMOBS__LOAD(&memobs__g.tpot.b[i].v) - memobs__g.tpot.base_b[i];
+            cnt[2 * MEMOBS__HIST_NB + i] = MEMOBS__LOAD(&memobs__g.e2e.b[i].v) - memobs__g.e2e.base_b[i];
+        }
+        pthread_mutex_unlock(&memobs__g.lock);
+    }
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    memobs__tls.busy = 1;
+    memobs__out_str(&o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                        "<meta name=\"generator\" content=\"memobs " MEMOBS_VERSION "\">\n<title>memobs report: ");
+    memobs__html_esc(&o, s->identity.host);
+    memobs__html_printf(&o, " rank %d</title>\n<style>%s</style></head>\n<body>\n<div id=\"tip\"></div>\n"
+                        "<h1>memobs report</h1>\n", (int)s->identity.rank, memobs__html_css);
+    memobs__html_identity(&o, s);
+    memobs__html_transfers(&o, s);
+    memobs__html_xfer_time(&o, ev, nev, &st);
+    memobs__html_bandwidth(&o, s);
+    memobs__html_latency(&o, s, cnt);
+    memobs__html_memory(&o, s, ev, nev);
+    memobs__html_traces(&o);
+    memobs__html_counters(&o, s);
+    memobs__html_printf(&o, "<script>%s</script>\n</body></html>\n", memobs__html_js);
+    if (cnt) MEMOBS_FREE(cnt);
+    if (ev) MEMOBS_FREE(ev);
+    MEMOBS_FREE(s);
+    memobs__tls.busy = busy;
+    if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
+    return MEMOBS_OK;
+}
+
+static int memobs__write_html_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_html(f);
+}
+
+int memobs_write_html_file(const char *path) {
+    return memobs__write_path(path, "memobs_write_html_file", "HTML report", memobs__write_html_f, 0);
+}
+
+/* memobs_write_html_file() reports its own failures (one warning). */
+static void memobs__html_at_exit(void) { (void)memobs_write_html_file(memobs__html_path); }
+
+/* MEMOBS_HTML; runs inside memobs__init_once. */
+static void memobs__html_env(void) {
+    if (memobs__env_dest("MEMOBS_HTML", memobs__html_path, sizeof memobs__html_path)) atexit(memobs__html_at_exit);
 }
 
 #ifdef __cplusplus

@@ -16,6 +16,8 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
 # promtool (tests/test_prom.sh: `promtool check metrics`), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)
+# headless Chromium (tests/test_html.sh: opens the HTML report, screenshots)
+command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "tests/deps.sh: installing ${need[*]}" >&2
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -47,6 +47,7 @@ step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh
 step shared bash tests/test_shared.sh
 step demo bash tests/test_demo.sh
+step html bash tests/test_html.sh
 step install bash tests/test_install.sh
 step gpu-build bash tests/test_gpu_build.sh
 

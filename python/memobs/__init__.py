@@ -53,6 +53,7 @@ from ._memobs import (  # noqa: F401  (named, so that linters and readers see th
     ttft_start,
     ttft_stop,
     untrack_python_stacks,
+    write_html,
     write_summary,
 )
 
@@ -94,5 +95,6 @@ __all__ = [
     "ttft_start",
     "ttft_stop",
     "untrack_python_stacks",
+    "write_html",
     "write_summary",
 ]

@@ -1049,6 +1049,25 @@ static PyObject *pymod_write_summary(PyObject *self, PyObject *const *args, Py_s
     return pymod_io_result(rc, "write_summary", a[0]);
 }
 
+static PyObject *pymod_write_html(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"path"};
+    PyObject *a[1];
+    int own, rc;
+    FILE *f;
+    (void)self;
+    if (pymod_args("write_html", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    if (a[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "write_html(): path must be a path, \"stderr\" or \"stdout\", not None");
+        return NULL;
+    }
+    if (!(f = pymod_open(a[0], stderr, &own))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = memobs_write_html(f);
+    rc = pymod_close(f, own, rc);
+    Py_END_ALLOW_THREADS
+    return pymod_io_result(rc, "write_html", a[0]);
+}
+
 /* ======================================================================== */
 /* Allocation tracker                                                       */
 /* ======================================================================== */
@@ -1434,6 +1453,9 @@ static PyMethodDef pymod_methods[] = {
     {"write_summary", PYMOD_FN(pymod_write_summary), PYMOD_KW,
      "write_summary(path, fmt=\"text\")\n--\n\nWrites the summary (fmt \"text\" or \"json\") to path, \"stderr\" "
      "or \"stdout\". OSError if it cannot be written."},
+    {"write_html", PYMOD_FN(pymod_write_html), PYMOD_KW,
+     "write_html(path)\n--\n\nWrites the one-file HTML report (inline SVG charts; opens offline) to path, "
+     "\"stderr\" or \"stdout\". OSError if it cannot be written."},
     {"reset", pymod_reset, METH_NOARGS,
      "reset()\n--\n\nStarts a new window: every figure back to zero (in-flight requests, clocks and phases are "
      "kept)."},
