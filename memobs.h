@@ -6794,9 +6794,15 @@ static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
     return st == 1;
 }
 
+/* Microseconds since the epoch, as PyTorch's time_us. */
 static uint64_t memobs__tsn_now_us(void) {
+#if defined(__linux__) && defined(__LP64__)
+    struct memobs__timespec ts;
+    memobs__clock_gettime(0, &ts); /* CLOCK_REALTIME (see memobs_now_ns) */
+#else
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+#endif
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
