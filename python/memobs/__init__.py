@@ -54,6 +54,7 @@ from ._memobs import (  # noqa: F401  (named, so that linters and readers see th
     ttft_stop,
     untrack_python_stacks,
     write_summary,
+    write_torch_snapshot,
 )
 
 __version__ = _memobs.__version__  # MEMOBS_VERSION of memobs.h
@@ -95,4 +96,5 @@ __all__ = [
     "ttft_stop",
     "untrack_python_stacks",
     "write_summary",
+    "write_torch_snapshot",
 ]
