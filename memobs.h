@@ -48,7 +48,11 @@
        identical ones share a dense id.
        Stacks are symbolized only when a report is written. Reports: block
        table, live bytes per trace, leaks at exit, and a throttled report at
-       each new device peak (boxed stacks, UTF-8 box drawing).
+       each new device peak (boxed stacks, UTF-8 box drawing). Device memory
+       also as PyTorch's memory snapshot for its viewer (pytorch.org/
+       memory_viz): the live blocks and each device's bounded history of
+       allocations and frees (memobs_write_torch_snapshot,
+       MEMOBS_TORCH_SNAPSHOT).
      Regions and markers: named spans of a thread (nested) and instants,
        interned once; per name count, time and markers in every summary and
        export, slices on the timeline, context and events in Stormlog,
@@ -129,6 +133,11 @@
                               tracker watches unless MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
+     MEMOBS_TORCH_EVENTS      implementation only. Events of the PyTorch
+                              snapshot's history kept per device (default
+                              16384, 40 bytes each, allocated at a device's
+                              first event; the oldest are dropped and
+                              counted); env MEMOBS_TORCH_EVENTS.
      MEMOBS_MAX_REGIONS       implementation only. Region and marker names
                               kept (2 to 65535, default 256; id 0 is
                               "(other)"); a thread that uses regions holds
@@ -162,6 +171,11 @@
      MEMOBS_LEAKS=stderr|stdout|PATH|1|0
                               at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_TORCH_SNAPSHOT=PATH
+                              at exit, tracked device memory as PyTorch's
+                              memory snapshot (a pickle; %r/%p expanded).
+     MEMOBS_TORCH_EVENTS=N    history events kept per device for it (default
+                              16384; suffixes K, M; 0 = no history).
      MEMOBS_TRACE=stderr|stdout|PATH
                               turn the timeline on at start-up and write it
                               at exit as a Chrome trace (%r/%p expanded).
