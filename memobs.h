@@ -732,17 +732,21 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    allocation, "free_requested" when its free is called (or marked pending,
    memobs_track_free_pending), "free_completed" when the memory is free
    (at once for memobs_track_free; memobs_track_free_settled, or a new
-   allocation at its address, for a pending one). Frames: the allocation's
-   tag first (filename "memobs tag", line 0; the tag is also each event's
-   "category"), then its C frames innermost first (symbolized as the
+   allocation at its address, for a pending one); as each block is its own
+   segment, "segment_alloc" comes right before its "alloc" and
+   "segment_free" right after its "free_completed". Frames: the
+   allocation's tag first (filename "memobs tag", line 0), then its C
+   frames innermost first (symbolized as the
    reports do: name "function+0x1c" or "module+0x1a2c", filename the
    module, line 0), then the tag provider's frames, innermost first (a
    provider's frames are taken as outermost first, as memobs_python.h
    captures them; "path:line in name" becomes filename, line, name). A free
    event carries its allocation's frames (no stack is captured at a free).
-   Each device keeps its newest MEMOBS_TORCH_EVENTS events (default 16384,
-   40 bytes each, allocated at the device's first event; env
-   MEMOBS_TORCH_EVENTS, 0 = no history); older ones are dropped and
+   Each device keeps its newest MEMOBS_TORCH_EVENTS events (alloc,
+   free_requested, free_completed; a segment event is written with its
+   alloc or free_completed and not counted; default 16384, 40 bytes each,
+   allocated at the device's first event; env MEMOBS_TORCH_EVENTS, 0 = no
+   history); older ones are dropped and
    counted (memobs_get_torch_history, and the snapshot's "memobs" entry).
    Devices 0 to MEMOBS_MAX_DEVICES - 1 have a history; allocations made
    while the table was full are in neither part. time_us: microseconds
@@ -6897,14 +6901,15 @@ enum {
     MEMOBS__PK_ALLOCATED_SIZE, MEMOBS__PK_ACTIVE_SIZE, MEMOBS__PK_REQUESTED_SIZE, MEMOBS__PK_STREAM,
     MEMOBS__PK_SEGMENT_TYPE, MEMOBS__PK_LARGE, MEMOBS__PK_POOL_ID, MEMOBS__PK_EXPANDABLE, MEMOBS__PK_FRAMES,
     MEMOBS__PK_BLOCKS, MEMOBS__PK_SIZE, MEMOBS__PK_STATE, MEMOBS__PK_ACTIVE_ALLOCATED, MEMOBS__PK_PENDING_FREE,
-    MEMOBS__PK_ACTION, MEMOBS__PK_ADDR, MEMOBS__PK_TIME_US, MEMOBS__PK_CATEGORY, MEMOBS__PK_ALLOC,
+    MEMOBS__PK_ACTION, MEMOBS__PK_ADDR, MEMOBS__PK_TIME_US, MEMOBS__PK_SEGMENT_ALLOC, MEMOBS__PK_SEGMENT_FREE, MEMOBS__PK_ALLOC,
     MEMOBS__PK_FREE_REQUESTED, MEMOBS__PK_FREE_COMPLETED, MEMOBS__PK_FILENAME, MEMOBS__PK_LINE, MEMOBS__PK_NAME,
     MEMOBS__PK_NSTR
 };
 static const char *const memobs__pk_names[MEMOBS__PK_NSTR] = {
     "segments", "device_traces", "device", "address", "total_size", "allocated_size", "active_size",
     "requested_size", "stream", "segment_type", "large", "segment_pool_id", "is_expandable", "frames", "blocks",
-    "size", "state", "active_allocated", "active_pending_free", "action", "addr", "time_us", "category", "alloc",
+    "size", "state", "active_allocated", "active_pending_free", "action", "addr", "time_us", "segment_alloc",
+    "segment_free", "alloc",
     "free_requested", "free_completed", "filename", "line", "name"};
 
 typedef struct {
@@ -7103,24 +7108,6 @@ static void memobs__pk_frames(memobs__pk_t *k, uint32_t trace) {
     memobs__pk_op(k, 'e'); /* APPENDS */
 }
 
-static int memobs__pk_has_tag(const memobs__pk_t *k, uint32_t trace) {
-    const memobs__trace_t *e = trace < k->ntraces ? memobs__trace_get(trace) : NULL;
-    return e && e->tag[0];
-}
-
-/* The trace's tag (memoized), or 0 when it has none. */
-static int memobs__pk_tag(memobs__pk_t *k, uint32_t trace) {
-    const memobs__trace_t *e = trace < k->ntraces ? memobs__trace_get(trace) : NULL;
-    if (!e || !e->tag[0]) return 0;
-    if (k->tmemo[2 * trace + 1]) {
-        memobs__pk_get(k, k->tmemo[2 * trace + 1]);
-    } else {
-        memobs__pk_str(k, e->tag);
-        k->tmemo[2 * trace + 1] = memobs__pk_put(k);
-    }
-    return 1;
-}
-
 /* key: int */
 static void memobs__pk_kint(memobs__pk_t *k, unsigned key, uint64_t v) {
     memobs__pk_const(k, key);
@@ -7170,23 +7157,33 @@ static void memobs__pk_segment(memobs__pk_t *k, const memobs__alloc_t *a) {
     memobs__pk_op(k, 'u');
 }
 
-static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
-    static const unsigned action[3] = {MEMOBS__PK_ALLOC, MEMOBS__PK_FREE_REQUESTED, MEMOBS__PK_FREE_COMPLETED};
+static void memobs__pk_event1(memobs__pk_t *k, const memobs__tsn_ev_t *e, unsigned action) {
     memobs__pk_op(k, '}');
     memobs__pk_op(k, '(');
     memobs__pk_const(k, MEMOBS__PK_ACTION);
-    memobs__pk_const(k, action[e->action < 3 ? e->action : 0]);
+    memobs__pk_const(k, action);
     memobs__pk_kint(k, MEMOBS__PK_ADDR, e->addr);
     memobs__pk_kint(k, MEMOBS__PK_SIZE, e->bytes);
     memobs__pk_kint(k, MEMOBS__PK_STREAM, (uint64_t)(uintptr_t)e->stream);
     memobs__pk_kint(k, MEMOBS__PK_TIME_US, e->time_us);
     memobs__pk_const(k, MEMOBS__PK_FRAMES);
     memobs__pk_frames(k, e->trace);
-    if (memobs__pk_has_tag(k, e->trace)) {
-        memobs__pk_const(k, MEMOBS__PK_CATEGORY);
-        memobs__pk_tag(k, e->trace);
-    }
     memobs__pk_op(k, 'u');
+}
+
+/* The dicts of one event. Each allocation is its own segment, so its
+   segment comes and goes with it: segment_alloc before its alloc,
+   segment_free after its free_completed (the viewer's "Allocator State
+   History" replays events back from the snapshot and draws each block in
+   the segment that holds it; "Active Cached Segment Timeline" plots the
+   segment events). No "category": a viewer that sees one looks for an
+   "unknown" category and, in some versions, fails on it. */
+static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
+    if (e->action == MEMOBS__TSN_ALLOC) memobs__pk_event1(k, e, MEMOBS__PK_SEGMENT_ALLOC);
+    memobs__pk_event1(k, e, e->action == MEMOBS__TSN_ALLOC      ? MEMOBS__PK_ALLOC
+                            : e->action == MEMOBS__TSN_FREE_REQ ? MEMOBS__PK_FREE_REQUESTED
+                                                                : MEMOBS__PK_FREE_COMPLETED);
+    if (e->action == MEMOBS__TSN_FREE_DONE) memobs__pk_event1(k, e, MEMOBS__PK_SEGMENT_FREE);
 }
 
 /* Lists are appended to in batches of 1000 (MARK ... APPENDS), as

@@ -37,8 +37,11 @@ BLOCK_KEYS = {"size", "requested_size", "state", "frames"}
 EVENT_KEYS = {"action", "addr", "size", "stream", "time_us", "frames"}
 ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
            "segment_unmap", "oom", "snapshot"}
-# What may follow what for one address (a block's life, round and round).
-NEXT = {"alloc": {"free_requested"}, "free_requested": {"free_completed"}, "free_completed": {"alloc"}}
+# What may follow what for one address (a block's life, round and round;
+# each block is its own segment, so its segment comes and goes with it).
+NEXT = {"segment_alloc": {"alloc"}, "alloc": {"free_requested"}, "free_requested": {"free_completed"},
+        "free_completed": {"segment_free"}, "segment_free": {"segment_alloc"}}
+SEGMENT_EVENTS = {"segment_alloc", "segment_free"}
 DEVICE_KIND = 0
 
 
@@ -178,8 +181,16 @@ def main():
                 probs.append("%s: action %r" % (w, e["action"]))
             if not all(is_int(e[k]) for k in ("addr", "size", "stream", "time_us")):
                 probs.append("%s: a number is not an int: %r" % (w, e))
-            if "category" in e and not isinstance(e["category"], str):
-                probs.append("%s: category %r" % (w, e["category"]))
+            if "category" in e:
+                probs.append("%s: a category (the viewer then wants an 'unknown' one): %r" % (w, e["category"]))
+            if e["action"] == "segment_alloc" and not (
+                    i + 1 < len(evs) and (evs[i + 1]["action"], evs[i + 1]["addr"], evs[i + 1]["size"])
+                    == ("alloc", e["addr"], e["size"])):
+                probs.append("%s: segment_alloc not right before its alloc" % w)
+            if e["action"] == "free_completed" and not (
+                    i + 1 < len(evs) and (evs[i + 1]["action"], evs[i + 1]["addr"], evs[i + 1]["size"])
+                    == ("segment_free", e["addr"], e["size"])):
+                probs.append("%s: free_completed not right before its segment_free" % w)
             probs += frames_problems(e["frames"], w)
             if prev_t is not None and e["time_us"] < prev_t:
                 probs.append("%s: time_us %d before the previous event's %d" % (w, e["time_us"], prev_t))
@@ -188,11 +199,20 @@ def main():
             if a in last:
                 if act not in NEXT.get(last[a], ()):
                     probs.append("%s: %s after %s at %#x" % (w, act, last[a], a))
-            elif act != "alloc" and not dropped:
+            elif act != "segment_alloc" and not dropped:
                 probs.append("%s: %s at %#x with no alloc before it (nothing was dropped)" % (w, act, a))
             last[a] = act
-    tap("events: action, addr, size, stream, time_us, frames; in time order; per address alloc, free_requested, "
-        "free_completed, alloc... (%d events)" % sum(len(t) for t in traces), not probs, *probs[:20])
+    tap("events: action, addr, size, stream, time_us, frames, no category; in time order; per address "
+        "segment_alloc, alloc, free_requested, free_completed, segment_free, segment_alloc... (segment events "
+        "right beside their alloc and free_completed; %d events)" % sum(len(t) for t in traces), not probs,
+        *probs[:20])
+
+    probs = []
+    for d in range(len(traces)):
+        probs += viewer_replay(snap, d)
+    tap("the viewer's Allocator State History, replayed back from the snapshot (a port of MemoryViz.js's "
+        "simulate_memory): every block inside a segment at every event, every free_requested on a block",
+        not probs, *probs[:10])
 
     # the live blocks' last events agree with their state
     probs = []
@@ -200,7 +220,7 @@ def main():
         d = s["device"]
         if d >= len(traces) or d >= len(hist) or hist[d]["dropped"] or not hist[d]["capacity"]:
             continue
-        mine = [e for e in traces[d] if e["addr"] == s["address"]]
+        mine = [e for e in traces[d] if e["addr"] == s["address"] and e["action"] not in SEGMENT_EVENTS]
         want = "free_requested" if s["blocks"][0]["state"] == "active_pending_free" else "alloc"
         if not mine or mine[-1]["action"] != want or mine[-1]["size"] != s["total_size"]:
             probs.append("segment %#x (%s): last event %r" % (s["address"], want, mine[-1:] or None))
@@ -211,7 +231,7 @@ def main():
     mo = snap.get("memobs", {})
     probs = []
     for d, h in enumerate(hist):
-        n = len(traces[d]) if d < len(traces) else 0
+        n = sum(1 for e in traces[d] if e["action"] not in SEGMENT_EVENTS) if d < len(traces) else 0
         if h["kept"] != n:
             probs.append("device %d: %d events in the snapshot, memobs_get_torch_history kept %d" % (d, n, h["kept"]))
         if h["recorded"] != h["kept"] + h["dropped"] or h["kept"] > h["capacity"]:
@@ -230,7 +250,7 @@ def main():
         probs = []
         for d in range(len(traces)):
             want = [(a, act) for dd, a, act in side["expected"] if dd == d]
-            got = [(e["addr"], e["action"]) for e in traces[d]]
+            got = [(e["addr"], e["action"]) for e in traces[d] if e["action"] not in SEGMENT_EVENTS]
             dropped = hist[d]["dropped"] if d < len(hist) else 0
             if dropped:
                 want = want[dropped:]
@@ -245,10 +265,11 @@ def main():
         check_main(tap, segs, traces)
     elif mode == "bound":
         h = hist[0]
+        n = sum(1 for e in traces[0] if e["action"] not in SEGMENT_EVENTS)
         tap("bound: MEMOBS_TORCH_EVENTS=64 keeps the newest 64 of 301 events, 237 dropped and counted",
-            (len(traces[0]), h["capacity"], h["recorded"], h["dropped"], mo.get("history_dropped", [None])[0])
+            (n, h["capacity"], h["recorded"], h["dropped"], mo.get("history_dropped", [None])[0])
             == (64, 64, 301, 237, 237) and traces[0][-1]["addr"] == 0x7f00f0000000 and traces[0][-1]["action"] == "alloc",
-            "events %d, history %r, memobs %r" % (len(traces[0]), h, mo))
+            "events %d, history %r, memobs %r" % (n, h, mo))
     elif mode == "nohist":
         tap("nohist: MEMOBS_TORCH_EVENTS=0: the segment, no events", len(segs) == 1 and traces == [[]]
             and hist[0]["capacity"] == 0 and hist[0]["recorded"] == 0, "segments %d, traces %r, %r" % (
@@ -261,6 +282,62 @@ def main():
         tap("exit: the block live at exit", len(segs) == 1 and segs[0]["address"] == 0x7f0000100000
             and segs[0]["blocks"][0]["frames"][0]["name"] == "at exit", segs)
     return tap.failed
+
+
+def viewer_replay(snap, device):
+    """MemoryViz.js's simulate_memory for one device, every step: from the
+    snapshot's segments and active blocks, events undone newest first; the
+    viewer then finds each block's segment (a block outside every segment
+    is a TypeError there) and sets free_requested on a block it expects."""
+    segs = {s["address"]: s["total_size"] for s in snap["segments"] if s["device"] == device}
+    blocks = {}
+    for s in snap["segments"]:
+        if s["device"] != device:
+            continue
+        a = s["address"]
+        for b in s["blocks"]:
+            if b["state"] in ("active_allocated", "active_pending_free"):
+                blocks[a] = b["size"]
+            a += b["size"]
+    # annotate_snapshot: a free_requested right before its free_completed is one "free"
+    evs = []
+    for e in snap["device_traces"][device]:
+        if e["action"] == "free_completed" and evs and evs[-1]["action"] == "free_requested" \
+                and evs[-1]["addr"] == e["addr"]:
+            evs[-1] = dict(evs[-1], action="free")
+            continue
+        evs.append(e)
+    probs = []
+
+    def inside(a):
+        return any(sa <= a < sa + sz or (sz == 0 and sa == a) for sa, sz in segs.items())
+
+    for a in blocks:
+        if not inside(a):
+            probs.append("device %d: live block %#x outside every segment" % (device, a))
+    for i in range(len(evs) - 1, -1, -1):
+        e = evs[i]
+        act, a = e["action"], e["addr"]
+        if act in ("free", "free_completed"):
+            blocks[a] = e["size"]
+            if not inside(a):
+                probs.append("device %d event %d (%s %#x): the block has no segment" % (device, i, act, a))
+        elif act == "free_requested":
+            if a not in blocks:
+                probs.append("device %d event %d: free_requested of %#x, no such block" % (device, i, a))
+        elif act == "alloc":
+            blocks.pop(a, None)
+        elif act == "segment_free":
+            segs[a] = e["size"]
+        elif act == "segment_alloc":
+            if a not in segs:
+                probs.append("device %d event %d: segment_alloc of %#x, no such segment" % (device, i, a))
+            segs.pop(a, None)
+            if any(a <= b < a + e["size"] for b in blocks):
+                probs.append("device %d event %d: segment %#x removed under a block" % (device, i, a))
+        if len(probs) > 10:
+            break
+    return probs
 
 
 def seg_at(segs, addr):
@@ -281,7 +358,7 @@ def check_main(tap, segs, traces):
         probs.append("block frames differ from the segment's")
     # no trace: no frames
     ev = [e for e in traces[0] if e["addr"] == 0x7f0000200000]
-    if [e["frames"] for e in ev] != [[], [], []] or any("category" in e for e in ev):
+    if [e["frames"] for e in ev] != [[]] * 5:
         probs.append("untraced block's events: %r" % ev)
     # pending at the snapshot
     s = seg_at(segs, 0x7f0000300000)
@@ -293,9 +370,11 @@ def check_main(tap, segs, traces):
     if not s or (s["device"], s["total_size"], s["frames"]) != (2, 32768, [tagf("\u03bav_cache \u2713")]):
         probs.append("reused block on device 2: %r" % s)
     ev = traces[2] if len(traces) > 2 else []
-    if [(e["action"], e["size"], e.get("category")) for e in ev] != [
-            ("alloc", 65536, "q\"uote's \\ back"), ("free_requested", 65536, "q\"uote's \\ back"),
-            ("free_completed", 65536, "q\"uote's \\ back"), ("alloc", 32768, "\u03bav_cache \u2713")]:
+    q, k = [tagf("q\"uote's \\ back")], [tagf("\u03bav_cache \u2713")]
+    if [(e["action"], e["size"], e["frames"]) for e in ev] != [
+            ("segment_alloc", 65536, q), ("alloc", 65536, q), ("free_requested", 65536, q),
+            ("free_completed", 65536, q), ("segment_free", 65536, q), ("segment_alloc", 32768, k),
+            ("alloc", 32768, k)]:
         probs.append("device 2 events: %r" % ev)
     if len(traces) != 3 or traces[1] != []:
         probs.append("device 1 (unused) is not an empty list: %r" % traces[1:2])
@@ -306,7 +385,7 @@ def check_main(tap, segs, traces):
         if not s or s["frames"] != [tagf(want)]:
             probs.append("tag at %#x: %r, want %r" % (addr, s and s["frames"], want))
     # the unmarked free left no event; the settled mark did
-    acts = lambda a: [e["action"] for e in traces[0] if e["addr"] == a]  # noqa: E731
+    acts = lambda a: [e["action"] for e in traces[0] if e["addr"] == a and e["action"] not in SEGMENT_EVENTS]  # noqa: E731
     if acts(0x7f0000800000) != ["alloc"] or seg_at(segs, 0x7f0000800000) is None:
         probs.append("unmarked: %r" % acts(0x7f0000800000))
     if acts(0x7f0000900000) != ["alloc", "free_requested", "free_completed"]:

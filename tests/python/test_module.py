@@ -1176,8 +1176,9 @@ def _(c):
         snap = pickle.load(f)
     acts = [e["action"] for e in snap["device_traces"][1] if e["addr"] == 0x7e0000200000]
     c.eq("after track_free: no segment, its free in the history", (
-        [s for s in snap["segments"] if s["address"] == 0x7e0000200000], acts[-3:]),
-        ([], ["alloc", "free_requested", "free_completed"]))
+        [s for s in snap["segments"] if s["address"] == 0x7e0000200000], acts[-5:]),
+        ([], ["segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"]))
+    c.true("no event has a category", not any("category" in e for t in snap["device_traces"] for e in t))
 
 
 if not FAILED:
