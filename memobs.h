@@ -750,7 +750,9 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    counted (memobs_get_torch_history, and the snapshot's "memobs" entry).
    Devices 0 to MEMOBS_MAX_DEVICES - 1 have a history; allocations made
    while the table was full are in neither part. time_us: microseconds
-   since the epoch (CLOCK_REALTIME), as PyTorch's.
+   since the epoch (CLOCK_REALTIME), as PyTorch's. stream: the pointer as
+   a signed integer (PyTorch's int64). Blocks also carry "address" and
+   "real_size" (what newer and older viewers read).
    The pickle (protocol 4, no framing) uses only the opcodes the viewer's
    own unpickler reads; Python's pickle.load reads it too. Strings that
    are not UTF-8 (tags) get U+FFFD for each bad byte. */
@@ -6901,7 +6903,7 @@ enum {
     MEMOBS__PK_ALLOCATED_SIZE, MEMOBS__PK_ACTIVE_SIZE, MEMOBS__PK_REQUESTED_SIZE, MEMOBS__PK_STREAM,
     MEMOBS__PK_SEGMENT_TYPE, MEMOBS__PK_LARGE, MEMOBS__PK_POOL_ID, MEMOBS__PK_EXPANDABLE, MEMOBS__PK_FRAMES,
     MEMOBS__PK_BLOCKS, MEMOBS__PK_SIZE, MEMOBS__PK_STATE, MEMOBS__PK_ACTIVE_ALLOCATED, MEMOBS__PK_PENDING_FREE,
-    MEMOBS__PK_ACTION, MEMOBS__PK_ADDR, MEMOBS__PK_TIME_US, MEMOBS__PK_SEGMENT_ALLOC, MEMOBS__PK_SEGMENT_FREE, MEMOBS__PK_ALLOC,
+    MEMOBS__PK_ACTION, MEMOBS__PK_ADDR, MEMOBS__PK_TIME_US, MEMOBS__PK_SEGMENT_ALLOC, MEMOBS__PK_SEGMENT_FREE, MEMOBS__PK_REAL_SIZE, MEMOBS__PK_ALLOC,
     MEMOBS__PK_FREE_REQUESTED, MEMOBS__PK_FREE_COMPLETED, MEMOBS__PK_FILENAME, MEMOBS__PK_LINE, MEMOBS__PK_NAME,
     MEMOBS__PK_NSTR
 };
@@ -6909,7 +6911,7 @@ static const char *const memobs__pk_names[MEMOBS__PK_NSTR] = {
     "segments", "device_traces", "device", "address", "total_size", "allocated_size", "active_size",
     "requested_size", "stream", "segment_type", "large", "segment_pool_id", "is_expandable", "frames", "blocks",
     "size", "state", "active_allocated", "active_pending_free", "action", "addr", "time_us", "segment_alloc",
-    "segment_free", "alloc",
+    "segment_free", "real_size", "alloc",
     "free_requested", "free_completed", "filename", "line", "name"};
 
 typedef struct {
@@ -6950,6 +6952,8 @@ static void memobs__pk_int(memobs__pk_t *k, int64_t v) {
     }
 }
 
+/* Above 2^63 - 1 (no address or size is) the viewer, whose LONG1 takes 8
+   bytes at most, cannot read it; Python can. */
 static void memobs__pk_uint(memobs__pk_t *k, uint64_t v) {
     if (v <= (uint64_t)INT64_MAX) {
         memobs__pk_int(k, (int64_t)v);
@@ -7130,7 +7134,8 @@ static void memobs__pk_segment(memobs__pk_t *k, const memobs__alloc_t *a) {
     memobs__pk_kint(k, MEMOBS__PK_ALLOCATED_SIZE, pending ? 0u : a->bytes);
     memobs__pk_kint(k, MEMOBS__PK_ACTIVE_SIZE, a->bytes);
     memobs__pk_kint(k, MEMOBS__PK_REQUESTED_SIZE, a->bytes);
-    memobs__pk_kint(k, MEMOBS__PK_STREAM, (uint64_t)(uintptr_t)a->stream);
+    memobs__pk_const(k, MEMOBS__PK_STREAM);
+    memobs__pk_int(k, (int64_t)(intptr_t)a->stream);
     memobs__pk_const(k, MEMOBS__PK_SEGMENT_TYPE);
     memobs__pk_const(k, MEMOBS__PK_LARGE);
     memobs__pk_const(k, MEMOBS__PK_POOL_ID);
@@ -7148,6 +7153,7 @@ static void memobs__pk_segment(memobs__pk_t *k, const memobs__alloc_t *a) {
     memobs__pk_kint(k, MEMOBS__PK_ADDRESS, a->addr);
     memobs__pk_kint(k, MEMOBS__PK_SIZE, a->bytes);
     memobs__pk_kint(k, MEMOBS__PK_REQUESTED_SIZE, a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_REAL_SIZE, a->bytes); /* what older viewers read */
     memobs__pk_const(k, MEMOBS__PK_STATE);
     memobs__pk_const(k, pending ? MEMOBS__PK_PENDING_FREE : MEMOBS__PK_ACTIVE_ALLOCATED);
     memobs__pk_const(k, MEMOBS__PK_FRAMES);
@@ -7164,7 +7170,8 @@ static void memobs__pk_event1(memobs__pk_t *k, const memobs__tsn_ev_t *e, unsign
     memobs__pk_const(k, action);
     memobs__pk_kint(k, MEMOBS__PK_ADDR, e->addr);
     memobs__pk_kint(k, MEMOBS__PK_SIZE, e->bytes);
-    memobs__pk_kint(k, MEMOBS__PK_STREAM, (uint64_t)(uintptr_t)e->stream);
+    memobs__pk_const(k, MEMOBS__PK_STREAM);
+    memobs__pk_int(k, (int64_t)(intptr_t)e->stream);
     memobs__pk_kint(k, MEMOBS__PK_TIME_US, e->time_us);
     memobs__pk_const(k, MEMOBS__PK_FRAMES);
     memobs__pk_frames(k, e->trace);

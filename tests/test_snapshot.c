@@ -202,12 +202,13 @@ static void test_scenario(void) {
     expect(0, 0x7f0000b00000ull, "free_requested");
     expect(0, 0x7f0000b00000ull, "free_completed");
     dalloc(0, 0x7f0000b00000ull, 2000, 0x11, "dup2", 0);
-    /* sizes and streams beyond 32 bits */
+    /* sizes and streams beyond 32 bits; a stream that is all ones (-1) */
     dalloc(0, 0x7f1000000000ull, 3ull << 32, 0x7fffdeadbeef00ull, "12 GiB", 0);
+    dalloc(0, 0x7f0000c00000ull, 512, ~0ull, "stream -1", 0);
 
     CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(22, h.recorded);
-    CHECK_U64(22, h.kept);
+    CHECK_U64(23, h.recorded);
+    CHECK_U64(23, h.kept);
     CHECK_U64(0, h.dropped);
     CHECK_U64(16384, h.capacity);
     CHECK_U64(MEMOBS_OK, memobs_get_torch_history(1, &h));

@@ -83,12 +83,15 @@ def main():
                 protos.append(arg)
             if op.name not in ALLOWED:
                 bad.append("%s at %d" % (op.name, pos))
+            if op.name == "LONG1" and not -(1 << 63) <= arg < (1 << 63):
+                bad.append("LONG1 of more than 8 bytes (the viewer's limit) at %d: %d" % (pos, arg))
         pickletools.dis(data, out=io.StringIO())
         dis_ok = None
     except Exception as e:  # noqa: BLE001
         dis_ok = repr(e)
     tap("pickletools reads it (memo and stack consistent)", dis_ok is None, dis_ok)
-    tap("only the viewer's opcodes (%d opcodes, %d kinds)" % (len(names), len(set(names))), not bad,
+    tap("only the viewer's opcodes, LONG1 of 8 bytes at most (%d opcodes, %d kinds)" % (len(names), len(set(names))),
+        not bad,
         "not allowed: %s" % ", ".join(bad[:20]))
     tap("protocol 2 to 4, declared first", protos[:1] == protos and len(protos) == 1 and 2 <= protos[0] <= 4
         and names[0] == "PROTO", "PROTO args %r" % protos)
@@ -149,7 +152,8 @@ def main():
         not probs, *probs[:20])
 
     # --- against memobs' own block table: exactly the live device allocations
-    dev_allocs = sorted((a["device"], a["ptr"], a["bytes"], a["stream"], bool(a["pending"]))
+    signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731  (streams are int64, as PyTorch's)
+    dev_allocs = sorted((a["device"], a["ptr"], a["bytes"], signed(a["stream"]), bool(a["pending"]))
                         for a in side["allocations"] if a["kind"] == DEVICE_KIND)
     from_segs = sorted((s["device"], s["address"], s["total_size"], s["stream"],
                         s["blocks"][0]["state"] == "active_pending_free") for s in segs if len(s["blocks"]) == 1)
@@ -400,6 +404,9 @@ def check_main(tap, segs, traces):
             {"filename": "/src/app/outer.py", "line": 10, "name": "outer"}]
     if not s or s["frames"] != want:
         probs.append("provider frames: %r" % (s and s["frames"]))
+    s = seg_at(segs, 0x7f0000c00000)
+    if not s or s["stream"] != -1 or s["blocks"][0].get("real_size") != 512:
+        probs.append("stream -1, real_size: %r" % s)
     # beyond 32 bits
     s = seg_at(segs, 0x7f1000000000)
     if not s or (s["total_size"], s["stream"]) != (3 << 32, 0x7fffdeadbeef00):
