@@ -1710,9 +1710,11 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
 /* The PyTorch snapshot's history of device allocations and its set-up
    (its section follows the allocation reports'). */
 enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 2 };
-static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
-                             uint32_t trace);
-static void memobs__tsn_unrequest(int device, uint64_t addr);
+/* noinline, cold: device allocations are rare next to host ones, and
+   these stay out of the host path's code. */
+static __attribute__((noinline, cold)) void memobs__tsn_push(int device, unsigned action, uint64_t addr,
+                                                             uint64_t bytes, const void *stream, uint32_t trace);
+static __attribute__((noinline, cold)) void memobs__tsn_unrequest(int device, uint64_t addr);
 static void memobs__tsn_fork(int lock);
 static void memobs__tsn_env(void);
 
@@ -3604,7 +3606,7 @@ static void memobs__trk_retire(const memobs__alloc_t *old) {
     if (MEMOBS__LOAD(&memobs__tl_on.v))
         memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
     memobs__trk_count(old->kind, 1, 1u);
-    if (old->kind == MEMOBS_MEM_DEVICE) { /* the snapshot's history: a pending block's free was requested before */
+    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE)) { /* the snapshot's history; a pending one's was requested */
         if (!(old->phase & MEMOBS__PENDING))
             memobs__tsn_push(old->device, MEMOBS__TSN_FREE_REQ, old->addr, old->bytes, old->stream, old->trace);
         memobs__tsn_push(old->device, MEMOBS__TSN_FREE_DONE, old->addr, old->bytes, old->stream, old->trace);
@@ -3693,7 +3695,8 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
                               "old record is counted as freed", ptr);
         }
         /* After the old block's free events: the snapshot's history. */
-        if (!full && kind == MEMOBS_MEM_DEVICE) memobs__tsn_push(device, MEMOBS__TSN_ALLOC, addr, bytes, stream, trace);
+        if (MEMOBS__UNLIKELY(kind == MEMOBS_MEM_DEVICE) && !full)
+            memobs__tsn_push(device, MEMOBS__TSN_ALLOC, addr, bytes, stream, trace);
     }
     if (full) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_ALLOCS].v, 1u);
