@@ -6921,7 +6921,7 @@ typedef struct {
     FILE *f;
     uint32_t memo;                     /* the next memo index */
     uint32_t cmemo[MEMOBS__PK_NSTR];   /* memo index + 1 of each constant string */
-    uint32_t *tmemo;                   /* per trace: frames list, tag (memo index + 1) */
+    uint32_t *tmemo;                   /* per trace: memo index + 1 of its frames list */
     uint32_t ntraces;
     char *buf;                         /* scratch for frame text, MEMOBS__PK_BUF bytes */
 } memobs__pk_t;
@@ -7097,13 +7097,13 @@ static void memobs__pk_frames(memobs__pk_t *k, uint32_t trace) {
     const memobs__trace_t *e = trace < k->ntraces ? memobs__trace_get(trace) : NULL;
     const memobs_frame_t *fr;
     unsigned i;
-    if (e && k->tmemo[2 * trace]) {
-        memobs__pk_get(k, k->tmemo[2 * trace]);
+    if (e && k->tmemo[trace]) {
+        memobs__pk_get(k, k->tmemo[trace]);
         return;
     }
     memobs__pk_op(k, ']'); /* EMPTY_LIST */
     if (!e) return;
-    k->tmemo[2 * trace] = memobs__pk_put(k);
+    k->tmemo[trace] = memobs__pk_put(k);
     if (!e->tag[0] && !e->nc && !e->np) return;
     fr = &MEMOBS__TRK.frames[e->off];
     memobs__pk_op(k, '(');
@@ -7261,12 +7261,12 @@ int memobs_write_torch_snapshot(FILE *f) {
     /* Every trace an event or a block names is published by now. */
     k.ntraces = MEMOBS__LOAD(&MEMOBS__TRK.ready.v) == 1 ? __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE) : 0;
     k.buf = (char *)MEMOBS_MALLOC(MEMOBS__PK_BUF);
-    k.tmemo = (uint32_t *)MEMOBS_MALLOC(2 * (size_t)k.ntraces * sizeof *k.tmemo + 1);
+    k.tmemo = (uint32_t *)MEMOBS_MALLOC((size_t)k.ntraces * sizeof *k.tmemo + 1);
     if (!k.buf || !k.tmemo) {
         rc = MEMOBS_ERR_NOMEM;
         goto out;
     }
-    memset(k.tmemo, 0, 2 * (size_t)k.ntraces * sizeof *k.tmemo);
+    memset(k.tmemo, 0, (size_t)k.ntraces * sizeof *k.tmemo);
     if (ndev < 1) ndev = 1; /* device 0, empty: what the viewer opens first */
 
     memobs__pk_op(&k, 0x80); /* PROTO 4 */
