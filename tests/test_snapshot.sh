@@ -5,7 +5,8 @@
 # that tests/python/snapshot_check.py checks: opcodes (pickletools), the
 # viewer's rules, the block table, the history bound. Then the environment:
 # MEMOBS_TORCH_SNAPSHOT at exit (%p expanded; an unwritable path: one
-# warning, exit status 0), a malformed MEMOBS_TORCH_EVENTS (one warning), and
+# warning, exit status 0), a malformed MEMOBS_TORCH_EVENTS (one warning),
+# memobs_cuda.h's wrappers against the CUDA runtime double, and
 # Debian's python3-torch (/usr/bin/python3) loading a snapshot and running
 # torch.cuda._memory_viz over it where it is installed.
 cd "$(dirname "$0")/.." || exit 2
@@ -88,6 +89,27 @@ if build c99 "$CC" -std=c99 -O2 -g; then
     else
         echo "ok - snapshot: torch # SKIP $TORCH_PYTHON cannot import torch"
     fi
+fi
+# memobs_cuda.h's wrappers against the CUDA runtime double (no GPU): their
+# marked, settled, failed and stream-ordered frees in the history
+CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
+if [ -f "$CUDA_INC/cuda_runtime_api.h" ]; then
+    cb="$B/snapshot_cuda"
+    if $CC -std=c11 -O1 -g $W -I"$CUDA_INC" -c -o "$cb.double.o" tests/cuda/cudart_double.c >"$cb.log" 2>&1 &&
+        $CC -std=c99 -O1 -g $W -I"$CUDA_INC" -c -o "$cb.o" tests/test_snapshot_cuda.c >>"$cb.log" 2>&1 &&
+        $CC -o "$cb" "$cb.o" "$cb.double.o" -pthread -rdynamic -lm >>"$cb.log" 2>&1; then
+        rm -f "$B/cuda.pkl" "$B/cuda.json"
+        if "$cb" "$B/cuda.pkl" "$B/cuda.json" >"$B/cuda.out" 2>"$B/cuda.err"; then
+            ok "memobs_cuda.h wrappers (runtime double): the run and its counts"
+        else
+            bad "memobs_cuda.h wrappers (runtime double): the run" "$(cat "$B/cuda.out" "$B/cuda.err" | head -n 20)"
+        fi
+        [ -s "$B/cuda.pkl" ] && { "$PYTHON" tests/python/snapshot_check.py "$B/cuda.pkl" "$B/cuda.json" cuda "cuda double" || rc=1; }
+    else
+        bad "memobs_cuda.h wrappers (runtime double): build" "$(head -n 30 "$cb.log")"
+    fi
+else
+    echo "ok - snapshot: memobs_cuda.h wrappers # SKIP no CUDA headers in $CUDA_INC"
 fi
 if build cxx17 "$CXX" -x c++ -std=c++17 -O2; then
     run cxx17 main
