@@ -722,40 +722,50 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
 
 /* Tracked DEVICE memory as PyTorch's memory snapshot (the dict that
    torch.cuda.memory._snapshot() returns), pickled, for PyTorch's memory
-   viewer (https://pytorch.org/memory_viz: drag the file in). memobs has no
-   caching allocator, so each live device allocation is its own segment
-   (segment_type "large") holding one block: "active_allocated", or
-   "active_pending_free" while its stream-ordered free is pending. No
-   inactive blocks, no cached or reserved memory: only what was tracked.
-   device_traces[i] is device i's history (one list per device from 0 to
-   the highest used; [[]] when none was): "alloc" at each tracked device
-   allocation, "free_requested" when its free is called (or marked pending,
-   memobs_track_free_pending), "free_completed" when the memory is free
-   (at once for memobs_track_free; memobs_track_free_settled, or a new
-   allocation at its address, for a pending one); as each block is its own
-   segment, "segment_alloc" comes right before its "alloc" and
-   "segment_free" right after its "free_completed". Frames: the
-   allocation's tag first (filename "memobs tag", line 0), then its C
-   frames innermost first (symbolized as the
-   reports do: name "function+0x1c" or "module+0x1a2c", filename the
-   module, line 0), then the tag provider's frames, innermost first (a
-   provider's frames are taken as outermost first, as memobs_python.h
-   captures them; "path:line in name" becomes filename, line, name). A free
-   event carries its allocation's frames (no stack is captured at a free).
-   Each device keeps its newest MEMOBS_TORCH_EVENTS events (alloc,
-   free_requested, free_completed; a segment event is written with its
-   alloc or free_completed and not counted; default 16384, 40 bytes each,
-   allocated at the device's first event; env MEMOBS_TORCH_EVENTS, 0 = no
-   history); older ones are dropped and
-   counted (memobs_get_torch_history, and the snapshot's "memobs" entry).
-   Devices 0 to MEMOBS_MAX_DEVICES - 1 have a history; allocations made
-   while the table was full are in neither part. time_us: microseconds
-   since the epoch (CLOCK_REALTIME), as PyTorch's. stream: the pointer as
-   a signed integer (PyTorch's int64). Blocks also carry "address" and
-   "real_size" (what newer and older viewers read).
+   viewer (https://pytorch.org/memory_viz: drag the file in).
+     segments       memobs has no caching allocator, so each live device
+                    allocation is its own segment (segment_type "large")
+                    holding one block: "active_allocated", or
+                    "active_pending_free" while its stream-ordered free is
+                    pending. No inactive blocks, no cached or reserved
+                    memory: only what was tracked. Blocks also carry
+                    "address" and "real_size" (newer and older viewers).
+     device_traces  one list per device from 0 to the highest used ([[]]
+                    when none was): "alloc" at each tracked allocation,
+                    "free_requested" when its free is called or marked
+                    pending, "free_completed" when the memory is free (at
+                    once for memobs_track_free; at memobs_track_free_settled
+                    or a new allocation of the address for a pending one).
+                    Each block being its own segment, "segment_alloc" comes
+                    right before its "alloc" and "segment_free" right after
+                    its "free_completed". A free that memobs_cuda.h takes
+                    back (the runtime's free failed) leaves no event.
+                    time_us: microseconds since the epoch (CLOCK_REALTIME),
+                    as PyTorch's; stream: the pointer as a signed integer.
+     frames         innermost first: the allocation's tag (filename "memobs
+                    tag", line 0), its C frames symbolized as the reports
+                    do (name "function+0x1c" or "module+0x1a2c", filename
+                    the module, line 0), then the tag provider's frames
+                    reversed (a provider's are taken as outermost first, as
+                    memobs_python.h captures them; "path:line in name"
+                    becomes filename, line, name). A free event carries its
+                    allocation's frames: no stack is captured at a free.
+   The history: per device the newest MEMOBS_TORCH_EVENTS events (alloc,
+   free_requested, free_completed; segment events are written with theirs,
+   not counted), default 16384, 40 bytes each, allocated at the device's
+   first event (env MEMOBS_TORCH_EVENTS; 0 = no history). Older ones are
+   dropped and counted (memobs_get_torch_history, and the snapshot's own
+   "memobs" entry, which the viewer ignores); memobs_reset() keeps them.
+   Recording one takes a spin lock of the device's, a clock read and 40
+   bytes; host, pinned and managed memory record nothing. Devices from
+   MEMOBS_MAX_DEVICES up have segments but no history; allocations made
+   while the table was full are in neither part.
    The pickle (protocol 4, no framing) uses only the opcodes the viewer's
-   own unpickler reads; Python's pickle.load reads it too. Strings that
-   are not UTF-8 (tags) get U+FFFD for each bad byte. */
+   own unpickler reads (an integer above 2^63 - 1, which no address or
+   size reaches, would be past its 8-byte LONG1); Python's
+   pickle.load reads it too. Strings that are not UTF-8 (tags) get U+FFFD
+   for each bad byte. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
+   MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO (a write failed). */
 MEMOBS_API int memobs_write_torch_snapshot(FILE *f);
 /* To a file (%r/%p expanded, as MEMOBS_TORCH_SNAPSHOT=PATH at exit). */
 MEMOBS_API int memobs_write_torch_snapshot_file(const char *path);
