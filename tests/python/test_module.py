@@ -6,7 +6,8 @@ same objects, __all__, __version__, stubs), exact totals per phase and direction
 arguments (the right exception, nothing recorded), reset, enable, TTFT/TPOT,
 four recording threads, regions and markers (with, decorator, threads, odd
 names, timing, problems), the allocation tracker and its reports, the JSON
-summary, and Python stacks on tracked allocations.
+summary, Python stacks on tracked allocations, and the PyTorch memory
+snapshot (write_torch_snapshot) with those stacks.
 
 Run with the built module on PYTHONPATH (tests/test_pymodule.sh does):
 prints one "ok - pymodule: NAME" / "not ok - pymodule: NAME" line per check,
