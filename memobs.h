@@ -48,7 +48,11 @@
        identical ones share a dense id.
        Stacks are symbolized only when a report is written. Reports: block
        table, live bytes per trace, leaks at exit, and a throttled report at
-       each new device peak (boxed stacks, UTF-8 box drawing).
+       each new device peak (boxed stacks, UTF-8 box drawing). Device memory
+       also as PyTorch's memory snapshot for its viewer (pytorch.org/
+       memory_viz): the live blocks and each device's bounded history of
+       allocations and frees (memobs_write_torch_snapshot,
+       MEMOBS_TORCH_SNAPSHOT).
      Regions and markers: named spans of a thread (nested) and instants,
        interned once; per name count, time and markers in every summary and
        export, slices on the timeline, context and events in Stormlog,
@@ -132,6 +136,11 @@
                               tracker watches unless MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
+     MEMOBS_TORCH_EVENTS      implementation only. Events of the PyTorch
+                              snapshot's history kept per device (default
+                              16384, 40 bytes each, allocated at a device's
+                              first event; the oldest are dropped and
+                              counted); env MEMOBS_TORCH_EVENTS.
      MEMOBS_MAX_REGIONS       implementation only. Region and marker names
                               kept (2 to 65535, default 256; id 0 is
                               "(other)"); a thread that uses regions holds
@@ -165,6 +174,11 @@
      MEMOBS_LEAKS=stderr|stdout|PATH|1|0
                               at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_TORCH_SNAPSHOT=PATH
+                              at exit, tracked device memory as PyTorch's
+                              memory snapshot (a pickle; %r/%p expanded).
+     MEMOBS_TORCH_EVENTS=N    history events kept per device for it (default
+                              16384; suffixes K, M; 0 = no history).
      MEMOBS_TRACE=stderr|stdout|PATH
                               turn the timeline on at start-up and write it
                               at exit as a Chrome trace (%r/%p expanded).
@@ -707,6 +721,71 @@ MEMOBS_API int memobs_print_alloc_groups(FILE *f);
 /* What is still live, grouped by trace, largest first (MEMOBS_LEAKS=1
    writes it at exit). */
 MEMOBS_API int memobs_print_leaks(FILE *f);
+
+/* ======================================================================== */
+/* PyTorch memory snapshot                                                  */
+/* ======================================================================== */
+
+/* Tracked DEVICE memory as PyTorch's memory snapshot (the dict that
+   torch.cuda.memory._snapshot() returns), pickled, for PyTorch's memory
+   viewer (https://pytorch.org/memory_viz: drag the file in).
+     segments       memobs has no caching allocator, so each live device
+                    allocation is its own segment (segment_type "large")
+                    holding one block: "active_allocated", or
+                    "active_pending_free" while its stream-ordered free is
+                    pending. No inactive blocks, no cached or reserved
+                    memory: only what was tracked. Blocks also carry
+                    "address" and "real_size" (newer and older viewers).
+     device_traces  one list per device from 0 to the highest used ([[]]
+                    when none was): "alloc" at each tracked allocation,
+                    "free_requested" when its free is called or marked
+                    pending, "free_completed" when the memory is free (at
+                    once for memobs_track_free; at memobs_track_free_settled
+                    or a new allocation of the address for a pending one).
+                    Each block being its own segment, "segment_alloc" comes
+                    right before its "alloc" and "segment_free" right after
+                    its "free_completed". A free that memobs_cuda.h takes
+                    back (the runtime's free failed) leaves no event.
+                    time_us: microseconds since the epoch (CLOCK_REALTIME),
+                    as PyTorch's; stream: the pointer as a signed integer.
+     frames         innermost first: the allocation's tag (filename "memobs
+                    tag", line 0), its C frames symbolized as the reports
+                    do (name "function+0x1c" or "module+0x1a2c", filename
+                    the module, line 0), then the tag provider's frames
+                    reversed (a provider's are taken as outermost first, as
+                    memobs_python.h captures them; "path:line in name"
+                    becomes filename, line, name). A free event carries its
+                    allocation's frames: no stack is captured at a free.
+   The history: per device the newest MEMOBS_TORCH_EVENTS events (alloc,
+   free_requested, free_completed; segment events are written with theirs,
+   not counted), default 16384, 40 bytes each, allocated at the device's
+   first event (env MEMOBS_TORCH_EVENTS; 0 = no history). Older ones are
+   dropped and counted (memobs_get_torch_history, and the snapshot's own
+   "memobs" entry, which the viewer ignores); memobs_reset() keeps them.
+   Recording one takes a spin lock of the device's, a clock read and 40
+   bytes; host, pinned and managed memory record nothing. Devices from
+   MEMOBS_MAX_DEVICES up have segments but no history; allocations made
+   while the table was full are in neither part.
+   The pickle (protocol 4, no framing) uses only the opcodes the viewer's
+   own unpickler reads (an integer above 2^63 - 1, which no address or
+   size reaches, would be past its 8-byte LONG1); Python's
+   pickle.load reads it too. Strings that are not UTF-8 (tags) get U+FFFD
+   for each bad byte. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
+   MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO (a write failed). */
+MEMOBS_API int memobs_write_torch_snapshot(FILE *f);
+/* To a file (%r/%p expanded, as MEMOBS_TORCH_SNAPSHOT=PATH at exit). */
+MEMOBS_API int memobs_write_torch_snapshot_file(const char *path);
+
+/* One device's history of the snapshot. */
+typedef struct {
+    uint64_t recorded; /* events recorded since start-up */
+    uint64_t kept;     /* of those, still in the ring (the newest) */
+    uint64_t dropped;  /* the oldest, overwritten: recorded - kept */
+    uint64_t capacity; /* events the ring holds (MEMOBS_TORCH_EVENTS) */
+} memobs_torch_history_t;
+/* MEMOBS_OK, or MEMOBS_ERR_INVALID for a NULL out or a device outside
+   0..MEMOBS_MAX_DEVICES-1 (out zeroed where it is not NULL). */
+MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out);
 
 /* ======================================================================== */
 /* Timeline                                                                 */
@@ -1327,6 +1406,9 @@ struct memobs_region_scope_t {
 #ifndef MEMOBS_MAX_DEVICES
 #define MEMOBS_MAX_DEVICES 16
 #endif
+#ifndef MEMOBS_TORCH_EVENTS
+#define MEMOBS_TORCH_EVENTS 16384
+#endif
 #if MEMOBS_MAX_TRACES < 16 || (MEMOBS_MAX_TRACES & (MEMOBS_MAX_TRACES - 1)) != 0
 #error "MEMOBS_MAX_TRACES must be a power of two, at least 16"
 #endif
@@ -1675,6 +1757,16 @@ static void memobs__tl_release(memobs__shard_t *s);
 /* Stormlog's events for regions and markers of collective names (its
    section, at the end). */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
+/* The PyTorch snapshot's history of device allocations and its set-up
+   (its section follows the allocation reports'). */
+enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 2 };
+/* noinline, cold: device allocations are rare next to host ones, and
+   these stay out of the host path's code. */
+static __attribute__((noinline, cold)) void memobs__tsn_push(int device, unsigned action, uint64_t addr,
+                                                             uint64_t bytes, const void *stream, uint32_t trace);
+static __attribute__((noinline, cold)) void memobs__tsn_unrequest(int device, uint64_t addr);
+static void memobs__tsn_fork(int lock);
+static void memobs__tsn_env(void);
 
 /* ======================================================================== */
 /* Private: diagnostics                                                     */
@@ -1953,6 +2045,7 @@ static void memobs__track_env(void) {
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
     if (memobs__env_dest("MEMOBS_LEAKS", t->leaks_dest, sizeof t->leaks_dest)) atexit(memobs__leaks_at_exit);
+    memobs__tsn_env();
 }
 static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
@@ -2102,11 +2195,13 @@ static void memobs__atfork_prepare(void) {
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
     memobs__spin_lock(&memobs__g.trk.esc.lock);
     memobs__esc_lock_all(1);
+    memobs__tsn_fork(1);
     memobs__bg_fork(0);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
     memobs__bg_fork(1);
+    memobs__tsn_fork(0);
     memobs__esc_lock_all(0);
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
@@ -3565,6 +3660,11 @@ static void memobs__trk_retire(const memobs__alloc_t *old) {
     if (MEMOBS__LOAD(&memobs__tl_on.v))
         memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
     memobs__trk_count(old->kind, 1, 1u);
+    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE)) { /* the snapshot's history; a pending one's was requested */
+        if (!(old->phase & MEMOBS__PENDING))
+            memobs__tsn_push(old->device, MEMOBS__TSN_FREE_REQ, old->addr, old->bytes, old->stream, old->trace);
+        memobs__tsn_push(old->device, MEMOBS__TSN_FREE_DONE, old->addr, old->bytes, old->stream, old->trace);
+    }
     if (old->phase & MEMOBS__PENDING) {
         memobs__trk_count(old->kind, 3, (uint64_t)0 - 1u);
         memobs__trk_count(old->kind, 4, (uint64_t)0 - old->bytes);
@@ -3648,6 +3748,9 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
             memobs__warn_once(MEMOBS__W_TRK_DUP, "allocation at %p tracked while already live (a missed free?); the "
                               "old record is counted as freed", ptr);
         }
+        /* After the old block's free events: the snapshot's history. */
+        if (MEMOBS__UNLIKELY(kind == MEMOBS_MEM_DEVICE) && !full)
+            memobs__tsn_push(device, MEMOBS__TSN_ALLOC, addr, bytes, stream, trace);
     }
     if (full) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_ALLOCS].v, 1u);
@@ -3699,6 +3802,10 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
                                                                 : st->slot[at].phase & ~MEMOBS__PENDING);
             old = st->slot[at];
             memobs__spin_unlock(&st->lock);
+            if (old.kind == MEMOBS_MEM_DEVICE && how == MEMOBS__MARK)
+                memobs__tsn_push(old.device, MEMOBS__TSN_FREE_REQ, old.addr, old.bytes, old.stream, old.trace);
+            else if (old.kind == MEMOBS_MEM_DEVICE)
+                memobs__tsn_unrequest(old.device, old.addr);
             memobs__trk_count(old.kind, 3, how == MEMOBS__MARK ? 1u : (uint64_t)-1);
             memobs__trk_count(old.kind, 4, how == MEMOBS__MARK ? old.bytes : (uint64_t)0 - old.bytes);
             return 1;
@@ -3708,6 +3815,8 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
             st->slot[at].phase = (uint8_t)(st->slot[at].phase | MEMOBS__PENDING);
             old = st->slot[at];
             memobs__spin_unlock(&st->lock);
+            if (old.kind == MEMOBS_MEM_DEVICE)
+                memobs__tsn_push(old.device, MEMOBS__TSN_FREE_REQ, old.addr, old.bytes, old.stream, old.trace);
             memobs__trk_count(old.kind, 3, 1u);
             memobs__trk_count(old.kind, 4, old.bytes);
             return 0;
@@ -6690,6 +6799,609 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
         if (own) fclose(f);
     }
     memobs__tls.busy = 0;
+}
+
+/* ======================================================================== */
+/* Private: PyTorch memory snapshot                                         */
+/* ======================================================================== */
+
+/* Per device, a ring of the newest device allocation events under a spin
+   lock of its own (a leaf: nothing else is taken while it is held). The
+   tracker pushes after its stripe lock is released, before the call
+   returns, so a free's events come before any reuse of its address. */
+
+typedef struct {
+    uint64_t addr, bytes, time_us;
+    const void *stream;
+    uint32_t trace, action;
+} memobs__tsn_ev_t;
+
+typedef struct {
+    memobs__u32_t lock;
+    memobs__u32_t state;   /* 0: no ring yet, 1: ready, 2: no history (capacity 0, no memory) */
+    memobs__tsn_ev_t *ev;  /* cap slots */
+    uint64_t cap;
+    uint64_t n;            /* the next event's number; slot n % cap */
+    uint64_t kept;         /* events [n - kept, n) are in the ring */
+    uint64_t dropped;
+} __attribute__((aligned(64))) memobs__tsn_ring_t;
+
+static struct {
+    memobs__u64_t cap_plus1;  /* MEMOBS_TORCH_EVENTS + 1 from the environment; 0: the default */
+    char path[512];           /* MEMOBS_TORCH_SNAPSHOT, "" = none */
+    memobs__tsn_ring_t ring[MEMOBS_MAX_DEVICES];
+} memobs__tsn;
+
+static uint64_t memobs__tsn_cap(void) {
+    uint64_t c = MEMOBS__LOAD(&memobs__tsn.cap_plus1.v);
+    return c ? c - 1 : (uint64_t)MEMOBS_TORCH_EVENTS;
+}
+
+/* 1 when the device's ring is ready (made now if need be). */
+static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
+    uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE), busy;
+    uint64_t cap;
+    memobs__tsn_ev_t *ev = NULL;
+    if (MEMOBS__LIKELY(st == 1)) return 1;
+    if (st == 2) return 0;
+    cap = memobs__tsn_cap();
+    if (cap) {
+        busy = memobs__tls.busy;
+        memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+        ev = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev);
+        memobs__tls.busy = busy;
+        if (!ev) memobs__log(MEMOBS_LOG_WARN, "cannot allocate the snapshot history's %llu events; this device "
+                             "has none", (unsigned long long)cap);
+    }
+    memobs__spin_lock(&r->lock);
+    if (MEMOBS__LOAD(&r->state.v) == 0) {
+        r->ev = ev;
+        r->cap = cap;
+        ev = NULL;
+        __atomic_store_n(&r->state.v, r->ev ? 1u : 2u, __ATOMIC_RELEASE);
+    }
+    st = MEMOBS__LOAD(&r->state.v);
+    memobs__spin_unlock(&r->lock);
+    if (ev) {
+        busy = memobs__tls.busy;
+        memobs__tls.busy = 1;
+        MEMOBS_FREE(ev); /* another thread made the ring first */
+        memobs__tls.busy = busy;
+    }
+    return st == 1;
+}
+
+/* Microseconds since the epoch, as PyTorch's time_us. */
+static uint64_t memobs__tsn_now_us(void) {
+#if defined(__linux__) && defined(__LP64__)
+    struct memobs__timespec ts;
+    memobs__clock_gettime(0, &ts); /* CLOCK_REALTIME (see memobs_now_ns) */
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+#endif
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* An event of a device allocation (the tracker calls it for device kind
+   only). The time is read under the lock: the ring is in time order. */
+static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
+                             uint32_t trace) {
+    memobs__tsn_ring_t *r;
+    memobs__tsn_ev_t *e;
+    if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
+    r = &memobs__tsn.ring[device];
+    if (!memobs__tsn_ready(r)) return;
+    memobs__spin_lock(&r->lock);
+    e = &r->ev[r->n % r->cap];
+    e->addr = addr;
+    e->bytes = bytes;
+    e->stream = stream;
+    e->trace = trace;
+    e->action = action;
+    e->time_us = memobs__tsn_now_us();
+    r->n++;
+    if (r->kept < r->cap) r->kept++;
+    else r->dropped++;
+    memobs__spin_unlock(&r->lock);
+}
+
+/* A pending mark taken back (memobs_cuda.h: the runtime's free failed):
+   the block's newest event, if it is that free_requested, is removed
+   (the events after it move down one). */
+static void memobs__tsn_unrequest(int device, uint64_t addr) {
+    memobs__tsn_ring_t *r;
+    uint64_t k, i;
+    if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
+    r = &memobs__tsn.ring[device];
+    if (__atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE) != 1) return;
+    memobs__spin_lock(&r->lock);
+    for (k = r->n; k > r->n - r->kept; k--) {
+        memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
+        if (e->addr != addr) continue;
+        if (e->action == MEMOBS__TSN_FREE_REQ) {
+            for (i = k - 1; i + 1 < r->n; i++) r->ev[i % r->cap] = r->ev[(i + 1) % r->cap];
+            r->n--;
+            r->kept--;
+        }
+        break;
+    }
+    memobs__spin_unlock(&r->lock);
+}
+
+/* fork(): the ring locks are held across it (taken last, released first). */
+static void memobs__tsn_fork(int lock) {
+    unsigned d;
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        if (lock) memobs__spin_lock(&memobs__tsn.ring[d].lock);
+        else memobs__spin_unlock(&memobs__tsn.ring[d].lock);
+    }
+}
+
+int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
+    memobs__tsn_ring_t *r;
+    if (out) memset(out, 0, sizeof *out);
+    if (!out || device < 0 || device >= MEMOBS_MAX_DEVICES) return MEMOBS_ERR_INVALID;
+    r = &memobs__tsn.ring[device];
+    memobs__spin_lock(&r->lock);
+    out->kept = r->kept;
+    out->dropped = r->dropped;
+    out->recorded = r->kept + r->dropped;
+    out->capacity = MEMOBS__LOAD(&r->state.v) == 0 ? memobs__tsn_cap() : r->cap;
+    memobs__spin_unlock(&r->lock);
+    return MEMOBS_OK;
+}
+
+/* The pickle writer: only the opcodes of PyTorch's viewer (see the
+   declaration). Constant strings and each trace's frames list and tag are
+   written once and memoized (BINPUT), then fetched (BINGET). */
+enum {
+    MEMOBS__PK_SEGMENTS, MEMOBS__PK_DEVICE_TRACES, MEMOBS__PK_DEVICE, MEMOBS__PK_ADDRESS, MEMOBS__PK_TOTAL_SIZE,
+    MEMOBS__PK_ALLOCATED_SIZE, MEMOBS__PK_ACTIVE_SIZE, MEMOBS__PK_REQUESTED_SIZE, MEMOBS__PK_STREAM,
+    MEMOBS__PK_SEGMENT_TYPE, MEMOBS__PK_LARGE, MEMOBS__PK_POOL_ID, MEMOBS__PK_EXPANDABLE, MEMOBS__PK_FRAMES,
+    MEMOBS__PK_BLOCKS, MEMOBS__PK_SIZE, MEMOBS__PK_STATE, MEMOBS__PK_ACTIVE_ALLOCATED, MEMOBS__PK_PENDING_FREE,
+    MEMOBS__PK_ACTION, MEMOBS__PK_ADDR, MEMOBS__PK_TIME_US, MEMOBS__PK_SEGMENT_ALLOC, MEMOBS__PK_SEGMENT_FREE, MEMOBS__PK_REAL_SIZE, MEMOBS__PK_ALLOC,
+    MEMOBS__PK_FREE_REQUESTED, MEMOBS__PK_FREE_COMPLETED, MEMOBS__PK_FILENAME, MEMOBS__PK_LINE, MEMOBS__PK_NAME,
+    MEMOBS__PK_NSTR
+};
+static const char *const memobs__pk_names[MEMOBS__PK_NSTR] = {
+    "segments", "device_traces", "device", "address", "total_size", "allocated_size", "active_size",
+    "requested_size", "stream", "segment_type", "large", "segment_pool_id", "is_expandable", "frames", "blocks",
+    "size", "state", "active_allocated", "active_pending_free", "action", "addr", "time_us", "segment_alloc",
+    "segment_free", "real_size", "alloc",
+    "free_requested", "free_completed", "filename", "line", "name"};
+
+typedef struct {
+    FILE *f;
+    uint32_t memo;                     /* the next memo index */
+    uint32_t cmemo[MEMOBS__PK_NSTR];   /* memo index + 1 of each constant string */
+    uint32_t *tmemo;                   /* per trace: memo index + 1 of its frames list */
+    uint32_t ntraces;
+    char *buf;                         /* scratch for frame text, MEMOBS__PK_BUF bytes */
+} memobs__pk_t;
+#define MEMOBS__PK_BUF 8192
+
+static void memobs__pk_op(memobs__pk_t *k, int op) { putc(op, k->f); }
+
+static void memobs__pk_le(memobs__pk_t *k, uint64_t v, unsigned n) {
+    unsigned i;
+    for (i = 0; i < n; i++) putc((int)((v >> (8 * i)) & 0xffu), k->f);
+}
+
+static void memobs__pk_int(memobs__pk_t *k, int64_t v) {
+    unsigned char b[8];
+    unsigned n = 8, i;
+    if (v >= 0 && v < 256) {
+        memobs__pk_op(k, 'K'); /* BININT1 */
+        memobs__pk_le(k, (uint64_t)v, 1);
+    } else if (v >= 0 && v < 65536) {
+        memobs__pk_op(k, 'M'); /* BININT2 */
+        memobs__pk_le(k, (uint64_t)v, 2);
+    } else if (v >= -2147483647 - 1 && v <= 2147483647) {
+        memobs__pk_op(k, 'J'); /* BININT */
+        memobs__pk_le(k, (uint64_t)v, 4);
+    } else { /* LONG1: the fewest little-endian two's complement bytes */
+        for (i = 0; i < 8; i++) b[i] = (unsigned char)(((uint64_t)v >> (8 * i)) & 0xffu);
+        while (n > 1 && ((b[n - 1] == 0x00 && !(b[n - 2] & 0x80)) || (b[n - 1] == 0xff && (b[n - 2] & 0x80)))) n--;
+        memobs__pk_op(k, 0x8a);
+        putc((int)n, k->f);
+        fwrite(b, 1, n, k->f);
+    }
+}
+
+/* Above 2^63 - 1 (no address or size is) the viewer, whose LONG1 takes 8
+   bytes at most, cannot read it; Python can. */
+static void memobs__pk_uint(memobs__pk_t *k, uint64_t v) {
+    if (v <= (uint64_t)INT64_MAX) {
+        memobs__pk_int(k, (int64_t)v);
+    } else { /* LONG1 of 9 bytes: a zero byte keeps it positive */
+        memobs__pk_op(k, 0x8a);
+        putc(9, k->f);
+        memobs__pk_le(k, v, 8);
+        putc(0, k->f);
+    }
+}
+
+/* Memoizes the object on top of the stack; returns its index + 1. */
+static uint32_t memobs__pk_put(memobs__pk_t *k) {
+    uint32_t i = k->memo++;
+    if (i < 256) {
+        memobs__pk_op(k, 'q'); /* BINPUT */
+        putc((int)i, k->f);
+    } else {
+        memobs__pk_op(k, 'r'); /* LONG_BINPUT */
+        memobs__pk_le(k, i, 4);
+    }
+    return i + 1;
+}
+
+static void memobs__pk_get(memobs__pk_t *k, uint32_t plus1) {
+    uint32_t i = plus1 - 1;
+    if (i < 256) {
+        memobs__pk_op(k, 'h'); /* BINGET */
+        putc((int)i, k->f);
+    } else {
+        memobs__pk_op(k, 'j'); /* LONG_BINGET */
+        memobs__pk_le(k, i, 4);
+    }
+}
+
+/* A str: at most the first n bytes of s (cut at a character), a byte that
+   is not UTF-8 (or a NUL) as U+FFFD. */
+static void memobs__pk_strn(memobs__pk_t *k, const char *s, size_t n) {
+    char out[3 * 1024 + 8];
+    const unsigned char *p = (const unsigned char *)s, *end;
+    size_t o = 0;
+    if (n > 1024) n = 1024;
+    end = p + n;
+    while (p < end) {
+        size_t c = memobs__utf8_len(p);
+        if (c == 0 || p + c > end || *p == 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            p++;
+        } else {
+            memcpy(out + o, p, c);
+            o += c;
+            p += c;
+        }
+    }
+    if (o < 256) {
+        memobs__pk_op(k, 0x8c); /* SHORT_BINUNICODE */
+        putc((int)o, k->f);
+    } else {
+        memobs__pk_op(k, 'X'); /* BINUNICODE */
+        memobs__pk_le(k, o, 4);
+    }
+    fwrite(out, 1, o, k->f);
+}
+
+static void memobs__pk_str(memobs__pk_t *k, const char *s) { memobs__pk_strn(k, s, strlen(s)); }
+
+/* A constant string, memoized at its first use. */
+static void memobs__pk_const(memobs__pk_t *k, unsigned id) {
+    if (k->cmemo[id]) {
+        memobs__pk_get(k, k->cmemo[id]);
+    } else {
+        memobs__pk_str(k, memobs__pk_names[id]);
+        k->cmemo[id] = memobs__pk_put(k);
+    }
+}
+
+/* {"filename": file, "line": line, "name": name}; name is n bytes. */
+static void memobs__pk_frame(memobs__pk_t *k, const char *file, uint32_t line, const char *name, size_t n) {
+    memobs__pk_op(k, '}'); /* EMPTY_DICT */
+    memobs__pk_op(k, '('); /* MARK */
+    memobs__pk_const(k, MEMOBS__PK_FILENAME);
+    memobs__pk_str(k, file);
+    memobs__pk_const(k, MEMOBS__PK_LINE);
+    memobs__pk_int(k, (int64_t)line);
+    memobs__pk_const(k, MEMOBS__PK_NAME);
+    memobs__pk_strn(k, name, n);
+    memobs__pk_op(k, 'u'); /* SETITEMS */
+}
+
+/* A C frame from the reports' text: "function+0x1c (module+0x1a2c)",
+   "module+0x1a2c" or "0x7f..." (no module). */
+static void memobs__pk_cframe(memobs__pk_t *k, uintptr_t pc) {
+    char sym[512], mod[512];
+    const char *paren, *plus;
+    size_t n;
+    (void)memobs__sym(pc, sym, sizeof sym);
+    n = strlen(sym);
+    paren = strstr(sym, " (");
+    while (paren && strstr(paren + 2, " (")) paren = strstr(paren + 2, " (");
+    if (paren && n > 0 && sym[n - 1] == ')') {
+        snprintf(mod, sizeof mod, "%.*s", (int)(sym + n - 1 - (paren + 2)), paren + 2);
+        n = (size_t)(paren - sym);
+    } else {
+        snprintf(mod, sizeof mod, "%s", sym);
+    }
+    plus = strrchr(mod, '+');
+    if (plus) mod[plus - mod] = 0;
+    else if (strncmp(mod, "0x", 2) == 0) snprintf(mod, sizeof mod, "??");
+    memobs__pk_frame(k, mod, 0, sym, n);
+}
+
+/* A provider frame: the first line of its text, "path:line in name" when
+   it reads so, else the whole line as the name, the title as filename. */
+static void memobs__pk_pframe(memobs__pk_t *k, const memobs_tag_provider_t *p, const memobs_frame_t *fr) {
+    char *t = k->buf, *nl, *in, *c, *file = NULL;
+    size_t len = p->format(fr, 1, t, MEMOBS__PK_BUF, p->user);
+    unsigned long line = fr->line;
+    if (len >= MEMOBS__PK_BUF) len = MEMOBS__PK_BUF - 1;
+    t[len] = 0;
+    if ((nl = strchr(t, '\n')) != NULL) *nl = 0;
+    for (in = strstr(t, " in "); in; in = strstr(in + 1, " in ")) {
+        for (c = in; c > t && isdigit((unsigned char)c[-1]); c--) {
+        }
+        if (c < in && c > t + 1 && c[-1] == ':') {
+            line = strtoul(c, NULL, 10);
+            c[-1] = 0;
+            file = t;
+            break;
+        }
+    }
+    if (file) memobs__pk_frame(k, file, (uint32_t)line, in + 4, strlen(in + 4));
+    else memobs__pk_frame(k, p->title ? p->title : "", (uint32_t)line, t, strlen(t));
+}
+
+/* The frames list of a trace, memoized: written at its first use. */
+static void memobs__pk_frames(memobs__pk_t *k, uint32_t trace) {
+    const memobs__trace_t *e = trace < k->ntraces ? memobs__trace_get(trace) : NULL;
+    const memobs_frame_t *fr;
+    unsigned i;
+    if (e && k->tmemo[trace]) {
+        memobs__pk_get(k, k->tmemo[trace]);
+        return;
+    }
+    memobs__pk_op(k, ']'); /* EMPTY_LIST */
+    if (!e) return;
+    k->tmemo[trace] = memobs__pk_put(k);
+    if (!e->tag[0] && !e->nc && !e->np) return;
+    fr = &MEMOBS__TRK.frames[e->off];
+    memobs__pk_op(k, '(');
+    if (e->tag[0]) memobs__pk_frame(k, "memobs tag", 0, e->tag, strlen(e->tag));
+    for (i = 0; i < e->nc; i++) memobs__pk_cframe(k, fr[e->np + i].pc);
+    if (e->nc && (e->how & MEMOBS__C_CUT)) memobs__pk_frame(k, "memobs", 0, "... cut short: bad frame pointer", 32);
+    if (e->np && e->prov)
+        for (i = e->np; i > 0; i--) memobs__pk_pframe(k, &MEMOBS__TRK.prov[e->prov - 1], &fr[i - 1]);
+    memobs__pk_op(k, 'e'); /* APPENDS */
+}
+
+/* key: int */
+static void memobs__pk_kint(memobs__pk_t *k, unsigned key, uint64_t v) {
+    memobs__pk_const(k, key);
+    memobs__pk_uint(k, v);
+}
+
+/* Device allocations first by device, then by address. */
+static int memobs__tsn_seg_first(const void *x, const void *y) {
+    const memobs__alloc_t *a = (const memobs__alloc_t *)x, *b = (const memobs__alloc_t *)y;
+    return a->device != b->device ? a->device < b->device : a->addr < b->addr;
+}
+
+static void memobs__pk_segment(memobs__pk_t *k, const memobs__alloc_t *a) {
+    int pending = (a->phase & MEMOBS__PENDING) != 0;
+    memobs__pk_op(k, '}');
+    memobs__pk_op(k, '(');
+    memobs__pk_kint(k, MEMOBS__PK_DEVICE, (uint64_t)(int64_t)a->device);
+    memobs__pk_kint(k, MEMOBS__PK_ADDRESS, a->addr);
+    memobs__pk_kint(k, MEMOBS__PK_TOTAL_SIZE, a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_ALLOCATED_SIZE, pending ? 0u : a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_ACTIVE_SIZE, a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_REQUESTED_SIZE, a->bytes);
+    memobs__pk_const(k, MEMOBS__PK_STREAM);
+    memobs__pk_int(k, (int64_t)(intptr_t)a->stream);
+    memobs__pk_const(k, MEMOBS__PK_SEGMENT_TYPE);
+    memobs__pk_const(k, MEMOBS__PK_LARGE);
+    memobs__pk_const(k, MEMOBS__PK_POOL_ID);
+    memobs__pk_int(k, 0);
+    memobs__pk_int(k, 0);
+    memobs__pk_op(k, 0x86); /* TUPLE2 */
+    memobs__pk_const(k, MEMOBS__PK_EXPANDABLE);
+    memobs__pk_op(k, 0x89); /* NEWFALSE */
+    memobs__pk_const(k, MEMOBS__PK_FRAMES);
+    memobs__pk_frames(k, a->trace);
+    memobs__pk_const(k, MEMOBS__PK_BLOCKS);
+    memobs__pk_op(k, ']');
+    memobs__pk_op(k, '}');
+    memobs__pk_op(k, '(');
+    memobs__pk_kint(k, MEMOBS__PK_ADDRESS, a->addr);
+    memobs__pk_kint(k, MEMOBS__PK_SIZE, a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_REQUESTED_SIZE, a->bytes);
+    memobs__pk_kint(k, MEMOBS__PK_REAL_SIZE, a->bytes); /* what older viewers read */
+    memobs__pk_const(k, MEMOBS__PK_STATE);
+    memobs__pk_const(k, pending ? MEMOBS__PK_PENDING_FREE : MEMOBS__PK_ACTIVE_ALLOCATED);
+    memobs__pk_const(k, MEMOBS__PK_FRAMES);
+    memobs__pk_frames(k, a->trace);
+    memobs__pk_op(k, 'u');
+    memobs__pk_op(k, 'a'); /* APPEND: the one block */
+    memobs__pk_op(k, 'u');
+}
+
+static void memobs__pk_event1(memobs__pk_t *k, const memobs__tsn_ev_t *e, unsigned action) {
+    memobs__pk_op(k, '}');
+    memobs__pk_op(k, '(');
+    memobs__pk_const(k, MEMOBS__PK_ACTION);
+    memobs__pk_const(k, action);
+    memobs__pk_kint(k, MEMOBS__PK_ADDR, e->addr);
+    memobs__pk_kint(k, MEMOBS__PK_SIZE, e->bytes);
+    memobs__pk_const(k, MEMOBS__PK_STREAM);
+    memobs__pk_int(k, (int64_t)(intptr_t)e->stream);
+    memobs__pk_kint(k, MEMOBS__PK_TIME_US, e->time_us);
+    memobs__pk_const(k, MEMOBS__PK_FRAMES);
+    memobs__pk_frames(k, e->trace);
+    memobs__pk_op(k, 'u');
+}
+
+/* The dicts of one event. Each allocation is its own segment, so its
+   segment comes and goes with it: segment_alloc before its alloc,
+   segment_free after its free_completed (the viewer's "Allocator State
+   History" replays events back from the snapshot and draws each block in
+   the segment that holds it; "Active Cached Segment Timeline" plots the
+   segment events). No "category": a viewer that sees one looks for an
+   "unknown" category and, in some versions, fails on it. */
+static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
+    if (e->action == MEMOBS__TSN_ALLOC) memobs__pk_event1(k, e, MEMOBS__PK_SEGMENT_ALLOC);
+    memobs__pk_event1(k, e, e->action == MEMOBS__TSN_ALLOC      ? MEMOBS__PK_ALLOC
+                            : e->action == MEMOBS__TSN_FREE_REQ ? MEMOBS__PK_FREE_REQUESTED
+                                                                : MEMOBS__PK_FREE_COMPLETED);
+    if (e->action == MEMOBS__TSN_FREE_DONE) memobs__pk_event1(k, e, MEMOBS__PK_SEGMENT_FREE);
+}
+
+/* Lists are appended to in batches of 1000 (MARK ... APPENDS), as
+   Python's pickler does. */
+#define MEMOBS__PK_LIST_BEGIN(k) memobs__pk_op((k), ']')
+
+/* The highest events a ring may hold (40 bytes each: 640 MiB). */
+#define MEMOBS__TSN_MAX ((uint64_t)1 << 24)
+
+int memobs_write_torch_snapshot(FILE *f) {
+    memobs__pk_t k;
+    memobs__alloc_t *a = NULL;
+    memobs__tsn_ev_t *ev[MEMOBS_MAX_DEVICES];
+    uint64_t nev[MEMOBS_MAX_DEVICES], dropped[MEMOBS_MAX_DEVICES], cap[MEMOBS_MAX_DEVICES];
+    size_t n = 0, max = 0, i, j, b;
+    int d, ndev = 0, rc = MEMOBS_OK;
+    if (!f) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL FILE passed to memobs_write_torch_snapshot; nothing written");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    memset(&k, 0, sizeof k);
+    memset(ev, 0, sizeof ev);
+    memset(nev, 0, sizeof nev);
+    memset(dropped, 0, sizeof dropped);
+    k.f = f;
+    /* The live table, device allocations only, by device and address. */
+    if (MEMOBS__LOAD(&MEMOBS__TRK.ready.v) == 1) {
+        for (;;) {
+            max = memobs__trk_live() + 64;
+            a = (memobs__alloc_t *)MEMOBS_MALLOC(max * sizeof *a);
+            if (!a) {
+                rc = MEMOBS_ERR_NOMEM;
+                goto out;
+            }
+            n = memobs__trk_snapshot(a, max);
+            if (n <= max) break;
+            MEMOBS_FREE(a); /* it grew in between */
+            a = NULL;
+        }
+        for (i = j = 0; i < n; i++)
+            if (a[i].kind == MEMOBS_MEM_DEVICE) a[j++] = a[i];
+        n = j;
+        memobs__sort(a, n, sizeof *a, memobs__tsn_seg_first);
+        if (n && a[n - 1].device >= 0) ndev = a[n - 1].device + 1;
+    }
+    /* Each device's history, copied out under its lock. */
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
+        uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
+        cap[d] = st == 0 ? memobs__tsn_cap() : r->cap;
+        if (st != 1) continue;
+        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)r->cap * sizeof *ev[d]);
+        if (!ev[d]) {
+            rc = MEMOBS_ERR_NOMEM;
+            goto out;
+        }
+        memobs__spin_lock(&r->lock);
+        for (i = 0; i < r->kept; i++) ev[d][i] = r->ev[(r->n - r->kept + i) % r->cap];
+        nev[d] = r->kept;
+        dropped[d] = r->dropped;
+        memobs__spin_unlock(&r->lock);
+        if ((nev[d] || dropped[d]) && d + 1 > ndev) ndev = d + 1;
+    }
+    /* Every trace an event or a block names is published by now. */
+    k.ntraces = MEMOBS__LOAD(&MEMOBS__TRK.ready.v) == 1 ? __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE) : 0;
+    k.buf = (char *)MEMOBS_MALLOC(MEMOBS__PK_BUF);
+    k.tmemo = (uint32_t *)MEMOBS_MALLOC((size_t)k.ntraces * sizeof *k.tmemo + 1);
+    if (!k.buf || !k.tmemo) {
+        rc = MEMOBS_ERR_NOMEM;
+        goto out;
+    }
+    memset(k.tmemo, 0, (size_t)k.ntraces * sizeof *k.tmemo);
+    if (ndev < 1) ndev = 1; /* device 0, empty: what the viewer opens first */
+
+    memobs__pk_op(&k, 0x80); /* PROTO 4 */
+    putc(4, f);
+    memobs__pk_op(&k, '}');
+    memobs__pk_op(&k, '(');
+    memobs__pk_const(&k, MEMOBS__PK_SEGMENTS);
+    MEMOBS__PK_LIST_BEGIN(&k);
+    for (i = 0; i < n; i++) {
+        if (i % 1000 == 0) memobs__pk_op(&k, '(');
+        memobs__pk_segment(&k, &a[i]);
+        if (i % 1000 == 999 || i + 1 == n) memobs__pk_op(&k, 'e');
+    }
+    memobs__pk_const(&k, MEMOBS__PK_DEVICE_TRACES);
+    MEMOBS__PK_LIST_BEGIN(&k);
+    memobs__pk_op(&k, '(');
+    for (d = 0; d < ndev; d++) {
+        MEMOBS__PK_LIST_BEGIN(&k);
+        if (d >= MEMOBS_MAX_DEVICES) continue;
+        for (b = 0; b < nev[d]; b++) {
+            if (b % 1000 == 0) memobs__pk_op(&k, '(');
+            memobs__pk_event(&k, &ev[d][b]);
+            if (b % 1000 == 999 || b + 1 == nev[d]) memobs__pk_op(&k, 'e');
+        }
+    }
+    memobs__pk_op(&k, 'e');
+    /* memobs' own entry (the viewer reads only the two above). */
+    memobs__pk_str(&k, "memobs");
+    memobs__pk_op(&k, '}');
+    memobs__pk_op(&k, '(');
+    memobs__pk_str(&k, "version");
+    memobs__pk_str(&k, MEMOBS_VERSION);
+    memobs__pk_str(&k, "history_capacity");
+    memobs__pk_op(&k, ']');
+    memobs__pk_op(&k, '(');
+    for (d = 0; d < ndev; d++) memobs__pk_uint(&k, d < MEMOBS_MAX_DEVICES ? cap[d] : 0u);
+    memobs__pk_op(&k, 'e');
+    memobs__pk_str(&k, "history_dropped");
+    memobs__pk_op(&k, ']');
+    memobs__pk_op(&k, '(');
+    for (d = 0; d < ndev; d++) memobs__pk_uint(&k, d < MEMOBS_MAX_DEVICES ? dropped[d] : 0u);
+    memobs__pk_op(&k, 'e');
+    memobs__pk_op(&k, 'u');
+    memobs__pk_op(&k, 'u');
+    memobs__pk_op(&k, '.'); /* STOP */
+    if (fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
+out:
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++)
+        if (ev[d]) MEMOBS_FREE(ev[d]);
+    if (a) MEMOBS_FREE(a);
+    if (k.buf) MEMOBS_FREE(k.buf);
+    if (k.tmemo) MEMOBS_FREE(k.tmemo);
+    return rc;
+}
+
+static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_torch_snapshot(f);
+}
+
+int memobs_write_torch_snapshot_file(const char *path) {
+    return memobs__write_path(path, "memobs_write_torch_snapshot_file", "PyTorch memory snapshot",
+                              memobs__write_torch_snapshot_arg, 0);
+}
+
+/* memobs_write_torch_snapshot_file() reports its own failures. */
+static void memobs__tsn_at_exit(void) { (void)memobs_write_torch_snapshot_file(memobs__tsn.path); }
+
+/* MEMOBS_TORCH_EVENTS and MEMOBS_TORCH_SNAPSHOT; from memobs__track_env. */
+static void memobs__tsn_env(void) {
+    const char *s;
+    uint64_t v;
+    if ((s = getenv("MEMOBS_TORCH_EVENTS")) != NULL) {
+        if (memobs__parse_bytes(s, &v) && v <= MEMOBS__TSN_MAX)
+            MEMOBS__STORE(&memobs__tsn.cap_plus1.v, v + 1);
+        else
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TORCH_EVENTS='%s' is not an event count up to %llu (like 16384 or "
+                        "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
+    }
+    if (memobs__env_dest("MEMOBS_TORCH_SNAPSHOT", memobs__tsn.path, sizeof memobs__tsn.path))
+        atexit(memobs__tsn_at_exit);
 }
 
 /* ======================================================================== */

@@ -55,6 +55,7 @@ from ._memobs import (  # noqa: F401  (named, so that linters and readers see th
     untrack_python_stacks,
     write_html,
     write_summary,
+    write_torch_snapshot,
 )
 
 __version__ = _memobs.__version__  # MEMOBS_VERSION of memobs.h
@@ -97,4 +98,5 @@ __all__ = [
     "untrack_python_stacks",
     "write_html",
     "write_summary",
+    "write_torch_snapshot",
 ]

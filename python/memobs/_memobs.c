@@ -1145,6 +1145,27 @@ static PyObject *pymod_print_leaks(PyObject *self, PyObject *const *args, Py_ssi
     return pymod_report("print_leaks", memobs_print_leaks, args, nargs, kwnames);
 }
 
+/* write_torch_snapshot(path): PyTorch's memory snapshot, pickled. */
+static PyObject *pymod_write_torch_snapshot(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                            PyObject *kwnames) {
+    static const char *const kw[1] = {"path"};
+    PyObject *a[1];
+    FILE *f;
+    int own, rc;
+    (void)self;
+    if (pymod_args("write_torch_snapshot", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    if (a[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "write_torch_snapshot(): path must be a path, not None");
+        return NULL;
+    }
+    if (!(f = pymod_open(a[0], stderr, &own))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = memobs_write_torch_snapshot(f);
+    rc = pymod_close(f, own, rc);
+    Py_END_ALLOW_THREADS
+    return pymod_io_result(rc, "write_torch_snapshot", a[0]);
+}
+
 /* get_allocations(): the live blocks as dicts, the trace's text with each. */
 static PyObject *pymod_get_allocations(PyObject *self, PyObject *unused) {
     static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
@@ -1485,6 +1506,11 @@ static PyMethodDef pymod_methods[] = {
      "print_alloc_groups(path=None)\n--\n\nLive bytes and counts per trace (tag and stack), largest first."},
     {"print_leaks", PYMOD_FN(pymod_print_leaks), PYMOD_KW,
      "print_leaks(path=None)\n--\n\nWhat is still live, grouped by trace."},
+    {"write_torch_snapshot", PYMOD_FN(pymod_write_torch_snapshot), PYMOD_KW,
+     "write_torch_snapshot(path)\n--\n\nWrites tracked device memory as PyTorch's memory snapshot (a pickle, as "
+     "torch.cuda.memory._snapshot() returns) to path: one segment per live device allocation and each device's "
+     "history of allocations and frees, with their tags, C and Python stacks. Open it in "
+     "https://pytorch.org/memory_viz (drag the file in). OSError if it cannot be written."},
     {"get_allocations", pymod_get_allocations, METH_NOARGS,
      "get_allocations()\n--\n\nThe live tracked allocations: a list of dicts with \"ptr\", \"nbytes\", \"kind\", "
      "\"device\", \"phase\", \"stream\" (an int; 0: none), \"time_ns\", \"trace\" (an id or None), "

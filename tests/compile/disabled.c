@@ -54,5 +54,16 @@ int main(void) {
     memobs_region_begin("fn");
     memobs_mark("fn");
     if (memobs_region_depth() != 0) return printf("    # a region was kept\n"), 1;
+    {
+        memobs_torch_history_t h;
+        FILE *f = tmpfile();
+        long size;
+        if (!f || memobs_write_torch_snapshot(f) != MEMOBS_OK) return printf("    # torch snapshot not written\n"), 1;
+        size = ftell(f);
+        fclose(f);
+        /* PROTO, {"segments": [], "device_traces": [[]], "memobs": {...}}, STOP: a few hundred bytes */
+        if (size < 20 || size > 400) return printf("    # torch snapshot of %ld bytes\n", size), 1;
+        if (memobs_get_torch_history(0, &h) != MEMOBS_OK || h.recorded) return printf("    # snapshot history recorded\n"), 1;
+    }
     return 0;
 }

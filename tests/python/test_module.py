@@ -6,7 +6,8 @@ same objects, __all__, __version__, stubs), exact totals per phase and direction
 arguments (the right exception, nothing recorded), reset, enable, TTFT/TPOT,
 four recording threads, regions and markers (with, decorator, threads, odd
 names, timing, problems), the allocation tracker and its reports, the JSON
-summary, and Python stacks on tracked allocations.
+summary, Python stacks on tracked allocations, and the PyTorch memory
+snapshot (write_torch_snapshot) with those stacks.
 
 Run with the built module on PYTHONPATH (tests/test_pymodule.sh does):
 prints one "ok - pymodule: NAME" / "not ok - pymodule: NAME" line per check,
@@ -1131,6 +1132,54 @@ def _(c):
     c.raises("root=['a']", TypeError, memobs.track_python_stacks, root=["a"])
     c.raises("unknown keyword", TypeError, memobs.track_python_stacks, frames=5)
     memobs.untrack_python_stacks()
+
+
+def pymod_snap_alloc(ptr):
+    pymod_snap_alloc.line = sys._getframe().f_lineno + 1
+    memobs.track_alloc(ptr, 1 << 20, "device", tag="pymod_snap \u00e9\"q", device=1)
+
+
+@check("write_torch_snapshot(path): a pickle of the live device blocks with Python frames innermost first")
+def _(c):
+    import pickle
+
+    fresh()
+    memobs.track_python_stacks(source_width=0)
+    pymod_snap_alloc(0x7e0000200000)
+    memobs.track_alloc(0x7e0000300000, 4096, "host", tag="pymod_snap_host")
+    memobs.untrack_python_stacks()
+    path = os.path.join(TMP, "snapshot.pkl")
+    c.eq("write_torch_snapshot(path)", memobs.write_torch_snapshot(path), None)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    live = sorted((a["device"], a["ptr"], a["nbytes"]) for a in memobs.get_allocations() if a["kind"] == "device")
+    c.eq("segments = get_allocations()' device blocks", sorted(
+        (s["device"], s["address"], s["total_size"]) for s in snap["segments"]), live)
+    seg = [s for s in snap["segments"] if s["address"] == 0x7e0000200000]
+    fr = seg[0]["frames"] if seg else []
+    c.eq("the tag first", fr[:1], [{"filename": "memobs tag", "line": 0, "name": "pymod_snap \u00e9\"q"}])
+    c.true("then this file's pymod_snap_alloc at the line of the call, then its caller",
+           len(fr) >= 3 and fr[1]["filename"].endswith("test_module.py") and fr[1]["name"] == "pymod_snap_alloc"
+           and fr[1]["line"] == pymod_snap_alloc.line and fr[2]["name"] == "_", fr)
+    c.true("device_traces: one list per device from 0 (earlier checks used up to device 5)",
+           len(snap["device_traces"]) >= 2 and all(isinstance(t, list) for t in snap["device_traces"]),
+           len(snap["device_traces"]))
+    ev = [e for e in snap["device_traces"][1] if e["addr"] == 0x7e0000200000] if len(snap["device_traces"]) > 1 else []
+    c.eq("its alloc event on device 1", [(e["action"], e["size"], e["frames"] == fr) for e in ev][-1:],
+         [("alloc", 1 << 20, True)])
+    c.raises("write_torch_snapshot(None)", TypeError, memobs.write_torch_snapshot, None)
+    c.raises("write_torch_snapshot()", TypeError, memobs.write_torch_snapshot)
+    c.raises("an unwritable path", OSError, memobs.write_torch_snapshot, os.path.join(TMP, "no", "such", "dir.pkl"))
+    memobs.track_free(0x7e0000200000)
+    memobs.track_free(0x7e0000300000)
+    memobs.write_torch_snapshot(path)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    acts = [e["action"] for e in snap["device_traces"][1] if e["addr"] == 0x7e0000200000]
+    c.eq("after track_free: no segment, its free in the history", (
+        [s for s in snap["segments"] if s["address"] == 0x7e0000200000], acts[-5:]),
+        ([], ["segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"]))
+    c.true("no event has a category", not any("category" in e for t in snap["device_traces"] for e in t))
 
 
 if not FAILED:
