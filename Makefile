@@ -6,6 +6,7 @@
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
+#   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code change)
 
 CC ?= cc
 CXX ?= c++
@@ -40,3 +41,4 @@ include mk/gpu.mk
 include mk/python.mk
 include mk/pymodule.mk
 include mk/torch.mk
+include mk/preload.mk
