@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# memobs with no code change: `make preload` builds libmemobs_preload.so
+# (examples/preload/memobs_preload.c); tests/test_preload.c, a CUDA program
+# that knows nothing of memobs, is linked with -lcudart against the runtime
+# double (tests/cuda/cudart_double.c) built as a shared libcudart.so.13 with
+# the toolkit runtime's symbol version (mk/cudart_double.map), and run with
+# and without LD_PRELOAD: the JSON summary must hold exactly what the
+# program says it did, every return code must be what it is without the
+# preload. Also threads, fork, the toolkit's real libcudart.so.13 (no GPU:
+# every call fails), and programs with no dynamic CUDA runtime.
+cd "$(dirname "$0")/.." || exit 2
+B=${BUILD:-build/tests}/preload
+rm -rf "$B" && mkdir -p "$B"
+CC=${CC:-cc}
+CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
+CUDA_LIB=${CUDA_LIB:-/usr/local/cuda/lib64}
+W="-Wall -Wextra -Werror"
+
+. tests/lib.sh # a clean environment, try
+unset LD_PRELOAD
+ok() { echo "ok - preload: $1"; }
+bad() { echo "not ok - preload: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
+
+for f in "$CUDA_INC/cuda_runtime_api.h" "$CUDA_LIB/libcudart.so.13"; do
+    if [ ! -f "$f" ]; then
+        echo "not ok - preload: $f is missing (set CUDA_INC / CUDA_LIB; tests/deps.sh installs the toolkit)"
+        exit 1
+    fi
+done
+
+# expect_check SUMMARY EXPECT-JSON: every key of EXPECT (nested) equals the summary's
+expect_check() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("    # summary %s: %s" % (sys.argv[1], e)); sys.exit(1)
+bad = []
+def walk(want, got, path):
+    for k, v in want.items():
+        g = got.get(k) if isinstance(got, dict) else None
+        if isinstance(v, dict): walk(v, g, path + k + ".")
+        elif g != v: bad.append("%s%s: expected %s, got %s" % (path, k, v, g))
+walk(json.loads(sys.argv[2]), s, "")
+for b in bad: print(b)
+sys.exit(1 if bad else 0)
+PY
+}
+line() { sed -n "s/^$1: \{0,1\}//p" "$2"; } # line KEY FILE
+
+rc=0
+LIB=$PWD/$B/libmemobs_preload.so
+P=$B/test_preload
+
+# 1. the library: make preload, versioned interposers, memobs' API, no libcudart
+if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [ -f "$LIB" ]; then
+    syms=$(nm -D --defined-only --with-symbol-versions "$LIB")
+    need=$(readelf -d "$LIB" | awk '/NEEDED/ {print $NF}' | tr '\n' ' ')
+    und=$(nm -D -u "$LIB" | awk '{print $NF}' | grep '^cu' | tr '\n' ' ')
+    miss=""
+    for f in cudaMemcpy cudaMemcpyAsync cudaMemcpy2D cudaMemcpy2DAsync cudaMemcpyPeer cudaMemcpyPeerAsync cudaMalloc \
+        cudaFree cudaMallocHost cudaFreeHost cudaHostAlloc cudaMallocManaged cudaMallocAsync cudaFreeAsync \
+        cudaMemcpy_ptds cudaMemcpyAsync_ptsz cudaMemcpy2D_ptds cudaMemcpy2DAsync_ptsz cudaMallocAsync_ptsz \
+        cudaFreeAsync_ptsz; do
+        echo "$syms" | grep -q " T $f@@libcudart.so.13\$" || miss="$miss $f"
+    done
+    for f in memobs_set_phase memobs_region_begin memobs_counter_register memobs_write_summary; do
+        echo "$syms" | grep -q " T $f\$" || miss="$miss $f"
+    done
+    if [ -z "$miss" ] && [ -z "$und" ] && ! echo "$need" | grep -q cuda; then
+        ok "make preload: 20 interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed"
+    else
+        bad "make preload: 20 interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed" \
+            "missing:$miss" "undefined cu*: $und" "NEEDED: $need"
+    fi
+else
+    bad "make preload builds $LIB warning-free" "$(head -c 3000 "$B/make.log")"
+    exit 1
+fi
+
+# 2. the double as a versioned libcudart.so.13 and the program linked to it
+if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
+        -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
+    $CC -std=c11 -O2 -g $W -I"$CUDA_INC" tests/test_preload.c -o "$P" -L"$B" -l:libcudart.so.13 -pthread -ldl &&
+    printf 'int main(void) { return 3; }\n' >"$B/nocuda.c" &&
+    $CC -O2 $W "$B/nocuda.c" -o "$B/nocuda"; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
+    nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$'; then
+    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it"
+else
+    bad "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it" \
+        "$(head -c 3000 "$B/build.log")"
+    exit 1
+fi
+
+# run NAME MODE [VAR=VALUE...]: test_preload MODE against the double; $B/NAME.{out,err,st}
+run() {
+    local name=$1 mode=$2
+    shift 2
+    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "$@" "$P" "$mode" >"$B/$name.out" 2>"$B/$name.err"
+    echo $? >"$B/$name.st"
+}
+PRE=(LD_PRELOAD="$LIB" MEMOBS_FORMAT=json MEMOBS_OOM_REPORT=0)
+
+# 3. without the preload: the program passes, memobs says nothing
+run plain main MEMOBS_SUMMARY="$PWD/$B/plain.json"
+if [ "$(cat "$B/plain.st")" = 0 ] && [ ! -s "$B/plain.err" ] && [ ! -e "$B/plain.json" ] && [ -n "$(line rcs "$B/plain.out")" ]; then
+    ok "main without LD_PRELOAD: every rc as documented, no memobs output"
+else
+    bad "main without LD_PRELOAD: every rc as documented, no memobs output" "status $(cat "$B/plain.st")" \
+        "$(head -c 1500 "$B/plain.err")"
+fi
+
+# 4. with it: figures exact, rcs unchanged, errors counted, phases from the program
+run pre main "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/pre.json"
+if [ "$(cat "$B/pre.st")" = 0 ] && [ ! -s "$B/pre.err" ] && [ "$(line rcs "$B/pre.out")" = "$(line rcs "$B/plain.out")" ]; then
+    ok "main with LD_PRELOAD: exit 0, the same 29 return codes as without (3 injected errors), nothing on stderr"
+else
+    bad "main with LD_PRELOAD: exit 0, the same 29 return codes as without (3 injected errors), nothing on stderr" \
+        "status $(cat "$B/pre.st")" "with:    $(line rcs "$B/pre.out")" "without: $(line rcs "$B/plain.out")" \
+        "$(head -c 1500 "$B/pre.err")"
+fi
+if out=$(expect_check "$B/pre.json" "$(line expect "$B/pre.out")"); then
+    ok "main: H2D/D2H/D2D bytes and counts, prefill/decode split (memobs_set_phase by dlsym), device/pinned/managed current, peak, allocs, frees exact; 3 failed calls counted, not recorded"
+else
+    bad "main: H2D/D2H/D2D bytes and counts, prefill/decode split (memobs_set_phase by dlsym), device/pinned/managed current, peak, allocs, frees exact; 3 failed calls counted, not recorded" "${out//    # /}"
+fi
+
+# 5. threads
+run thr threads "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/thr.json"
+if [ "$(cat "$B/thr.st")" = 0 ] && out=$(expect_check "$B/thr.json" "$(line expect "$B/thr.out")"); then
+    ok "threads: 4 threads x 50 H2D copies of 1000 bytes, each in decode: 200000 bytes, 200 copies exact"
+else
+    bad "threads: 4 threads x 50 H2D copies of 1000 bytes, each in decode: 200000 bytes, 200 copies exact" \
+        "status $(cat "$B/thr.st")" "${out//    # /}" "$(head -c 1000 "$B/thr.err")"
+fi
+
+# 6. fork: the child writes its own summary (%p), with the parent's figures before the fork
+run fork fork "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/fork.%p.json"
+child=$(line child "$B/fork.out")
+parent=$(line parent "$B/fork.out")
+if [ "$(cat "$B/fork.st")" = 0 ] && [ -n "$child" ] && [ -n "$parent" ] &&
+    o1=$(expect_check "$B/fork.$child.json" '{"total": {"h2d_bytes": 100, "h2d_count": 1, "d2h_bytes": 200, "d2h_count": 1}}') &&
+    o2=$(expect_check "$B/fork.$parent.json" '{"total": {"h2d_bytes": 100, "h2d_count": 1, "d2h_bytes": 0, "d2h_count": 0}}'); then
+    ok "fork: the child's summary holds its D2H copy (and the parent's H2D before the fork), the parent's not the child's"
+else
+    bad "fork: the child's summary holds its D2H copy (and the parent's H2D before the fork), the parent's not the child's" \
+        "status $(cat "$B/fork.st")" "$(cat "$B/fork.out")" "$o1" "$o2" "$(ls "$B" | grep fork)"
+fi
+
+# 7. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
+realrun() {
+    local name=$1
+    shift
+    timeout 60 env LD_LIBRARY_PATH="$CUDA_LIB" "$@" "$P" real >"$B/$name.out" 2>"$B/$name.err"
+    echo $? >"$B/$name.st"
+}
+realrun real0
+realrun real1 "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/real.json"
+r0=$(line rcs "$B/real0.out")
+r1=$(line rcs "$B/real1.out")
+if [ "$(cat "$B/real0.st")" = 0 ] && [ "$(cat "$B/real1.st")" = 0 ] && [ -n "$r0" ] && [ "$r0" = "$r1" ] &&
+    out=$(expect_check "$B/real.json" '{"total": {"h2d_count": 0, "d2h_count": 0, "d2d_count": 0}, "memory": {"device": {"allocs": 0, "frees": 0}, "pinned": {"allocs": 0}}, "counters": {"preload_failed_calls": 5}}'); then
+    ok "the toolkit's libcudart.so.13 without a GPU: 5 calls fail with the same codes as without the preload (rcs:$r0), nothing recorded, 5 failures counted"
+else
+    bad "the toolkit's libcudart.so.13 without a GPU: 5 calls fail with the same codes as without the preload, nothing recorded, 5 failures counted" \
+        "status $(cat "$B/real0.st") / $(cat "$B/real1.st")" "without: $r0" "with:    $r1" "${out//    # /}" \
+        "$(head -c 1000 "$B/real1.err")"
+fi
+
+# 8. no dynamic CUDA runtime: one line at exit, the exit status unchanged
+env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/nocuda.json" "$B/nocuda" >"$B/nocuda.out" 2>"$B/nocuda.err"
+st=$?
+if [ $st = 3 ] && [ ! -s "$B/nocuda.out" ] && [ "$(wc -l <"$B/nocuda.err")" = 1 ] &&
+    grep -q '^memobs preload: no CUDA runtime call was intercepted (no dynamic CUDA runtime' "$B/nocuda.err"; then
+    ok "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line: $(cat "$B/nocuda.err")"
+else
+    bad "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line at exit" "status $st" \
+        "$(head -c 1000 "$B/nocuda.err")"
+fi
+
+exit $rc
