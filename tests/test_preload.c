@@ -13,6 +13,9 @@
               cudaMalloc, a free of memory the runtime never gave)
      threads  4 threads, each 50 H2D copies of 1000 bytes in decode
      fork     parent: 100 bytes H2D; child after fork: 200 bytes D2H
+     reentry  cudaMallocHost + cudaFreeHost of 4096 bytes (under
+              tests/preload/reenter.c, whose cudaMallocHost calls
+              cudaHostAlloc)
      real     against the toolkit's runtime without a GPU: every call
               fails; prints the return codes only */
 #define _GNU_SOURCE
@@ -156,6 +159,14 @@ static int mode_fork(void) {
     return done(NULL);
 }
 
+static int mode_reentry(void) {
+    void *h = NULL;
+    check("cudaMallocHost", cudaMallocHost(&h, 4096), 0);
+    check("cudaFreeHost", cudaFreeHost(h), 0);
+    return done("{\"memory\": {\"pinned\": {\"allocs\": 1, \"frees\": 1, \"current_bytes\": 0, \"peak_bytes\": 4096}}, "
+                "\"problems\": {\"bad_records\": 0}}");
+}
+
 static int mode_real(void) {
     void *d = NULL, *h = NULL;
     char host[64];
@@ -172,7 +183,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "main")) return mode_main();
     if (!strcmp(mode, "threads")) return mode_threads();
     if (!strcmp(mode, "fork")) return mode_fork();
+    if (!strcmp(mode, "reentry")) return mode_reentry();
     if (!strcmp(mode, "real")) return mode_real();
-    fprintf(stderr, "usage: test_preload main|threads|fork|real\n");
+    fprintf(stderr, "usage: test_preload main|threads|fork|reentry|real\n");
     return 2;
 }

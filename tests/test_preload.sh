@@ -83,6 +83,8 @@ fi
 if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
         -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
     $CC -std=c11 -O2 -g $W -I"$CUDA_INC" tests/test_preload.c -o "$P" -L"$B" -l:libcudart.so.13 -pthread -ldl &&
+    $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/reenter.c -o "$B/libreenter.so" \
+        -Wl,--version-script=mk/preload.map &&
     printf 'int main(void) { return 3; }\n' >"$B/nocuda.c" &&
     $CC -O2 $W "$B/nocuda.c" -o "$B/nocuda"; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
     nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$'; then
@@ -148,7 +150,17 @@ else
         "status $(cat "$B/fork.st")" "$(cat "$B/fork.out")" "$o1" "$o2" "$(ls "$B" | grep fork)"
 fi
 
-# 7. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
+# 7. re-entry: the runtime calling itself is recorded once
+run reent reentry "${PRE[@]}" LD_PRELOAD="$LIB $PWD/$B/libreenter.so" MEMOBS_SUMMARY="$PWD/$B/reent.json"
+if [ "$(cat "$B/reent.st")" = 0 ] && [ ! -s "$B/reent.err" ] &&
+    out=$(expect_check "$B/reent.json" "$(line expect "$B/reent.out")"); then
+    ok "re-entry: a cudaMallocHost that calls cudaHostAlloc is one pinned block (allocs 1, frees 1, peak 4096)"
+else
+    bad "re-entry: a cudaMallocHost that calls cudaHostAlloc is one pinned block (allocs 1, frees 1, peak 4096)" \
+        "status $(cat "$B/reent.st")" "$out" "$(head -c 1000 "$B/reent.err")"
+fi
+
+# 8. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
 realrun() {
     local name=$1
     shift
@@ -168,7 +180,7 @@ else
         "$(head -c 1000 "$B/real1.err")"
 fi
 
-# 8. no dynamic CUDA runtime: one line at exit, the exit status unchanged
+# 9. no dynamic CUDA runtime: one line at exit, the exit status unchanged
 env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/nocuda.json" "$B/nocuda" >"$B/nocuda.out" 2>"$B/nocuda.err"
 st=$?
 if [ $st = 3 ] && [ ! -s "$B/nocuda.out" ] && [ "$(wc -l <"$B/nocuda.err")" = 1 ] &&
