@@ -86,9 +86,12 @@ if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_do
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/reenter.c -o "$B/libreenter.so" \
         -Wl,--version-script=mk/preload.map &&
     printf 'int main(void) { return 3; }\n' >"$B/nocuda.c" &&
-    $CC -O2 $W "$B/nocuda.c" -o "$B/nocuda"; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
+    $CC -O2 $W "$B/nocuda.c" -o "$B/nocuda" &&
+    $CC -O2 $W -static "$B/nocuda.c" -o "$B/nocuda_static" &&
+    $CC -std=c11 -O2 $W -I"$CUDA_INC" tests/preload/static_runtime.c -o "$B/static_runtime" \
+        "$CUDA_LIB/libcudart_static.a" -ldl -pthread -lrt; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
     nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$'; then
-    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it"
+    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it; a static program; one with libcudart_static.a"
 else
     bad "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it" \
         "$(head -c 3000 "$B/build.log")"
@@ -189,6 +192,29 @@ if [ $st = 3 ] && [ ! -s "$B/nocuda.out" ] && [ "$(wc -l <"$B/nocuda.err")" = 1 
 else
     bad "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line at exit" "status $st" \
         "$(head -c 1000 "$B/nocuda.err")"
+fi
+
+# 10. a statically linked program: no dynamic loader, so nothing is preloaded; it runs as without
+env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/static.json" "$B/nocuda_static" >"$B/static.out" 2>"$B/static.err"
+st=$?
+if [ $st = 3 ] && [ ! -s "$B/static.out" ] && [ ! -s "$B/static.err" ] && [ ! -e "$B/static.json" ]; then
+    ok "a statically linked program: exit status 3 unchanged, no output (the preload is never loaded)"
+else
+    bad "a statically linked program: exit status 3 unchanged, no output (the preload is never loaded)" "status $st" \
+        "$(head -c 1000 "$B/static.err")"
+fi
+
+# 11. the static CUDA runtime (libcudart_static.a): nothing to intercept, said once; its error and status unchanged
+env LD_LIBRARY_PATH="$CUDA_LIB" "$B/static_runtime" >"$B/srt0.out" 2>"$B/srt0.err"
+st0=$?
+env LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$CUDA_LIB" "$B/static_runtime" >"$B/srt1.out" 2>"$B/srt1.err"
+st1=$?
+if [ $st0 = 4 ] && [ $st1 = 4 ] && [ -s "$B/srt0.out" ] && cmp -s "$B/srt0.out" "$B/srt1.out" &&
+    [ "$(wc -l <"$B/srt1.err")" = 1 ] && grep -q '^memobs preload: no CUDA runtime call was intercepted' "$B/srt1.err"; then
+    ok "a program linked with libcudart_static.a: the same output ($(cat "$B/srt1.out")) and exit status 4, one line at exit"
+else
+    bad "a program linked with libcudart_static.a: the same output and exit status 4, one line at exit" \
+        "status $st0 / $st1" "without: $(cat "$B/srt0.out")" "with: $(cat "$B/srt1.out")" "$(head -c 1000 "$B/srt1.err")"
 fi
 
 exit $rc
