@@ -16,6 +16,9 @@
      reentry  cudaMallocHost + cudaFreeHost of 4096 bytes (under
               tests/preload/reenter.c, whose cudaMallocHost calls
               cudaHostAlloc)
+     edges    a cudaMalloc and a 10-byte H2D copy in a constructor (before
+              main), 20 bytes in main, a 5-byte D2H copy and the free in a
+              destructor (after the exit handlers)
      real     against the toolkit's runtime without a GPU: every call
               fails; prints the return codes only */
 #define _GNU_SOURCE
@@ -167,6 +170,34 @@ static int mode_reentry(void) {
                 "\"problems\": {\"bad_records\": 0}}");
 }
 
+static int edges;
+static char *edge_dev;
+__attribute__((constructor)) static void before_main(void) {
+    char host[16] = {0};
+    const char *m = getenv("TEST_PRELOAD_EDGES");
+    if (!m || !*m) return;
+    edges = 1;
+    if (cudaMalloc((void **)&edge_dev, 64) != cudaSuccess ||
+        cudaMemcpy(edge_dev, host, 10, cudaMemcpyHostToDevice) != cudaSuccess)
+        edges = 2;
+}
+__attribute__((destructor)) static void after_exit(void) {
+    char host[16];
+    if (edges != 1) return;
+    if (cudaMemcpy(host, edge_dev, 5, cudaMemcpyDeviceToHost) != cudaSuccess || cudaFree(edge_dev) != cudaSuccess)
+        _exit(5);
+}
+
+static int mode_edges(void) {
+    char host[32] = {0};
+    check("constructor's calls", edges == 1 ? cudaSuccess : cudaErrorUnknown, 0);
+    check("cudaMemcpy H2D", cudaMemcpy(edge_dev, host, 20, cudaMemcpyHostToDevice), 0);
+    /* The preload's exit handlers were registered before main (by its
+       constructor), so its summary comes after this program's destructor. */
+    return done("{\"total\": {\"h2d_bytes\": 30, \"h2d_count\": 2, \"d2h_bytes\": 5, \"d2h_count\": 1}, "
+                "\"memory\": {\"device\": {\"allocs\": 1, \"frees\": 1, \"live\": 0, \"current_bytes\": 0}}}");
+}
+
 static int mode_real(void) {
     void *d = NULL, *h = NULL;
     char host[64];
@@ -184,7 +215,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "threads")) return mode_threads();
     if (!strcmp(mode, "fork")) return mode_fork();
     if (!strcmp(mode, "reentry")) return mode_reentry();
+    if (!strcmp(mode, "edges")) return mode_edges();
     if (!strcmp(mode, "real")) return mode_real();
-    fprintf(stderr, "usage: test_preload main|threads|fork|reentry|real\n");
+    fprintf(stderr, "usage: test_preload main|threads|fork|reentry|edges|real\n");
     return 2;
 }

@@ -163,6 +163,16 @@ else
         "status $(cat "$B/reent.st")" "$out" "$(head -c 1000 "$B/reent.err")"
 fi
 
+# 7b. before main and after the exit handlers
+run edges edges "${PRE[@]}" TEST_PRELOAD_EDGES=1 MEMOBS_SUMMARY="$PWD/$B/edges.json"
+if [ "$(cat "$B/edges.st")" = 0 ] && [ ! -s "$B/edges.err" ] &&
+    out=$(expect_check "$B/edges.json" "$(line expect "$B/edges.out")"); then
+    ok "calls in a constructor (before main) and a destructor (after the exit handlers) recorded: the summary, registered before main, comes after both; exit 0"
+else
+    bad "calls in a constructor (before main) and a destructor (after the exit handlers) recorded: the summary, registered before main, comes after both; exit 0" \
+        "status $(cat "$B/edges.st")" "$out" "$(head -c 1000 "$B/edges.err")"
+fi
+
 # 8. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
 realrun() {
     local name=$1
