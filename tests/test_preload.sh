@@ -17,7 +17,7 @@ CUDA_LIB=${CUDA_LIB:-/usr/local/cuda/lib64}
 W="-Wall -Wextra -Werror"
 
 . tests/lib.sh # a clean environment, try
-unset LD_PRELOAD
+unset LD_PRELOAD MEMOBS_PRELOAD_ROOT
 ok() { echo "ok - preload: $1"; }
 bad() { echo "not ok - preload: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
 
@@ -83,6 +83,8 @@ fi
 if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
         -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
     $CC -std=c11 -O2 -g $W -I"$CUDA_INC" tests/test_preload.c -o "$P" -L"$B" -l:libcudart.so.13 -pthread -ldl &&
+    $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/user.c -o "$B/libuser.so" \
+        -L"$B" -l:libcudart.so.13 &&
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/reenter.c -o "$B/libreenter.so" \
         -Wl,--version-script=mk/preload.map &&
     printf 'int main(void) { return 3; }\n' >"$B/nocuda.c" &&
@@ -173,6 +175,17 @@ else
         "status $(cat "$B/edges.st")" "$out" "$(head -c 1000 "$B/edges.err")"
 fi
 
+# 7c. Python: a library linked with -lcudart called through ctypes, the phase set through ctypes
+timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/py.json" \
+    python3 tests/python/preload_check.py "$PWD/$B" >"$B/py.out" 2>"$B/py.err"
+st=$?
+if [ $st = 0 ] && [ ! -s "$B/py.err" ] && out=$(expect_check "$B/py.json" '{"total": {"h2d_bytes": 5096, "h2d_count": 2}, "decode": {"h2d_bytes": 4096, "h2d_count": 1}, "prefill": {"h2d_bytes": 1000, "h2d_count": 1}, "memory": {"device": {"allocs": 2, "frees": 2, "current_bytes": 0, "peak_bytes": 4096}}}'); then
+    ok "python3 under the preload: a ctypes-loaded library's copies exact by phase (set through ctypes.CDLL(None).memobs_set_phase); a call on the runtime's own handle not seen"
+else
+    bad "python3 under the preload: a ctypes-loaded library's copies exact by phase; a call on the runtime's own handle not seen" \
+        "status $st" "$out" "$(head -c 1000 "$B/py.err")"
+fi
+
 # 8. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
 realrun() {
     local name=$1
@@ -197,7 +210,7 @@ fi
 env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/nocuda.json" "$B/nocuda" >"$B/nocuda.out" 2>"$B/nocuda.err"
 st=$?
 if [ $st = 3 ] && [ ! -s "$B/nocuda.out" ] && [ "$(wc -l <"$B/nocuda.err")" = 1 ] &&
-    grep -q '^memobs preload: no CUDA runtime call was intercepted (no dynamic CUDA runtime' "$B/nocuda.err"; then
+    grep -q '^memobs preload: no CUDA runtime call was intercepted in pid [0-9]* (nocuda): no dynamic CUDA runtime' "$B/nocuda.err"; then
     ok "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line: $(cat "$B/nocuda.err")"
 else
     bad "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line at exit" "status $st" \

@@ -29,12 +29,18 @@
    (the runtime calling itself) is forwarded and not recorded; after this
    library's destructor calls are forwarded only. When no call was
    intercepted (no dynamic runtime: nothing to see), one line says so on
-   stderr at exit.
+   stderr at exit, in the process the user started only: the constructor
+   puts its pid in MEMOBS_PRELOAD_ROOT, which the processes it starts
+   inherit (a shell's or Python's helpers stay quiet).
 
    LICENSE: MIT. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 
 /* The per-thread default stream entry points: declared by the runtime's
@@ -265,20 +271,46 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
     }
 }
 
-/* memobs' driver calls: the driver functions already in the process (the
-   test double of the runtime defines them), else libcuda.so.1. */
+/* memobs' driver calls: the driver functions already in the global scope,
+   else libcuda.so.1, else those of a runtime library loaded with
+   RTLD_LOCAL (the test double of the runtime defines them; the real
+   runtime does not). Called once per name, from memobs_cuda.h's
+   pthread_once. */
 void *memobs_cuda_driver_symbol(const char *name) {
     static void *h;
-    void *p = dlsym(RTLD_DEFAULT, name);
+    void *p = dlsym(RTLD_DEFAULT, name), *rt;
     if (p) return p;
     if (!h) h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL); /* never closed */
-    return h ? dlsym(h, name) : NULL;
+    if (h && (p = dlsym(h, name)) != NULL) return p;
+    if ((rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
+        p = dlsym(rt, name);
+        dlclose(rt); /* RTLD_NOLOAD took a reference; the library stays */
+    }
+    return p;
+}
+
+/* The process the user started (its pid, inherited by every process it
+   starts, exec keeping it) is the one that says when nothing was
+   intercepted: the helpers a launcher, a shell or Python start stay quiet. */
+#define MEMOBS_PL__ROOT "MEMOBS_PRELOAD_ROOT"
+static int memobs_pl__root(void) {
+    const char *s = getenv(MEMOBS_PL__ROOT);
+    return !s || strtol(s, NULL, 10) == (long)getpid();
+}
+
+__attribute__((constructor)) static void memobs_pl__init(void) {
+    char pid[24];
+    if (!getenv(MEMOBS_PL__ROOT)) {
+        snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        setenv(MEMOBS_PL__ROOT, pid, 0);
+    }
 }
 
 __attribute__((destructor)) static void memobs_pl__fini(void) {
     __atomic_store_n(&memobs_pl__g.done, 1, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0)
-        fprintf(stderr, "memobs preload: no CUDA runtime call was intercepted (%s)\n",
+    if (__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0 && memobs_pl__root())
+        fprintf(stderr, "memobs preload: no CUDA runtime call was intercepted in pid %ld (%s): %s\n",
+                (long)getpid(), program_invocation_short_name,
                 memobs_pl__find("cudaMalloc") ? "the program made none through the dynamic runtime"
                                               : "no dynamic CUDA runtime libcudart.so in the process: a program "
                                                 "linked with the static runtime, or none, has nothing to intercept");
