@@ -186,6 +186,33 @@ else
         "status $st" "$out" "$(head -c 1000 "$B/py.err")"
 fi
 
+# 7d. the library built with ASan+UBSan (gcc: libasan.so is preloaded first), main, threads, re-entry, fork
+GCC=${GCC:-gcc}
+ASAN_SO=$($GCC -print-file-name=libasan.so)
+if ! $GCC -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fPIC -shared $W -I. -I"$CUDA_INC" \
+    examples/preload/memobs_preload.c -o "$B/libmemobs_preload_asan.so" -Wl,--version-script=mk/preload.map \
+    -pthread -ldl -lm >"$B/asan.log" 2>&1 || [ ! -s "$B/libmemobs_preload_asan.so" ] || [ "${ASAN_SO#/}" = "$ASAN_SO" ]; then
+    bad "ASan+UBSan: the library builds with $GCC -fsanitize=address,undefined and libasan.so is found" \
+        "libasan.so: $ASAN_SO" "$(head -c 2000 "$B/asan.log")"
+else
+    fails=""
+    for m in main threads reentry fork; do
+        pre="$ASAN_SO $PWD/$B/libmemobs_preload_asan.so"
+        [ $m = reentry ] && pre="$pre $PWD/$B/libreenter.so"
+        run "asan_$m" $m "${PRE[@]}" LD_PRELOAD="$pre" MEMOBS_SUMMARY="$PWD/$B/asan_$m.%p.json"
+        if [ "$(cat "$B/asan_$m.st")" != 0 ] || [ -s "$B/asan_$m.err" ]; then
+            fails="$fails $m(status $(cat "$B/asan_$m.st"): $(head -c 600 "$B/asan_$m.err"))"
+        elif [ $m != fork ] && ! o=$(expect_check "$(ls "$B"/asan_$m.*.json | head -n 1)" "$(line expect "$B/asan_$m.out")"); then
+            fails="$fails $m($o)"
+        fi
+    done
+    if [ -z "$fails" ]; then
+        ok "ASan+UBSan (leaks on): main, threads, re-entry, fork clean, figures exact"
+    else
+        bad "ASan+UBSan (leaks on): main, threads, re-entry, fork clean, figures exact" "$fails"
+    fi
+fi
+
 # 8. the toolkit's libcudart.so.13, no GPU: every call fails, the same errors with the preload
 realrun() {
     local name=$1
