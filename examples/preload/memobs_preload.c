@@ -65,7 +65,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 #define MEMOBS_PL__SYM_VERSION "libcudart.so.13"
 
 static struct {
-#define MEMOBS_PL__FIELD(name) __typeof__(name) *name;
+#define MEMOBS_PL__FIELD(name) void *name;
     MEMOBS_PL__FNS(MEMOBS_PL__FIELD)
 #undef MEMOBS_PL__FIELD
 } memobs_pl__real;
@@ -83,17 +83,18 @@ static void *memobs_pl__find(const char *name) {
     return p;
 }
 
-#define MEMOBS_PL__REAL(name)                                                                                \
-    (__atomic_load_n(&memobs_pl__real.name, __ATOMIC_ACQUIRE)                                               \
-         ? memobs_pl__real.name                                                                              \
-         : (__atomic_store_n(&memobs_pl__real.name, (__typeof__(name) *)memobs_pl__find(#name),            \
-                             __ATOMIC_RELEASE),                                                              \
-            memobs_pl__real.name))
+static void *memobs_pl__get(void **slot, const char *name) {
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!p && (p = memobs_pl__find(name)) != NULL) __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    return p;
+}
+#define MEMOBS_PL__REAL(name) ((__typeof__(name) *)memobs_pl__get(&memobs_pl__real.name, #name))
 
 /* memobs_cuda.h's implementation calls the runtime by name; here those
    names are the real functions (never this library's own). */
 static cudaError_t memobs_pl__missing(const char *name);
-#define MEMOBS_PL__CALL(name, ...) (MEMOBS_PL__REAL(name) ? memobs_pl__real.name(__VA_ARGS__) : memobs_pl__missing(#name))
+#define MEMOBS_PL__CALL(name, ...)                                                                           \
+    (MEMOBS_PL__REAL(name) ? ((__typeof__(name) *)memobs_pl__real.name)(__VA_ARGS__) : memobs_pl__missing(#name))
 #define cudaMalloc(...) MEMOBS_PL__CALL(cudaMalloc, __VA_ARGS__)
 #define cudaFree(...) MEMOBS_PL__CALL(cudaFree, __VA_ARGS__)
 #define cudaMallocHost(...) MEMOBS_PL__CALL(cudaMallocHost, __VA_ARGS__)
@@ -102,8 +103,10 @@ static cudaError_t memobs_pl__missing(const char *name);
 #define cudaMallocManaged(...) MEMOBS_PL__CALL(cudaMallocManaged, __VA_ARGS__)
 #define cudaHostRegister(...) MEMOBS_PL__CALL(cudaHostRegister, __VA_ARGS__)
 #define cudaHostUnregister(...) MEMOBS_PL__CALL(cudaHostUnregister, __VA_ARGS__)
-#define cudaGetErrorString(e) (MEMOBS_PL__REAL(cudaGetErrorString) ? memobs_pl__real.cudaGetErrorString(e) : "?")
-#define cudaGetErrorName(e) (MEMOBS_PL__REAL(cudaGetErrorName) ? memobs_pl__real.cudaGetErrorName(e) : "?")
+#define cudaGetErrorString(e)                                                                                \
+    (MEMOBS_PL__REAL(cudaGetErrorString) ? ((__typeof__(cudaGetErrorString) *)memobs_pl__real.cudaGetErrorString)(e) : "?")
+#define cudaGetErrorName(e)                                                                                  \
+    (MEMOBS_PL__REAL(cudaGetErrorName) ? ((__typeof__(cudaGetErrorName) *)memobs_pl__real.cudaGetErrorName)(e) : "?")
 
 #define MEMOBS_IMPLEMENTATION
 #include "memobs_cuda.h"
