@@ -142,6 +142,17 @@ else
         "status $(cat "$B/thr.st")" "${out//    # /}" "$(head -c 1000 "$B/thr.err")"
 fi
 
+# 5b. MEMOBS_SUMMARY=stderr: the text summary, as for any memobs program
+run txt threads LD_PRELOAD="$LIB" MEMOBS_OOM_REPORT=0 MEMOBS_SUMMARY=stderr
+if [ "$(cat "$B/txt.st")" = 0 ] && grep -q '^== memobs summary ==' "$B/txt.err" &&
+    grep -Eq '^  H2D +\| +200\.00 KB +200 \| +0 B +0 \| +200\.00 KB +200 \| +0 B +0$' "$B/txt.err" &&
+    grep -Eq '^  device +\| +4\.00 KB +4\.00 KB \| +4 +4 +0 ' "$B/txt.err"; then
+    ok "MEMOBS_SUMMARY=stderr: the text summary's H2D row (200.00 KB, 200 ops, all decode) and device row (4 live blocks)"
+else
+    bad "MEMOBS_SUMMARY=stderr: the text summary's H2D row (200.00 KB, 200 ops, all decode) and device row (4 live blocks)" \
+        "status $(cat "$B/txt.st")" "$(head -c 1500 "$B/txt.err")"
+fi
+
 # 6. fork: the child writes its own summary (%p), with the parent's figures before the fork
 run fork fork "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/fork.%p.json"
 child=$(line child "$B/fork.out")
