@@ -159,7 +159,7 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
     return rc;
 }
 
-/* The interposers. R: the real function, or an error when there is none. */
+/* The interposers: `real` is the real function; without one, an error and one line. */
 #define MEMOBS_PL__GET(name)                                                                                 \
     __typeof__(name) *real = MEMOBS_PL__REAL(name);                                                          \
     if (!real) return memobs_pl__missing(#name)
