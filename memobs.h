@@ -6613,19 +6613,13 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
     if (shown) MEMOBS_FREE(shown);
 }
 
-/* Live bytes per trace of n allocations, largest first. */
-static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, int rows, int *unnamed) {
-    uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
-    memobs__group_t *grp = (memobs__group_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *grp);
-    char *buf = (char *)MEMOBS_MALLOC(8192);
-    uint64_t now = memobs__coarse_ns(), rest = 0, restn = 0;
+/* Groups n allocations by trace into grp (ntr + 1 entries: the last is
+   "no trace"); returns the groups that hold any, largest first. Shared by
+   the text report and the HTML report. */
+static uint32_t memobs__group_by_trace(memobs__group_t *grp, uint32_t ntr, const memobs__alloc_t *a, size_t n,
+                                       uint64_t now) {
+    uint32_t g, ng = 0;
     size_t i;
-    if (!grp || !buf) {
-        fputs("  (no memory for the per-trace table)\n", f);
-        if (grp) MEMOBS_FREE(grp);
-        if (buf) MEMOBS_FREE(buf);
-        return;
-    }
     for (g = 0; g <= ntr; g++) {
         grp[g].bytes = grp[g].count = grp[g].oldest_ns = 0;
         grp[g].trace = g < ntr ? g : MEMOBS_NO_TRACE;
@@ -6642,6 +6636,22 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
     for (g = 0; g <= ntr; g++)
         if (grp[g].count) grp[ng++] = grp[g];
     memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
+    return ng;
+}
+
+/* Live bytes per trace of n allocations, largest first. */
+static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, int rows, int *unnamed) {
+    uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
+    memobs__group_t *grp = (memobs__group_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *grp);
+    char *buf = (char *)MEMOBS_MALLOC(8192);
+    uint64_t now = memobs__coarse_ns(), rest = 0, restn = 0;
+    if (!grp || !buf) {
+        fputs("  (no memory for the per-trace table)\n", f);
+        if (grp) MEMOBS_FREE(grp);
+        if (buf) MEMOBS_FREE(buf);
+        return;
+    }
+    ng = memobs__group_by_trace(grp, ntr, a, n, now);
     memobs__rule(f);
     memobs__row_end(f, fprintf(f, "| %5s | %12s (%10s) | %7s | %-14s | %11s | ", "TRACE", "bytes", "MiB", "count",
                                "KINDS", "OLDEST"), "TAG");
@@ -9204,7 +9214,7 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
 
 /* The traces holding the most live bytes, with their stacks. */
 static void memobs__html_traces(memobs__out_t *o) {
-    size_t n = 0, i;
+    size_t n = 0;
     memobs__alloc_t *a = memobs__report_snapshot(-1, &n);
     uint32_t ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE), g, ng = 0;
     memobs__group_t *grp = NULL;
@@ -9221,22 +9231,7 @@ static void memobs__html_traces(memobs__out_t *o) {
                                  "MEMOBS_TRACK_ALLOC_N/_S with a tag or MEMOBS_CALLSTACK=N (C stacks), "
                                  "memobs.track_python_stacks() (Python stacks)");
     } else {
-        for (g = 0; g <= ntr; g++) {
-            grp[g].bytes = grp[g].count = grp[g].oldest_ns = 0;
-            grp[g].trace = g < ntr ? g : MEMOBS_NO_TRACE;
-            grp[g].kinds = 0;
-        }
-        for (i = 0; i < n; i++) {
-            memobs__group_t *x = &grp[a[i].trace < ntr ? a[i].trace : ntr];
-            uint64_t ag = now > a[i].time_ns ? now - a[i].time_ns : 0;
-            x->bytes += a[i].bytes;
-            x->count++;
-            x->kinds |= 1u << a[i].kind;
-            if (ag > x->oldest_ns) x->oldest_ns = ag;
-        }
-        for (g = 0; g <= ntr; g++)
-            if (grp[g].count) grp[ng++] = grp[g];
-        memobs__sort(grp, ng, sizeof *grp, memobs__group_first);
+        ng = memobs__group_by_trace(grp, ntr, a, n, now);
         memobs__html_printf(o, "<p>%llu live allocation%s in %u trace%s; %s shown.</p>\n<table class=\"tr\">"
                             "<tr><th>trace</th><th>live bytes</th><th>count</th><th>kinds</th><th>oldest</th>"
                             "<th>tag and stack</th></tr>\n", (unsigned long long)n, memobs__s(n), (unsigned)ng,
