@@ -384,6 +384,13 @@ typedef struct {
        timed, not yet completed (or not yet seen completed). */
     memobs_timed_t timed[MEMOBS_PHASES][MEMOBS_DIRS];
     uint64_t timed_in_flight_copies, timed_in_flight_bytes;
+    /* Records counted apart as the program's own claims while an observer
+       (the LD_PRELOAD library) fills the transfer figures above; see
+       memobs_manual_apart. apart: 1 while records are kept apart. */
+    struct {
+        int apart;
+        memobs_dirs_t total, prefill, decode, unphased;
+    } manual;
     /* Timings, from both the global clock and per-request calls. */
     memobs_latency_t ttft, tpot, e2e;
     /* Per-request table. */
@@ -448,6 +455,21 @@ MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t b
    issued but not yet completed. The bytes were recorded as issued already. */
 MEMOBS_API void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns);
 MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
+
+/* Observed and manual transfers. A library that sees the real copies (the
+   LD_PRELOAD library, examples/preload/memobs_preload.c) makes its records
+   between memobs_observer_enter() and memobs_observer_leave() on the
+   calling thread, and calls memobs_manual_apart(1) once: from then on a
+   transfer record made outside an observer (MEMOBS_RECORD_*,
+   memobs_record, the Python package's record_*) is the program's own
+   claim, "manual", counted apart per phase and direction (an atomic add on
+   a shared line, not the per-thread shard), and not in the transfer
+   figures, which hold what was observed. Summaries show both per
+   direction and their difference: the check on hand-counted bytes.
+   memobs_manual_apart(0) counts every record as before; what was counted
+   apart stays in the manual figures until memobs_reset(). Returns the
+   previous setting. memobs_enable(0) then 1 keeps it. */
+MEMOBS_API int memobs_manual_apart(int on);
 
 /* ======================================================================== */
 /* Timing                                                                   */
@@ -1303,10 +1325,26 @@ typedef struct {
     uint32_t busy;          /* inside a report, a stack capture or the tracker's set-up */
     uint32_t stk_state;     /* the thread's stack bounds: 0 not read yet, 1 read, 2 unreadable */
     uintptr_t stk_lo, stk_hi; /* [lo, hi): checked by the frame-pointer unwinder */
+    uint32_t observing;       /* inside an observer of real calls (memobs_observer_enter) */
 } memobs__tls_t;
 
+/* memobs__on.v: 0 off; MEMOBS__ON: on; MEMOBS__ON | MEMOBS__ON_APART: on,
+   and transfer records made outside an observer are counted apart as
+   "manual" (memobs_manual_apart). The apart bit is never set alone, so
+   "v != 0" still reads "on", and the inline fast path, taken only when v
+   is exactly MEMOBS__ON, costs the same compare as before. */
+#define MEMOBS__ON 1u
+#define MEMOBS__ON_APART 2u
 extern MEMOBS_API memobs__flag_t memobs__on;
 extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
+/* What code built from this header assumes of the memobs instance it
+   records into: its inline fast paths write another module's shard and
+   per-thread state directly when they bind to that module's memobs (the
+   Python package attached to the LD_PRELOAD library's). Two modules
+   share one instance only when their keys are equal. */
+#define MEMOBS__ABI_KEY                                                                                   \
+    (((uint64_t)sizeof(memobs__shard_t) << 40) ^ ((uint64_t)sizeof(memobs__tls_t) << 24) ^                \
+     ((uint64_t)MEMOBS_MAX_COUNTERS << 12) ^ (uint64_t)MEMOBS_VERSION_NUM)
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
 /* n transfers of one direction and phase moving bytes in all, recorded at
@@ -1320,7 +1358,8 @@ MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
 MEMOBS_API int32_t memobs__counter_site(const char *name);
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
-    if (MEMOBS__LIKELY(MEMOBS__LOAD(&memobs__on.v) != 0)) {
+    uint32_t on = MEMOBS__LOAD(&memobs__on.v);
+    if (MEMOBS__LIKELY(on == MEMOBS__ON)) {
         memobs__shard_t *s = memobs__tls.shard;
         if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE)) {
             memobs__u64_t *c = s->xfer[phase][dir];
@@ -1330,11 +1369,20 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
         } else {
             memobs__xfer_slow(dir, phase, bytes);
         }
+    } else if (on) {
+        memobs__xfer_slow(dir, phase, bytes); /* manual records apart */
     }
 }
 
 static inline void memobs__xfer_cur(unsigned dir, uint64_t bytes) {
     memobs__xfer(dir, memobs__tls.phase, bytes);
+}
+
+/* Records made between these, on this thread, are observed ones (see
+   memobs_manual_apart); they nest. */
+static inline void memobs_observer_enter(void) { memobs__tls.observing++; }
+static inline void memobs_observer_leave(void) {
+    if (memobs__tls.observing) memobs__tls.observing--;
 }
 
 /* Adds n to a registered counter; exact under threads like the transfers. */
@@ -1732,6 +1780,9 @@ static struct {
     memobs__u64_t timed[MEMOBS__NPHASE][MEMOBS__NDIR][3]; /* bytes, count, ns */
     uint64_t timed_base[MEMOBS__NPHASE][MEMOBS__NDIR][3];
     memobs__u64_t timed_in_flight[2];                      /* copies, bytes */
+    uint32_t apart;                                        /* MEMOBS__ON_APART or 0, under lock */
+    memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
+    uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
     memobs__trk_t trk;         /* allocation tracker */
 } memobs__g;
@@ -2125,8 +2176,21 @@ void memobs_enable(int on) {
 #ifdef MEMOBS_DISABLE
     (void)on;
 #else
-    MEMOBS__STORE(&memobs__on.v, on ? 1u : 0u);
+    pthread_mutex_lock(&memobs__g.lock);
+    MEMOBS__STORE(&memobs__on.v, on ? MEMOBS__ON | memobs__g.apart : 0u);
+    pthread_mutex_unlock(&memobs__g.lock);
 #endif
+}
+
+int memobs_manual_apart(int on) {
+    int was;
+    memobs_init();
+    pthread_mutex_lock(&memobs__g.lock);
+    was = memobs__g.apart != 0;
+    memobs__g.apart = on ? MEMOBS__ON_APART : 0u;
+    if (MEMOBS__LOAD(&memobs__on.v)) MEMOBS__STORE(&memobs__on.v, MEMOBS__ON | memobs__g.apart);
+    pthread_mutex_unlock(&memobs__g.lock);
+    return was;
 }
 
 int memobs_is_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
@@ -2222,39 +2286,42 @@ static void memobs__atfork_child(void) {
     memobs__atfork_parent();
 }
 
+/* A record made outside an observer while manual records are apart: into
+   the manual figures only (1), else 0. */
+static int memobs__manual(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
+    if (!(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART) || memobs__tls.observing) return 0;
+    MEMOBS__ADD(&memobs__g.manual[phase][dir][0].v, bytes);
+    MEMOBS__ADD(&memobs__g.manual[phase][dir][1].v, n);
+    return 1;
+}
+
 void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) {
-    memobs__shard_t *s;
     if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
         memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)", dir, phase);
         return;
     }
-    s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
-    if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
-    if (s) {
-        memobs__xfer(dir, phase, bytes);
-        return;
-    }
-    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
-    memobs__warn_once(MEMOBS__W_UNTRACKED, "could not allocate a per-thread shard; this thread records through a "
-                      "shared (slower) shard");
-    MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
-    MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, 1u);
-    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
+    memobs__xfer_n(dir, phase, bytes, 1);
 }
 
+/* Every record but the inline fast path's ends here (n of them, bytes in all). */
 void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     memobs__shard_t *s;
-    if (n <= 1 || dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
-        if (n) memobs__xfer(dir, phase, bytes); /* one, or a bad record counted as one */
+    if (!n) return;
+    if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
+        memobs__xfer_slow(dir, phase, bytes); /* a bad record, counted as one */
         return;
     }
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
     s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
+    if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
+    if (memobs__manual(dir, phase, bytes, n)) return;
     if (s) { /* this thread's own shard */
         MEMOBS__STORE(&s->xfer[phase][dir][0].v, MEMOBS__LOAD(&s->xfer[phase][dir][0].v) + bytes);
         MEMOBS__STORE(&s->xfer[phase][dir][1].v, MEMOBS__LOAD(&s->xfer[phase][dir][1].v) + n);
     } else {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
+        memobs__warn_once(MEMOBS__W_UNTRACKED, "could not allocate a per-thread shard; this thread records through a "
+                          "shared (slower) shard");
         MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
         MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, n);
     }
@@ -5348,6 +5415,18 @@ void memobs_get_summary(memobs_summary_t *out) {
     }
     out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
     out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
+    out->manual.apart = memobs__g.apart != 0;
+    for (i = 0; i < MEMOBS__NPHASE; i++) {
+        memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
+                           : i == MEMOBS_PHASE_DECODE ? &out->manual.decode : &out->manual.unphased;
+        memobs_xfer_t *x[MEMOBS__NDIR];
+        x[MEMOBS_DIR_H2D] = &m->h2d; x[MEMOBS_DIR_D2H] = &m->d2h; x[MEMOBS_DIR_D2D] = &m->d2d;
+        for (c = 0; c < MEMOBS__NDIR; c++) {
+            x[c]->bytes = MEMOBS__LOAD(&memobs__g.manual[i][c][0].v) - memobs__g.manual_base[i][c][0];
+            x[c]->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
+        }
+        memobs__dirs_add(&out->manual.total, m);
+    }
     memobs__hist_read(&memobs__g.ttft, &out->ttft);
     memobs__hist_read(&memobs__g.tpot, &out->tpot);
     memobs__hist_read(&memobs__g.e2e, &out->e2e);
@@ -5406,6 +5485,8 @@ void memobs_reset(void) {
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
     for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 3; i++)
         (&memobs__g.timed_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__g.timed[0][0][0])[i].v);
+    for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 2; i++)
+        (&memobs__g.manual_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__g.manual[0][0][0])[i].v);
     memobs__hist_rebase(&memobs__g.ttft);
     memobs__hist_rebase(&memobs__g.tpot);
     memobs__hist_rebase(&memobs__g.e2e);
@@ -5461,6 +5542,31 @@ static void memobs__json_str(FILE *f, const char *s) {
 static void memobs__text_xfer(FILE *f, const memobs_xfer_t *x) {
     char b[32];
     fprintf(f, " | %10s %8llu", memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
+}
+
+/* Manual vs observed (memobs_manual_apart): per direction, the observed
+   transfers, the program's own records and manual minus observed. */
+static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
+    const memobs_xfer_t *obs[3], *man[3];
+    char b[32];
+    unsigned d;
+    if (!s->manual.apart && !s->manual.total.h2d.count && !s->manual.total.d2h.count && !s->manual.total.d2d.count)
+        return;
+    obs[0] = &s->total.h2d; obs[1] = &s->total.d2h; obs[2] = &s->total.d2d;
+    man[0] = &s->manual.total.h2d; man[1] = &s->manual.total.d2h; man[2] = &s->manual.total.d2d;
+    fprintf(f, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n", "check",
+            "observed", "ops", "manual", "ops", "manual-obs", "ops");
+    for (d = 0; d < 3; d++) {
+        uint64_t mb = man[d]->bytes, ob = obs[d]->bytes;
+        long long dc = (long long)(man[d]->count - obs[d]->count);
+        fprintf(f, "  %-5s", dname[d]);
+        memobs__text_xfer(f, obs[d]);
+        memobs__text_xfer(f, man[d]);
+        b[0] = mb == ob ? ' ' : mb > ob ? '+' : '-';
+        memobs_fmt_bytes(mb >= ob ? mb - ob : ob - mb, b + 1, sizeof b - 1);
+        fprintf(f, " | %11s %+9lld\n", b, dc);
+    }
 }
 
 static void memobs__text_latency(FILE *f, const char *name, const memobs_latency_t *l) {
@@ -5602,6 +5708,7 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
         }
         fputc('\n', f);
     }
+    memobs__text_manual(f, s);
     memobs__text_timed(f, s);
     fprintf(f, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99", "max",
             "last");
@@ -5722,7 +5829,15 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     memobs__json_dirs(f, "decode", &s->decode);
     fputc(',', f);
     memobs__json_dirs(f, "unphased", &s->unphased);
+    fprintf(f, ",\"manual\":{\"apart\":%s,", s->manual.apart ? "true" : "false");
+    memobs__json_dirs(f, "total", &s->manual.total);
     fputc(',', f);
+    memobs__json_dirs(f, "prefill", &s->manual.prefill);
+    fputc(',', f);
+    memobs__json_dirs(f, "decode", &s->manual.decode);
+    fputc(',', f);
+    memobs__json_dirs(f, "unphased", &s->manual.unphased);
+    fputs("},", f);
     memobs__json_latency(f, "ttft", &s->ttft);
     fputc(',', f);
     memobs__json_latency(f, "tpot", &s->tpot);

@@ -8,4 +8,4 @@ preload: $(BUILD)/libmemobs_preload.so
 
 $(BUILD)/libmemobs_preload.so: examples/preload/memobs_preload.c memobs.h memobs_cuda.h mk/preload.map | $(BUILD)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -shared -I. -I$(CUDA_INC) $< -o $@ \
-	    -Wl,--version-script=mk/preload.map -Wl,-z,defs -pthread -ldl -lm
+	    -Wl,--version-script=mk/preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm

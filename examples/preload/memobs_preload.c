@@ -141,11 +141,13 @@ static cudaError_t memobs_pl__missing(const char *name) {
 static int memobs_pl__begin(void) {
     if (memobs_pl__busy || __atomic_load_n(&memobs_pl__g.done, __ATOMIC_RELAXED)) return 0;
     memobs_pl__busy = 1;
+    memobs_observer_enter(); /* observed records, apart from the program's own (memobs_manual_apart) */
     __atomic_fetch_add(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
 static cudaError_t memobs_pl__end(cudaError_t rc) {
+    memobs_observer_leave();
     memobs_pl__busy = 0;
     if (rc != cudaSuccess) {
         memobs_counter_t c = __atomic_load_n(&memobs_pl__g.failed, __ATOMIC_RELAXED);
@@ -301,8 +303,16 @@ static int memobs_pl__root(void) {
     return !s || strtol(s, NULL, 10) == (long)getpid();
 }
 
+/* What the Python package (or any module built from memobs.h) checks
+   before it records into this library's memobs: the same layout. */
+uint64_t memobs_preload_abi(void) { return MEMOBS__ABI_KEY; }
+
 __attribute__((constructor)) static void memobs_pl__init(void) {
     char pid[24];
+    /* The program's own records (MEMOBS_RECORD_* through this library's
+       API, the Python package attached to it) are checked against, not
+       added to, what the interposers observe. */
+    memobs_manual_apart(1);
     if (!getenv(MEMOBS_PL__ROOT)) {
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv(MEMOBS_PL__ROOT, pid, 0);
