@@ -6143,14 +6143,15 @@ static const char *const memobs__prom_phase[MEMOBS_PHASES] = {"unphased", "prefi
 static const char *const memobs__prom_kind[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
 /* One family of nine counters by direction and phase: bytes, ops, or the
-   device-timed bytes, copies, seconds (what: 0, 1, 2, 3, 4). */
+   device-timed bytes, copies, seconds (what: 0, 1, 2, 3, 4), or the
+   manual bytes, ops (5, 6: memobs_manual_apart). */
 static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *help,
                               int what) {
     const memobs_dirs_t *ph[MEMOBS_PHASES];
     unsigned d, f;
-    ph[MEMOBS_PHASE_NONE] = &p->s.unphased;
-    ph[MEMOBS_PHASE_PREFILL] = &p->s.prefill;
-    ph[MEMOBS_PHASE_DECODE] = &p->s.decode;
+    ph[MEMOBS_PHASE_NONE] = what >= 5 ? &p->s.manual.unphased : &p->s.unphased;
+    ph[MEMOBS_PHASE_PREFILL] = what >= 5 ? &p->s.manual.prefill : &p->s.prefill;
+    ph[MEMOBS_PHASE_DECODE] = what >= 5 ? &p->s.manual.decode : &p->s.decode;
     memobs__prom_family(o, name, "counter", help);
     for (d = 0; d < MEMOBS_DIRS; d++) {
         for (f = 0; f < MEMOBS_PHASES; f++) {
@@ -6163,7 +6164,10 @@ static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, co
                      memobs__prom_phase[q]);
             if (what == 4) memobs__prom_secs(o, p, name, labels, t->ns);
             else memobs__prom_u64(o, p, name, labels,
-                                  what == 0 ? x->bytes : what == 1 ? x->count : what == 2 ? t->bytes : t->count);
+                                  what == 0 || what == 5   ? x->bytes
+                                  : what == 1 || what == 6 ? x->count
+                                  : what == 2              ? t->bytes
+                                                           : t->count);
         }
     }
 }
@@ -6221,6 +6225,12 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_xfer(o, p, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
                       "and phase.", 0);
     memobs__prom_xfer(o, p, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
+    if (s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count) {
+        memobs__prom_xfer(o, p, "memobs_manual_transfer_bytes_total", "Bytes the program recorded itself while an "
+                          "observer (the LD_PRELOAD library) counted the copies above.", 5);
+        memobs__prom_xfer(o, p, "memobs_manual_transfer_ops_total", "Copies the program recorded itself while an "
+                          "observer counted the copies above.", 6);
+    }
     memobs__prom_xfer(o, p, "memobs_timed_transfer_bytes_total", "Bytes of copies timed on the device and "
                       "completed.", 2);
     memobs__prom_xfer(o, p, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed.", 3);

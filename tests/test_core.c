@@ -599,6 +599,197 @@ static void test_json_summary(void) {
     memobs_set_identity("", 0, 0, 1);
 }
 
+/* ---- manual records apart from observed ones ------------------------------ */
+
+/* The rules of memobs_manual_apart, as a model: a record made while memobs
+   is on goes to the manual figures when records are apart and the thread
+   is not inside an observer, else to the transfer figures. */
+static uint64_t man_model[2][3][3][2]; /* [manual?][phase][dir][bytes, count] */
+
+static void man_check(int apart, int line) {
+    const memobs_dirs_t *obs[3], *man[3];
+    unsigned p, d;
+    int before = check__failed_checks;
+    snap();
+    obs[0] = &S.unphased; obs[1] = &S.prefill; obs[2] = &S.decode;
+    man[0] = &S.manual.unphased; man[1] = &S.manual.prefill; man[2] = &S.manual.decode;
+    CHECK_U64(apart, S.manual.apart);
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < 3; d++) {
+            const memobs_xfer_t *o = d == 0 ? &obs[p]->h2d : d == 1 ? &obs[p]->d2h : &obs[p]->d2d;
+            const memobs_xfer_t *m = d == 0 ? &man[p]->h2d : d == 1 ? &man[p]->d2h : &man[p]->d2d;
+            CHECK_U64(man_model[0][p][d][0], o->bytes);
+            CHECK_U64(man_model[0][p][d][1], o->count);
+            CHECK_U64(man_model[1][p][d][0], m->bytes);
+            CHECK_U64(man_model[1][p][d][1], m->count);
+        }
+    CHECK_U64(man_model[1][1][0][0] + man_model[1][2][0][0] + man_model[1][0][0][0], S.manual.total.h2d.bytes);
+    CHECK_U64(man_model[1][1][2][1] + man_model[1][2][2][1] + man_model[1][0][2][1], S.manual.total.d2d.count);
+    if (check__failed_checks != before) printf("    # (model check after step %d)\n", line);
+}
+
+/* 4000 random steps on one thread: records through every entry point
+   (the macros, the _CUR forms, memobs_record, n at once as a graph launch
+   records them), observer scopes, apart on and off, enable off and on,
+   resets; the figures equal the model after every 40th step. */
+static void test_manual_apart_model(void) {
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    int step, apart = 0, on = 1, observing = 0;
+    unsigned phase = 0;
+    memobs_reset();
+    memset(man_model, 0, sizeof man_model);
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    for (step = 0; step < 4000; step++) {
+        unsigned op, d, p, n = 1;
+        uint64_t bytes;
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        op = (unsigned)(r >> 33) % 100;
+        d = (unsigned)(r >> 20) % 3;
+        p = (unsigned)(r >> 24) % 3;
+        bytes = (r >> 40) % 5000;
+        if (op < 30) { /* a macro with an explicit phase (prefill or decode) */
+            p = (r >> 24) & 1 ? 1 : 2;
+            if (d == 0) MEMOBS_RECORD_H2D(bytes, p == 1);
+            else if (d == 1) MEMOBS_RECORD_D2H(bytes, p == 1);
+            else MEMOBS_RECORD_D2D(bytes, p == 1);
+        } else if (op < 45) { /* the thread's phase */
+            p = phase;
+            if (d == 0) MEMOBS_RECORD_H2D_CUR(bytes);
+            else if (d == 1) MEMOBS_RECORD_D2H_CUR(bytes);
+            else MEMOBS_RECORD_D2D_CUR(bytes);
+        } else if (op < 60) {
+            memobs_record((memobs_dir_t)d, (memobs_phase_t)p, bytes);
+        } else if (op < 68) {
+            n = 1 + (unsigned)(r >> 50) % 5;
+            memobs__xfer_n(d, p, bytes, n);
+        } else if (op < 78) {
+            if (observing && (r >> 45) & 1) {
+                memobs_observer_leave();
+                observing--;
+            } else {
+                memobs_observer_enter();
+                observing++;
+            }
+            continue;
+        } else if (op < 84) {
+            phase = p;
+            memobs_set_phase((memobs_phase_t)p);
+            continue;
+        } else if (op < 91) {
+            CHECK_U64(apart, memobs_manual_apart(!apart));
+            apart = !apart;
+            continue;
+        } else if (op < 97) {
+            on = !on;
+            memobs_enable(on);
+            continue;
+        } else if (op < 98) {
+            memobs_reset();
+            memset(man_model, 0, sizeof man_model);
+            continue;
+        } else {
+            memobs_set_log(capture_log, NULL);
+            memobs_record((memobs_dir_t)3, MEMOBS_PHASE_PREFILL, 99); /* bad: counted as a problem only */
+            memobs_set_log(NULL, NULL);
+            continue;
+        }
+        if (on) {
+            man_model[apart && !observing][p][d][0] += bytes;
+            man_model[apart && !observing][p][d][1] += n;
+        }
+        if (step % 40 == 0) man_check(apart, step);
+    }
+    man_check(apart, step);
+    while (observing--) memobs_observer_leave();
+    memobs_observer_leave(); /* one too many: stays at 0 */
+    memobs_manual_apart(1);
+    MEMOBS_RECORD_D2H(5, 1);
+    snap();
+    CHECK_U64(man_model[1][1][1][0] + 5, S.manual.prefill.d2h.bytes);
+    memobs_manual_apart(0);
+    memobs_enable(1);
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+}
+
+#define MAN_THREADS 4
+#define MAN_PER 20000
+static void *man_recorder(void *arg) {
+    unsigned k = (unsigned)(uintptr_t)arg, i;
+    for (i = 0; i < MAN_PER; i++) {
+        if (i % 3 == 0) memobs_observer_enter();
+        MEMOBS_RECORD_H2D(k + 1, i & 1); /* observed when i % 3 == 0 */
+        if (i % 3 == 0) memobs_observer_leave();
+        MEMOBS_RECORD_D2D(2, 0); /* always manual */
+    }
+    return NULL;
+}
+
+/* 4 threads, records apart the whole time: every figure exact. */
+static void test_manual_apart_threads(void) {
+    pthread_t t[MAN_THREADS];
+    uint64_t k, i, obs_b = 0, obs_n = 0, man_b = 0, man_n = 0, obs_pre = 0, man_pre = 0;
+    memobs_reset();
+    memobs_manual_apart(1);
+    for (k = 0; k < MAN_THREADS; k++) pthread_create(&t[k], NULL, man_recorder, (void *)(uintptr_t)k);
+    for (k = 0; k < MAN_THREADS; k++) pthread_join(t[k], NULL);
+    memobs_manual_apart(0);
+    for (k = 0; k < MAN_THREADS; k++)
+        for (i = 0; i < MAN_PER; i++) {
+            if (i % 3 == 0) {
+                obs_b += k + 1, obs_n++;
+                if (i & 1) obs_pre += k + 1;
+            } else {
+                man_b += k + 1, man_n++;
+                if (i & 1) man_pre += k + 1;
+            }
+        }
+    snap();
+    CHECK_U64(0, S.manual.apart);
+    CHECK_U64(obs_b, S.total.h2d.bytes);
+    CHECK_U64(obs_n, S.total.h2d.count);
+    CHECK_U64(obs_pre, S.prefill.h2d.bytes);
+    CHECK_U64(man_b, S.manual.total.h2d.bytes);
+    CHECK_U64(man_n, S.manual.total.h2d.count);
+    CHECK_U64(man_pre, S.manual.prefill.h2d.bytes);
+    CHECK_U64(0, S.total.d2d.count);
+    CHECK_U64((uint64_t)MAN_THREADS * MAN_PER * 2, S.manual.decode.d2d.bytes);
+    CHECK_U64((uint64_t)MAN_THREADS * MAN_PER, S.manual.total.d2d.count);
+    memobs_reset();
+    snap();
+    CHECK_U64(0, S.manual.total.h2d.count);
+}
+
+static char *summary_text(memobs_format_t fmt);
+
+/* The text summary's check table and the JSON "manual" object; neither
+   table nor figures when nothing was apart. */
+static void test_manual_apart_summaries(void) {
+    const char *t;
+    memobs_reset();
+    MEMOBS_RECORD_H2D(3000, 1);
+    t = summary_text(MEMOBS_FORMAT_TEXT);
+    CHECK(strstr(t, "  check |") == NULL);
+    t = summary_text(MEMOBS_FORMAT_JSON);
+    CHECK_HAS(t, "\"manual\":{\"apart\":false,\"total\":{\"h2d_bytes\":0,\"h2d_count\":0,");
+    memobs_manual_apart(1);
+    MEMOBS_RECORD_H2D(1000, 1); /* manual: 2000 B less than observed */
+    MEMOBS_RECORD_H2D(0, 1);
+    MEMOBS_RECORD_D2H(4096, 0); /* manual only */
+    memobs_observer_enter();
+    MEMOBS_RECORD_D2D(64, 0);
+    memobs_observer_leave();
+    t = summary_text(MEMOBS_FORMAT_TEXT);
+    CHECK_HAS(t, "  check |   observed      ops |     manual      ops |  manual-obs       ops");
+    CHECK_HAS(t, "  H2D   |    3.00 KB        1 |    1.00 KB        2 |    -2.00 KB        +1\n");
+    CHECK_HAS(t, "  D2H   |        0 B        0 |    4.10 KB        1 |    +4.10 KB        +1\n");
+    CHECK_HAS(t, "  D2D   |       64 B        1 |        0 B        0 |       -64 B        -1\n");
+    t = summary_text(MEMOBS_FORMAT_JSON);
+    CHECK_HAS(t, "\"manual\":{\"apart\":true,\"total\":{\"h2d_bytes\":1000,\"h2d_count\":2,\"d2h_bytes\":4096,"
+                 "\"d2h_count\":1,\"d2d_bytes\":0,\"d2d_count\":0},\"prefill\":{\"h2d_bytes\":1000,\"h2d_count\":2,");
+    memobs_manual_apart(0);
+    memobs_reset();
+}
+
 /* ---- bad input ----------------------------------------------------------- */
 
 static void test_bad_input(void) {
@@ -694,6 +885,9 @@ int main(void) {
     RUN(test_fmt_units);
     RUN(test_text_summary);
     RUN(test_json_summary);
+    RUN(test_manual_apart_model);
+    RUN(test_manual_apart_threads);
+    RUN(test_manual_apart_summaries);
     RUN(test_bad_input);
     RUN(test_warn_once);
     RUN(test_summary_file_path_expansion);

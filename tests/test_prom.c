@@ -395,6 +395,37 @@ static void test_reset(void) {
     MEMOBS_TRACK_FREE(FP(0x5000));
 }
 
+/* memobs_manual_apart: the manual families hold the program's own
+   records by direction and phase, beside the observed ones; absent while
+   nothing was apart. */
+static void test_manual(void) {
+    char *t;
+    set_id("job-m", "job-m", 0, 0, 1);
+    memobs_reset();
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 300);
+    t = expo();
+    CHECK(strstr(t, "memobs_manual_transfer") == NULL);
+    free(t);
+    memobs_manual_apart(1);
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 250);
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 50);
+    MEMOBS_RECORD_D2H(70, 0);
+    memobs_observer_enter();
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1);
+    memobs_observer_leave();
+    t = expo();
+    CHECK_SAMPLE(t, "memobs_transfer_bytes_total", "direction=\"h2d\",phase=\"prefill\"", "301");
+    CHECK_SAMPLE(t, "memobs_transfer_ops_total", "direction=\"h2d\",phase=\"prefill\"", "2");
+    CHECK_SAMPLE(t, "memobs_manual_transfer_bytes_total", "direction=\"h2d\",phase=\"prefill\"", "300");
+    CHECK_SAMPLE(t, "memobs_manual_transfer_ops_total", "direction=\"h2d\",phase=\"prefill\"", "2");
+    CHECK_SAMPLE(t, "memobs_manual_transfer_bytes_total", "direction=\"d2h\",phase=\"decode\"", "70");
+    CHECK_SAMPLE(t, "memobs_manual_transfer_ops_total", "direction=\"d2d\",phase=\"unphased\"", "0");
+    CHECK_HAS(t, "# TYPE memobs_manual_transfer_bytes_total counter\n");
+    free(t);
+    memobs_manual_apart(0);
+    memobs_reset();
+}
+
 /* Quotes, backslashes, newlines, non-ASCII UTF-8 and bytes that are not
    UTF-8, in the job id, the host and a counter's help text. */
 static void test_escaping(void) {
@@ -769,6 +800,8 @@ static int mode_expo(const char *path) {
     memobs_counter_register("no_help", NULL);
     memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1 << 20);
     memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_NONE, 5);
+    memobs_manual_apart(1); /* the manual families too (promtool and the format rules see them) */
+    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 1000);
     memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1 << 20, 123456789);
     memobs__hist_add(&memobs__g.ttft, 3 * MS);
     memobs__hist_add(&memobs__g.ttft, 5000 * SEC);
@@ -974,6 +1007,7 @@ int main(int argc, char **argv) {
     RUN(test_bound_precision);
     RUN(test_requests);
     RUN(test_reset);
+    RUN(test_manual);
     RUN(test_escaping);
     RUN(test_buffer);
     RUN(test_file);
