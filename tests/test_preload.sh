@@ -197,6 +197,31 @@ else
         "status $st" "$out" "$(head -c 1000 "$B/py.err")"
 fi
 
+# 7e. manual vs observed: the program's own memobs_record calls (through the
+# preload's API) kept apart from what the interposers saw, side by side
+if $CC -std=c11 -O2 $W -I"$CUDA_INC" tests/preload/manual.c -o "$B/manual" -L"$B" -l:libcudart.so.13 -ldl \
+    >"$B/manual.log" 2>&1; then
+    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "$B/manual" >"$B/manual0.out" 2>"$B/manual0.err"
+    st0=$?
+    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/manual.json" "$B/manual" \
+        >"$B/manual.out" 2>"$B/manual.err"
+    st=$?
+    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" LD_PRELOAD="$LIB" MEMOBS_OOM_REPORT=0 MEMOBS_SUMMARY=stderr "$B/manual" \
+        >/dev/null 2>"$B/manual_txt.err"
+    st2=$?
+    if [ $st0 = 0 ] && [ ! -s "$B/manual0.err" ] && [ $st = 0 ] && [ ! -s "$B/manual.err" ] && [ $st2 = 0 ] &&
+        out=$(expect_check "$B/manual.json" "$(line expect "$B/manual.out")") &&
+        grep -Eq '^  H2D +\| +45\.06 KB +11 \| +40\.96 KB +10 \| +-4\.10 KB +-1$' "$B/manual_txt.err" &&
+        grep -Eq '^  D2H +\| +8\.19 KB +2 \| +8\.19 KB +2 \| +0 B +\+0$' "$B/manual_txt.err"; then
+        ok "manual vs observed: 11 H2D copies seen, 10 counted by hand (-4.10 KB in the text summary's check table); 2 D2H copies seen in decode, counted by hand in prefill; exact in JSON"
+    else
+        bad "manual vs observed: 11 H2D copies seen, 10 counted by hand; 2 D2H seen in decode, counted in prefill" \
+            "status $st0 / $st / $st2" "${out//    # /}" "$(head -c 1500 "$B/manual_txt.err")" "$(head -c 500 "$B/manual.err")"
+    fi
+else
+    bad "manual vs observed: tests/preload/manual.c builds" "$(head -c 2000 "$B/manual.log")"
+fi
+
 # 7d. the library built with ASan+UBSan (gcc: libasan.so is preloaded first), main, threads, re-entry, fork
 GCC=${GCC:-gcc}
 ASAN_SO=$($GCC -print-file-name=libasan.so)
