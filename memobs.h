@@ -5567,6 +5567,25 @@ static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
         memobs_fmt_bytes(mb >= ob ? mb - ob : ob - mb, b + 1, sizeof b - 1);
         fprintf(f, " | %11s %+9lld\n", b, dc);
     }
+    for (d = 0; d < 3; d++) { /* a direction whose phases disagree: both splits */
+        const memobs_dirs_t *op[3], *mp[3];
+        char b2[32], b3[32], b4[32], b5[32], b6[32];
+        const memobs_xfer_t *x[6];
+        unsigned p, same = 1;
+        op[0] = &s->prefill; op[1] = &s->decode; op[2] = &s->unphased;
+        mp[0] = &s->manual.prefill; mp[1] = &s->manual.decode; mp[2] = &s->manual.unphased;
+        for (p = 0; p < 3; p++) {
+            x[p] = d == 0 ? &op[p]->h2d : d == 1 ? &op[p]->d2h : &op[p]->d2d;
+            x[3 + p] = d == 0 ? &mp[p]->h2d : d == 1 ? &mp[p]->d2h : &mp[p]->d2d;
+            same &= x[p]->bytes == x[3 + p]->bytes;
+        }
+        if (same) continue;
+        fprintf(f, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, decode %s, "
+                "unphased %s\n", dname[d], memobs_fmt_bytes(x[0]->bytes, b, sizeof b),
+                memobs_fmt_bytes(x[1]->bytes, b2, sizeof b2), memobs_fmt_bytes(x[2]->bytes, b3, sizeof b3),
+                memobs_fmt_bytes(x[3]->bytes, b4, sizeof b4), memobs_fmt_bytes(x[4]->bytes, b5, sizeof b5),
+                memobs_fmt_bytes(x[5]->bytes, b6, sizeof b6));
+    }
 }
 
 static void memobs__text_latency(FILE *f, const char *name, const memobs_latency_t *l) {

@@ -783,6 +783,10 @@ static void test_manual_apart_summaries(void) {
     CHECK_HAS(t, "  H2D   |    3.00 KB        1 |    1.00 KB        2 |    -2.00 KB        +1\n");
     CHECK_HAS(t, "  D2H   |        0 B        0 |    4.10 KB        1 |    +4.10 KB        +1\n");
     CHECK_HAS(t, "  D2D   |       64 B        1 |        0 B        0 |       -64 B        -1\n");
+    CHECK_HAS(t, "  H2D   by phase, observed: prefill 3.00 KB, decode 0 B, unphased 0 B; manual: prefill 1.00 KB, "
+                 "decode 0 B, unphased 0 B\n");
+    CHECK_HAS(t, "  D2H   by phase, observed: prefill 0 B, decode 0 B, unphased 0 B; manual: prefill 0 B, "
+                 "decode 4.10 KB, unphased 0 B\n");
     t = summary_text(MEMOBS_FORMAT_JSON);
     CHECK_HAS(t, "\"manual\":{\"apart\":true,\"total\":{\"h2d_bytes\":1000,\"h2d_count\":2,\"d2h_bytes\":4096,"
                  "\"d2h_count\":1,\"d2d_bytes\":0,\"d2d_count\":0},\"prefill\":{\"h2d_bytes\":1000,\"h2d_count\":2,");
