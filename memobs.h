@@ -8991,6 +8991,32 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
             memobs__html_legend(o, nm, co, 3);
         }
     }
+    if (s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count) {
+        /* manual vs observed (memobs_manual_apart): a row per direction */
+        memobs__out_str(o, "<h3>Manual vs observed</h3><p>The transfers above are what an observer (the LD_PRELOAD "
+                           "library) saw; manual are the program's own records, kept apart.</p>\n"
+                           "<table><tr><th></th><th>observed</th><th>ops</th><th>manual</th><th>ops</th>"
+                           "<th>manual prefill</th><th>ops</th><th>manual decode</th><th>ops</th>"
+                           "<th>manual unphased</th><th>ops</th></tr>\n");
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            const memobs_dirs_t *m[4];
+            static const char *const mn[4] = {"total", "prefill", "decode", "unphased"};
+            m[0] = &s->manual.total; m[1] = &s->manual.prefill; m[2] = &s->manual.decode; m[3] = &s->manual.unphased;
+            memobs__html_printf(o, "<tr><th>%s</th>", memobs__html_DIR[d]);
+            snprintf(key, sizeof key, "%s.total.bytes", memobs__html_dir[d]);
+            memobs__html_bytes_cell(o, key, memobs__html_x(&s->total, d)->bytes);
+            snprintf(key, sizeof key, "%s.total.count", memobs__html_dir[d]);
+            memobs__html_count_cell(o, key, memobs__html_x(&s->total, d)->count);
+            for (k = 0; k < 4; k++) {
+                snprintf(key, sizeof key, "manual.%s.%s.bytes", memobs__html_dir[d], mn[k]);
+                memobs__html_bytes_cell(o, key, memobs__html_x(m[k], d)->bytes);
+                snprintf(key, sizeof key, "manual.%s.%s.count", memobs__html_dir[d], mn[k]);
+                memobs__html_count_cell(o, key, memobs__html_x(m[k], d)->count);
+            }
+            memobs__out_str(o, "</tr>\n");
+        }
+        memobs__out_str(o, "</table>\n");
+    }
     memobs__out_str(o, "</section>\n");
 }
 

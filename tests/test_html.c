@@ -4,7 +4,8 @@
      empty  records nothing: every section must say what to turn on.
      odd    strings a page must escape: a tag with quotes and
             <script>alert(1)</script>, a job id with markup, a tag that is
-            a path with bytes that are not UTF-8.
+            a path with bytes that are not UTF-8. Manual records apart
+            (memobs_manual_apart): the manual vs observed table.
      many   more than the report shows: 5000 live traces (tags of
             characters that escape long, C stacks of 16 frames), the sampler's
             ring full, the timeline full, every counter slot used with a
@@ -30,6 +31,10 @@ static int odd(void) {
     MEMOBS_TRACK_ALLOC_N(arena + 8192, 2048, MEMOBS_MEM_HOST, "/opt/m\xff\xfeodel/<i>x</i>.py:12 caf\xc3\xa9");
     memobs_counter_add(memobs_counter_register("odd_counter", "help with <script>alert(2)</script> & \"quotes\""), 3);
     MEMOBS_RECORD_H2D(1000, 1);
+    /* manual vs observed: 600 B counted by hand in decode, 1000 B seen */
+    memobs_manual_apart(1);
+    MEMOBS_RECORD_H2D(600, 0);
+    MEMOBS_RECORD_D2H(5, 1);
     return 0;
 }
 

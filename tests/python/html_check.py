@@ -95,6 +95,8 @@ def expected(js, key):
     p = key.split(".")
     if len(p) == 3 and p[0] in ("h2d", "d2h", "d2d") and p[2] in ("bytes", "count"):
         return js[p[1]]["%s_%s" % (p[0], p[2])]
+    if p[0] == "manual" and len(p) == 4:
+        return js["manual"][p[2]]["%s_%s" % (p[1], p[3])]
     if p[0] == "timed":
         return js["timed"][p[1]][p[2]][p[3]]
     if p[0] in ("ttft", "tpot", "e2e", "requests", "problems", "tracker", "identity"):
