@@ -82,9 +82,11 @@ else
     exit 1
 fi
 
-# 2. the doubles, the programs, the layer; the stub as libcuda.so.1
+# 2. the doubles, the programs, the layer; the stub as libcuda.so.1. The
+# driver double's calls to itself (its _ptds entry points) bind inside it
+# (-Bsymbolic), as the driver's do: only the layer re-enters the preload.
 if { $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/driver_double.c -o "$B/libcuda.so.1" \
-        -Wl,-soname,libcuda.so.1 -pthread &&
+        -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -pthread &&
     $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
         -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
     $CC -std=c11 -O2 -g $W -I"$CUDA_INC" -DCUDA_API_PER_THREAD_DEFAULT_STREAM -c tests/preload/driver_ptds.c \
