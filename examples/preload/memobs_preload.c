@@ -285,6 +285,7 @@ void *memobs_cuda_driver_symbol(const char *name) {
     static void *h;
     void *p = dlsym(RTLD_DEFAULT, name), *rt;
     if (p && !memobs_pl__ours(p)) return p; /* never a driver interposer of ours */
+    p = NULL;
     if (!h) h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL); /* never closed */
     if (h && (p = dlsym(h, name)) != NULL) return p;
     if ((rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
