@@ -20,6 +20,7 @@
    default stream entry points the runtime exports for them
    (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, cudaMemcpy2D_ptds,
    cudaMemcpy2DAsync_ptsz, cudaMallocAsync_ptsz, cudaFreeAsync_ptsz).
+   The driver API's copies and allocations too: its section, at the end.
    They are exported with the runtime's symbol version (libcudart.so.13,
    mk/preload.map), as is memobs' whole C API (unversioned, default
    visibility): a program finds memobs_set_phase with
@@ -281,10 +282,12 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
    RTLD_LOCAL (the test double of the runtime defines them; the real
    runtime does not). Called once per name, from memobs_cuda.h's
    pthread_once. */
+static int memobs_pl__ours(const void *p); /* the driver section, below */
 void *memobs_cuda_driver_symbol(const char *name) {
     static void *h;
     void *p = dlsym(RTLD_DEFAULT, name), *rt;
-    if (p) return p;
+    if (p && !memobs_pl__ours(p)) return p; /* never a driver interposer of ours */
+    p = NULL;
     if (!h) h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL); /* never closed */
     if (h && (p = dlsym(h, name)) != NULL) return p;
     if ((rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
@@ -327,4 +330,254 @@ __attribute__((destructor)) static void memobs_pl__fini(void) {
                 memobs_pl__find("cudaMalloc") ? "the program made none through the dynamic runtime"
                                               : "no dynamic CUDA runtime libcudart.so in the process: a program "
                                                 "linked with the static runtime, or none, has nothing to intercept");
+}
+
+/* ======================================================================== */
+/* The driver API (libcuda.so.1)                                            */
+/* ======================================================================== */
+
+/* Engines also call the driver directly. Intercepted: the names a program
+   built against cuda.h binds to (the header maps cuMemAlloc to
+   cuMemAlloc_v2, cuMemcpyHtoD to cuMemcpyHtoD_v2, ..., and, in units built
+   with CUDA_API_PER_THREAD_DEFAULT_STREAM, the copies and stream-ordered
+   calls to their _ptds / _ptsz entry points): cuMemcpyHtoD_v2,
+   cuMemcpyDtoH_v2, cuMemcpyDtoD_v2, their Async_v2 forms, cuMemcpy,
+   cuMemcpyAsync, cuMemcpyPeer, cuMemcpyPeerAsync, cuMemAlloc_v2,
+   cuMemAllocPitch_v2, cuMemAllocHost_v2, cuMemHostAlloc, cuMemAllocManaged,
+   cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFree_v2, cuMemFreeHost,
+   cuMemFreeAsync, and the per-thread entry points of those that have one.
+   The unsuffixed v1 names (cuMemAlloc, cuMemcpyHtoD, cuMemFree, ...) take
+   32-bit device pointers and sizes; no cuda.h since CUDA 3.2 binds a
+   program to them, so they are left to the driver (not recorded). Driver
+   symbols carry no version: these are exported unversioned.
+   Each forwards to the driver's function (dlsym(RTLD_NEXT, name), else a
+   libcuda.so.1 already loaded with RTLD_LOCAL) and records through the
+   same memobs_cuda.h helpers as the runtime's interposers above, under the
+   same re-entry guard: a driver call made inside an intercepted runtime
+   call on the same thread is forwarded only. Copies whose direction the
+   driver infers (cuMemcpy, cuMemcpyAsync) are classified as memobs_cuda.h
+   classifies cudaMemcpyDefault: by the driver's pointer attributes. An
+   allocation's device is the current context's (a stream-ordered one: its
+   stream's context's). Calls that reach the driver through
+   cuGetProcAddress / cudaGetDriverEntryPoint (the CUDA runtime itself
+   does), or through dlsym on a handle of libcuda.so.1, are not seen. */
+#include <cuda.h>
+
+/* memobs_cuda.h's helpers take and return runtime codes; they test only
+   these two, which the driver numbers alike. */
+_Static_assert((int)CUDA_SUCCESS == (int)cudaSuccess && (int)CUDA_ERROR_OUT_OF_MEMORY == (int)cudaErrorMemoryAllocation,
+               "CUresult and cudaError_t differ where memobs_cuda.h looks");
+
+/* The per-thread default stream entry points: declared by cuda.h only in
+   units built for that stream. */
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+                           size_t ByteCount);
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                CUcontext srcContext, size_t ByteCount, CUstream hStream);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+
+#define MEMOBS_PL__CU_FNS(X)                                                                                 \
+    X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)  \
+    X(cuMemcpyDtoDAsync_v2) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)                 \
+    X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2_ptsz)      \
+    X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpy_ptds) X(cuMemcpyAsync_ptsz)          \
+    X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2)                     \
+    X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)    \
+    X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeHost)              \
+    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)
+
+static struct {
+#define MEMOBS_PL__FIELD(name) void *name;
+    MEMOBS_PL__CU_FNS(MEMOBS_PL__FIELD)
+#undef MEMOBS_PL__FIELD
+} memobs_pl__cu_real;
+
+/* The driver's function, or NULL while none is loaded (looked up again at
+   the next call). */
+static void *memobs_pl__cu_find(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name), *h;
+    if (!p && (h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_NOLOAD)) != NULL) {
+        p = dlsym(h, name);
+        dlclose(h); /* RTLD_NOLOAD took a reference */
+    }
+    return p;
+}
+
+static void *memobs_pl__cu_get(void **slot, const char *name) {
+    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!p && (p = memobs_pl__cu_find(name)) != NULL) __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    return p;
+}
+
+/* 1 when p lies in this library (an interposer): memobs' own driver
+   lookups (memobs_cuda_driver_symbol) pass over it. */
+static int memobs_pl__ours(const void *p) {
+    Dl_info a, b;
+    return dladdr(p, &a) && dladdr((const void *)&memobs_pl__g, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+static CUresult memobs_pl__cu_missing(const char *name) {
+    if (!__atomic_exchange_n(&memobs_pl__g.missing_said, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "memobs preload: %s called but no CUDA driver (%s) defines it; returning "
+                        "CUDA_ERROR_NOT_INITIALIZED\n", name, MEMOBS_CUDA_DRIVER);
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult memobs_pl__cu_end(cudaError_t rc) { return (CUresult)memobs_pl__end(rc); }
+
+/* A driver address (CUdeviceptr) or host pointer as memobs' pointer. */
+#define MEMOBS_PL__CU_PTR(p) ((const void *)(uintptr_t)(p))
+
+#define MEMOBS_PL__CU_GET(name)                                                                              \
+    __typeof__(name) *real = (__typeof__(name) *)memobs_pl__cu_get(&memobs_pl__cu_real.name, #name);         \
+    if (!real) return memobs_pl__cu_missing(#name)
+
+/* Copies: the shape of MEMOBS_PL__COPY. */
+#define MEMOBS_PL__CU_COPY(name, dst, src, bytes, kind, stream, how, call)                                  \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        memobs_cuda__op_t op;                                                                                \
+        memobs_cuda__copy_pre(&op, MEMOBS_PL__CU_PTR(dst), MEMOBS_PL__CU_PTR(src), bytes, kind, stream, how); \
+        return memobs_pl__cu_end(memobs_cuda__copy_post(&op, (cudaError_t)(call)));                          \
+    }
+
+/* Each copy shape defines its entry point and the per-thread one (`dflt`:
+   what stream 0 means there). A synchronous copy times on the host clock,
+   as cudaMemcpy; the peer copies go on a stream, as memobs_cudaMemcpyPeer. */
+#define MEMOBS_PL__CU_SYNC(name, D, S, kind)                                                                 \
+    CUresult name(D dst, S src, size_t n) { MEMOBS_PL__CU_COPY(name, dst, src, n, kind, NULL, 0, real(dst, src, n)) }
+#define MEMOBS_PL__CU_ASYNC(name, D, S, kind, dflt)                                                          \
+    CUresult name(D dst, S src, size_t n, CUstream s) {                                                      \
+        MEMOBS_PL__CU_COPY(name, dst, src, n, kind, s ? s : dflt, 1, real(dst, src, n, s))                   \
+    }
+#define MEMOBS_PL__CU_PEER(name, dflt)                                                                       \
+    CUresult name(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {              \
+        MEMOBS_PL__CU_COPY(name, dst, src, n, cudaMemcpyDeviceToDevice, dflt, 1, real(dst, dctx, src, sctx, n)) \
+    }
+#define MEMOBS_PL__CU_PEER_ASYNC(name, dflt)                                                                 \
+    CUresult name(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {  \
+        MEMOBS_PL__CU_COPY(name, dst, src, n, cudaMemcpyDeviceToDevice, s ? s : dflt, 1,                     \
+                           real(dst, dctx, src, sctx, n, s))                                                 \
+    }
+
+MEMOBS_PL__CU_SYNC(cuMemcpyHtoD_v2, CUdeviceptr, const void *, cudaMemcpyHostToDevice)
+MEMOBS_PL__CU_SYNC(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, cudaMemcpyHostToDevice)
+MEMOBS_PL__CU_SYNC(cuMemcpyDtoH_v2, void *, CUdeviceptr, cudaMemcpyDeviceToHost)
+MEMOBS_PL__CU_SYNC(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, cudaMemcpyDeviceToHost)
+MEMOBS_PL__CU_SYNC(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice)
+MEMOBS_PL__CU_SYNC(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice)
+MEMOBS_PL__CU_SYNC(cuMemcpy, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault)
+MEMOBS_PL__CU_SYNC(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault)
+MEMOBS_PL__CU_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, cudaMemcpyHostToDevice, cudaStreamLegacy)
+MEMOBS_PL__CU_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, cudaMemcpyHostToDevice, cudaStreamPerThread)
+MEMOBS_PL__CU_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, cudaMemcpyDeviceToHost, cudaStreamLegacy)
+MEMOBS_PL__CU_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, cudaMemcpyDeviceToHost, cudaStreamPerThread)
+MEMOBS_PL__CU_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice, cudaStreamLegacy)
+MEMOBS_PL__CU_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice, cudaStreamPerThread)
+MEMOBS_PL__CU_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault, cudaStreamLegacy)
+MEMOBS_PL__CU_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault, cudaStreamPerThread)
+MEMOBS_PL__CU_PEER(cuMemcpyPeer, cudaStreamLegacy)
+MEMOBS_PL__CU_PEER(cuMemcpyPeer_ptds, cudaStreamPerThread)
+MEMOBS_PL__CU_PEER_ASYNC(cuMemcpyPeerAsync, cudaStreamLegacy)
+MEMOBS_PL__CU_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, cudaStreamPerThread)
+
+/* After an allocation: what memobs_cudaMalloc (device, managed: the
+   current context's device) and memobs_cudaMallocHost (pinned) do with
+   the runtime's result. */
+static cudaError_t memobs_pl__cu_allocated(CUresult rc, const char *call, const void *p, size_t size,
+                                           memobs_mem_kind_t kind) {
+    int device = -1;
+    if (kind != MEMOBS_MEM_PINNED && (rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY))
+        device = memobs_cuda__on() ? memobs_cuda__cur_device() : 0;
+    return memobs_cuda__allocated((cudaError_t)rc, call, rc == CUDA_SUCCESS ? p : NULL, size, kind, device, NULL);
+}
+
+/* Allocations: `p` (the block) and `size` are read after the call, and
+   may use its result `rc`. */
+#define MEMOBS_PL__CU_ALLOC(name, call, p, size, kind)                                                       \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        CUresult rc = call;                                                                                  \
+        return memobs_pl__cu_end(                                                                            \
+            memobs_pl__cu_allocated(rc, #name, rc == CUDA_SUCCESS ? MEMOBS_PL__CU_PTR(p) : NULL, size, kind)); \
+    }
+/* Stream-ordered: memobs_cudaMallocAsync's ending (its stream's device;
+   none recorded when captured into a graph). */
+#define MEMOBS_PL__CU_ALLOC_ASYNC(name, call, dptr, size, stream)                                           \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        CUresult rc = call;                                                                                  \
+        void *p = rc == CUDA_SUCCESS ? (void *)(uintptr_t)*(dptr) : NULL;                                    \
+        return memobs_pl__cu_end(memobs_cuda__malloc_async_post((cudaError_t)rc, &p, size, stream));         \
+    }
+#define MEMOBS_PL__CU_FREE(name, p, call)                                                                    \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        int marked = memobs_cuda__free_pre(MEMOBS_PL__CU_PTR(p));                                            \
+        return memobs_pl__cu_end(memobs_cuda__free_post((cudaError_t)(call), MEMOBS_PL__CU_PTR(p), marked)); \
+    }
+#define MEMOBS_PL__CU_FREE_ASYNC(name, p, stream, call)                                                      \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        int marked = memobs_cuda__free_pre(MEMOBS_PL__CU_PTR(p));                                            \
+        return memobs_pl__cu_end(                                                                            \
+            memobs_cuda__free_async_post((cudaError_t)(call), MEMOBS_PL__CU_PTR(p), marked, stream));        \
+    }
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    MEMOBS_PL__CU_ALLOC(cuMemAlloc_v2, real(dptr, bytesize), *dptr, bytesize, MEMOBS_MEM_DEVICE)
+}
+/* The block is pitch x height bytes, the pitch the driver chose. */
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+    MEMOBS_PL__CU_ALLOC(cuMemAllocPitch_v2, real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), *dptr,
+                        rc == CUDA_SUCCESS ? *pPitch * Height : WidthInBytes * Height, MEMOBS_MEM_DEVICE)
+}
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+    MEMOBS_PL__CU_ALLOC(cuMemAllocHost_v2, real(pp, bytesize), *pp, bytesize, MEMOBS_MEM_PINNED)
+}
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+    MEMOBS_PL__CU_ALLOC(cuMemHostAlloc, real(pp, bytesize, Flags), *pp, bytesize, MEMOBS_MEM_PINNED)
+}
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+    MEMOBS_PL__CU_ALLOC(cuMemAllocManaged, real(dptr, bytesize, flags), *dptr, bytesize, MEMOBS_MEM_MANAGED)
+}
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocAsync, real(dptr, bytesize, hStream), dptr, bytesize,
+                              hStream ? hStream : cudaStreamLegacy)
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocAsync_ptsz, real(dptr, bytesize, hStream), dptr, bytesize,
+                              hStream ? hStream : cudaStreamPerThread)
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocFromPoolAsync, real(dptr, bytesize, pool, hStream), dptr, bytesize,
+                              hStream ? hStream : cudaStreamLegacy)
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocFromPoolAsync_ptsz, real(dptr, bytesize, pool, hStream), dptr, bytesize,
+                              hStream ? hStream : cudaStreamPerThread)
+}
+CUresult cuMemFree_v2(CUdeviceptr dptr) { MEMOBS_PL__CU_FREE(cuMemFree_v2, dptr, real(dptr)) }
+CUresult cuMemFreeHost(void *p) { MEMOBS_PL__CU_FREE(cuMemFreeHost, p, real(p)) }
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync, dptr, hStream ? hStream : cudaStreamLegacy, real(dptr, hStream))
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync_ptsz, dptr, hStream ? hStream : cudaStreamPerThread, real(dptr, hStream))
 }
