@@ -385,6 +385,11 @@ int cudadbl_last_call(const char *fn, cudadbl_call_t *out);
    live again, its free op frees nothing). Off by default (and after
    cudadbl_reset/_reset_script): every allocation is a fresh malloc. */
 void cudadbl_set_reuse(int on);
+/* Declares host memory [symbol, symbol + size) a device variable for
+   cudaMemcpyToSymbol/FromSymbol(Async) (a test has no __device__
+   variables); at most 64, until cudadbl_reset. 0, or -1 for NULL, size 0
+   or a full table. */
+int cudadbl_register_symbol(const void *symbol, size_t size);
 
 /* Devices: how many (0..CUDADBL_MAX_DEVICES; 0 makes cudaGetDeviceCount
    return cudaErrorNoDevice and every device call too), the total memory of
