@@ -1405,7 +1405,8 @@ enum cudaMemcpyKind memobs_cuda__side_kind(int dst_dev, const void *dst, int src
    parameters, or with a CUDA array on either side, an op that records
    nothing (the runtime refuses the first; the second's extent is in
    elements of a size memobs does not ask). */
-#define MEMOBS_CUDA__NOTHING ((enum cudaMemcpyKind)-1)
+/* The kind of an op that records nothing: host to host crosses no bus. */
+#define MEMOBS_CUDA__NOTHING cudaMemcpyHostToHost
 static void memobs_cuda__c3d(memobs_cuda__op_t *op, int arrays, const struct cudaPitchedPtr *dst,
                              const struct cudaPitchedPtr *src, const struct cudaExtent *e, enum cudaMemcpyKind kind,
                              cudaStream_t stream, int how) {

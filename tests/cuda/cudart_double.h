@@ -45,6 +45,20 @@
                cudaErrorInvalidMemcpyDirection. 2D copies check pitches
                (cudaErrorInvalidPitchValue). Peer copies check the devices
                (cudaErrorInvalidDevice) and that device memory lies on them.
+               3D copies (cudaMemcpy3D(Peer)(Async)) between pointers, with
+               positions and pitches; a zero extent, a slice height below
+               the extent or any CUDA array handle (the double makes no
+               arrays): cudaErrorInvalidValue; cudaMemcpy2DToArray and the
+               other array copies always fail so (after the kind's check).
+               Symbols are host memory a test declares with
+               cudadbl_register_symbol: an unknown one is
+               cudaErrorInvalidSymbol, a kind that points the wrong way
+               cudaErrorInvalidMemcpyDirection, a span beyond it
+               cudaErrorInvalidValue. Batches (cudaMemcpyBatchAsync,
+               cudaMemcpy3DBatchAsync, CUDA 13) refuse the legacy stream,
+               empty batches, bad attribute indices, access orders and
+               flags (cudaErrorInvalidValue) and copy all or nothing. A
+               captured 3D or batch copy becomes one node per slice.
      Contexts  one primary context per device (a CUcontext). It becomes
                active (a "creation", cudadbl_contexts_created) at
                cudaSetDevice (since CUDA 12 it initializes the primary
