@@ -19,13 +19,26 @@
 
    WHAT THE WRAPPERS RECORD
      Copies: cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D(Async) (width x
-       height bytes), cudaMemcpyPeer(Async) (D2D): bytes and op counts by
-       direction and by the calling thread's phase (memobs_set_phase), as
-       MEMOBS_RECORD_*_CUR does. The direction comes from the copy kind;
+       height bytes), cudaMemcpyPeer(Async) (D2D), cudaMemcpy3D(Async)
+       (width x height x depth bytes between two pointers; with a CUDA
+       array on either side not recorded: its extent is in elements of a
+       size memobs does not ask), cudaMemcpy3DPeer(Async) (D2D, the same),
+       cudaMemcpyToSymbol(Async) and cudaMemcpyFromSymbol(Async) (count
+       bytes; the symbol is device memory), cudaMemcpy2DToArray(Async),
+       cudaMemcpy2DFromArray(Async), cudaMemcpy2DArrayToArray (width x
+       height bytes; the array is device memory) and, with CUDA 13's
+       signatures, cudaMemcpyBatchAsync and cudaMemcpy3DBatchAsync (each
+       copy of the batch in its direction, found as for cudaMemcpyDefault;
+       one op per copy; a 3D batch copy with an array operand is not
+       recorded): bytes and op counts by direction and by the calling
+       thread's phase (memobs_set_phase), as MEMOBS_RECORD_*_CUR does. The
+       direction comes from the copy kind (an array or a symbol side is
+       device memory whatever the kind says, as the runtime corrects it);
        only cudaMemcpyDefault asks the driver where each side lives (device
        or managed memory: device; anything else: host).
        cudaMemcpyHostToHost moves nothing over the bus and is not recorded.
-       An async copy is counted when it is issued.
+       An async copy is counted when it is issued. A batch whose copies go
+       in more than one direction is not timed (one call, one duration).
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
        device of the current context or of the stream, and the stream),
        cudaMallocManaged (MANAGED), cudaMallocHost, cudaHostAlloc,
@@ -304,14 +317,40 @@ typedef struct {
     cudaStream_t stream;        /* with stream 0 resolved */
     unsigned long long capture; /* the capture sequence the copy went into; 0: none */
     uint64_t bytes, t0;         /* t0: host clock before a synchronous copy */
+    uint64_t n;                 /* copies it stands for: 1, or those of one direction in a batch */
     int dir;                    /* MEMOBS_DIR_*, or -1: nothing to record */
     int mode;                   /* 0 not timed, 1 device events, 2 host clock */
 } memobs_cuda__op_t;
 
-/* how: 0 synchronous (host clock), 1 on stream (events, capture-aware). */
+/* how: 0 synchronous (host clock), 1 on stream (events, capture-aware),
+   2 on stream, capture-aware, never timed (a batch of several directions,
+   whose copies share one call). */
 MEMOBS_API void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *src, uint64_t bytes,
                                       enum cudaMemcpyKind kind, cudaStream_t stream, int how);
 MEMOBS_API cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc);
+/* The kind of a copy with device memory named by something other than a
+   pointer on one side (a CUDA array, a symbol: dst_dev, src_dev): that side
+   is device memory whatever kind says (the runtime corrects it), the other
+   as kind says, or as the driver says for cudaMemcpyDefault. A kind the
+   runtime refuses comes back unchanged. */
+MEMOBS_API enum cudaMemcpyKind memobs_cuda__side_kind(int dst_dev, const void *dst, int src_dev, const void *src,
+                                                      enum cudaMemcpyKind kind);
+/* cudaMemcpy3D(Async) and cudaMemcpy3DPeer(Async): width x height x depth
+   bytes between pointers; with a CUDA array on either side nothing is
+   recorded (its extent is in elements of a size memobs does not ask). */
+MEMOBS_API void memobs_cuda__copy3d_pre(memobs_cuda__op_t *op, const struct cudaMemcpy3DParms *p, cudaStream_t stream,
+                                        int how);
+MEMOBS_API void memobs_cuda__peer3d_pre(memobs_cuda__op_t *op, const struct cudaMemcpy3DPeerParms *p,
+                                        cudaStream_t stream, int how);
+#if CUDART_VERSION >= 13000
+/* A batch (cudaMemcpyBatchAsync: dsts/srcs/sizes; cudaMemcpy3DBatchAsync:
+   ops) as up to three ops, one per direction, each standing for its
+   copies; the direction of each copy from where its pointers live. */
+MEMOBS_API void memobs_cuda__batch_pre(memobs_cuda__op_t op[3], void *const *dsts, const void *const *srcs,
+                                       const size_t *sizes, const struct cudaMemcpy3DBatchOp *ops, size_t count,
+                                       cudaStream_t stream);
+MEMOBS_API cudaError_t memobs_cuda__batch_post(memobs_cuda__op_t op[3], cudaError_t rc);
+#endif
 MEMOBS_API int memobs_cuda__free_pre(const void *p);
 MEMOBS_API cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked);
 MEMOBS_API cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int marked, cudaStream_t stream);
@@ -334,8 +373,10 @@ MEMOBS_API cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx);
 /* Stream 0 as the caller's translation unit means it. */
 #ifdef __CUDART_API_PER_THREAD_DEFAULT_STREAM
 #define MEMOBS_CUDA__STREAM(s) ((s) ? (s) : cudaStreamPerThread)
+#define MEMOBS_CUDA__IMPLICIT cudaStreamPerThread
 #else
 #define MEMOBS_CUDA__STREAM(s) ((s) ? (s) : cudaStreamLegacy)
+#define MEMOBS_CUDA__IMPLICIT cudaStreamLegacy
 #endif
 
 /* ======================================================================== */
@@ -385,6 +426,136 @@ static inline cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, c
     memobs_cuda__copy_pre(&op, dst, src, count, cudaMemcpyDeviceToDevice, MEMOBS_CUDA__STREAM(stream), 1);
     return memobs_cuda__copy_post(&op, cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream));
 }
+
+/* 3D copies: the extent's bytes when both sides are pointers (see
+   memobs_cuda__copy3d_pre). cudaMemcpy3DPeer, like cudaMemcpyPeer, gets
+   its events on the legacy stream. */
+static inline cudaError_t memobs_cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy3d_pre(&op, p, NULL, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpy3D(p));
+}
+
+static inline cudaError_t memobs_cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy3d_pre(&op, p, MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpy3DAsync(p, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
+    memobs_cuda__op_t op;
+    memobs_cuda__peer3d_pre(&op, p, MEMOBS_CUDA__IMPLICIT, 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpy3DPeer(p));
+}
+
+static inline cudaError_t memobs_cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__peer3d_pre(&op, p, MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpy3DPeerAsync(p, stream));
+}
+
+/* Symbols are device memory: count bytes, to or from the other side. */
+static inline cudaError_t memobs_cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                                                    enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, NULL, src, count, memobs_cuda__side_kind(1, NULL, 0, src, kind), NULL, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpyToSymbol(symbol, src, count, offset, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
+                                                         size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, NULL, src, count, memobs_cuda__side_kind(1, NULL, 0, src, kind),
+                          MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                                      enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, NULL, count, memobs_cuda__side_kind(0, dst, 1, NULL, kind), NULL, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpyFromSymbol(dst, symbol, count, offset, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count,
+                                                           size_t offset, enum cudaMemcpyKind kind,
+                                                           cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, NULL, count, memobs_cuda__side_kind(0, dst, 1, NULL, kind),
+                          MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(&op, cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, stream));
+}
+
+/* 2D copies with a CUDA array (device memory) on one or both sides:
+   width x height bytes (width is in bytes for these calls). */
+static inline cudaError_t memobs_cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                                     size_t spitch, size_t width, size_t height,
+                                                     enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, NULL, src, MEMOBS_CUDA__U64(width) * height,
+                          memobs_cuda__side_kind(1, NULL, 0, src, kind), NULL, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpy2DToArray(dst, wOffset, hOffset, src, spitch, width, height, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                                          const void *src, size_t spitch, size_t width, size_t height,
+                                                          enum cudaMemcpyKind kind, cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, NULL, src, MEMOBS_CUDA__U64(width) * height,
+                          memobs_cuda__side_kind(1, NULL, 0, src, kind), MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(
+        &op, cudaMemcpy2DToArrayAsync(dst, wOffset, hOffset, src, spitch, width, height, kind, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src,
+                                                       size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                                       enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, NULL, MEMOBS_CUDA__U64(width) * height,
+                          memobs_cuda__side_kind(0, dst, 1, NULL, kind), NULL, 0);
+    return memobs_cuda__copy_post(&op,
+                                  cudaMemcpy2DFromArray(dst, dpitch, src, wOffset, hOffset, width, height, kind));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src,
+                                                            size_t wOffset, size_t hOffset, size_t width,
+                                                            size_t height, enum cudaMemcpyKind kind,
+                                                            cudaStream_t stream) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, dst, NULL, MEMOBS_CUDA__U64(width) * height,
+                          memobs_cuda__side_kind(0, dst, 1, NULL, kind), MEMOBS_CUDA__STREAM(stream), 1);
+    return memobs_cuda__copy_post(
+        &op, cudaMemcpy2DFromArrayAsync(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                                          size_t width, size_t height, enum cudaMemcpyKind kind) {
+    memobs_cuda__op_t op;
+    memobs_cuda__copy_pre(&op, NULL, NULL, MEMOBS_CUDA__U64(width) * height,
+                          memobs_cuda__side_kind(1, NULL, 1, NULL, kind), NULL, 0);
+    return memobs_cuda__copy_post(&op, cudaMemcpy2DArrayToArray(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc,
+                                                                hOffsetSrc, width, height, kind));
+}
+
+#if CUDART_VERSION >= 13000
+/* Batches (CUDA 13's signatures): each copy counted in its direction. */
+static inline cudaError_t memobs_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                                      size_t count, struct cudaMemcpyAttributes *attrs,
+                                                      size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
+    memobs_cuda__op_t op[3];
+    memobs_cuda__batch_pre(op, dsts, srcs, sizes, NULL, count, MEMOBS_CUDA__STREAM(stream));
+    return memobs_cuda__batch_post(op,
+                                   cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream));
+}
+
+static inline cudaError_t memobs_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                                        unsigned long long flags, cudaStream_t stream) {
+    memobs_cuda__op_t op[3];
+    memobs_cuda__batch_pre(op, NULL, NULL, NULL, opList, numOps, MEMOBS_CUDA__STREAM(stream));
+    return memobs_cuda__batch_post(op, cudaMemcpy3DBatchAsync(numOps, opList, flags, stream));
+}
+#endif
 
 #if CUDART_VERSION >= 11020
 static inline cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
@@ -972,16 +1143,16 @@ static void memobs_cuda__gdel(memobs_cuda__gtab_t *t, memobs_cuda__gent_t *e) {
     *e = t->e[--t->n];
 }
 
-/* A copy of dir went into capture id. */
-static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes) {
+/* n copies of dir went into capture id. */
+static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes, uint64_t n) {
     memobs_cuda__gent_t *e;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
     if (e) {
         e->m.bytes[dir] += bytes;
-        e->m.n[dir]++;
+        e->m.n[dir] += n;
     }
-    memobs_cuda__g.gst.captured_copies++;
+    memobs_cuda__g.gst.captured_copies += n;
     memobs_cuda__g.gst.captured_bytes += bytes;
     pthread_mutex_unlock(&memobs_cuda__g.glock);
 }
@@ -1126,6 +1297,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     op->mode = 0;
     op->capture = 0;
     op->bytes = bytes;
+    op->n = 1;
     op->stream = stream;
     if (!memobs_cuda__on() || (op->dir = memobs_cuda__dir(dst, src, kind)) < 0) return;
     if (how == 0) { /* synchronous: the host clock */
@@ -1140,7 +1312,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
         return;
     }
     if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v)) return;
-    if (cap < 0 || !memobs_cuda__d.ok || !(ctx = memobs_cuda__stream_ctx(stream))) {
+    if (how == 2 || cap < 0 || !memobs_cuda__d.ok || !(ctx = memobs_cuda__stream_ctx(stream))) {
         MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
         return;
     }
@@ -1187,11 +1359,12 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
         return rc;
     }
     if (op->capture) {
-        memobs_cuda__captured(op->capture, op->dir, op->bytes);
+        memobs_cuda__captured(op->capture, op->dir, op->bytes, op->n);
         return rc;
     }
     phase = memobs__tls.phase;
-    memobs__xfer((unsigned)op->dir, phase, op->bytes);
+    if (op->n == 1) memobs__xfer((unsigned)op->dir, phase, op->bytes);
+    else memobs__xfer_n((unsigned)op->dir, phase, op->bytes, op->n);
     if (op->mode == 2) {
         memobs_record_timed((memobs_dir_t)op->dir, (memobs_phase_t)phase, op->bytes, memobs_now_ns() - op->t0);
     } else if (op->mode == 1) {
@@ -1214,6 +1387,88 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
     }
     return rc;
 }
+
+enum cudaMemcpyKind memobs_cuda__side_kind(int dst_dev, const void *dst, int src_dev, const void *src,
+                                           enum cudaMemcpyKind kind) {
+    int d = dst_dev, s = src_dev;
+    if ((int)kind < (int)cudaMemcpyHostToHost || (int)kind > (int)cudaMemcpyDefault || !memobs_cuda__on())
+        return kind;
+    if (!d) d = kind == cudaMemcpyDefault ? memobs_cuda__on_device(dst)
+                                          : kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    if (!s) s = kind == cudaMemcpyDefault ? memobs_cuda__on_device(src)
+                                          : kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    return d && s ? cudaMemcpyDeviceToDevice : d ? cudaMemcpyHostToDevice : s ? cudaMemcpyDeviceToHost
+                                                                               : cudaMemcpyHostToHost;
+}
+
+/* A 3D copy: the extent's bytes between two pointers. Without the
+   parameters, or with a CUDA array on either side, an op that records
+   nothing (the runtime refuses the first; the second's extent is in
+   elements of a size memobs does not ask). */
+/* The kind of an op that records nothing: host to host crosses no bus. */
+#define MEMOBS_CUDA__NOTHING cudaMemcpyHostToHost
+static void memobs_cuda__c3d(memobs_cuda__op_t *op, int arrays, const struct cudaPitchedPtr *dst,
+                             const struct cudaPitchedPtr *src, const struct cudaExtent *e, enum cudaMemcpyKind kind,
+                             cudaStream_t stream, int how) {
+    memobs_cuda__copy_pre(op, dst->ptr, src->ptr, (uint64_t)e->width * e->height * e->depth,
+                          arrays ? MEMOBS_CUDA__NOTHING : kind, stream, how);
+}
+
+void memobs_cuda__copy3d_pre(memobs_cuda__op_t *op, const struct cudaMemcpy3DParms *p, cudaStream_t stream, int how) {
+    if (!p) memobs_cuda__copy_pre(op, NULL, NULL, 0, MEMOBS_CUDA__NOTHING, stream, how);
+    else memobs_cuda__c3d(op, p->srcArray || p->dstArray, &p->dstPtr, &p->srcPtr, &p->extent, p->kind, stream, how);
+}
+
+void memobs_cuda__peer3d_pre(memobs_cuda__op_t *op, const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream,
+                             int how) {
+    if (!p) memobs_cuda__copy_pre(op, NULL, NULL, 0, MEMOBS_CUDA__NOTHING, stream, how);
+    else memobs_cuda__c3d(op, p->srcArray || p->dstArray, &p->dstPtr, &p->srcPtr, &p->extent,
+                          cudaMemcpyDeviceToDevice, stream, how);
+}
+
+#if CUDART_VERSION >= 13000
+void memobs_cuda__batch_pre(memobs_cuda__op_t op[3], void *const *dsts, const void *const *srcs, const size_t *sizes,
+                            const struct cudaMemcpy3DBatchOp *ops, size_t count, cudaStream_t stream) {
+    static const enum cudaMemcpyKind kinds[3] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                                 cudaMemcpyDeviceToDevice};
+    uint64_t bytes[3] = {0, 0, 0}, n[3] = {0, 0, 0};
+    unsigned d, dirs = 0;
+    size_t i;
+    if (memobs_cuda__on() && (ops || (dsts && srcs && sizes)))
+        for (i = 0; i < count; i++) {
+            const void *dst, *src;
+            uint64_t b;
+            int dir;
+            if (ops) { /* an array operand: elements of a size memobs does not ask */
+                if (ops[i].src.type != cudaMemcpyOperandTypePointer || ops[i].dst.type != cudaMemcpyOperandTypePointer)
+                    continue;
+                dst = ops[i].dst.op.ptr.ptr;
+                src = ops[i].src.op.ptr.ptr;
+                b = (uint64_t)ops[i].extent.width * ops[i].extent.height * ops[i].extent.depth;
+            } else {
+                dst = dsts[i];
+                src = srcs[i];
+                b = sizes[i];
+            }
+            if ((dir = memobs_cuda__dir(dst, src, cudaMemcpyDefault)) < 0) continue;
+            bytes[dir] += b;
+            n[dir]++;
+        }
+    for (d = 0; d < 3; d++) dirs += n[d] != 0;
+    for (d = 0; d < 3; d++) {
+        /* a direction with no copy: an op that records nothing */
+        memobs_cuda__copy_pre(&op[d], NULL, NULL, bytes[d], n[d] ? kinds[d] : MEMOBS_CUDA__NOTHING, stream,
+                              dirs > 1 ? 2 : 1);
+        if (n[d]) op[d].n = n[d];
+    }
+}
+
+cudaError_t memobs_cuda__batch_post(memobs_cuda__op_t op[3], cudaError_t rc) {
+    unsigned d;
+    for (d = 0; d < 3; d++) (void)memobs_cuda__copy_post(&op[d], rc);
+    return rc;
+}
+#endif
 
 /* ======================================================================== */
 /* Private: allocations and the out-of-memory flight recorder               */

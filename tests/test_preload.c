@@ -19,8 +19,21 @@
      edges    a cudaMalloc and a 10-byte H2D copy in a constructor (before
               main), 20 bytes in main, a 5-byte D2H copy and the free in a
               destructor (after the exit handlers)
+     copies   3D, 3D peer, symbol, batch and 3D batch copies,
+              cudaHostRegister/Unregister, and errors of each (an invalid
+              kind, a zero extent, an array, an unknown device, an unknown
+              symbol, a batch on the legacy stream...: 15 failures); the
+              symbol is declared to the double (cudadbl_register_symbol,
+              found with dlsym)
+     graphs   a capture of 3 copies (H2D, a 3D D2D, a batch D2H)
+              instantiated twice and launched 5 + 2 times, a capture
+              invalidated by a cudaMalloc in it, a launch of a destroyed
+              executable graph
      real     against the toolkit's runtime without a GPU: every call
-              fails; prints the return codes only */
+              fails; prints the return codes only
+   Built twice by the script: plainly, and with
+   CUDA_API_PER_THREAD_DEFAULT_STREAM (the runtime header then calls the
+   _ptds/_ptsz entry points). */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -198,6 +211,217 @@ static int mode_edges(void) {
                 "\"memory\": {\"device\": {\"allocs\": 1, \"frees\": 1, \"live\": 0, \"current_bytes\": 0}}}");
 }
 
+/* A pitched pointer (make_cudaPitchedPtr without the inline header). */
+static struct cudaPitchedPtr pp(void *p, size_t pitch, size_t ysize) {
+    struct cudaPitchedPtr r;
+    r.ptr = p;
+    r.pitch = pitch;
+    r.xsize = pitch;
+    r.ysize = ysize;
+    return r;
+}
+static struct cudaExtent ext(size_t w, size_t h, size_t d) {
+    struct cudaExtent e;
+    e.width = w;
+    e.height = h;
+    e.depth = d;
+    return e;
+}
+static struct cudaMemcpyAttributes order_attr(enum cudaMemcpySrcAccessOrder o) {
+    struct cudaMemcpyAttributes a;
+    memset(&a, 0, sizeof a);
+    a.srcAccessOrder = o;
+    return a;
+}
+
+static char symbol_var[256];
+
+static int mode_copies(void) {
+    int (*reg)(const void *, size_t) = (int (*)(const void *, size_t))dlsym(RTLD_DEFAULT, "cudadbl_register_symbol");
+    static char host[8192], pinned[4096] __attribute__((aligned(4096)));
+    char *d1, *d2, *d3, bogus[64];
+    cudaStream_t s;
+    struct cudaMemcpy3DParms p3;
+    struct cudaMemcpy3DPeerParms pp3;
+    struct cudaMemcpyAttributes attr = order_attr(cudaMemcpySrcAccessOrderStream), bad = order_attr((enum cudaMemcpySrcAccessOrder)9);
+    size_t idx0 = 0;
+    struct cudaMemcpy3DBatchOp op;
+    memset(host, 4, sizeof host);
+    if (!reg || reg(symbol_var, sizeof symbol_var) != 0) {
+        fprintf(stderr, "cudadbl_register_symbol: not found or failed (not the runtime double?)\n");
+        fails++;
+    }
+    check("cudaStreamCreate", cudaStreamCreate(&s), 0);
+    check("cudaMalloc d1", cudaMalloc((void **)&d1, 1 << 20), 0);
+    check("cudaMalloc d2", cudaMalloc((void **)&d2, 1 << 20), 0);
+    check("cudaSetDevice 1", cudaSetDevice(1), 0);
+    check("cudaMalloc d3 (device 1)", cudaMalloc((void **)&d3, 65536), 0);
+    check("cudaSetDevice 0", cudaSetDevice(0), 0);
+    check("cudaHostRegister", cudaHostRegister(pinned, sizeof pinned, cudaHostRegisterDefault), 0);
+
+    phase(PREFILL);
+    memset(&p3, 0, sizeof p3);
+    p3.srcPtr = pp(host, 64, 4);
+    p3.dstPtr = pp(d1, 128, 4);
+    p3.extent = ext(32, 4, 2);
+    p3.kind = cudaMemcpyHostToDevice;
+    check("cudaMemcpy3D H2D 32x4x2", cudaMemcpy3D(&p3), 0);
+    memset(&p3, 0, sizeof p3);
+    p3.srcPtr = pp(d1, 64, 2);
+    p3.dstPtr = pp(pinned, 16, 2);
+    p3.extent = ext(16, 2, 3);
+    p3.kind = cudaMemcpyDefault;
+    check("cudaMemcpy3DAsync Default (device to registered: D2H) 16x2x3", cudaMemcpy3DAsync(&p3, s), 0);
+
+    phase(DECODE);
+    memset(&pp3, 0, sizeof pp3);
+    pp3.srcPtr = pp(d1, 100, 1);
+    pp3.srcDevice = 0;
+    pp3.dstPtr = pp(d3, 100, 1);
+    pp3.dstDevice = 1;
+    pp3.extent = ext(100, 1, 1);
+    check("cudaMemcpy3DPeer 100", cudaMemcpy3DPeer(&pp3), 0);
+    pp3.extent = ext(50, 1, 1);
+    check("cudaMemcpy3DPeerAsync 50", cudaMemcpy3DPeerAsync(&pp3, s), 0);
+    check("cudaMemcpyToSymbol H2D 64", cudaMemcpyToSymbol(symbol_var, host, 64, 8, cudaMemcpyHostToDevice), 0);
+    check("cudaMemcpyToSymbolAsync D2D 32", cudaMemcpyToSymbolAsync(symbol_var, d1, 32, 0, cudaMemcpyDeviceToDevice, s), 0);
+    check("cudaMemcpyFromSymbol D2H 16", cudaMemcpyFromSymbol(host, symbol_var, 16, 0, cudaMemcpyDeviceToHost), 0);
+    check("cudaMemcpyFromSymbolAsync Default (to registered: D2H) 8",
+          cudaMemcpyFromSymbolAsync(pinned, symbol_var, 8, 0, cudaMemcpyDefault, s), 0);
+    {
+        void *dsts[3] = {d2, host, d2 + 4096};
+        const void *srcs[3] = {host, d1, d1};
+        size_t sizes[3] = {1000, 200, 300};
+        void *dsts2[2] = {d2, d2 + 2000};
+        const void *srcs2[2] = {host, host};
+        size_t sizes2[2] = {10, 20};
+        check("cudaMemcpyBatchAsync H2D 1000, D2H 200, D2D 300",
+              cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx0, 1, s), 0);
+        check("cudaMemcpyBatchAsync H2D 10 + 20", cudaMemcpyBatchAsync(dsts2, srcs2, sizes2, 2, &attr, &idx0, 1, s), 0);
+        check("cudaMemcpyBatchAsync on the legacy stream",
+              cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &idx0, 1, cudaStreamLegacy), cudaErrorInvalidValue);
+        check("cudaMemcpyBatchAsync, source access order 9",
+              cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, &bad, &idx0, 1, s), cudaErrorInvalidValue);
+    }
+    memset(&op, 0, sizeof op);
+    op.src.type = cudaMemcpyOperandTypePointer;
+    op.src.op.ptr.ptr = host;
+    op.dst.type = cudaMemcpyOperandTypePointer;
+    op.dst.op.ptr.ptr = d2;
+    op.extent = ext(8, 2, 2);
+    op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    check("cudaMemcpy3DBatchAsync H2D 8x2x2", cudaMemcpy3DBatchAsync(1, &op, 0, s), 0);
+    check("cudaMemcpy3DBatchAsync flags 1", cudaMemcpy3DBatchAsync(1, &op, 1, s), cudaErrorInvalidValue);
+
+    /* errors: passed through, counted, not recorded */
+    memset(&p3, 0, sizeof p3);
+    p3.srcPtr = pp(host, 64, 4);
+    p3.dstPtr = pp(d1, 128, 4);
+    p3.extent = ext(32, 0, 2);
+    p3.kind = cudaMemcpyHostToDevice;
+    check("cudaMemcpy3D zero height", cudaMemcpy3D(&p3), cudaErrorInvalidValue);
+    p3.extent = ext(32, 4, 2);
+    p3.kind = (enum cudaMemcpyKind)7;
+    check("cudaMemcpy3D kind 7", cudaMemcpy3D(&p3), cudaErrorInvalidMemcpyDirection);
+    p3.kind = cudaMemcpyHostToDevice;
+    p3.srcArray = (cudaArray_t)(void *)bogus;
+    p3.srcPtr = pp(NULL, 0, 0);
+    check("cudaMemcpy3D from an array the double never made", cudaMemcpy3D(&p3), cudaErrorInvalidValue);
+    pp3.dstDevice = 5;
+    check("cudaMemcpy3DPeer to device 5", cudaMemcpy3DPeer(&pp3), cudaErrorInvalidDevice);
+    check("cudaMemcpyToSymbol unknown symbol", cudaMemcpyToSymbol(bogus, host, 8, 0, cudaMemcpyHostToDevice),
+          cudaErrorInvalidSymbol);
+    check("cudaMemcpyToSymbol kind D2H", cudaMemcpyToSymbol(symbol_var, host, 8, 0, cudaMemcpyDeviceToHost),
+          cudaErrorInvalidMemcpyDirection);
+    check("cudaMemcpyFromSymbol beyond the variable", cudaMemcpyFromSymbol(host, symbol_var, 16, 250, cudaMemcpyDeviceToHost),
+          cudaErrorInvalidValue);
+    check("cudaMemcpy2DToArray", cudaMemcpy2DToArray((cudaArray_t)(void *)bogus, 0, 0, host, 64, 64, 2,
+                                                      cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+    check("cudaMemcpy2DFromArrayAsync", cudaMemcpy2DFromArrayAsync(host, 64, (cudaArray_const_t)(void *)bogus, 0, 0, 64,
+                                                                    2, cudaMemcpyDeviceToHost, s), cudaErrorInvalidValue);
+    check("cudaMemcpy2DArrayToArray kind 9",
+          cudaMemcpy2DArrayToArray((cudaArray_t)(void *)bogus, 0, 0, (cudaArray_const_t)(void *)bogus, 0, 0, 8, 1,
+                                   (enum cudaMemcpyKind)9), cudaErrorInvalidMemcpyDirection);
+    check("cudaHostRegister again", cudaHostRegister(pinned, sizeof pinned, cudaHostRegisterDefault),
+          cudaErrorHostMemoryAlreadyRegistered);
+    check("cudaHostUnregister of memory never registered", cudaHostUnregister(bogus), cudaErrorHostMemoryNotRegistered);
+
+    check("cudaStreamSynchronize", cudaStreamSynchronize(s), 0);
+    check("cudaHostUnregister", cudaHostUnregister(pinned), 0);
+    check("cudaFree d1", cudaFree(d1), 0);
+    check("cudaFree d2", cudaFree(d2), 0);
+    check("cudaFree d3", cudaFree(d3), 0);
+    check("cudaStreamDestroy", cudaStreamDestroy(s), 0);
+    return done("{\"total\": {\"h2d_bytes\": 1382, \"h2d_count\": 6, \"d2h_bytes\": 320, \"d2h_count\": 4, "
+                "\"d2d_bytes\": 482, \"d2d_count\": 4}, "
+                "\"prefill\": {\"h2d_bytes\": 256, \"h2d_count\": 1, \"d2h_bytes\": 96, \"d2h_count\": 1, "
+                "\"d2d_count\": 0}, "
+                "\"decode\": {\"h2d_bytes\": 1126, \"h2d_count\": 5, \"d2h_bytes\": 224, \"d2h_count\": 3, "
+                "\"d2d_bytes\": 482, \"d2d_count\": 4}, "
+                "\"unphased\": {\"h2d_count\": 0, \"d2h_count\": 0, \"d2d_count\": 0}, "
+                "\"memory\": {\"device\": {\"current_bytes\": 0, \"peak_bytes\": 2162688, \"allocs\": 3, \"frees\": 3}, "
+                "\"pinned\": {\"current_bytes\": 0, \"peak_bytes\": 4096, \"allocs\": 1, \"frees\": 1}}, "
+                "\"counters\": {\"preload_failed_calls\": 15}}");
+}
+
+static int mode_graphs(void) {
+    static char host[4096];
+    char *d1, *d2, *p = NULL;
+    cudaStream_t s;
+    cudaGraph_t g = NULL, g2 = NULL;
+    cudaGraphExec_t x = NULL, x2 = NULL;
+    cudaGraphInstantiateParams ip;
+    struct cudaMemcpy3DParms p3;
+    struct cudaMemcpyAttributes attr = order_attr(cudaMemcpySrcAccessOrderStream);
+    size_t idx0 = 0, size40 = 40;
+    void *dst = host;
+    const void *src;
+    int i;
+    memset(host, 5, sizeof host);
+    check("cudaStreamCreate", cudaStreamCreate(&s), 0);
+    check("cudaMalloc d1", cudaMalloc((void **)&d1, 4096), 0);
+    check("cudaMalloc d2", cudaMalloc((void **)&d2, 4096), 0);
+    src = d1;
+    phase(DECODE);
+    check("cudaStreamBeginCapture", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), 0);
+    check("cudaMemcpyAsync H2D 100 (captured)", cudaMemcpyAsync(d1, host, 100, cudaMemcpyHostToDevice, s), 0);
+    memset(&p3, 0, sizeof p3);
+    p3.srcPtr = pp(d1, 2, 2);
+    p3.dstPtr = pp(d2, 2, 2);
+    p3.extent = ext(2, 2, 2);
+    p3.kind = cudaMemcpyDeviceToDevice;
+    check("cudaMemcpy3DAsync D2D 2x2x2 (captured)", cudaMemcpy3DAsync(&p3, s), 0);
+    check("cudaMemcpyBatchAsync D2H 40 (captured)", cudaMemcpyBatchAsync(&dst, &src, &size40, 1, &attr, &idx0, 1, s), 0);
+    check("cudaStreamEndCapture", cudaStreamEndCapture(s, &g), 0);
+    check("cudaGraphInstantiate", cudaGraphInstantiate(&x, g, 0), 0);
+    for (i = 0; i < 5; i++) check("cudaGraphLaunch", cudaGraphLaunch(x, s), 0);
+    memset(&ip, 0, sizeof ip);
+    check("cudaGraphInstantiateWithParams", cudaGraphInstantiateWithParams(&x2, g, &ip), 0);
+    for (i = 0; i < 2; i++) check("cudaGraphLaunch (second executable)", cudaGraphLaunch(x2, s), 0);
+    check("cudaMemcpyAsync H2D 10 (not captured)", cudaMemcpyAsync(d2, host, 10, cudaMemcpyHostToDevice, s), 0);
+    check("cudaStreamSynchronize", cudaStreamSynchronize(s), 0);
+
+    /* a capture invalidated by a potentially unsafe call: nothing counted */
+    check("cudaStreamBeginCapture (2)", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), 0);
+    check("cudaMemcpyAsync H2D 999 (captured, then invalidated)",
+          cudaMemcpyAsync(d1, host, 999, cudaMemcpyHostToDevice, s), 0);
+    check("cudaMalloc during a global capture", cudaMalloc((void **)&p, 16), cudaErrorStreamCaptureUnsupported);
+    check("cudaStreamEndCapture of the invalidated capture", cudaStreamEndCapture(s, &g2),
+          cudaErrorStreamCaptureInvalidated);
+    check("cudaGraphExecDestroy", cudaGraphExecDestroy(x), 0);
+    check("cudaGraphLaunch of the destroyed executable", cudaGraphLaunch(x, s), cudaErrorInvalidResourceHandle);
+    check("cudaGraphExecDestroy (second)", cudaGraphExecDestroy(x2), 0);
+    check("cudaGraphDestroy", cudaGraphDestroy(g), 0);
+    check("cudaFree d1", cudaFree(d1), 0);
+    check("cudaFree d2", cudaFree(d2), 0);
+    check("cudaStreamDestroy", cudaStreamDestroy(s), 0);
+    return done("{\"total\": {\"h2d_bytes\": 710, \"h2d_count\": 8, \"d2h_bytes\": 280, \"d2h_count\": 7, "
+                "\"d2d_bytes\": 56, \"d2d_count\": 7}, "
+                "\"decode\": {\"h2d_bytes\": 710, \"h2d_count\": 8, \"d2h_bytes\": 280, \"d2h_count\": 7, "
+                "\"d2d_bytes\": 56, \"d2d_count\": 7}, "
+                "\"counters\": {\"preload_failed_calls\": 3}}");
+}
+
 static int mode_real(void) {
     void *d = NULL, *h = NULL;
     char host[64];
@@ -206,6 +430,25 @@ static int mode_real(void) {
     check("cudaMemcpy H2D", cudaMemcpy(d, host, 64, cudaMemcpyHostToDevice), -1);
     check("cudaMemcpyAsync D2H", cudaMemcpyAsync(host, d, 64, cudaMemcpyDeviceToHost, 0), -1);
     check("cudaFree", cudaFree(d), -1);
+    {
+        struct cudaMemcpy3DParms p3;
+        struct cudaMemcpyAttributes attr = order_attr(cudaMemcpySrcAccessOrderStream);
+        void *dst = host;
+        const void *src = host + 8;
+        size_t size = 8, idx0 = 0;
+        cudaGraphExec_t x = NULL;
+        memset(&p3, 0, sizeof p3);
+        p3.srcPtr = pp(host, 64, 1);
+        p3.dstPtr = pp(host, 64, 1);
+        p3.extent = ext(8, 1, 1);
+        p3.kind = cudaMemcpyHostToDevice;
+        check("cudaHostRegister", cudaHostRegister(host, sizeof host, cudaHostRegisterDefault), -1);
+        check("cudaMemcpy3D", cudaMemcpy3D(&p3), -1);
+        check("cudaMemcpyToSymbol", cudaMemcpyToSymbol(symbol_var, host, 8, 0, cudaMemcpyHostToDevice), -1);
+        check("cudaMemcpyBatchAsync", cudaMemcpyBatchAsync(&dst, &src, &size, 1, &attr, &idx0, 1, 0), -1);
+        check("cudaStreamBeginCapture", cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal), -1);
+        check("cudaGraphLaunch", cudaGraphLaunch(x, 0), -1);
+    }
     return done(NULL);
 }
 
@@ -216,7 +459,9 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "fork")) return mode_fork();
     if (!strcmp(mode, "reentry")) return mode_reentry();
     if (!strcmp(mode, "edges")) return mode_edges();
+    if (!strcmp(mode, "copies")) return mode_copies();
+    if (!strcmp(mode, "graphs")) return mode_graphs();
     if (!strcmp(mode, "real")) return mode_real();
-    fprintf(stderr, "usage: test_preload main|threads|fork|reentry|edges|real\n");
+    fprintf(stderr, "usage: test_preload main|threads|fork|reentry|edges|copies|graphs|real\n");
     return 2;
 }

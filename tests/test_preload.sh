@@ -6,8 +6,11 @@
 # the toolkit runtime's symbol version (mk/cudart_double.map), and run with
 # and without LD_PRELOAD: the JSON summary must hold exactly what the
 # program says it did, every return code must be what it is without the
-# preload. Also threads, fork, the toolkit's real libcudart.so.13 (no GPU:
-# every call fails), and programs with no dynamic CUDA runtime.
+# preload. Also 3D, symbol, array and batch copies, cudaHostRegister, graphs
+# captured once and launched N times (the program also built for the
+# per-thread default stream), threads, fork, the toolkit's real
+# libcudart.so.13 (no GPU: every call fails), and programs with no dynamic
+# CUDA runtime.
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/preload
 rm -rf "$B" && mkdir -p "$B"
@@ -59,19 +62,35 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
     need=$(readelf -d "$LIB" | awk '/NEEDED/ {print $NF}' | tr '\n' ' ')
     und=$(nm -D -u "$LIB" | awk '{print $NF}' | grep '^cu' | tr '\n' ' ')
     miss=""
-    for f in cudaMemcpy cudaMemcpyAsync cudaMemcpy2D cudaMemcpy2DAsync cudaMemcpyPeer cudaMemcpyPeerAsync cudaMalloc \
-        cudaFree cudaMallocHost cudaFreeHost cudaHostAlloc cudaMallocManaged cudaMallocAsync cudaFreeAsync \
-        cudaMemcpy_ptds cudaMemcpyAsync_ptsz cudaMemcpy2D_ptds cudaMemcpy2DAsync_ptsz cudaMallocAsync_ptsz \
-        cudaFreeAsync_ptsz; do
+    want="cudaMemcpy cudaMemcpyAsync cudaMemcpy2D cudaMemcpy2DAsync cudaMemcpyPeer cudaMemcpyPeerAsync cudaMalloc
+        cudaFree cudaMallocHost cudaFreeHost cudaHostAlloc cudaMallocManaged cudaMallocAsync cudaFreeAsync
+        cudaMemcpy_ptds cudaMemcpyAsync_ptsz cudaMemcpy2D_ptds cudaMemcpy2DAsync_ptsz cudaMallocAsync_ptsz
+        cudaFreeAsync_ptsz cudaHostRegister cudaHostUnregister cudaMemcpy3D cudaMemcpy3D_ptds cudaMemcpy3DAsync
+        cudaMemcpy3DAsync_ptsz cudaMemcpy3DPeer cudaMemcpy3DPeer_ptds cudaMemcpy3DPeerAsync cudaMemcpy3DPeerAsync_ptsz
+        cudaMemcpyToSymbol cudaMemcpyToSymbol_ptds cudaMemcpyToSymbolAsync cudaMemcpyToSymbolAsync_ptsz
+        cudaMemcpyFromSymbol cudaMemcpyFromSymbol_ptds cudaMemcpyFromSymbolAsync cudaMemcpyFromSymbolAsync_ptsz
+        cudaMemcpy2DToArray cudaMemcpy2DToArray_ptds cudaMemcpy2DToArrayAsync cudaMemcpy2DToArrayAsync_ptsz
+        cudaMemcpy2DFromArray cudaMemcpy2DFromArray_ptds cudaMemcpy2DFromArrayAsync cudaMemcpy2DFromArrayAsync_ptsz
+        cudaMemcpy2DArrayToArray cudaMemcpy2DArrayToArray_ptds cudaMemcpyBatchAsync cudaMemcpyBatchAsync_ptsz
+        cudaMemcpy3DBatchAsync cudaMemcpy3DBatchAsync_ptsz cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
+        cudaStreamEndCapture cudaStreamEndCapture_ptsz cudaGraphInstantiate cudaGraphInstantiateWithFlags
+        cudaGraphInstantiateWithParams cudaGraphInstantiateWithParams_ptsz cudaGraphLaunch cudaGraphLaunch_ptsz
+        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset"
+    for f in $want; do
         echo "$syms" | grep -q " T $f@@libcudart.so.13\$" || miss="$miss $f"
     done
+    # each versioned cuda* symbol is one of those (none forgotten in the list)
+    extra=$(echo "$syms" | awk '/ T cuda.*@@libcudart.so.13$/ {sub(/@@.*/, "", $3); print $3}' | sort |
+        comm -23 - <(echo $want | tr ' ' '\n' | sort) | tr '\n' ' ')
+    nwant=$(echo $want | wc -w)
+    [ -n "$extra" ] && miss="$miss (not in the list: $extra)"
     for f in memobs_set_phase memobs_region_begin memobs_counter_register memobs_write_summary; do
         echo "$syms" | grep -q " T $f\$" || miss="$miss $f"
     done
     if [ -z "$miss" ] && [ -z "$und" ] && ! echo "$need" | grep -q cuda; then
-        ok "make preload: 20 interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed"
+        ok "make preload: $nwant interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed"
     else
-        bad "make preload: 20 interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed" \
+        bad "make preload: $nwant interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed" \
             "missing:$miss" "undefined cu*: $und" "NEEDED: $need"
     fi
 else
@@ -83,6 +102,8 @@ fi
 if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
         -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
     $CC -std=c11 -O2 -g $W -I"$CUDA_INC" tests/test_preload.c -o "$P" -L"$B" -l:libcudart.so.13 -pthread -ldl &&
+    $CC -std=c11 -O2 -g $W -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I"$CUDA_INC" tests/test_preload.c -o "${P}_pt" \
+        -L"$B" -l:libcudart.so.13 -pthread -ldl &&
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/user.c -o "$B/libuser.so" \
         -L"$B" -l:libcudart.so.13 &&
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/reenter.c -o "$B/libreenter.so" \
@@ -92,8 +113,9 @@ if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_do
     $CC -O2 $W -static "$B/nocuda.c" -o "$B/nocuda_static" &&
     $CC -std=c11 -O2 $W -I"$CUDA_INC" tests/preload/static_runtime.c -o "$B/static_runtime" \
         "$CUDA_LIB/libcudart_static.a" -ldl -pthread -lrt; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
-    nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$'; then
-    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it; a static program; one with libcudart_static.a"
+    nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$' &&
+    [ "$(nm -D "${P}_pt" | grep -c ' U cuda.*_pt[sd][sz]@libcudart.so.13$')" = 24 ]; then
+    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it, and built for the per-thread default stream (24 _ptds/_ptsz calls); a static program; one with libcudart_static.a"
 else
     bad "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it" \
         "$(head -c 3000 "$B/build.log")"
@@ -104,7 +126,7 @@ fi
 run() {
     local name=$1 mode=$2
     shift 2
-    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "$@" "$P" "$mode" >"$B/$name.out" 2>"$B/$name.err"
+    timeout 60 env LD_LIBRARY_PATH="$PWD/$B" "$@" "${PROG:-$P}" "$mode" >"$B/$name.out" 2>"$B/$name.err"
     echo $? >"$B/$name.st"
 }
 PRE=(LD_PRELOAD="$LIB" MEMOBS_FORMAT=json MEMOBS_OOM_REPORT=0)
@@ -132,6 +154,32 @@ if out=$(expect_check "$B/pre.json" "$(line expect "$B/pre.out")"); then
 else
     bad "main: H2D/D2H/D2D bytes and counts, prefill/decode split (memobs_set_phase by dlsym), device/pinned/managed current, peak, allocs, frees exact; 3 failed calls counted, not recorded" "${out//    # /}"
 fi
+
+# 4b. the rest of the runtime API: 3D, peer 3D, symbol, array and batch copies, cudaHostRegister;
+# capture and graph launches. Each built plainly and for the per-thread default stream (_ptds/_ptsz).
+for prog in "$P" "${P}_pt"; do
+    v=${prog##*_preload}
+    v=${v:+ (per-thread default stream: the _ptds/_ptsz entry points)}
+    for m in copies graphs; do
+        PROG=$prog run "${m}0" $m
+        PROG=$prog run "${m}1" $m "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/$m.json"
+        r0=$(line rcs "$B/${m}0.out")
+        r1=$(line rcs "$B/${m}1.out")
+        case $m in
+        copies) what="3D H2D/D2H (cudaMemcpyDefault), 3D peer, symbols to/from, batches of one and three directions, a 3D batch, cudaHostRegister/Unregister: bytes, counts, phases, pinned block exact; 15 errors (invalid kind, zero extent, array, device, symbol, legacy stream, access order...) passed through, counted, not recorded" ;;
+        graphs) what="3 copies captured once, 2 executables launched 5 + 2 times: counted 7 times each (H2D 700 + 10 uncaptured, D2D 56, D2H 280); a capture invalidated by cudaMalloc and a launch of a destroyed executable count nothing (3 failures)" ;;
+        esac
+        if [ "$(cat "$B/${m}0.st")" = 0 ] && [ "$(cat "$B/${m}1.st")" = 0 ] && [ ! -s "$B/${m}0.err" ] &&
+            [ ! -s "$B/${m}1.err" ] && [ -n "$r0" ] && [ "$r0" = "$r1" ] &&
+            out=$(expect_check "$B/$m.json" "$(line expect "$B/${m}1.out")"); then
+            ok "$m$v: the same $(echo $r0 | wc -w) return codes with and without LD_PRELOAD; $what"
+        else
+            bad "$m$v: the same return codes with and without LD_PRELOAD; $what" \
+                "status $(cat "$B/${m}0.st") / $(cat "$B/${m}1.st")" "without: $r0" "with:    $r1" "${out//    # /}" \
+                "$(head -c 1500 "$B/${m}0.err")" "$(head -c 1500 "$B/${m}1.err")"
+        fi
+    done
+done
 
 # 5. threads
 run thr threads "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/thr.json"
@@ -233,7 +281,7 @@ if ! $GCC -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
         "libasan.so: $ASAN_SO" "$(head -c 2000 "$B/asan.log")"
 else
     fails=""
-    for m in main threads reentry fork; do
+    for m in main threads reentry fork copies graphs; do
         pre="$ASAN_SO $PWD/$B/libmemobs_preload_asan.so"
         [ $m = reentry ] && pre="$pre $PWD/$B/libreenter.so"
         run "asan_$m" $m "${PRE[@]}" LD_PRELOAD="$pre" MEMOBS_SUMMARY="$PWD/$B/asan_$m.%p.json"
@@ -244,9 +292,9 @@ else
         fi
     done
     if [ -z "$fails" ]; then
-        ok "ASan+UBSan (leaks on): main, threads, re-entry, fork clean, figures exact"
+        ok "ASan+UBSan (leaks on): main, threads, re-entry, fork, copies, graphs clean, figures exact"
     else
-        bad "ASan+UBSan (leaks on): main, threads, re-entry, fork clean, figures exact" "$fails"
+        bad "ASan+UBSan (leaks on): main, threads, re-entry, fork, copies, graphs clean, figures exact" "$fails"
     fi
 fi
 
@@ -262,10 +310,10 @@ realrun real1 "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/real.json"
 r0=$(line rcs "$B/real0.out")
 r1=$(line rcs "$B/real1.out")
 if [ "$(cat "$B/real0.st")" = 0 ] && [ "$(cat "$B/real1.st")" = 0 ] && [ -n "$r0" ] && [ "$r0" = "$r1" ] &&
-    out=$(expect_check "$B/real.json" '{"total": {"h2d_count": 0, "d2h_count": 0, "d2d_count": 0}, "memory": {"device": {"allocs": 0, "frees": 0}, "pinned": {"allocs": 0}}, "counters": {"preload_failed_calls": 5}}'); then
-    ok "the toolkit's libcudart.so.13 without a GPU: 5 calls fail with the same codes as without the preload (rcs:$r0), nothing recorded, 5 failures counted"
+    out=$(expect_check "$B/real.json" '{"total": {"h2d_count": 0, "d2h_count": 0, "d2d_count": 0}, "memory": {"device": {"allocs": 0, "frees": 0}, "pinned": {"allocs": 0}}, "counters": {"preload_failed_calls": 11}}'); then
+    ok "the toolkit's libcudart.so.13 without a GPU: 11 calls (cudaHostRegister, cudaMemcpy3D, cudaMemcpyToSymbol, cudaMemcpyBatchAsync, cudaStreamBeginCapture, cudaGraphLaunch among them) fail with the same codes as without the preload (rcs:$r0), nothing recorded, 11 failures counted"
 else
-    bad "the toolkit's libcudart.so.13 without a GPU: 5 calls fail with the same codes as without the preload, nothing recorded, 5 failures counted" \
+    bad "the toolkit's libcudart.so.13 without a GPU: 11 calls fail with the same codes as without the preload, nothing recorded, 11 failures counted" \
         "status $(cat "$B/real0.st") / $(cat "$B/real1.st")" "without: $r0" "with:    $r1" "${out//    # /}" \
         "$(head -c 1000 "$B/real1.err")"
 fi

@@ -13,18 +13,28 @@
    succeeded. A failed call is counted in the user counter
    "preload_failed_calls".
 
-   Intercepted: cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D,
-   cudaMemcpy2DAsync, cudaMemcpyPeer, cudaMemcpyPeerAsync, cudaMalloc,
-   cudaFree, cudaMallocHost, cudaFreeHost, cudaHostAlloc,
-   cudaMallocManaged, cudaMallocAsync, cudaFreeAsync, and the per-thread
-   default stream entry points the runtime exports for them
-   (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, cudaMemcpy2D_ptds,
-   cudaMemcpy2DAsync_ptsz, cudaMallocAsync_ptsz, cudaFreeAsync_ptsz).
-   The driver API's copies and allocations too: its section, at the end.
-   They are exported with the runtime's symbol version (libcudart.so.13,
-   mk/preload.map), as is memobs' whole C API (unversioned, default
-   visibility): a program finds memobs_set_phase with
-   dlsym(RTLD_DEFAULT, ...) and sets the phase on this instance.
+   Intercepted (MEMOBS_PL__FNS below, less the last two, which are only
+   called): the copies cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D(Async),
+   cudaMemcpyPeer(Async), cudaMemcpy3D(Async), cudaMemcpy3DPeer(Async),
+   cudaMemcpyToSymbol(Async), cudaMemcpyFromSymbol(Async),
+   cudaMemcpy2DToArray(Async), cudaMemcpy2DFromArray(Async),
+   cudaMemcpy2DArrayToArray, cudaMemcpyBatchAsync, cudaMemcpy3DBatchAsync;
+   the allocations cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost,
+   cudaHostAlloc, cudaMallocManaged, cudaMallocAsync, cudaFreeAsync,
+   cudaHostRegister, cudaHostUnregister; capture and graphs
+   (cudaStreamBeginCapture, cudaStreamEndCapture, cudaGraphInstantiate,
+   cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithParams,
+   cudaGraphLaunch, cudaGraphExecDestroy, cudaGraphDestroy: a copy
+   captured into a stream counts at each launch of its graph, as with
+   memobs_cuda.h's wrappers) and cudaDeviceReset; and the per-thread
+   default stream entry points (_ptds, _ptsz) the runtime exports for
+   them. The driver API's copies and allocations too: its section, at the
+   end. The runtime's interposers carry its symbol version
+   (libcudart.so.13, mk/preload.map); memobs' whole C API is exported as
+   well (unversioned, default visibility): a program finds
+   memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
+   this instance. Records made through that API are the program's own,
+   kept apart from what the interposers observe (memobs_manual_apart).
 
    Safety: a call made while the same thread is inside an intercepted call
    (the runtime calling itself) is forwarded and not recorded; after this
@@ -45,23 +55,47 @@
 #include <cuda_runtime_api.h>
 
 /* The per-thread default stream entry points: declared by the runtime's
-   header only in units built for that stream. */
-cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                                 cudaStream_t stream);
-cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind);
-cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
-cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+   header only in units built for that stream; each has the type of the
+   function it stands for. */
+#define MEMOBS_PL__PTDS(X)                                                                                   \
+    X(cudaMemcpy_ptds, cudaMemcpy) X(cudaMemcpyAsync_ptsz, cudaMemcpyAsync) X(cudaMemcpy2D_ptds, cudaMemcpy2D)  \
+    X(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync) X(cudaMallocAsync_ptsz, cudaMallocAsync)                   \
+    X(cudaFreeAsync_ptsz, cudaFreeAsync) X(cudaMemcpy3D_ptds, cudaMemcpy3D)                                 \
+    X(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync) X(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer)                 \
+    X(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync) X(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol)     \
+    X(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync) X(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol) \
+    X(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync)                                            \
+    X(cudaMemcpy2DToArray_ptds, cudaMemcpy2DToArray) X(cudaMemcpy2DToArrayAsync_ptsz, cudaMemcpy2DToArrayAsync) \
+    X(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray)                                                    \
+    X(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync)                                          \
+    X(cudaMemcpy2DArrayToArray_ptds, cudaMemcpy2DArrayToArray)                                              \
+    X(cudaMemcpyBatchAsync_ptsz, cudaMemcpyBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz, cudaMemcpy3DBatchAsync) \
+    X(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture) X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture) \
+    X(cudaGraphInstantiateWithParams_ptsz, cudaGraphInstantiateWithParams)                                 \
+    X(cudaGraphLaunch_ptsz, cudaGraphLaunch)
+#define MEMOBS_PL__DECL(pt, name) __typeof__(name) pt;
+MEMOBS_PL__PTDS(MEMOBS_PL__DECL)
+#undef MEMOBS_PL__DECL
 
 #define MEMOBS_PL__FNS(X)                                                                                    \
     X(cudaMemcpy) X(cudaMemcpyAsync) X(cudaMemcpy2D) X(cudaMemcpy2DAsync) X(cudaMemcpyPeer)                  \
     X(cudaMemcpyPeerAsync) X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaFreeHost) X(cudaHostAlloc)      \
     X(cudaMallocManaged) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMemcpy_ptds) X(cudaMemcpyAsync_ptsz)     \
     X(cudaMemcpy2D_ptds) X(cudaMemcpy2DAsync_ptsz) X(cudaMallocAsync_ptsz) X(cudaFreeAsync_ptsz)            \
-    X(cudaHostRegister) X(cudaHostUnregister) X(cudaGetErrorString) X(cudaGetErrorName)
+    X(cudaHostRegister) X(cudaHostUnregister) X(cudaMemcpy3D) X(cudaMemcpy3D_ptds) X(cudaMemcpy3DAsync)     \
+    X(cudaMemcpy3DAsync_ptsz) X(cudaMemcpy3DPeer) X(cudaMemcpy3DPeer_ptds) X(cudaMemcpy3DPeerAsync)         \
+    X(cudaMemcpy3DPeerAsync_ptsz) X(cudaMemcpyToSymbol) X(cudaMemcpyToSymbol_ptds)                          \
+    X(cudaMemcpyToSymbolAsync) X(cudaMemcpyToSymbolAsync_ptsz) X(cudaMemcpyFromSymbol)                      \
+    X(cudaMemcpyFromSymbol_ptds) X(cudaMemcpyFromSymbolAsync) X(cudaMemcpyFromSymbolAsync_ptsz)             \
+    X(cudaMemcpy2DToArray) X(cudaMemcpy2DToArray_ptds) X(cudaMemcpy2DToArrayAsync)                          \
+    X(cudaMemcpy2DToArrayAsync_ptsz) X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArray_ptds)                 \
+    X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpy2DFromArrayAsync_ptsz) X(cudaMemcpy2DArrayToArray)            \
+    X(cudaMemcpy2DArrayToArray_ptds) X(cudaMemcpyBatchAsync) X(cudaMemcpyBatchAsync_ptsz)                   \
+    X(cudaMemcpy3DBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz) X(cudaStreamBeginCapture)                      \
+    X(cudaStreamBeginCapture_ptsz) X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz)                     \
+    X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) X(cudaGraphInstantiateWithParams)              \
+    X(cudaGraphInstantiateWithParams_ptsz) X(cudaGraphLaunch) X(cudaGraphLaunch_ptsz)                       \
+    X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaDeviceReset) X(cudaGetErrorString) X(cudaGetErrorName)
 
 #define MEMOBS_PL__SYM_VERSION "libcudart.so.13"
 
@@ -225,6 +259,275 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
                     stream ? stream : cudaStreamLegacy, 1, real(dst, dstDevice, src, srcDevice, count, stream))
 }
 
+/* The stream memobs names for a call's stream 0 (or its implicit one):
+   the legacy stream for the plain names, the calling thread's per-thread
+   stream for the _ptds/_ptsz ones. */
+#define MEMOBS_PL__LEG(s) ((s) ? (s) : cudaStreamLegacy)
+#define MEMOBS_PL__PT(s) ((s) ? (s) : cudaStreamPerThread)
+
+/* One shape for the copies whose op memobs_cuda.h's helpers prepare:
+   `pre` fills op, `call` is the real call. */
+#define MEMOBS_PL__OP(name, pre, call)                                                                       \
+    MEMOBS_PL__GET(name);                                                                                    \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        memobs_cuda__op_t op;                                                                                \
+        pre;                                                                                                 \
+        return memobs_pl__end(memobs_cuda__copy_post(&op, call));                                            \
+    }
+
+/* 3D copies: as memobs_cudaMemcpy3D(Async), memobs_cudaMemcpy3DPeer(Async). */
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+    MEMOBS_PL__OP(cudaMemcpy3D, memobs_cuda__copy3d_pre(&op, p, NULL, 0), real(p))
+}
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
+    MEMOBS_PL__OP(cudaMemcpy3D_ptds, memobs_cuda__copy3d_pre(&op, p, NULL, 0), real(p))
+}
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+    MEMOBS_PL__OP(cudaMemcpy3DAsync, memobs_cuda__copy3d_pre(&op, p, MEMOBS_PL__LEG(stream), 1), real(p, stream))
+}
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+    MEMOBS_PL__OP(cudaMemcpy3DAsync_ptsz, memobs_cuda__copy3d_pre(&op, p, MEMOBS_PL__PT(stream), 1), real(p, stream))
+}
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
+    MEMOBS_PL__OP(cudaMemcpy3DPeer, memobs_cuda__peer3d_pre(&op, p, cudaStreamLegacy, 1), real(p))
+}
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p) {
+    MEMOBS_PL__OP(cudaMemcpy3DPeer_ptds, memobs_cuda__peer3d_pre(&op, p, cudaStreamPerThread, 1), real(p))
+}
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+    MEMOBS_PL__OP(cudaMemcpy3DPeerAsync, memobs_cuda__peer3d_pre(&op, p, MEMOBS_PL__LEG(stream), 1), real(p, stream))
+}
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+    MEMOBS_PL__OP(cudaMemcpy3DPeerAsync_ptsz, memobs_cuda__peer3d_pre(&op, p, MEMOBS_PL__PT(stream), 1),
+                  real(p, stream))
+}
+
+/* Copies with device memory named by a symbol or a CUDA array on one side
+   (dd, sd: the destination, the source is device memory). */
+#define MEMOBS_PL__SIDE(name, dd, dst, sd, src, bytes, kind, stream, how, call)                             \
+    MEMOBS_PL__OP(name,                                                                                      \
+                  memobs_cuda__copy_pre(&op, dst, src, bytes, memobs_cuda__side_kind(dd, dst, sd, src, kind), \
+                                        stream, how),                                                        \
+                  call)
+
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpyToSymbol, 1, NULL, 0, src, count, kind, NULL, 0, real(symbol, src, count, offset, kind))
+}
+cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpyToSymbol_ptds, 1, NULL, 0, src, count, kind, NULL, 0,
+                    real(symbol, src, count, offset, kind))
+}
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpyToSymbolAsync, 1, NULL, 0, src, count, kind, MEMOBS_PL__LEG(stream), 1,
+                    real(symbol, src, count, offset, kind, stream))
+}
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset,
+                                         enum cudaMemcpyKind kind, cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpyToSymbolAsync_ptsz, 1, NULL, 0, src, count, kind, MEMOBS_PL__PT(stream), 1,
+                    real(symbol, src, count, offset, kind, stream))
+}
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                 enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpyFromSymbol, 0, dst, 1, NULL, count, kind, NULL, 0, real(dst, symbol, count, offset, kind))
+}
+cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpyFromSymbol_ptds, 0, dst, 1, NULL, count, kind, NULL, 0,
+                    real(dst, symbol, count, offset, kind))
+}
+cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpyFromSymbolAsync, 0, dst, 1, NULL, count, kind, MEMOBS_PL__LEG(stream), 1,
+                    real(dst, symbol, count, offset, kind, stream))
+}
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset,
+                                           enum cudaMemcpyKind kind, cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpyFromSymbolAsync_ptsz, 0, dst, 1, NULL, count, kind, MEMOBS_PL__PT(stream), 1,
+                    real(dst, symbol, count, offset, kind, stream))
+}
+
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DToArray, 1, NULL, 0, src, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, wOffset, hOffset, src, spitch, width, height, kind))
+}
+cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DToArray_ptds, 1, NULL, 0, src, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, wOffset, hOffset, src, spitch, width, height, kind))
+}
+cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DToArrayAsync, 1, NULL, 0, src, (uint64_t)width * height, kind,
+                    MEMOBS_PL__LEG(stream), 1, real(dst, wOffset, hOffset, src, spitch, width, height, kind, stream))
+}
+cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                          size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DToArrayAsync_ptsz, 1, NULL, 0, src, (uint64_t)width * height, kind,
+                    MEMOBS_PL__PT(stream), 1, real(dst, wOffset, hOffset, src, spitch, width, height, kind, stream))
+}
+cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                  size_t width, size_t height, enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DFromArray, 0, dst, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, dpitch, src, wOffset, hOffset, width, height, kind))
+}
+cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DFromArray_ptds, 0, dst, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, dpitch, src, wOffset, hOffset, width, height, kind))
+}
+cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                       cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DFromArrayAsync, 0, dst, 1, NULL, (uint64_t)width * height, kind,
+                    MEMOBS_PL__LEG(stream), 1, real(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream))
+}
+cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                            size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                            cudaStream_t stream) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DFromArrayAsync_ptsz, 0, dst, 1, NULL, (uint64_t)width * height, kind,
+                    MEMOBS_PL__PT(stream), 1, real(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream))
+}
+cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                     size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DArrayToArray, 1, NULL, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind))
+}
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width,
+                                          size_t height, enum cudaMemcpyKind kind) {
+    MEMOBS_PL__SIDE(cudaMemcpy2DArrayToArray_ptds, 1, NULL, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
+                    real(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind))
+}
+
+/* Batches: as memobs_cudaMemcpyBatchAsync, memobs_cudaMemcpy3DBatchAsync. */
+#define MEMOBS_PL__BATCH(name, dsts, srcs, sizes, ops, count, stream, call)                                 \
+    MEMOBS_PL__GET(name);                                                                                    \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    {                                                                                                        \
+        memobs_cuda__op_t op[3];                                                                             \
+        memobs_cuda__batch_pre(op, dsts, srcs, sizes, ops, count, stream);                                   \
+        return memobs_pl__end(memobs_cuda__batch_post(op, call));                                            \
+    }
+cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                 struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                 cudaStream_t stream) {
+    MEMOBS_PL__BATCH(cudaMemcpyBatchAsync, dsts, srcs, sizes, NULL, count, MEMOBS_PL__LEG(stream),
+                     real(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream))
+}
+cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                      struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                      cudaStream_t stream) {
+    MEMOBS_PL__BATCH(cudaMemcpyBatchAsync_ptsz, dsts, srcs, sizes, NULL, count, MEMOBS_PL__PT(stream),
+                     real(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream))
+}
+cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
+                                   cudaStream_t stream) {
+    MEMOBS_PL__BATCH(cudaMemcpy3DBatchAsync, NULL, NULL, NULL, opList, numOps, MEMOBS_PL__LEG(stream),
+                     real(numOps, opList, flags, stream))
+}
+cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
+                                        cudaStream_t stream) {
+    MEMOBS_PL__BATCH(cudaMemcpy3DBatchAsync_ptsz, NULL, NULL, NULL, opList, numOps, MEMOBS_PL__PT(stream),
+                     real(numOps, opList, flags, stream))
+}
+
+/* Capture and graphs: what memobs_cuda.h's capture and graph wrappers do.
+   A copy issued into a capturing stream is remembered with its capture;
+   the ended capture hands it to its graph, instantiation to the
+   executable graph, and each launch counts it. */
+#define MEMOBS_PL__WRAP(name, wrapped, call)                                                                 \
+    MEMOBS_PL__GET(name);                                                                                    \
+    if (!memobs_pl__begin()) return call;                                                                    \
+    return memobs_pl__end(wrapped)
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    MEMOBS_PL__WRAP(cudaStreamBeginCapture, memobs_cuda__capture_begun(real(stream, mode), MEMOBS_PL__LEG(stream)),
+                    real(stream, mode));
+}
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+    MEMOBS_PL__WRAP(cudaStreamBeginCapture_ptsz,
+                    memobs_cuda__capture_begun(real(stream, mode), MEMOBS_PL__PT(stream)), real(stream, mode));
+}
+/* The capture's id is asked before it ends (after, the stream has none). */
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+    MEMOBS_PL__GET(cudaStreamEndCapture);
+    if (!memobs_pl__begin()) return real(stream, pGraph);
+    {
+        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__LEG(stream));
+        return memobs_pl__end(memobs_cuda__capture_ended(real(stream, pGraph), id, pGraph));
+    }
+}
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
+    MEMOBS_PL__GET(cudaStreamEndCapture_ptsz);
+    if (!memobs_pl__begin()) return real(stream, pGraph);
+    {
+        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__PT(stream));
+        return memobs_pl__end(memobs_cuda__capture_ended(real(stream, pGraph), id, pGraph));
+    }
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    MEMOBS_PL__WRAP(cudaGraphInstantiate,
+                    memobs_cuda__instantiated(real(pGraphExec, graph, flags), pGraphExec, graph),
+                    real(pGraphExec, graph, flags));
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+    MEMOBS_PL__WRAP(cudaGraphInstantiateWithFlags,
+                    memobs_cuda__instantiated(real(pGraphExec, graph, flags), pGraphExec, graph),
+                    real(pGraphExec, graph, flags));
+}
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams *params) {
+    MEMOBS_PL__WRAP(cudaGraphInstantiateWithParams,
+                    memobs_cuda__instantiated(real(pGraphExec, graph, params), pGraphExec, graph),
+                    real(pGraphExec, graph, params));
+}
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                cudaGraphInstantiateParams *params) {
+    MEMOBS_PL__WRAP(cudaGraphInstantiateWithParams_ptsz,
+                    memobs_cuda__instantiated(real(pGraphExec, graph, params), pGraphExec, graph),
+                    real(pGraphExec, graph, params));
+}
+/* A launch into a capturing stream adds the graph's copies to that capture. */
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    MEMOBS_PL__GET(cudaGraphLaunch);
+    if (!memobs_pl__begin()) return real(graphExec, stream);
+    {
+        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__LEG(stream));
+        return memobs_pl__end(memobs_cuda__launched(real(graphExec, stream), graphExec, id));
+    }
+}
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+    MEMOBS_PL__GET(cudaGraphLaunch_ptsz);
+    if (!memobs_pl__begin()) return real(graphExec, stream);
+    {
+        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__PT(stream));
+        return memobs_pl__end(memobs_cuda__launched(real(graphExec, stream), graphExec, id));
+    }
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+    MEMOBS_PL__WRAP(cudaGraphExecDestroy, memobs_cuda__forget(real(graphExec), graphExec, 1), real(graphExec));
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+    MEMOBS_PL__WRAP(cudaGraphDestroy, memobs_cuda__forget(real(graph), graph, 0), real(graph));
+}
+/* As memobs_cudaDeviceReset: the device's blocks leave the tracker. */
+cudaError_t cudaDeviceReset(void) {
+    MEMOBS_PL__GET(cudaDeviceReset);
+    if (!memobs_pl__begin()) return real();
+    {
+        void *ctx = memobs_cuda__reset_pre();
+        return memobs_pl__end(memobs_cuda__reset_post(real(), ctx));
+    }
+}
+
 /* Allocations: memobs_cuda.h's wrappers, whose runtime calls are the real
    functions (the macros above). */
 #define MEMOBS_PL__VIA(name, wrapped, call)                                                                 \
@@ -245,6 +548,12 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
 }
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
     MEMOBS_PL__VIA(cudaMallocManaged, memobs_cudaMallocManaged(devPtr, size, flags), real(devPtr, size, flags));
+}
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    MEMOBS_PL__VIA(cudaHostRegister, memobs_cudaHostRegister(ptr, size, flags), real(ptr, size, flags));
+}
+cudaError_t cudaHostUnregister(void *ptr) {
+    MEMOBS_PL__VIA(cudaHostUnregister, memobs_cudaHostUnregister(ptr), real(ptr));
 }
 cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
     MEMOBS_PL__VIA(cudaMallocAsync,

@@ -52,7 +52,11 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
     X(cudaStreamGetDevice) X(cudaDeviceReset) X(cudaStreamCreateWithFlags) X(cudaStreamWaitEvent)           \
     X(cudaStreamBeginCapture) X(cudaStreamEndCapture) X(cudaStreamIsCapturing) X(cudaStreamGetCaptureInfo)  \
     X(cudaThreadExchangeStreamCaptureMode) X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags)         \
-    X(cudaGraphLaunch) X(cudaGraphExecDestroy) X(cudaGraphDestroy)                                          \
+    X(cudaGraphLaunch) X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaGraphInstantiateWithParams)        \
+    X(cudaMemcpy3D) X(cudaMemcpy3DAsync) X(cudaMemcpy3DPeer) X(cudaMemcpy3DPeerAsync) X(cudaMemcpyToSymbol)  \
+    X(cudaMemcpyToSymbolAsync) X(cudaMemcpyFromSymbol) X(cudaMemcpyFromSymbolAsync) X(cudaMemcpy2DToArray)  \
+    X(cudaMemcpy2DToArrayAsync) X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArrayAsync)                      \
+    X(cudaMemcpy2DArrayToArray) X(cudaMemcpyBatchAsync) X(cudaMemcpy3DBatchAsync)                           \
     X(cuCtxGetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxGetDevice) X(cuStreamGetCtx)     \
     X(cuStreamGetCaptureInfo_v2) X(cuStreamGetCaptureInfo) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) \
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)               \
@@ -1400,6 +1404,447 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
     return leave(F_cudaMemcpyPeerAsync, &c, e);
 }
 
+/* ---- 3D, symbol, array and batch copies ------------------------------------ */
+
+/* A 3D copy between pointers: depth slices of height rows of width bytes;
+   a side's rows are pitch apart, its slices pitch * ysize. */
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t dpitch, dslice, spitch, sslice, width, height, depth;
+} c3d_t;
+
+/* One side: [p, p + span) checked as a copy side (check_side). */
+static cudaError_t check_3d_side(const void *p, size_t pitch, size_t slice, const c3d_t *c, int must_be_table) {
+    return check_side(p, (c->depth - 1) * slice + (c->height - 1) * pitch + c->width, must_be_table);
+}
+
+/* cudaMemcpy3DParms / cudaMemcpy3DPeerParms between pointers. The double
+   has no CUDA arrays, so any array handle is one it never made:
+   cudaErrorInvalidValue; as is a side given neither way, a zero extent
+   (strict reading: the batch calls document it, cudaMemcpy3D is silent),
+   or a pitch holding fewer slices' rows than the extent (ysize < height
+   with depth > 1). A pitch narrower than the width:
+   cudaErrorInvalidPitchValue. */
+static cudaError_t c3d_from(c3d_t *c, cudaArray_const_t srcArray, const struct cudaPos *sp,
+                            const struct cudaPitchedPtr *s, cudaArray_const_t dstArray, const struct cudaPos *dp,
+                            const struct cudaPitchedPtr *d, const struct cudaExtent *e) {
+    if (srcArray || dstArray || !s->ptr || !d->ptr) return cudaErrorInvalidValue;
+    if (!e->width || !e->height || !e->depth) return cudaErrorInvalidValue;
+    if (s->pitch < e->width || d->pitch < e->width) return cudaErrorInvalidPitchValue;
+    if (e->depth > 1 && (s->ysize < e->height || d->ysize < e->height)) return cudaErrorInvalidValue;
+    c->spitch = s->pitch;
+    c->sslice = s->pitch * s->ysize;
+    c->dpitch = d->pitch;
+    c->dslice = d->pitch * d->ysize;
+    c->src = (const char *)s->ptr + sp->z * c->sslice + sp->y * c->spitch + sp->x;
+    c->dst = (char *)d->ptr + dp->z * c->dslice + dp->y * c->dpitch + dp->x;
+    c->width = e->width;
+    c->height = e->height;
+    c->depth = e->depth;
+    return cudaSuccess;
+}
+
+static cudaError_t check_3d(const c3d_t *c, enum cudaMemcpyKind kind) {
+    cudaError_t e = check_kind(kind);
+    int dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    int src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (e == cudaSuccess) e = check_3d_side(c->dst, c->dpitch, c->dslice, c, dst_dev);
+    if (e == cudaSuccess) e = check_3d_side(c->src, c->spitch, c->sslice, c, src_dev);
+    return e;
+}
+
+static void do_3d(const c3d_t *c) {
+    size_t z;
+    for (z = 0; z < c->depth; z++)
+        do_copy(c->dst + z * c->dslice, c->dpitch, c->src + z * c->sslice, c->spitch, c->width, c->height);
+    copy_time(c->width * c->height * c->depth);
+}
+
+/* A 3D copy whose checks gave e, synchronous (s NULL: on t_cur's
+   implicit stream) or on stream s: captured as one 2D node per slice (a
+   copy that fails its checks invalidates the capture, as async_copy), or
+   done and queued. */
+static cudaError_t run_3d(struct CUstream_st *s, const c3d_t *c, cudaError_t e) {
+    capture_t *cap = NULL;
+    cudaError_t w;
+    size_t z;
+    if (!s) {
+        if (e == cudaSuccess) e = sync_call_check(t_cur);
+        if (e == cudaSuccess) e = unsafe_check();
+        if (e == cudaSuccess) {
+            sync_before(t_cur);
+            do_3d(c);
+        }
+        return e;
+    }
+    if ((w = stream_work(s, &cap)) != cudaSuccess) e = w;
+    if (cap) {
+        for (z = 0; e == cudaSuccess && z < c->depth; z++) {
+            node_t n = copy_node(c->dst + z * c->dslice, c->dpitch, c->src + z * c->sslice, c->spitch, c->width,
+                                 c->height);
+            e = add_node(cap, s, &n);
+        }
+        if (e != cudaSuccess && e != cudaErrorStreamCaptureInvalidated) invalidate(cap);
+        return e;
+    }
+    if (e == cudaSuccess) e = reserve_op(s);
+    if (e == cudaSuccess) {
+        do_3d(c);
+        queue_work(s, c->dst, c->src);
+    }
+    return e;
+}
+
+static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, struct CUstream_st *s, cudadbl_call_t *c) {
+    c3d_t k;
+    cudaError_t e;
+    memset(&k, 0, sizeof k);
+    if (!p) return cudaErrorInvalidValue;
+    c->kind = (int)p->kind;
+    e = c3d_from(&k, p->srcArray, &p->srcPos, &p->srcPtr, p->dstArray, &p->dstPos, &p->dstPtr, &p->extent);
+    if (e == cudaSuccess) e = check_3d(&k, p->kind);
+    c->dst = k.dst;
+    c->src = k.src;
+    c->bytes = k.width * k.height * k.depth;
+    if (e != cudaSuccess && !s) return e;
+    return run_3d(s, &k, e);
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpy3D, NEED_CONTEXT);
+    if (e == cudaSuccess) e = memcpy3d(p, NULL, &c);
+    return leave(F_cudaMemcpy3D, &c, e);
+}
+
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpy3DAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = memcpy3d(p, s, &c);
+    return leave(F_cudaMemcpy3DAsync, &c, e);
+}
+
+/* Peer 3D: valid devices (cudaErrorInvalidDevice); both sides device
+   memory of those devices (as cudaMemcpyPeer). */
+static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, struct CUstream_st *s, cudadbl_call_t *c) {
+    c3d_t k;
+    cudaError_t e;
+    alloc_t *a;
+    memset(&k, 0, sizeof k);
+    if (!p) return cudaErrorInvalidValue;
+    c->flags = (unsigned)p->dstDevice << 16 | (unsigned)(p->srcDevice & 0xffff);
+    if (!valid_device(p->dstDevice) || !valid_device(p->srcDevice)) e = cudaErrorInvalidDevice;
+    else e = c3d_from(&k, p->srcArray, &p->srcPos, &p->srcPtr, p->dstArray, &p->dstPos, &p->dstPtr, &p->extent);
+    if (e == cudaSuccess) e = check_3d(&k, cudaMemcpyDeviceToDevice);
+    if (e == cudaSuccess && (a = find(k.dst)) != NULL && a->kind == CUDADBL_DEVICE && a->device != p->dstDevice)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && (a = find(k.src)) != NULL && a->kind == CUDADBL_DEVICE && a->device != p->srcDevice)
+        e = cudaErrorInvalidValue;
+    c->dst = k.dst;
+    c->src = k.src;
+    c->bytes = k.width * k.height * k.depth;
+    if (e != cudaSuccess && !s) return e;
+    return run_3d(s, &k, e);
+}
+
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpy3DPeer, NEED_CONTEXT);
+    if (e == cudaSuccess) e = memcpy3d_peer(p, NULL, &c);
+    return leave(F_cudaMemcpy3DPeer, &c, e);
+}
+
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpy3DPeerAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = memcpy3d_peer(p, s, &c);
+    return leave(F_cudaMemcpy3DPeerAsync, &c, e);
+}
+
+/* Symbols: a test has no __device__ variables, so it declares some
+   (cudadbl_register_symbol): host memory the double treats as a device
+   variable of that size. A symbol never declared: cudaErrorInvalidSymbol.
+   To a symbol the kind must be cudaMemcpyHostToDevice,
+   cudaMemcpyDeviceToDevice or cudaMemcpyDefault, from one
+   cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice or cudaMemcpyDefault,
+   else cudaErrorInvalidMemcpyDirection; offset + count beyond the
+   variable: cudaErrorInvalidValue. */
+#define DBL_SYMBOLS 64
+static struct {
+    const void *sym;
+    size_t size;
+} g_sym[DBL_SYMBOLS];
+static size_t g_nsym;
+
+int cudadbl_register_symbol(const void *symbol, size_t size) {
+    size_t i;
+    int r = -1;
+    lock();
+    for (i = 0; i < g_nsym; i++)
+        if (g_sym[i].sym == symbol) break;
+    if (symbol && size && i < DBL_SYMBOLS) {
+        g_sym[i].sym = symbol;
+        g_sym[i].size = size;
+        if (i == g_nsym) g_nsym++;
+        r = 0;
+    }
+    unlock();
+    return r;
+}
+
+/* The variable's bytes [offset, offset + count), or an error. */
+static cudaError_t symbol_span(const void *symbol, size_t count, size_t offset, char **out) {
+    size_t i;
+    for (i = 0; i < g_nsym; i++)
+        if (symbol && g_sym[i].sym == symbol) {
+            if (offset > g_sym[i].size || count > g_sym[i].size - offset) return cudaErrorInvalidValue;
+            *out = (char *)(uintptr_t)symbol + offset;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidSymbol;
+}
+
+/* to: 1 to the symbol, 0 from it. other: the other side. */
+static cudaError_t symbol_copy(int to, const void *symbol, void *other, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind, struct CUstream_st *s, cudadbl_call_t *c) {
+    char *var = NULL;
+    c3d_t k;
+    cudaError_t e = check_kind(kind);
+    int other_dev = kind == cudaMemcpyDeviceToDevice;
+    c->kind = (int)kind;
+    c->bytes = count;
+    if (e == cudaSuccess && (kind == cudaMemcpyHostToHost || kind == (to ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice)))
+        e = cudaErrorInvalidMemcpyDirection;
+    if (e == cudaSuccess) e = symbol_span(symbol, count, offset, &var);
+    if (e == cudaSuccess && count) e = check_side(other, count, other_dev);
+    memset(&k, 0, sizeof k);
+    k.dst = to ? var : (char *)other;
+    k.src = to ? (const char *)other : var;
+    k.dpitch = k.spitch = k.width = count;
+    k.height = k.depth = 1;
+    c->dst = k.dst;
+    c->src = k.src;
+    if (e != cudaSuccess && !s) return e;
+    return run_3d(s, &k, e);
+}
+
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpyToSymbol, NEED_CONTEXT);
+    if (e == cudaSuccess) e = symbol_copy(1, symbol, (void *)(uintptr_t)src, count, offset, kind, NULL, &c);
+    return leave(F_cudaMemcpyToSymbol, &c, e);
+}
+
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpyToSymbolAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = symbol_copy(1, symbol, (void *)(uintptr_t)src, count, offset, kind, s, &c);
+    return leave(F_cudaMemcpyToSymbolAsync, &c, e);
+}
+
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                 enum cudaMemcpyKind kind) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpyFromSymbol, NEED_CONTEXT);
+    if (e == cudaSuccess) e = symbol_copy(0, symbol, dst, count, offset, kind, NULL, &c);
+    return leave(F_cudaMemcpyFromSymbol, &c, e);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpyFromSymbolAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = symbol_copy(0, symbol, dst, count, offset, kind, s, &c);
+    return leave(F_cudaMemcpyFromSymbolAsync, &c, e);
+}
+
+/* CUDA arrays: the double makes none (no cudaMallocArray), so every array
+   handle is invalid: after the kind's check, cudaErrorInvalidValue (the
+   error these calls document for bad arguments). */
+static cudaError_t no_array(int f, enum cudaMemcpyKind kind, cudaStream_t stream, int async) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(f, NEED_CONTEXT);
+    c.kind = (int)kind;
+    c.stream = stream;
+    if (e == cudaSuccess && async && !resolve(stream, 0)) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = check_kind(kind);
+    if (e == cudaSuccess) e = cudaErrorInvalidValue;
+    return leave(f, &c, e);
+}
+
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind) {
+    (void)dst, (void)wOffset, (void)hOffset, (void)src, (void)spitch, (void)width, (void)height;
+    return no_array(F_cudaMemcpy2DToArray, kind, NULL, 0);
+}
+cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
+                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+    (void)dst, (void)wOffset, (void)hOffset, (void)src, (void)spitch, (void)width, (void)height;
+    return no_array(F_cudaMemcpy2DToArrayAsync, kind, stream, 1);
+}
+cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                  size_t width, size_t height, enum cudaMemcpyKind kind) {
+    (void)dst, (void)dpitch, (void)src, (void)wOffset, (void)hOffset, (void)width, (void)height;
+    return no_array(F_cudaMemcpy2DFromArray, kind, NULL, 0);
+}
+cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
+                                       cudaStream_t stream) {
+    (void)dst, (void)dpitch, (void)src, (void)wOffset, (void)hOffset, (void)width, (void)height;
+    return no_array(F_cudaMemcpy2DFromArrayAsync, kind, stream, 1);
+}
+cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                     size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+    (void)dst, (void)wOffsetDst, (void)hOffsetDst, (void)src, (void)wOffsetSrc, (void)hOffsetSrc, (void)width,
+        (void)height;
+    return no_array(F_cudaMemcpy2DArrayToArray, kind, NULL, 0);
+}
+
+/* Batches (CUDA 13): the stream must not be the legacy stream (NULL
+   outside a _ptsz entry point, or cudaStreamLegacy); at least one copy;
+   cudaErrorInvalidValue for a NULL array, a bad attribute index list
+   (first 0, increasing, below count, numAttrs from 1 to count), a source
+   access order other than Stream/DuringApiCall/Any, a flag other than
+   cudaMemcpyFlagPreferOverlapWithCompute, (3D) nonzero flags, a zero
+   extent, an array operand (the double has none), a row length or layer
+   height below the extent (0: packed). Each copy is checked like a
+   cudaMemcpyDefault one; nothing is copied unless all pass. Captured:
+   one node per copy (per slice). */
+static int valid_order(enum cudaMemcpySrcAccessOrder o) {
+    return o == cudaMemcpySrcAccessOrderStream || o == cudaMemcpySrcAccessOrderDuringApiCall ||
+           o == cudaMemcpySrcAccessOrderAny;
+}
+
+static cudaError_t batch_stream(cudaStream_t stream, struct CUstream_st **s) {
+    if (!(*s = resolve(stream, 0))) return cudaErrorInvalidResourceHandle;
+    return (*s)->kind == SK_LEGACY ? cudaErrorInvalidValue : cudaSuccess;
+}
+
+/* Runs the checked copies on s, all or none (e: the checks' verdict; in
+   a capture a failed check invalidates it, as run_3d). */
+static cudaError_t run_batch(struct CUstream_st *s, const c3d_t *k, size_t n, cudaError_t e) {
+    capture_t *cap = NULL;
+    cudaError_t w = s ? stream_work(s, &cap) : cudaSuccess;
+    size_t i, z;
+    if (w != cudaSuccess) e = w;
+    if (cap) {
+        for (i = 0; i < n && e == cudaSuccess; i++)
+            for (z = 0; z < k[i].depth && e == cudaSuccess; z++) {
+                node_t nd = copy_node(k[i].dst + z * k[i].dslice, k[i].dpitch, k[i].src + z * k[i].sslice,
+                                      k[i].spitch, k[i].width, k[i].height);
+                e = add_node(cap, s, &nd);
+            }
+        if (e != cudaSuccess && e != cudaErrorStreamCaptureInvalidated) invalidate(cap);
+        return e;
+    }
+    for (i = 0; i < n && e == cudaSuccess; i++) e = reserve_op(s);
+    for (i = 0; i < n && e == cudaSuccess; i++) {
+        do_3d(&k[i]);
+        queue_work(s, k[i].dst, k[i].src);
+    }
+    return e;
+}
+
+cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                 struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                 cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpyBatchAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c3d_t *k = NULL;
+    size_t i;
+    c.stream = stream;
+    c.kind = (int)cudaMemcpyDefault;
+    if (e == cudaSuccess) e = batch_stream(stream, &s);
+    if (e == cudaSuccess && (!dsts || !srcs || !sizes || !attrs || !attrsIdxs || !count || !numAttrs ||
+                             numAttrs > count || attrsIdxs[0] != 0))
+        e = cudaErrorInvalidValue;
+    for (i = 0; e == cudaSuccess && i < numAttrs; i++)
+        if ((i && attrsIdxs[i] <= attrsIdxs[i - 1]) || attrsIdxs[i] >= count || !valid_order(attrs[i].srcAccessOrder) ||
+            (attrs[i].flags & ~(unsigned)cudaMemcpyFlagPreferOverlapWithCompute))
+            e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(k = (c3d_t *)calloc(count, sizeof *k))) e = cudaErrorMemoryAllocation;
+    for (i = 0; e == cudaSuccess && i < count; i++) {
+        k[i].dst = (char *)dsts[i];
+        k[i].src = (const char *)srcs[i];
+        k[i].dpitch = k[i].spitch = k[i].width = sizes[i];
+        k[i].height = k[i].depth = 1;
+        c.bytes += sizes[i];
+        if (!dsts[i] || !srcs[i]) e = cudaErrorInvalidValue;
+        else if (sizes[i]) e = check_3d(&k[i], cudaMemcpyDefault);
+    }
+    if (s) e = run_batch(s, k, k ? count : 0, e);
+    free(k);
+    return leave(F_cudaMemcpyBatchAsync, &c, e);
+}
+
+/* A batch operand: a pointer, rows of rowLength bytes (0: width), layers
+   of layerHeight rows (0: height). */
+static cudaError_t batch_operand(const struct cudaMemcpy3DOperand *o, const struct cudaExtent *ex, char **p,
+                                 size_t *pitch, size_t *slice) {
+    size_t row, layer;
+    if (o->type != cudaMemcpyOperandTypePointer || !o->op.ptr.ptr) return cudaErrorInvalidValue;
+    row = o->op.ptr.rowLength ? o->op.ptr.rowLength : ex->width;
+    layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : ex->height;
+    if (row < ex->width || layer < ex->height) return cudaErrorInvalidValue;
+    *p = (char *)o->op.ptr.ptr;
+    *pitch = row;
+    *slice = row * layer;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
+                                   cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemcpy3DBatchAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c3d_t *k = NULL;
+    size_t i;
+    c.stream = stream;
+    c.kind = (int)cudaMemcpyDefault;
+    c.flags = (unsigned)flags;
+    if (e == cudaSuccess) e = batch_stream(stream, &s);
+    if (e == cudaSuccess && (!numOps || !opList || flags)) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess && !(k = (c3d_t *)calloc(numOps, sizeof *k))) e = cudaErrorMemoryAllocation;
+    for (i = 0; e == cudaSuccess && i < numOps; i++) {
+        const struct cudaMemcpy3DBatchOp *o = &opList[i];
+        char *src = NULL;
+        if (!o->extent.width || !o->extent.height || !o->extent.depth || !valid_order(o->srcAccessOrder) ||
+            (o->flags & ~(unsigned)cudaMemcpyFlagPreferOverlapWithCompute)) {
+            e = cudaErrorInvalidValue;
+            break;
+        }
+        e = batch_operand(&o->dst, &o->extent, &k[i].dst, &k[i].dpitch, &k[i].dslice);
+        if (e == cudaSuccess) e = batch_operand(&o->src, &o->extent, &src, &k[i].spitch, &k[i].sslice);
+        k[i].src = src;
+        k[i].width = o->extent.width;
+        k[i].height = o->extent.height;
+        k[i].depth = o->extent.depth;
+        c.bytes += k[i].width * k[i].height * k[i].depth;
+        if (e == cudaSuccess) e = check_3d(&k[i], cudaMemcpyDefault);
+    }
+    if (s) e = run_batch(s, k, k ? numOps : 0, e);
+    free(k);
+    return leave(F_cudaMemcpy3DBatchAsync, &c, e);
+}
+
 cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
     cudadbl_call_t c = blank_call();
     cudaError_t e = enter(F_cudaMemset, NEED_CONTEXT);
@@ -2322,6 +2767,26 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph
     return leave(F_cudaGraphInstantiateWithFlags, &c, e);
 }
 
+/* params NULL: cudaErrorInvalidValue; its flags as cudaGraphInstantiate's
+   (cudaGraphInstantiateFlagUpload, which needs a stream, is not taken:
+   strict). result_out: cudaGraphInstantiateSuccess, or
+   cudaGraphInstantiateError when it fails. */
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams *params) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphInstantiateWithParams, NEED_CONTEXT);
+    c.src = graph;
+    if (e == cudaSuccess && !params) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) {
+        c.flags = (unsigned)params->flags;
+        e = instantiate(pGraphExec, graph, params->flags);
+        params->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+        params->errNode_out = NULL;
+    }
+    if (e == cudaSuccess) c.dst = *pGraphExec;
+    return leave(F_cudaGraphInstantiateWithParams, &c, e);
+}
+
 static size_t node_span(const node_t *n, size_t pitch) { return (n->height - 1) * pitch + n->width; }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
@@ -2929,6 +3394,7 @@ void cudadbl_reset(void) {
     g_sticky = cudaSuccess;
     g_invalidated = 0;
     g_hazards = g_launches = g_graph_bytes = 0;
+    g_nsym = 0;
     g_gen++;
     thread_sync();
     unlock();
@@ -3294,6 +3760,53 @@ DBL_PT(cudaStreamGetCaptureInfo, _ptsz,
         size_t *numDependencies_out),
        (stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out))
 DBL_PT(cudaGraphLaunch, _ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream), (graphExec, stream))
+DBL_PT(cudaGraphInstantiateWithParams, _ptsz,
+       (cudaGraphExec_t * pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *params),
+       (pGraphExec, graph, params))
+DBL_PT(cudaMemcpy3D, _ptds, (const struct cudaMemcpy3DParms *p), (p))
+DBL_PT(cudaMemcpy3DAsync, _ptsz, (const struct cudaMemcpy3DParms *p, cudaStream_t stream), (p, stream))
+DBL_PT(cudaMemcpy3DPeer, _ptds, (const struct cudaMemcpy3DPeerParms *p), (p))
+DBL_PT(cudaMemcpy3DPeerAsync, _ptsz, (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream))
+DBL_PT(cudaMemcpyToSymbol, _ptds,
+       (const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind),
+       (symbol, src, count, offset, kind))
+DBL_PT(cudaMemcpyToSymbolAsync, _ptsz,
+       (const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind,
+        cudaStream_t stream),
+       (symbol, src, count, offset, kind, stream))
+DBL_PT(cudaMemcpyFromSymbol, _ptds,
+       (void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind),
+       (dst, symbol, count, offset, kind))
+DBL_PT(cudaMemcpyFromSymbolAsync, _ptsz,
+       (void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream),
+       (dst, symbol, count, offset, kind, stream))
+DBL_PT(cudaMemcpy2DToArray, _ptds,
+       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width,
+        size_t height, enum cudaMemcpyKind kind),
+       (dst, wOffset, hOffset, src, spitch, width, height, kind))
+DBL_PT(cudaMemcpy2DToArrayAsync, _ptsz,
+       (cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width,
+        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
+       (dst, wOffset, hOffset, src, spitch, width, height, kind, stream))
+DBL_PT(cudaMemcpy2DFromArray, _ptds,
+       (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width,
+        size_t height, enum cudaMemcpyKind kind),
+       (dst, dpitch, src, wOffset, hOffset, width, height, kind))
+DBL_PT(cudaMemcpy2DFromArrayAsync, _ptsz,
+       (void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width,
+        size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
+       (dst, dpitch, src, wOffset, hOffset, width, height, kind, stream))
+DBL_PT(cudaMemcpy2DArrayToArray, _ptds,
+       (cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc,
+        size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind),
+       (dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind))
+DBL_PT(cudaMemcpyBatchAsync, _ptsz,
+       (void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+        struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream),
+       (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream))
+DBL_PT(cudaMemcpy3DBatchAsync, _ptsz,
+       (size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream),
+       (numOps, opList, flags, stream))
 
 /* The driver's per-thread default stream names (libcuda exports them;
    cuda.h declares them only for its own build): NULL is the calling

@@ -45,6 +45,20 @@
                cudaErrorInvalidMemcpyDirection. 2D copies check pitches
                (cudaErrorInvalidPitchValue). Peer copies check the devices
                (cudaErrorInvalidDevice) and that device memory lies on them.
+               3D copies (cudaMemcpy3D(Peer)(Async)) between pointers, with
+               positions and pitches; a zero extent, a slice height below
+               the extent or any CUDA array handle (the double makes no
+               arrays): cudaErrorInvalidValue; cudaMemcpy2DToArray and the
+               other array copies always fail so (after the kind's check).
+               Symbols are host memory a test declares with
+               cudadbl_register_symbol: an unknown one is
+               cudaErrorInvalidSymbol, a kind that points the wrong way
+               cudaErrorInvalidMemcpyDirection, a span beyond it
+               cudaErrorInvalidValue. Batches (cudaMemcpyBatchAsync,
+               cudaMemcpy3DBatchAsync, CUDA 13) refuse the legacy stream,
+               empty batches, bad attribute indices, access orders and
+               flags (cudaErrorInvalidValue) and copy all or nothing. A
+               captured 3D or batch copy becomes one node per slice.
      Contexts  one primary context per device (a CUcontext). It becomes
                active (a "creation", cudadbl_contexts_created) at
                cudaSetDevice (since CUDA 12 it initializes the primary
@@ -385,6 +399,11 @@ int cudadbl_last_call(const char *fn, cudadbl_call_t *out);
    live again, its free op frees nothing). Off by default (and after
    cudadbl_reset/_reset_script): every allocation is a fresh malloc. */
 void cudadbl_set_reuse(int on);
+/* Declares host memory [symbol, symbol + size) a device variable for
+   cudaMemcpyToSymbol/FromSymbol(Async) (a test has no __device__
+   variables); at most 64, until cudadbl_reset. 0, or -1 for NULL, size 0
+   or a full table. */
+int cudadbl_register_symbol(const void *symbol, size_t size);
 
 /* Devices: how many (0..CUDADBL_MAX_DEVICES; 0 makes cudaGetDeviceCount
    return cudaErrorNoDevice and every device call too), the total memory of

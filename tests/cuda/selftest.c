@@ -1659,6 +1659,195 @@ static void hazards(void) {
     CHECK_U64(0, (unsigned long)cudadbl_hazards());
 }
 
+/* 3D, symbol, array and batch copies: the bytes land where the
+   parameters say, and each documented rule (or strict reading) alone. */
+static struct cudaPitchedPtr pitched(void *p, size_t pitch, size_t ysize) {
+    struct cudaPitchedPtr r;
+    r.ptr = p;
+    r.pitch = pitch;
+    r.xsize = pitch;
+    r.ysize = ysize;
+    return r;
+}
+
+static void copies_3d_symbol_batch(void) {
+    static char var[64];
+    char host[256], back[256], bogus[8];
+    char *d = NULL, *d1 = NULL;
+    cudaStream_t s = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    struct cudaMemcpyAttributes at;
+    struct cudaMemcpy3DBatchOp op;
+    size_t i, idx = 0, n = 16;
+    void *dst;
+    const void *src;
+    cudadbl_reset();
+    for (i = 0; i < sizeof host; i++) host[i] = (char)i;
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    /* 3D: 4 bytes x 2 rows x 2 slices from pitch 8 / 3 rows to pitch 16 / 2 rows, at offset (1, 1, 0) */
+    memset(&p, 0, sizeof p);
+    p.srcPtr = pitched(host, 8, 3);
+    p.srcPos.x = 1;
+    p.srcPos.y = 1;
+    p.dstPtr = pitched(d, 16, 2);
+    p.extent.width = 4;
+    p.extent.height = 2;
+    p.extent.depth = 2;
+    p.kind = cudaMemcpyHostToDevice;
+    CHECK_ERR(cudaSuccess, cudaMemcpy3D(&p));
+    CHECK_U64((unsigned char)host[9], (unsigned char)d[0]);        /* slice 0 row 0: 1*8 + 1 */
+    CHECK_U64((unsigned char)host[17], (unsigned char)d[16]);      /* slice 0 row 1 */
+    CHECK_U64((unsigned char)host[24 + 9], (unsigned char)d[32]);  /* slice 1 (8*3 apart) row 0 */
+    CHECK_U64((unsigned char)host[24 + 20], (unsigned char)d[51]); /* slice 1 row 1, byte 3 */
+    /* rules, one each */
+    p.extent.height = 0;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3D(&p)); /* zero extent (strict reading) */
+    p.extent.height = 2;
+    p.dstPtr.pitch = 3;
+    CHECK_ERR(cudaErrorInvalidPitchValue, cudaMemcpy3D(&p));
+    p.dstPtr.pitch = 16;
+    p.dstPtr.ysize = 1;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3D(&p)); /* slices of fewer rows than the extent */
+    p.dstPtr.ysize = 2;
+    p.kind = (enum cudaMemcpyKind)7;
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpy3D(&p));
+    p.kind = cudaMemcpyHostToDevice;
+    p.dstArray = (cudaArray_t)(void *)bogus;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3D(&p)); /* both a pointer and an array */
+    p.dstArray = NULL;
+    p.dstPtr = pitched(host, 16, 2);
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3D(&p)); /* H2D to memory not in the table */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3D(NULL));
+    /* 3D peer: device memory of the devices named */
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d1, 256));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    memset(&q, 0, sizeof q);
+    q.srcPtr = pitched(d, 16, 1);
+    q.dstPtr = pitched(d1, 16, 1);
+    q.dstDevice = 1;
+    q.extent.width = 16;
+    q.extent.height = q.extent.depth = 1;
+    CHECK_ERR(cudaSuccess, cudaMemcpy3DPeerAsync(&q, s));
+    CHECK(memcmp(d1, d, 16) == 0);
+    q.dstDevice = 0;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DPeer(&q)); /* d1 lies on device 1 */
+    q.dstDevice = 9;
+    CHECK_ERR(cudaErrorInvalidDevice, cudaMemcpy3DPeer(&q));
+    /* symbols */
+    CHECK_ERR(cudaErrorInvalidSymbol, cudaMemcpyToSymbol(var, host, 4, 0, cudaMemcpyHostToDevice));
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(var, sizeof var));
+    CHECK_ERR(cudaSuccess, cudaMemcpyToSymbol(var, host + 100, 8, 4, cudaMemcpyHostToDevice));
+    CHECK(memcmp(var + 4, host + 100, 8) == 0);
+    CHECK_ERR(cudaSuccess, cudaMemcpyFromSymbolAsync(back, var, 8, 4, cudaMemcpyDefault, s));
+    CHECK(memcmp(back, host + 100, 8) == 0);
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyToSymbol(var, host, 8, 60, cudaMemcpyHostToDevice));
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpyToSymbol(var, host, 8, 0, cudaMemcpyDeviceToHost));
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpyFromSymbol(back, var, 8, 0, cudaMemcpyHostToDevice));
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpyToSymbol(var, host, 8, 0, cudaMemcpyHostToHost));
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyToSymbol(var, host, 8, 0, cudaMemcpyDeviceToDevice)); /* host src */
+    /* arrays: none exist */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy2DToArray((cudaArray_t)(void *)bogus, 0, 0, host, 8, 8, 1,
+                                                         cudaMemcpyHostToDevice));
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpy2DFromArray(host, 8, (cudaArray_const_t)(void *)bogus, 0, 0,
+                                                                     8, 1, (enum cudaMemcpyKind)8));
+    /* batches */
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    dst = d + 1000;
+    src = host + 50;
+    CHECK_ERR(cudaSuccess, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s));
+    CHECK(memcmp(d + 1000, host + 50, 16) == 0);
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, NULL)); /* legacy */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 0, &at, &idx, 1, s));
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 2, s)); /* numAttrs > count */
+    idx = 1;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s)); /* first index not 0 */
+    idx = 0;
+    at.srcAccessOrder = cudaMemcpySrcAccessOrderInvalid;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s));
+    at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    at.flags = 2;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s));
+    memset(&op, 0, sizeof op);
+    op.src.type = op.dst.type = cudaMemcpyOperandTypePointer;
+    op.src.op.ptr.ptr = d;
+    op.dst.op.ptr.ptr = back;
+    op.src.op.ptr.rowLength = 16;
+    op.extent.width = 4;
+    op.extent.height = 2;
+    op.extent.depth = 1;
+    op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    memset(back, 0, sizeof back);
+    CHECK_ERR(cudaSuccess, cudaMemcpy3DBatchAsync(1, &op, 0, s));
+    CHECK(memcmp(back, d, 4) == 0 && memcmp(back + 4, d + 16, 4) == 0); /* packed destination rows */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DBatchAsync(1, &op, 1, s));    /* flags */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DBatchAsync(0, &op, 0, s));
+    op.src.op.ptr.rowLength = 3;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DBatchAsync(1, &op, 0, s));    /* row shorter than the width */
+    op.src.op.ptr.rowLength = 0;
+    op.src.type = cudaMemcpyOperandTypeArray;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DBatchAsync(1, &op, 0, s));
+    op.src.type = cudaMemcpyOperandTypePointer;
+    op.extent.depth = 0;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy3DBatchAsync(1, &op, 0, s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(d1));
+    cudadbl_reset();
+    CHECK_ERR(cudaErrorInvalidSymbol, cudaMemcpyToSymbol(var, host, 4, 0, cudaMemcpyHostToDevice)); /* forgotten */
+    cudadbl_reset();
+}
+
+/* Captured 3D and batch copies become nodes; a bad one invalidates. */
+static void capture_3d_batch(void) {
+    char host[64], *d = NULL;
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpyAttributes at;
+    size_t idx = 0, n = 8;
+    void *dst;
+    const void *src = host;
+    memset(host, 7, sizeof host);
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 256));
+    CHECK_ERR(cudaSuccess, cudaMemset(d, 0, 256));
+    dst = d + 128;
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    memset(&p, 0, sizeof p);
+    p.srcPtr = pitched(host, 4, 2);
+    p.dstPtr = pitched(d, 4, 2);
+    p.extent.width = 4;
+    p.extent.height = 2;
+    p.extent.depth = 3; /* 24 bytes in 3 slices */
+    p.kind = cudaMemcpyHostToDevice;
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_ERR(cudaSuccess, cudaMemcpy3DAsync(&p, s));
+    CHECK_ERR(cudaSuccess, cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s));
+    CHECK_U64(0, (unsigned char)d[0]); /* nothing moves at capture */
+    CHECK_ERR(cudaSuccess, cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphInstantiate(&x, g, 0));
+    CHECK_ERR(cudaSuccess, cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaSuccess, cudaGraphLaunch(x, s));
+    CHECK_U64(64, (unsigned long)cudadbl_graph_copy_bytes()); /* (24 + 8) x 2 */
+    CHECK_U64(7, (unsigned char)d[23]);
+    /* a bad 3D copy in a capture invalidates it */
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    p.kind = (enum cudaMemcpyKind)7;
+    CHECK_ERR(cudaErrorInvalidMemcpyDirection, cudaMemcpy3DAsync(&p, s));
+    CHECK_ERR(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+    CHECK_ERR(cudaSuccess, cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+}
+
 int main(void) {
     check__suite = TEST_SUITE;
     RUN(malloc_free);
@@ -1686,5 +1875,7 @@ int main(void) {
     RUN(graphs);
     RUN(default_streams);
     RUN(hazards);
+    RUN(copies_3d_symbol_batch);
+    RUN(capture_3d_batch);
     return CHECK_DONE();
 }
