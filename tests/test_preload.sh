@@ -322,7 +322,7 @@ fi
 env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/nocuda.json" "$B/nocuda" >"$B/nocuda.out" 2>"$B/nocuda.err"
 st=$?
 if [ $st = 3 ] && [ ! -s "$B/nocuda.out" ] && [ "$(wc -l <"$B/nocuda.err")" = 1 ] &&
-    grep -q '^memobs preload: no CUDA runtime call was intercepted in pid [0-9]* (nocuda): no dynamic CUDA runtime' "$B/nocuda.err"; then
+    grep -q '^memobs preload: no CUDA call was intercepted in pid [0-9]* (nocuda): no dynamic CUDA runtime (libcudart.so) or driver' "$B/nocuda.err"; then
     ok "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line: $(cat "$B/nocuda.err")"
 else
     bad "a program without the dynamic CUDA runtime: exit status 3 unchanged, one line at exit" "status $st" \
@@ -345,7 +345,7 @@ st0=$?
 env LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$CUDA_LIB" "$B/static_runtime" >"$B/srt1.out" 2>"$B/srt1.err"
 st1=$?
 if [ $st0 = 4 ] && [ $st1 = 4 ] && [ -s "$B/srt0.out" ] && cmp -s "$B/srt0.out" "$B/srt1.out" &&
-    [ "$(wc -l <"$B/srt1.err")" = 1 ] && grep -q '^memobs preload: no CUDA runtime call was intercepted' "$B/srt1.err"; then
+    [ "$(wc -l <"$B/srt1.err")" = 1 ] && grep -q '^memobs preload: no CUDA call was intercepted' "$B/srt1.err"; then
     ok "a program linked with libcudart_static.a: the same output ($(cat "$B/srt1.out")) and exit status 4, one line at exit"
 else
     bad "a program linked with libcudart_static.a: the same output and exit status 4, one line at exit" \

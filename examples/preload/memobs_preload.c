@@ -188,7 +188,7 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
         memobs_counter_t c = __atomic_load_n(&memobs_pl__g.failed, __ATOMIC_RELAXED);
         if (c < 0) {
             c = memobs_counter_register("preload_failed_calls",
-                                        "intercepted CUDA runtime calls that returned an error (not recorded)");
+                                        "intercepted CUDA runtime and driver calls that returned an error (not recorded)");
             __atomic_store_n(&memobs_pl__g.failed, c, __ATOMIC_RELAXED);
         }
         if (c >= 0) memobs_counter_add(c, 1);
@@ -631,14 +631,17 @@ __attribute__((constructor)) static void memobs_pl__init(void) {
     }
 }
 
+static void *memobs_pl__cu_find(const char *name);
+
 __attribute__((destructor)) static void memobs_pl__fini(void) {
     __atomic_store_n(&memobs_pl__g.done, 1, __ATOMIC_RELAXED);
     if (__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0 && memobs_pl__root())
-        fprintf(stderr, "memobs preload: no CUDA runtime call was intercepted in pid %ld (%s): %s\n",
-                (long)getpid(), program_invocation_short_name,
-                memobs_pl__find("cudaMalloc") ? "the program made none through the dynamic runtime"
-                                              : "no dynamic CUDA runtime libcudart.so in the process: a program "
-                                                "linked with the static runtime, or none, has nothing to intercept");
+        fprintf(stderr, "memobs preload: no CUDA call was intercepted in pid %ld (%s): %s\n", (long)getpid(),
+                program_invocation_short_name,
+                memobs_pl__find("cudaMalloc") || memobs_pl__cu_find("cuMemAlloc_v2")
+                    ? "the program made none through the dynamic runtime or driver"
+                    : "no dynamic CUDA runtime (libcudart.so) or driver (libcuda.so) in the process: a program "
+                      "linked with the static runtime, or none, has nothing to intercept");
 }
 
 /* ======================================================================== */
