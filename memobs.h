@@ -31,7 +31,10 @@
        nothing is silently filed as prefill). Recording is a relaxed load, a
        branch and two plain read-add-writes on a per-thread shard: no lock
        prefix, no shared cache line. Shards are summed when a summary is read,
-       so totals are exact under any number of threads.
+       so totals are exact under any number of threads. With an observer
+       of the real copies in the process (the LD_PRELOAD library), the
+       program's own records are counted apart as "manual" and shown
+       beside the observed ones (memobs_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
