@@ -33,6 +33,15 @@
    own even when a C extension of the same process links another memobs.
    Records and reports are exact under any number of Python threads.
 
+   Built with -DMEMOBS_PY_ATTACH (and -fvisibility=hidden), the same source
+   is memobs._memobs_attached: no memobs of its own, memobs' symbols left
+   undefined for the dynamic linker to bind to the LD_PRELOAD library's
+   (libmemobs_preload.so), no torch allocator. memobs/__init__.py imports
+   it instead of this one when that library is in the process and its
+   memobs_preload_abi() equals the module's _abi_key (MEMOBS__ABI_KEY):
+   then the package's phase, regions, records and Python stacks are the
+   library's, one instance, one summary. instance() says which build runs.
+
    Built with -DMEMOBS_PY_CUDA -I<CUDA>/include (setup.py and `make
    python-module` do when they find the CUDA headers), this file also
    holds memobs_cuda.h and memobs.torch's allocator (_torch_alloc.c,
@@ -1002,9 +1011,10 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
         goto fail;
-    /* the program's own records apart from the observed ones (memobs_manual_apart: the LD_PRELOAD library) */
+    /* the program's own records, apart from the observed ones (memobs_manual_apart: the LD_PRELOAD library) */
     if (!(x = PyDict_New()) || pymod_put(d, "manual", x) < 0) goto fail;
-    if (pymod_put(x, "apart", PyBool_FromLong(s->manual.apart)) < 0 || pymod_put(x, "total", pymod_dirs(&s->manual.total)) < 0 ||
+    if (pymod_put(x, "apart", PyBool_FromLong(s->manual.apart)) < 0 ||
+        pymod_put(x, "total", pymod_dirs(&s->manual.total)) < 0 ||
         pymod_put(x, "prefill", pymod_dirs(&s->manual.prefill)) < 0 ||
         pymod_put(x, "decode", pymod_dirs(&s->manual.decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->manual.unphased)) < 0)

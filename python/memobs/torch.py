@@ -20,6 +20,12 @@ its environment and its costs). It is the same memobs instance as the rest
 of the package: memobs.set_phase() is the phase of the allocations, one
 summary and one report show copies and memory together.
 
+Under LD_PRELOAD=libmemobs_preload.so the package is attached to that
+library's memobs (memobs.instance() == "preload"), which observes the CUDA
+runtime's allocations itself: there is no allocator then (available() is
+False, use_allocator() raises AllocatorError saying so); record_copy() and
+copy() record into the library's memobs, apart as the program's own claims.
+
 This module imports PyTorch only inside use_allocator(); record_copy() and
 copy() take any objects with PyTorch's tensor interface (.device.type,
 .numel(), .element_size()).
