@@ -18,12 +18,12 @@ One process, one memobs: under LD_PRELOAD=libmemobs_preload.so (memobs with
 no code change, examples/preload/) the package records into the preloaded
 library's memobs, so set_phase(), regions, record_*() and Python stacks
 (track_python_stacks()) meet the CUDA runtime calls it intercepts in one
-set of figures and one summary. At import the package looks for that
-library in the process (ctypes.CDLL(None).memobs_preload_abi) and, when its
-ABI key (memobs.h's MEMOBS__ABI_KEY: the layouts the inline records write)
-is the package's own, imports memobs._memobs_attached, a build of the same
-source that holds no memobs and binds memobs' symbols to the library's;
-else memobs._memobs, which keeps a private memobs. A key that differs gives
+set of figures and one summary. At import the package imports
+memobs._memobs_attached, a build of the same source that holds no memobs
+and binds memobs' symbols to the library's, when the library is in the
+process and its memobs_preload_abi() (memobs.h's MEMOBS__ABI_KEY: the
+layouts the inline records write) is the package's own key; else
+memobs._memobs, which keeps a private memobs. A key that differs gives
 one RuntimeWarning naming both keys, then the private memobs.
 MEMOBS_PY_ATTACH=0 (also off, false, no) chooses the private memobs.
 instance() says which: "preload" or "private". Attached, the package's
@@ -37,7 +37,10 @@ import warnings as _warnings
 
 def _attach():
     """memobs._memobs_attached when the LD_PRELOAD library's memobs is in the
-    process with the package's ABI key; None for the private memobs."""
+    process with the package's ABI key; None for the private memobs. No
+    ctypes: the attached module fails to load where memobs' symbols are
+    missing (no preload: the usual case, silent), and the private one, then
+    loaded anyway, looks memobs_preload_abi up itself."""
     how = _os.environ.get("MEMOBS_PY_ATTACH", "").strip().lower()
     if how in ("0", "off", "false", "no"):
         return None
@@ -45,19 +48,16 @@ def _attach():
         _warnings.warn("memobs: MEMOBS_PY_ATTACH=%r is not 0/1/on/off/true/false/yes/no; using 1" % how,
                        RuntimeWarning, stacklevel=3)
     try:
-        import ctypes
-        abi = ctypes.CDLL(None).memobs_preload_abi  # dlsym in the global scope: the preloaded library's
-    except (ImportError, OSError, AttributeError):
-        return None
-    abi.restype, abi.argtypes = ctypes.c_uint64, []
-    theirs = abi()
-    try:
         from . import _memobs_attached as ext
     except ImportError as e:
-        _warnings.warn("memobs: the LD_PRELOAD library's memobs is in the process (ABI key %#x) but this package "
-                       "cannot attach to it (%s); using the package's private memobs: its figures and the "
-                       "library's are apart" % (theirs, e), RuntimeWarning, stacklevel=3)
+        from . import _memobs as private
+        theirs = private._preload_abi()
+        if theirs is not None:
+            _warnings.warn("memobs: the LD_PRELOAD library's memobs is in the process (ABI key %#x) but this package "
+                           "cannot attach to it (%s); using the package's private memobs: its figures and the "
+                           "library's are apart" % (theirs, e), RuntimeWarning, stacklevel=3)
         return None
+    theirs = ext._preload_abi()
     if ext._abi_key != theirs:
         _warnings.warn("memobs: the LD_PRELOAD library's memobs has ABI key %#x, this package (memobs %s) %#x: "
                        "built from another memobs.h, so not attached; using the package's private memobs: its "

@@ -1477,6 +1477,24 @@ static PyObject *pymod_instance(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(PYMOD_INSTANCE);
 }
 
+/* _preload_abi(): the LD_PRELOAD library's memobs_preload_abi(), or None
+   when the process has none. Attached, the call is bound at load (the
+   module cannot load without the function); private, it is looked up in
+   the global scope. */
+#ifdef MEMOBS_PY_ATTACH
+uint64_t memobs_preload_abi(void);
+#define PYMOD_PRELOAD_ABI() (&memobs_preload_abi)
+#else
+#include <dlfcn.h>
+#define PYMOD_PRELOAD_ABI() ((uint64_t(*)(void))dlsym(RTLD_DEFAULT, "memobs_preload_abi"))
+#endif
+static PyObject *pymod_preload_abi(PyObject *self, PyObject *unused) {
+    uint64_t (*abi)(void) = PYMOD_PRELOAD_ABI();
+    (void)self, (void)unused;
+    if (!abi) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(abi());
+}
+
 #define PYMOD_KW (METH_FASTCALL | METH_KEYWORDS)
 
 static PyMethodDef pymod_methods[] = {
@@ -1588,6 +1606,9 @@ static PyMethodDef pymod_methods[] = {
     {"device_bytes", pymod_device_bytes, METH_O,
      "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device now, and the most "
      "there ever were in this process (reset() keeps it)."},
+    {"_preload_abi", pymod_preload_abi, METH_NOARGS,
+     "_preload_abi()\n--\n\nmemobs_preload_abi() of the LD_PRELOAD library in the process (its MEMOBS__ABI_KEY), "
+     "or None without one; compare _abi_key."},
 #ifdef MEMOBS_PY_CUDA
     {"_torch_bind", PYMOD_FN(pymod_torch_bind), PYMOD_KW,
      "_torch_bind(runtime=None)\n--\n\nBinds the allocator's CUDA runtime; returns its path. Use "
