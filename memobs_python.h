@@ -84,6 +84,20 @@
                               (still filtered by path; counted).
      MEMOBS_PY_MAX_WALK       frames a capture walks at most (default 256):
                               deeper stacks lose their outermost frames.
+     MEMOBS_PYTHON_IMPLEMENTATION
+                              instead of MEMOBS_IMPLEMENTATION, in a module
+                              that links to another module's memobs (whose
+                              memobs_* symbols the dynamic linker binds, as
+                              the Python package attached to the LD_PRELOAD
+                              library does): emits this header's
+                              implementation only. Its own warnings then go
+                              to MEMOBS_PY_LOG, not memobs' log hook (which
+                              lives in the other module).
+     MEMOBS_PY_LOG(level, msg)
+                              with MEMOBS_PYTHON_IMPLEMENTATION alone: where
+                              those warnings go (level a MEMOBS_LOG_* value,
+                              msg one line without '\n'). Default: stderr,
+                              as memobs' default sink ("memobs: warning: ...").
    MEMOBS_DISABLE makes every function a stub that returns
    MEMOBS_ERR_INVALID or 0 (no Python calls).
 
@@ -212,7 +226,7 @@ MEMOBS_API void memobs_py_get_stats(memobs_py_stats_t *out);
 /*                              IMPLEMENTATION                              */
 /* ======================================================================== */
 
-#if defined(MEMOBS_IMPLEMENTATION) && !defined(MEMOBS_PYTHON__IMPLEMENTED)
+#if (defined(MEMOBS_IMPLEMENTATION) || defined(MEMOBS_PYTHON_IMPLEMENTATION)) && !defined(MEMOBS_PYTHON__IMPLEMENTED)
 #define MEMOBS_PYTHON__IMPLEMENTED
 
 #if PY_VERSION_HEX < 0x03090000
@@ -224,6 +238,80 @@ MEMOBS_API void memobs_py_get_stats(memobs_py_stats_t *out);
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* ======================================================================== */
+/* Private: helpers                                                         */
+/* ======================================================================== */
+
+#ifdef MEMOBS__IMPLEMENTED
+/* memobs.h's implementation is in this translation unit: its log hook and
+   parsers. */
+#define memobs_py__log memobs__log
+#define memobs_py__parse_int memobs__parse_int
+#define memobs_py__parse_bool memobs__parse_bool
+#define memobs_py__mix memobs__mix
+#else
+/* MEMOBS_PYTHON_IMPLEMENTATION alone: memobs lives in another module, whose
+   private helpers are out of reach; these do the same here. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#if defined(MEMOBS_MALLOC) != defined(MEMOBS_FREE)
+#error "define both MEMOBS_MALLOC and MEMOBS_FREE, or neither"
+#endif
+#ifndef MEMOBS_MALLOC
+#define MEMOBS_MALLOC(sz) malloc(sz)
+#define MEMOBS_FREE(p) free(p)
+#endif
+#ifndef MEMOBS_PY_LOG
+#define MEMOBS_PY_LOG(level, msg)                                                                           \
+    fprintf(stderr, "memobs: %s: %s\n",                                                                     \
+            (level) >= MEMOBS_LOG_ERROR ? "error" : (level) == MEMOBS_LOG_WARN ? "warning" : "info", (msg))
+#endif
+static inline void memobs_py__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void memobs_py__log(int level, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    MEMOBS_PY_LOG(level, msg);
+}
+
+/* 1/0 for a boolean word (1, on, true, yes / 0, off, false, no, any case), -1 otherwise. */
+static inline int memobs_py__parse_bool(const char *s) {
+    static const char *const word[8] = {"1", "on", "true", "yes", "0", "off", "false", "no"};
+    unsigned i;
+    for (i = 0; i < 8; i++) {
+        const char *a = s, *b = word[i];
+        while (*a && *b && tolower((unsigned char)*a) == *b) a++, b++;
+        if (!*a && !*b) return i < 4;
+    }
+    return -1;
+}
+
+/* Whole-string non-negative decimal int: 1 and *out, else 0. */
+static inline int memobs_py__parse_int(const char *s, int *out) {
+    char *end;
+    long v;
+    if (!s || !isdigit((unsigned char)*s)) return 0;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end != 0 || v > 0x7fffffffL) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* A 64-bit mixer (splitmix64's finalizer), for the line cache's slots. */
+static inline uint64_t memobs_py__mix(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
 #endif
 
 /* ======================================================================== */
@@ -362,7 +450,7 @@ static int memobs_py__valid(const memobs_py_config_t *c) {
     else if ((c->priority && strlen(c->priority) >= MEMOBS_PY__STR) || (c->skip && strlen(c->skip) >= MEMOBS_PY__STR) ||
              (c->root && strlen(c->root) >= MEMOBS_PY__STR))
         bad = "priority, skip and root must be shorter than 256 bytes";
-    if (bad) memobs__log(MEMOBS_LOG_WARN, "memobs_py_configure: %s; rules unchanged", bad);
+    if (bad) memobs_py__log(MEMOBS_LOG_WARN, "memobs_py_configure: %s; rules unchanged", bad);
     return bad == NULL;
 }
 
@@ -371,8 +459,8 @@ static int memobs_py__env_range(const char *name, int def, int lo, int hi) {
     const char *s = getenv(name);
     int v;
     if (!s) return def;
-    if (memobs__parse_int(s, &v) && v >= lo && v <= hi) return v;
-    memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not an integer in %d..%d; using %d", name, s, lo, hi, def);
+    if (memobs_py__parse_int(s, &v) && v >= lo && v <= hi) return v;
+    memobs_py__log(MEMOBS_LOG_WARN, "%s='%s' is not an integer in %d..%d; using %d", name, s, lo, hi, def);
     return def;
 }
 
@@ -380,7 +468,7 @@ static const char *memobs_py__env_str(const char *name, const char *def) {
     const char *s = getenv(name);
     if (!s) return def;
     if (strlen(s) >= MEMOBS_PY__STR) {
-        memobs__log(MEMOBS_LOG_WARN, "%s is %u bytes long (at most %d); using '%s'", name, (unsigned)strlen(s),
+        memobs_py__log(MEMOBS_LOG_WARN, "%s is %u bytes long (at most %d); using '%s'", name, (unsigned)strlen(s),
                     MEMOBS_PY__STR - 1, def);
         return def;
     }
@@ -400,7 +488,7 @@ void memobs_py_default_config(memobs_py_config_t *out) {
     c.tail = memobs_py__env_range("MEMOBS_PY_TAIL", c.max_frames >= 5 ? 2 : (c.max_frames - 1) - (c.max_frames - 1) / 2,
                                   0, MEMOBS_MAX_STACK);
     if (c.head + c.tail > c.max_frames - 1) {
-        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PY_HEAD + MEMOBS_PY_TAIL (%d) must be below MEMOBS_PY_FRAMES (%d); "
+        memobs_py__log(MEMOBS_LOG_WARN, "MEMOBS_PY_HEAD + MEMOBS_PY_TAIL (%d) must be below MEMOBS_PY_FRAMES (%d); "
                     "using %d and %d", c.head + c.tail, c.max_frames, (c.max_frames - 1) / 2,
                     (c.max_frames - 1) - (c.max_frames - 1) / 2);
         c.head = (c.max_frames - 1) / 2;
@@ -408,14 +496,14 @@ void memobs_py_default_config(memobs_py_config_t *out) {
     }
     c.source_width = memobs_py__env_range("MEMOBS_PY_SOURCE_WIDTH", 50, 0, 400);
     if (c.source_width != 0 && c.source_width < 8) {
-        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PY_SOURCE_WIDTH=%d: must be 0 or at least 8; using 50", c.source_width);
+        memobs_py__log(MEMOBS_LOG_WARN, "MEMOBS_PY_SOURCE_WIDTH=%d: must be 0 or at least 8; using 50", c.source_width);
         c.source_width = 50;
     }
     c.take_gil = 0;
     g = getenv("MEMOBS_PY_TAKE_GIL");
     if (g) {
-        b = memobs__parse_bool(g);
-        if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PY_TAKE_GIL='%s' is not 0/1/on/off; using 0", g);
+        b = memobs_py__parse_bool(g);
+        if (b < 0) memobs_py__log(MEMOBS_LOG_WARN, "MEMOBS_PY_TAKE_GIL='%s' is not 0/1/on/off; using 0", g);
         else c.take_gil = b;
     }
     *out = c;
@@ -574,7 +662,7 @@ static Py_ssize_t memobs_py__extra_index(void) {
         x = MEMOBS_PY__EXTRA_INDEX(NULL);
         if (x < 0) {
             PyErr_Clear();
-            memobs__log(MEMOBS_LOG_WARN, "memobs_python: no co_extra index left (255 per interpreter); "
+            memobs_py__log(MEMOBS_LOG_WARN, "memobs_python: no co_extra index left (255 per interpreter); "
                                          "Python frames are named without a cache");
         } else {
             (void)Py_AtExit(memobs_py__at_exit);
@@ -646,7 +734,7 @@ static uint32_t memobs_py__line(PyFrameObject *f, uint32_t id) {
     int lasti = f->f_lasti;
 #endif
     uint64_t key = (uint64_t)id << 44 | (uint64_t)(uint32_t)lasti << 20, v;
-    uint32_t slot = (uint32_t)(memobs__mix(key) & (MEMOBS_PY__LINE_SLOTS - 1));
+    uint32_t slot = (uint32_t)(memobs_py__mix(key) & (MEMOBS_PY__LINE_SLOTS - 1));
     int line;
     int cacheable = id != 0 && lasti >= 0 && lasti < (1 << 24);
     if (cacheable) {

@@ -1,6 +1,8 @@
 """Builds the package memobs: python/memobs/ and its C extension
 memobs._memobs from python/memobs/_memobs.c with the headers at the root
-(memobs.h, memobs_python.h), C99, -O2. The version is memobs.h's
+(memobs.h, memobs_python.h), C99, -O2, and memobs._memobs_attached from the
+same source with MEMOBS_PY_ATTACH (no memobs of its own: the LD_PRELOAD
+library's, when the package finds it in the process). The version is memobs.h's
 MEMOBS_VERSION. With the CUDA Toolkit's headers (see cuda_toolkit()) the
 extension also holds memobs.torch's allocator (memobs_cuda.h and
 python/memobs/_torch_alloc.c). MEMOBS_WERROR=1 in the environment adds
@@ -74,7 +76,18 @@ setup(
             define_macros=macros,
             depends=["memobs.h", "memobs_python.h", "memobs_cuda.h", "python/memobs/_torch_alloc.c"],
             extra_compile_args=flags,
-        )
+        ),
+        # the same source with no memobs of its own: memobs' symbols bound to
+        # the LD_PRELOAD library's when that library is in the process (see
+        # python/memobs/__init__.py); only PyInit exported
+        Extension(
+            "memobs._memobs_attached",
+            sources=["python/memobs/_memobs.c"],
+            include_dirs=["."],
+            define_macros=[("MEMOBS_PY_ATTACH", "1")],
+            depends=["memobs.h", "memobs_python.h"],
+            extra_compile_args=flags + ["-fvisibility=hidden"],
+        ),
     ],
     include_package_data=False,  # only package_data: not _memobs.c (MANIFEST.in puts it in the sdist)
     zip_safe=False,

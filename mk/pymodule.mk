@@ -4,7 +4,9 @@
 #                         python/memobs/*.py, *.pyi, py.typed, and the extension
 #                         _memobs<suffix>.so from python/memobs/_memobs.c (with
 #                         memobs.torch's allocator when $(CUDA_HOME)/include has
-#                         cuda_runtime_api.h; CUDA_HOME=none: without); then
+#                         cuda_runtime_api.h; CUDA_HOME=none: without) and
+#                         _memobs_attached<suffix>.so (the same source for the
+#                         LD_PRELOAD library's memobs: MEMOBS_PY_ATTACH); then
 #                         PYTHONPATH=$(BUILD)/python python3 -c "import memobs"
 #                         (to install it instead: pip install --no-build-isolation .)
 #   make bench-pymodule   build it, then run bench/py_record_bench.py: a record
@@ -24,6 +26,7 @@ PYMOD_EXT_SUFFIX := $(shell $(PYMOD_CONFIG) --extension-suffix 2>/dev/null)
 PYMOD_OUT := $(BUILD)/python
 PYMOD_PKG := $(PYMOD_OUT)/memobs
 PYMOD_SO := $(PYMOD_PKG)/_memobs$(PYMOD_EXT_SUFFIX)
+PYMOD_ATTACHED_SO := $(PYMOD_PKG)/_memobs_attached$(PYMOD_EXT_SUFFIX)
 PYMOD_SRC := python/memobs/_memobs.c
 PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py torch.py)
 CUDA_HOME ?= /usr/local/cuda
@@ -33,7 +36,7 @@ PYMOD_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),-DMEMOBS_
 
 .PHONY: python-module bench-pymodule
 
-python-module: $(PYMOD_SO) $(PYMOD_FILES)
+python-module: $(PYMOD_SO) $(PYMOD_ATTACHED_SO) $(PYMOD_FILES)
 
 # the module of the layout before the package (build/python/memobs<suffix>.so)
 # is removed: a package directory wins over it, but it would mislead a reader
@@ -42,6 +45,15 @@ $(PYMOD_SO): $(PYMOD_SRC) python/memobs/_torch_alloc.c memobs.h memobs_python.h 
 	@mkdir -p $(@D)
 	@rm -f $(PYMOD_OUT)/memobs$(PYMOD_EXT_SUFFIX)
 	$(CC) -std=c99 -O2 -g -fPIC -shared $(WARN) -I. $(PYMOD_INCLUDES) $(PYMOD_CUDA) $< -o $@
+
+# the same source with no memobs of its own (MEMOBS_PY_ATTACH): its memobs
+# symbols stay undefined, bound at import to the LD_PRELOAD library's
+# (python/memobs/__init__.py chooses it when that library is in the
+# process); no allocator; only PyInit exported
+$(PYMOD_ATTACHED_SO): $(PYMOD_SRC) memobs.h memobs_python.h $(PYMOD_MK)
+	$(if $(PYMOD_EXT_SUFFIX),,$(error $(PYMOD_CONFIG) not found: install the Python headers or set PYMOD_PYTHON))
+	@mkdir -p $(@D)
+	$(CC) -std=c99 -O2 -g -fPIC -shared -fvisibility=hidden $(WARN) -I. $(PYMOD_INCLUDES) -DMEMOBS_PY_ATTACH $< -o $@
 
 $(PYMOD_PKG)/%: python/memobs/%
 	@mkdir -p $(@D)

@@ -45,6 +45,7 @@ step torch-alloc bash tests/test_torch_alloc.sh
 step torch bash tests/test_torch.sh
 step preload bash tests/test_preload.sh
 step preload-driver bash tests/test_preload_driver.sh
+step preload-python bash tests/test_preload_python.sh
 step sampler bash tests/test_sampler.sh
 step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh

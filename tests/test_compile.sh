@@ -73,19 +73,25 @@ if PY_INC=$(python3-config --includes 2>/dev/null); then
     PY_ISYS=$(printf '%s\n' $PY_INC | sed -n 's/^-I/-isystem /p' | sort -u | tr '\n' ' ')
     printf '#define MEMOBS_IMPLEMENTATION\n#include "memobs_python.h"\n' >"$B/py_impl.c"
     printf '#include "memobs_python.h"\nsize_t use_py(char *b, size_t n);\nsize_t use_py(char *b, size_t n) { memobs_frame_t f[4]; int k = memobs_py_capture(f, 4); return memobs_py_format(f, k, b, n); }\n' >"$B/py_use.c"
+    # its part alone (MEMOBS_PYTHON_IMPLEMENTATION: memobs in another module)
+    printf '#define MEMOBS_PYTHON_IMPLEMENTATION\n#include "memobs_python.h"\n' >"$B/py_alone.c"
     cp "$B/py_impl.c" "$B/py_impl.cu"
+    cp "$B/py_alone.c" "$B/py_alone.cu"
     for def in "" -DMEMOBS_DISABLE; do
         for cc in "gcc -std=c99" "gcc -std=c11" "clang -std=c99"; do
-            try compile "memobs_python.h: $cc $def" sh -c "$cc $WC -Wstrict-prototypes $def -I. $PY_ISYS -c $B/py_impl.c -o $B/pi.o &&
+            try compile "memobs_python.h: $cc $def (and its part alone)" sh -c "$cc $WC -Wstrict-prototypes $def -I. $PY_ISYS -c $B/py_impl.c -o $B/pi.o &&
+                $cc $WC -Wstrict-prototypes $def -I. $PY_ISYS -c $B/py_alone.c -o $B/pa.o &&
                 $cc $WC $def -I. $PY_ISYS -c $B/py_use.c -o $B/pu.o"
         done
         for cxx in "g++ -std=c++11" "g++ -std=c++17" "clang++ -std=c++17"; do
-            try compile "memobs_python.h: $cxx $def" sh -c "$cxx -x c++ $WC $def -I. $PY_ISYS -c $B/py_impl.c -o $B/pi.o &&
+            try compile "memobs_python.h: $cxx $def (and its part alone)" sh -c "$cxx -x c++ $WC $def -I. $PY_ISYS -c $B/py_impl.c -o $B/pi.o &&
+                $cxx -x c++ $WC $def -I. $PY_ISYS -c $B/py_alone.c -o $B/pa.o &&
                 $cxx -x c++ $WC -Wold-style-cast $def -I. $PY_ISYS -c $B/py_use.c -o $B/pu.o"
         done
         if [ $have_nvcc = 1 ]; then
-            try compile "memobs_python.h: nvcc $def" $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. \
-                $PY_ISYS -c "$B/py_impl.cu" -o "$B/pi.o"
+            try compile "memobs_python.h: nvcc $def (and its part alone)" sh -c "$NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. \
+                $PY_ISYS -c '$B/py_impl.cu' -o '$B/pi.o' &&
+                $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. $PY_ISYS -c '$B/py_alone.cu' -o '$B/pa.o'"
         fi
     done
 else

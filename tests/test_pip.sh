@@ -39,8 +39,9 @@ if ! (cd "$B/elsewhere" && MEMOBS_WERROR=1 "$VPY" -m pip install -v --no-build-i
     exit 1
 fi
 echo "ok - pip: pip install --no-build-isolation --no-index (a clean copy, a fresh venv, -Werror)"
-try pip "the build compiled python/memobs/_memobs.c with -std=c99 -O2 -Werror" \
-    grep -qE -- '-c python/memobs/_memobs\.c .*-std=c99 -O2 -Wall -Wextra -Werror' "$B/install.log"
+try pip "the build compiled python/memobs/_memobs.c with -std=c99 -O2 -Werror, twice (the second -DMEMOBS_PY_ATTACH)" \
+    sh -c "[ \$(grep -cE -- '-c python/memobs/_memobs\.c .*-std=c99 -O2 -Wall -Wextra -Werror' '$B/install.log') = 2 ] &&
+        grep -qE -- '-DMEMOBS_PY_ATTACH=1 .*-c python/memobs/_memobs\.c .*-Werror -fvisibility=hidden' '$B/install.log'"
 try pip "the build found the CUDA headers (/usr/local/cuda): the extension holds memobs.torch's allocator" \
     sh -c "grep -q \"memobs: memobs.torch's allocator is built with the CUDA headers of /usr/local/cuda\" '$B/install.log' &&
         grep -qE -- '-DMEMOBS_PY_CUDA=1 .*-I/usr/local/cuda/include' '$B/install.log'"
@@ -61,6 +62,9 @@ site = os.environ["SITE"]
 pkg = os.path.dirname(memobs.__file__)
 assert pkg == os.path.join(site, "memobs"), (memobs.__file__, site)
 assert os.path.dirname(memobs._memobs.__file__) == pkg, memobs._memobs.__file__
+assert memobs.instance() == "private" and memobs._ext is memobs._memobs, memobs.instance()
+att = [n for n in os.listdir(pkg) if n.startswith("_memobs_attached.") and n.endswith(".so")]
+assert len(att) == 1, os.listdir(pkg)  # the build for the LD_PRELOAD library, installed beside
 for f in ("py.typed", "__init__.pyi"):
     assert os.path.isfile(os.path.join(pkg, f)), f
 assert not os.path.exists(os.path.join(pkg, "_memobs.c")), "the C source was installed"

@@ -37,6 +37,13 @@ fi
 echo "ok - pymodule: build ($CC -std=c99 -fPIC -shared, -Werror)"
 try pymodule "compile as C11 (-Werror)" $CC -std=c11 -O2 -fPIC $W $PYINC -c python/memobs/_memobs.c \
     -o "$B/c11.o"
+# the build for the LD_PRELOAD library's memobs (memobs._memobs_attached):
+# C99 and C11, warning-free; it is not laid out here (no preload in this
+# test: tests/test_preload_python.sh runs it), so the package takes the
+# private memobs, as it must when the attached module is absent
+try pymodule "compile the attached build (MEMOBS_PY_ATTACH) as C99 and C11 (-Werror)" sh -c "
+$CC -std=c99 -O2 -fPIC -shared -fvisibility=hidden $W $PYINC -DMEMOBS_PY_ATTACH python/memobs/_memobs.c -o '$B/attached.so' &&
+$CC -std=c11 -O2 -fPIC $W $PYINC -DMEMOBS_PY_ATTACH -c python/memobs/_memobs.c -o '$B/attached_c11.o'"
 
 # pycheck PY DIR SCRIPT SUITE [TAG]: tests/python/SCRIPT under PY with the
 # package in DIR; its own ok/not ok lines (SUITE renamed SUITE-TAG when TAG

@@ -4,7 +4,7 @@ Why our own: setuptools older than 70.1 (65.5 in pyenv's CPython, 66.1 in
 Debian's) builds a wheel only through the separate `wheel` package, which a
 fresh venv lacks and which, with no package index, pip cannot fetch. So
 build_wheel compiles with setuptools (setup.py's build_py and build_ext:
-python/memobs/ and the extension memobs._memobs) and writes the wheel itself
+python/memobs/ and the extensions memobs._memobs and memobs._memobs_attached) and writes the wheel itself
 (PEP 427: a zip with a .dist-info holding METADATA, WHEEL, top_level.txt and
 RECORD). Everything else (the sdist and its requirements) is setuptools'.
 """
@@ -77,8 +77,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                 full = os.path.join(d, n)
                 files.append((os.path.relpath(full, lib).replace(os.sep, "/"), full))
         files.sort()
-        if not any(a.startswith("memobs/_memobs") for a, _ in files):
-            raise RuntimeError("the build made no memobs/_memobs extension")
+        for ext in ("memobs/_memobs.", "memobs/_memobs_attached."):
+            if not any(a.startswith(ext) for a, _ in files):
+                raise RuntimeError("the build made no %s extension" % ext.rstrip("."))
         info = "%s-%s.dist-info" % (NAME, version)
         meta = {
             info + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\nRequires-Python: %s\n"

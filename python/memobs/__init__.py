@@ -10,55 +10,67 @@ tracker with Python stacks, from memobs' C headers.
 memobs.nanovllm: nano-vllm's observer classes backed by memobs.
 memobs.torch: PyTorch's CUDA allocator through memobs; tensor copies.
 
-Every function is the C extension memobs._memobs (python/memobs/_memobs.c),
-re-exported here unchanged: a call costs what a call of the extension costs.
-Install with `pip install --no-build-isolation .` from the repository root.
-"""
-from . import _memobs
-from ._memobs import *  # noqa: F401,F403  (every public name of the extension)
-from ._memobs import (  # noqa: F401  (named, so that linters and readers see them)
-    _region_end,
-    complete_reset,
-    device_bytes,
-    enable,
-    get_allocations,
-    get_phase,
-    get_regions,
-    get_summary,
-    is_enabled,
-    mark,
-    print_alloc_groups,
-    print_allocations,
-    print_leaks,
-    print_summary,
-    record_d2d,
-    record_d2h,
-    record_h2d,
-    record_tpot,
-    record_ttft,
-    region,
-    region_depth,
-    region_timing,
-    request_begin,
-    request_end,
-    request_token,
-    reset,
-    set_phase,
-    stack_text,
-    tpot_step,
-    tpot_stop,
-    track_alloc,
-    track_free,
-    track_python_stacks,
-    ttft_start,
-    ttft_stop,
-    untrack_python_stacks,
-    write_html,
-    write_summary,
-    write_torch_snapshot,
-)
+Every function is the C extension (python/memobs/_memobs.c), re-exported
+here unchanged: a call costs what a call of the extension costs. Install
+with `pip install --no-build-isolation .` from the repository root.
 
-__version__ = _memobs.__version__  # MEMOBS_VERSION of memobs.h
+One process, one memobs: under LD_PRELOAD=libmemobs_preload.so (memobs with
+no code change, examples/preload/) the package records into the preloaded
+library's memobs, so set_phase(), regions, record_*() and Python stacks
+(track_python_stacks()) meet the CUDA runtime calls it intercepts in one
+set of figures and one summary. At import the package imports
+memobs._memobs_attached, a build of the same source that holds no memobs
+and binds memobs' symbols to the library's, when the library is in the
+process and its memobs_preload_abi() (memobs.h's MEMOBS__ABI_KEY: the
+layouts the inline records write) is the package's own key; else
+memobs._memobs, which keeps a private memobs. A key that differs gives
+one RuntimeWarning naming both keys, then the private memobs.
+MEMOBS_PY_ATTACH=0 (also off, false, no) chooses the private memobs.
+instance() says which: "preload" or "private". Attached, the package's
+record_*() are the program's own claims, counted apart from what the
+library observed (get_summary()["manual"]), and memobs.torch has no
+allocator (the library observes the runtime's allocations already).
+"""
+import os as _os
+import warnings as _warnings
+
+
+def _attach():
+    """memobs._memobs_attached when the LD_PRELOAD library's memobs is in the
+    process with the package's ABI key; None for the private memobs. No
+    ctypes: the attached module fails to load where memobs' symbols are
+    missing (no preload: the usual case, silent), and the private one, then
+    loaded anyway, looks memobs_preload_abi up itself."""
+    how = _os.environ.get("MEMOBS_PY_ATTACH", "").strip().lower()
+    if how in ("0", "off", "false", "no"):
+        return None
+    if how not in ("", "1", "on", "true", "yes"):
+        _warnings.warn("memobs: MEMOBS_PY_ATTACH=%r is not 0/1/on/off/true/false/yes/no; using 1" % how,
+                       RuntimeWarning, stacklevel=3)
+    try:
+        from . import _memobs_attached as ext
+    except ImportError as e:
+        from . import _memobs as private
+        theirs = private._preload_abi()
+        if theirs is not None:
+            _warnings.warn("memobs: the LD_PRELOAD library's memobs is in the process (ABI key %#x) but this package "
+                           "cannot attach to it (%s); using the package's private memobs: its figures and the "
+                           "library's are apart" % (theirs, e), RuntimeWarning, stacklevel=3)
+        return None
+    theirs = ext._preload_abi()
+    if ext._abi_key != theirs:
+        _warnings.warn("memobs: the LD_PRELOAD library's memobs has ABI key %#x, this package (memobs %s) %#x: "
+                       "built from another memobs.h, so not attached; using the package's private memobs: its "
+                       "figures and the library's are apart (rebuild one from the other's memobs.h)"
+                       % (theirs, ext.__version__, ext._abi_key), RuntimeWarning, stacklevel=3)
+        return None
+    return ext
+
+
+_ext = _attach()
+if _ext is None:
+    from . import _memobs as _ext  # noqa: F811  (the private memobs)
+__version__ = _ext.__version__  # MEMOBS_VERSION of memobs.h
 
 __all__ = [
     "complete_reset",
@@ -68,6 +80,7 @@ __all__ = [
     "get_phase",
     "get_regions",
     "get_summary",
+    "instance",
     "is_enabled",
     "mark",
     "print_alloc_groups",
@@ -100,3 +113,9 @@ __all__ = [
     "write_summary",
     "write_torch_snapshot",
 ]
+
+# Every public name of the chosen extension at top level, the same objects
+# (the stub __init__.pyi declares them for linters and type checkers).
+for _n in __all__ + ["_region_end"]:
+    globals()[_n] = getattr(_ext, _n)
+del _n

@@ -1,5 +1,7 @@
 # Type stubs of the package memobs: the functions of its C extension
-# memobs._memobs (python/memobs/_memobs.c), re-exported at top level.
+# (python/memobs/_memobs.c, built as memobs._memobs with a private memobs and
+# as memobs._memobs_attached for the LD_PRELOAD library's), re-exported at
+# top level.
 import os
 from typing import Any, Callable, Dict, List, Literal, Optional, SupportsIndex, Tuple, TypeVar, Union
 
@@ -50,6 +52,10 @@ def _region_end() -> None: ...
 
 # Summaries and control
 def get_summary() -> Dict[str, Any]: ...
+# Whose memobs the package records into: "preload" (the LD_PRELOAD library's,
+# libmemobs_preload.so, when it is in the process with the package's ABI
+# key) or "private" (its own; MEMOBS_PY_ATTACH=0 chooses it).
+def instance() -> Literal["preload", "private"]: ...
 def print_summary() -> None: ...
 def write_summary(path: _Path, fmt: Literal["text", "json"] = "text") -> None: ...
 def write_html(path: _Path) -> None: ...

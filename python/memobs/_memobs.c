@@ -33,6 +33,15 @@
    own even when a C extension of the same process links another memobs.
    Records and reports are exact under any number of Python threads.
 
+   Built with -DMEMOBS_PY_ATTACH (and -fvisibility=hidden), the same source
+   is memobs._memobs_attached: no memobs of its own, memobs' symbols left
+   undefined for the dynamic linker to bind to the LD_PRELOAD library's
+   (libmemobs_preload.so), no torch allocator. memobs/__init__.py imports
+   it instead of this one when that library is in the process and its
+   memobs_preload_abi() equals the module's _abi_key (MEMOBS__ABI_KEY):
+   then the package's phase, regions, records and Python stacks are the
+   library's, one instance, one summary. instance() says which build runs.
+
    Built with -DMEMOBS_PY_CUDA -I<CUDA>/include (setup.py and `make
    python-module` do when they find the CUDA headers), this file also
    holds memobs_cuda.h and memobs.torch's allocator (_torch_alloc.c,
@@ -63,8 +72,23 @@
    (overwritten); %r/%p are not expanded (use an f-string). A file that
    cannot be written raises OSError (FileNotFoundError, PermissionError...).
 */
+#ifdef MEMOBS_PY_ATTACH
+/* memobs._memobs_attached: no memobs of its own. memobs' symbols stay
+   undefined here and the dynamic linker binds them to the LD_PRELOAD
+   library's exports (libmemobs_preload.so, examples/preload/
+   memobs_preload.c); memobs/__init__.py imports this module only when
+   that library is in the process with this module's MEMOBS__ABI_KEY.
+   memobs_python.h's own part (the Python stack provider) is built here
+   and registered with the preload's instance. No torch allocator: the
+   preload observes the runtime's allocations already. */
+#undef MEMOBS_PY_CUDA
+#define MEMOBS_PYTHON_IMPLEMENTATION
+static void pymod_log(int level, const char *msg, void *user);
+#define MEMOBS_PY_LOG(level, msg) pymod_log(level, msg, NULL)
+#else
 #define MEMOBS_IMPLEMENTATION
 #define MEMOBS_HIDDEN
+#endif
 #include "memobs_python.h"
 #ifdef MEMOBS_PY_CUDA
 /* memobs.torch's allocator (_torch_alloc.c, included at the end): memobs_cuda.h
@@ -426,6 +450,13 @@ PYMOD_REQUEST(request_end)
 /* Regions and markers                                                      */
 /* ======================================================================== */
 
+/* memobs keeps a name as at most 63 UTF-8 bytes (memobs.h's MEMOBS__REG_NAME,
+   defined only where its implementation is: checked there). */
+#define PYMOD_NAME_SIZE 64
+#if defined(MEMOBS__REG_NAME) && MEMOBS__REG_NAME != PYMOD_NAME_SIZE
+#error "PYMOD_NAME_SIZE must be memobs.h's MEMOBS__REG_NAME"
+#endif
+
 /* A region or marker name, as memobs keeps it: a str, not empty, no NUL;
    written to buf (size >= 5) as UTF-8 cut at a character boundary to
    size - 1 bytes (memobs cuts at 63; a longer buffer changes nothing), a
@@ -514,10 +545,14 @@ static PyObject *pymod_update_wrapper; /* functools.update_wrapper */
    is safe). Bounded: names past PYMOD_REGION_CACHE strs get a new object
    each time. */
 static PyObject *pymod_region_cache;
+#ifdef MEMOBS_MAX_REGIONS
 #define PYMOD_REGION_CACHE (4 * MEMOBS_MAX_REGIONS)
+#else
+#define PYMOD_REGION_CACHE 1024 /* attached: four times the preload's default MEMOBS_MAX_REGIONS */
+#endif
 
 static PyObject *pymod_region_make(PyTypeObject *type, PyObject *name) {
-    char text[MEMOBS__REG_NAME];
+    char text[PYMOD_NAME_SIZE];
     const char *label;
     pymod_region_t *r;
     memobs_region_t id;
@@ -781,7 +816,7 @@ static PyTypeObject pymod_rfunc_type = {
 };
 
 static PyObject *pymod_mark(PyObject *self, PyObject *arg) {
-    char text[MEMOBS__REG_NAME];
+    char text[PYMOD_NAME_SIZE];
     (void)self;
     if (Py_TYPE(arg) == &pymod_region_type) {
         memobs_mark_id(((pymod_region_t *)arg)->id);
@@ -975,6 +1010,14 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     if (!(x = PyDict_New()) || pymod_put(d, "phases", x) < 0) goto fail;
     if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
+        goto fail;
+    /* the program's own records, apart from the observed ones (memobs_manual_apart: the LD_PRELOAD library) */
+    if (!(x = PyDict_New()) || pymod_put(d, "manual", x) < 0) goto fail;
+    if (pymod_put(x, "apart", PyBool_FromLong(s->manual.apart)) < 0 ||
+        pymod_put(x, "total", pymod_dirs(&s->manual.total)) < 0 ||
+        pymod_put(x, "prefill", pymod_dirs(&s->manual.prefill)) < 0 ||
+        pymod_put(x, "decode", pymod_dirs(&s->manual.decode)) < 0 ||
+        pymod_put(x, "unphased", pymod_dirs(&s->manual.unphased)) < 0)
         goto fail;
     if (pymod_put(d, "ttft", pymod_latency(&s->ttft)) < 0 || pymod_put(d, "tpot", pymod_latency(&s->tpot)) < 0 ||
         pymod_put(d, "e2e", pymod_latency(&s->e2e)) < 0)
@@ -1413,6 +1456,45 @@ static PyObject *pymod_cuda_poll(PyObject *self, PyObject *unused) {
 /* Module                                                                   */
 /* ======================================================================== */
 
+#ifdef MEMOBS_PY_ATTACH
+#define PYMOD_NAME "memobs._memobs_attached"
+#define PYMOD_INIT PyInit__memobs_attached
+#define PYMOD_INSTANCE "preload"
+#define PYMOD_WHOSE                                                                                            \
+    "This build holds no memobs: it records into the LD_PRELOAD library's (libmemobs_preload.so), whose "      \
+    "symbols the dynamic linker bound; memobs/__init__.py imports it only when that library is in the process " \
+    "with its ABI key (_abi_key)."
+#else
+#define PYMOD_NAME "memobs._memobs"
+#define PYMOD_INIT PyInit__memobs
+#define PYMOD_INSTANCE "private"
+#define PYMOD_WHOSE "The module keeps its own memobs instance."
+#endif
+
+/* instance(): whose memobs this build records into. */
+static PyObject *pymod_instance(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyUnicode_FromString(PYMOD_INSTANCE);
+}
+
+/* _preload_abi(): the LD_PRELOAD library's memobs_preload_abi(), or None
+   when the process has none. Attached, the call is bound at load (the
+   module cannot load without the function); private, it is looked up in
+   the global scope. */
+#ifdef MEMOBS_PY_ATTACH
+uint64_t memobs_preload_abi(void);
+#define PYMOD_PRELOAD_ABI() (&memobs_preload_abi)
+#else
+#include <dlfcn.h>
+#define PYMOD_PRELOAD_ABI() ((uint64_t(*)(void))dlsym(RTLD_DEFAULT, "memobs_preload_abi"))
+#endif
+static PyObject *pymod_preload_abi(PyObject *self, PyObject *unused) {
+    uint64_t (*abi)(void) = PYMOD_PRELOAD_ABI();
+    (void)self, (void)unused;
+    if (!abi) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(abi());
+}
+
 #define PYMOD_KW (METH_FASTCALL | METH_KEYWORDS)
 
 static PyMethodDef pymod_methods[] = {
@@ -1466,9 +1548,15 @@ static PyMethodDef pymod_methods[] = {
     {"get_summary", pymod_get_summary, METH_NOARGS,
      "get_summary()\n--\n\nA dict: nano-vllm's MemoryObserver.get_summary() keys (\"total\", \"prefill\", "
      "\"decode\"), then \"unphased\", \"phases\" (every phase, D2D and counts included), \"ttft\", \"tpot\", "
+     "\"manual\" (the program's own records, apart from the observed ones under the LD_PRELOAD library: \"apart\" "
+     "and \"total\", \"prefill\", \"decode\", \"unphased\" as \"total\"), \"ttft\", \"tpot\", "
      "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"regions\" (as "
      "get_regions()), \"identity\", "
      "\"enabled\", \"window_ns\", \"memobs_version\"."},
+    {"instance", pymod_instance, METH_NOARGS,
+     "instance()\n--\n\nWhose memobs the package records into: \"private\" (its own, in this extension) or "
+     "\"preload\" (the LD_PRELOAD library's, libmemobs_preload.so, chosen at import when that library is in the "
+     "process: one instance, one summary; MEMOBS_PY_ATTACH=0 chooses the private one)."},
     {"print_summary", pymod_print_summary, METH_NOARGS,
      "print_summary()\n--\n\nWrites the summary to stderr (MEMOBS_FORMAT: text or json)."},
     {"write_summary", PYMOD_FN(pymod_write_summary), PYMOD_KW,
@@ -1518,6 +1606,9 @@ static PyMethodDef pymod_methods[] = {
     {"device_bytes", pymod_device_bytes, METH_O,
      "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device now, and the most "
      "there ever were in this process (reset() keeps it)."},
+    {"_preload_abi", pymod_preload_abi, METH_NOARGS,
+     "_preload_abi()\n--\n\nmemobs_preload_abi() of the LD_PRELOAD library in the process (its MEMOBS__ABI_KEY), "
+     "or None without one; compare _abi_key."},
 #ifdef MEMOBS_PY_CUDA
     {"_torch_bind", PYMOD_FN(pymod_torch_bind), PYMOD_KW,
      "_torch_bind(runtime=None)\n--\n\nBinds the allocator's CUDA runtime; returns its path. Use "
@@ -1531,12 +1622,15 @@ static PyMethodDef pymod_methods[] = {
 #endif
     {NULL, NULL, 0, NULL}};
 
+#define PYMOD_ABOUT                                                                                              \
+    ", the extension module of the package memobs (use `import memobs`): transfer counters (H2D, D2H, D2D per "  \
+    "phase), TTFT/TPOT/E2E histograms, regions and markers (named spans and instants, counted and timed per "     \
+    "name), summaries and an allocation tracker with Python stacks, for inference engines. "
+
 static struct PyModuleDef pymod_def = {
     PyModuleDef_HEAD_INIT,
-    "memobs._memobs",
-    "memobs._memobs, the extension module of the package memobs (use `import memobs`): transfer counters (H2D, D2H, D2D per phase), TTFT/TPOT/E2E histograms, regions and markers (named "
-    "spans and instants, counted and timed per name), summaries and an allocation tracker with Python stacks, for "
-    "inference engines. The module keeps its own memobs instance.",
+    PYMOD_NAME,
+    PYMOD_NAME PYMOD_ABOUT PYMOD_WHOSE,
     -1,
     pymod_methods,
     NULL,
@@ -1544,16 +1638,27 @@ static struct PyModuleDef pymod_def = {
     NULL,
     NULL};
 
-PyMODINIT_FUNC PyInit__memobs(void);
-PyMODINIT_FUNC PyInit__memobs(void) {
-    PyObject *m = PyModule_Create(&pymod_def);
+PyMODINIT_FUNC PYMOD_INIT(void);
+PyMODINIT_FUNC PYMOD_INIT(void) {
+    PyObject *m = PyModule_Create(&pymod_def), *key;
     if (!m) return NULL;
     if (PyModule_AddStringConstant(m, "__version__", MEMOBS_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "_cuda_version", PYMOD_CUDA_VERSION) < 0) {
         Py_DECREF(m);
         return NULL;
     }
+    /* the layouts its inline records assume (memobs.h's MEMOBS__ABI_KEY) */
+    if (!(key = PyLong_FromUnsignedLongLong(MEMOBS__ABI_KEY)) || PyModule_AddObject(m, "_abi_key", key) < 0) {
+        Py_XDECREF(key);
+        Py_DECREF(m);
+        return NULL;
+    }
+#ifndef MEMOBS_PY_ATTACH
+    /* attached, nothing of the preload's memobs is touched before
+       __init__.py has compared its key with _abi_key (its constructor
+       read the environment) */
     memobs_init();
+#endif
     {
         PyObject *ft = PyImport_ImportModule("functools");
         if (ft) {

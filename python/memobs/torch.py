@@ -20,6 +20,12 @@ its environment and its costs). It is the same memobs instance as the rest
 of the package: memobs.set_phase() is the phase of the allocations, one
 summary and one report show copies and memory together.
 
+Under LD_PRELOAD=libmemobs_preload.so the package is attached to that
+library's memobs (memobs.instance() == "preload"), which observes the CUDA
+runtime's allocations itself: there is no allocator then (available() is
+False, use_allocator() raises AllocatorError saying so); record_copy() and
+copy() record into the library's memobs, apart as the program's own claims.
+
 This module imports PyTorch only inside use_allocator(); record_copy() and
 copy() take any objects with PyTorch's tensor interface (.device.type,
 .numel(), .element_size()).
@@ -27,7 +33,7 @@ copy() take any objects with PyTorch's tensor interface (.device.type,
 import os
 from typing import Any, Dict, Optional, Union
 
-from . import _memobs
+from . import _ext as _memobs  # the extension memobs chose at import (memobs.instance())
 
 _Path = Union[str, "os.PathLike[str]"]
 
@@ -44,8 +50,17 @@ _allocator = None  # the CUDAPluggableAllocator: PyTorch needs it alive while it
 
 def available() -> bool:
     """True when this build of memobs holds the allocator (it was built with
-    the CUDA Toolkit's headers)."""
+    the CUDA Toolkit's headers) and the package keeps its private memobs
+    (under the LD_PRELOAD library, memobs.instance() == "preload", there is
+    no allocator: the library observes the runtime's allocations)."""
     return bool(_memobs._cuda_version)
+
+
+_ATTACHED = ("memobs.torch.use_allocator(): memobs is attached to the LD_PRELOAD library (libmemobs_preload.so; "
+             "memobs.instance() == \"preload\"), which already observes every CUDA runtime allocation, PyTorch's "
+             "caching allocator's cudaMalloc included: memory is tracked without this allocator, which the attached "
+             "package does not hold. Call memobs.track_python_stacks(take_gil=True) for Python stacks on those "
+             "allocations, or set MEMOBS_PY_ATTACH=0 for the package's private memobs with its allocator.")
 
 
 def use_allocator(runtime: Optional[_Path] = None) -> Any:
@@ -59,10 +74,12 @@ def use_allocator(runtime: Optional[_Path] = None) -> Any:
     libcudart.so.<major> of the toolkit memobs was built with.
 
     Raises AllocatorError, with what to do, when PyTorch is missing or older
-    than 2.0, memobs was built without the CUDA headers, CUDA is not
-    available to PyTorch, no runtime can be loaded, or PyTorch's own
-    allocator was used already."""
+    than 2.0, memobs was built without the CUDA headers or is attached to the
+    LD_PRELOAD library, CUDA is not available to PyTorch, no runtime can be
+    loaded, or PyTorch's own allocator was used already."""
     global _allocator
+    if _memobs.instance() == "preload":
+        raise AllocatorError(_ATTACHED)
     if _allocator is not None:
         if runtime is not None and os.fspath(runtime) != _memobs._torch_settings()["runtime"]:
             raise AllocatorError("memobs.torch.use_allocator(): the allocator is in use with the CUDA runtime %s, "
@@ -161,7 +178,8 @@ def report(path: Optional[_Path] = None) -> None:
     line holds the memory) and the driver's view of each device against the
     tracker to path (None: stderr). After use_allocator()."""
     if not available():
-        raise AllocatorError("memobs.torch.report(): this memobs was built without the CUDA Toolkit's headers")
+        raise AllocatorError(_ATTACHED.replace("use_allocator", "report") if _memobs.instance() == "preload" else
+                             "memobs.torch.report(): this memobs was built without the CUDA Toolkit's headers")
     _memobs._torch_report(path)
 
 
@@ -169,5 +187,6 @@ def poll() -> int:
     """Stream-ordered frees the GPU has reached leave the tracker, timed
     copies settle; returns how many were resolved. After use_allocator()."""
     if not available():
-        raise AllocatorError("memobs.torch.poll(): this memobs was built without the CUDA Toolkit's headers")
+        raise AllocatorError(_ATTACHED.replace("use_allocator", "poll") if _memobs.instance() == "preload" else
+                             "memobs.torch.poll(): this memobs was built without the CUDA Toolkit's headers")
     return _memobs._cuda_poll()

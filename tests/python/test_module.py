@@ -33,7 +33,8 @@ NANO_TOTAL = {"h2d_bytes", "h2d_count", "d2h_bytes", "d2h_count", "d2d_bytes", "
 NANO_PHASE = {"h2d_bytes", "d2h_bytes"}
 LATENCY = {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "last_ns"}
 TOP = {"total", "prefill", "decode", "unphased", "phases", "ttft", "tpot", "e2e", "requests", "problems",
-       "counters", "memory", "tracker", "timed", "regions", "identity", "enabled", "window_ns", "memobs_version"}
+       "counters", "memory", "tracker", "timed", "regions", "identity", "enabled", "window_ns", "memobs_version",
+       "manual"}
 
 
 class Check:
@@ -219,6 +220,10 @@ def _(c):
                                                  s["identity"]["world_size"]), (0, 0, 1))
     c.eq("memory kinds", set(s["memory"]), {"device", "host", "pinned", "managed"})
     c.eq("enabled", s["enabled"], True)
+    zero = dict.fromkeys(NANO_TOTAL, 0)
+    c.eq("manual: the private memobs keeps no records apart (no LD_PRELOAD library attached)", s["manual"],
+         {"apart": False, "total": zero, "prefill": zero, "decode": zero, "unphased": zero})
+    c.eq("instance()", memobs.instance(), "private")
     every = [v for d in (s["total"], s["prefill"], s["decode"], s["unphased"]) for v in d.values()]
     c.true("every byte/count is an int", all(type(v) is int for v in every), every)
 
