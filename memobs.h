@@ -1058,6 +1058,14 @@ MEMOBS_API void memobs_print_summary(void);
 MEMOBS_API int memobs_write_summary(FILE *f, memobs_format_t fmt);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
 MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
+/* 0: the files the environment asks for at exit (MEMOBS_SUMMARY,
+   MEMOBS_PROM_FILE, MEMOBS_TRACE, MEMOBS_STORMLOG(_HOST), MEMOBS_HTML,
+   MEMOBS_LEAKS, MEMOBS_TORCH_SNAPSHOT) are not written by this process;
+   1 (the default): they are. For a library loaded into every process of a
+   job (the LD_PRELOAD library turns them off in a process that made no
+   CUDA call and recorded nothing: a launcher, a shell's helpers), so that
+   those processes leave the files of the one that did alone. */
+MEMOBS_API void memobs_set_exit_outputs(int on);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
 MEMOBS_API const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* "850 ns", "12.30 us", "4.56 ms", "1.23 s". */
@@ -1343,11 +1351,15 @@ extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 /* What code built from this header assumes of the memobs instance it
    records into: its inline fast paths write another module's shard and
    per-thread state directly when they bind to that module's memobs (the
-   Python package attached to the LD_PRELOAD library's). Two modules
-   share one instance only when their keys are equal. */
+   Python package attached to the LD_PRELOAD library's), and pass it the
+   public structs counted here. Two modules share one instance only when
+   their keys are equal. */
 #define MEMOBS__ABI_KEY                                                                                   \
     (((uint64_t)sizeof(memobs__shard_t) << 40) ^ ((uint64_t)sizeof(memobs__tls_t) << 24) ^                \
-     ((uint64_t)MEMOBS_MAX_COUNTERS << 12) ^ (uint64_t)MEMOBS_VERSION_NUM)
+     ((uint64_t)sizeof(memobs_summary_t) << 28) ^ ((uint64_t)sizeof(memobs_alloc_info_t) << 52) ^          \
+     ((uint64_t)sizeof(memobs_region_stats_t) << 20) ^ ((uint64_t)sizeof(memobs_tag_provider_t) << 16) ^   \
+     ((uint64_t)sizeof(memobs_frame_t) << 8) ^ ((uint64_t)MEMOBS_MAX_COUNTERS << 12) ^                     \
+     (uint64_t)MEMOBS_VERSION_NUM)
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
 /* n transfers of one direction and phase moving bytes in all, recorded at
@@ -1784,6 +1796,7 @@ static struct {
     uint64_t timed_base[MEMOBS__NPHASE][MEMOBS__NDIR][3];
     memobs__u64_t timed_in_flight[2];                      /* copies, bytes */
     uint32_t apart;                                        /* MEMOBS__ON_APART or 0, under lock */
+    memobs__u32_t exit_off;                                /* memobs_set_exit_outputs(0) */
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
@@ -2199,11 +2212,17 @@ int memobs_manual_apart(int on) {
 int memobs_is_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 
 /* memobs_write_summary_file() reports its own failures. */
-static void memobs__at_exit(void) { (void)memobs_write_summary_file(memobs__g.summary_path, memobs__g.format); }
+void memobs_set_exit_outputs(int on) { MEMOBS__STORE(&memobs__g.exit_off.v, on ? 0u : 1u); }
+
+static void memobs__at_exit(void) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_summary_file(memobs__g.summary_path, memobs__g.format);
+}
 
 static void memobs__leaks_at_exit(void) {
     int own;
-    FILE *f = memobs__open_dest(memobs__g.trk.leaks_dest, "w", "leak report", &own);
+    FILE *f;
+    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
+    f = memobs__open_dest(memobs__g.trk.leaks_dest, "w", "leak report", &own);
     if (!f) return;
     if (memobs_print_leaks(f) != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the leak report failed");
     if (own) fclose(f);
@@ -5242,7 +5261,9 @@ int memobs_write_chrome_trace_file(const char *path) {
 }
 
 /* memobs_write_chrome_trace_file() reports its own failures. */
-static void memobs__tl_at_exit(void) { (void)memobs_write_chrome_trace_file(memobs__tl.path); }
+static void memobs__tl_at_exit(void) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_chrome_trace_file(memobs__tl.path);
+}
 
 /* fork(): the child gets the locks free; the chunks of threads that do
    not exist there join the queue (a slot one was writing stays unread),
@@ -6441,7 +6462,8 @@ static void memobs__prom_tick(uint64_t now_ns) {
 
 /* memobs__prom_write_file() reports its own failures. */
 static void memobs__prom_at_exit(void) {
-    if (memobs__prom_ours()) (void)memobs__prom_write_file(memobs__g.prom_path, 0);
+    if (memobs__prom_ours() && !MEMOBS__LOAD(&memobs__g.exit_off.v))
+        (void)memobs__prom_write_file(memobs__g.prom_path, 0);
 }
 
 /* MEMOBS_PROM_FILE and MEMOBS_PROM_INTERVAL_MS; runs inside memobs__init_once. */
@@ -7544,7 +7566,9 @@ int memobs_write_torch_snapshot_file(const char *path) {
 }
 
 /* memobs_write_torch_snapshot_file() reports its own failures. */
-static void memobs__tsn_at_exit(void) { (void)memobs_write_torch_snapshot_file(memobs__tsn.path); }
+static void memobs__tsn_at_exit(void) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_torch_snapshot_file(memobs__tsn.path);
+}
 
 /* MEMOBS_TORCH_EVENTS and MEMOBS_TORCH_SNAPSHOT; from memobs__track_env. */
 static void memobs__tsn_env(void) {
@@ -8673,6 +8697,7 @@ int memobs_write_stormlog_host_file(const char *path) {
 /* MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST: the files at exit, after one
    last sample if sampling. */
 static void memobs__stormlog_at_exit(void) {
+    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
     if (memobs__smp.stormlog_path[0]) (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
     if (memobs__smp.stormlog_host_path[0]) (void)memobs_write_stormlog_host_file(memobs__smp.stormlog_host_path);
@@ -9610,7 +9635,9 @@ int memobs_write_html_file(const char *path) {
 }
 
 /* memobs_write_html_file() reports its own failures (one warning). */
-static void memobs__html_at_exit(void) { (void)memobs_write_html_file(memobs__html_path); }
+static void memobs__html_at_exit(void) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_html_file(memobs__html_path);
+}
 
 /* MEMOBS_HTML; runs inside memobs__init_once. */
 static void memobs__html_env(void) {

@@ -329,6 +329,25 @@ else
         "$(head -c 1000 "$B/nocuda.err")"
 fi
 
+# 9b. a launcher and a shell around the program: they made no CUDA call and
+# recorded nothing, so they write no summary over the program's
+rm -f "$B/launch.json"
+timeout 60 env LD_LIBRARY_PATH="$PWD/$B" LD_PRELOAD="$LIB" MEMOBS_FORMAT=json MEMOBS_OOM_REPORT=0 \
+    MEMOBS_SUMMARY="$PWD/$B/launch.json" timeout 50 sh -c '"$1" threads >/dev/null; ls / >/dev/null; true' sh "$P" \
+    2>"$B/launch.err"
+st=$?
+timeout 60 env LD_LIBRARY_PATH="$PWD/$B" LD_PRELOAD="$LIB" MEMOBS_OOM_REPORT=0 MEMOBS_SUMMARY=stderr \
+    timeout 50 sh -c '"$1" threads >/dev/null; ls / >/dev/null; true' sh "$P" 2>"$B/launch_txt.err"
+st2=$?
+if [ $st = 0 ] && [ $st2 = 0 ] && out=$(expect_check "$B/launch.json" '{"total": {"h2d_bytes": 200000, "h2d_count": 200}}') &&
+    [ "$(grep -c '^== memobs summary ==' "$B/launch_txt.err")" = 1 ] && [ ! -e "$B/nocuda.json" ]; then
+    ok "timeout, sh and ls around the program under the preload: one summary, the program's (200 copies); they write none over it (nor a program with no CUDA)"
+else
+    bad "timeout, sh and ls around the program under the preload: one summary, the program's" "status $st / $st2" \
+        "${out//    # /}" "summaries on stderr: $(grep -c '^== memobs summary ==' "$B/launch_txt.err")" \
+        "nocuda.json: $(ls "$B"/nocuda.json 2>&1)" "$(head -c 1000 "$B/launch.err")"
+fi
+
 # 10. a statically linked program: no dynamic loader, so nothing is preloaded; it runs as without
 env LD_PRELOAD="$LIB" MEMOBS_SUMMARY="$PWD/$B/static.json" "$B/nocuda_static" >"$B/static.out" 2>"$B/static.err"
 st=$?

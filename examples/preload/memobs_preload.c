@@ -633,9 +633,27 @@ __attribute__((constructor)) static void memobs_pl__init(void) {
 
 static void *memobs_pl__cu_find(const char *name);
 
+/* 1 when a thread of this process recorded anything through memobs (its
+   shard exists): the Python package or the program's own API calls. */
+static int memobs_pl__recorded(void) {
+    memobs__shard_t *s;
+    int any = 0;
+    pthread_mutex_lock(&memobs__g.lock);
+    for (s = memobs__g.shards; s && !any; s = s->next) any = s != &memobs__g.fallback;
+    pthread_mutex_unlock(&memobs__g.lock);
+    return any;
+}
+
+/* Runs before memobs' exit handlers (registered by this library's
+   constructor, before the program's start-up registered the destructors'
+   run). A process that made no CUDA call and recorded nothing (a launcher
+   such as timeout or torchrun, a shell and its helpers) writes no files
+   at exit, so that it leaves alone the ones of the process that did. */
 __attribute__((destructor)) static void memobs_pl__fini(void) {
+    int none = __atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0;
     __atomic_store_n(&memobs_pl__g.done, 1, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0 && memobs_pl__root())
+    if (none && !memobs_pl__recorded()) memobs_set_exit_outputs(0);
+    if (none && memobs_pl__root())
         fprintf(stderr, "memobs preload: no CUDA call was intercepted in pid %ld (%s): %s\n", (long)getpid(),
                 program_invocation_short_name,
                 memobs_pl__find("cudaMalloc") || memobs_pl__cu_find("cuMemAlloc_v2")
