@@ -38,7 +38,9 @@
        or managed memory: device; anything else: host).
        cudaMemcpyHostToHost moves nothing over the bus and is not recorded.
        An async copy is counted when it is issued. A batch whose copies go
-       in more than one direction is not timed (one call, one duration).
+       in more than one direction is not timed (one call, one duration;
+       memobs_cuda_untimed() counts its copies); one in a single direction
+       is timed as one copy of all its bytes.
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
        device of the current context or of the stream, and the stream),
        cudaMallocManaged (MANAGED), cudaMallocHost, cudaHostAlloc,
@@ -265,7 +267,8 @@ MEMOBS_API int memobs_cuda_set_timing(int on);
    waiting for the others; returns how many. */
 MEMOBS_API int memobs_cuda_poll(void);
 /* Copies that were recorded but not timed (queue full, event errors, a
-   stream whose capture state the driver would not tell). */
+   stream whose capture state the driver would not tell, a batch in several
+   directions); a copy that fails is not counted. */
 MEMOBS_API uint64_t memobs_cuda_untimed(void);
 
 /* ======================================================================== */
@@ -319,7 +322,7 @@ typedef struct {
     uint64_t bytes, t0;         /* t0: host clock before a synchronous copy */
     uint64_t n;                 /* copies it stands for: 1, or those of one direction in a batch */
     int dir;                    /* MEMOBS_DIR_*, or -1: nothing to record */
-    int mode;                   /* 0 not timed, 1 device events, 2 host clock */
+    int mode;                   /* 0 not timed, 1 device events, 2 host clock, 3 untimed (counted if recorded) */
 } memobs_cuda__op_t;
 
 /* how: 0 synchronous (host clock), 1 on stream (events, capture-aware),
@@ -1313,7 +1316,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     }
     if (!MEMOBS__LOAD(&memobs_cuda__g.timing.v)) return;
     if (how == 2 || cap < 0 || !memobs_cuda__d.ok || !(ctx = memobs_cuda__stream_ctx(stream))) {
-        MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+        op->mode = 3; /* untimed, counted so if the copy succeeds */
         return;
     }
     pthread_mutex_lock(&memobs_cuda__g.tlock);
@@ -1329,7 +1332,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     }
     memobs_cuda__unrelax(m);
     if (!ok) {
-        MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+        op->mode = 3;
         return;
     }
     op->mode = 1;
@@ -1381,9 +1384,11 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
         } else {
             if (recorded) memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev; /* the queue was full */
             else memobs_cuda__pair_drop(&ev);
-            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+            MEMOBS__ADD(&memobs_cuda__g.untimed.v, op->n);
         }
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    } else if (op->mode == 3) {
+        MEMOBS__ADD(&memobs_cuda__g.untimed.v, op->n);
     }
     return rc;
 }

@@ -230,6 +230,118 @@ static void test_graph_decode_step(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h2));
 }
 
+/* The 3D, peer 3D, symbol and batch wrappers captured (timing on: no
+   event into the capture): nothing counts at capture; each launch counts
+   every copy in its direction (a batch: one op per copy), in the
+   launching thread's phase, as many bytes as the launch moved. */
+static char cap_sym[128]; /* a "__device__" variable (cudadbl_register_symbol) */
+static void test_graph_3d_symbol_batch(void) {
+    cudaStream_t s = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    char *h = NULL, *d = NULL, *e = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    memobs_cuda_graph_stats_t gs, g0;
+    long rec0, moved0, inval0;
+    int i;
+    fresh();
+    g0 = gstats();
+    moved0 = cudadbl_graph_copy_bytes();
+    inval0 = cudadbl_captures_invalidated();
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(cap_sym, sizeof cap_sym));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&e, 4096));
+    memset(h, 5, 2048);
+    memset(h + 2048, 0, 2048);
+    memset(d, 0, 4096);
+    memset(cap_sym, 0, sizeof cap_sym);
+    memobs_cuda_set_timing(1);
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    rec0 = calls("cuEventRecord");
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    memset(&p, 0, sizeof p);
+    p.dstPtr.ptr = d, p.dstPtr.pitch = 32, p.dstPtr.ysize = 4; /* 16 x 4 x 2 = 128 bytes, H2D */
+    p.srcPtr.ptr = h, p.srcPtr.pitch = 16, p.srcPtr.ysize = 4;
+    p.extent.width = 16, p.extent.height = 4, p.extent.depth = 2;
+    p.kind = cudaMemcpyHostToDevice;
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p, s));
+    memset(&q, 0, sizeof q);
+    q.dstPtr.ptr = e + 1024, q.dstPtr.pitch = 64, q.dstPtr.ysize = 2; /* 64 x 2 x 1 = 128 bytes, D2D */
+    q.srcPtr.ptr = d, q.srcPtr.pitch = 64, q.srcPtr.ysize = 2;
+    q.extent.width = 64, q.extent.height = 2, q.extent.depth = 1;
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeerAsync(&q, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbolAsync(cap_sym, h, 40, 8, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbolAsync(h + 2048, cap_sym, 30, 0, cudaMemcpyDefault, s)); /* D2H */
+#if CUDART_VERSION >= 13000
+    {
+        /* H2D 10 and 20, D2H 30, D2D 40; then a 3D batch: 4 x 2 x 2 D2H */
+        void *dsts[4] = {e, e + 64, h + 3072, e + 128};
+        const void *srcs[4] = {h, h, d, d};
+        size_t sizes[4] = {10, 20, 30, 40}, idx = 0;
+        struct cudaMemcpyAttributes at;
+        struct cudaMemcpy3DBatchOp op;
+        memset(&at, 0, sizeof at);
+        at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpyBatchAsync(dsts, srcs, sizes, 4, &at, &idx, 1, s));
+        memset(&op, 0, sizeof op);
+        op.dst.type = op.src.type = cudaMemcpyOperandTypePointer;
+        op.dst.op.ptr.ptr = h + 3584;
+        op.src.op.ptr.ptr = e;
+        op.extent.width = 4, op.extent.height = 2, op.extent.depth = 2;
+        op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DBatchAsync(1, &op, 0, s));
+    }
+#endif
+    snap();
+    CHECK_U64(0, total_count());
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(s, &g));
+    CHECK(g != NULL);
+    CHECK_U64(0, (unsigned long)(cudadbl_captures_invalidated() - inval0));
+    CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0));
+    CHECK_U64(0, (unsigned char)h[2048 + 8] + (unsigned char)cap_sym[8]); /* nothing moved at capture */
+    gs = gstats();
+#if CUDART_VERSION >= 13000
+    CHECK_U64(9, gs.captured_copies - g0.captured_copies);
+    CHECK_U64(128 + 128 + 40 + 30 + 100 + 16, gs.captured_bytes - g0.captured_bytes);
+#else
+    CHECK_U64(4, gs.captured_copies - g0.captured_copies);
+    CHECK_U64(128 + 128 + 40 + 30, gs.captured_bytes - g0.captured_bytes);
+#endif
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    for (i = 0; i < 10; i++) CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_U64(5, (unsigned char)h[2048 + 8]); /* the launches moved the bytes, through the symbol */
+    snap();
+#if CUDART_VERSION >= 13000
+    CHECK_XFER(S.decode, MEMOBS_DIR_H2D, 10 * (128 + 40 + 30), 10 * 4);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 10 * (30 + 30 + 16), 10 * 3);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 10 * (128 + 40), 10 * 2);
+#else
+    CHECK_XFER(S.decode, MEMOBS_DIR_H2D, 10 * (128 + 40), 10 * 2);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 10 * 30, 10);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 10 * 128, 10);
+#endif
+    CHECK_U64(0, S.prefill.h2d.count + S.prefill.d2h.count + S.prefill.d2d.count);
+    CHECK_U64((unsigned long)(cudadbl_graph_copy_bytes() - moved0),
+              S.total.h2d.bytes + S.total.d2h.bytes + S.total.d2d.bytes);
+    CHECK_U64(0, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count); /* graph copies are not timed */
+    gs = gstats();
+    CHECK_U64(10, gs.launches - g0.launches);
+    CHECK_U64(total_count(), gs.launched_copies - g0.launched_copies);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(e));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
 /* Graphs in graphs, a graph memobs did not see instantiated, an
    invalidated capture. */
 static void test_graph_nested_and_unknown(void) {
@@ -940,6 +1052,7 @@ int main(int argc, char **argv) {
     RUN(test_oom_stream_device);
     RUN(test_graph_decode_step);
     RUN(test_graph_nested_and_unknown);
+    RUN(test_graph_3d_symbol_batch);
     RUN(test_capture_global_busy);
     RUN(test_capture_thread_local_busy);
     RUN(test_capture_relaxed_busy);

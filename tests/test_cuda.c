@@ -1017,6 +1017,575 @@ static void test_timing_two_devices(void) {
 }
 
 /* ======================================================================== */
+/* 3D, peer 3D, symbol, 2D array and batch copies                           */
+/* ======================================================================== */
+
+/* A pitched pointer: rows of pitch bytes, slices of ysize rows. */
+static struct cudaPitchedPtr pitched(void *p, size_t pitch, size_t ysize) {
+    struct cudaPitchedPtr r;
+    r.ptr = p;
+    r.pitch = pitch;
+    r.xsize = pitch;
+    r.ysize = ysize;
+    return r;
+}
+
+static struct cudaExtent extent3(size_t w, size_t h, size_t d) {
+    struct cudaExtent e;
+    e.width = w;
+    e.height = h;
+    e.depth = d;
+    return e;
+}
+
+/* width x height x depth bytes from src (rows spitch apart, slices of sy
+   rows) to dst (dpitch, dy), both from their start. */
+static struct cudaMemcpy3DParms parms3d(void *dst, size_t dpitch, size_t dy, const void *src, size_t spitch,
+                                        size_t sy, struct cudaExtent e, enum cudaMemcpyKind kind) {
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    p.dstPtr = pitched(dst, dpitch, dy);
+    p.srcPtr = pitched((void *)(uintptr_t)src, spitch, sy);
+    p.extent = e;
+    p.kind = kind;
+    return p;
+}
+
+static struct cudaMemcpy3DPeerParms peer3d(void *dst, int dst_dev, const void *src, int src_dev, size_t pitch,
+                                           struct cudaExtent e) {
+    struct cudaMemcpy3DPeerParms p;
+    memset(&p, 0, sizeof p);
+    p.dstPtr = pitched(dst, pitch, e.height);
+    p.srcPtr = pitched((void *)(uintptr_t)src, pitch, e.height);
+    p.dstDevice = dst_dev;
+    p.srcDevice = src_dev;
+    p.extent = e;
+    return p;
+}
+
+/* 3D copies: width x height x depth bytes (not the pitched span), in the
+   kind's direction (cudaMemcpyDefault: asked), peer ones D2D; the bytes
+   land where the runtime puts them; host to host is not recorded. */
+static void test_copy_3d(void) {
+    char h[512], back[512], *d = NULL, *e = NULL;
+    cudaStream_t s = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    cudadbl_call_t c;
+    size_t x, y, z;
+    int bad = 0;
+    fresh();
+    fill(h, 11, sizeof h);
+    memset(back, 0, sizeof back);
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 1024));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&e, 1024));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    /* 5 bytes x 3 rows x 2 slices: host rows 8 apart, slices of 4 rows; device rows 16 apart, slices of 3 */
+    p = parms3d(d, 16, 3, h, 8, 4, extent3(5, 3, 2), cudaMemcpyHostToDevice);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
+    for (z = 0; z < 2; z++)
+        for (y = 0; y < 3; y++)
+            for (x = 0; x < 5; x++) bad |= d[z * 48 + y * 16 + x] != h[z * 32 + y * 8 + x];
+    CHECK(!bad);
+    p = parms3d(back, 8, 2, d, 16, 3, extent3(4, 2, 3), cudaMemcpyDeviceToHost); /* 24 */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p, s));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpy3DAsync", &c));
+    CHECK(c.stream == s && c.bytes == 24 && c.kind == cudaMemcpyDeviceToHost);
+    CHECK_U64(1, (unsigned long)cudadbl_pending(s));
+    CHECK(back[8] == d[16] && back[16] == d[48]);
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    p = parms3d(d + 512, 64, 1, h, 64, 1, extent3(64, 1, 1), cudaMemcpyDefault); /* pageable to device: H2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
+    CHECK(calls("cuPointerGetAttributes") > 0);
+    p = parms3d(d + 640, 10, 2, d, 16, 3, extent3(10, 2, 2), cudaMemcpyDeviceToDevice); /* 40 */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p, s));
+    p = parms3d(back, 32, 2, h, 32, 2, extent3(32, 2, 2), cudaMemcpyHostToHost); /* crosses no bus */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    q = peer3d(e, 1, d, 0, 32, extent3(16, 2, 3)); /* 96, device 0 to 1 */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeer(&q));
+    CHECK(memcmp(e, d, 16) == 0 && memcmp(e + 64 + 32, d + 64 + 32, 16) == 0);
+    q = peer3d(d + 768, 0, e, 1, 8, extent3(7, 1, 1));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeerAsync(&q, s));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpy3DPeerAsync", &c));
+    CHECK(c.stream == s && c.bytes == 7);
+    snap();
+    CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 30, 1);
+    CHECK_XFER(S.prefill, MEMOBS_DIR_D2H, 24, 1);
+    CHECK_XFER(S.decode, MEMOBS_DIR_H2D, 64, 1);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 40, 1);
+    CHECK_XFER(S.unphased, MEMOBS_DIR_D2D, 96 + 7, 2);
+    CHECK_XFER(S.total, MEMOBS_DIR_H2D, 94, 2);
+    CHECK_XFER(S.total, MEMOBS_DIR_D2H, 24, 1);
+    CHECK_XFER(S.total, MEMOBS_DIR_D2D, 143, 3);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(e));
+    leftovers();
+}
+
+static char sym_a[64], sym_b[256]; /* "__device__" variables (cudadbl_register_symbol) */
+
+/* Symbols are device memory: count bytes to (H2D, or D2D from device
+   memory) or from them (D2H, or D2D), the kind's direction corrected for
+   the symbol side, cudaMemcpyDefault asked for the other side only. */
+static void test_copy_symbol(void) {
+    char h[128], back[128], *d = NULL;
+    cudaStream_t s = NULL;
+    cudadbl_call_t c;
+    fresh();
+    fill(h, 13, sizeof h);
+    memset(back, 0, sizeof back);
+    memset(sym_a, 0, sizeof sym_a);
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(sym_a, sizeof sym_a));
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(sym_b, sizeof sym_b));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 256));
+    fill(d, 17, 256);
+
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbol(sym_a, h, 16, 8, cudaMemcpyHostToDevice));
+    CHECK(memcmp(sym_a + 8, h, 16) == 0);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbolAsync(sym_b, d, 200, 0, cudaMemcpyDeviceToDevice, s));
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpyToSymbolAsync", &c));
+    CHECK(c.stream == s && c.bytes == 200);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbol(sym_a, h, 5, 0, cudaMemcpyDefault));       /* H2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbolAsync(sym_b, d, 3, 0, cudaMemcpyDefault, s)); /* D2D */
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbol(back, sym_a, 24, 4, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(back, sym_a + 4, 24) == 0);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbolAsync(d, sym_b, 100, 50, cudaMemcpyDeviceToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbolAsync(back, sym_b, 9, 0, cudaMemcpyDefault, s)); /* D2H */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbol(d, sym_a, 2, 0, cudaMemcpyDefault));           /* D2D */
+    snap();
+    CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 21, 2);
+    CHECK_XFER(S.prefill, MEMOBS_DIR_D2D, 203, 2);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 33, 2);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 102, 2);
+    CHECK_XFER(S.total, MEMOBS_DIR_D2D, 305, 4);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    leftovers();
+}
+
+#if CUDART_VERSION >= 13000
+/* One attribute for every copy of a batch. */
+static struct cudaMemcpyAttributes batch_attr;
+static size_t batch_idx;
+static cudaError_t batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t n, cudaStream_t s) {
+    memset(&batch_attr, 0, sizeof batch_attr);
+    batch_attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    batch_idx = 0;
+    return memobs_cudaMemcpyBatchAsync(dsts, srcs, sizes, n, &batch_attr, &batch_idx, 1, s);
+}
+
+static struct cudaMemcpy3DBatchOp batch3d_op(void *dst, const void *src, struct cudaExtent e) {
+    struct cudaMemcpy3DBatchOp o;
+    memset(&o, 0, sizeof o);
+    o.dst.type = o.src.type = cudaMemcpyOperandTypePointer;
+    o.dst.op.ptr.ptr = dst;
+    o.src.op.ptr.ptr = (void *)(uintptr_t)src;
+    o.extent = e;
+    o.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    return o;
+}
+
+/* Batches: each copy in its own direction, found as for cudaMemcpyDefault
+   (device and managed memory: the device), one op per copy, the bytes
+   summed per direction; host to host copies of the batch not recorded;
+   a 3D batch copy counts width x height x depth. */
+static void test_copy_batch(void) {
+    char *h = (char *)malloc(1024), *back = (char *)calloc(1, 1024), *d = NULL, *d2 = NULL, *m = NULL;
+    void *dsts[5];
+    const void *srcs[5];
+    size_t sizes[5];
+    struct cudaMemcpy3DBatchOp ops[3];
+    cudaStream_t s = NULL;
+    cudadbl_call_t c;
+    fresh();
+    fill(h, 19, 1024);
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 1024));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d2, 1024));
+    CHECK_ERR(cudaSuccess, cudaMallocManaged((void **)&m, 1024, cudaMemAttachGlobal));
+
+    /* one direction: three H2D copies */
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    dsts[0] = d, srcs[0] = h, sizes[0] = 10;
+    dsts[1] = d + 100, srcs[1] = h + 100, sizes[1] = 20;
+    dsts[2] = m, srcs[2] = h + 200, sizes[2] = 30;
+    CHECK_ERR(cudaSuccess, batch(dsts, srcs, sizes, 3, s));
+    CHECK(memcmp(d + 100, h + 100, 20) == 0 && memcmp(m, h + 200, 30) == 0);
+    CHECK_U64(0, (unsigned)cudadbl_last_call("cudaMemcpyBatchAsync", &c));
+    CHECK(c.stream == s && c.bytes == 60);
+    CHECK_U64(3, (unsigned long)cudadbl_pending(s)); /* one op per copy */
+    /* every direction, and host to host */
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    dsts[0] = d2, srcs[0] = h, sizes[0] = 5;           /* H2D */
+    dsts[1] = back, srcs[1] = d, sizes[1] = 7;         /* D2H */
+    dsts[2] = d2 + 64, srcs[2] = m, sizes[2] = 11;     /* managed to device: D2D */
+    dsts[3] = back + 64, srcs[3] = h, sizes[3] = 13;   /* host to host: nothing */
+    dsts[4] = back + 128, srcs[4] = d2, sizes[4] = 3;  /* D2H */
+    CHECK_ERR(cudaSuccess, batch(dsts, srcs, sizes, 5, s));
+    CHECK(memcmp(back, d, 7) == 0 && memcmp(back + 64, h, 13) == 0);
+    /* 3D batch: 4 x 2 x 2 packed bytes H2D, 8 x 1 x 1 D2H, 3 x 3 x 1 D2D */
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    ops[0] = batch3d_op(d + 512, h, extent3(4, 2, 2));
+    ops[1] = batch3d_op(back + 256, d, extent3(8, 1, 1));
+    ops[2] = batch3d_op(d2 + 512, d, extent3(3, 3, 1));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DBatchAsync(3, ops, 0, s));
+    CHECK(memcmp(d + 512, h, 16) == 0 && memcmp(back + 256, d, 8) == 0);
+    snap();
+    CHECK_XFER(S.prefill, MEMOBS_DIR_H2D, 60, 3);
+    CHECK_XFER(S.prefill, MEMOBS_DIR_D2H, 0, 0);
+    CHECK_XFER(S.decode, MEMOBS_DIR_H2D, 5, 1);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2H, 10, 2);
+    CHECK_XFER(S.decode, MEMOBS_DIR_D2D, 11, 1);
+    CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 16, 1);
+    CHECK_XFER(S.unphased, MEMOBS_DIR_D2H, 8, 1);
+    CHECK_XFER(S.unphased, MEMOBS_DIR_D2D, 9, 1);
+    CHECK_XFER(S.total, MEMOBS_DIR_H2D, 81, 5);
+    CHECK_XFER(S.total, MEMOBS_DIR_D2H, 18, 3);
+    CHECK_XFER(S.total, MEMOBS_DIR_D2D, 20, 2);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(d2));
+    CHECK_ERR(cudaSuccess, cudaFree(m));
+    free(h);
+    free(back);
+    leftovers();
+}
+#endif
+
+/* The new copies failing: the runtime's error unchanged, the last error
+   as the bare call leaves it, nothing recorded, nothing on the stream;
+   with timing on, no copy in flight and none counted untimed. */
+static void test_copy_3d_symbol_array_batch_failures(void) {
+    char h[256], back[256], *d = NULL, *e = NULL;
+    cudaStream_t s = NULL, gone = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    cudaArray_t arr = (cudaArray_t)(void *)h; /* a handle the runtime never made */
+    uint64_t untimed0;
+    int timing;
+    fresh();
+    fill(h, 23, sizeof h);
+    memset(back, 0, sizeof back);
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(sym_a, sizeof sym_a));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&gone));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(gone));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 256));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&e, 256));
+    CHECK_ERR(cudaSuccess, cudaSetDevice(0));
+    memset(d, 0, 256);
+    memset(sym_a, 0, sizeof sym_a);
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    untimed0 = memobs_cuda_untimed();
+    for (timing = 0; timing < 2; timing++) {
+        memobs_cuda_set_timing(timing);
+        /* scripted: a failing launch */
+        p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 2, 2), cudaMemcpyHostToDevice);
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy3D", 1, cudaErrorLaunchFailure));
+        CHECK_ERR(cudaErrorLaunchFailure, memobs_cudaMemcpy3D(&p));
+        CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy3DAsync", 1, cudaErrorIllegalAddress));
+        CHECK_ERR(cudaErrorIllegalAddress, memobs_cudaMemcpy3DAsync(&p, s));
+        q = peer3d(e, 1, d, 0, 16, extent3(16, 2, 2));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy3DPeer", 1, cudaErrorPeerAccessUnsupported));
+        CHECK_ERR(cudaErrorPeerAccessUnsupported, memobs_cudaMemcpy3DPeer(&q));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy3DPeerAsync", 1, cudaErrorPeerAccessUnsupported));
+        CHECK_ERR(cudaErrorPeerAccessUnsupported, memobs_cudaMemcpy3DPeerAsync(&q, s));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyToSymbol", 1, cudaErrorUnknown));
+        CHECK_ERR(cudaErrorUnknown, memobs_cudaMemcpyToSymbol(sym_a, h, 8, 0, cudaMemcpyHostToDevice));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyToSymbolAsync", 1, cudaErrorUnknown));
+        CHECK_ERR(cudaErrorUnknown, memobs_cudaMemcpyToSymbolAsync(sym_a, h, 8, 0, cudaMemcpyDefault, s));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyFromSymbol", 1, cudaErrorUnknown));
+        CHECK_ERR(cudaErrorUnknown, memobs_cudaMemcpyFromSymbol(back, sym_a, 8, 0, cudaMemcpyDeviceToHost));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyFromSymbolAsync", 1, cudaErrorUnknown));
+        CHECK_ERR(cudaErrorUnknown, memobs_cudaMemcpyFromSymbolAsync(d, sym_a, 8, 0, cudaMemcpyDeviceToDevice, s));
+        CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy2DToArrayAsync", 1, cudaErrorLaunchFailure));
+        CHECK_ERR(cudaErrorLaunchFailure,
+                  memobs_cudaMemcpy2DToArrayAsync(arr, 0, 0, h, 16, 16, 2, cudaMemcpyHostToDevice, s));
+        CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
+
+        /* the runtime's own refusals */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3D(NULL));
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DAsync(NULL, s));
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DPeer(NULL));
+        p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 0, 2), cudaMemcpyHostToDevice); /* zero extent */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3D(&p));
+        p = parms3d(d, 16, 2, h, 8, 2, extent3(16, 2, 2), cudaMemcpyHostToDevice); /* pitch below the width */
+        CHECK_ERR(cudaErrorInvalidPitchValue, memobs_cudaMemcpy3DAsync(&p, s));
+        p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 2, 2), (enum cudaMemcpyKind)9);
+        CHECK_ERR(cudaErrorInvalidMemcpyDirection, memobs_cudaMemcpy3D(&p));
+        p = parms3d(back, 16, 2, h, 16, 2, extent3(16, 2, 2), cudaMemcpyHostToDevice); /* no device memory */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3D(&p));
+        p = parms3d(d, 16, 16, h, 16, 16, extent3(16, 16, 2), cudaMemcpyHostToDevice); /* overruns d */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DAsync(&p, s));
+        p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 2, 2), cudaMemcpyHostToDevice);
+        p.srcArray = arr; /* an array (and a pointer) */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3D(&p));
+        p.srcArray = NULL;
+        CHECK_ERR(cudaErrorInvalidResourceHandle, memobs_cudaMemcpy3DAsync(&p, gone));
+        q = peer3d(e, 7, d, 0, 16, extent3(16, 2, 2));
+        CHECK_ERR(cudaErrorInvalidDevice, memobs_cudaMemcpy3DPeer(&q));
+        q = peer3d(e, 0, d, 0, 16, extent3(16, 2, 2)); /* e lies on device 1 */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DPeerAsync(&q, s));
+        CHECK_ERR(cudaErrorInvalidSymbol, memobs_cudaMemcpyToSymbol(h, h, 8, 0, cudaMemcpyHostToDevice));
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpyToSymbol(sym_a, h, 8, 60, cudaMemcpyHostToDevice));
+        CHECK_ERR(cudaErrorInvalidMemcpyDirection,
+                  memobs_cudaMemcpyToSymbolAsync(sym_a, h, 8, 0, cudaMemcpyDeviceToHost, s));
+        CHECK_ERR(cudaErrorInvalidMemcpyDirection,
+                  memobs_cudaMemcpyFromSymbol(back, sym_a, 8, 0, cudaMemcpyHostToDevice));
+        CHECK_ERR(cudaErrorInvalidValue, /* "device" destination that is host memory */
+                  memobs_cudaMemcpyFromSymbolAsync(back, sym_a, 8, 0, cudaMemcpyDeviceToDevice, s));
+        CHECK_ERR(cudaErrorInvalidResourceHandle,
+                  memobs_cudaMemcpyFromSymbolAsync(back, sym_a, 8, 0, cudaMemcpyDeviceToHost, gone));
+        /* 2D array copies: the double makes no arrays, every handle is invalid */
+        CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy2DToArray(arr, 0, 0, h, 16, 16, 2, cudaMemcpyHostToDevice));
+        CHECK_ERR(cudaErrorInvalidValue,
+                  memobs_cudaMemcpy2DToArrayAsync(arr, 0, 0, h, 16, 16, 2, cudaMemcpyDefault, s));
+        CHECK_ERR(cudaErrorInvalidValue,
+                  memobs_cudaMemcpy2DFromArray(back, 16, arr, 0, 0, 16, 2, cudaMemcpyDeviceToHost));
+        CHECK_ERR(cudaErrorInvalidValue,
+                  memobs_cudaMemcpy2DFromArrayAsync(back, 16, arr, 0, 0, 16, 2, cudaMemcpyDeviceToHost, s));
+        CHECK_ERR(cudaErrorInvalidValue,
+                  memobs_cudaMemcpy2DArrayToArray(arr, 0, 0, arr, 0, 0, 16, 2, cudaMemcpyDeviceToDevice));
+        CHECK_ERR(cudaErrorInvalidMemcpyDirection,
+                  memobs_cudaMemcpy2DFromArray(back, 16, arr, 0, 0, 16, 2, (enum cudaMemcpyKind)7));
+        CHECK_ERR(cudaErrorInvalidResourceHandle,
+                  memobs_cudaMemcpy2DFromArrayAsync(back, 16, arr, 0, 0, 16, 2, cudaMemcpyDeviceToHost, gone));
+        CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGetLastError());
+#if CUDART_VERSION >= 13000
+        {
+            void *dsts[2] = {d, back};
+            const void *srcs[2] = {h, d};
+            size_t sizes[2] = {16, 16}, big[2] = {16, 300};
+            struct cudaMemcpy3DBatchOp ops[2];
+            ops[0] = batch3d_op(d, h, extent3(8, 2, 1));
+            ops[1] = batch3d_op(back, d, extent3(8, 2, 1));
+            CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyBatchAsync", 1, cudaErrorLaunchFailure));
+            CHECK_ERR(cudaErrorLaunchFailure, batch(dsts, srcs, sizes, 2, s));
+            CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpyBatchAsync", 1, cudaErrorLaunchFailure));
+            CHECK_ERR(cudaErrorLaunchFailure, batch(dsts, srcs, sizes, 1, s)); /* one direction */
+            CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMemcpy3DBatchAsync", 1, cudaErrorLaunchFailure));
+            CHECK_ERR(cudaErrorLaunchFailure, memobs_cudaMemcpy3DBatchAsync(2, ops, 0, s));
+            CHECK_ERR(cudaErrorLaunchFailure, cudaGetLastError());
+            CHECK_ERR(cudaErrorInvalidValue, batch(dsts, srcs, sizes, 2, cudaStreamLegacy)); /* legacy stream */
+            CHECK_ERR(cudaErrorInvalidValue, batch(dsts, srcs, big, 2, s)); /* the second overruns d: none copied */
+            CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DBatchAsync(2, ops, 1, s)); /* flags */
+            CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DBatchAsync(0, ops, 0, s));
+            ops[1].src.type = cudaMemcpyOperandTypeArray; /* no arrays */
+            ops[1].src.op.array.array = arr;
+            CHECK_ERR(cudaErrorInvalidValue, memobs_cudaMemcpy3DBatchAsync(2, ops, 0, s));
+            CHECK_ERR(cudaErrorInvalidResourceHandle, batch(dsts, srcs, sizes, 2, gone));
+            CHECK_ERR(cudaErrorInvalidResourceHandle, cudaGetLastError());
+        }
+#endif
+        /* nothing reached the streams (timed: the start events alone; peer 3D's on the implicit stream) */
+        CHECK_U64(timing ? calls("cuEventRecord") : 0,
+                  (unsigned long)(cudadbl_pending(s) + cudadbl_pending(MEMOBS_CUDA__IMPLICIT)));
+        CHECK(d[0] == 0 && back[0] == 0 && sym_a[0] == 0); /* nothing copied */
+        (void)memobs_cuda_poll();
+        snap();
+        CHECK(no_transfers());
+        CHECK_U64(0, timed_count());
+        CHECK_U64(0, S.timed_in_flight_copies);
+        CHECK_U64(untimed0, memobs_cuda_untimed());
+        CHECK_U64(0, S.bad_records);
+    }
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(e));
+    leftovers();
+}
+
+/* Timing of the new copies: synchronous 3D and symbol copies on the host
+   clock (no event), async ones and cudaMemcpy3DPeer between events (the
+   latter on the implicit stream), a batch in one direction between one
+   pair of events (its copies' device time together); a batch in several
+   directions is not timed: recorded, no events, each of its copies counted
+   untimed. */
+static void test_timing_3d_symbol_batch(void) {
+    char h[1024], back[1024], *d = NULL, *e = NULL;
+    cudaStream_t s = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    long rec0;
+    uint64_t untimed0;
+    fresh();
+    fill(h, 29, sizeof h);
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(sym_b, sizeof sym_b));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 1024));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&e, 1024));
+    memobs_cuda_set_timing(1);
+    cudadbl_set_copy_time(0.5f, 0); /* every copy takes 0.5 ms of device time */
+    untimed0 = memobs_cuda_untimed();
+
+    memobs_set_phase(MEMOBS_PHASE_PREFILL);
+    rec0 = calls("cuEventRecord");
+    p = parms3d(d, 16, 4, h, 16, 4, extent3(16, 4, 2), cudaMemcpyHostToDevice); /* 128 */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbol(back, sym_b, 40, 0, cudaMemcpyDeviceToHost));
+    CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0)); /* the host clock */
+    snap();
+    CHECK_U64(128, S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D].bytes);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D].count);
+    CHECK_U64(40, S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_D2H].bytes);
+    CHECK_U64(1, S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_D2H].count);
+
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    rec0 = calls("cuEventRecord");
+    /* first: like cudaMemcpyPeer, it waits for the blocking streams' work */
+    q = peer3d(e, 0, d, 0, 32, extent3(32, 2, 1)); /* 64, D2D */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeer(&q));
+    p = parms3d(back, 8, 3, d, 16, 4, extent3(8, 3, 2), cudaMemcpyDeviceToHost); /* 48 */
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbolAsync(sym_b, h, 100, 0, cudaMemcpyHostToDevice, s));
+    CHECK_U64(6, (unsigned)(calls("cuEventRecord") - rec0)); /* a pair each */
+    snap(); /* nothing completed yet */
+    CHECK_U64(3, S.timed_in_flight_copies);
+    CHECK_U64(48 + 100 + 64, S.timed_in_flight_bytes);
+    CHECK_U64(0, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].count);
+    cudadbl_complete_all();
+    CHECK_U64(3, (unsigned)memobs_cuda_poll());
+    snap();
+    CHECK_U64(48, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].bytes);
+    CHECK_U64(500000, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].ns);
+    CHECK_U64(100, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].bytes);
+    CHECK_U64(500000, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].ns);
+    CHECK_U64(64, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2D].bytes);
+    CHECK_U64(500000, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2D].ns);
+    CHECK_U64(0, S.timed_in_flight_copies);
+#if CUDART_VERSION >= 13000
+    {
+        void *dsts[3] = {d, d + 256, e};
+        const void *srcs[3] = {h, h + 256, h + 512};
+        size_t sizes[3] = {10, 20, 30};
+        memobs_set_phase(MEMOBS_PHASE_NONE);
+        rec0 = calls("cuEventRecord");
+        CHECK_ERR(cudaSuccess, batch(dsts, srcs, sizes, 3, s)); /* H2D only: timed, one pair of events */
+        CHECK_U64(2, (unsigned)(calls("cuEventRecord") - rec0));
+        snap();
+        CHECK_U64(1, S.timed_in_flight_copies);
+        CHECK_U64(60, S.timed_in_flight_bytes);
+        cudadbl_complete_all();
+        CHECK_U64(1, (unsigned)memobs_cuda_poll());
+        snap();
+        CHECK_U64(60, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].bytes);
+        CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
+        CHECK_U64(1500000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].ns); /* three copies of 0.5 ms */
+        CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 60, 3);
+        CHECK_U64(untimed0, memobs_cuda_untimed());
+        /* two H2D copies and one D2H: recorded, not timed */
+        dsts[2] = back, srcs[2] = d;
+        rec0 = calls("cuEventRecord");
+        CHECK_ERR(cudaSuccess, batch(dsts, srcs, sizes, 3, s));
+        CHECK_U64(0, (unsigned)(calls("cuEventRecord") - rec0));
+        cudadbl_complete_all();
+        (void)memobs_cuda_poll();
+        snap();
+        CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 90, 5);
+        CHECK_XFER(S.unphased, MEMOBS_DIR_D2H, 30, 1);
+        CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
+        CHECK_U64(0, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
+        CHECK_U64(0, S.timed_in_flight_copies);
+        CHECK_U64(3, memobs_cuda_untimed() - untimed0); /* each copy of the batch */
+    }
+#endif
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(e));
+    leftovers();
+}
+
+/* memobs switched off at run time: each new wrapper still makes its call
+   (the bytes move), records nothing, asks the driver nothing, times
+   nothing. */
+static void test_runtime_disabled_new_copies(void) {
+    char h[256], back[256], *d = NULL, *e = NULL;
+    cudaStream_t s = NULL;
+    struct cudaMemcpy3DParms p;
+    struct cudaMemcpy3DPeerParms q;
+    fresh();
+    fill(h, 31, sizeof h);
+    memset(back, 0, sizeof back);
+    CHECK_U64(0, (unsigned)cudadbl_register_symbol(sym_a, sizeof sym_a));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 256));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&e, 256));
+    memobs_cuda_set_timing(1);
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    cudadbl_reset_calls();
+    memobs_enable(0);
+    p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 2, 2), cudaMemcpyDefault);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
+    CHECK(memcmp(d, h, 64) == 0);
+    p = parms3d(back, 16, 2, d, 16, 2, extent3(16, 2, 2), cudaMemcpyDeviceToHost);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p, s));
+    CHECK(memcmp(back, h, 64) == 0);
+    q = peer3d(e, 0, d, 0, 16, extent3(16, 2, 1));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeer(&q));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DPeerAsync(&q, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbol(sym_a, h, 32, 0, cudaMemcpyDefault));
+    CHECK(memcmp(sym_a, h, 32) == 0);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbolAsync(sym_a, d, 32, 32, cudaMemcpyDeviceToDevice, s));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbol(back, sym_a, 64, 0, cudaMemcpyDefault));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyFromSymbolAsync(e, sym_a, 64, 0, cudaMemcpyDeviceToDevice, s));
+    CHECK_ERR(cudaErrorInvalidValue, /* no arrays in the double: the call is made all the same */
+              memobs_cudaMemcpy2DToArray((cudaArray_t)(void *)h, 0, 0, h, 16, 16, 1, cudaMemcpyDefault));
+    CHECK_U64(1, calls("cudaMemcpy2DToArray"));
+    (void)cudaGetLastError();
+#if CUDART_VERSION >= 13000
+    {
+        void *dsts[2] = {d + 128, back + 128};
+        const void *srcs[2] = {h, d};
+        size_t sizes[2] = {8, 8};
+        struct cudaMemcpy3DBatchOp op = batch3d_op(e + 128, h, extent3(4, 2, 1));
+        CHECK_ERR(cudaSuccess, batch(dsts, srcs, sizes, 2, s));
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DBatchAsync(1, &op, 0, s));
+        CHECK(memcmp(e + 128, h, 8) == 0);
+        CHECK_U64(1, calls("cudaMemcpyBatchAsync"));
+        CHECK_U64(1, calls("cudaMemcpy3DBatchAsync"));
+    }
+#endif
+    CHECK_U64(2, calls("cudaMemcpy3D") + calls("cudaMemcpy3DAsync"));
+    CHECK_U64(2, calls("cudaMemcpy3DPeer") + calls("cudaMemcpy3DPeerAsync"));
+    CHECK_U64(4, calls("cudaMemcpyToSymbol") + calls("cudaMemcpyToSymbolAsync") + calls("cudaMemcpyFromSymbol") +
+                     calls("cudaMemcpyFromSymbolAsync"));
+    CHECK_U64(0, calls("cuPointerGetAttributes") + calls("cuEventRecord") + calls("cuStreamGetCaptureInfo_v2") + calls("cuStreamGetCaptureInfo"));
+    memobs_enable(1);
+    memobs_cuda_set_timing(0);
+    snap();
+    CHECK(no_transfers());
+    CHECK_U64(0, timed_count());
+    CHECK_U64(0, S.timed_in_flight_copies);
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaFree(e));
+    leftovers();
+}
+
+/* ======================================================================== */
 /* Threads                                                                  */
 /* ======================================================================== */
 
@@ -1321,6 +1890,32 @@ static void test_compiled_out(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(a, d, 64, cudaMemcpyDefault, s));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpy(back, a, 64, cudaMemcpyDeviceToHost));
     CHECK(memcmp(back, h, 64) == 0);
+    {   /* the new copies too */
+        static char var[16];
+        struct cudaMemcpy3DParms p3;
+        memset(&p3, 0, sizeof p3);
+        p3.dstPtr.ptr = d, p3.dstPtr.pitch = 8, p3.dstPtr.ysize = 2;
+        p3.srcPtr.ptr = h, p3.srcPtr.pitch = 8, p3.srcPtr.ysize = 2;
+        p3.extent.width = 8, p3.extent.height = 2, p3.extent.depth = 2;
+        p3.kind = cudaMemcpyHostToDevice;
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3DAsync(&p3, s));
+        CHECK_U64(0, (unsigned)cudadbl_register_symbol(var, sizeof var));
+        CHECK_ERR(cudaSuccess, memobs_cudaMemcpyToSymbol(var, h, 16, 0, cudaMemcpyDefault));
+        CHECK(memcmp(var, h, 16) == 0);
+#if CUDART_VERSION >= 13000
+        {
+            void *dst = back;
+            const void *src = d;
+            size_t n = 32, idx = 0;
+            struct cudaMemcpyAttributes at;
+            memset(&at, 0, sizeof at);
+            at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+            memset(back, 0, sizeof back);
+            CHECK_ERR(cudaSuccess, memobs_cudaMemcpyBatchAsync(&dst, &src, &n, 1, &at, &idx, 1, s));
+            CHECK(memcmp(back, h, 32) == 0);
+        }
+#endif
+    }
     CHECK_U64(4, cudadbl_live(CUDADBL_ALL, NULL));
     CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaMalloc", 1, cudaErrorMemoryAllocation));
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, 8));
@@ -1368,6 +1963,14 @@ int main(int argc, char **argv) {
         RUN(test_free_async_reuse);
         RUN(test_free_async_many);
         RUN(test_timing);
+        RUN(test_copy_3d);
+        RUN(test_copy_symbol);
+#if CUDART_VERSION >= 13000
+        RUN(test_copy_batch);
+#endif
+        RUN(test_copy_3d_symbol_array_batch_failures);
+        RUN(test_timing_3d_symbol_batch);
+        RUN(test_runtime_disabled_new_copies);
         RUN(test_threads);
         RUN(test_check_macro);
         /* last: they may leave events of device 1 in memobs' pool */
