@@ -5568,6 +5568,12 @@ static void memobs__text_xfer(FILE *f, const memobs_xfer_t *x) {
     fprintf(f, " | %10s %8llu", memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
 }
 
+/* Whether the writers show manual vs observed: records are apart, or
+   were while manual ones were counted. */
+static int memobs__manual_shown(const memobs_summary_t *s) {
+    return s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count;
+}
+
 /* Manual vs observed (memobs_manual_apart): per direction, the observed
    transfers, the program's own records and manual minus observed. */
 static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
@@ -5575,8 +5581,7 @@ static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
     const memobs_xfer_t *obs[3], *man[3];
     char b[32];
     unsigned d;
-    if (!s->manual.apart && !s->manual.total.h2d.count && !s->manual.total.d2h.count && !s->manual.total.d2d.count)
-        return;
+    if (!memobs__manual_shown(s)) return;
     obs[0] = &s->total.h2d; obs[1] = &s->total.d2h; obs[2] = &s->total.d2d;
     man[0] = &s->manual.total.h2d; man[1] = &s->manual.total.d2h; man[2] = &s->manual.total.d2d;
     fprintf(f, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n", "check",
@@ -6268,7 +6273,7 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_xfer(o, p, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
                       "and phase.", 0);
     memobs__prom_xfer(o, p, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
-    if (s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count) {
+    if (memobs__manual_shown(s)) {
         memobs__prom_xfer(o, p, "memobs_manual_transfer_bytes_total", "Bytes the program recorded itself while an "
                           "observer (the LD_PRELOAD library) counted the copies above.", 5);
         memobs__prom_xfer(o, p, "memobs_manual_transfer_ops_total", "Copies the program recorded itself while an "
@@ -9019,7 +9024,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
             memobs__html_legend(o, nm, co, 3);
         }
     }
-    if (s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count) {
+    if (memobs__manual_shown(s)) {
         /* manual vs observed (memobs_manual_apart): a row per direction */
         memobs__out_str(o, "<h3>Manual vs observed</h3><p>The transfers above are what an observer (the LD_PRELOAD "
                            "library) saw; manual are the program's own records, kept apart.</p>\n"
