@@ -1342,8 +1342,9 @@ typedef struct {
 /* memobs__on.v: 0 off; MEMOBS__ON: on; MEMOBS__ON | MEMOBS__ON_APART: on,
    and transfer records made outside an observer are counted apart as
    "manual" (memobs_manual_apart). The apart bit is never set alone, so
-   "v != 0" still reads "on", and the inline fast path, taken only when v
-   is exactly MEMOBS__ON, costs the same compare as before. */
+   "v != 0" still reads "on". The inline fast path is taken when v is
+   exactly MEMOBS__ON (the same compare as before) or an observer records;
+   a manual record, apart, takes the slow path. */
 #define MEMOBS__ON 1u
 #define MEMOBS__ON_APART 2u
 extern MEMOBS_API memobs__flag_t memobs__on;
@@ -1374,7 +1375,7 @@ MEMOBS_API int32_t memobs__counter_site(const char *name);
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
     uint32_t on = MEMOBS__LOAD(&memobs__on.v);
-    if (MEMOBS__LIKELY(on == MEMOBS__ON)) {
+    if (MEMOBS__LIKELY(on == MEMOBS__ON) || (on == (MEMOBS__ON | MEMOBS__ON_APART) && memobs__tls.observing)) {
         memobs__shard_t *s = memobs__tls.shard;
         if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE)) {
             memobs__u64_t *c = s->xfer[phase][dir];
@@ -1385,7 +1386,7 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
             memobs__xfer_slow(dir, phase, bytes);
         }
     } else if (on) {
-        memobs__xfer_slow(dir, phase, bytes); /* manual records apart */
+        memobs__xfer_slow(dir, phase, bytes); /* a manual record, apart */
     }
 }
 

@@ -1,11 +1,13 @@
 # make preload: build/libmemobs_preload.so, memobs with no code change
 #   LD_PRELOAD=build/libmemobs_preload.so MEMOBS_SUMMARY=stderr program
 # Built against the CUDA Toolkit's headers (CUDA_INC); links no libcudart
-# (-z defs proves every symbol it needs is in libc).
+# (-z defs proves every symbol it needs is in libc). Initial-exec TLS: the
+# library is loaded at start-up (LD_PRELOAD), never dlopen'ed. -Bsymbolic:
+# its own calls bind inside it, never to a program's copy of memobs.
 CUDA_INC ?= /usr/local/cuda/include
 .PHONY: preload
 preload: $(BUILD)/libmemobs_preload.so
 
 $(BUILD)/libmemobs_preload.so: examples/preload/memobs_preload.c memobs.h memobs_cuda.h mk/preload.map | $(BUILD)
-	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -shared -I. -I$(CUDA_INC) $< -o $@ \
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -DMEMOBS_TLS_INITIAL_EXEC -I. -I$(CUDA_INC) $< -o $@ \
 	    -Wl,--version-script=mk/preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm
