@@ -1,17 +1,28 @@
 /* bench_preload.c - what the LD_PRELOAD library (make preload) adds to a
-   CUDA runtime copy: this program times cudaMemcpy and cudaMemcpyAsync of
-   64 bytes host to device against the runtime double (tests/cuda/
-   cudart_double.c built as a shared libcudart.so.13, symbols versioned as
-   the toolkit's), and mk/bench.mk runs it without and with the preload,
-   in turns, and prints the two side by side. The double does the copy on
-   the host, so the figure is the interposer's own cost (the lookup of the
-   real function is made once), not a GPU's.
+   CUDA copy: this program times a synchronous and an asynchronous 64-byte
+   host-to-device copy against a double, and mk/bench.mk runs it without
+   and with the preload, in turns, and prints the two side by side. The
+   doubles copy on the host, so the figure is the interposer's own cost
+   (the lookup of the real function is made once), not a GPU's.
+     default:             the runtime, cudaMemcpy and cudaMemcpyAsync,
+                          against tests/cuda/cudart_double.c built as a
+                          shared libcudart.so.13 (symbols versioned as the
+                          toolkit's);
+     -DBENCH_PL_DRIVER:   the driver, cuMemcpyHtoD and cuMemcpyHtoDAsync,
+                          against tests/preload/driver_double.c built as
+                          libcuda.so.1.
 
-   Prints one line: "<label> <ns per cudaMemcpy> <ns per cudaMemcpyAsync>",
-   each the best of 5 runs of 200000 calls, timed in chunks of 1000 with
-   the stream synchronized, untimed, between them. */
+   Prints one line: "<label> <ns per sync copy> <ns per async copy>", each
+   the best of 5 runs of 200000 calls, timed in chunks of 1000 with the
+   stream synchronized, untimed, between them. */
 #define _POSIX_C_SOURCE 200809L
+#ifdef BENCH_PL_DRIVER
+#include <cuda.h>
+#define BENCH_OK CUDA_SUCCESS
+#else
 #include <cuda_runtime_api.h>
+#define BENCH_OK cudaSuccess
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,15 +33,38 @@ static double bench_now(void) {
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+static char host[64];
+
+#ifdef BENCH_PL_DRIVER
+static CUdeviceptr dev;
+static int bench_setup(void) {
+    CUcontext c;
+    return cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS ||
+           cuCtxSetCurrent(c) != CUDA_SUCCESS || cuMemAlloc(&dev, sizeof host) != CUDA_SUCCESS;
+}
+static int bench_copy(int async) {
+    return async ? (int)cuMemcpyHtoDAsync(dev, host, sizeof host, 0) : (int)cuMemcpyHtoD(dev, host, sizeof host);
+}
+static int bench_sync(void) { return (int)cuStreamSynchronize(0); }
+static int bench_done(void) { return (int)cuMemFree(dev); }
+#else
+static void *dev;
+static int bench_setup(void) { return cudaMalloc(&dev, sizeof host) != cudaSuccess; }
+static int bench_copy(int async) {
+    return async ? (int)cudaMemcpyAsync(dev, host, sizeof host, cudaMemcpyHostToDevice, 0)
+                 : (int)cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice);
+}
+static int bench_sync(void) { return (int)cudaStreamSynchronize(0); }
+static int bench_done(void) { return (int)cudaFree(dev); }
+#endif
+
 int main(int argc, char **argv) {
     const long n = 200000, chunk = 1000;
-    static char host[64];
-    void *dev = NULL;
     double best[2] = {1e30, 1e30};
     long i;
     int r, k;
-    if (cudaMalloc(&dev, sizeof host) != cudaSuccess) {
-        fprintf(stderr, "bench_preload: cudaMalloc failed\n");
+    if (bench_setup()) {
+        fprintf(stderr, "bench_preload: set-up (allocation) failed\n");
         return 1;
     }
     for (r = 0; r < 6; r++) { /* the first round warms up */
@@ -40,24 +74,23 @@ int main(int argc, char **argv) {
                 double t0 = bench_now();
                 long j;
                 for (j = 0; j < chunk; j++) {
-                    cudaError_t e = k == 0 ? cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice)
-                                           : cudaMemcpyAsync(dev, host, sizeof host, cudaMemcpyHostToDevice, 0);
-                    if (e != cudaSuccess) {
-                        fprintf(stderr, "bench_preload: copy failed (%d)\n", (int)e);
+                    int e = bench_copy(k);
+                    if (e != BENCH_OK) {
+                        fprintf(stderr, "bench_preload: copy failed (%d)\n", e);
                         return 1;
                     }
                 }
                 dt += bench_now() - t0;
-                /* untimed: the double keeps every queued copy until the
-                   stream is waited for, and retires them one by one (a
+                /* untimed: the runtime double keeps every queued copy until
+                   the stream is waited for, and retires them one by one (a
                    200000-deep queue took 80 s to drain) */
-                if (cudaStreamSynchronize(0) != cudaSuccess) return 1;
+                if (bench_sync() != BENCH_OK) return 1;
             }
             dt /= (double)n;
             if (r > 0 && dt < best[k]) best[k] = dt;
         }
     }
-    if (cudaFree(dev) != cudaSuccess) return 1;
+    if (bench_done() != BENCH_OK) return 1;
     printf("%s %.1f %.1f\n", argc > 1 ? argv[1] : "run", best[0], best[1]);
     return 0;
 }

@@ -22,6 +22,9 @@
 #                                a copy's cost without and with the
 #                                LD_PRELOAD library, against the double as
 #                                a shared libcudart.so.13
+#   preload/bench_preload_driver the same source for the driver API
+#                                (-DBENCH_PL_DRIVER), against the driver
+#                                double as libcuda.so.1
 #   memobs_cuda_bench            bench/bench_cuda.c: memobs_cuda.h's wrappers
 #                                on the host against a stub runtime and
 #                                driver (CUDA headers, no GPU), beside the
@@ -99,20 +102,24 @@ $(BENCH_OUT)/libmemobs_bench_%.so: bench/bench_so.c memobs.h $(BENCH_MK)
 	$(BENCH_COMPILE) -fPIC -shared $(BENCH_SO_FLAGS_$*) -DBENCH_SO_LABEL='"$(BENCH_SO_LABEL_$*)"' $< -o $@
 
 # The LD_PRELOAD library's cost per copy (bench/bench_preload.c) against the
-# runtime double as a shared libcudart.so.13: the same program without and
-# with LD_PRELOAD, three turns each, the best of each printed side by side.
+# runtime double as a shared libcudart.so.13 and the driver double as
+# libcuda.so.1: the same programs without and with LD_PRELOAD, three turns
+# each, the best of each printed side by side.
 BENCH_PL := $(BENCH_OUT)/preload
 .PHONY: bench-preload
-bench-preload: $(BENCH_PL)/bench_preload $(BUILD)/libmemobs_preload.so
-	@echo "== the LD_PRELOAD library (make preload) per 64-byte copy, against the runtime double (no GPU) =="
+bench-preload: $(BENCH_PL)/bench_preload $(BENCH_PL)/bench_preload_driver $(BUILD)/libmemobs_preload.so
+	@echo "== the LD_PRELOAD library (make preload) per 64-byte copy, against the doubles (no GPU) =="
 	@for t in 1 2 3; do \
 	    LD_LIBRARY_PATH=$(BENCH_PL) $(BENCH_PL)/bench_preload plain || exit 1; \
 	    LD_LIBRARY_PATH=$(BENCH_PL) LD_PRELOAD=$(BUILD)/libmemobs_preload.so $(BENCH_PL)/bench_preload preload || exit 1; \
+	    LD_LIBRARY_PATH=$(BENCH_PL) $(BENCH_PL)/bench_preload_driver dplain || exit 1; \
+	    LD_LIBRARY_PATH=$(BENCH_PL) LD_PRELOAD=$(BUILD)/libmemobs_preload.so $(BENCH_PL)/bench_preload_driver dpreload || exit 1; \
 	done | awk '{ for (k = 2; k <= 3; k++) if (!(($$1, k) in b) || $$k < b[$$1, k]) b[$$1, k] = $$k } \
-	    END { printf "  %-16s %10s %10s %10s\n", "call", "plain", "preload", "added"; \
-	          printf "  %-16s %7.1f ns %7.1f ns %+7.1f ns\n", "cudaMemcpy", b["plain", 2], b["preload", 2], b["preload", 2] - b["plain", 2]; \
-	          printf "  %-16s %7.1f ns %7.1f ns %+7.1f ns\n", "cudaMemcpyAsync", b["plain", 3], b["preload", 3], b["preload", 3] - b["plain", 3]; \
-	          print "  (best of 3 turns of 5 runs x 200000 calls each; the double copies on the host: the added column is the interposer and memobs)" }'
+	    function row(name, p, q, k) { printf "  %-18s %7.1f ns %7.1f ns %+7.1f ns\n", name, b[p, k], b[q, k], b[q, k] - b[p, k] } \
+	    END { printf "  %-18s %10s %10s %10s\n", "call", "plain", "preload", "added"; \
+	          row("cudaMemcpy", "plain", "preload", 2); row("cudaMemcpyAsync", "plain", "preload", 3); \
+	          row("cuMemcpyHtoD", "dplain", "dpreload", 2); row("cuMemcpyHtoDAsync", "dplain", "dpreload", 3); \
+	          print "  (best of 3 turns of 5 runs x 200000 calls each; the doubles copy on the host: the added column is the interposer and memobs)" }'
 
 $(BENCH_PL)/libcudart.so.13: tests/cuda/cudart_double.c tests/cuda/cudart_double.h mk/cudart_double.map $(BENCH_MK)
 	@mkdir -p $(@D)
@@ -121,3 +128,11 @@ $(BENCH_PL)/libcudart.so.13: tests/cuda/cudart_double.c tests/cuda/cudart_double
 
 $(BENCH_PL)/bench_preload: bench/bench_preload.c $(BENCH_PL)/libcudart.so.13 $(BENCH_MK)
 	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcudart.so.13
+
+$(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -g -fPIC -shared $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ \
+	    -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -pthread
+
+$(BENCH_PL)/bench_preload_driver: bench/bench_preload.c $(BENCH_PL)/libcuda.so.1 $(BENCH_MK)
+	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1

@@ -86,6 +86,7 @@ static struct CUmemPoolHandle_st pools[NDEV] = {{0}, {1}};
 static struct CUstream_st streams[MAX_STREAMS];
 static struct CUevent_st events[MAX_EVENTS];
 static block_t blocks[MAX_BLOCKS];
+static int blocks_hi; /* slots from here on have never been used: find() stops there */
 static size_t used[NDEV];
 static _Thread_local struct CUctx_st *stack[8];
 static _Thread_local int depth;
@@ -111,7 +112,7 @@ static CUresult enter(int need_ctx) {
 static block_t *find(const void *p, size_t n) {
     int i;
     const char *c = (const char *)p;
-    for (i = 0; i < MAX_BLOCKS; i++)
+    for (i = 0; i < blocks_hi; i++)
         if (blocks[i].base && c >= blocks[i].base && c < blocks[i].base + blocks[i].size)
             return n <= (size_t)(blocks[i].base + blocks[i].size - c) ? &blocks[i] : NULL;
     return NULL;
@@ -387,6 +388,7 @@ static CUresult add_block(size_t n, int kind, int dev, void **out) {
     for (i = 0; i < MAX_BLOCKS && blocks[i].base; i++) {}
     if (i == MAX_BLOCKS || !(p = (char *)calloc(1, n))) return CUDA_ERROR_OUT_OF_MEMORY;
     blocks[i].base = p;
+    if (i >= blocks_hi) blocks_hi = i + 1;
     blocks[i].size = n;
     blocks[i].kind = kind;
     blocks[i].device = dev;
