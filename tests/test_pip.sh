@@ -78,6 +78,25 @@ import memobs.torch
 assert os.path.dirname(memobs.torch.__file__) == pkg and memobs.torch.available(), memobs.torch.__file__
 assert memobs.torch.allocator_settings()["runtime"] is None
 '
+# the installed package under the LD_PRELOAD library: it attaches (one memobs), its records are manual
+if make -s BUILD="$B/pl" preload >"$B/pl.log" 2>&1 && [ -f "$B/pl/libmemobs_preload.so" ]; then
+    try pip "under LD_PRELOAD=libmemobs_preload.so the installed package attaches: instance() preload, record_h2d manual, in the library's summary" \
+        sh -c "cd '$B/elsewhere' && rm -f '$B/pl/s.json' &&
+            LD_PRELOAD='$B/pl/libmemobs_preload.so' MEMOBS_FORMAT=json MEMOBS_SUMMARY='$B/pl/s.json' '$VPY' -c '
+import memobs
+assert memobs.instance() == \"preload\", memobs.instance()
+memobs.set_phase(\"decode\")
+memobs.record_h2d(300, None)
+m = memobs.get_summary()[\"manual\"]
+assert m[\"apart\"] and m[\"decode\"][\"h2d_bytes\"] == 300 and m[\"total\"][\"h2d_count\"] == 1, m
+' && '$VPY' -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s[\"manual\"][\"decode\"][\"h2d_bytes\"] == 300 and s[\"total\"][\"h2d_count\"] == 0, (s[\"manual\"], s[\"total\"])
+' '$B/pl/s.json'"
+else
+    echo "not ok - pip: make preload for the attach check"; tail -n 10 "$B/pl.log" | sed 's/^/    # /'; rc=1
+fi
 try pip "pip show: the version of memobs.h" sh -c "'$VPY' -m pip show memobs | grep -qx \"Version: \$(sed -n 's/^#define MEMOBS_VERSION \"\\(.*\\)\"/\\1/p' memobs.h)\""
 # what the build left in the copy: every file git does not track must be one
 # .gitignore ignores (build/, *.egg-info/)
