@@ -192,4 +192,26 @@ else
     bad "MEMOBS_PY_ATTACH=off/False/no: private, no warning; =maybe: one warning, attached" "$bads" "maybe: $o" \
         "$(head -c 600 "$B/env.err")"
 fi
+# 10. nano-vllm's observer under the preload: its record_h2d without is_prefill files a decode copy as
+# prefill (nano-vllm's default, kept by the drop-in); the check shows the copy observed in decode
+timeout 60 env LD_LIBRARY_PATH="$B" PYTHONPATH="$PKG" LD_PRELOAD="$LIB" MEMOBS_OOM_REPORT=0 MEMOBS_FORMAT=json \
+    MEMOBS_SUMMARY="$B/nano.json" "$PY" -c '
+import ctypes, os, sys
+import memobs
+from memobs.nanovllm import MemoryObserver
+assert memobs.instance() == "preload", memobs.instance()
+user = ctypes.CDLL(os.path.join(sys.argv[1], "libuser.so"))
+user.user_h2d.argtypes = [ctypes.c_size_t]
+MemoryObserver._enabled = True
+memobs.set_phase("decode")
+assert user.user_h2d(4096) == 0  # cudaMalloc, cudaMemcpy H2D of 4096 bytes, cudaFree
+MemoryObserver.record_h2d(4096)   # the engine counts it, is_prefill left at its default
+' "$B" >"$B/nano.out" 2>"$B/nano.err"
+st=$?
+if [ $st = 0 ] && [ ! -s "$B/nano.err" ] && out=$(expect_check "$B/nano.json" '{"decode": {"h2d_bytes": 4096, "h2d_count": 1}, "prefill": {"h2d_count": 0}, "manual": {"apart": true, "prefill": {"h2d_bytes": 4096, "h2d_count": 1}, "decode": {"h2d_count": 0}}}'); then
+    ok "memobs.nanovllm's MemoryObserver.record_h2d under the preload: manual, in prefill (its default), beside the copy observed in decode"
+else
+    bad "memobs.nanovllm's MemoryObserver.record_h2d under the preload: manual in prefill, the copy observed in decode" \
+        "status $st" "$out" "$(head -c 1500 "$B/nano.err")"
+fi
 exit $rc
