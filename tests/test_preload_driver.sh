@@ -29,26 +29,6 @@ for f in "$CUDA_INC/cuda.h" "$CUDA_INC/cuda_runtime_api.h" "$CUDA_LIB/stubs/libc
     fi
 done
 
-# expect_check SUMMARY EXPECT-JSON: every key of EXPECT (nested) equals the summary's
-expect_check() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-try:
-    s = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("summary %s: %s" % (sys.argv[1], e)); sys.exit(1)
-bad = []
-def walk(want, got, path):
-    for k, v in want.items():
-        g = got.get(k) if isinstance(got, dict) else None
-        if isinstance(v, dict): walk(v, g, path + k + ".")
-        elif g != v: bad.append("%s%s: expected %s, got %s" % (path, k, v, g))
-walk(json.loads(sys.argv[2]), s, "")
-for b in bad: print(b)
-sys.exit(1 if bad else 0)
-PY
-}
-line() { sed -n "s/^$1: \{0,1\}//p" "$2"; } # line KEY FILE
 
 rc=0
 LIB=$PWD/$B/libmemobs_preload.so
