@@ -44,33 +44,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PREFILL 1 /* MEMOBS_PHASE_PREFILL */
-#define DECODE 2  /* MEMOBS_PHASE_DECODE */
+#include "preload/rc_check.h"
 
-static int fails;
-static char rcs[4096];
-
-static void phase(int p) {
-    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "memobs_set_phase");
-    if (set) set(p);
-}
-
-/* rc must be want (want < 0: any error); every rc is also printed */
-static void check(const char *what, cudaError_t rc, int want) {
-    size_t n = strlen(rcs);
-    snprintf(rcs + n, sizeof rcs - n, " %d", (int)rc);
-    if (want >= 0 ? (int)rc != want : rc == cudaSuccess) {
-        fprintf(stderr, "%s: rc %d, expected %d\n", what, (int)rc, want);
-        fails++;
-    }
-}
-
-static int done(const char *expect) {
-    printf("rcs:%s\n", rcs);
-    if (expect) printf("expect: %s\n", expect);
-    fflush(stdout);
-    return fails ? 1 : 0;
-}
 
 static int mode_main(void) {
     char *d1, *d2, *d3, *h, *h2, *m, *a, host[4096], bogus[64];

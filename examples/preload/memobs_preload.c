@@ -42,7 +42,11 @@
    intercepted (no dynamic runtime: nothing to see), one line says so on
    stderr at exit, in the process the user started only: the constructor
    puts its pid in MEMOBS_PRELOAD_ROOT, which the processes it starts
-   inherit (a shell's or Python's helpers stay quiet).
+   inherit (a shell's or Python's helpers stay quiet). A process that
+   made no CUDA call and recorded nothing writes no files at exit
+   (memobs_set_exit_outputs(0)): a launcher or a shell around the program
+   leaves the program's summary alone. Built -Bsymbolic, with
+   initial-exec TLS (mk/preload.mk): loaded at start-up, never dlopen'ed.
 
    LICENSE: MIT. */
 #define _GNU_SOURCE

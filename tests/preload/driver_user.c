@@ -28,37 +28,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PREFILL 1 /* MEMOBS_PHASE_PREFILL */
-#define DECODE 2  /* MEMOBS_PHASE_DECODE */
+#include "rc_check.h"
 #define U(p) ((CUdeviceptr)(uintptr_t)(p))
 
 int ptds_sequence(CUdeviceptr d1, CUdeviceptr d2, CUdeviceptr d3, char *host, CUcontext c0, CUcontext c1,
                   CUmemoryPool pool);
 
-static int fails;
-static char rcs[4096];
-
-static void phase(int p) {
-    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "memobs_set_phase");
-    if (set) set(p);
-}
-
-/* rc must be want (want < 0: any error); every rc is also printed */
-static void check(const char *what, CUresult rc, int want) {
-    size_t n = strlen(rcs);
-    snprintf(rcs + n, sizeof rcs - n, " %d", (int)rc);
-    if (want >= 0 ? (int)rc != want : rc == CUDA_SUCCESS) {
-        fprintf(stderr, "%s: rc %d, expected %d\n", what, (int)rc, want);
-        fails++;
-    }
-}
-
-static int done(const char *expect) {
-    printf("rcs:%s\n", rcs);
-    if (expect) printf("expect: %s\n", expect);
-    fflush(stdout);
-    return fails ? 1 : 0;
-}
 
 static void *no_context(void *arg) {
     CUdeviceptr d;
