@@ -450,6 +450,11 @@ MEMOBS_API uint64_t memobs_now_ns(void);
 MEMOBS_API int memobs_set_phase(memobs_phase_t phase);
 MEMOBS_API memobs_phase_t memobs_get_phase(void);
 
+/* The largest byte count one record, counter add or tracked size may
+   carry (2^56 bytes, 64 PiB); a larger one is refused and counted as a bad
+   record, so that sums cannot wrap. */
+#define MEMOBS_MAX_BYTES ((uint64_t)1 << 56)
+
 /* Function form of the record macros; dir and phase are checked. */
 MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
 
@@ -1066,6 +1071,11 @@ MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
    CUDA call and recorded nothing: a launcher, a shell's helpers), so that
    those processes leave the files of the one that did alone. */
 MEMOBS_API void memobs_set_exit_outputs(int on);
+/* Writes every output the environment asks for at exit (the list above)
+   now, as exit would: for an engine with its own shutdown path, or a
+   periodic snapshot. Safe from any thread, not from a signal handler.
+   Returns MEMOBS_OK, or the first error of a writer (each reports its own). */
+MEMOBS_API int memobs_flush(void);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
 MEMOBS_API const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* "850 ns", "12.30 us", "4.56 ms", "1.23 s". */
@@ -1766,6 +1776,13 @@ static void memobs__spin_lock(memobs__u32_t *l) {
 }
 static void memobs__spin_unlock(memobs__u32_t *l) { __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE); }
 
+/* The exit outputs, in the order they are written (small and urgent
+   first, the trace, the largest, last). */
+enum {
+    MEMOBS__EXIT_SUMMARY, MEMOBS__EXIT_PROM, MEMOBS__EXIT_LEAKS, MEMOBS__EXIT_STORMLOG, MEMOBS__EXIT_TORCH,
+    MEMOBS__EXIT_HTML, MEMOBS__EXIT_TRACE, MEMOBS__EXIT_OUTPUTS
+};
+
 /* All mutable state but the hot enabled flag and the TLS slot. */
 static pthread_once_t memobs__once = PTHREAD_ONCE_INIT; /* not zero on every libc */
 static struct {
@@ -1798,6 +1815,9 @@ static struct {
     memobs__u64_t timed_in_flight[2];                      /* copies, bytes */
     uint32_t apart;                                        /* MEMOBS__ON_APART or 0, under lock */
     memobs__u32_t exit_off;                                /* memobs_set_exit_outputs(0) */
+    pthread_mutex_t flush_lock;                            /* one memobs__flush at a time */
+    void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
+    memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
@@ -2007,6 +2027,8 @@ static void memobs__esc_leave(memobs__shard_t *s);
 static void memobs__esc_lock_all(int lock);
 static void memobs__esc_fold_held(int live);
 static void memobs__at_exit(void);
+static void memobs__exit_all(void);
+static void memobs__exit_add(unsigned which, void (*fn)(void));
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
 static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own);
@@ -2112,7 +2134,8 @@ static void memobs__track_env(void) {
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
-    if (memobs__env_dest("MEMOBS_LEAKS", t->leaks_dest, sizeof t->leaks_dest)) atexit(memobs__leaks_at_exit);
+    if (memobs__env_dest("MEMOBS_LEAKS", t->leaks_dest, sizeof t->leaks_dest))
+        memobs__exit_add(MEMOBS__EXIT_LEAKS, memobs__leaks_at_exit);
     memobs__tsn_env();
 }
 static void memobs__atfork_prepare(void);
@@ -2125,6 +2148,8 @@ static void memobs__init_once(void) {
     const char *s;
     unsigned i;
     pthread_mutex_init(&memobs__g.lock, NULL);
+    pthread_mutex_init(&memobs__g.flush_lock, NULL);
+    atexit(memobs__exit_all);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
     pthread_mutex_init(&memobs__g.trk.init_lock, NULL);
     pthread_mutex_init(&memobs__g.trk.trace_lock, NULL);
@@ -2169,7 +2194,7 @@ static void memobs__init_once(void) {
                         (unsigned)sizeof memobs__g.summary_path - 1);
         } else {
             strcpy(memobs__g.summary_path, s);
-            atexit(memobs__at_exit);
+            memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
         }
     }
     memobs__reg_init(1);
@@ -2214,6 +2239,34 @@ int memobs_is_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 
 /* memobs_write_summary_file() reports its own failures. */
 void memobs_set_exit_outputs(int on) { MEMOBS__STORE(&memobs__g.exit_off.v, on ? 0u : 1u); }
+
+/* Every configured exit output, in memobs__exit_order; each writer checks
+   exit_off and reports its own failures. One flush at a time: a flush
+   asked for while one runs waits for it and writes again (newer figures). */
+static void memobs__flush_all(void) {
+    unsigned i;
+    pthread_mutex_lock(&memobs__g.flush_lock);
+    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__g.exit_fn[i]();
+    pthread_mutex_unlock(&memobs__g.flush_lock);
+}
+
+static void memobs__exit_all(void) { memobs__flush_all(); }
+
+/* Runs inside memobs__init_once (under its once): an exit writer. The one
+   atexit handler is registered first thing in memobs__init_once, before
+   the background worker's, so the worker is stopped before the files are
+   written at exit. */
+static void memobs__exit_add(unsigned which, void (*fn)(void)) {
+    memobs__g.exit_fn[which] = fn;
+    MEMOBS__STORE(&memobs__g.exit_fn_on[which].v, 1u);
+}
+
+int memobs_flush(void) {
+    memobs_init();
+    memobs__flush_all();
+    return MEMOBS_OK;
+}
 
 static void memobs__at_exit(void) {
     if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_summary_file(memobs__g.summary_path, memobs__g.format);
@@ -5327,7 +5380,7 @@ static void memobs__tl_env(void) {
                         (unsigned)sizeof memobs__tl.path - 1);
         } else if (cap) {
             strcpy(memobs__tl.path, s);
-            atexit(memobs__tl_at_exit);
+            memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
             on = 1;
         }
     }
@@ -6495,7 +6548,7 @@ static void memobs__prom_env(void) {
         }
         strcpy(memobs__g.prom_path, s);
         memobs__g.prom_pid = (int64_t)getpid();
-        atexit(memobs__prom_at_exit);
+        memobs__exit_add(MEMOBS__EXIT_PROM, memobs__prom_at_exit);
         /* the worker's exit handler, registered later, stops it before this
            one writes the last file */
         if (memobs__g.prom_interval_ns &&
@@ -7588,7 +7641,7 @@ static void memobs__tsn_env(void) {
                         "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
     }
     if (memobs__env_dest("MEMOBS_TORCH_SNAPSHOT", memobs__tsn.path, sizeof memobs__tsn.path))
-        atexit(memobs__tsn_at_exit);
+        memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
 }
 
 /* ======================================================================== */
@@ -8723,7 +8776,7 @@ static void memobs__smp_env(void) {
     }
     if (memobs__env_dest("MEMOBS_STORMLOG", memobs__smp.stormlog_path, sizeof memobs__smp.stormlog_path) |
         memobs__env_dest("MEMOBS_STORMLOG_HOST", memobs__smp.stormlog_host_path, sizeof memobs__smp.stormlog_host_path))
-        atexit(memobs__stormlog_at_exit);
+        memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
@@ -9647,8 +9700,20 @@ static void memobs__html_at_exit(void) {
 
 /* MEMOBS_HTML; runs inside memobs__init_once. */
 static void memobs__html_env(void) {
-    if (memobs__env_dest("MEMOBS_HTML", memobs__html_path, sizeof memobs__html_path)) atexit(memobs__html_at_exit);
+    if (memobs__env_dest("MEMOBS_HTML", memobs__html_path, sizeof memobs__html_path)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
 }
+
+/* ======================================================================== */
+/* Private: crash writer                                                    */
+/* ======================================================================== */
+
+/* Called from a crash signal's handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+   SIGABRT) before the crash proceeds: async-signal-safe code only. */
+static __attribute__((unused)) void memobs__crash_write(int sig) { (void)sig; }
+
+/* ======================================================================== */
+/* Private: stops and signals                                               */
+/* ======================================================================== */
 
 #ifdef __cplusplus
 } /* extern "C" */
