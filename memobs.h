@@ -1808,6 +1808,12 @@ static struct {
     memobs__u32_t prom_seq;     /* numbers the temporary files */
     memobs__u32_t prom_failing; /* the last periodic write failed: the next ones are quiet */
     int64_t prom_pid;           /* the process that read MEMOBS_PROM_FILE */
+    /* The periodic write and the crash writer (see its section): a periodic
+       write begun while crash_until is ahead is skipped; the crash writer
+       waits for one under way (prom_busy, on prom_thread) before it writes. */
+    memobs__u64_t crash_until;
+    memobs__u32_t prom_busy;
+    pthread_t prom_thread;
     memobs_log_fn log_fn;
     void *log_user;
     memobs__u32_t warned;
@@ -1820,13 +1826,6 @@ static struct {
     void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
     memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
-    /* The crash writer and the periodic Prometheus write (see the crash
-       writer's section): a periodic write begun while crash_until is ahead
-       is skipped; the crash writer waits for one under way (prom_busy, on
-       prom_thread) before it writes. */
-    memobs__u64_t crash_until;
-    memobs__u32_t prom_busy;
-    pthread_t prom_thread;
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
     memobs__trk_t trk;         /* allocation tracker */

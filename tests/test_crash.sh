@@ -203,10 +203,11 @@ PY
     no_temp "crash among busy threads"
 
     # in-process: the writer from a handler on an alternate stack (its
-    # stack, malloc), the periodic write held off, formatting, locks held
+    # stack, malloc), the periodic write held off and waited for,
+    # formatting, locks held, a second writer
     fresh alive
     st=$($CHECK run 120 "$d/out" "$d/err" env MEMOBS_SUMMARY="$d/sum.json" MEMOBS_FORMAT=json \
-        MEMOBS_PROM_FILE="$d/m.prom" CRASH_PROM="$d/m.prom" CRASH_SUITE="$suite" "$bin" alive "$d")
+        MEMOBS_PROM_FILE="$d/m.prom" MEMOBS_PROM_INTERVAL_MS=0 CRASH_PROM="$d/m.prom" CRASH_SUITE="$suite" "$bin" alive "$d")
     cat "$d/out"
     if [ "$st" != "exit 0" ] || grep -q "^not ok" "$d/out"; then bad "alive: in-process checks" "it ended with: $st"; fi
     [ -s "$d/err" ] && bad "alive: stderr is empty" "$(head -c 400 "$d/err")"
