@@ -108,6 +108,8 @@
      MEMOBS_API               the declaration prefix; overrides MEMOBS_HIDDEN.
      MEMOBS_MAX_REQUESTS      implementation only. Per-request table slots
                               (rounded up to a multiple of 16), default 4096.
+                              A begin that finds its sixteenth full drops
+                              the request idle longest (counted).
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free).
@@ -206,6 +208,10 @@
                               a one-file HTML report with SVG charts at exit
                               (%r/%p expanded; memobs_write_html).
      MEMOBS_REGION_TIMING=0|1 time regions (default 1; 0: counted only).
+     MEMOBS_REQUEST_TIMEOUT_S=S  a request with no token and no end for S
+                              seconds is ended as abandoned, counted,
+                              untimed (default 600; decimals allowed; 0 =
+                              never; memobs_request_timeout).
      MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below, replaced atomically (temporary + rename);
@@ -398,7 +404,8 @@ typedef struct {
     memobs_latency_t ttft, tpot, e2e;
     /* Per-request table. */
     uint64_t requests_begun, requests_completed, requests_aborted, requests_in_flight;
-    uint64_t requests_dropped;   /* begin with the table full: not timed */
+    uint64_t requests_abandoned; /* idle past the request timeout: ended untimed */
+    uint64_t requests_dropped;   /* in flight, dropped untimed for a begin with the table full */
     uint64_t requests_unknown;   /* token/end for an id that is not in flight */
     uint64_t requests_duplicate; /* begin for an id already in flight */
     /* Misuse, counted rather than fatal. */
@@ -504,6 +511,24 @@ MEMOBS_API void memobs_tpot_record(uint64_t ns);
 MEMOBS_API void memobs_request_begin(uint64_t id);
 MEMOBS_API void memobs_request_token(uint64_t id);
 MEMOBS_API void memobs_request_end(uint64_t id);
+
+/* Requests that never end (a client that went away, an engine that lost
+   the end) do not stay in the table: a request with no token and no end
+   for the request timeout since its begin or its last token is ended as
+   abandoned, counted (requests_abandoned), with no E2E sample; a token or
+   end for it afterwards counts as unknown. Idle time, not age: a long
+   generation that keeps producing tokens is never abandoned. They are
+   found when a begin lands on their part of the table, when a token or end
+   names one, and when a summary is taken (every output), so the count is
+   current; the hot path pays a compare. The table never stops timing new
+   requests: a begin that finds its part of the table (MEMOBS_MAX_REQUESTS
+   / 16 slots) full of live requests drops the one idle longest, untimed,
+   and counts it (requests_dropped; one warning): raise
+   MEMOBS_MAX_REQUESTS or lower the timeout.
+   memobs_request_timeout(ns) sets the timeout in ns (0: never) and returns
+   the previous one; UINT64_MAX changes nothing (it reads the setting).
+   Default 600 s; env MEMOBS_REQUEST_TIMEOUT_S (seconds, decimals allowed). */
+MEMOBS_API uint64_t memobs_request_timeout(uint64_t ns);
 
 /* ======================================================================== */
 /* Regions and markers                                                      */
@@ -1540,6 +1565,7 @@ enum {
     MEMOBS__ST_REQ_BEGUN,
     MEMOBS__ST_REQ_COMPLETED,
     MEMOBS__ST_REQ_ABORTED,
+    MEMOBS__ST_REQ_ABANDONED,
     MEMOBS__ST_REQ_DROPPED,
     MEMOBS__ST_REQ_UNKNOWN,
     MEMOBS__ST_REQ_DUPLICATE,
@@ -1602,6 +1628,7 @@ typedef struct {
 typedef struct {
     pthread_mutex_t lock;
     uint32_t n;
+    uint64_t reap_ns; /* no slot expires before this (a lower bound; UINT64_MAX: none can) */
     memobs__req_t slot[MEMOBS__REQ_PER_STRIPE];
 } memobs__req_stripe_t;
 
@@ -1797,6 +1824,7 @@ static struct {
     memobs__u64_t ttft_start_ns, tpot_last_ns; /* global clock; 0 = not set */
     memobs__u64_t window_start_ns;
     memobs__req_stripe_t req[MEMOBS__REQ_STRIPES];
+    memobs__u64_t req_timeout_ns; /* abandon requests idle this long; 0 = never */
     memobs__counter_def_t counters[MEMOBS_MAX_COUNTERS];
     memobs__u32_t ncounters;
     memobs_identity_t identity;
@@ -2042,6 +2070,8 @@ static int memobs__write_path(const char *path, const char *caller, const char *
                               int arg);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
+static void memobs__req_env(void);
+static void memobs__req_sweep(void);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -2198,6 +2228,7 @@ static void memobs__init_once(void) {
         }
     }
     memobs__reg_init(1);
+    memobs__req_env();
     memobs__track_env();
     memobs__smp_env();
     memobs__html_env();
@@ -2593,27 +2624,39 @@ static uint64_t memobs__mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Locks the stripe of id; *at is the slot holding id or, if absent, the
-   first free slot of its probe run (or -1 when the stripe is full). */
-static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
-    uint64_t h = memobs__mix(id);
-    memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
+/* The request table's clock (the tests give it one they move by hand). */
+#ifndef MEMOBS__REQ_NOW
+#define MEMOBS__REQ_NOW() memobs_now_ns()
+#endif
+#define MEMOBS__REQ_TIMEOUT_DEFAULT_NS (600ull * 1000000000u)
+#define MEMOBS__REQ_TIMEOUT_MAX_NS (1000000000ull * 1000000000u) /* 1e9 s */
+
+/* Stripe locked: *at is the slot holding id or, if absent, the first free
+   slot of its probe run (or -1 when the stripe is full). */
+static void memobs__req_probe(memobs__req_stripe_t *st, uint64_t id, uint64_t h, int *at, int *found) {
     unsigned i, n = MEMOBS__REQ_PER_STRIPE, j = (unsigned)((h / MEMOBS__REQ_STRIPES) % n);
-    memobs_init();
-    pthread_mutex_lock(&st->lock);
     *at = -1;
     *found = 0;
     for (i = 0; i < n; i++, j = (j + 1) % n) {
         if (!st->slot[j].used) {
             *at = (int)j;
-            return st;
+            return;
         }
         if (st->slot[j].id == id) {
             *at = (int)j;
             *found = 1;
-            return st;
+            return;
         }
     }
+}
+
+/* Locks the stripe of id and probes it (memobs__req_probe). */
+static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
+    uint64_t h = memobs__mix(id);
+    memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
+    memobs_init();
+    pthread_mutex_lock(&st->lock);
+    memobs__req_probe(st, id, h, at, found);
     return st;
 }
 
@@ -2636,12 +2679,131 @@ static void memobs__req_remove(memobs__req_stripe_t *st, unsigned j) {
     }
 }
 
+/* When a request went idle: its begin, or its last token. */
+static uint64_t memobs__req_idle_from(const memobs__req_t *r) { return r->tokens ? r->last_ns : r->begin_ns; }
+
+/* When a request idle from t expires (saturating). */
+static uint64_t memobs__req_expiry(uint64_t t, uint64_t timeout) {
+    return t > UINT64_MAX - timeout ? UINT64_MAX : t + timeout;
+}
+
+/* Stripe locked, timeout > 0: ends every request idle for the timeout as
+   abandoned and sets reap_ns to the earliest expiry left. A removal
+   shifts later slots back into the hole, so the scan looks at slot j again;
+   a slot moved from the start of the stripe to its end (a wrapped run) was
+   kept once already and is only looked at twice. */
+static void memobs__req_reap(memobs__req_stripe_t *st, uint64_t now, uint64_t timeout) {
+    uint64_t next = UINT64_MAX, gone = 0;
+    unsigned j = 0;
+    while (j < MEMOBS__REQ_PER_STRIPE && st->n) {
+        memobs__req_t *r = &st->slot[j];
+        if (r->used) {
+            uint64_t exp = memobs__req_expiry(memobs__req_idle_from(r), timeout);
+            if (exp <= now) {
+                memobs__req_remove(st, j);
+                gone++;
+                continue;
+            }
+            if (exp < next) next = exp;
+        }
+        j++;
+    }
+    st->reap_ns = next;
+    if (gone) MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, gone);
+}
+
+/* Stripe locked and full of live requests: drops the one idle longest
+   (begin_ns is a tie-break: any will do). */
+static void memobs__req_evict(memobs__req_stripe_t *st, uint64_t id) {
+    unsigned j, best = 0;
+    uint64_t t = UINT64_MAX;
+    for (j = 0; j < MEMOBS__REQ_PER_STRIPE; j++) {
+        uint64_t f = memobs__req_idle_from(&st->slot[j]);
+        if (st->slot[j].used && f < t) {
+            t = f;
+            best = j;
+        }
+    }
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_DROPPED].v, 1u);
+    memobs__warn_once(MEMOBS__W_REQ_FULL, "request table full (MEMOBS_MAX_REQUESTS=%u) of requests in flight: "
+                      "request %llu, idle the longest, dropped untimed to time request %llu (counted; raise "
+                      "MEMOBS_MAX_REQUESTS or lower MEMOBS_REQUEST_TIMEOUT_S)", (unsigned)MEMOBS_MAX_REQUESTS,
+                      (unsigned long long)st->slot[best].id, (unsigned long long)id);
+    memobs__req_remove(st, best);
+}
+
+/* Ends the abandoned requests of every stripe that may hold one: before a
+   summary, so that every output counts them. */
+static void memobs__req_sweep(void) {
+    uint64_t now = MEMOBS__REQ_NOW(), timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    unsigned i;
+    if (!timeout) return;
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+        memobs__req_stripe_t *st = &memobs__g.req[i];
+        pthread_mutex_lock(&st->lock);
+        if (now >= st->reap_ns) memobs__req_reap(st, now, timeout);
+        pthread_mutex_unlock(&st->lock);
+    }
+}
+
+uint64_t memobs_request_timeout(uint64_t ns) {
+    uint64_t was;
+    unsigned i;
+    memobs_init();
+    if (ns == UINT64_MAX) return MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
+    was = MEMOBS__XCHG(&memobs__g.req_timeout_ns.v, ns);
+    /* The stripes' bounds held for the old timeout: look again (a begin
+       that locks a stripe after this sees the new timeout). */
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+        pthread_mutex_lock(&memobs__g.req[i].lock);
+        memobs__g.req[i].reap_ns = ns ? 0 : UINT64_MAX;
+        pthread_mutex_unlock(&memobs__g.req[i].lock);
+    }
+    return was;
+}
+
+/* Whole-string seconds with up to 9 decimals ("600", "0.25"), in ns; no
+   strtod: its decimal point follows the program's locale. */
+static int memobs__parse_seconds(const char *s, uint64_t max_ns, uint64_t *out) {
+    uint64_t sec = 0, frac = 0, scale = 100000000u;
+    int any = 0, nonzero = 0;
+    for (; *s >= '0' && *s <= '9'; s++, any = 1) {
+        if (sec > max_ns / 1000000000u) return 0;
+        sec = sec * 10u + (uint64_t)(*s - '0');
+        nonzero |= *s != '0';
+    }
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++, any = 1) {
+            frac += (uint64_t)(*s - '0') * scale;
+            scale /= 10u;
+            nonzero |= *s != '0';
+        }
+    }
+    if (!any || *s || sec > max_ns / 1000000000u || sec * 1000000000u > max_ns - frac) return 0;
+    *out = sec * 1000000000u + frac;
+    if (!*out && nonzero) *out = 1; /* a positive time below 1 ns is not "never" */
+    return 1;
+}
+
+/* Runs inside memobs__init_once. */
+static void memobs__req_env(void) {
+    const char *s = getenv("MEMOBS_REQUEST_TIMEOUT_S");
+    uint64_t ns = MEMOBS__REQ_TIMEOUT_DEFAULT_NS;
+    if (s && !memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) {
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_REQUEST_TIMEOUT_S='%s' is not a number of seconds from 0 (never) to "
+                    "1000000000 (like 600 or 0.5); using 600", s);
+        ns = MEMOBS__REQ_TIMEOUT_DEFAULT_NS;
+    }
+    MEMOBS__STORE(&memobs__g.req_timeout_ns.v, ns);
+}
+
 void memobs_request_begin(uint64_t id) {
     int at, found;
     memobs__req_stripe_t *st;
-    uint64_t now;
+    uint64_t now, timeout;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
+    now = MEMOBS__REQ_NOW();
     st = memobs__req_find(id, &at, &found);
     if (found) {
         pthread_mutex_unlock(&st->lock);
@@ -2650,12 +2812,13 @@ void memobs_request_begin(uint64_t id) {
                           (unsigned long long)id);
         return;
     }
-    if (at < 0) {
-        pthread_mutex_unlock(&st->lock);
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_DROPPED].v, 1u);
-        memobs__warn_once(MEMOBS__W_REQ_FULL, "request table full (MEMOBS_MAX_REQUESTS=%u); request %llu not timed "
-                          "(counted)", (unsigned)MEMOBS_MAX_REQUESTS, (unsigned long long)id);
-        return;
+    timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    if (MEMOBS__UNLIKELY(at < 0 || now >= st->reap_ns)) {
+        /* a request of this stripe may have expired, or the stripe is full */
+        if (!timeout) st->reap_ns = UINT64_MAX;
+        else if (now >= st->reap_ns) memobs__req_reap(st, now, timeout);
+        if (st->n == MEMOBS__REQ_PER_STRIPE) memobs__req_evict(st, id);
+        memobs__req_probe(st, id, memobs__mix(id), &at, &found);
     }
     st->slot[at].id = id;
     st->slot[at].begin_ns = now;
@@ -2663,20 +2826,28 @@ void memobs_request_begin(uint64_t id) {
     st->slot[at].tokens = 0;
     st->slot[at].used = 1;
     st->n++;
+    if (timeout && memobs__req_expiry(now, timeout) < st->reap_ns) st->reap_ns = memobs__req_expiry(now, timeout);
     pthread_mutex_unlock(&st->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_BEGUN].v, 1u);
 }
 
 /* Locks the stripe of an in-flight id and returns its slot; for an id not
-   in flight, counts it as unknown and returns NULL with nothing locked. */
-static memobs__req_t *memobs__req_live(uint64_t id, const char *what, memobs__req_stripe_t **st) {
+   in flight (or idle past the timeout: then ended as abandoned), counts it
+   as unknown and returns NULL with nothing locked. */
+static memobs__req_t *memobs__req_live(uint64_t id, uint64_t now, const char *what, memobs__req_stripe_t **st) {
     int at, found;
+    uint64_t timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
     *st = memobs__req_find(id, &at, &found);
-    if (found) return &(*st)->slot[at];
+    if (found) {
+        memobs__req_t *r = &(*st)->slot[at];
+        if (!timeout || memobs__req_expiry(memobs__req_idle_from(r), timeout) > now) return r;
+        memobs__req_remove(*st, (unsigned)at);
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, 1u);
+    }
     pthread_mutex_unlock(&(*st)->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_UNKNOWN].v, 1u);
-    memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight; ignored (counted)", what,
-                      (unsigned long long)id);
+    memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight (never begun, ended, or "
+                      "abandoned after MEMOBS_REQUEST_TIMEOUT_S); ignored (counted)", what, (unsigned long long)id);
     return NULL;
 }
 
@@ -2686,12 +2857,12 @@ void memobs_request_token(uint64_t id) {
     uint64_t now, prev, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
-    if ((r = memobs__req_live(id, "token", &st)) == NULL) return;
+    now = MEMOBS__REQ_NOW();
+    if ((r = memobs__req_live(id, now, "token", &st)) == NULL) return;
     tokens = r->tokens++;
     prev = r->last_ns;
     begin = r->begin_ns;
-    r->last_ns = now;
+    r->last_ns = now > begin ? now : begin; /* idle from here (never before the begin) */
     pthread_mutex_unlock(&st->lock);
     if (tokens == 0) memobs__hist_add(&memobs__g.ttft, now > begin ? now - begin : 0);
     else memobs__hist_add(&memobs__g.tpot, now > prev ? now - prev : 0);
@@ -2703,8 +2874,8 @@ void memobs_request_end(uint64_t id) {
     uint64_t now, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
-    if ((r = memobs__req_live(id, "end", &st)) == NULL) return;
+    now = MEMOBS__REQ_NOW();
+    if ((r = memobs__req_live(id, now, "end", &st)) == NULL) return;
     tokens = r->tokens;
     begin = r->begin_ns;
     memobs__req_remove(st, (unsigned)(r - st->slot));
@@ -5445,6 +5616,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     }
     memobs_init();
     if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
+    memobs__req_sweep(); /* abandoned requests counted before the counts are read */
     memset(out, 0, sizeof *out);
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
@@ -5519,6 +5691,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
     out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
     out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
+    out->requests_abandoned = st[MEMOBS__ST_REQ_ABANDONED];
     out->requests_dropped = st[MEMOBS__ST_REQ_DROPPED];
     out->requests_unknown = st[MEMOBS__ST_REQ_UNKNOWN];
     out->requests_duplicate = st[MEMOBS__ST_REQ_DUPLICATE];
@@ -5690,7 +5863,7 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
                             t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
                             s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
+    static const char *const what[19] = {"requests dropped untimed (table full: the longest idle made room)", "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
                                          "records via the shared shard (no per-thread shard)",
@@ -5817,9 +5990,10 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
     memobs__text_latency(f, "TTFT", &s->ttft);
     memobs__text_latency(f, "TPOT", &s->tpot);
     memobs__text_latency(f, "E2E", &s->e2e);
-    fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu in flight\n",
+    fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu abandoned, %llu in flight\n",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight);
+            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+            (unsigned long long)s->requests_in_flight);
     if (s->tracking) {
         static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
         char b2[32], b3[32];
@@ -5946,14 +6120,15 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     fputc(',', f);
     memobs__json_latency(f, "e2e", &s->e2e);
     fprintf(f,
-            ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
-            "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
+            ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
+            "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
             "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
             "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
             "\"region_names_dropped\":%llu},\"counters\":{",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
-            (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
+            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+            (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_dropped,
+            (unsigned long long)s->requests_unknown,
             (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
             (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
             (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
@@ -6357,6 +6532,9 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_u64(o, p, "memobs_requests_completed_total", "", s->requests_completed);
     memobs__prom_family(o, "memobs_requests_aborted_total", "counter", "Requests ended with no token.");
     memobs__prom_u64(o, p, "memobs_requests_aborted_total", "", s->requests_aborted);
+    memobs__prom_family(o, "memobs_requests_abandoned_total", "counter", "Requests idle past the request timeout "
+                        "(MEMOBS_REQUEST_TIMEOUT_S), ended untimed.");
+    memobs__prom_u64(o, p, "memobs_requests_abandoned_total", "", s->requests_abandoned);
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     {
@@ -9293,10 +9471,12 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
     memobs__html_printf(o, "<p>requests: <span data-memobs=\"requests.begun\" data-v=\"%llu\">%llu</span> begun, "
                         "<span data-memobs=\"requests.completed\" data-v=\"%llu\">%llu</span> completed, "
                         "<span data-memobs=\"requests.aborted\" data-v=\"%llu\">%llu</span> aborted, "
+                        "<span data-memobs=\"requests.abandoned\" data-v=\"%llu\">%llu</span> abandoned, "
                         "<span data-memobs=\"requests.in_flight\" data-v=\"%llu\">%llu</span> in flight.</p>\n",
                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_begun,
                         (unsigned long long)s->requests_completed, (unsigned long long)s->requests_completed,
                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_aborted,
+                        (unsigned long long)s->requests_abandoned, (unsigned long long)s->requests_abandoned,
                         (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_in_flight);
     memobs__out_str(o, "</section>\n");
 }
