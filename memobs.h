@@ -862,7 +862,9 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    rounded down to a power of two, 1 to 256 events; the capacity rounds
    down to a multiple of it), less the unwritten part of each recording
    thread's chunk. An exited thread's events stay until their chunk is the
-   oldest. More threads recording at once than there are chunks (256 at the
+   oldest, and the room left in its chunk goes to the next thread that
+   needs one, so short-lived threads fill chunks between them (100k
+   threads of 3 events each leave 99.95% of the default 65536 in use). More threads recording at once than there are chunks (256 at the
    default 65536 events): the threads without one drop their events,
    counted. The writer merges the threads' events by time; an event being
    written while a trace is written is left out, never shown torn.
@@ -4661,15 +4663,19 @@ double memobs_clock_ns_per_tick(void) {
    left, the chunk at the head of the queue (the oldest finished one, of
    any thread), whose events are dropped and counted (per thread); that
    takes the pool's spin lock once every C events. When a thread exits, its
-   chunk joins the queue: its events stay readable until that chunk is the
-   oldest. So the pool holds the newest events of the process whatever
-   thread made them, dropping the oldest a chunk at a time, less the
-   unwritten part of each recording thread's chunk. A thread that finds
-   every chunk owned by a live thread (more threads recording at once than
-   chunks: 256 at the default 65536 events) drops its events, counted.
-   Thousands of short-lived threads: each exited one leaves a chunk holding
-   what it recorded, so the pool then holds the events of the last
-   (capacity / C) threads to finish a chunk or exit.
+   chunk joins the queue if full, else a stack of chunks with room: the
+   next take of any thread continues such a chunk where it stopped (same
+   generation, so what is there stays readable) before a fresh one or the
+   oldest finished one. So the pool holds the newest events of the process
+   whatever thread made them, dropping the oldest a chunk at a time, less
+   the unwritten part of each recording thread's chunk; thousands of
+   short-lived threads fill chunks between them, a few events each. A
+   chunk's events are counted per owner (segments: first slot and thread,
+   written by the take under the pool lock), for the per-thread figures.
+   A thread that finds every chunk owned by a live thread (more threads
+   recording at once than chunks: 256 at the default 65536 events) drops
+   its events, counted. Events of a continued chunk sort by time like all
+   others; their tie-break order is the chunk's first take.
 
    Readers copy a slot between two reads of its sequence number and keep it
    only if both are the same even number of the chunk's generation (a
@@ -4729,18 +4735,19 @@ typedef struct {
     uint64_t ts, a, b, c, meta, ticket;
 } memobs__tl_ev_t;
 
-enum { MEMOBS__TLC_FRESH, MEMOBS__TLC_OWNED, MEMOBS__TLC_DONE };
+enum { MEMOBS__TLC_FRESH, MEMOBS__TLC_OWNED, MEMOBS__TLC_DONE, MEMOBS__TLC_PART };
 
 /* A chunk's header, a cache line of its own: the owner writes n. */
 typedef struct {
-    memobs__u32_t gen;     /* bumped each time the chunk is taken */
+    memobs__u32_t gen;     /* bumped each time the chunk is taken again (its events dropped) */
     memobs__u32_t n;       /* events written in this generation */
-    memobs__u32_t thread;  /* the owner's timeline thread number */
     uint32_t state;        /* MEMOBS__TLC_*, under the pool lock */
     memobs__u64_t order;   /* takes of the pool before this one: ties in time sort by it */
     uint32_t cap;          /* slots */
+    uint32_t nseg;         /* owners in this generation (segments; pool lock) */
     void *owner;           /* the owner's shard (fork) */
     memobs__tl_slot_t *slot;
+    uint16_t *seg;         /* per owner: first slot << 8 | its thread slot (memobs__tl_tslot) */
 } __attribute__((aligned(64))) memobs__tl_chunk_t;
 
 typedef struct {
@@ -4748,6 +4755,8 @@ typedef struct {
     uint32_t nchunks, csize; /* chunks, slots per chunk */
     uint32_t fresh;          /* chunks from here on were never taken */
     uint32_t *fifo;          /* finished chunks, oldest at fifo_head */
+    uint32_t *part;          /* chunks left with room by a thread that exited (a stack) */
+    uint32_t npart;
     uint64_t fifo_head, fifo_tail, takes;
     uint64_t dropped;        /* events of chunks taken again, pushes that found no chunk */
     uint64_t tdrop[MEMOBS__TL_THREADS]; /* the same by thread (the last: later threads) */
@@ -4785,15 +4794,39 @@ static void memobs__tl_finish(memobs__tl_pool_t *p, memobs__tl_chunk_t *k) {
     p->fifo[p->fifo_tail++ % p->nchunks] = (uint32_t)(k - p->chunk);
 }
 
+/* Pool lock held: the chunk of a thread that is gone joins the queue when
+   full, else the stack of chunks with room, which the next take of any
+   thread continues (so short-lived threads fill chunks between them). */
+static void memobs__tl_leave(memobs__tl_pool_t *p, memobs__tl_chunk_t *k) {
+    if (MEMOBS__LOAD(&k->n.v) >= k->cap) {
+        memobs__tl_finish(p, k);
+        return;
+    }
+    k->state = MEMOBS__TLC_PART;
+    p->part[p->npart++] = (uint32_t)(k - p->chunk);
+}
+
+/* Pool lock held: adds the events of chunk k, n of them, by the thread
+   slot of each owner, to per[] (MEMOBS__TL_THREADS counts). */
+static void memobs__tl_by_thread(const memobs__tl_chunk_t *k, uint32_t n, uint64_t *per) {
+    uint32_t j;
+    for (j = 0; j < k->nseg; j++) {
+        uint32_t from = k->seg[j] >> 8, to = j + 1 < k->nseg ? (uint32_t)(k->seg[j + 1] >> 8) : n;
+        if (to > from) per[k->seg[j] & 0xffu] += to - from;
+    }
+}
+
 /* The push's slow path: the calling thread's chunk is full, or of an
-   older pool, or it has none. Finishes the old one, takes another (a
-   fresh one, else the oldest finished one, dropping its events); NULL
-   when the pool changed since the push read epoch ep (the event belongs
-   to the old pool: not counted) or no chunk is free (counted). */
+   older pool, or it has none. Finishes the old one, takes another: one
+   with room left by a thread that exited (continued where it stopped, its
+   events kept), else a fresh one, else the oldest finished one, dropping
+   its events; NULL when the pool changed since the push read epoch ep (the
+   event belongs to the old pool: not counted) or no chunk is free
+   (counted). The slot to write next is then s->tl_i. */
 static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
     memobs__tl_pool_t *p;
     memobs__tl_chunk_t *k = NULL;
-    uint32_t t = memobs__tl_thread_no(), n;
+    uint32_t t = memobs__tl_thread_no(), n, i = 0;
     memobs__spin_lock(&memobs__tl.pool_lock);
     p = memobs__tl.pool;
     if (!p || memobs__tl.epoch != ep) {
@@ -4801,29 +4834,35 @@ static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
         return NULL;
     }
     if (s->tl_epoch == ep && s->tl_chunk) memobs__tl_finish(p, (memobs__tl_chunk_t *)s->tl_chunk);
-    if (p->fresh < p->nchunks) {
+    if (p->npart) {
+        k = &p->chunk[p->part[--p->npart]];
+        i = MEMOBS__LOAD(&k->n.v); /* the same generation: what is there stays valid */
+    } else if (p->fresh < p->nchunks) {
         k = &p->chunk[p->fresh++];
     } else if (p->fifo_head != p->fifo_tail) {
         k = &p->chunk[p->fifo[p->fifo_head++ % p->nchunks]];
         n = MEMOBS__LOAD(&k->n.v);
         p->dropped += n;
-        p->tdrop[memobs__tl_tslot(MEMOBS__LOAD(&k->thread.v))] += n;
+        memobs__tl_by_thread(k, n, p->tdrop);
     }
     if (k) {
+        if (!i) { /* a new generation */
+            k->nseg = 0;
+            MEMOBS__STORE(&k->n.v, 0u);
+            MEMOBS__STORE(&k->order.v, p->takes++);
+            n = MEMOBS__LOAD(&k->gen.v) + 1u;
+            __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
+        }
+        k->seg[k->nseg++] = (uint16_t)(i << 8 | memobs__tl_tslot(t));
         k->state = MEMOBS__TLC_OWNED;
         k->owner = s;
-        MEMOBS__STORE(&k->thread.v, t);
-        MEMOBS__STORE(&k->n.v, 0u);
-        MEMOBS__STORE(&k->order.v, p->takes++);
-        n = MEMOBS__LOAD(&k->gen.v) + 1u;
-        __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
     } else {
         p->dropped++;
         p->tdrop[memobs__tl_tslot(t)]++;
     }
     s->tl_chunk = k;
     s->tl_epoch = ep;
-    s->tl_i = 0;
+    s->tl_i = i;
     memobs__spin_unlock(&memobs__tl.pool_lock);
     return k;
 }
@@ -4844,7 +4883,7 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
         i = s->tl_i;
         if (MEMOBS__UNLIKELY(s->tl_epoch != ep || !k || i >= k->cap)) {
             k = memobs__tl_take(s, ep);
-            i = 0;
+            i = s->tl_i;
         }
         if (k) {
             sl = &k->slot[i];
@@ -4866,11 +4905,12 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
     __atomic_store_n(&s->tl_busy.v, 0u, __ATOMIC_RELEASE);
 }
 
-/* Thread exit (memobs__shard_release): the thread's chunk joins the queue. */
+/* Thread exit (memobs__shard_release): the thread's chunk joins the
+   queue, or, with room left, the chunks that the next takes continue. */
 static void memobs__tl_release(memobs__shard_t *s) {
     memobs__spin_lock(&memobs__tl.pool_lock);
     if (s->tl_chunk && memobs__tl.pool && s->tl_epoch == memobs__tl.epoch)
-        memobs__tl_finish(memobs__tl.pool, (memobs__tl_chunk_t *)s->tl_chunk);
+        memobs__tl_leave(memobs__tl.pool, (memobs__tl_chunk_t *)s->tl_chunk);
     s->tl_chunk = NULL;
     s->tl_epoch = 0;
     s->tl_i = 0;
@@ -4956,9 +4996,11 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
     char *raw;
     while (csize * 2u <= MEMOBS__TL_CHUNK && (uint64_t)csize * 2u * 64u <= cap) csize *= 2u;
     nchunks = (uint32_t)(cap / csize);
-    /* the pool's header, the chunks' headers, the slots, the queue */
+    /* the pool's header, the chunks' headers, the slots, the queue, the
+       stack of chunks with room, the owners' segments */
     size = 64 + sizeof *p + 64 + (size_t)nchunks * sizeof(memobs__tl_chunk_t) +
-           (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * sizeof(uint32_t);
+           (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * 2 * sizeof(uint32_t) +
+           (size_t)nchunks * csize * sizeof(uint16_t);
     memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
     raw = (char *)MEMOBS_MALLOC(size);
     memobs__tls.busy = busy;
@@ -4978,6 +5020,8 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
         p->chunk[i].slot = (memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)i * csize;
     }
     p->fifo = (uint32_t *)((memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)nchunks * csize);
+    p->part = p->fifo + nchunks;
+    for (i = 0; i < nchunks; i++) p->chunk[i].seg = (uint16_t *)(p->part + nchunks) + (size_t)i * csize;
     return p;
 }
 
@@ -5055,9 +5099,9 @@ static void memobs__tl_count(memobs_timeline_stats_t *out, uint64_t *kept, uint6
         out->chunk = p->csize;
         out->dropped = p->dropped;
         for (j = 0; j < p->fresh; j++) {
-            uint64_t n = MEMOBS__LOAD(&p->chunk[j].n.v);
+            uint32_t n = MEMOBS__LOAD(&p->chunk[j].n.v);
             out->kept += n;
-            if (kept) kept[memobs__tl_tslot(MEMOBS__LOAD(&p->chunk[j].thread.v))] += n;
+            if (kept) memobs__tl_by_thread(&p->chunk[j], n, kept);
             if (p->chunk[j].state == MEMOBS__TLC_OWNED) out->threads++;
         }
         if (dropped) memcpy(dropped, p->tdrop, sizeof p->tdrop);
@@ -5510,7 +5554,7 @@ static void memobs__tl_child(void) {
     uint32_t j;
     for (j = 0; p && j < p->fresh; j++)
         if (p->chunk[j].state == MEMOBS__TLC_OWNED && p->chunk[j].owner != (void *)memobs__tls.shard)
-            memobs__tl_finish(p, &p->chunk[j]);
+            memobs__tl_leave(p, &p->chunk[j]);
     for (s = memobs__g.shards; s; s = s->next) {
         if (s == memobs__tls.shard) continue;
         MEMOBS__STORE(&s->tl_busy.v, 0u);
