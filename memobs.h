@@ -2216,6 +2216,7 @@ static void memobs__init_once(void) {
     pthread_atfork(memobs__atfork_prepare, memobs__atfork_parent, memobs__atfork_child);
     memobs__identity_from_env();
     memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
+    memobs__req_env(); /* the request timeout; its variable unless compiled out */
     memobs__prom_env();
 #ifdef MEMOBS_DISABLE
     memobs__reg_init(0);
@@ -2247,7 +2248,6 @@ static void memobs__init_once(void) {
         }
     }
     memobs__reg_init(1);
-    memobs__req_env();
     memobs__track_env();
     memobs__smp_env();
     memobs__html_env();
@@ -2807,7 +2807,11 @@ static int memobs__parse_seconds(const char *s, uint64_t max_ns, uint64_t *out) 
 
 /* Runs inside memobs__init_once. */
 static void memobs__req_env(void) {
+#ifdef MEMOBS_DISABLE
+    const char *s = NULL; /* compiled out: read nothing */
+#else
     const char *s = getenv("MEMOBS_REQUEST_TIMEOUT_S");
+#endif
     uint64_t ns = MEMOBS__REQ_TIMEOUT_DEFAULT_NS;
     if (s && !memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) {
         memobs__log(MEMOBS_LOG_WARN, "MEMOBS_REQUEST_TIMEOUT_S='%s' is not a number of seconds from 0 (never) to "
