@@ -869,7 +869,8 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    thread's chunk. An exited thread's events stay until their chunk is the
    oldest, and the room left in its chunk goes to the next thread that
    needs one, so short-lived threads fill chunks between them (100k
-   threads of 3 events each leave 99.95% of the default 65536 in use). More threads recording at once than there are chunks (256 at the
+   threads of 3 events each leave 99.95% of the default 65536 in use).
+   More threads recording at once than there are chunks (256 at the
    default 65536 events): the threads without one drop their events,
    counted. The writer merges the threads' events by time; an event being
    written while a trace is written is left out, never shown torn.
@@ -5813,11 +5814,13 @@ int memobs_write_chrome_trace(FILE *f) {
     o.n = 1;
     memobs__tl_write_events(&o, ev, n, memobs_now_ns(), &cut);
     p = memobs__tl_room(&o, MEMOBS__TL_ROOM + 6 * sizeof id.host);
-    p = MEMOBS__TL_LIT(p, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs " MEMOBS_VERSION "\",\"host\":");
+    p = MEMOBS__TL_LIT(p, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs " MEMOBS_VERSION
+                          "\",\"host\":");
     p = memobs__tl_jstr(p, id.host);
     p = MEMOBS__TL_LIT(p, ",\"rank\":");
     p = memobs__tl_int(p, id.rank);
-    p = st.capacity ? MEMOBS__TL_LIT(p, ",\"timeline\":\"on\",\"capacity\":") : MEMOBS__TL_LIT(p, ",\"timeline\":\"off\",\"capacity\":");
+    p = st.capacity ? MEMOBS__TL_LIT(p, ",\"timeline\":\"on\",\"capacity\":")
+                    : MEMOBS__TL_LIT(p, ",\"timeline\":\"off\",\"capacity\":");
     p = memobs__tl_dec(p, st.capacity);
     p = MEMOBS__TL_LIT(p, ",\"recorded\":");
     p = memobs__tl_dec(p, st.recorded);
@@ -6281,7 +6284,8 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
                             t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
                             s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests dropped untimed (table full: the longest idle made room)", "token/end for ids not in flight",
+    static const char *const what[19] = {"requests dropped untimed (table full: the longest idle made room)",
+                                         "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
                                          "records via the shared shard (no per-thread shard)",
