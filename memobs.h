@@ -6478,6 +6478,7 @@ static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
     if (strlen(path) >= sizeof w->final) return ENAMETOOLONG;
     strcpy(w->final, path);
     w->existed = stat(path, &st) == 0;
+    if (w->existed && S_ISDIR(st.st_mode)) return EISDIR;
     if (w->existed && !S_ISREG(st.st_mode)) {
         w->how = MEMOBS__WH_INPLACE;
         w->fd = open(path, O_WRONLY | O_NOCTTY | MEMOBS__O_CLOEXEC);

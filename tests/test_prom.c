@@ -550,7 +550,7 @@ static void test_file(void) {
     CHECK(access(path, R_OK) == 0);
     unlink(path);
     CHECK_U64(0, log_count);
-    /* rename fails (the target is a non-empty directory): IO, one message, no temporary, the target intact */
+    /* the target is a non-empty directory: IO, one message, no temporary, the target intact */
     snprintf(path, sizeof path, "%s/d.prom", DIR_);
     CHECK(mkdir(path, 0755) == 0);
     snprintf(path, sizeof path, "%s/d.prom/keep", DIR_);
@@ -561,7 +561,8 @@ static void test_file(void) {
     log_start();
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_prometheus_file(path));
     CHECK_U64(1, log_count);
-    CHECK_U64(1, log_has("cannot rename the temporary to the Prometheus file"));
+    CHECK_U64(1, log_has("cannot write the Prometheus file to '"));
+    CHECK_U64(1, log_has("/d.prom': Is a directory"));
     CHECK_U64(2, list_dir(DIR_, names, sizeof names));
     CHECK(strstr(names, "tmp") == NULL);
     snprintf(path, sizeof path, "%s/d.prom/keep", DIR_);
@@ -643,32 +644,36 @@ static void test_unwritable_dir(void) {
 /* The periodic step: writes MEMOBS_PROM_FILE; a run of failures warns once. */
 static void test_tick(void) {
     char path[512], *got;
+    memobs__dest_t *prom = &memobs__g.out[MEMOBS__OUT_PROM];
     set_id("job-8", "job-8", 0, 0, 1);
     make_dir();
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/tick.prom", DIR_);
-    memobs__g.prom_pid = (int64_t)getpid(); /* as MEMOBS_PROM_FILE sets it */
+    /* as MEMOBS_PROM_FILE sets it up (memobs__dest_env) */
+    snprintf(prom->path, sizeof prom->path, "%s/tick.prom", DIR_);
+    prom->owner = prom->path_pid = (int64_t)getpid();
+    prom->renamed_said = 1;
+    prom->on.v = 1;
     log_start();
     memobs__prom_tick(memobs_now_ns());
-    got = slurp(memobs__g.prom_path);
+    got = slurp(prom->path);
     CHECK(got != NULL && strstr(got, "memobs_info{job_id=\"job-8\"") != NULL);
     free(got);
     CHECK_U64(0, log_count);
-    snprintf(path, sizeof path, "%s", memobs__g.prom_path);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/gone/tick.prom", DIR_);
+    snprintf(path, sizeof path, "%s", prom->path);
+    snprintf(prom->path, sizeof prom->path, "%s/gone/tick.prom", DIR_);
     memobs__prom_tick(memobs_now_ns());
     memobs__prom_tick(memobs_now_ns());
     memobs__prom_tick(memobs_now_ns());
     CHECK_U64(1, log_count);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s", path);
+    snprintf(prom->path, sizeof prom->path, "%s", path);
     memobs__prom_tick(memobs_now_ns()); /* recovered: the next failure warns again */
     CHECK_U64(0, memobs__g.prom_failing.v);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/gone/tick.prom", DIR_);
+    snprintf(prom->path, sizeof prom->path, "%s/gone/tick.prom", DIR_);
     memobs__prom_tick(memobs_now_ns());
     CHECK_U64(2, log_count);
     log_stop();
-    memobs__g.prom_path[0] = 0;
+    prom->on.v = 0;
     memobs__g.prom_failing.v = 0;
-    memobs__prom_tick(memobs_now_ns()); /* no path: nothing */
+    memobs__prom_tick(memobs_now_ns()); /* off: nothing */
     unlink(path);
     rmdir(DIR_);
 }
