@@ -5476,8 +5476,8 @@ int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_
     if (rank != memobs__g.identity.rank) {
         unsigned i;
         memobs__g.identity.rank = rank;
-        for (i = 0; i < MEMOBS__OUTS; i++) /* a %r path follows the rank */
-            if (MEMOBS__LOAD(&memobs__g.out[i].on.v) && memobs__g.out[i].has_rank) memobs__dest_resolve(i, 0);
+        for (i = 0; i < MEMOBS__OUTS; i++) /* a %r path follows the rank (a rename is told at the write) */
+            if (MEMOBS__LOAD(&memobs__g.out[i].on.v) && memobs__g.out[i].has_rank) memobs__dest_resolve(i, 1);
     }
     memobs__g.identity.local_rank = local_rank;
     memobs__g.identity.world_size = world_size;
@@ -6478,12 +6478,13 @@ static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
     if (strlen(path) >= sizeof w->final) return ENAMETOOLONG;
     strcpy(w->final, path);
     w->existed = stat(path, &st) == 0;
+    w->how = MEMOBS__WH_INPLACE;
     if (w->existed && S_ISDIR(st.st_mode)) return EISDIR;
     if (w->existed && !S_ISREG(st.st_mode)) {
-        w->how = MEMOBS__WH_INPLACE;
         w->fd = open(path, O_WRONLY | O_NOCTTY | MEMOBS__O_CLOEXEC);
         return w->fd < 0 ? errno : 0;
     }
+    w->how = MEMOBS__WH_NAMED; /* until an O_TMPFILE file is open */
 #ifdef MEMOBS__OUT_LINUX
     for (i = 0; i < 8; i++) { /* a link to a file: the file is replaced, not the link */
         char link[MEMOBS__PATH_LEN];
@@ -6674,18 +6675,20 @@ static int memobs__write_path(const char *path, const char *caller, const char *
    without writing when it is not this process's. */
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
     memobs__dest_t *g = &memobs__g.out[which], d;
+    char full[MEMOBS__PATH_LEN];
+    int tell = 0;
     if (!memobs__dest_ours(g)) return MEMOBS_OK;
     pthread_mutex_lock(&memobs__g.lock);
     if (!g->stream && g->path_pid != (int64_t)getpid()) memobs__dest_resolve(which, 1); /* forked, %p */
-    if (!g->renamed_said && !(flags & MEMOBS__WW_QUIET)) {
-        char full[MEMOBS__PATH_LEN];
-        if (memobs__expand_as(g->spec, full, sizeof full, (int)memobs__g.identity.rank, g->path_pid))
-            memobs__log(MEMOBS_LOG_INFO, "%s: another memobs instance in this process writes '%s'; this one "
-                        "writes '%s'", memobs__out_info[which].var, full, g->path);
+    if (!g->renamed_said && !(flags & MEMOBS__WW_QUIET)) { /* renamed in a fork() child or for a new rank */
+        tell = memobs__expand_as(g->spec, full, sizeof full, (int)memobs__g.identity.rank, g->path_pid);
         g->renamed_said = 1;
     }
     d = *g;
     pthread_mutex_unlock(&memobs__g.lock);
+    if (tell) /* outside the lock: the log hook may call memobs */
+        memobs__log(MEMOBS_LOG_INFO, "%s: another memobs instance in this process writes '%s'; this one writes '%s'",
+                    memobs__out_info[which].var, full, d.path);
     if (!d.stream && !d.path[0]) {
         if (!(flags & MEMOBS__WW_QUIET))
             memobs__log(MEMOBS_LOG_WARN, "%s='%s' is longer than %u bytes once expanded; no %s written",
