@@ -6127,6 +6127,8 @@ extern int memobs__sigwait(const memobs__sigset_t *set, int *sig) __asm__("sigwa
 #define MEMOBS__SIG_BLOCK 0
 #define MEMOBS__SIG_SETMASK 2
 #endif
+#else
+#define memobs__fdopen fdopen
 #endif
 #ifndef MEMOBS__O_CLOEXEC
 #define MEMOBS__O_CLOEXEC 0
@@ -6667,7 +6669,7 @@ static int memobs__write_path(const char *path, const char *caller, const char *
         memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", caller, what, path);
         return MEMOBS_ERR_INVALID;
     }
-    return memobs__write_whole(full, fd, what, write, arg,
+    return memobs__write_whole(full, fd, what, write, arg, /* the one binary output */
                                write == memobs__write_torch_snapshot_arg ? MEMOBS__WW_BINARY : 0u);
 }
 
