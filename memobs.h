@@ -6652,6 +6652,46 @@ static int memobs__write_whole(const char *path, int fd, const char *what, int (
     return rc;
 }
 
+/* write(2) of all of buf, EINTR retried; 0 or an errno. Async-signal-safe. */
+static int memobs__write_all(int fd, const char *buf, size_t len) {
+    size_t o = 0;
+    while (o < len) {
+        ssize_t k = write(fd, buf + o, len - o);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return k < 0 ? errno : EIO;
+        o += (size_t)k;
+    }
+    return 0;
+}
+
+/* memobs__write_whole for bytes formatted already, async-signal-safe (no
+   lock, no malloc, no stdio): for the crash writer, with an output's
+   memobs__g.out[i].path or .stream once memobs__dest_ours says it is this
+   process's. fd >= 0: that stream; else path, whole. 0 or an errno; says
+   nothing. */
+static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int fd, const char *buf, size_t len) {
+    memobs__pipe_t pg;
+    memobs__whole_t w;
+    int e, tries;
+    memobs__pipe_block(&pg);
+    if (fd >= 0) {
+        e = memobs__write_all(fd, buf, len);
+        memobs__pipe_unblock(&pg);
+        return e;
+    }
+    for (tries = 0; tries < 2; tries++) {
+        if ((e = memobs__whole_open(&w, path, tries > 0)) != 0) break;
+        e = memobs__write_all(w.fd, buf, len);
+        if (w.how != MEMOBS__WH_TMPFILE && close(w.fd) != 0 && !e) e = errno;
+        if (e) memobs__whole_abort(&w);
+        else e = memobs__whole_commit(&w);
+        if (w.how == MEMOBS__WH_TMPFILE) close(w.fd);
+        if (!w.unlinkable) break;
+    }
+    memobs__pipe_unblock(&pg);
+    return e;
+}
+
 /* The *_file calls: path "stderr", "stdout" or a file (%r, %p, %%
    expanded; not claimed: the caller named it), written whole. */
 static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
@@ -6753,18 +6793,7 @@ static int memobs__append_end(memobs__append_t *a) {
     if (fclose(a->f) != 0) e = errno;
     if (!e && a->fd == 1) fflush(stdout); /* the program's own lines first */
     if (!e && a->fd == 2) fflush(stderr);
-    if (!e) {
-        size_t o = 0;
-        while (o < a->len) {
-            ssize_t k = write(a->fd, a->buf + o, a->len - o);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) {
-                e = k < 0 ? errno : EIO;
-                break;
-            }
-            o += (size_t)k;
-        }
-    }
+    if (!e) e = memobs__write_all(a->fd, a->buf, a->len);
     free(a->buf); /* open_memstream's, from malloc */
     if (a->own) close(a->fd);
 #else

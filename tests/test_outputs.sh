@@ -258,9 +258,11 @@ assert n == 64, n' "$d/snap.pkl"
             "$bin" $m >"$d/fork.out" 2>"$d/fork.err" &
         parent=$!
         wait $parent
+        local pst=$?
         child=$(sed -n 's/^child //p' "$d/fork.out")
         for i in $(seq 300); do [ -n "$child" ] && kill -0 "$child" 2>/dev/null || break; sleep 0.1; done
         fails=""
+        [ $pst = 0 ] || fails="exit status $pst;"
         json_check "$d/fork/s.json" "s['identity']['pid'] == $parent and s['total']['h2d_bytes'] == 3000" >"$d/fork.chk" ||
             fails="$fails summary: $(cat "$d/fork.chk");"
         json_check "$d/fork/t.json" "all(e['pid'] == $parent for e in s['traceEvents']) and sum(e['args']['bytes'] for e in s['traceEvents'] if e.get('cat') == 'copy') == 3000" >"$d/fork.chk" ||
@@ -271,7 +273,10 @@ assert n == 64, n' "$d/snap.pkl"
         [ "$(grep '^memobs_transfer_bytes_total{.*direction="h2d",phase="prefill"}' "$d/fork/m.prom" | sed 's/.* //')" = 3000 ] ||
             fails="$fails prom: $(grep 'direction="h2d",phase="prefill"' "$d/fork/m.prom");"
         only_files "$d/fork" s.json m.prom t.json sl.json h.html l.txt t.pkl >"$d/fork.ls" || fails="$fails $(cat "$d/fork.ls")"
-        [ -s "$d/fork.err" ] && fails="$fails stderr: $(head -c 300 "$d/fork.err")"
+        # (LeakSanitizer's tracer, two processes exiting at once on a busy
+        # machine, may say a thread was not suspended: a note, no leak)
+        grep -v 'was not suspended. False leaks are possible.$' "$d/fork.err" >"$d/fork.err2"
+        [ -s "$d/fork.err2" ] && fails="$fails stderr: $(head -c 300 "$d/fork.err2")"
         [ -z "$fails" ] && ok "$suite: $m: every output is the parent's (pid $parent, 3000 bytes), the child wrote none" ||
             bad "$suite: $m" "child $child" "$fails"
     done
