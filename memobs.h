@@ -5691,6 +5691,7 @@ static void memobs__json_str(FILE *f, const char *s) {
         else if (c == '\n') fputs("\\n", f);
         else if (c == '\t') fputs("\\t", f);
         else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else if (k == 1) fputc(c, f);
         else if (k == 0) fputs("\xEF\xBF\xBD", f);
         else fwrite(s, 1, k, f);
         s += k ? k : 1;
