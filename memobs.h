@@ -2474,6 +2474,9 @@ static memobs__shard_t *memobs__shard_get(int wait, int *nomem) {
         memobs__tls.in--;
         return NULL;
     }
+#ifdef MEMOBS__SHARD_HOOK
+    MEMOBS__SHARD_HOOK(); /* private, for the tests: a signal raised here interrupts a first record */
+#endif
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->in_use) break;
     if (!s && (s = memobs__shard_new()) != NULL) {
@@ -2508,12 +2511,16 @@ static memobs__shard_t *memobs__shard_try(int *nomem) {
 /* Thread exit: the shard keeps its figures and goes to the next new thread. */
 static void memobs__shard_release(void *p) {
     memobs__shard_t *s = (memobs__shard_t *)p;
+    memobs__tls.in++; /* a signal handler's record from here on adds to the shared shard */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memobs__tl_release(s); /* its timeline chunk joins the queue */
     memobs__esc_leave(s);  /* its escrow record into the totals */
     memobs__tls.shard = NULL;
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
     pthread_mutex_unlock(&memobs__g.lock);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
 }
 
 /* fork(): hold every lock across it so the child never inherits one held
@@ -2563,13 +2570,13 @@ static int memobs__manual(unsigned dir, unsigned phase, uint64_t bytes, uint64_t
     return 1;
 }
 
-/* A value above its limit (MEMOBS_MAX_BYTES, MEMOBS_MAX_NS): refused,
-   counted as a bad record; 1 when refused. */
-static int memobs__too_big(uint64_t v, uint64_t max, const char *what) {
-    if (MEMOBS__LIKELY(v <= max)) return 0;
+/* A value above its limit (MEMOBS_MAX_BYTES, or MEMOBS_MAX_NS when ns):
+   refused, counted as a bad record; 1 when refused. */
+static int memobs__too_big(uint64_t v, int ns, const char *what) {
+    if (MEMOBS__LIKELY(v <= (ns ? MEMOBS_MAX_NS : MEMOBS_MAX_BYTES))) return 0;
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
-    memobs__warn_once(MEMOBS__W_TOO_BIG, "%s of %llu refused: above %s (2^56); counted as a bad record", what,
-                      (unsigned long long)v, max == MEMOBS_MAX_NS ? "MEMOBS_MAX_NS" : "MEMOBS_MAX_BYTES");
+    memobs__warn_once(MEMOBS__W_TOO_BIG, "%s of %llu %s refused: above %s (2^56); counted as a bad record", what,
+                      (unsigned long long)v, ns ? "ns" : "bytes", ns ? "MEMOBS_MAX_NS" : "MEMOBS_MAX_BYTES");
     return 1;
 }
 
@@ -2587,7 +2594,7 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
         memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)", dir, phase);
         return;
     }
-    if (memobs__too_big(bytes, MEMOBS_MAX_BYTES, "a transfer record of bytes")) return;
+    if (memobs__too_big(bytes, 0, "a transfer record")) return;
     s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
     if (memobs__manual(dir, phase, bytes, n)) return;
@@ -2616,7 +2623,7 @@ void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
         memobs__warn_once(MEMOBS__W_BAD_COUNTER, "add to counter handle %d, which is not registered; ignored", (int)c);
         return;
     }
-    if (memobs__too_big(n, MEMOBS_MAX_BYTES, "a counter add")) return;
+    if (memobs__too_big(n, 0, "a counter add")) return;
     s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     if (s && MEMOBS__OWN_OK()) {
@@ -2641,8 +2648,8 @@ void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes,
                           (unsigned)dir, (unsigned)phase);
         return;
     }
-    if (memobs__too_big(bytes, MEMOBS_MAX_BYTES, "a timed copy of bytes") ||
-        memobs__too_big(ns, MEMOBS_MAX_NS, "a timed copy's ns"))
+    if (memobs__too_big(bytes, 0, "a timed copy") ||
+        memobs__too_big(ns, 1, "a timed copy"))
         return;
     t = memobs__g.timed[phase][dir];
     memobs__add_sat_atomic(&t[0], bytes);
@@ -2787,12 +2794,12 @@ void memobs_tpot_step(void) {
 void memobs_tpot_stop(void) { MEMOBS__STORE(&memobs__g.tpot_last_ns.v, (uint64_t)0); }
 
 void memobs_ttft_record(uint64_t ns) {
-    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, MEMOBS_MAX_NS, "a TTFT sample (ns)"))
+    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TTFT sample"))
         memobs__hist_add(&memobs__g.ttft, ns);
 }
 
 void memobs_tpot_record(uint64_t ns) {
-    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, MEMOBS_MAX_NS, "a TPOT sample (ns)"))
+    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TPOT sample"))
         memobs__hist_add(&memobs__g.tpot, ns);
 }
 
@@ -4081,7 +4088,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
                           (unsigned long long)bytes);
         return;
     }
-    if (memobs__too_big(bytes, MEMOBS_MAX_BYTES, "a tracked allocation of bytes")) return;
+    if (memobs__too_big(bytes, 0, "a tracked allocation")) return;
     if (!MEMOBS__LOAD(&t->used.v)) MEMOBS__STORE(&t->used.v, 1u);
     if (bytes == 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_ZERO].v, 1u);
@@ -5942,12 +5949,12 @@ static void memobs__text_latency(FILE *f, const char *name, const memobs_latency
 /* One line naming every kind of misuse seen in the window, if any. */
 static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
     const memobs_track_problems_t *t = &s->track;
-    const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+    const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                             s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
                             t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
-                            s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
+                            s->region_too_deep, s->region_names_dropped, s->signal_dropped};
+    static const char *const what[20] = {"requests not timed (table full)", "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
                                          "records via the shared shard (no per-thread shard)",
@@ -5959,9 +5966,10 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                                          "allocations whose trace was not kept (trace table full)",
                                          "region ends with no region open",
                                          "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
-                                         "regions and markers filed under \"(other)\" (no name kept)"};
+                                         "regions and markers filed under \"(other)\" (no name kept)",
+                                         "calls refused in a signal handler that interrupted memobs"};
     unsigned i, n = 0;
-    for (i = 0; i < 19; i++) {
+    for (i = 0; i < 20; i++) {
         if (!v[i]) continue;
         fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
     }
@@ -6206,15 +6214,16 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
             ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
             "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
             "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
-            "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
-            "\"region_names_dropped\":%llu},\"counters\":{",
+            "\"untracked_threads\":%llu,\"signal_dropped\":%llu,\"region_unmatched_ends\":%llu,"
+            "\"region_too_deep\":%llu,\"region_names_dropped\":%llu},\"counters\":{",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
             (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
             (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
             (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
             (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-            (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
-            (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
+            (unsigned long long)s->untracked_threads, (unsigned long long)s->signal_dropped,
+            (unsigned long long)s->region_unmatched_ends, (unsigned long long)s->region_too_deep,
+            (unsigned long long)s->region_names_dropped);
     for (c = 0; c < s->ncounters; c++) {
         if (c) fputc(',', f);
         memobs__json_str(f, s->counters[c].name);
@@ -6617,19 +6626,20 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     {
-        static const char *const what[19] = {
+        static const char *const what[20] = {
             "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
             "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
             "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
-            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
-        const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped", "signal_dropped"};
+        const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                                 s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                                 t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
                                 t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
-                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped};
+                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped,
+                                s->signal_dropped};
         memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
                             "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
-        for (i = 0; i < 19; i++) {
+        for (i = 0; i < 20; i++) {
             char labels[48];
             snprintf(labels, sizeof labels, "problem=\"%s\"", what[i]);
             memobs__prom_u64(o, p, "memobs_problems_total", labels, v[i]);
@@ -9832,6 +9842,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     MEMOBS__HTML_PR("problems.region_unmatched_ends", s->region_unmatched_ends);
     MEMOBS__HTML_PR("problems.region_too_deep", s->region_too_deep);
     MEMOBS__HTML_PR("problems.region_names_dropped", s->region_names_dropped);
+    MEMOBS__HTML_PR("problems.signal_dropped", s->signal_dropped);
     MEMOBS__HTML_PR("requests.dropped", s->requests_dropped);
     MEMOBS__HTML_PR("requests.unknown", s->requests_unknown);
     MEMOBS__HTML_PR("requests.duplicate", s->requests_duplicate);
