@@ -31,11 +31,11 @@
        nothing is silently filed as prefill). Recording is a relaxed load, a
        branch and two plain adds on a per-thread shard: no lock prefix, no
        shared cache line. A record above MEMOBS_MAX_BYTES (2^56) is refused
-       and counted as a bad record; sums saturate, never wrap. Shards are summed when a summary is read,
-       so totals are exact under any number of threads. With an observer
-       of the real copies in the process (the LD_PRELOAD library), the
-       program's own records are counted apart as "manual" and shown
-       beside the observed ones (memobs_manual_apart).
+       and counted as a bad record; sums saturate, never wrap. Shards are
+       summed when a summary is read, so totals are exact under any number
+       of threads. With an observer of the real copies in the process (the
+       LD_PRELOAD library), the program's own records are counted apart as
+       "manual" and shown beside the observed ones (memobs_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
@@ -238,30 +238,31 @@
      _stop, memobs_tpot_step/_stop), memobs_ttft_record/_tpot_record,
      memobs_set_phase/_get_phase, memobs_observer_enter/_leave,
      memobs_is_enabled, memobs_now_ns. They never wait or spin and nothing
-     they count is lost: the adds to the thread's own shard are one
-     instruction on x86-64 (elsewhere marked, and a handler's record that
-     finds the mark adds atomically to the shared shard, summed like the
-     others); a thread's first record in a handler takes its shard from
-     mmap(), never malloc (with MEMOBS_NO_AUTOINIT, call memobs_init()
-     before). Its timeline event is dropped when the handler interrupted
-     memobs on its thread. The first warning of a kind (a bad record) goes
-     to the log hook from the handler: a hook of your own must then be
-     async-signal-safe (the default writes one line with fprintf(stderr)).
-     Never wait on the thread the handler interrupted, else may wait for
-     another thread: the per-request calls and tracked allocs/frees
-     (memobs_track_*, MEMOBS_TRACK_*). Made inside memobs on the same
-     thread (the handler interrupted memobs while it held a lock), they
-     are refused and counted (signal_dropped in every summary; the free of
-     a refused alloc then counts as unknown). Else
-     a tracked alloc/free may grow or shrink the tracker's tables through
-     MEMOBS_MALLOC/MEMOBS_FREE, capture a C stack (depth > 0: backtrace()
-     is not safe), call the tag provider, write a peak report or a
-     Stormlog peak event: with glibc's malloc a handler that interrupted
-     malloc can hang there; from a handler use them only with an
-     async-signal-safe MEMOBS_MALLOC, depth 0, no provider and no peak
-     report. Not from a handler: regions and markers, the first add of a
+     they count is lost: an add to the thread's own shard is one
+     instruction on x86-64 (elsewhere it is marked, and a handler's record
+     that finds the mark adds atomically to the shared shard, summed like
+     the others); a thread's first record, in a handler too, takes its
+     shard from mmap(), never malloc (with MEMOBS_NO_AUTOINIT, call
+     memobs_init() first). A handler's record that interrupted memobs on
+     its thread has no timeline event. The first warning of a kind (a bad
+     record) goes to the log hook from the handler: a hook of your own must
+     then be async-signal-safe (the default writes one line with
+     fprintf(stderr)).
+     Never waiting on the thread the handler interrupted: the per-request
+     calls and tracked allocs/frees (memobs_track_*, MEMOBS_TRACK_*). Made
+     inside memobs on the same thread (the handler interrupted memobs while
+     it held a lock), they are refused and counted (signal_dropped in every
+     summary; the free of a refused alloc then counts as unknown); else
+     they may wait, briefly, for a lock another thread holds, and a tracked
+     alloc/free may grow or shrink the tracker's tables (MEMOBS_MALLOC/
+     MEMOBS_FREE), capture a C stack (backtrace() is not safe), call the
+     tag provider or write a peak report: with glibc's malloc a handler
+     that interrupted malloc can hang there. From a handler, track only
+     with an async-signal-safe MEMOBS_MALLOC, depth 0, no tag provider and
+     no peak report.
+     Not from a handler: regions and markers, the first add of a
      MEMOBS_COUNTER_ADD site (it registers the name: register it before),
-     and every other call (set-up, summaries, reports, exports).
+     and every other call (set-up, summaries, reports, exports, flush).
      memobs_reset() starts a new window: it zeroes statistics
      (by moving per-shard baselines, so it cannot lose or tear a concurrent
      record) and keeps in-flight requests, clocks, phases, identity and
@@ -2648,9 +2649,7 @@ void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes,
                           (unsigned)dir, (unsigned)phase);
         return;
     }
-    if (memobs__too_big(bytes, 0, "a timed copy") ||
-        memobs__too_big(ns, 1, "a timed copy"))
-        return;
+    if (memobs__too_big(bytes, 0, "a timed copy") || memobs__too_big(ns, 1, "a timed copy")) return;
     t = memobs__g.timed[phase][dir];
     memobs__add_sat_atomic(&t[0], bytes);
     MEMOBS__ADD(&t[1].v, 1u);
