@@ -499,7 +499,9 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
    carry (2^56 bytes, 64 PiB): a larger one (a negative size cast to
    unsigned, UINT64_MAX) is refused, nothing of it is kept, and it is
    counted as a bad record (bad_records; with one warning). Sums of bytes
-   and counters saturate at UINT64_MAX instead of wrapping. */
+   and counters over threads, phases and windows saturate at UINT64_MAX
+   instead of wrapping (one thread's own running total, the sum of its
+   adds, wraps past 2^64: 256 adds of the largest size). */
 #define MEMOBS_MAX_BYTES (UINT64_C(1) << 56)
 
 /* Function form of the record macros; dir, phase and bytes are checked. */
@@ -1357,8 +1359,8 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 
 /* Per-thread shard. The owner thread (and its signal handlers) is the
    only writer of xfer[], user[] and trk[] (memobs__own_add: a plain add,
-   no lock prefix); readers sum all shards with relaxed loads, saturating.
-   Cache-line aligned. */
+   no lock prefix); readers sum all shards with relaxed loads, saturating
+   the bytes. Cache-line aligned. */
 typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
@@ -1446,7 +1448,10 @@ MEMOBS_API int32_t memobs__counter_site(const char *name);
    memobs__tls.in (MEMOBS__OWN_BEGIN/END: plain stores, compiler barriers),
    and a record that finds it set, one made by a handler that interrupted
    it, adds atomically to the shared shard instead (the slow path).
-   Bytes saturate at UINT64_MAX; counts (+1) cannot reach it. */
+   No saturation here (a test and a branch on the add's carry made the
+   record twice as dear in a loop): with each add at most MEMOBS_MAX_BYTES,
+   one thread's running total wraps only past 256 adds of that size; the
+   sums over threads, windows and phases saturate. */
 #if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
 #define MEMOBS__OWN_OK() 1
 #define MEMOBS__OWN_BEGIN() ((void)0)
@@ -1454,18 +1459,11 @@ MEMOBS_API int32_t memobs__counter_site(const char *name);
 static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) {
     __asm__ __volatile__("addq %1, %0" : "+m"(c->v) : "er"(n) : "cc");
 }
-static inline void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
-    __asm__ __volatile__("addq %1, %0\n\tjnc 1f\n\tmovq $-1, %0\n1:" : "+m"(c->v) : "er"(n) : "cc");
-}
 #else
 #define MEMOBS__OWN_OK() (memobs__tls.in == 0)
 #define MEMOBS__OWN_BEGIN() (memobs__tls.in = 1, __atomic_signal_fence(__ATOMIC_SEQ_CST))
 #define MEMOBS__OWN_END() (__atomic_signal_fence(__ATOMIC_SEQ_CST), memobs__tls.in = 0)
 static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, MEMOBS__LOAD(&c->v) + n); }
-static inline void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
-    uint64_t v = MEMOBS__LOAD(&c->v) + n;
-    MEMOBS__STORE(&c->v, v < n ? UINT64_MAX : v);
-}
 #endif
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
@@ -1476,7 +1474,7 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
                            MEMOBS__OWN_OK())) {
             memobs__u64_t *c = s->xfer[phase][dir];
             MEMOBS__OWN_BEGIN();
-            memobs__own_add_sat(&c[0], bytes);
+            memobs__own_add(&c[0], bytes);
             memobs__own_add(&c[1], 1u);
             MEMOBS__OWN_END();
             if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
@@ -1500,14 +1498,15 @@ static inline void memobs_observer_leave(void) {
 }
 
 /* Adds n to a registered counter; exact under threads like the transfers.
-   n above MEMOBS_MAX_BYTES is refused (a bad record); the sum saturates. */
+   n above MEMOBS_MAX_BYTES is refused (a bad record); the sum over threads
+   saturates. */
 static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
     if (MEMOBS__LIKELY(MEMOBS__LOAD(&memobs__on.v) != 0)) {
         memobs__shard_t *s = memobs__tls.shard;
         if (MEMOBS__LIKELY(s != NULL && c >= 0 && c < MEMOBS_MAX_COUNTERS && n <= MEMOBS_MAX_BYTES &&
                            MEMOBS__OWN_OK())) {
             MEMOBS__OWN_BEGIN();
-            memobs__own_add_sat(&s->user[c], n);
+            memobs__own_add(&s->user[c], n);
             MEMOBS__OWN_END();
         } else {
             memobs__counter_slow(c, n);
@@ -2601,7 +2600,7 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     if (memobs__manual(dir, phase, bytes, n)) return;
     if (s && MEMOBS__OWN_OK()) { /* this thread's own shard */
         MEMOBS__OWN_BEGIN();
-        memobs__own_add_sat(&s->xfer[phase][dir][0], bytes);
+        memobs__own_add(&s->xfer[phase][dir][0], bytes);
         memobs__own_add(&s->xfer[phase][dir][1], n);
         MEMOBS__OWN_END();
     } else {
@@ -2629,7 +2628,7 @@ void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     if (s && MEMOBS__OWN_OK()) {
         MEMOBS__OWN_BEGIN();
-        memobs__own_add_sat(&s->user[c], n);
+        memobs__own_add(&s->user[c], n);
         MEMOBS__OWN_END();
         return;
     }
@@ -3375,8 +3374,9 @@ static uint32_t memobs__reg_open(memobs_region_t *out, uint32_t max) {
 
 static const char *const memobs__kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
-/* Adds n to a tracker count of the calling thread's shard (alloc bytes,
-   what 2, saturate; the others wrap: pending counts go down too). */
+/* Adds n to a tracker count of the calling thread's shard (on the shared
+   shard alloc bytes, what 2, saturate; the others wrap: pending counts go
+   down too). */
 static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
     int nomem;
     memobs__shard_t *s = memobs__shard_try(&nomem);
@@ -3388,8 +3388,7 @@ static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
         else MEMOBS__ADD(&c->v, n);
     } else {
         MEMOBS__OWN_BEGIN();
-        if (what == 2) memobs__own_add_sat(c, n);
-        else memobs__own_add(c, n);
+        memobs__own_add(c, n);
         MEMOBS__OWN_END();
     }
 }
