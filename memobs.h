@@ -499,9 +499,9 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
    carry (2^56 bytes, 64 PiB): a larger one (a negative size cast to
    unsigned, UINT64_MAX) is refused, nothing of it is kept, and it is
    counted as a bad record (bad_records; with one warning). Sums of bytes
-   and counters over threads, phases and windows saturate at UINT64_MAX
-   instead of wrapping (one thread's own running total, the sum of its
-   adds, wraps past 2^64: 256 adds of the largest size). */
+   and counters over threads, phases and windows, and the latency sums,
+   saturate at UINT64_MAX instead of wrapping (one thread's own running
+   total, a plain add, wraps past 2^64: 256 adds of the largest size). */
 #define MEMOBS_MAX_BYTES (UINT64_C(1) << 56)
 
 /* Function form of the record macros; dir, phase and bytes are checked. */
@@ -1890,8 +1890,10 @@ static void memobs__mutex_unlock(pthread_mutex_t *m) {
 }
 
 /* Sums that saturate at UINT64_MAX instead of wrapping (see
-   MEMOBS_MAX_BYTES). A saturated counter stays so: its figure in a window
-   (memobs__win) is then UINT64_MAX too. */
+   MEMOBS_MAX_BYTES). A counter kept with memobs__add_sat_atomic (the
+   shared shard, the latency sums, the device-timed figures) stays
+   saturated: its figure in a window (memobs__win) is then UINT64_MAX too,
+   since what the window added is unknown. */
 static uint64_t memobs__sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 static uint64_t memobs__win(uint64_t cur, uint64_t base) { return cur == UINT64_MAX ? UINT64_MAX : cur - base; }
 static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
@@ -2431,6 +2433,19 @@ static void memobs__leaks_at_exit(void) {
                              defined(__riscv) || defined(__powerpc__) || defined(__s390__))
 #define MEMOBS__MAP_ANON 0x20
 #endif
+/* LeakSanitizer does not look for pointers in mmap()ed memory: a slab is
+   made a root, so that what a shard points to (its region counts) is not
+   reported as leaked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMOBS__LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define MEMOBS__LSAN 1
+#endif
+#endif
+#if defined(MEMOBS__LSAN) && defined(MEMOBS__MAP_ANON)
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+#endif
 static memobs__shard_t *memobs__shard_new(void) {
     memobs__shard_t *s;
     if (memobs__g.slab_left < MEMOBS__SHARD_BLOCK) {
@@ -2438,6 +2453,9 @@ static memobs__shard_t *memobs__shard_new(void) {
 #ifdef MEMOBS__MAP_ANON
         void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
         if (m == MAP_FAILED) return NULL;
+#ifdef MEMOBS__LSAN
+        if (__lsan_register_root_region) __lsan_register_root_region(m, len);
+#endif
 #else
         void *m = MEMOBS_MALLOC(len + 63);
         if (!m) return NULL;
@@ -5680,7 +5698,7 @@ void memobs_get_identity(memobs_identity_t *out) {
 /* ======================================================================== */
 
 /* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
-   a shard that saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
+   the shared shard saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
 static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d) {
     x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d][0].v), s->base_xfer[ph][d][0]));
     x->count += MEMOBS__LOAD(&s->xfer[ph][d][1].v) - s->base_xfer[ph][d][1];
