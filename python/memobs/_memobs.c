@@ -1599,8 +1599,8 @@ static PyMethodDef pymod_methods[] = {
      "a report shows it."},
     {"track_alloc", PYMOD_FN(pymod_track_alloc), PYMOD_KW,
      "track_alloc(ptr, nbytes, kind=\"device\", tag=None, device=None)\n--\n\nRecords an allocation at address "
-     "ptr (an int) of nbytes (0 to 2**56); kind \"device\", \"host\", \"pinned\" or \"managed\"; tag a str; device an index "
-     "(None: the thread's)."},
+     "ptr (an int) of nbytes (0 to 2**56); kind \"device\", \"host\", \"pinned\" or \"managed\"; tag a str; "
+     "device an index (None: the thread's)."},
     {"track_free", pymod_track_free, METH_O,
      "track_free(ptr)\n--\n\nRecords the free of ptr; call it before releasing the memory."},
     {"print_allocations", PYMOD_FN(pymod_print_allocations), PYMOD_KW,

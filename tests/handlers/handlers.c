@@ -148,10 +148,11 @@ static void test_shard_hook(void) {
 /* Each of the 64 tracker stripes gets its table now, so that the tracked
    pairs of the loops and handlers below never grow one (growing calls
    MEMOBS_MALLOC: not async-signal-safe with glibc's malloc). */
+#define WARM_BLOCK(k) ((const void *)(uintptr_t)(0x10000000u + ((k) << 16)))
 static void warm_tracker(void) {
     uint64_t k;
-    for (k = 0; k < 4096; k++) MEMOBS_TRACK_ALLOC((const void *)(uintptr_t)(0x10000000u + k * 0x10000u), 1, MEMOBS_MEM_HOST);
-    for (k = 0; k < 4096; k++) MEMOBS_TRACK_FREE((const void *)(uintptr_t)(0x10000000u + k * 0x10000u));
+    for (k = 0; k < 4096; k++) MEMOBS_TRACK_ALLOC(WARM_BLOCK(k), 1, MEMOBS_MEM_HOST);
+    for (k = 0; k < 4096; k++) MEMOBS_TRACK_FREE(WARM_BLOCK(k));
 }
 
 /* ======================================================================== */
@@ -199,7 +200,8 @@ static void check_totals(const loop_t *L, uint64_t calls, int requests_in_handle
     EXPECT("TPOT samples", L->tpot, s.tpot.count);
     /* a handler's pair is refused whole or kept whole: the handler runs
        inside one state of its thread */
-    if (s.signal_dropped % 2 && !requests_in_handler) FAIL("signal_dropped %llu is odd", (unsigned long long)s.signal_dropped);
+    if (s.signal_dropped % 2 && !requests_in_handler)
+        FAIL("signal_dropped %llu is odd", (unsigned long long)s.signal_dropped);
     pairs = requests_in_handler ? 0 : s.signal_dropped / 2;
     if (!requests_in_handler) {
         EXPECT("tracked allocs (loop + handler - refused)", L->pairs + calls - pairs, m->allocs);
@@ -484,7 +486,8 @@ static int mode_first(void) {
     f = tmpfile();
     memobs_write_html(f);
     t = read_all(f);
-    snprintf(want, sizeof want, "data-memobs=\"problems.signal_dropped\" data-v=\"%llu\"", (unsigned long long)(4 * calls));
+    snprintf(want, sizeof want, "data-memobs=\"problems.signal_dropped\" data-v=\"%llu\"",
+             (unsigned long long)(4 * calls));
     expect_has("HTML report", t, want);
     free(t);
     fclose(f);
