@@ -77,8 +77,9 @@
        flight, so issued is not confused with done. At most
        MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies are
        recorded but not timed (memobs_cuda_untimed() counts them). At exit
-       (before the runtime tears down) the copies in flight are waited for
-       and resolved; after that memobs makes no CUDA call.
+       the copies in flight are resolved as they complete, for at most
+       MEMOBS_CUDA_EXIT_WAIT_MS (see EXIT AND FORK); those that have not
+       are reported in flight.
 
      Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
        not reusable: still in current bytes, "(free pending)" in reports)
@@ -149,6 +150,45 @@
      pending frees settle) and, when the reset succeeds, takes the
      device's and managed blocks of that device out of the tracker.
 
+   EXIT AND FORK
+     The CUDA runtime tears itself down at exit, in a handler it registers
+     with atexit when it initializes (at its first call; NVIDIA documents
+     only the result: calls after it fail with cudaErrorCudartUnloading,
+     "driver shutting down", and the driver's with
+     CUDA_ERROR_DEINITIALIZED). memobs registers an exit handler of its own
+     at the first CUDA call it sees (a wrapper or an interposer of the
+     LD_PRELOAD library returning cudaSuccess; or its first driver call
+     that finds CUDA initialized: a device reading, say), so after the
+     runtime's, and it runs before the teardown (handlers run in reverse
+     order). It reads each device's memory figures one last time, resolves
+     the timed copies and stream-ordered frees in flight as they complete,
+     asking without waiting (cuEventQuery, never cuEventSynchronize: the
+     driver does not finish work at exit, and a kernel waiting on a dead
+     peer never ends), for at most MEMOBS_CUDA_EXIT_WAIT_MS (default
+     2000), then stops: from then on memobs makes no CUDA call of its own
+     (and waits up to 100 ms for those under way in other threads). The
+     copies not seen complete stay in flight in every summary, the frees
+     pending. What comes later (memobs' outputs at exit, the sampler's last
+     samples, a program's own exit handler registered before its first
+     CUDA call) uses the last figures read: samples carry when they were
+     read (memobs_sample_dev_t.as_of_ns; Stormlog's metadata
+     device_figures_as_of_ns), memobs_cuda_print_mem says "device figures
+     as of N s ago: CUDA has shut down", memobs_cuda_mem_info fails. An
+     exit handler of the program registered after memobs saw its first
+     CUDA call runs before memobs' handler (its copies are timed as
+     usual); one registered between the runtime's start and that call runs
+     after it (its copies are counted, not timed). An exit through _exit,
+     a signal or a crash runs no handler.
+     fork(): memobs' locks are held across it (pthread_atfork), so a child
+     never inherits one held by a thread the child does not have. CUDA is
+     not fork-safe (NVIDIA's CUDA C++ guidelines: any use of CUDA between
+     fork and exec is undefined), so in a child of a process that used
+     CUDA memobs makes no CUDA call at all: its parent's events are dropped
+     unasked (their copies stay in flight, their frees pending), device
+     figures are unknown. A child of a process that never used CUDA (a
+     worker forked before CUDA started, as PyTorch and vLLM do) uses CUDA
+     as any process: memobs too.
+
    DEFAULT STREAMS
      The wrappers are inline functions: they make the runtime call in the
      caller's translation unit, so stream 0 (and cudaMemcpy's implicit
@@ -187,6 +227,10 @@
      MEMOBS_CUDA_DRIVER       implementation only. The driver library
                               opened when the program does not link one,
                               default "libcuda.so.1".
+     MEMOBS_CUDA_EXIT_WAIT_MS implementation only. How long the exit
+                              handler resolves copies and frees in flight
+                              as they complete, default 2000 (see EXIT
+                              AND FORK).
      MEMOBS_NO_NVTX           implementation only, tested with #ifdef. No
                               NVTX even where <nvtx3/nvToolsExt.h> is found.
 

@@ -48,6 +48,17 @@
    leaves the program's summary alone. Built -Bsymbolic, with
    initial-exec TLS (mk/preload.mk): loaded at start-up, never dlopen'ed.
 
+   At exit: this library's exit outputs are written after every library's
+   destructors (its constructor registered them before the program
+   started), so long after the CUDA runtime's teardown and the driver's
+   unloading. memobs_cuda.h's exit handler, registered at the first
+   intercepted call that succeeded (and once more at the first runtime
+   call, when a driver call came first), stops memobs' own CUDA calls
+   before the runtime tears down: the outputs then use the last device
+   figures read, and nothing calls the driver. A forked child of a process
+   that used CUDA makes no CUDA call of memobs' own (memobs_cuda.h, EXIT
+   AND FORK).
+
    LICENSE: MIT. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
