@@ -76,6 +76,7 @@ variant() {
             # the samples after memobs stopped asking (a suffix, the last among them) have the
             # last figures read, marked with when they were read
             json_check "$out.sl.json" '[("device_figures_as_of_ns" in e["metadata"]) for e in s if e["event_type"] == "sample"] == sorted("device_figures_as_of_ns" in e["metadata"] for e in s if e["event_type"] == "sample") and [e for e in s if e["event_type"] == "sample"][0]["metadata"].get("device_figures_as_of_ns") is None and [e for e in s if e["event_type"] == "sample"][-1]["metadata"]["device_figures_as_of_ns"] < [e for e in s if e["event_type"] == "sample"][-1]["timestamp_ns"] and [e for e in s if e["event_type"] == "sample"][-1]["device_used_bytes"] == 1048576' >"$out.check" || sl_ok=0
+            python3 tests/python/stormlog_check.py "$out.sl.json" --expect-device >>"$out.check" 2>&1 || sl_ok=0
         else
             json_check "$out.sl.json" 'isinstance(s, list)' >"$out.check" || sl_ok=0
         fi
@@ -86,7 +87,7 @@ variant() {
         fi
         if [ $st = 0 ] && [ "$(grep -c '^ok - ' "$out.out")" = 2 ] && ! grep -q '^not ok' "$out.out" &&
             clean_err "$out.err" 1 && [ $sl_ok = 1 ] && [ $sum_ok = 1 ]; then
-            ok "teardown ($tag): no CUDA call after the runtime's teardown; Stormlog and summary whole$([ $smp = 1 ] && echo "; the last sample's device figures \"as of\" before it")"
+            ok "teardown ($tag): no CUDA call after the runtime's teardown; Stormlog and summary whole$([ $smp = 1 ] && echo "; the last sample's device figures \"as of\" before it; Stormlog schema v2")"
         else
             bad "teardown ($tag): no CUDA call after the runtime's teardown; Stormlog and summary whole" \
                 "exit status $st" "$(cat "$out.out" "$out.check")" "$(head -n 12 "$out.err")"
