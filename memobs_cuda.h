@@ -869,7 +869,6 @@ static struct {
     uint32_t nctx;
     /* exit and fork (see memobs_cuda__exit_stop) */
     memobs__u32_t stop;          /* MEMOBS_CUDA__STOP_*: memobs makes no CUDA call any more; 0 while it may */
-    uint64_t stop_ns;            /* when it stopped */
     memobs__u32_t seen;          /* CUDA is in use in this process: a call seen, or the driver answered */
     memobs__u32_t hooked;        /* MEMOBS_CUDA__HOOK_* bits: when the exit handler was registered */
     memobs__u32_t nslot;         /* slots handed to threads */
@@ -989,7 +988,6 @@ static void memobs_cuda__fork_child(void) {
     unsigned i;
     for (i = 0; i < MEMOBS_CUDA__SLOTS; i++) memobs_cuda__g.busy[i].n.v = 0; /* threads left behind */
     if (MEMOBS__LOAD(&memobs_cuda__g.seen.v) && !MEMOBS__LOAD(&memobs_cuda__g.stop.v)) {
-        memobs_cuda__g.stop_ns = memobs_now_ns();
         MEMOBS__STORE(&memobs_cuda__g.stop.v, MEMOBS_CUDA__STOP_FORK);
         memobs_cuda__g.n = memobs_cuda__g.head = 0;
         memobs_cuda__g.fn = memobs_cuda__g.fhead = 0;
@@ -1290,7 +1288,6 @@ static void memobs_cuda__exit_stop(void) {
     if (MEMOBS__LOAD(&memobs_cuda__g.stop.v)) return;
     memobs_cuda__refresh();
     memobs_cuda__settle(deadline);
-    memobs_cuda__g.stop_ns = memobs_now_ns();
     __atomic_store_n(&memobs_cuda__g.stop.v, MEMOBS_CUDA__STOP_EXIT, __ATOMIC_SEQ_CST);
     deadline = memobs_now_ns() + 100000000u;
     for (i = 0; i < MEMOBS_CUDA__SLOTS; i++)

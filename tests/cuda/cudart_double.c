@@ -363,7 +363,11 @@ static void say(const char *what, int f) {
    - After the runtime's teardown. libcudart tears down at exit in a
      handler it registers when it initializes (at its first call): exit
      handlers run in reverse order, so one registered before that runs
-     after the teardown. NVIDIA documents the result, not the mechanism:
+     after the teardown (observed, not documented: host-side traces show
+     the runtime's unbinding from its primary contexts registered with
+     atexit, Stack Overflow question 61521423; LLVM's offload wrapper
+     relies on CUDA using atexit). NVIDIA documents the result, not the
+     mechanism:
      runtime calls fail with cudaErrorCudartUnloading ("called during
      process shut down, at a point in time after CUDA driver has been
      unloaded"), driver calls with CUDA_ERROR_DEINITIALIZED ("the CUDA
