@@ -9798,11 +9798,12 @@ static __attribute__((unused)) void memobs__crash_write(int sig) { (void)sig; }
    Handlers installed after memobs' replace them, as they replace any;
    memobs_set_signals(0) puts back what ours replaced where ours are still
    there. fork(): the child starts its own writer in pthread_atfork's child
-   handler (ThreadSanitizer stops a child of a multi-threaded process that
-   starts a thread, so under it the child's writer starts at its
-   memobs_set_signals(1)); until then a getpid() check makes the handlers
-   act as if memobs were not there. The semaphore is private memory: the
-   parent's is never posted by the child.
+   handler; until then a getpid() check makes the handlers act as if
+   memobs were not there. The semaphore is private memory: the parent's is
+   never posted by the child. Under ThreadSanitizer, which stops a child of
+   a multi-threaded process that starts a thread and does not run that
+   child's signal handlers either, the child puts back what ours replaced
+   (its stops act as without memobs).
 
    Linux on x86-64 and aarch64 (elsewhere memobs_set_signals returns 0 and
    nothing is installed). Strict C modes hide <signal.h>'s POSIX part, so
@@ -9870,6 +9871,7 @@ static struct {
     int want;                         /* lock: MEMOBS_SIGNALS, memobs_set_signals */
     int outputs;                      /* lock: an exit output is configured */
     int altstack;                     /* lock: memobs__sig_stack is a thread's */
+    int left[MEMOBS__SIG_N];          /* lock: memobs__sig_leave */
     memobs__sa_t prev[MEMOBS__SIG_N]; /* lock (read by the handlers): what ours replaced */
     memobs__sa_t dfl;                 /* never written: SIG_DFL, no flags */
     sem_t wake;                       /* posted by a stop's handler */
@@ -10035,10 +10037,10 @@ static void memobs__sig_put(int on) {
         memobs__sa_t cur, ours;
         if (memobs__sigaction(sig, NULL, &cur) != 0) continue;
         if ((cur.flags & MEMOBS__SA_SIGINFO) && cur.u.action == fn) {
-            if (!on) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
+            if (!on || memobs__sig.left[i]) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
             continue;
         }
-        if (!on || cur.u.handler == MEMOBS__SIG_IGN) continue; /* ignored (nohup): left alone */
+        if (!on || memobs__sig.left[i] || cur.u.handler == MEMOBS__SIG_IGN) continue; /* ignored: left alone */
         memobs__sig.prev[i] = cur;
         memset(&ours, 0, sizeof ours);
         ours.u.action = fn;
@@ -10084,7 +10086,9 @@ static void memobs__sig_child(void) {
     /* a thread that did not come along (the writer) may have held it */
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     MEMOBS__STORE(&memobs__sig.crashing.v, 0u);
-#ifndef MEMOBS__TSAN
+#ifdef MEMOBS__TSAN
+    memobs__sig_put(0); /* TSan: no thread may start here, and its handlers are not run */
+#else
     if (memobs__sig.want && memobs__sig.outputs && !memobs__sig_start()) memobs__sig_put(0);
 #endif
     pthread_mutex_unlock(&memobs__sig.lock);
@@ -10133,11 +10137,27 @@ static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) {
     __atomic_store_n(&memobs__sig.skip, fn, __ATOMIC_RELEASE);
 }
 
+/* A companion's: sig is not memobs' to handle; what ours replaced is put
+   back (the Python package leaves SIGINT to CPython's handler: its
+   KeyboardInterrupt exit is written by the package's exit hook, and one
+   that the program catches writes nothing). */
+static __attribute__((unused)) void memobs__sig_leave(int sig) {
+    int i = memobs__sig_slot(sig);
+    memobs_init();
+    pthread_once(&memobs__sig_once, memobs__sig_init);
+    if (i < 0) return;
+    pthread_mutex_lock(&memobs__sig.lock);
+    memobs__sig.left[i] = 1;
+    memobs__sig_apply();
+    pthread_mutex_unlock(&memobs__sig.lock);
+}
+
 #else /* !MEMOBS__HAVE_SIGNALS */
 
 static __attribute__((unused)) void memobs__sig_env(void) {}
 static void memobs__sig_exit(void) {}
 static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) { (void)fn; }
+static __attribute__((unused)) void memobs__sig_leave(int sig) { (void)sig; }
 int memobs_set_signals(int on) {
     (void)on;
     memobs_init();
