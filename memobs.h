@@ -236,14 +236,16 @@
      SIGTERM, SIGINT, SIGHUP, SIGQUIT write every exit output, then do what
      they did before memobs: a default disposition ends the process by the
      signal once written (exit status and core dump unchanged; a second
-     stop meanwhile ends it at once); a handler the program (or CPython)
-     installed first is called at once with the same arguments while a
-     thread of memobs writes; an ignored signal is left alone. The handler
-     only wakes that thread (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE,
-     SIGILL, SIGABRT call the crash writer once, then the crash goes on
-     (into a previous handler, else the default action). Installed at
-     start-up, with one thread; handlers installed later replace memobs'.
-     memobs_flush() writes the outputs from an engine's own stop path.
+     stop meanwhile ends it at once); a handler the program installed
+     first is called at once with the same arguments while a thread of
+     memobs writes; an ignored signal is left alone. In a process that
+     holds CPython, SIGINT is left to Python (KeyboardInterrupt; the Python
+     package writes at an exit by it). The handler only wakes that thread
+     (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT call the
+     crash writer once, then the crash goes on (into a previous handler,
+     else the default action). Installed at start-up, with one thread;
+     handlers installed later replace memobs'. memobs_flush() writes the
+     outputs from an engine's own stop path.
 
    LIMITS
      Linux and other POSIX systems with GCC or Clang (nvcc host compilers
@@ -9774,6 +9776,11 @@ static __attribute__((unused)) void memobs__crash_write(int sig) { (void)sig; }
        have. The writer writes the outputs meanwhile (a snapshot: the
        program goes on or ends as it decides).
      - SIG_IGN: memobs leaves the signal alone (nohup).
+   In a process that holds CPython, SIGINT is left to Python: CPython
+   installs its handler (KeyboardInterrupt) only over SIG_DFL, so ours
+   installed first (the LD_PRELOAD library, a program that embeds Python)
+   would take Ctrl-C's KeyboardInterrupt away; the Python package's exit
+   hook writes the outputs at an exit by an uncaught KeyboardInterrupt.
    The interrupted thread runs on, so it releases any lock the writer
    needs. One write answers a stop: a write that began after the signal
    came (memobs__g.flushes counts the writes begun; memobs_flush and exit
@@ -9856,6 +9863,9 @@ extern int memobs__sigaction(int sig, const memobs__sa_t *sa, memobs__sa_t *old)
 extern int memobs__sigmask(int how, const memobs__sigset_t *set, memobs__sigset_t *old) __asm__("pthread_sigmask");
 extern int memobs__sigaltstack(const memobs__stack_t *ss, memobs__stack_t *old) __asm__("sigaltstack");
 extern int memobs__nanosleep(const struct memobs__timespec *t, struct memobs__timespec *rem) __asm__("nanosleep");
+/* Non-NULL in a process that holds CPython (the interpreter, a program
+   embedding it, an extension module, the LD_PRELOAD library in python3). */
+extern int memobs__py_is_initialized(void) __asm__("Py_IsInitialized") __attribute__((weak));
 
 #define MEMOBS__SIG_STOPS 4 /* memobs__sig_no[0..3]; the crashes follow */
 #define MEMOBS__SIG_N 9
@@ -9871,7 +9881,6 @@ static struct {
     int want;                         /* lock: MEMOBS_SIGNALS, memobs_set_signals */
     int outputs;                      /* lock: an exit output is configured */
     int altstack;                     /* lock: memobs__sig_stack is a thread's */
-    int left[MEMOBS__SIG_N];          /* lock: memobs__sig_leave */
     memobs__sa_t prev[MEMOBS__SIG_N]; /* lock (read by the handlers): what ours replaced */
     memobs__sa_t dfl;                 /* never written: SIG_DFL, no flags */
     sem_t wake;                       /* posted by a stop's handler */
@@ -10035,12 +10044,13 @@ static void memobs__sig_put(int on) {
         int sig = memobs__sig_no[i], stop = i < MEMOBS__SIG_STOPS;
         void (*fn)(int, void *, void *) = stop ? memobs__sig_on_stop : memobs__sig_on_crash;
         memobs__sa_t cur, ours;
+        int mine = on && !(sig == MEMOBS__SIGINT && memobs__py_is_initialized); /* CPython's: see above */
         if (memobs__sigaction(sig, NULL, &cur) != 0) continue;
         if ((cur.flags & MEMOBS__SA_SIGINFO) && cur.u.action == fn) {
-            if (!on || memobs__sig.left[i]) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
+            if (!mine) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
             continue;
         }
-        if (!on || memobs__sig.left[i] || cur.u.handler == MEMOBS__SIG_IGN) continue; /* ignored: left alone */
+        if (!mine || cur.u.handler == MEMOBS__SIG_IGN) continue; /* ignored (nohup): left alone */
         memobs__sig.prev[i] = cur;
         memset(&ours, 0, sizeof ours);
         ours.u.action = fn;
@@ -10137,27 +10147,11 @@ static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) {
     __atomic_store_n(&memobs__sig.skip, fn, __ATOMIC_RELEASE);
 }
 
-/* A companion's: sig is not memobs' to handle; what ours replaced is put
-   back (the Python package leaves SIGINT to CPython's handler: its
-   KeyboardInterrupt exit is written by the package's exit hook, and one
-   that the program catches writes nothing). */
-static __attribute__((unused)) void memobs__sig_leave(int sig) {
-    int i = memobs__sig_slot(sig);
-    memobs_init();
-    pthread_once(&memobs__sig_once, memobs__sig_init);
-    if (i < 0) return;
-    pthread_mutex_lock(&memobs__sig.lock);
-    memobs__sig.left[i] = 1;
-    memobs__sig_apply();
-    pthread_mutex_unlock(&memobs__sig.lock);
-}
-
 #else /* !MEMOBS__HAVE_SIGNALS */
 
 static __attribute__((unused)) void memobs__sig_env(void) {}
 static void memobs__sig_exit(void) {}
 static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) { (void)fn; }
-static __attribute__((unused)) void memobs__sig_leave(int sig) { (void)sig; }
 int memobs_set_signals(int on) {
     (void)on;
     memobs_init();

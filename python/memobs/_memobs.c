@@ -1600,9 +1600,9 @@ static PyMethodDef pymod_methods[] = {
     {"set_signals", PYMOD_FN(pymod_set_signals), PYMOD_KW,
      "set_signals(on)\n--\n\nmemobs' handlers for stop and crash signals on (True, the default; env "
      "MEMOBS_SIGNALS) or off (False: what they replaced is put back where they are still installed). With an exit output set, SIGTERM, "
-     "SIGHUP and SIGQUIT write the outputs, then end the process as they would have; SIGINT goes on to Python's "
-     "handler (KeyboardInterrupt) while they are written; crashes call the crash writer. Returns the setting "
-     "before the call."},
+     "SIGHUP and SIGQUIT write the outputs, then end the process as they would have; SIGINT is left to Python "
+     "(KeyboardInterrupt: an exit by it is written by the package's exit hook); crashes call the crash writer. "
+     "Returns the setting before the call."},
     {"is_enabled", pymod_is_enabled, METH_NOARGS, "is_enabled()\n--\n\nTrue when recording is on."},
     {"track_python_stacks", PYMOD_FN(pymod_track_python_stacks), PYMOD_KW,
      "track_python_stacks(priority=None, skip=None, root=None, max_frames=None, head=None, tail=None, "
@@ -1691,10 +1691,6 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
        __init__.py has compared its key with _abi_key (its constructor
        read the environment) */
     memobs_init();
-    /* SIGINT is CPython's (KeyboardInterrupt): an exit by it is written by
-       the package's exit hook (memobs/__init__.py), one the program
-       catches writes nothing; SIGTERM, SIGHUP, SIGQUIT keep memobs' */
-    memobs__sig_leave(2);
 #endif
     {
         PyObject *ft = PyImport_ImportModule("functools");

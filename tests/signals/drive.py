@@ -15,6 +15,8 @@ generous deadline as its failure bound (no sleeps as synchronization).
     memobs_set_signals(0): the exit status or signal (and core flag) is
     REF's, the outputs (summary JSON, Prometheus file, leak report, Chrome
     trace) exist or not as they must, and hold the exact figures
+  the program's one-shot handler (SA_RESETHAND) before memobs: it runs
+    for the first signal, the second one ends the process
   a second SIGINT while the writer is stuck (MEMOBS_SUMMARY a FIFO
     nobody reads): the process ends by it
   fork(): the child stopped by SIGTERM writes its own figures to its %p
@@ -370,6 +372,35 @@ def stops():
             run_case(stop_case, sig, mode, label, present, **kw)
 
 
+def oneshot_case(sig):
+    """The program's handler, installed before memobs with SA_RESETHAND,
+    runs for the first signal only; the second one's default action ends
+    the process, as without memobs (ours mirrors the flag)."""
+    name = "%s: own one-shot handler (SA_RESETHAND) before memobs: runs once, the second signal ends the " \
+           "process" % signal.Signals(sig).name
+    problems = []
+    got = {}
+    for which, binary in (("ref", REF), ("bin", BIN)):
+        d = fresh("oneshot-%s-%s" % (signal.Signals(sig).name, which))
+        p = Proc([binary, "own-oneshot", str(int(sig))], outputs_env(d) if which == "bin" else clean_env(), d)
+        if p.line("ready") is None:
+            problems.append("%s: no 'ready' line" % which)
+            p.kill(signal.SIGKILL)
+        else:
+            p.kill(sig)
+            ln = p.line("handled")
+            if ln is None:
+                problems.append("%s: the program's handler did not run" % which)
+                p.kill(signal.SIGKILL)
+            elif which == "bin":
+                handled_ok(p, sig, problems)
+            p.kill(sig)
+        p.wait()
+        got[which] = p.status
+    same_status(got.get("bin"), got.get("ref"), problems)
+    return name, problems
+
+
 def pending(pid, sig):
     """1 while sig is pending for the process or its main thread."""
     bit = 1 << (int(sig) - 1)
@@ -564,6 +595,8 @@ def stress(n):
 def main():
     tsan = "tsan" in SUITE
     stops()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        run_case(oneshot_case, sig)
     run_case(impatient)
     run_case(fork_case, signal.SIGTERM, tsan)
     run_case(fork_case, signal.SIGQUIT, tsan)

@@ -14,7 +14,9 @@ written exactly once:
   a normal exit; MEMOBS_SIGNALS=0 with SIGTERM: nothing written
 PRELOAD (libmemobs_preload.so, with memobs._memobs_attached in PKGDIR):
 the same Ctrl-C and SIGTERM with the package attached to the preload's
-memobs (its records counted apart as the program's own: "manual")."""
+memobs (its records counted apart as the program's own: "manual"), and a
+caught Ctrl-C: memobs, loaded before the interpreter started, leaves SIGINT
+to it (CPython installs its KeyboardInterrupt handler only over SIG_DFL)."""
 import json
 import os
 import re
@@ -164,6 +166,8 @@ def main():
              signal.SIGINT, preload=True)
         case("attached to the LD_PRELOAD library: SIGTERM writes the preload's outputs", "wait", signal.SIGTERM,
              preload=True)
+        case("under the LD_PRELOAD library Ctrl-C is still Python's: caught, then a normal exit writes", "caught",
+             signal.SIGINT, preload=True)
     sys.exit(1 if failed else 0)
 
 

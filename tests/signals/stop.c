@@ -11,6 +11,9 @@
      own-after     memobs_init(), then its own handler (replaces memobs')
      own-after-off own-after, then memobs_set_signals(0): leaves its handler
      own-reraise   own-before, the handler restoring SIG_DFL and raising
+     own-oneshot   own-before with SA_RESETHAND; after the first signal it
+                   prints "handled ..." and waits on (the second one's
+                   default action ends it)
      call-off      memobs_set_signals(0) (prints what it returned)
      threads       wait, with two threads recording 64-byte copies nonstop
      fork          records, forks; the child records more and waits (the
@@ -217,6 +220,7 @@ int main(int argc, char **argv) {
 
     reraise = !strcmp(mode, "own-reraise");
     if (!strcmp(mode, "own-before") || reraise) install(sig, on_own, 0);
+    if (!strcmp(mode, "own-oneshot")) install(sig, on_own, SA_RESETHAND);
     memobs_init();
     if (!strcmp(mode, "own-after") || !strcmp(mode, "own-after-off")) install(sig, on_own, 0);
     if (!strcmp(mode, "own-after-off")) {
@@ -255,6 +259,13 @@ int main(int argc, char **argv) {
         return 4;
     }
     ready();
+    if (!strcmp(mode, "own-oneshot")) {
+        while (!own_count) nap_ms(5);
+        printf("handled sig=%d code=%d pid=%ld count=%d\n", (int)own_sig, (int)own_code, (long)own_pid,
+               (int)own_count);
+        fflush(stdout);
+        for (;;) nap_ms(5);
+    }
     wait_stop();
     return 0;
 }
