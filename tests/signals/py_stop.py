@@ -23,15 +23,12 @@ for _ in range(3):
     memobs.record_h2d(1000, True)
 memobs.record_d2h(205, False)
 memobs.record_d2d(30, True)
-print("ready", os.getpid(), memobs.instance(), flush=True)
-
 mode = sys.argv[1]
-if mode == "wait":
-    while True:
+try:  # "ready" inside: Ctrl-C may come while print() still runs
+    print("ready", os.getpid(), memobs.instance(), flush=True)
+    while mode != "exit":
         time.sleep(0.01)
-elif mode == "caught":
-    try:
-        while True:
-            time.sleep(0.01)
-    except KeyboardInterrupt:
-        print("caught", flush=True)
+except KeyboardInterrupt:
+    if mode != "caught":
+        raise
+    print("caught", flush=True)
