@@ -10097,7 +10097,8 @@ static void memobs__sig_child(void) {
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     MEMOBS__STORE(&memobs__sig.crashing.v, 0u);
 #ifdef MEMOBS__TSAN
-    memobs__sig_put(0); /* TSan: no thread may start here, and its handlers are not run */
+    memobs__sig.outputs = 0; /* TSan: no thread may start here (memobs_set_signals(1) neither) */
+    memobs__sig_put(0);      /* and its handlers are not run */
 #else
     if (memobs__sig.want && memobs__sig.outputs && !memobs__sig_start()) memobs__sig_put(0);
 #endif
