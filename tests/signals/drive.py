@@ -30,11 +30,11 @@ generous deadline as its failure bound (no sleeps as synchronization).
     "ready", half 0-20 ms after the start) under two threads recording
     nonstop: each ends by SIGTERM within the deadline; every run stopped
     after "ready" wrote a summary; a summary, when one was written, parses
-    and is
-    consistent (the known figures exact; bytes a multiple of 64; copies at
-    least bytes / 64 less one per thread: a read racing the records)
+    and is consistent (the known figures exact; bytes a multiple of 64;
+    copies at least bytes / 64 less one per thread: a read racing records)
 core: SIGQUIT's core flag is compared with REF's (RLIMIT_CORE raised for
-those runs; sanitizer builds leave it out)."""
+those runs; sanitizer builds leave it out). Under ThreadSanitizer a case
+whose process hung runs again, twice at most (see TSAN below)."""
 import json
 import os
 import random
