@@ -308,9 +308,12 @@
      package writes at an exit by it). The handler only wakes that thread
      (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT call the
      crash writer once, then the crash goes on (into a previous handler,
-     else the default action). Installed at start-up, with one thread;
-     handlers installed later replace memobs'. memobs_flush() writes the
-     outputs from an engine's own stop path.
+     else the default action). The crash writer (async-signal-safe: no
+     malloc, no stdio, no lock) writes the summary, marked "crash" and
+     "partial", host memory left out, and the Prometheus file, with
+     memobs_crash_signal; no other output. Installed at start-up, with one
+     thread; handlers installed later replace memobs'. memobs_flush()
+     writes the outputs from an engine's own stop path.
 
    LIMITS
      Linux and other POSIX systems with GCC or Clang (nvcc host compilers
