@@ -458,6 +458,11 @@ def want_none():
     return {c: set(NONE) for c in COLS}
 
 
+def want_whole():
+    """Records under way: every output whole (figures not fixed)."""
+    return {c: {"whole"} for c in COLS}
+
+
 def want_crash():
     """A crash: at least the summary and Prometheus; any other output
     written must be whole."""
@@ -566,7 +571,8 @@ class Suite:
     def table(self):
         w = max(len(r[0]) for r in self.rows) if self.rows else 10
         cw = 8
-        print("\nWhat survives what (cells: ok = parses, exact figures; prev = the previous file intact; - = absent)")
+        print("\nWhat survives what (cells: ok = parses, exact figures and pid; whole = parses; prev = the previous file "
+              "byte for byte; - = absent)")
         print("%-*s %s  %-22s %-22s %s" % (w, "case", " ".join("%-*s" % (cw, c) for c in COLS), "status",
                                            "without memobs", "left behind"))
         for r in self.rows:
@@ -955,6 +961,11 @@ def c_cases(s):
             cases.append(Case("C, %s, %s" % (sig.name, what), [st, "wait"], [ref, "wait"], signal_after_ready(sig),
                               want=want, env={"STOPS_HANDLER": h}, ref_env={"STOPS_HANDLER": h}))
     cases += [
+        Case("C, SIGTERM while 4 threads record", [st, "busy"], [ref, "busy"], signal_after_ready(S.SIGTERM),
+             figs=[("whole", None)], want=want_whole()),
+        Case("C, SIGINT while 4 threads record, own handler (flag, then return 0) installed before memobs'",
+             [st, "busy"], [ref, "busy"], signal_after_ready(S.SIGINT), figs=[("whole", None)], want=want_whole(),
+             env={"STOPS_HANDLER": "flag-before"}, ref_env={"STOPS_HANDLER": "flag-before"}),
         Case("C, SIGSEGV (a store through NULL)", [st, "segv"], [ref, "segv"], want=want_crash()),
         Case("C, abort()", [st, "abort"], [ref, "abort"], want=want_crash()),
         Case("C, _exit(6): nothing runs at exit", [st, "_exit"], [ref, "_exit"], want=want_none()),

@@ -14,6 +14,8 @@
        abort       abort()
        _exit       _exit(6)
        flush-wait  memobs_flush(), then as wait (the script sends SIGKILL)
+       busy        as wait, with STOPS_THREADS more threads recording
+                   without end: the signal comes while they record
        big         also STOPS_BIG_RECORDS records of 1 byte (H2D, unphased)
                    on one thread, say "exiting", then return 0: the
                    script kills it while memobs writes its 4M-event trace
@@ -120,6 +122,18 @@ static void *stops_worker(void *arg) {
     return NULL;
 }
 
+/* Records until the process ends. */
+static void *stops_busy(void *arg) {
+    unsigned t = (unsigned)(uintptr_t)arg;
+    for (;;) {
+        MEMOBS_RECORD_H2D(4096 + t, 1);
+        MEMOBS_RECORD_D2H(2048 + t, 0);
+        MEMOBS_RECORD_D2D_CUR(64 + t);
+        MEMOBS_COUNTER_ADD("stops_steps", 1);
+    }
+    return NULL;
+}
+
 /* Idle threads that stay, as a server's do: a signal may land on them. */
 static void *stops_idle(void *arg) {
     (void)arg;
@@ -192,8 +206,12 @@ int main(int argc, char **argv) {
         *stops_null = 1;
         return 70;
     }
-    if (!strcmp(end, "wait") || !strcmp(end, "flush-wait")) {
+    if (!strcmp(end, "wait") || !strcmp(end, "flush-wait") || !strcmp(end, "busy")) {
+        pthread_t th;
+        unsigned i;
         if (end[0] == 'f') memobs_flush();
+        for (i = 0; end[0] == 'b' && i < STOPS_THREADS; i++)
+            if (pthread_create(&th, NULL, stops_busy, (void *)(uintptr_t)i) != 0) _exit(92);
         stops_say("ready %ld\n", (long)getpid());
         stops_wait_signal();
         return 0;
