@@ -435,13 +435,11 @@ def fork_drive(r):
 
 
 class Case:
-    def __init__(self, label, argv, ref, drive=ends_itself, want=None, figs=None, env=None, prepare=None,
-                 check=None, ref_env=None):
+    def __init__(self, label, argv, ref, drive=ends_itself, want=None, figs=None, env=None, ref_env=None):
         self.label, self.argv, self.ref, self.drive = label, argv, ref, drive
         self.want = want or {c: {"ok"} for c in COLS}
         self.figs = figs or [("ok", C_FIG)]
         self.env, self.ref_env = env or {}, ref_env or {}
-        self.prepare, self.check = prepare, check
 
 
 ALL = {"ok"}
@@ -526,7 +524,6 @@ class Suite:
         d = os.path.join(self.work, slug)
         os.makedirs(d)
         err = d + ".err"
-        prev = case.prepare(self, d) if case.prepare else {}
         missing = [a for a in case.argv[:1] if not os.path.exists(a)]
         if missing:
             self.report(case.label, False, ["not built: %s (see the build log)" % missing[0]])
@@ -534,26 +531,21 @@ class Suite:
             return
         env = dict(self.base, **self.out_env(d))
         env.update(case.env)
-        t0 = time.monotonic()
         rc = self.run_once(case.argv, env, d, err, case.drive)
-        secs = time.monotonic() - t0
         pids = self.pids
         ref = self.ref_status(case, slug)
         details = []
         got = {}
         for col in COLS:
             path = os.path.join(d, FILE[col])
-            got[col] = state(col, path, case.figs, prev.get(col), pids)
+            got[col] = state(col, path, case.figs, None, pids)
             if got[col] not in case.want[col]:
                 details.append("%s: expected %s, got %s" % (col, " or ".join(sorted(case.want[col])), got[col]))
         if rc != ref:
             details.append("status: %s, without memobs %s" % (status_text(rc), status_text(ref)))
-        extra = sorted(set(os.listdir(d)) - set(FILE.values()) - set(prev.get("keep", ())))
+        extra = sorted(set(os.listdir(d)) - set(FILE.values()))
         if extra:
             details.append("left in the folder: %s" % ", ".join(extra))
-        more = case.check(self, d, rc) if case.check else None
-        if more:
-            details.extend(more)
         if details:
             with open(err, "rb") as f:
                 e = f.read().decode(errors="replace").strip()
@@ -561,12 +553,12 @@ class Suite:
                 details.append("stderr: " + e[-600:])
         self.report(case.label, not details, details)
         self.rows.append((case.label, got, status_text(rc), status_text(ref),
-                          ", ".join(extra) if extra else "none", secs))
+                          ", ".join(extra) if extra else "none"))
 
     # A row of its own (fork with %p, instances): cells given
     def row(self, label, cells, rc, ref, left, details):
         self.report(label, not details, details)
-        self.rows.append((label, cells, status_text(rc), status_text(ref), left, 0))
+        self.rows.append((label, cells, status_text(rc), status_text(ref), left))
 
     def table(self):
         w = max(len(r[0]) for r in self.rows) if self.rows else 10
@@ -681,7 +673,7 @@ def midwrite_case(suite):
         details.append(str(e))
         left = []
     suite.report(label, not details, details)
-    suite.rows.append((label, got, status_text(rc), "killed by SIGKILL", ", ".join(left) if left else "none", 0))
+    suite.rows.append((label, got, status_text(rc), "killed by SIGKILL", ", ".join(left) if left else "none"))
 
 
 def full_device_case(suite):
