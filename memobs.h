@@ -1802,11 +1802,18 @@ static struct {
     memobs_identity_t identity;
     memobs_format_t format;
     char summary_path[512]; /* MEMOBS_SUMMARY, "" = none */
+    int64_t summary_pid;    /* the process that read MEMOBS_SUMMARY (the crash writer's fork rule) */
     char prom_path[512];    /* MEMOBS_PROM_FILE, "" = none; set once, at start-up */
     uint64_t prom_interval_ns;  /* MEMOBS_PROM_INTERVAL_MS, 0 = at exit only */
     memobs__u32_t prom_seq;     /* numbers the temporary files */
     memobs__u32_t prom_failing; /* the last periodic write failed: the next ones are quiet */
     int64_t prom_pid;           /* the process that read MEMOBS_PROM_FILE */
+    /* The periodic write and the crash writer (see its section): a periodic
+       write begun while crash_until is ahead is skipped; the crash writer
+       waits for one under way (prom_busy, on prom_thread) before it writes. */
+    memobs__u64_t crash_until;
+    memobs__u32_t prom_busy;
+    pthread_t prom_thread;
     memobs_log_fn log_fn;
     void *log_user;
     memobs__u32_t warned;
@@ -2194,6 +2201,7 @@ static void memobs__init_once(void) {
                         (unsigned)sizeof memobs__g.summary_path - 1);
         } else {
             strcpy(memobs__g.summary_path, s);
+            memobs__g.summary_pid = (int64_t)getpid();
             memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
         }
     }
@@ -2300,7 +2308,8 @@ static memobs__shard_t *memobs__shard_acquire(void) {
             memset(s, 0, MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t));
             s->raw = raw;
             s->next = memobs__g.shards;
-            memobs__g.shards = s;
+            /* release: the crash writer walks the list without the lock */
+            __atomic_store_n(&memobs__g.shards, s, __ATOMIC_RELEASE);
         }
     }
     if (s) {
@@ -6512,11 +6521,19 @@ static int memobs__prom_ours(void) {
 /* The periodic step, on the shared background worker: rewrites
    MEMOBS_PROM_FILE. A run of failures is reported once. */
 static void memobs__prom_tick(uint64_t now_ns) {
+    pthread_t self = pthread_self();
     int rc;
     (void)now_ns;
     if (!memobs__g.prom_path[0] || !memobs__prom_ours()) return;
-    rc = memobs__prom_write_file(memobs__g.prom_path, MEMOBS__LOAD(&memobs__g.prom_failing.v) != 0);
-    MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? 1u : 0u);
+    /* Never rename an older snapshot over the crash writer's file: busy
+       first, then its mark (both seq_cst; it sets its mark, then reads busy). */
+    __atomic_store(&memobs__g.prom_thread, &self, __ATOMIC_RELAXED);
+    __atomic_store_n(&memobs__g.prom_busy.v, 1u, __ATOMIC_SEQ_CST);
+    if (memobs_now_ns() >= __atomic_load_n(&memobs__g.crash_until.v, __ATOMIC_SEQ_CST)) {
+        rc = memobs__prom_write_file(memobs__g.prom_path, MEMOBS__LOAD(&memobs__g.prom_failing.v) != 0);
+        MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? 1u : 0u);
+    }
+    __atomic_store_n(&memobs__g.prom_busy.v, 0u, __ATOMIC_SEQ_CST);
 }
 
 /* memobs__prom_write_file() reports its own failures. */
@@ -9707,9 +9724,1269 @@ static void memobs__html_env(void) {
 /* Private: crash writer                                                    */
 /* ======================================================================== */
 
+/* At a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) the summary and the
+   Prometheus file are written here, from the crashed thread's signal
+   handler, by async-signal-safe code alone: no lock is taken or waited
+   for, nothing is allocated, nothing goes through stdio. The figures are
+   read as memobs_get_summary sums them, with atomic loads and no lock (the
+   shard list only grows and each shard is published whole; a record
+   another thread makes meanwhile may be half in, never a crash); the
+   tracker's current bytes are exact when its locks are free (taken with
+   one try each, never waited for) and a lock-free sum otherwise. The text
+   is formatted by the small printf below (integers, strings, "%.2f"
+   rounded as glibc rounds) into one static buffer, written out with
+   write() as it fills; a file goes to PATH.crash.PID beside it and is
+   renamed over PATH when whole (unlinked on failure). A pipe or terminal
+   that takes nothing for MEMOBS__CRASH_WAIT_MS, or has no reader, costs
+   that output only (poll() before each write: no SIGPIPE, no hang).
+   Left out: the summary's "host_memory" (the sampler's ring and the leak
+   fit are read under locks) and a companion header's settling of what it
+   measures (memobs_cuda.h's timed copies stay as last seen).
+   Static storage: 70 KB (the 64 KB buffer, the 3.9 KB snapshot, two
+   paths); stack: about 3.5 KB beyond the kernel's signal frame (x86-64,
+   -O2, measured by tests/crash/crash.c on an alternate stack). */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#define MEMOBS__CRASH_BUF 65536            /* output buffer, written out as it fills */
+#define MEMOBS__CRASH_CHUNK 4096           /* at most this per write(): a pipe with room takes it whole */
+#define MEMOBS__CRASH_WAIT_MS 2000         /* the most one output may wait on its destination */
+#define MEMOBS__CRASH_HOLD_NS 2000000000u  /* periodic Prometheus writes held off after a crash write */
+#define MEMOBS__CRASH_MAX_SHARDS (1u << 20) /* a walk stops here (a list the crash broke) */
+
+typedef struct {
+    char *buf;
+    size_t cap, n;
+    int fd;               /* written to when full; -1: a string (what does not fit is cut) */
+    int err;              /* a write failed or timed out, or a string was cut */
+    uint64_t deadline_ns; /* memobs_now_ns() past which the destination is given up */
+} memobs__crash_out_t;
+
+static struct {
+    memobs__u32_t busy;       /* a crash write is under way */
+    pthread_t writer;         /* its thread */
+    int sig;
+    memobs__prom_snap_t snap; /* the figures, read once for both outputs */
+    char path[1024], tmp[1100];
+    memobs__crash_out_t out;
+    char buf[MEMOBS__CRASH_BUF];
+} memobs__crash;
+
+/* ---- output ---- */
+
+static void memobs__crash_flush(memobs__crash_out_t *o) {
+    size_t off = 0;
+    while (off < o->n && !o->err && o->fd >= 0) {
+        struct pollfd pf;
+        uint64_t now = memobs_now_ns();
+        size_t k = o->n - off < MEMOBS__CRASH_CHUNK ? o->n - off : MEMOBS__CRASH_CHUNK;
+        ssize_t w;
+        int r;
+        if (now >= o->deadline_ns) {
+            o->err = 1;
+            break;
+        }
+        pf.fd = o->fd;
+        pf.events = POLLOUT;
+        pf.revents = 0;
+        r = poll(&pf, 1, (int)((o->deadline_ns - now) / 1000000u) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL)) || !(pf.revents & POLLOUT)) {
+            o->err = 1; /* full for too long, no reader (no SIGPIPE then), closed */
+            break;
+        }
+        w = write(o->fd, o->buf + off, k);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (w <= 0) {
+            o->err = 1;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (o->fd >= 0) o->n = 0;
+}
+
+static void memobs__crash_put(memobs__crash_out_t *o, const char *s, size_t k) {
+    while (k && !o->err) {
+        size_t c = o->cap - o->n;
+        if (c == 0) {
+            if (o->fd < 0) o->err = 1; /* a string: cut */
+            else memobs__crash_flush(o);
+            continue;
+        }
+        if (c > k) c = k;
+        memcpy(o->buf + o->n, s, c);
+        o->n += c;
+        s += c;
+        k -= c;
+    }
+}
+
+static void memobs__crash_str(memobs__crash_out_t *o, const char *s) { memobs__crash_put(o, s, strlen(s)); }
+
+/* A string sink on buf (len >= 1): NUL-terminated by memobs__crash_end. */
+static void memobs__crash_sink(memobs__crash_out_t *o, char *buf, size_t len) {
+    memset(o, 0, sizeof *o);
+    o->buf = buf;
+    o->cap = len - 1;
+    o->fd = -1;
+}
+static const char *memobs__crash_end(memobs__crash_out_t *o) {
+    o->buf[o->n] = 0;
+    return o->buf;
+}
+
+/* v in decimal at the end of tmp[24]; returns its first digit. */
+static char *memobs__crash_dec(char *tmp, uint64_t v) {
+    char *p = tmp + 23;
+    *p = 0;
+    do {
+        *--p = (char)('0' + (int)(v % 10u));
+        v /= 10u;
+    } while (v);
+    return p;
+}
+
+/* v (>= 0) with prec (0 to 2) decimals into out[48], rounded as glibc's
+   printf rounds: the exact binary value, ties to even. Returns the length. */
+static size_t memobs__crash_fixed(char *out, double v, int prec) {
+    static const uint64_t scale[3] = {1u, 10u, 100u};
+    uint64_t bits, mant, q, ip, frac = 0;
+    char tmp[24];
+    const char *d;
+    size_t n;
+    int e;
+    if (prec < 0) prec = 0;
+    if (prec > 2) prec = 2;
+    if (!(v >= 0.0)) v = 0.0; /* NaN, negatives: never formatted here */
+    memcpy(&bits, &v, sizeof bits);
+    e = (int)((bits >> 52) & 0x7ffu);
+    mant = bits & (((uint64_t)1 << 52) - 1u);
+    if (e == 0x7ff) {
+        memcpy(out, "inf", 4);
+        return 3;
+    }
+    if (e) mant |= (uint64_t)1 << 52;
+    else e = 1;
+    e -= 1075; /* v = mant * 2^e */
+    if (e >= 0) {
+        ip = e > 11 ? UINT64_MAX : mant << e; /* beyond 2^64: clamped */
+    } else if (e < -62) {
+        ip = 0; /* below 2^-10: 0.00 */
+    } else {
+        unsigned s = (unsigned)-e;
+        uint64_t m = mant * scale[prec], rem, half;
+        q = m >> s;
+        rem = m & (((uint64_t)1 << s) - 1u);
+        half = (uint64_t)1 << (s - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        ip = q / scale[prec];
+        frac = q % scale[prec];
+    }
+    d = memobs__crash_dec(tmp, ip);
+    n = strlen(d);
+    memcpy(out, d, n);
+    if (prec) {
+        out[n++] = '.';
+        if (prec == 2) out[n++] = (char)('0' + (int)(frac / 10u));
+        out[n++] = (char)('0' + (int)(frac % 10u));
+    }
+    out[n] = 0;
+    return n;
+}
+
+/* printf for the writers below: %s %c %d %u %f %% with the flags - and +,
+   a width, a precision (f: 0 to 2) and l/ll; nothing else. */
+static void memobs__crash_printf(memobs__crash_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void memobs__crash_printf(memobs__crash_out_t *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    while (*fmt) {
+        const char *p = fmt, *s = "";
+        char num[48];
+        size_t k = 0, w;
+        int left = 0, plus = 0, width = 0, prec = -1, lng = 0;
+        while (*p && *p != '%') p++;
+        memobs__crash_put(o, fmt, (size_t)(p - fmt));
+        if (!*p) break;
+        for (p++;; p++) {
+            if (*p == '-') left = 1;
+            else if (*p == '+') plus = 1;
+            else break;
+        }
+        while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
+        if (*p == '.')
+            for (prec = 0, p++; *p >= '0' && *p <= '9'; p++) prec = prec * 10 + (*p - '0');
+        while (*p == 'l') lng++, p++;
+        switch (*p) {
+        case 's':
+            s = va_arg(ap, const char *);
+            if (!s) s = "(null)";
+            k = strlen(s);
+            break;
+        case 'c':
+            num[0] = (char)va_arg(ap, int);
+            s = num;
+            k = 1;
+            break;
+        case 'd': {
+            long long v = lng > 1 ? va_arg(ap, long long) : lng ? (long long)va_arg(ap, long) : (long long)va_arg(ap, int);
+            uint64_t m = v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
+            char tmp[24], *d = memobs__crash_dec(tmp, m);
+            k = 0;
+            if (v < 0) num[k++] = '-';
+            else if (plus) num[k++] = '+';
+            memcpy(num + k, d, strlen(d));
+            k += strlen(d);
+            s = num;
+            break;
+        }
+        case 'u': {
+            unsigned long long v = lng > 1 ? va_arg(ap, unsigned long long)
+                                   : lng   ? (unsigned long long)va_arg(ap, unsigned long)
+                                           : (unsigned long long)va_arg(ap, unsigned);
+            char tmp[24];
+            s = memobs__crash_dec(tmp, (uint64_t)v);
+            k = strlen(s);
+            memcpy(num, s, k + 1);
+            s = num;
+            break;
+        }
+        case 'f':
+            k = memobs__crash_fixed(num, va_arg(ap, double), prec < 0 ? 6 : prec);
+            s = num;
+            break;
+        case '%':
+            s = "%";
+            k = 1;
+            break;
+        default:
+            break; /* not ours: nothing */
+        }
+        for (w = k; !left && w < (size_t)width; w++) memobs__crash_put(o, " ", 1);
+        memobs__crash_put(o, s, k);
+        for (w = k; left && w < (size_t)width; w++) memobs__crash_put(o, " ", 1);
+        fmt = *p ? p + 1 : p;
+    }
+    va_end(ap);
+}
+
+/* memobs_fmt_bytes and memobs_fmt_ns, the same text; buf[48]. */
+static const char *memobs__crash_bytes(uint64_t bytes, char *buf) {
+    static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
+    memobs__crash_out_t o;
+    double v = (double)bytes;
+    unsigned u = 0;
+    memobs__crash_sink(&o, buf, 48);
+    if (bytes < 1000) {
+        memobs__crash_printf(&o, "%llu B", (unsigned long long)bytes);
+        return memobs__crash_end(&o);
+    }
+    v /= 1000.0;
+    while (v >= 999.995 && u < 5) {
+        v /= 1000.0;
+        u++;
+    }
+    memobs__crash_printf(&o, "%.2f %s", v, unit[u]);
+    return memobs__crash_end(&o);
+}
+
+static const char *memobs__crash_ns(uint64_t ns, char *buf) {
+    memobs__crash_out_t o;
+    memobs__crash_sink(&o, buf, 48);
+    if (ns < 1000) memobs__crash_printf(&o, "%llu ns", (unsigned long long)ns);
+    else if (ns < 999995ull) memobs__crash_printf(&o, "%.2f us", (double)ns / 1e3);
+    else if (ns < 999995000ull) memobs__crash_printf(&o, "%.2f ms", (double)ns / 1e6);
+    else memobs__crash_printf(&o, "%.2f s", (double)ns / 1e9);
+    return memobs__crash_end(&o);
+}
+
+/* A JSON string, as memobs__json_str writes it; bytes that are not UTF-8
+   become U+FFFD (so a torn or odd string still parses). */
+static void memobs__crash_json_str(memobs__crash_out_t *o, const char *str) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)str;
+    memobs__crash_put(o, "\"", 1);
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            char e[2];
+            e[0] = '\\';
+            e[1] = (char)c;
+            memobs__crash_put(o, e, 2);
+        } else if (c == '\n') {
+            memobs__crash_put(o, "\\n", 2);
+        } else if (c == '\t') {
+            memobs__crash_put(o, "\\t", 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            char e[6];
+            memcpy(e, "\\u00", 4);
+            e[4] = hex[c >> 4];
+            e[5] = hex[c & 15u];
+            memobs__crash_put(o, e, 6);
+        } else if (k == 0) {
+            memobs__crash_put(o, "\xEF\xBF\xBD", 3);
+        } else {
+            memobs__crash_put(o, (const char *)p, k);
+        }
+        p += k ? k : 1;
+    }
+    memobs__crash_put(o, "\"", 1);
+}
+
+/* memobs__out_escaped's escapes: a HELP text, or with quote a label value. */
+static void memobs__crash_prom_esc(memobs__crash_out_t *o, const char *str, int quote) {
+    const unsigned char *p = (const unsigned char *)str;
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        if (*p == '\\') memobs__crash_put(o, "\\\\", 2);
+        else if (*p == '\n') memobs__crash_put(o, "\\n", 2);
+        else if (*p == '"' && quote) memobs__crash_put(o, "\\\"", 2);
+        else if (k == 0) memobs__crash_put(o, "\xEF\xBF\xBD", 3);
+        else memobs__crash_put(o, (const char *)p, k);
+        p += k ? k : 1;
+    }
+}
+
+/* ---- the figures, without a lock ---- */
+
+/* The shard list: each shard is published whole (release) and never
+   freed; an address that is not a shard's alignment ends the walk. */
+static memobs__shard_t *memobs__crash_first(void) {
+    memobs__shard_t *s = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE);
+    return ((uintptr_t)s & 63u) ? NULL : s;
+}
+static memobs__shard_t *memobs__crash_next(memobs__shard_t *s) {
+    s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE);
+    return ((uintptr_t)s & 63u) ? NULL : s;
+}
+
+static int memobs__crash_trylock(memobs__u32_t *l) { return __atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE) == 0; }
+
+/* Unlocks the escrow records of the shards from first up to stop (not included). */
+static void memobs__crash_unlock_to(memobs__shard_t *first, memobs__shard_t *stop) {
+    memobs__shard_t *s;
+    unsigned n;
+    for (s = first, n = 0; s && s != stop && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++)
+        if (!s->shared) memobs__spin_unlock(&MEMOBS__ESC_OF(s)->lock);
+}
+
+/* g + every shard's d, per kind (see memobs__esc_t). Without the locks
+   it races with a thread's change under its own lock, on purpose (a
+   change half in, never a crash): ThreadSanitizer need not see it. */
+#if defined(__has_attribute) && !defined(__CUDACC__)
+#if __has_attribute(no_sanitize)
+#define MEMOBS__NO_TSAN __attribute__((no_sanitize("thread")))
+#endif
+#endif
+#ifndef MEMOBS__NO_TSAN
+#define MEMOBS__NO_TSAN
+#endif
+static MEMOBS__NO_TSAN void memobs__crash_esc_sum(memobs__shard_t *first, int64_t *sum) {
+    memobs__shard_t *s;
+    unsigned k, n;
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) sum[k] = __atomic_load_n(&MEMOBS__ESC.g[k], __ATOMIC_RELAXED);
+    for (s = first, n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+        if (s->shared) continue;
+        for (k = 0; k < MEMOBS_MEM_KINDS; k++) sum[k] += __atomic_load_n(&MEMOBS__ESC_OF(s)->d[k], __ATOMIC_RELAXED);
+    }
+}
+
+/* Tracked bytes per kind now. Exact when the escrow's locks are all
+   free: each is taken with one try (never waited for: the crashed thread
+   may hold one) and the sum read under them; else the sum as it stands. */
+static void memobs__crash_current(uint64_t *cur) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    memobs__shard_t *first = memobs__crash_first(), *s;
+    int64_t sum[MEMOBS_MEM_KINDS];
+    int locked = memobs__crash_trylock(&E->lock);
+    unsigned k, n;
+    if (locked) {
+        for (s = first, n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+            if (s->shared || memobs__crash_trylock(&MEMOBS__ESC_OF(s)->lock)) continue;
+            memobs__crash_unlock_to(first, s);
+            memobs__spin_unlock(&E->lock);
+            locked = 0;
+            break;
+        }
+    }
+    memobs__crash_esc_sum(first, sum);
+    if (locked) {
+        memobs__crash_unlock_to(first, NULL);
+        memobs__spin_unlock(&E->lock);
+    }
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) cur[k] = sum[k] > 0 ? (uint64_t)sum[k] : 0u;
+}
+
+/* At most len - 1 bytes of a string another thread may be rewriting. */
+static void memobs__crash_copy(char *to, const char *from, size_t len) {
+    size_t i;
+    for (i = 0; i + 1 < len && (to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED)) != 0; i++) {
+    }
+    to[i] = 0;
+}
+
+/* memobs_get_summary's figures and memobs__prom_gen's histograms, read
+   without a lock (the same sums, the same baselines). */
+static void memobs__crash_gather(memobs__prom_snap_t *p) {
+    memobs_summary_t *out = &p->s;
+    memobs_dirs_t *by_phase[MEMOBS__NPHASE];
+    const memobs_identity_t *gid = &memobs__g.identity;
+    memobs__shard_t *s;
+    uint64_t st[MEMOBS__ST_COUNT], cur[MEMOBS_MEM_KINDS];
+    uint32_t i, c, n;
+    memset(p, 0, sizeof *p);
+    by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
+    by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
+    by_phase[MEMOBS_PHASE_DECODE] = &out->decode;
+    out->enabled = MEMOBS__LOAD(&memobs__on.v) != 0;
+    out->window_ns = memobs_now_ns() - MEMOBS__LOAD(&memobs__g.window_start_ns.v);
+    out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
+    if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
+    for (s = memobs__crash_first(), n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+        for (i = 0; i < MEMOBS__NPHASE; i++) {
+            memobs__xfer_sum(&by_phase[i]->h2d, s, i, MEMOBS_DIR_H2D);
+            memobs__xfer_sum(&by_phase[i]->d2h, s, i, MEMOBS_DIR_D2H);
+            memobs__xfer_sum(&by_phase[i]->d2d, s, i, MEMOBS_DIR_D2D);
+        }
+        for (c = 0; c < out->ncounters; c++) out->counters[c].value += MEMOBS__LOAD(&s->user[c].v) - s->base_user[c];
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            uint64_t a = MEMOBS__LOAD(&s->trk[c][0].v), fr = MEMOBS__LOAD(&s->trk[c][1].v);
+            out->mem[c].allocs += a - s->base_trk[c][0];
+            out->mem[c].frees += fr - s->base_trk[c][1];
+            out->mem[c].alloc_bytes += MEMOBS__LOAD(&s->trk[c][2].v) - s->base_trk[c][2];
+            out->mem[c].pending_frees += MEMOBS__LOAD(&s->trk[c][3].v);
+            out->mem[c].pending_bytes += MEMOBS__LOAD(&s->trk[c][4].v);
+            out->mem[c].live += a - fr;
+        }
+    }
+    memobs__crash_current(cur);
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+        out->mem[c].current_bytes = cur[c];
+        out->mem[c].peak_bytes = MEMOBS__LOAD(&MEMOBS__ESC.peak[c].v);
+    }
+    for (c = 0; c < out->ncounters; c++) {
+        const char *h = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
+        out->counters[c].name = memobs__g.counters[c].name;
+        out->counters[c].help = h ? h : "";
+    }
+    for (i = 0; i < MEMOBS__ST_COUNT; i++) st[i] = MEMOBS__LOAD(&memobs__g.st[i].v) - memobs__g.st_base[i];
+    for (i = 0; i < MEMOBS__NPHASE; i++) {
+        for (c = 0; c < MEMOBS__NDIR; c++) {
+            memobs__u64_t *t = memobs__g.timed[i][c];
+            out->timed[i][c].bytes = MEMOBS__LOAD(&t[0].v) - memobs__g.timed_base[i][c][0];
+            out->timed[i][c].count = MEMOBS__LOAD(&t[1].v) - memobs__g.timed_base[i][c][1];
+            out->timed[i][c].ns = MEMOBS__LOAD(&t[2].v) - memobs__g.timed_base[i][c][2];
+        }
+    }
+    out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
+    out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
+    out->manual.apart = __atomic_load_n(&memobs__g.apart, __ATOMIC_RELAXED) != 0;
+    for (i = 0; i < MEMOBS__NPHASE; i++) {
+        memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
+                           : i == MEMOBS_PHASE_DECODE ? &out->manual.decode : &out->manual.unphased;
+        memobs_xfer_t *x[MEMOBS__NDIR];
+        x[MEMOBS_DIR_H2D] = &m->h2d; x[MEMOBS_DIR_D2H] = &m->d2h; x[MEMOBS_DIR_D2D] = &m->d2d;
+        for (c = 0; c < MEMOBS__NDIR; c++) {
+            x[c]->bytes = MEMOBS__LOAD(&memobs__g.manual[i][c][0].v) - memobs__g.manual_base[i][c][0];
+            x[c]->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
+        }
+        memobs__dirs_add(&out->manual.total, m);
+    }
+    memobs__hist_read(&memobs__g.ttft, &out->ttft);
+    memobs__hist_read(&memobs__g.tpot, &out->tpot);
+    memobs__hist_read(&memobs__g.e2e, &out->e2e);
+    memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
+    memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
+    memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
+    memobs__crash_copy(out->identity.job_id, gid->job_id, sizeof out->identity.job_id);
+    memobs__crash_copy(out->identity.host, gid->host, sizeof out->identity.host);
+    out->identity.rank = __atomic_load_n(&gid->rank, __ATOMIC_RELAXED);
+    out->identity.local_rank = __atomic_load_n(&gid->local_rank, __ATOMIC_RELAXED);
+    out->identity.world_size = __atomic_load_n(&gid->world_size, __ATOMIC_RELAXED);
+    out->identity.pid = (int64_t)getpid();
+    for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) out->requests_in_flight += __atomic_load_n(&memobs__g.req[i].n, __ATOMIC_RELAXED);
+    out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
+    out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
+    out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
+    out->requests_dropped = st[MEMOBS__ST_REQ_DROPPED];
+    out->requests_unknown = st[MEMOBS__ST_REQ_UNKNOWN];
+    out->requests_duplicate = st[MEMOBS__ST_REQ_DUPLICATE];
+    out->ttft_unmatched = st[MEMOBS__ST_TTFT_UNMATCHED];
+    out->tpot_unarmed = st[MEMOBS__ST_TPOT_UNARMED];
+    out->bad_records = st[MEMOBS__ST_BAD_RECORD];
+    out->untracked_threads = st[MEMOBS__ST_UNTRACKED];
+    out->region_unmatched_ends = st[MEMOBS__ST_REGION_UNMATCHED];
+    out->region_too_deep = st[MEMOBS__ST_REGION_DEEP];
+    out->region_names_dropped = st[MEMOBS__ST_REGION_DROPPED];
+    out->tracking = MEMOBS__LOAD(&MEMOBS__TRK.used.v) != 0;
+    out->track.frees_unknown = st[MEMOBS__ST_FREE_UNKNOWN];
+    out->track.frees_double = st[MEMOBS__ST_FREE_DOUBLE];
+    out->track.frees_null = st[MEMOBS__ST_FREE_NULL];
+    out->track.allocs_null = st[MEMOBS__ST_ALLOC_NULL];
+    out->track.allocs_zero = st[MEMOBS__ST_ALLOC_ZERO];
+    out->track.allocs_duplicate = st[MEMOBS__ST_ALLOC_DUP];
+    out->track.allocs_bad_kind = st[MEMOBS__ST_ALLOC_BAD_KIND];
+    out->track.untracked = st[MEMOBS__ST_UNTRACKED_ALLOCS];
+    out->track.untracked_bytes = st[MEMOBS__ST_UNTRACKED_BYTES];
+    out->track.untracked_frees = st[MEMOBS__ST_UNTRACKED_FREES];
+    out->track.untracked_live = MEMOBS__LOAD(&MEMOBS__TRK.untracked_live.v);
+    out->track.traces = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE);
+    out->track.traces_dropped = st[MEMOBS__ST_TRACE_DROPPED];
+    out->track.capacity = MEMOBS__TRK.capacity;
+}
+
+/* Names interned (memobs_get_regions' count). */
+static uint32_t memobs__crash_nregions(void) {
+    uint32_t n = __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE);
+    return n < MEMOBS_MAX_REGIONS ? n : MEMOBS_MAX_REGIONS;
+}
+
+/* memobs_get_regions' entry i, summed over the shards now (no copy of
+   all of them is kept: a few loads per shard with region counts). */
+static void memobs__crash_region(uint32_t i, memobs_region_stats_t *r) {
+    memobs__shard_t *s;
+    unsigned n;
+    memset(r, 0, sizeof *r);
+    r->id = (memobs_region_t)i;
+    r->name = memobs__reg.names[i].name;
+    r->collective = memobs__reg.names[i].collective;
+    r->max_ns = MEMOBS__LOAD(&memobs__reg.max[i].v);
+    for (s = memobs__crash_first(), n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+        const memobs__u64_t *c, *cb, *st = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
+        if (!st) continue;
+        c = st + (size_t)i * MEMOBS__REG_NSTAT;
+        cb = st + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT + (size_t)i * MEMOBS__REG_NSTAT;
+        r->count += MEMOBS__LOAD(&c[0].v) - MEMOBS__LOAD(&cb[0].v);
+        r->timed += MEMOBS__LOAD(&c[1].v) - MEMOBS__LOAD(&cb[1].v);
+        r->total_ns += MEMOBS__LOAD(&c[2].v) - MEMOBS__LOAD(&cb[2].v);
+        r->marks += MEMOBS__LOAD(&c[3].v) - MEMOBS__LOAD(&cb[3].v);
+    }
+}
+
+/* ---- the summary ---- */
+
+static const char *memobs__crash_signame(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+#ifdef SIGBUS
+    case SIGBUS: return "SIGBUS";
+#endif
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    default: return "";
+    }
+}
+
+/* The text summary's rows (memobs__write_text and its helpers), from the
+   crash's figures, after a first line that says so. */
+static void memobs__crash_text_xfer(memobs__crash_out_t *o, const memobs_xfer_t *x) {
+    char b[48];
+    memobs__crash_printf(o, " | %10s %8llu", memobs__crash_bytes(x->bytes, b), (unsigned long long)x->count);
+}
+
+static void memobs__crash_text_manual(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
+    const memobs_xfer_t *obs[3], *man[3];
+    char b[48];
+    unsigned d;
+    if (!memobs__manual_shown(s)) return;
+    obs[0] = &s->total.h2d; obs[1] = &s->total.d2h; obs[2] = &s->total.d2d;
+    man[0] = &s->manual.total.h2d; man[1] = &s->manual.total.d2h; man[2] = &s->manual.total.d2d;
+    memobs__crash_printf(o, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n",
+                         "check", "observed", "ops", "manual", "ops", "manual-obs", "ops");
+    for (d = 0; d < 3; d++) {
+        uint64_t mb = man[d]->bytes, ob = obs[d]->bytes;
+        long long dc = (long long)(man[d]->count - obs[d]->count);
+        memobs__crash_printf(o, "  %-5s", dname[d]);
+        memobs__crash_text_xfer(o, obs[d]);
+        memobs__crash_text_xfer(o, man[d]);
+        b[0] = mb == ob ? ' ' : mb > ob ? '+' : '-';
+        memobs__crash_bytes(mb >= ob ? mb - ob : ob - mb, b + 1);
+        memobs__crash_printf(o, " | %11s %+9lld\n", b, dc);
+    }
+    for (d = 0; d < 3; d++) {
+        const memobs_dirs_t *op[3], *mp[3];
+        char b2[48], b3[48], b4[48], b5[48], b6[48];
+        const memobs_xfer_t *x[6];
+        unsigned p, same = 1;
+        op[0] = &s->prefill; op[1] = &s->decode; op[2] = &s->unphased;
+        mp[0] = &s->manual.prefill; mp[1] = &s->manual.decode; mp[2] = &s->manual.unphased;
+        for (p = 0; p < 3; p++) {
+            x[p] = d == 0 ? &op[p]->h2d : d == 1 ? &op[p]->d2h : &op[p]->d2d;
+            x[3 + p] = d == 0 ? &mp[p]->h2d : d == 1 ? &mp[p]->d2h : &mp[p]->d2d;
+            same &= x[p]->bytes == x[3 + p]->bytes;
+        }
+        if (same) continue;
+        memobs__crash_printf(o, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, "
+                             "decode %s, unphased %s\n", dname[d], memobs__crash_bytes(x[0]->bytes, b),
+                             memobs__crash_bytes(x[1]->bytes, b2), memobs__crash_bytes(x[2]->bytes, b3),
+                             memobs__crash_bytes(x[3]->bytes, b4), memobs__crash_bytes(x[4]->bytes, b5),
+                             memobs__crash_bytes(x[5]->bytes, b6));
+    }
+}
+
+static void memobs__crash_text_latency(memobs__crash_out_t *o, const char *name, const memobs_latency_t *l) {
+    const uint64_t *v[6];
+    char b[48];
+    unsigned i;
+    v[0] = &l->mean_ns; v[1] = &l->p50_ns; v[2] = &l->p90_ns;
+    v[3] = &l->p99_ns;  v[4] = &l->max_ns; v[5] = &l->last_ns;
+    memobs__crash_printf(o, "  %-5s %8llu", name, (unsigned long long)l->count);
+    for (i = 0; i < 6; i++) memobs__crash_printf(o, " %10s", l->count ? memobs__crash_ns(*v[i], b) : "-");
+    memobs__crash_put(o, "\n", 1);
+}
+
+static void memobs__crash_text_problems(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    const memobs_track_problems_t *t = &s->track;
+    const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+                            s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
+                            t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
+                            t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
+                            s->region_too_deep, s->region_names_dropped};
+    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
+                                         "duplicate begins", "TTFT stops without a start",
+                                         "TPOT steps before a first token", "bad records",
+                                         "records via the shared shard (no per-thread shard)",
+                                         "unmatched frees (pointer not tracked)", "double frees",
+                                         "NULL allocations", "zero-byte allocations",
+                                         "allocations of a live pointer (missed free)", "allocations of a bad kind",
+                                         "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)",
+                                         "frees of untracked allocations (current bytes may be overstated)",
+                                         "allocations whose trace was not kept (trace table full)",
+                                         "region ends with no region open",
+                                         "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
+                                         "regions and markers filed under \"(other)\" (no name kept)"};
+    unsigned i, n = 0;
+    for (i = 0; i < 19; i++) {
+        if (!v[i]) continue;
+        memobs__crash_printf(o, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
+    }
+    if (n) memobs__crash_put(o, "\n", 1);
+}
+
+static void memobs__crash_text_timed(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
+    static const char *const pname[3] = {"unphased", "prefill", "decode"};
+    char b[48], t[48];
+    unsigned p, d, rows = 0;
+    for (p = 0; p < MEMOBS_PHASES; p++) {
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            const memobs_timed_t *x = &s->timed[p][d];
+            if (!x->count) continue;
+            if (!rows++)
+                memobs__crash_printf(o, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time",
+                                     "GB/s");
+            memobs__crash_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
+                                 memobs__crash_bytes(x->bytes, b), (unsigned long long)x->count,
+                                 memobs__crash_ns(x->ns, t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+        }
+    }
+    if (rows || s->timed_in_flight_copies)
+        memobs__crash_printf(o, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
+                             (unsigned long long)s->timed_in_flight_copies,
+                             memobs__crash_bytes(s->timed_in_flight_bytes, b));
+}
+
+static void memobs__crash_text_regions(memobs__crash_out_t *o) {
+    uint32_t n = memobs__crash_nregions(), i, rows = 0;
+    char b[3][48];
+    for (i = 0; i < n; i++) {
+        memobs_region_stats_t x;
+        memobs__crash_region(i, &x);
+        if (!x.count && !x.marks) continue;
+        if (!rows++)
+            memobs__crash_printf(o, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max",
+                                 "markers");
+        memobs__crash_printf(o, "  %-32s %8llu %10s %10s %10s %8llu\n", x.name, (unsigned long long)x.count,
+                             x.timed ? memobs__crash_ns(x.total_ns, b[0]) : "-",
+                             x.timed ? memobs__crash_ns(x.total_ns / x.timed, b[1]) : "-",
+                             x.timed ? memobs__crash_ns(x.max_ns, b[2]) : "-", (unsigned long long)x.marks);
+    }
+}
+
+static void memobs__crash_text(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
+    const memobs_dirs_t *cols[4];
+    char b[48];
+    unsigned d, c;
+    const char *name = memobs__crash_signame(memobs__crash.sig);
+    cols[0] = &s->total; cols[1] = &s->prefill; cols[2] = &s->decode; cols[3] = &s->unphased;
+    memobs__crash_printf(o, "== memobs crash summary == written at a crash (signal %d%s%s) by its signal handler; "
+                         "host memory left out\n", memobs__crash.sig, name[0] ? ", " : "", name);
+    memobs__crash_printf(o, "== memobs summary == job %s  rank %d/%d (local %d)  host %s  pid %lld  window %s%s\n",
+                         s->identity.job_id[0] ? s->identity.job_id : "-", (int)s->identity.rank,
+                         (int)s->identity.world_size, (int)s->identity.local_rank, s->identity.host,
+                         (long long)s->identity.pid, memobs__crash_ns(s->window_ns, b),
+                         s->enabled ? "" : "  [disabled]");
+    memobs__crash_printf(o, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill",
+                         "ops", "decode", "ops", "unphased", "ops");
+    for (d = 0; d < 4; d++) {
+        memobs__crash_printf(o, "  %-5s", dname[d]);
+        for (c = 0; c < 4; c++) {
+            memobs_xfer_t all;
+            const memobs_xfer_t *x;
+            if (d < 3) {
+                x = d == 0 ? &cols[c]->h2d : d == 1 ? &cols[c]->d2h : &cols[c]->d2d;
+            } else {
+                all.bytes = cols[c]->h2d.bytes + cols[c]->d2h.bytes + cols[c]->d2d.bytes;
+                all.count = cols[c]->h2d.count + cols[c]->d2h.count + cols[c]->d2d.count;
+                x = &all;
+            }
+            memobs__crash_text_xfer(o, x);
+        }
+        memobs__crash_put(o, "\n", 1);
+    }
+    memobs__crash_text_manual(o, s);
+    memobs__crash_text_timed(o, s);
+    memobs__crash_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
+                         "max", "last");
+    memobs__crash_text_latency(o, "TTFT", &s->ttft);
+    memobs__crash_text_latency(o, "TPOT", &s->tpot);
+    memobs__crash_text_latency(o, "E2E", &s->e2e);
+    memobs__crash_printf(o, "  requests: %llu begun, %llu completed, %llu aborted, %llu in flight\n",
+                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
+                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight);
+    if (s->tracking) {
+        static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+        char b2[48], b3[48];
+        memobs__crash_printf(o, "  %-7s | %10s %10s | %8s %8s %8s %10s\n", "memory", "current", "peak", "live",
+                             "allocs", "frees", "allocated");
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+            const memobs_mem_stats_t *m = &s->mem[c];
+            if (!m->live && !m->allocs && !m->frees && !m->current_bytes) continue;
+            memobs__crash_printf(o, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
+                                 memobs__crash_bytes(m->current_bytes, b), memobs__crash_bytes(m->peak_bytes, b2),
+                                 (unsigned long long)m->live, (unsigned long long)m->allocs,
+                                 (unsigned long long)m->frees, memobs__crash_bytes(m->alloc_bytes, b3));
+        }
+        for (c = 0; c < MEMOBS_MEM_KINDS; c++)
+            if (s->mem[c].pending_frees)
+                memobs__crash_printf(o, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream "
+                                     "(not reusable)\n", kname[c], (unsigned long long)s->mem[c].pending_frees,
+                                     memobs__crash_bytes(s->mem[c].pending_bytes, b));
+        memobs__crash_printf(o, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
+                             (unsigned long long)s->track.capacity,
+                             s->track.untracked_live ? ", some allocations untracked" : "");
+    }
+    if (s->ncounters) {
+        memobs__crash_printf(o, "  counters:\n");
+        for (c = 0; c < s->ncounters; c++)
+            memobs__crash_printf(o, "    %-32s %20llu%s%s\n", s->counters[c].name,
+                                 (unsigned long long)s->counters[c].value, s->counters[c].help[0] ? "  " : "",
+                                 s->counters[c].help);
+    }
+    memobs__crash_text_regions(o);
+    memobs__crash_text_problems(o, s);
+}
+
+/* The JSON summary (memobs__write_json): the same members in the same
+   order, "crash" and "partial" after the version, no "host_memory". */
+static void memobs__crash_json_dirs(memobs__crash_out_t *o, const char *name, const memobs_dirs_t *d) {
+    memobs__crash_printf(o,
+                         "\"%s\":{\"h2d_bytes\":%llu,\"h2d_count\":%llu,\"d2h_bytes\":%llu,\"d2h_count\":%llu,"
+                         "\"d2d_bytes\":%llu,\"d2d_count\":%llu}",
+                         name, (unsigned long long)d->h2d.bytes, (unsigned long long)d->h2d.count,
+                         (unsigned long long)d->d2h.bytes, (unsigned long long)d->d2h.count,
+                         (unsigned long long)d->d2d.bytes, (unsigned long long)d->d2d.count);
+}
+
+static void memobs__crash_json_latency(memobs__crash_out_t *o, const char *name, const memobs_latency_t *l) {
+    memobs__crash_printf(o,
+                         "\"%s\":{\"count\":%llu,\"last_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,"
+                         "\"p99_ns\":%llu,\"max_ns\":%llu}",
+                         name, (unsigned long long)l->count, (unsigned long long)l->last_ns,
+                         (unsigned long long)l->mean_ns, (unsigned long long)l->p50_ns, (unsigned long long)l->p90_ns,
+                         (unsigned long long)l->p99_ns, (unsigned long long)l->max_ns);
+}
+
+static void memobs__crash_json_memory(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
+    const memobs_track_problems_t *t = &s->track;
+    unsigned k;
+    memobs__crash_str(o, "\"memory\":{");
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const memobs_mem_stats_t *m = &s->mem[k];
+        memobs__crash_printf(o, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
+                             "\"frees\":%llu,\"alloc_bytes\":%llu,\"pending_frees\":%llu,\"pending_bytes\":%llu}",
+                             k ? "," : "", kname[k], (unsigned long long)m->current_bytes,
+                             (unsigned long long)m->peak_bytes, (unsigned long long)m->live,
+                             (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                             (unsigned long long)m->alloc_bytes, (unsigned long long)m->pending_frees,
+                             (unsigned long long)m->pending_bytes);
+    }
+    memobs__crash_printf(o, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
+                         "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
+                         "\"allocs_duplicate\":%llu,\"allocs_bad_kind\":%llu,\"untracked\":%llu,"
+                         "\"untracked_bytes\":%llu,\"untracked_live\":%llu,\"untracked_frees\":%llu,"
+                         "\"traces_dropped\":%llu}",
+                         s->tracking ? "true" : "false", (unsigned long long)t->traces,
+                         (unsigned long long)t->capacity, (unsigned long long)t->frees_unknown,
+                         (unsigned long long)t->frees_double, (unsigned long long)t->frees_null,
+                         (unsigned long long)t->allocs_null, (unsigned long long)t->allocs_zero,
+                         (unsigned long long)t->allocs_duplicate, (unsigned long long)t->allocs_bad_kind,
+                         (unsigned long long)t->untracked, (unsigned long long)t->untracked_bytes,
+                         (unsigned long long)t->untracked_live, (unsigned long long)t->untracked_frees,
+                         (unsigned long long)t->traces_dropped);
+}
+
+static void memobs__crash_json_timed(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    static const char *const dname[3] = {"h2d", "d2h", "d2d"};
+    static const char *const pname[3] = {"unphased", "prefill", "decode"};
+    unsigned p, d;
+    memobs__crash_str(o, "\"timed\":{");
+    for (p = 0; p < MEMOBS_PHASES; p++) {
+        memobs__crash_printf(o, "\"%s\":{", pname[p]);
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            memobs__crash_printf(o, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
+                                 (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
+                                 (unsigned long long)s->timed[p][d].ns);
+        memobs__crash_str(o, "},");
+    }
+    memobs__crash_printf(o, "\"in_flight_copies\":%llu,\"in_flight_bytes\":%llu}",
+                         (unsigned long long)s->timed_in_flight_copies, (unsigned long long)s->timed_in_flight_bytes);
+}
+
+static void memobs__crash_json_regions(memobs__crash_out_t *o) {
+    uint32_t n = memobs__crash_nregions(), i, k = 0;
+    memobs__crash_str(o, ",\"regions\":[");
+    for (i = 0; i < n; i++) {
+        memobs_region_stats_t x;
+        memobs__crash_region(i, &x);
+        if (!x.count && !x.marks) continue;
+        memobs__crash_str(o, k++ ? ",{\"name\":" : "{\"name\":");
+        memobs__crash_json_str(o, x.name);
+        memobs__crash_printf(o, ",\"count\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"max_ns\":%llu,"
+                             "\"marks\":%llu,\"collective\":%s}", (unsigned long long)x.count,
+                             (unsigned long long)x.timed, (unsigned long long)x.total_ns,
+                             (unsigned long long)(x.timed ? x.total_ns / x.timed : 0), (unsigned long long)x.max_ns,
+                             (unsigned long long)x.marks, x.collective ? "true" : "false");
+    }
+    memobs__crash_put(o, "]", 1);
+}
+
+static void memobs__crash_json(memobs__crash_out_t *o, const memobs_summary_t *s) {
+    const char *name = memobs__crash_signame(memobs__crash.sig);
+    uint32_t c;
+    memobs__crash_printf(o, "{\"memobs_version\":\"%s\",\"crash\":{\"signal\":%d,\"name\":", MEMOBS_VERSION,
+                         memobs__crash.sig);
+    if (name[0]) memobs__crash_json_str(o, name);
+    else memobs__crash_str(o, "null");
+    memobs__crash_str(o, ",\"left_out\":[\"host_memory\"]},\"partial\":true,\"identity\":{\"job_id\":");
+    if (s->identity.job_id[0]) memobs__crash_json_str(o, s->identity.job_id);
+    else memobs__crash_str(o, "null");
+    memobs__crash_printf(o, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"host\":", (int)s->identity.rank,
+                         (int)s->identity.local_rank, (int)s->identity.world_size);
+    memobs__crash_json_str(o, s->identity.host);
+    memobs__crash_printf(o, ",\"pid\":%lld},\"enabled\":%s,\"window_ns\":%llu,", (long long)s->identity.pid,
+                         s->enabled ? "true" : "false", (unsigned long long)s->window_ns);
+    memobs__crash_json_dirs(o, "total", &s->total);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "prefill", &s->prefill);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "decode", &s->decode);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "unphased", &s->unphased);
+    memobs__crash_printf(o, ",\"manual\":{\"apart\":%s,", s->manual.apart ? "true" : "false");
+    memobs__crash_json_dirs(o, "total", &s->manual.total);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "prefill", &s->manual.prefill);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "decode", &s->manual.decode);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_dirs(o, "unphased", &s->manual.unphased);
+    memobs__crash_str(o, "},");
+    memobs__crash_json_latency(o, "ttft", &s->ttft);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_latency(o, "tpot", &s->tpot);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_latency(o, "e2e", &s->e2e);
+    memobs__crash_printf(o,
+                         ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
+                         "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
+                         "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
+                         "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
+                         "\"region_names_dropped\":%llu},\"counters\":{",
+                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
+                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
+                         (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
+                         (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
+                         (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
+                         (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
+                         (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
+    for (c = 0; c < s->ncounters; c++) {
+        if (c) memobs__crash_put(o, ",", 1);
+        memobs__crash_json_str(o, s->counters[c].name);
+        memobs__crash_printf(o, ":%llu", (unsigned long long)s->counters[c].value);
+    }
+    memobs__crash_str(o, "},");
+    memobs__crash_json_memory(o, s);
+    memobs__crash_put(o, ",", 1);
+    memobs__crash_json_timed(o, s);
+    memobs__crash_json_regions(o);
+    memobs__crash_str(o, "}\n");
+}
+
+static void memobs__crash_summary_gen(memobs__crash_out_t *o) {
+    if (memobs__g.format == MEMOBS_FORMAT_JSON) memobs__crash_json(o, &memobs__crash.snap.s);
+    else memobs__crash_text(o, &memobs__crash.snap.s);
+}
+
+/* ---- the Prometheus file (memobs__prom_gen: every family, the same
+   names, types, HELP texts, labels and order), then one family of its
+   own: memobs_crash_signal ---- */
+
+static void memobs__crash_prom_family(memobs__crash_out_t *o, const char *name, const char *type, const char *help) {
+    memobs__crash_printf(o, "# HELP %s ", name);
+    memobs__crash_prom_esc(o, help, 0);
+    memobs__crash_printf(o, "\n# TYPE %s %s\n", name, type);
+}
+
+/* name{identity[,labels]} value: labels (may be "") are already escaped. */
+static void memobs__crash_prom_head(memobs__crash_out_t *o, const char *name, const char *labels) {
+    memobs__crash_printf(o, "%s{%s", name, memobs__crash.snap.id);
+    if (labels[0]) memobs__crash_printf(o, ",%s", labels);
+    memobs__crash_put(o, "} ", 2);
+}
+
+static void memobs__crash_prom_u64(memobs__crash_out_t *o, const char *name, const char *labels, uint64_t v) {
+    memobs__crash_prom_head(o, name, labels);
+    memobs__crash_printf(o, "%llu\n", (unsigned long long)v);
+}
+
+/* Seconds, exactly: ns as a decimal fraction without trailing zeros. */
+static void memobs__crash_prom_secs(memobs__crash_out_t *o, const char *name, const char *labels, uint64_t ns) {
+    char frac[24], tmp[24];
+    size_t k;
+    memobs__crash_prom_head(o, name, labels);
+    memcpy(frac, memobs__crash_dec(tmp, ns % 1000000000u + 1000000000u), 11); /* "1" and nine digits */
+    frac[0] = '.';
+    for (k = 9; k > 0 && frac[k] == '0'; k--) frac[k] = 0;
+    if (k == 0) frac[0] = 0;
+    memobs__crash_printf(o, "%llu%s\n", (unsigned long long)(ns / 1000000000u), frac);
+}
+
+static void memobs__crash_prom_histogram(memobs__crash_out_t *o, const char *name, const char *help,
+                                         const memobs__prom_hist_t *h, const memobs__prom_bound_t *bound,
+                                         unsigned n) {
+    char full[64], le[48];
+    memobs__crash_out_t so;
+    unsigned k;
+    memobs__crash_prom_family(o, name, "histogram", help);
+    memobs__crash_sink(&so, full, sizeof full);
+    memobs__crash_printf(&so, "%s_bucket", name);
+    memobs__crash_end(&so);
+    for (k = 0; k < n; k++) {
+        memobs__crash_sink(&so, le, sizeof le);
+        memobs__crash_printf(&so, "le=\"%s\"", bound[k].le);
+        memobs__crash_prom_u64(o, full, memobs__crash_end(&so), h->cum[k]);
+    }
+    memobs__crash_prom_u64(o, full, "le=\"+Inf\"", h->count);
+    memobs__crash_sink(&so, full, sizeof full);
+    memobs__crash_printf(&so, "%s_sum", name);
+    memobs__crash_prom_secs(o, memobs__crash_end(&so), "", h->sum_ns);
+    memobs__crash_sink(&so, full, sizeof full);
+    memobs__crash_printf(&so, "%s_count", name);
+    memobs__crash_prom_u64(o, memobs__crash_end(&so), "", h->count);
+}
+
+static void memobs__crash_prom_xfer(memobs__crash_out_t *o, const char *name, const char *help, int what) {
+    static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
+    const memobs_summary_t *s = &memobs__crash.snap.s;
+    const memobs_dirs_t *ph[MEMOBS_PHASES];
+    unsigned d, f;
+    ph[MEMOBS_PHASE_NONE] = what >= 5 ? &s->manual.unphased : &s->unphased;
+    ph[MEMOBS_PHASE_PREFILL] = what >= 5 ? &s->manual.prefill : &s->prefill;
+    ph[MEMOBS_PHASE_DECODE] = what >= 5 ? &s->manual.decode : &s->decode;
+    memobs__crash_prom_family(o, name, "counter", help);
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        for (f = 0; f < MEMOBS_PHASES; f++) {
+            unsigned q = order[f];
+            const memobs_xfer_t *x = d == 0 ? &ph[q]->h2d : d == 1 ? &ph[q]->d2h : &ph[q]->d2d;
+            const memobs_timed_t *t = &s->timed[q][d];
+            char labels[64];
+            memobs__crash_out_t so;
+            memobs__crash_sink(&so, labels, sizeof labels);
+            memobs__crash_printf(&so, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d], memobs__prom_phase[q]);
+            memobs__crash_end(&so);
+            if (what == 4) memobs__crash_prom_secs(o, name, labels, t->ns);
+            else memobs__crash_prom_u64(o, name, labels,
+                                        what == 0 || what == 5   ? x->bytes
+                                        : what == 1 || what == 6 ? x->count
+                                        : what == 2              ? t->bytes
+                                                                 : t->count);
+        }
+    }
+}
+
+static void memobs__crash_prom_mem(memobs__crash_out_t *o, const char *name, const char *type, const char *help,
+                                   size_t field) {
+    unsigned k;
+    memobs__crash_prom_family(o, name, type, help);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        char labels[32];
+        memobs__crash_out_t so;
+        uint64_t v;
+        memcpy(&v, (const char *)&memobs__crash.snap.s.mem[k] + field, sizeof v);
+        memobs__crash_sink(&so, labels, sizeof labels);
+        memobs__crash_printf(&so, "kind=\"%s\"", memobs__prom_kind[k]);
+        memobs__crash_prom_u64(o, name, memobs__crash_end(&so), v);
+    }
+}
+
+static void memobs__crash_prom_gen(memobs__crash_out_t *o) {
+    const memobs_summary_t *s = &memobs__crash.snap.s;
+    const memobs_track_problems_t *t = &s->track;
+    memobs__prom_snap_t *p = &memobs__crash.snap;
+    memobs__crash_out_t so;
+    char labels[256];
+    const char *name = memobs__crash_signame(memobs__crash.sig);
+    uint32_t c, i, nr;
+    memobs__crash_sink(&so, p->id, sizeof p->id); /* fits: see memobs__prom_gen */
+    memobs__crash_str(&so, "job_id=\"");
+    memobs__crash_prom_esc(&so, s->identity.job_id, 1);
+    memobs__crash_printf(&so, "\",rank=\"%d\",local_rank=\"%d\",host=\"", (int)s->identity.rank,
+                         (int)s->identity.local_rank);
+    memobs__crash_prom_esc(&so, s->identity.host, 1);
+    memobs__crash_put(&so, "\"", 1);
+    memobs__crash_end(&so);
+
+    memobs__crash_prom_family(o, "memobs_info", "gauge", "memobs version and world size (always 1).");
+    memobs__crash_sink(&so, labels, sizeof labels);
+    memobs__crash_printf(&so, "version=\"%s\",world_size=\"%d\"", MEMOBS_VERSION, (int)s->identity.world_size);
+    memobs__crash_prom_u64(o, "memobs_info", memobs__crash_end(&so), 1);
+    memobs__crash_prom_xfer(o, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
+                            "and phase.", 0);
+    memobs__crash_prom_xfer(o, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
+    if (memobs__manual_shown(s)) {
+        memobs__crash_prom_xfer(o, "memobs_manual_transfer_bytes_total", "Bytes the program recorded itself while an "
+                                "observer (the LD_PRELOAD library) counted the copies above.", 5);
+        memobs__crash_prom_xfer(o, "memobs_manual_transfer_ops_total", "Copies the program recorded itself while an "
+                                "observer counted the copies above.", 6);
+    }
+    memobs__crash_prom_xfer(o, "memobs_timed_transfer_bytes_total", "Bytes of copies timed on the device and "
+                            "completed.", 2);
+    memobs__crash_prom_xfer(o, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed.", 3);
+    memobs__crash_prom_xfer(o, "memobs_timed_transfer_seconds_total", "Device time of the completed timed copies "
+                            "(bandwidth: rate of bytes / rate of seconds).", 4);
+    memobs__crash_prom_family(o, "memobs_timed_in_flight_copies", "gauge", "Timed copies issued, not yet seen "
+                              "complete.");
+    memobs__crash_prom_u64(o, "memobs_timed_in_flight_copies", "", s->timed_in_flight_copies);
+    memobs__crash_prom_family(o, "memobs_timed_in_flight_bytes", "gauge", "Bytes of timed copies issued, not yet "
+                              "seen complete.");
+    memobs__crash_prom_u64(o, "memobs_timed_in_flight_bytes", "", s->timed_in_flight_bytes);
+
+    memobs__crash_prom_histogram(o, "memobs_ttft_seconds", "Time to first token (vLLM's TTFT buckets).", &p->ttft,
+                                 memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
+    memobs__crash_prom_histogram(o, "memobs_tpot_seconds", "Time per output token after the first (vLLM's "
+                                 "inter-token-latency buckets).", &p->tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N);
+    memobs__crash_prom_histogram(o, "memobs_e2e_seconds", "Request latency from begin to end (vLLM's TTFT buckets: "
+                                 "they reach 2560 s).", &p->e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
+
+    memobs__crash_prom_family(o, "memobs_requests_begun_total", "counter", "Requests begun (memobs_request_begin).");
+    memobs__crash_prom_u64(o, "memobs_requests_begun_total", "", s->requests_begun);
+    memobs__crash_prom_family(o, "memobs_requests_completed_total", "counter", "Requests ended after a token.");
+    memobs__crash_prom_u64(o, "memobs_requests_completed_total", "", s->requests_completed);
+    memobs__crash_prom_family(o, "memobs_requests_aborted_total", "counter", "Requests ended with no token.");
+    memobs__crash_prom_u64(o, "memobs_requests_aborted_total", "", s->requests_aborted);
+    memobs__crash_prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
+    memobs__crash_prom_u64(o, "memobs_requests_in_flight", "", s->requests_in_flight);
+    {
+        static const char *const what[19] = {
+            "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
+            "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
+            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
+        const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+                                s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
+                                t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
+                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
+                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped};
+        memobs__crash_prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
+                                  "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
+        for (i = 0; i < 19; i++) {
+            memobs__crash_sink(&so, labels, sizeof labels);
+            memobs__crash_printf(&so, "problem=\"%s\"", what[i]);
+            memobs__crash_prom_u64(o, "memobs_problems_total", memobs__crash_end(&so), v[i]);
+        }
+    }
+
+    memobs__crash_prom_mem(o, "memobs_tracked_bytes", "gauge", "Tracked bytes live now, by memory kind (pending "
+                           "frees included).", offsetof(memobs_mem_stats_t, current_bytes));
+    memobs__crash_prom_mem(o, "memobs_tracked_peak_bytes", "gauge", "Most tracked bytes live at once in the window, "
+                           "by memory kind.", offsetof(memobs_mem_stats_t, peak_bytes));
+    memobs__crash_prom_mem(o, "memobs_tracked_live_allocations", "gauge", "Tracked allocations not yet freed, by "
+                           "memory kind.", offsetof(memobs_mem_stats_t, live));
+    memobs__crash_prom_mem(o, "memobs_tracked_pending_frees", "gauge", "Stream-ordered frees their stream has not "
+                           "reached (not reusable yet), by memory kind.", offsetof(memobs_mem_stats_t, pending_frees));
+    memobs__crash_prom_mem(o, "memobs_tracked_pending_bytes", "gauge", "Bytes of those pending frees, by memory "
+                           "kind.", offsetof(memobs_mem_stats_t, pending_bytes));
+    memobs__crash_prom_mem(o, "memobs_tracked_allocs_total", "counter", "Tracked allocations, by memory kind.",
+                           offsetof(memobs_mem_stats_t, allocs));
+    memobs__crash_prom_mem(o, "memobs_tracked_frees_total", "counter", "Tracked frees, by memory kind.",
+                           offsetof(memobs_mem_stats_t, frees));
+    memobs__crash_prom_mem(o, "memobs_tracked_allocated_bytes_total", "counter", "Bytes of tracked allocations, by "
+                           "memory kind.", offsetof(memobs_mem_stats_t, alloc_bytes));
+
+    {
+        static const char *const fam[5][3] = {
+            {"memobs_region_ends_total", "counter", "Regions ended, by name (memobs_region_begin/end)."},
+            {"memobs_region_timed_total", "counter", "Of those, regions timed (region timing on, the timeline on, "
+                                                     "or a collective name)."},
+            {"memobs_region_seconds_total", "counter", "Summed time of the timed regions, by name (mean: rate of "
+                                                       "seconds / rate of timed)."},
+            {"memobs_region_max_seconds", "gauge", "Longest region of the name in the window."},
+            {"memobs_markers_total", "counter", "Markers set, by name (memobs_mark)."}};
+        nr = memobs__crash_nregions();
+        for (i = 0; i < 5; i++) {
+            uint32_t k;
+            memobs__crash_prom_family(o, fam[i][0], fam[i][1], fam[i][2]);
+            for (k = 0; k < nr; k++) {
+                memobs_region_stats_t r;
+                memobs__crash_region(k, &r);
+                memobs__crash_sink(&so, labels, sizeof labels);
+                memobs__crash_str(&so, "region=\"");
+                memobs__crash_prom_esc(&so, r.name, 1);
+                memobs__crash_put(&so, "\"", 1);
+                memobs__crash_end(&so);
+                if (i == 2 || i == 3) memobs__crash_prom_secs(o, fam[i][0], labels, i == 2 ? r.total_ns : r.max_ns);
+                else memobs__crash_prom_u64(o, fam[i][0], labels, i == 0 ? r.count : i == 1 ? r.timed : r.marks);
+            }
+        }
+    }
+
+    for (c = 0; c < s->ncounters; c++) {
+        char cname[96], help[128];
+        memobs__crash_sink(&so, cname, sizeof cname);
+        memobs__crash_printf(&so, "memobs_user_%s_total", s->counters[c].name);
+        memobs__crash_end(&so);
+        if (s->counters[c].help[0]) {
+            memobs__crash_prom_family(o, cname, "counter", s->counters[c].help);
+        } else {
+            memobs__crash_sink(&so, help, sizeof help);
+            memobs__crash_printf(&so, "User counter %s.", s->counters[c].name);
+            memobs__crash_prom_family(o, cname, "counter", memobs__crash_end(&so));
+        }
+        memobs__crash_prom_u64(o, cname, "", s->counters[c].value);
+    }
+
+    memobs__crash_prom_family(o, "memobs_crash_signal", "gauge", "The signal the process crashed with: this file "
+                              "was written by memobs' crash handler, and the process is gone.");
+    memobs__crash_sink(&so, labels, sizeof labels);
+    memobs__crash_printf(&so, "signal=\"%s\"", name[0] ? name : "other");
+    memobs__crash_prom_u64(o, "memobs_crash_signal", memobs__crash_end(&so), (uint64_t)memobs__crash.sig);
+}
+
+/* ---- destinations ---- */
+
+/* An output's destination as its writer resolves it (which: MEMOBS__EXIT_SUMMARY
+   or MEMOBS__EXIT_PROM): 2 or 1 for the summary's "stderr" and "stdout"; 0
+   with the path, %r/%p/%% expanded, in buf; -1 for none (or too long). */
+static int memobs__crash_path(unsigned which, char *buf, size_t len) {
+    const char *in = which == MEMOBS__EXIT_SUMMARY ? memobs__g.summary_path : memobs__g.prom_path;
+    memobs__crash_out_t o;
+    if (!in[0]) return -1;
+    if (which == MEMOBS__EXIT_SUMMARY && strcmp(in, "stderr") == 0) return 2;
+    if (which == MEMOBS__EXIT_SUMMARY && strcmp(in, "stdout") == 0) return 1;
+    memobs__crash_sink(&o, buf, len);
+    for (; *in; in++) {
+        if (in[0] == '%' && in[1] == 'r') memobs__crash_printf(&o, "%d", (int)__atomic_load_n(&memobs__g.identity.rank,
+                                                                                               __ATOMIC_RELAXED)), in++;
+        else if (in[0] == '%' && in[1] == 'p') memobs__crash_printf(&o, "%lld", (long long)getpid()), in++;
+        else if (in[0] == '%' && in[1] == '%') memobs__crash_put(&o, "%", 1), in++;
+        else memobs__crash_put(&o, in, 1);
+    }
+    memobs__crash_end(&o);
+    return o.err ? -1 : 0;
+}
+
+/* The fork rule for a path: the process that configured the output
+   writes it, another (a child forked without exec) only to a path with %p. */
+static int memobs__crash_ours(unsigned which) {
+    if (which == MEMOBS__EXIT_PROM) return memobs__prom_ours();
+    return (int64_t)getpid() == memobs__g.summary_pid || strstr(memobs__g.summary_path, "%p") != NULL;
+}
+
+/* One output: to its stream, or to PATH.crash.PID renamed over PATH. */
+static void memobs__crash_emit(unsigned which, void (*gen)(memobs__crash_out_t *)) {
+    memobs__crash_out_t *o = &memobs__crash.out, t;
+    int fd = memobs__crash_path(which, memobs__crash.path, sizeof memobs__crash.path), ok;
+    memset(o, 0, sizeof *o);
+    o->buf = memobs__crash.buf;
+    o->cap = sizeof memobs__crash.buf;
+    o->deadline_ns = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+    if (fd > 0) {
+        o->fd = fd;
+        gen(o);
+        memobs__crash_flush(o);
+        return;
+    }
+    if (fd < 0 || !memobs__crash_ours(which)) return;
+    memobs__crash_sink(&t, memobs__crash.tmp, sizeof memobs__crash.tmp);
+    memobs__crash_printf(&t, "%s.crash.%lld", memobs__crash.path, (long long)getpid());
+    memobs__crash_end(&t);
+    if (t.err) return;
+#ifdef O_CLOEXEC
+    o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+#else
+    o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+#endif
+    if (o->fd < 0) return;
+    gen(o);
+    memobs__crash_flush(o);
+    ok = !o->err;
+    if (close(o->fd) != 0) ok = 0;
+    if (!ok || rename(memobs__crash.tmp, memobs__crash.path) != 0) unlink(memobs__crash.tmp);
+}
+
 /* Called from a crash signal's handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-   SIGABRT) before the crash proceeds: async-signal-safe code only. */
-static __attribute__((unused)) void memobs__crash_write(int sig) { (void)sig; }
+   SIGABRT) before the crash proceeds: async-signal-safe code only. Writes
+   the summary (MEMOBS_SUMMARY, in MEMOBS_FORMAT) and the Prometheus file
+   (MEMOBS_PROM_FILE) unless memobs_set_exit_outputs(0); errno is kept.
+   Bounded: each output gives up after MEMOBS__CRASH_WAIT_MS on a
+   destination that takes nothing, and a periodic Prometheus write under
+   way is waited for as long at most. A second thread that crashes
+   meanwhile waits for the first one's write (so the process does not end
+   in the middle of it), 3 x MEMOBS__CRASH_WAIT_MS at most; a crash inside
+   the writer, on its own thread, proceeds at once. */
+static __attribute__((unused)) void memobs__crash_write(int sig) {
+    int saved = errno;
+    pthread_t me = pthread_self(), w;
+    if (__atomic_exchange_n(&memobs__crash.busy.v, 1u, __ATOMIC_ACQUIRE)) {
+        uint64_t end = memobs_now_ns() + 3u * (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+        __atomic_load(&memobs__crash.writer, &w, __ATOMIC_RELAXED);
+        if (!pthread_equal(w, me))
+            while (__atomic_load_n(&memobs__crash.busy.v, __ATOMIC_ACQUIRE) && memobs_now_ns() < end) poll(NULL, 0, 1);
+        errno = saved;
+        return;
+    }
+    __atomic_store(&memobs__crash.writer, &me, __ATOMIC_RELAXED);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) && (memobs__g.summary_path[0] || memobs__g.prom_path[0])) {
+        memobs__crash.sig = sig;
+        /* hold the periodic Prometheus writes off (see memobs__prom_tick) */
+        __atomic_store_n(&memobs__g.crash_until.v, UINT64_MAX, __ATOMIC_SEQ_CST);
+        memobs__crash_gather(&memobs__crash.snap);
+        if (memobs__g.summary_path[0]) memobs__crash_emit(MEMOBS__EXIT_SUMMARY, memobs__crash_summary_gen);
+        if (memobs__g.prom_path[0]) {
+            uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+            while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
+                __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);
+                if (pthread_equal(w, me)) break; /* the crash is in that write */
+                poll(NULL, 0, 1);
+            }
+            memobs__crash_emit(MEMOBS__EXIT_PROM, memobs__crash_prom_gen);
+        }
+        /* a process that lives on (its own handler returned) writes again later */
+        __atomic_store_n(&memobs__g.crash_until.v, memobs_now_ns() + MEMOBS__CRASH_HOLD_NS, __ATOMIC_SEQ_CST);
+    }
+    __atomic_store_n(&memobs__crash.busy.v, 0u, __ATOMIC_RELEASE);
+    errno = saved;
+}
 
 /* ======================================================================== */
 /* Private: stops and signals                                               */
