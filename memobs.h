@@ -108,6 +108,8 @@
      MEMOBS_API               the declaration prefix; overrides MEMOBS_HIDDEN.
      MEMOBS_MAX_REQUESTS      implementation only. Per-request table slots
                               (rounded up to a multiple of 16), default 4096.
+                              A begin that finds its sixteenth full drops
+                              the request idle longest (counted).
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free).
@@ -188,6 +190,10 @@
      MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
                               suffixes K, M; 0 = off). Set alone, it turns
                               the timeline on without writing it at exit.
+     MEMOBS_TRACE_WRITE_S=S   a trace's write takes at most S seconds
+                              (default 20; decimals allowed; 0 = no
+                              limit): past it the oldest events are left
+                              out, said in the file (memobs_trace_write_limit).
      MEMOBS_CLOCK=auto|tsc|monotonic
                               the timeline's clock (memobs_ticks): the TSC
                               where the kernel vouches for it (auto), the
@@ -206,6 +212,10 @@
                               a one-file HTML report with SVG charts at exit
                               (%r/%p expanded; memobs_write_html).
      MEMOBS_REGION_TIMING=0|1 time regions (default 1; 0: counted only).
+     MEMOBS_REQUEST_TIMEOUT_S=S  a request with no token and no end for S
+                              seconds is ended as abandoned, counted,
+                              untimed (default 600; decimals allowed; 0 =
+                              never; memobs_request_timeout).
      MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below, replaced atomically (temporary + rename);
@@ -398,7 +408,8 @@ typedef struct {
     memobs_latency_t ttft, tpot, e2e;
     /* Per-request table. */
     uint64_t requests_begun, requests_completed, requests_aborted, requests_in_flight;
-    uint64_t requests_dropped;   /* begin with the table full: not timed */
+    uint64_t requests_abandoned; /* idle past the request timeout: ended untimed */
+    uint64_t requests_dropped;   /* in flight, dropped untimed for a begin with the table full */
     uint64_t requests_unknown;   /* token/end for an id that is not in flight */
     uint64_t requests_duplicate; /* begin for an id already in flight */
     /* Misuse, counted rather than fatal. */
@@ -504,6 +515,24 @@ MEMOBS_API void memobs_tpot_record(uint64_t ns);
 MEMOBS_API void memobs_request_begin(uint64_t id);
 MEMOBS_API void memobs_request_token(uint64_t id);
 MEMOBS_API void memobs_request_end(uint64_t id);
+
+/* Requests that never end (a client that went away, an engine that lost
+   the end) do not stay in the table: a request with no token and no end
+   for the request timeout since its begin or its last token is ended as
+   abandoned, counted (requests_abandoned), with no E2E sample; a token or
+   end for it afterwards counts as unknown. Idle time, not age: a long
+   generation that keeps producing tokens is never abandoned. They are
+   found when a begin lands on their part of the table, when a token or end
+   names one, and when a summary is taken (every output), so the count is
+   current; the hot path pays a compare. The table never stops timing new
+   requests: a begin that finds its part of the table (MEMOBS_MAX_REQUESTS
+   / 16 slots) full of live requests drops the one idle longest, untimed,
+   and counts it (requests_dropped; one warning): raise
+   MEMOBS_MAX_REQUESTS or lower the timeout.
+   memobs_request_timeout(ns) sets the timeout in ns (0: never) and returns
+   the previous one; UINT64_MAX changes nothing (it reads the setting).
+   Default 600 s; env MEMOBS_REQUEST_TIMEOUT_S (seconds, decimals allowed). */
+MEMOBS_API uint64_t memobs_request_timeout(uint64_t ns);
 
 /* ======================================================================== */
 /* Regions and markers                                                      */
@@ -826,7 +855,8 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    events up to its capacity: transfer records (host-side, and device-timed
    ones from memobs_record_timed), tracked allocations and frees, phase
    changes (per thread), regions and markers, and samples from memobs'
-   samplers; older events are dropped and counted. About 48 bytes per event.
+   samplers; older events are dropped and counted. About 48 bytes per event
+   in memory, about 235 in the trace file.
 
    Each thread writes into a chunk of the timeline that it owns (no lock, no
    shared counter: a time stamp and a few plain stores, about 2 ns over
@@ -837,7 +867,10 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    rounded down to a power of two, 1 to 256 events; the capacity rounds
    down to a multiple of it), less the unwritten part of each recording
    thread's chunk. An exited thread's events stay until their chunk is the
-   oldest. More threads recording at once than there are chunks (256 at the
+   oldest, and the room left in its chunk goes to the next thread that
+   needs one, so short-lived threads fill chunks between them (100k
+   threads of 3 events each leave 99.95% of the default 65536 in use).
+   More threads recording at once than there are chunks (256 at the
    default 65536 events): the threads without one drop their events,
    counted. The writer merges the threads' events by time; an event being
    written while a trace is written is left out, never shown torn.
@@ -924,6 +957,24 @@ MEMOBS_API double memobs_clock_ns_per_tick(void);
 MEMOBS_API int memobs_write_chrome_trace(FILE *f);
 /* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
 MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
+/* The trace write's bound, so that a stop (Kubernetes: SIGTERM, SIGKILL
+   30 s later) never finds it unfinished: a write gives itself ns from its
+   start, the copy and sort of the events included (default 20 s; env
+   MEMOBS_TRACE_WRITE_S; 0 = no limit). Once it has measured its rate
+   over a tenth of the limit (at most a second), it compares, every 4096
+   events, the rate so far with the time left and, when the rest would not
+   fit (with a margin), skips ahead to the newest events that will: the
+   trace then holds its oldest events (that first tenth), a gap, and the
+   newest. If the limit passes all the same (a stalled disk), it stops
+   adding events. Either way the JSON is closed
+   validly, otherData says how many of the timeline's events were left
+   out ("left_out", with "left_out_from_us" and "left_out_to_us", the
+   times of the oldest and newest of them, and "write_limit_s"), and one
+   warning is logged. A trace takes about 235 bytes per event in the file
+   (48 in memory); the write ran at 2-2.5 M events/s, 470-580 MB/s, to a
+   file here (16M events: 6.5 s; README). Returns the previous limit;
+   UINT64_MAX changes nothing (it reads the limit). */
+MEMOBS_API uint64_t memobs_trace_write_limit(uint64_t ns);
 
 /* ======================================================================== */
 /* Identity                                                                 */
@@ -1540,6 +1591,7 @@ enum {
     MEMOBS__ST_REQ_BEGUN,
     MEMOBS__ST_REQ_COMPLETED,
     MEMOBS__ST_REQ_ABORTED,
+    MEMOBS__ST_REQ_ABANDONED,
     MEMOBS__ST_REQ_DROPPED,
     MEMOBS__ST_REQ_UNKNOWN,
     MEMOBS__ST_REQ_DUPLICATE,
@@ -1602,6 +1654,7 @@ typedef struct {
 typedef struct {
     pthread_mutex_t lock;
     uint32_t n;
+    uint64_t reap_ns; /* no slot expires before this (a lower bound; UINT64_MAX: none can) */
     memobs__req_t slot[MEMOBS__REQ_PER_STRIPE];
 } memobs__req_stripe_t;
 
@@ -1797,6 +1850,7 @@ static struct {
     memobs__u64_t ttft_start_ns, tpot_last_ns; /* global clock; 0 = not set */
     memobs__u64_t window_start_ns;
     memobs__req_stripe_t req[MEMOBS__REQ_STRIPES];
+    memobs__u64_t req_timeout_ns; /* abandon requests idle this long; 0 = never */
     memobs__counter_def_t counters[MEMOBS_MAX_COUNTERS];
     memobs__u32_t ncounters;
     memobs_identity_t identity;
@@ -2049,6 +2103,8 @@ static int memobs__write_path(const char *path, const char *caller, const char *
                               int arg);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
+static void memobs__req_env(void);
+static void memobs__req_sweep(void);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -2174,6 +2230,7 @@ static void memobs__init_once(void) {
     pthread_atfork(memobs__atfork_prepare, memobs__atfork_parent, memobs__atfork_child);
     memobs__identity_from_env();
     memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
+    memobs__req_env(); /* the request timeout; its variable unless compiled out */
     memobs__prom_env();
 #ifdef MEMOBS_DISABLE
     memobs__reg_init(0);
@@ -2602,27 +2659,39 @@ static uint64_t memobs__mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Locks the stripe of id; *at is the slot holding id or, if absent, the
-   first free slot of its probe run (or -1 when the stripe is full). */
-static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
-    uint64_t h = memobs__mix(id);
-    memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
+/* The request table's clock (the tests give it one they move by hand). */
+#ifndef MEMOBS__REQ_NOW
+#define MEMOBS__REQ_NOW() memobs_now_ns()
+#endif
+#define MEMOBS__REQ_TIMEOUT_DEFAULT_NS (600ull * 1000000000u)
+#define MEMOBS__REQ_TIMEOUT_MAX_NS (1000000000ull * 1000000000u) /* 1e9 s */
+
+/* Stripe locked: *at is the slot holding id or, if absent, the first free
+   slot of its probe run (or -1 when the stripe is full). */
+static void memobs__req_probe(memobs__req_stripe_t *st, uint64_t id, uint64_t h, int *at, int *found) {
     unsigned i, n = MEMOBS__REQ_PER_STRIPE, j = (unsigned)((h / MEMOBS__REQ_STRIPES) % n);
-    memobs_init();
-    pthread_mutex_lock(&st->lock);
     *at = -1;
     *found = 0;
     for (i = 0; i < n; i++, j = (j + 1) % n) {
         if (!st->slot[j].used) {
             *at = (int)j;
-            return st;
+            return;
         }
         if (st->slot[j].id == id) {
             *at = (int)j;
             *found = 1;
-            return st;
+            return;
         }
     }
+}
+
+/* Locks the stripe of id and probes it (memobs__req_probe). */
+static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
+    uint64_t h = memobs__mix(id);
+    memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
+    memobs_init();
+    pthread_mutex_lock(&st->lock);
+    memobs__req_probe(st, id, h, at, found);
     return st;
 }
 
@@ -2645,12 +2714,135 @@ static void memobs__req_remove(memobs__req_stripe_t *st, unsigned j) {
     }
 }
 
+/* When a request went idle: its begin, or its last token. */
+static uint64_t memobs__req_idle_from(const memobs__req_t *r) { return r->tokens ? r->last_ns : r->begin_ns; }
+
+/* When a request idle from t expires (saturating). */
+static uint64_t memobs__req_expiry(uint64_t t, uint64_t timeout) {
+    return t > UINT64_MAX - timeout ? UINT64_MAX : t + timeout;
+}
+
+/* Stripe locked, timeout > 0: ends every request idle for the timeout as
+   abandoned and sets reap_ns to the earliest expiry left. A removal
+   shifts later slots back into the hole, so the scan looks at slot j again;
+   a slot moved from the start of the stripe to its end (a wrapped run) was
+   kept once already and is only looked at twice. */
+static void memobs__req_reap(memobs__req_stripe_t *st, uint64_t now, uint64_t timeout) {
+    uint64_t next = UINT64_MAX, gone = 0;
+    unsigned j = 0;
+    while (j < MEMOBS__REQ_PER_STRIPE && st->n) {
+        memobs__req_t *r = &st->slot[j];
+        if (r->used) {
+            uint64_t exp = memobs__req_expiry(memobs__req_idle_from(r), timeout);
+            if (exp <= now) {
+                memobs__req_remove(st, j);
+                gone++;
+                continue;
+            }
+            if (exp < next) next = exp;
+        }
+        j++;
+    }
+    st->reap_ns = next;
+    if (gone) MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, gone);
+}
+
+/* Stripe locked and full of live requests: drops the one idle longest
+   (begin_ns is a tie-break: any will do). */
+static void memobs__req_evict(memobs__req_stripe_t *st, uint64_t id) {
+    unsigned j, best = 0;
+    uint64_t t = UINT64_MAX;
+    for (j = 0; j < MEMOBS__REQ_PER_STRIPE; j++) {
+        uint64_t f = memobs__req_idle_from(&st->slot[j]);
+        if (st->slot[j].used && f < t) {
+            t = f;
+            best = j;
+        }
+    }
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_DROPPED].v, 1u);
+    memobs__warn_once(MEMOBS__W_REQ_FULL, "request table full (MEMOBS_MAX_REQUESTS=%u) of requests in flight: "
+                      "request %llu, idle the longest, dropped untimed to time request %llu (counted; raise "
+                      "MEMOBS_MAX_REQUESTS or lower MEMOBS_REQUEST_TIMEOUT_S)", (unsigned)MEMOBS_MAX_REQUESTS,
+                      (unsigned long long)st->slot[best].id, (unsigned long long)id);
+    memobs__req_remove(st, best);
+}
+
+/* Ends the abandoned requests of every stripe that may hold one: before a
+   summary, so that every output counts them. */
+static void memobs__req_sweep(void) {
+    uint64_t now = MEMOBS__REQ_NOW(), timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    unsigned i;
+    if (!timeout) return;
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+        memobs__req_stripe_t *st = &memobs__g.req[i];
+        pthread_mutex_lock(&st->lock);
+        if (now >= st->reap_ns) memobs__req_reap(st, now, timeout);
+        pthread_mutex_unlock(&st->lock);
+    }
+}
+
+uint64_t memobs_request_timeout(uint64_t ns) {
+    uint64_t was;
+    unsigned i;
+    memobs_init();
+    if (ns == UINT64_MAX) return MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
+    was = MEMOBS__XCHG(&memobs__g.req_timeout_ns.v, ns);
+    /* The stripes' bounds held for the old timeout: look again (a begin
+       that locks a stripe after this sees the new timeout). */
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+        pthread_mutex_lock(&memobs__g.req[i].lock);
+        memobs__g.req[i].reap_ns = ns ? 0 : UINT64_MAX;
+        pthread_mutex_unlock(&memobs__g.req[i].lock);
+    }
+    return was;
+}
+
+/* Whole-string seconds with up to 9 decimals ("600", "0.25"), in ns; no
+   strtod: its decimal point follows the program's locale. */
+static int memobs__parse_seconds(const char *s, uint64_t max_ns, uint64_t *out) {
+    uint64_t sec = 0, frac = 0, scale = 100000000u;
+    int any = 0, nonzero = 0;
+    for (; *s >= '0' && *s <= '9'; s++, any = 1) {
+        if (sec > max_ns / 1000000000u) return 0;
+        sec = sec * 10u + (uint64_t)(*s - '0');
+        nonzero |= *s != '0';
+    }
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++, any = 1) {
+            frac += (uint64_t)(*s - '0') * scale;
+            scale /= 10u;
+            nonzero |= *s != '0';
+        }
+    }
+    if (!any || *s || sec > max_ns / 1000000000u || sec * 1000000000u > max_ns - frac) return 0;
+    *out = sec * 1000000000u + frac;
+    if (!*out && nonzero) *out = 1; /* a positive time below 1 ns is not "never" */
+    return 1;
+}
+
+/* Runs inside memobs__init_once. */
+static void memobs__req_env(void) {
+#ifdef MEMOBS_DISABLE
+    const char *s = NULL; /* compiled out: read nothing */
+#else
+    const char *s = getenv("MEMOBS_REQUEST_TIMEOUT_S");
+#endif
+    uint64_t ns = MEMOBS__REQ_TIMEOUT_DEFAULT_NS;
+    if (s && !memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) {
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_REQUEST_TIMEOUT_S='%s' is not a number of seconds from 0 (never) to "
+                    "1000000000 (like 600 or 0.5); using 600", s);
+        ns = MEMOBS__REQ_TIMEOUT_DEFAULT_NS;
+    }
+    MEMOBS__STORE(&memobs__g.req_timeout_ns.v, ns);
+}
+
 void memobs_request_begin(uint64_t id) {
     int at, found;
     memobs__req_stripe_t *st;
-    uint64_t now;
+    uint64_t now, timeout;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
+    now = MEMOBS__REQ_NOW();
     st = memobs__req_find(id, &at, &found);
     if (found) {
         pthread_mutex_unlock(&st->lock);
@@ -2659,12 +2851,13 @@ void memobs_request_begin(uint64_t id) {
                           (unsigned long long)id);
         return;
     }
-    if (at < 0) {
-        pthread_mutex_unlock(&st->lock);
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_DROPPED].v, 1u);
-        memobs__warn_once(MEMOBS__W_REQ_FULL, "request table full (MEMOBS_MAX_REQUESTS=%u); request %llu not timed "
-                          "(counted)", (unsigned)MEMOBS_MAX_REQUESTS, (unsigned long long)id);
-        return;
+    timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    if (MEMOBS__UNLIKELY(at < 0 || now >= st->reap_ns)) {
+        /* a request of this stripe may have expired, or the stripe is full */
+        if (!timeout) st->reap_ns = UINT64_MAX;
+        else if (now >= st->reap_ns) memobs__req_reap(st, now, timeout);
+        if (st->n == MEMOBS__REQ_PER_STRIPE) memobs__req_evict(st, id);
+        memobs__req_probe(st, id, memobs__mix(id), &at, &found);
     }
     st->slot[at].id = id;
     st->slot[at].begin_ns = now;
@@ -2672,20 +2865,28 @@ void memobs_request_begin(uint64_t id) {
     st->slot[at].tokens = 0;
     st->slot[at].used = 1;
     st->n++;
+    if (timeout && memobs__req_expiry(now, timeout) < st->reap_ns) st->reap_ns = memobs__req_expiry(now, timeout);
     pthread_mutex_unlock(&st->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_BEGUN].v, 1u);
 }
 
 /* Locks the stripe of an in-flight id and returns its slot; for an id not
-   in flight, counts it as unknown and returns NULL with nothing locked. */
-static memobs__req_t *memobs__req_live(uint64_t id, const char *what, memobs__req_stripe_t **st) {
+   in flight (or idle past the timeout: then ended as abandoned), counts it
+   as unknown and returns NULL with nothing locked. */
+static memobs__req_t *memobs__req_live(uint64_t id, uint64_t now, const char *what, memobs__req_stripe_t **st) {
     int at, found;
+    uint64_t timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
     *st = memobs__req_find(id, &at, &found);
-    if (found) return &(*st)->slot[at];
+    if (found) {
+        memobs__req_t *r = &(*st)->slot[at];
+        if (!timeout || memobs__req_expiry(memobs__req_idle_from(r), timeout) > now) return r;
+        memobs__req_remove(*st, (unsigned)at);
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, 1u);
+    }
     pthread_mutex_unlock(&(*st)->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_UNKNOWN].v, 1u);
-    memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight; ignored (counted)", what,
-                      (unsigned long long)id);
+    memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight (never begun, ended, or "
+                      "abandoned after MEMOBS_REQUEST_TIMEOUT_S); ignored (counted)", what, (unsigned long long)id);
     return NULL;
 }
 
@@ -2695,12 +2896,12 @@ void memobs_request_token(uint64_t id) {
     uint64_t now, prev, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
-    if ((r = memobs__req_live(id, "token", &st)) == NULL) return;
+    now = MEMOBS__REQ_NOW();
+    if ((r = memobs__req_live(id, now, "token", &st)) == NULL) return;
     tokens = r->tokens++;
     prev = r->last_ns;
     begin = r->begin_ns;
-    r->last_ns = now;
+    r->last_ns = now > begin ? now : begin; /* idle from here (never before the begin) */
     pthread_mutex_unlock(&st->lock);
     if (tokens == 0) memobs__hist_add(&memobs__g.ttft, now > begin ? now - begin : 0);
     else memobs__hist_add(&memobs__g.tpot, now > prev ? now - prev : 0);
@@ -2712,8 +2913,8 @@ void memobs_request_end(uint64_t id) {
     uint64_t now, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    now = memobs_now_ns();
-    if ((r = memobs__req_live(id, "end", &st)) == NULL) return;
+    now = MEMOBS__REQ_NOW();
+    if ((r = memobs__req_live(id, now, "end", &st)) == NULL) return;
     tokens = r->tokens;
     begin = r->begin_ns;
     memobs__req_remove(st, (unsigned)(r - st->slot));
@@ -4499,15 +4700,19 @@ double memobs_clock_ns_per_tick(void) {
    left, the chunk at the head of the queue (the oldest finished one, of
    any thread), whose events are dropped and counted (per thread); that
    takes the pool's spin lock once every C events. When a thread exits, its
-   chunk joins the queue: its events stay readable until that chunk is the
-   oldest. So the pool holds the newest events of the process whatever
-   thread made them, dropping the oldest a chunk at a time, less the
-   unwritten part of each recording thread's chunk. A thread that finds
-   every chunk owned by a live thread (more threads recording at once than
-   chunks: 256 at the default 65536 events) drops its events, counted.
-   Thousands of short-lived threads: each exited one leaves a chunk holding
-   what it recorded, so the pool then holds the events of the last
-   (capacity / C) threads to finish a chunk or exit.
+   chunk joins the queue if full, else a stack of chunks with room: the
+   next take of any thread continues such a chunk where it stopped (same
+   generation, so what is there stays readable) before a fresh one or the
+   oldest finished one. So the pool holds the newest events of the process
+   whatever thread made them, dropping the oldest a chunk at a time, less
+   the unwritten part of each recording thread's chunk; thousands of
+   short-lived threads fill chunks between them, a few events each. A
+   chunk's events are counted per owner (segments: first slot and thread,
+   written by the take under the pool lock), for the per-thread figures.
+   A thread that finds every chunk owned by a live thread (more threads
+   recording at once than chunks: 256 at the default 65536 events) drops
+   its events, counted. Events of a continued chunk sort by time like all
+   others; their tie-break order is the chunk's first take.
 
    Readers copy a slot between two reads of its sequence number and keep it
    only if both are the same even number of the chunk's generation (a
@@ -4567,18 +4772,19 @@ typedef struct {
     uint64_t ts, a, b, c, meta, ticket;
 } memobs__tl_ev_t;
 
-enum { MEMOBS__TLC_FRESH, MEMOBS__TLC_OWNED, MEMOBS__TLC_DONE };
+enum { MEMOBS__TLC_FRESH, MEMOBS__TLC_OWNED, MEMOBS__TLC_DONE, MEMOBS__TLC_PART };
 
 /* A chunk's header, a cache line of its own: the owner writes n. */
 typedef struct {
-    memobs__u32_t gen;     /* bumped each time the chunk is taken */
+    memobs__u32_t gen;     /* bumped each time the chunk is taken again (its events dropped) */
     memobs__u32_t n;       /* events written in this generation */
-    memobs__u32_t thread;  /* the owner's timeline thread number */
     uint32_t state;        /* MEMOBS__TLC_*, under the pool lock */
     memobs__u64_t order;   /* takes of the pool before this one: ties in time sort by it */
     uint32_t cap;          /* slots */
+    uint32_t nseg;         /* owners in this generation (segments; pool lock) */
     void *owner;           /* the owner's shard (fork) */
     memobs__tl_slot_t *slot;
+    uint16_t *seg;         /* per owner: first slot << 8 | its thread slot (memobs__tl_tslot) */
 } __attribute__((aligned(64))) memobs__tl_chunk_t;
 
 typedef struct {
@@ -4586,6 +4792,8 @@ typedef struct {
     uint32_t nchunks, csize; /* chunks, slots per chunk */
     uint32_t fresh;          /* chunks from here on were never taken */
     uint32_t *fifo;          /* finished chunks, oldest at fifo_head */
+    uint32_t *part;          /* chunks left with room by a thread that exited (a stack) */
+    uint32_t npart;
     uint64_t fifo_head, fifo_tail, takes;
     uint64_t dropped;        /* events of chunks taken again, pushes that found no chunk */
     uint64_t tdrop[MEMOBS__TL_THREADS]; /* the same by thread (the last: later threads) */
@@ -4603,6 +4811,7 @@ static struct {
     uint32_t epochs;         /* epochs given out (lock) */
     int mb;                  /* membarrier: 0 not tried yet, 1 registered, -1 none */
     memobs__u32_t threads;   /* timeline thread numbers given out */
+    memobs__u64_t write_limit_ns; /* MEMOBS_TRACE_WRITE_S: a trace's write, at most; 0 = no limit */
     char path[512];          /* MEMOBS_TRACE, "" = none */
 } memobs__tl;
 
@@ -4623,15 +4832,39 @@ static void memobs__tl_finish(memobs__tl_pool_t *p, memobs__tl_chunk_t *k) {
     p->fifo[p->fifo_tail++ % p->nchunks] = (uint32_t)(k - p->chunk);
 }
 
+/* Pool lock held: the chunk of a thread that is gone joins the queue when
+   full, else the stack of chunks with room, which the next take of any
+   thread continues (so short-lived threads fill chunks between them). */
+static void memobs__tl_leave(memobs__tl_pool_t *p, memobs__tl_chunk_t *k) {
+    if (MEMOBS__LOAD(&k->n.v) >= k->cap) {
+        memobs__tl_finish(p, k);
+        return;
+    }
+    k->state = MEMOBS__TLC_PART;
+    p->part[p->npart++] = (uint32_t)(k - p->chunk);
+}
+
+/* Pool lock held: adds the events of chunk k, n of them, by the thread
+   slot of each owner, to per[] (MEMOBS__TL_THREADS counts). */
+static void memobs__tl_by_thread(const memobs__tl_chunk_t *k, uint32_t n, uint64_t *per) {
+    uint32_t j;
+    for (j = 0; j < k->nseg; j++) {
+        uint32_t from = k->seg[j] >> 8, to = j + 1 < k->nseg ? (uint32_t)(k->seg[j + 1] >> 8) : n;
+        if (to > from) per[k->seg[j] & 0xffu] += to - from;
+    }
+}
+
 /* The push's slow path: the calling thread's chunk is full, or of an
-   older pool, or it has none. Finishes the old one, takes another (a
-   fresh one, else the oldest finished one, dropping its events); NULL
-   when the pool changed since the push read epoch ep (the event belongs
-   to the old pool: not counted) or no chunk is free (counted). */
+   older pool, or it has none. Finishes the old one, takes another: one
+   with room left by a thread that exited (continued where it stopped, its
+   events kept), else a fresh one, else the oldest finished one, dropping
+   its events; NULL when the pool changed since the push read epoch ep (the
+   event belongs to the old pool: not counted) or no chunk is free
+   (counted). The slot to write next is then s->tl_i. */
 static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
     memobs__tl_pool_t *p;
     memobs__tl_chunk_t *k = NULL;
-    uint32_t t = memobs__tl_thread_no(), n;
+    uint32_t t = memobs__tl_thread_no(), n, i = 0;
     memobs__spin_lock(&memobs__tl.pool_lock);
     p = memobs__tl.pool;
     if (!p || memobs__tl.epoch != ep) {
@@ -4639,29 +4872,35 @@ static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
         return NULL;
     }
     if (s->tl_epoch == ep && s->tl_chunk) memobs__tl_finish(p, (memobs__tl_chunk_t *)s->tl_chunk);
-    if (p->fresh < p->nchunks) {
+    if (p->npart) {
+        k = &p->chunk[p->part[--p->npart]];
+        i = MEMOBS__LOAD(&k->n.v); /* the same generation: what is there stays valid */
+    } else if (p->fresh < p->nchunks) {
         k = &p->chunk[p->fresh++];
     } else if (p->fifo_head != p->fifo_tail) {
         k = &p->chunk[p->fifo[p->fifo_head++ % p->nchunks]];
         n = MEMOBS__LOAD(&k->n.v);
         p->dropped += n;
-        p->tdrop[memobs__tl_tslot(MEMOBS__LOAD(&k->thread.v))] += n;
+        memobs__tl_by_thread(k, n, p->tdrop);
     }
     if (k) {
+        if (!i) { /* a new generation */
+            k->nseg = 0;
+            MEMOBS__STORE(&k->n.v, 0u);
+            MEMOBS__STORE(&k->order.v, p->takes++);
+            n = MEMOBS__LOAD(&k->gen.v) + 1u;
+            __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
+        }
+        k->seg[k->nseg++] = (uint16_t)(i << 8 | memobs__tl_tslot(t));
         k->state = MEMOBS__TLC_OWNED;
         k->owner = s;
-        MEMOBS__STORE(&k->thread.v, t);
-        MEMOBS__STORE(&k->n.v, 0u);
-        MEMOBS__STORE(&k->order.v, p->takes++);
-        n = MEMOBS__LOAD(&k->gen.v) + 1u;
-        __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
     } else {
         p->dropped++;
         p->tdrop[memobs__tl_tslot(t)]++;
     }
     s->tl_chunk = k;
     s->tl_epoch = ep;
-    s->tl_i = 0;
+    s->tl_i = i;
     memobs__spin_unlock(&memobs__tl.pool_lock);
     return k;
 }
@@ -4682,7 +4921,7 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
         i = s->tl_i;
         if (MEMOBS__UNLIKELY(s->tl_epoch != ep || !k || i >= k->cap)) {
             k = memobs__tl_take(s, ep);
-            i = 0;
+            i = s->tl_i;
         }
         if (k) {
             sl = &k->slot[i];
@@ -4704,11 +4943,12 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
     __atomic_store_n(&s->tl_busy.v, 0u, __ATOMIC_RELEASE);
 }
 
-/* Thread exit (memobs__shard_release): the thread's chunk joins the queue. */
+/* Thread exit (memobs__shard_release): the thread's chunk joins the
+   queue, or, with room left, the chunks that the next takes continue. */
 static void memobs__tl_release(memobs__shard_t *s) {
     memobs__spin_lock(&memobs__tl.pool_lock);
     if (s->tl_chunk && memobs__tl.pool && s->tl_epoch == memobs__tl.epoch)
-        memobs__tl_finish(memobs__tl.pool, (memobs__tl_chunk_t *)s->tl_chunk);
+        memobs__tl_leave(memobs__tl.pool, (memobs__tl_chunk_t *)s->tl_chunk);
     s->tl_chunk = NULL;
     s->tl_epoch = 0;
     s->tl_i = 0;
@@ -4794,9 +5034,11 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
     char *raw;
     while (csize * 2u <= MEMOBS__TL_CHUNK && (uint64_t)csize * 2u * 64u <= cap) csize *= 2u;
     nchunks = (uint32_t)(cap / csize);
-    /* the pool's header, the chunks' headers, the slots, the queue */
+    /* the pool's header, the chunks' headers, the slots, the queue, the
+       stack of chunks with room, the owners' segments */
     size = 64 + sizeof *p + 64 + (size_t)nchunks * sizeof(memobs__tl_chunk_t) +
-           (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * sizeof(uint32_t);
+           (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * 2 * sizeof(uint32_t) +
+           (size_t)nchunks * csize * sizeof(uint16_t);
     memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
     raw = (char *)MEMOBS_MALLOC(size);
     memobs__tls.busy = busy;
@@ -4816,6 +5058,8 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
         p->chunk[i].slot = (memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)i * csize;
     }
     p->fifo = (uint32_t *)((memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)nchunks * csize);
+    p->part = p->fifo + nchunks;
+    for (i = 0; i < nchunks; i++) p->chunk[i].seg = (uint16_t *)(p->part + nchunks) + (size_t)i * csize;
     return p;
 }
 
@@ -4893,9 +5137,9 @@ static void memobs__tl_count(memobs_timeline_stats_t *out, uint64_t *kept, uint6
         out->chunk = p->csize;
         out->dropped = p->dropped;
         for (j = 0; j < p->fresh; j++) {
-            uint64_t n = MEMOBS__LOAD(&p->chunk[j].n.v);
+            uint32_t n = MEMOBS__LOAD(&p->chunk[j].n.v);
             out->kept += n;
-            if (kept) kept[memobs__tl_tslot(MEMOBS__LOAD(&p->chunk[j].thread.v))] += n;
+            if (kept) memobs__tl_by_thread(&p->chunk[j], n, kept);
             if (p->chunk[j].state == MEMOBS__TLC_OWNED) out->threads++;
         }
         if (dropped) memcpy(dropped, p->tdrop, sizeof p->tdrop);
@@ -4951,12 +5195,44 @@ static int memobs__tl_ev_cmp(const void *x, const void *y) {
     if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
     return a->ticket < b->ticket ? -1 : a->ticket > b->ticket;
 }
+static int memobs__tl_before(const memobs__tl_ev_t *a, const memobs__tl_ev_t *b) {
+    return a->ts < b->ts || (a->ts == b->ts && a->ticket < b->ticket);
+}
+/* The end of the run in order from ev[a]. */
+static size_t memobs__tl_run(const memobs__tl_ev_t *ev, size_t a, size_t n) {
+    for (a++; a < n && !memobs__tl_before(&ev[a], &ev[a - 1]); a++) {
+    }
+    return a;
+}
+/* Sorts ev[0, n) by time and ticket, merging the runs already in order (a
+   chunk's events mostly are, and one thread's chunks follow each other),
+   two at a time, pass after pass, between ev and tmp (n events): a few
+   passes where qsort makes log2(n), and no call per comparison. Returns
+   the one of the two that holds the result. */
+static memobs__tl_ev_t *memobs__tl_sort(memobs__tl_ev_t *ev, memobs__tl_ev_t *tmp, size_t n) {
+    for (;;) {
+        size_t a = 0, b = n ? memobs__tl_run(ev, 0, n) : 0;
+        memobs__tl_ev_t *x;
+        if (b >= n) return ev;
+        while (a < n) {
+            size_t c = b < n ? memobs__tl_run(ev, b, n) : n, i = a, j = b, o = a;
+            while (i < b && j < c) tmp[o++] = memobs__tl_before(&ev[j], &ev[i]) ? ev[j++] : ev[i++];
+            if (i < b) memcpy(tmp + o, ev + i, (b - i) * sizeof *ev);
+            if (j < c) memcpy(tmp + o, ev + j, (c - j) * sizeof *ev);
+            a = c;
+            b = a < n ? memobs__tl_run(ev, a, n) : n;
+        }
+        x = ev;
+        ev = tmp;
+        tmp = x;
+    }
+}
 static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
     memobs__tl_pool_t *p;
     uint64_t cap, i, ta, na;
     uint32_t busy = memobs__tls.busy, j, nchunks;
     double slope, back;
-    memobs__tl_ev_t *ev;
+    memobs__tl_ev_t *ev, *tmp;
     size_t k = 0;
     *n = 0;
     memobs__spin_lock(&memobs__tl.pool_lock);
@@ -4997,40 +5273,37 @@ static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
             k++;
         }
     }
-    qsort(ev, k, sizeof *ev, memobs__tl_ev_cmp);
+    memobs__tls.busy = 1;
+    tmp = k > 1 ? (memobs__tl_ev_t *)MEMOBS_MALLOC(k * sizeof *ev) : NULL;
+    memobs__tls.busy = busy;
+    if (tmp) {
+        memobs__tl_ev_t *sorted = memobs__tl_sort(ev, tmp, k), *other = sorted == ev ? tmp : ev;
+        memobs__tls.busy = 1;
+        MEMOBS_FREE(other);
+        memobs__tls.busy = busy;
+        ev = sorted;
+    } else {
+        qsort(ev, k, sizeof *ev, memobs__tl_ev_cmp); /* no room for a second copy: in place */
+    }
     *n = k;
     return ev;
 }
 
-static void memobs__json_str(FILE *f, const char *s);
+/* The Chrome trace is formatted by hand into a buffer of a MiB and handed
+   to fwrite a buffer at a time (fprintf per field made four fifths of the
+   write's cost: 0.55 M events/s before, see README). Strings are escaped
+   for JSON, and bytes that do not form UTF-8 (a tag cut at 63 bytes, a
+   host name) become U+FFFD, so any JSON parser takes the document. */
+#define MEMOBS__TL_BUF ((size_t)1 << 20)
+#define MEMOBS__TL_SMALL 16384 /* the buffer when the large one cannot be allocated (memobs__tl.lock held) */
+#define MEMOBS__TL_ROOM 1024   /* bytes an event takes at most, its strings aside */
+#define MEMOBS__TL_CHECK 4096  /* events between two looks at the write's clock */
+#define MEMOBS__TL_WRITE_DEFAULT_NS (20ull * 1000000000u)
 
-/* A JSON string of text that may not be valid UTF-8 (a tag cut at 63
-   bytes, a truncated trace): bytes that do not form a UTF-8 character
-   become U+FFFD, so any JSON parser takes the document. */
-static void memobs__tl_json_text(FILE *f, const char *s) {
-    char out[3 * MEMOBS__TL_TEXT + 4];
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    while (*p && o + 4 < sizeof out) {
-        size_t k = memobs__utf8_len(p);
-        if (!k) {
-            memcpy(out + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            p++;
-            continue;
-        }
-        memcpy(out + o, p, k);
-        o += k;
-        p += k;
-    }
-    out[o] = 0;
-    memobs__json_str(f, out);
-}
-
-/* Microseconds with the nanoseconds exact: no rounding through a double. */
-static void memobs__tl_us(FILE *f, const char *key, uint64_t ns) {
-    fprintf(f, ",\"%s\":%llu.%03u", key, (unsigned long long)(ns / 1000u), (unsigned)(ns % 1000u));
-}
+/* The write's clock (the tests give it one that runs fast). */
+#ifndef MEMOBS__TL_WRITE_NOW
+#define MEMOBS__TL_WRITE_NOW() memobs_now_ns()
+#endif
 
 static const char *const memobs__tl_dir[3] = {"H2D", "D2H", "D2D"};
 static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
@@ -5049,29 +5322,187 @@ typedef struct {
 
 typedef struct {
     FILE *f;
-    int pid, n;               /* n: events written, for the commas */
+    char *buf;
+    size_t len, cap;
+    int err;                  /* fwrite failed: nothing more is written */
+    uint64_t bytes;           /* handed to fwrite so far */
+    int n;                    /* events written, for the commas */
+    char pid[32];             /* ,"pid":P,"tid": */
     memobs__tl_text_t *cache; /* 64 trace texts, direct-mapped by id; NULL: none */
     char text[MEMOBS__TL_TEXT];
 } memobs__tl_out_t;
 
-static void memobs__tl_begin(memobs__tl_out_t *o, const char *ph, const char *name, int tid, uint64_t ts) {
-    fprintf(o->f, "%s\n{\"ph\":\"%s\",\"name\":", o->n++ ? "," : "", ph);
-    memobs__json_str(o->f, name);
-    fprintf(o->f, ",\"pid\":%d,\"tid\":%d", o->pid, tid);
-    memobs__tl_us(o->f, "ts", ts);
+/* What a write limit left out (memobs_trace_write_limit). */
+typedef struct {
+    uint64_t deadline;      /* CLOCK_MONOTONIC (MEMOBS__TL_WRITE_NOW) ns; 0: no limit */
+    uint64_t span;          /* the shortest time a rate is measured over */
+    uint64_t left;          /* events left out */
+    uint64_t first, last;   /* the times of the oldest and newest of them */
+} memobs__tl_cut_t;
+
+static char memobs__tl_small[MEMOBS__TL_SMALL];
+
+static void memobs__tl_flush(memobs__tl_out_t *o) {
+    if (o->len && !o->err && fwrite(o->buf, 1, o->len, o->f) != o->len) o->err = 1;
+    o->bytes += o->len;
+    o->len = 0;
 }
 
-static void memobs__tl_counter(memobs__tl_out_t *o, const char *name, uint64_t ts, uint64_t v) {
-    memobs__tl_begin(o, "C", name, 0, ts);
-    fprintf(o->f, ",\"args\":{\"value\":%llu}}", (unsigned long long)v);
+/* A pointer to n free bytes (n <= MEMOBS__TL_SMALL) at the buffer's end;
+   the caller writes and ends with memobs__tl_end. */
+static char *memobs__tl_room(memobs__tl_out_t *o, size_t n) {
+    if (o->cap - o->len < n) memobs__tl_flush(o);
+    return o->buf + o->len;
+}
+static void memobs__tl_end(memobs__tl_out_t *o, char *p) { o->len = (size_t)(p - o->buf); }
+
+static char *memobs__tl_cpy(char *p, const char *s, size_t n) {
+    memcpy(p, s, n);
+    return p + n;
+}
+#define MEMOBS__TL_LIT(p, lit) memobs__tl_cpy((p), (lit), sizeof(lit) - 1)
+static char *memobs__tl_str(char *p, const char *s) { /* short names: no call */
+    while (*s) *p++ = *s++;
+    return p;
+}
+
+static const char memobs__tl_d2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                    "8081828384858687888990919293949596979899";
+static char *memobs__tl_dec(char *p, uint64_t v) {
+    static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                       100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                       1000000000000ull, 10000000000000ull, 100000000000000ull,
+                                       1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                                       1000000000000000000ull, 10000000000000000000ull};
+    unsigned k = 1;
+    char *q;
+    while (k < 20 && v >= pow10[k]) k++;
+    q = p + k;
+    while (v >= 100u) {
+        unsigned r = (unsigned)(v % 100u);
+        v /= 100u;
+        q -= 2;
+        q[0] = memobs__tl_d2[2 * r];
+        q[1] = memobs__tl_d2[2 * r + 1];
+    }
+    if (v >= 10u) {
+        q[-2] = memobs__tl_d2[2 * v];
+        q[-1] = memobs__tl_d2[2 * v + 1];
+    } else {
+        q[-1] = (char)('0' + v);
+    }
+    return p + k;
+}
+static char *memobs__tl_int(char *p, int64_t v) {
+    if (v >= 0) return memobs__tl_dec(p, (uint64_t)v);
+    *p++ = '-';
+    return memobs__tl_dec(p, 0u - (uint64_t)v);
+}
+static char *memobs__tl_hex(char *p, uint64_t v) {
+    char t[16];
+    unsigned k = 0;
+    do {
+        t[k++] = "0123456789abcdef"[v & 15u];
+        v >>= 4;
+    } while (v);
+    while (k) *p++ = t[--k];
+    return p;
+}
+/* Microseconds with the nanoseconds exact: no rounding through a double. */
+static char *memobs__tl_usec(char *p, uint64_t ns) {
+    unsigned r = (unsigned)(ns % 1000u);
+    p = memobs__tl_dec(p, ns / 1000u);
+    p[0] = '.';
+    p[1] = (char)('0' + r / 100u);
+    p[2] = (char)('0' + r / 10u % 10u);
+    p[3] = (char)('0' + r % 10u);
+    return p + 4;
+}
+/* s as a JSON string: at most 6 bytes per byte of s, and 2. */
+static char *memobs__tl_jstr(char *p, const char *s) {
+    const unsigned char *q = (const unsigned char *)s;
+    *p++ = '"';
+    while (*q) {
+        unsigned char c = *q;
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            *p++ = (char)c;
+            q++;
+        } else if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)c;
+            q++;
+        } else if (c == '\n') {
+            p = MEMOBS__TL_LIT(p, "\\n");
+            q++;
+        } else if (c == '\t') {
+            p = MEMOBS__TL_LIT(p, "\\t");
+            q++;
+        } else if (c < 0x80) { /* other control characters, DEL */
+            p = MEMOBS__TL_LIT(p, "\\u00");
+            *p++ = "0123456789abcdef"[c >> 4];
+            *p++ = "0123456789abcdef"[c & 15u];
+            q++;
+        } else {
+            size_t k = memobs__utf8_len(q);
+            if (k) {
+                p = memobs__tl_cpy(p, (const char *)q, k);
+                q += k;
+            } else {
+                p = MEMOBS__TL_LIT(p, "\xef\xbf\xbd");
+                q++;
+            }
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+/* An event's start: ,\n{"ph":PH,"name":NAME,"pid":P,"tid":T,"ts":U. The
+   name is escaped unless plain (a name of memobs' own). */
+static char *memobs__tl_head(memobs__tl_out_t *o, char *p, const char *ph, const char *name, int plain, int tid,
+                             uint64_t ts) {
+    if (o->n++) *p++ = ',';
+    p = MEMOBS__TL_LIT(p, "\n{\"ph\":\"");
+    p = memobs__tl_str(p, ph);
+    p = MEMOBS__TL_LIT(p, "\",\"name\":");
+    if (plain) {
+        *p++ = '"';
+        p = memobs__tl_str(p, name);
+        *p++ = '"';
+    } else {
+        p = memobs__tl_jstr(p, name);
+    }
+    p = memobs__tl_str(p, o->pid);
+    p = memobs__tl_int(p, tid);
+    p = MEMOBS__TL_LIT(p, ",\"ts\":");
+    return memobs__tl_usec(p, ts);
+}
+
+static void memobs__tl_counter(memobs__tl_out_t *o, const char *name, int plain, uint64_t ts, uint64_t v) {
+    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "C", name, plain, 0, ts);
+    p = MEMOBS__TL_LIT(p, ",\"args\":{\"value\":");
+    p = memobs__tl_dec(p, v);
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
 }
 
 static void memobs__tl_thread_name(memobs__tl_out_t *o, int tid, const char *name, int sort) {
-    fprintf(o->f, "%s\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", o->n++ ? "," : "",
-            o->pid, tid);
-    memobs__json_str(o->f, name);
-    fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-            o->pid, tid, sort);
+    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    if (o->n++) *p++ = ',';
+    p = MEMOBS__TL_LIT(p, "\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+    p = memobs__tl_str(p, o->pid);
+    p = memobs__tl_int(p, tid);
+    p = MEMOBS__TL_LIT(p, ",\"args\":{\"name\":");
+    p = memobs__tl_jstr(p, name);
+    p = MEMOBS__TL_LIT(p, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
+    p = memobs__tl_str(p, o->pid);
+    p = memobs__tl_int(p, tid);
+    p = MEMOBS__TL_LIT(p, ",\"args\":{\"sort_index\":");
+    p = memobs__tl_int(p, sort);
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
 }
 
 static const char *memobs__tl_trace(memobs__tl_out_t *o, uint32_t id) {
@@ -5088,10 +5519,14 @@ static const char *memobs__tl_trace(memobs__tl_out_t *o, uint32_t id) {
 }
 
 static void memobs__tl_phase_slice(memobs__tl_out_t *o, int tid, unsigned ph, uint64_t t0, uint64_t t1) {
+    char *p;
     if (ph == MEMOBS_PHASE_NONE || ph >= 3) return;
-    memobs__tl_begin(o, "X", memobs__tl_ph[ph], tid, t0);
-    memobs__tl_us(o->f, "dur", t1 - t0);
-    fputs(",\"cat\":\"phase\"}", o->f);
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "X", memobs__tl_ph[ph], 1, tid, t0);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, t1 - t0);
+    p = MEMOBS__TL_LIT(p, ",\"cat\":\"phase\"}");
+    memobs__tl_end(o, p);
 }
 
 /* The slot of a timeline thread number in thr[] (added if new; past
@@ -5104,18 +5539,51 @@ static unsigned memobs__tl_slot(uint32_t *thr, unsigned *nthr, uint32_t no) {
     return t == MEMOBS__TL_THREADS ? t - 1 : t;
 }
 
-static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now) {
+/* Every MEMOBS__TL_CHECK events while a write limit is set, at event i of
+   n, `written` written since tf: once the rate so far has been measured
+   over a tenth of the limit (at most a second: a shorter span would take
+   a busy machine's pause for the rate), when the events left would not fit
+   in the time left at that rate (with a margin), skips to the newest that
+   would (the oldest of the rest go); once the limit has passed, skips all
+   the rest. */
+static void memobs__tl_plan(memobs__tl_cut_t *c, const memobs__tl_ev_t *ev, size_t n, size_t i, size_t *from,
+                            uint64_t written, uint64_t tf) {
+    uint64_t now = MEMOBS__TL_WRITE_NOW();
+    size_t to = n;
+    if (now < c->deadline) {
+        double rate, left = (double)(c->deadline - now), keep;
+        if (!written || now - tf < c->span) return;
+        rate = (double)written / (double)(now - tf); /* events per ns */
+        if ((double)(n - i) <= rate * left * 0.8) return;
+        keep = rate * left * 0.7;
+        if (keep >= (double)(n - i)) return;
+        to = n - (size_t)keep;
+    }
+    if (!c->left) c->first = ev[i].ts;
+    c->last = ev[to - 1].ts;
+    c->left += to - i;
+    *from = to;
+}
+
+static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
+                                    memobs__tl_cut_t *cut) {
+    static const char *const xname[3][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
+                                            {"D2H unphased", "D2H prefill", "D2H decode"},
+                                            {"D2D unphased", "D2D prefill", "D2D decode"}};
+    static const char *const aname[2][MEMOBS_MEM_KINDS] = {
+        {"alloc device", "alloc host", "alloc pinned", "alloc managed"},
+        {"free device", "free host", "free pinned", "free managed"}};
     static const char *const cname[3] = {"H2D bytes", "D2H bytes", "D2D bytes"};
     static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
                                                         "live managed bytes"};
-    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0};
+    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0}, written = 0, tf = MEMOBS__TL_WRITE_NOW();
     uint64_t lane_end[3][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned lanes[3] = {0, 0, 0}, nthr = 0, d, k;
-    size_t i;
-    char name[64];
+    size_t i, from = 0; /* events before from are left out (the write limit) */
+    char name[64], *p;
     memset(lane_end, 0, sizeof lane_end);
     memset(thr_ph, 0, sizeof thr_ph);
     memset(thr_t0, 0, sizeof thr_t0);
@@ -5128,22 +5596,34 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         e->b = next[d] - e->ts < MEMOBS__TL_HOST_NS ? next[d] - e->ts : MEMOBS__TL_HOST_NS;
         next[d] = e->ts;
     }
-    for (i = 0; i < n; i++) {
+    /* Events left out still move the state (running sums, lanes, phases),
+       so what is written after them is right. */
+    for (i = 0; i < n && !o->err; i++) {
         memobs__tl_ev_t *e = &ev[i];
         unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
         unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
-        int dev = (int)(e->meta >> 16 & 0xffffu) - 1;
+        int dev = (int)(e->meta >> 16 & 0xffffu) - 1, out;
         uint32_t trace = (uint32_t)(e->meta >> 32);
+        if (cut->deadline && i >= from && i % MEMOBS__TL_CHECK == 0)
+            memobs__tl_plan(cut, ev, n, i, &from, written, tf);
+        out = i >= from;
+        written += (uint64_t)out;
         switch (type) {
         case MEMOBS__TL_XFER:
             d = sub % 3u;
-            snprintf(name, sizeof name, "%s %s", memobs__tl_dir[d], memobs__tl_ph[ph]);
-            memobs__tl_begin(o, "X", name, MEMOBS__TL_TID_COPY + (int)d, e->ts);
-            memobs__tl_us(o->f, "dur", e->b);
-            fprintf(o->f, ",\"cat\":\"copy\",\"args\":{\"bytes\":%llu,\"phase\":\"%s\"}}", (unsigned long long)e->a,
-                    memobs__tl_ph[ph]);
             cum[d] += e->a;
-            memobs__tl_counter(o, cname[d], e->ts, cum[d]);
+            if (!out) break;
+            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
+            p = MEMOBS__TL_LIT(p, ",\"dur\":");
+            p = memobs__tl_usec(p, e->b);
+            p = MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":");
+            p = memobs__tl_dec(p, e->a);
+            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+            p = memobs__tl_str(p, memobs__tl_ph[ph]);
+            p = MEMOBS__TL_LIT(p, "\"}}");
+            memobs__tl_end(o, p);
+            memobs__tl_counter(o, cname[d], 1, e->ts, cum[d]);
             break;
         case MEMOBS__TL_TIMED: {
             unsigned best = 0, l;
@@ -5159,65 +5639,97 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
             }
             if (l == lanes[d]) lanes[d]++;
             lane_end[d][l] = ts + e->b;
-            snprintf(name, sizeof name, "%s %s", memobs__tl_dir[d], memobs__tl_ph[ph]);
-            memobs__tl_begin(o, "X", name, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l), ts);
-            memobs__tl_us(o->f, "dur", e->b);
-            fprintf(o->f, ",\"cat\":\"device copy\",\"args\":{\"bytes\":%llu,\"phase\":\"%s\",\"GB/s\":%.3f%s}}",
-                    (unsigned long long)e->a, memobs__tl_ph[ph], e->b ? (double)e->a / (double)e->b : 0.0,
-                    ts != e->ts ? ",\"moved\":true" : "");
+            if (!out) break;
+            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l), ts);
+            p = MEMOBS__TL_LIT(p, ",\"dur\":");
+            p = memobs__tl_usec(p, e->b);
+            p = MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":");
+            p = memobs__tl_dec(p, e->a);
+            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+            p = memobs__tl_str(p, memobs__tl_ph[ph]);
+            p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
+            p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
+            if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
+            p = MEMOBS__TL_LIT(p, "}}");
+            memobs__tl_end(o, p);
             break;
         }
         case MEMOBS__TL_ALLOC:
-        case MEMOBS__TL_FREE:
+        case MEMOBS__TL_FREE: {
+            const char *text = "";
+            if (!out) break;
             k = sub % MEMOBS_MEM_KINDS;
-            snprintf(name, sizeof name, "%s %s", type == MEMOBS__TL_ALLOC ? "alloc" : "free", memobs__kind_name[k]);
-            memobs__tl_begin(o, "i", name, MEMOBS__TL_TID_ALLOC, e->ts);
-            fprintf(o->f, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x%llx\",\"bytes\":%llu,\"kind\":\"%s\","
-                    "\"device\":%d,\"phase\":\"%s\",\"trace_id\":%lld,\"trace\":", (unsigned long long)e->a,
-                    (unsigned long long)e->b, memobs__kind_name[k], dev, memobs__tl_ph[ph],
-                    trace == MEMOBS_NO_TRACE ? -1ll : (long long)trace);
-            if (trace == MEMOBS_NO_TRACE) fputs("\"\"", o->f);
-            else memobs__tl_json_text(o->f, memobs__tl_trace(o, trace));
-            fputs("}}", o->f);
+            if (trace != MEMOBS_NO_TRACE) text = memobs__tl_trace(o, trace);
+            p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * strlen(text));
+            p = memobs__tl_head(o, p, "i", aname[type == MEMOBS__TL_FREE][k], 1, MEMOBS__TL_TID_ALLOC, e->ts);
+            p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x");
+            p = memobs__tl_hex(p, e->a);
+            p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
+            p = memobs__tl_dec(p, e->b);
+            p = MEMOBS__TL_LIT(p, ",\"kind\":\"");
+            p = memobs__tl_str(p, memobs__kind_name[k]);
+            p = MEMOBS__TL_LIT(p, "\",\"device\":");
+            p = memobs__tl_int(p, dev);
+            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+            p = memobs__tl_str(p, memobs__tl_ph[ph]);
+            p = MEMOBS__TL_LIT(p, "\",\"trace_id\":");
+            p = memobs__tl_int(p, trace == MEMOBS_NO_TRACE ? -1 : (int64_t)trace);
+            p = MEMOBS__TL_LIT(p, ",\"trace\":");
+            p = memobs__tl_jstr(p, text);
+            p = MEMOBS__TL_LIT(p, "}}");
+            memobs__tl_end(o, p);
             /* The kind's tracked bytes right after this change (exact: see
                memobs__tl_track), each event its own: a running sum from
                the first would carry any reordering of two threads' changes
                in time into every later value. */
-            memobs__tl_counter(o, lname[k], e->ts, e->c);
+            memobs__tl_counter(o, lname[k], 1, e->ts, e->c);
             break;
+        }
         case MEMOBS__TL_PHASE: {
             unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->a);
-            thr_has[t] |= 1u;
+            if (out) thr_has[t] |= 1u;
             if (thr_ph[t] == ph) break; /* the same phase again: one slice */
-            memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
+            if (out) memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
             thr_ph[t] = ph;
             thr_t0[t] = e->ts;
             break;
         }
         case MEMOBS__TL_SAMPLE:
-            memobs__tl_counter(o, (const char *)(uintptr_t)e->c, e->ts, e->a);
+            if (out) memobs__tl_counter(o, (const char *)(uintptr_t)e->c, 0, e->ts, e->a);
             break;
         case MEMOBS__TL_REGION:
         case MEMOBS__TL_MARK: {
-            unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->b);
-            const char *label = memobs_region_label((memobs_region_t)trace);
+            unsigned t;
+            const char *label;
+            if (!out) break; /* no track for a thread whose events all went */
+            t = memobs__tl_slot(thr, &nthr, (uint32_t)e->b);
+            label = memobs_region_label((memobs_region_t)trace);
             thr_has[t] |= 2u;
-            memobs__tl_begin(o, type == MEMOBS__TL_REGION ? "X" : "i", label ? label : "(unknown)",
-                             MEMOBS__TL_TID_REGION + (int)t, e->ts);
+            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+            p = memobs__tl_head(o, p, type == MEMOBS__TL_REGION ? "X" : "i", label ? label : "(unknown)", 0,
+                                MEMOBS__TL_TID_REGION + (int)t, e->ts);
             if (type == MEMOBS__TL_REGION) {
-                memobs__tl_us(o->f, "dur", e->a);
-                fprintf(o->f, ",\"cat\":\"region\",\"args\":{\"depth\":%llu,\"phase\":\"%s\"}}",
-                        (unsigned long long)e->c, memobs__tl_ph[ph]);
+                p = MEMOBS__TL_LIT(p, ",\"dur\":");
+                p = memobs__tl_usec(p, e->a);
+                p = MEMOBS__TL_LIT(p, ",\"cat\":\"region\",\"args\":{\"depth\":");
+                p = memobs__tl_dec(p, e->c);
+                p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
             } else {
-                fprintf(o->f, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"%s\"}}", memobs__tl_ph[ph]);
+                p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"");
             }
+            p = memobs__tl_str(p, memobs__tl_ph[ph]);
+            p = MEMOBS__TL_LIT(p, "\"}}");
+            memobs__tl_end(o, p);
             break;
         }
         default: break;
         }
     }
-    for (k = 0; k < nthr; k++)
+    for (k = 0; k < nthr; k++) {
+        if (thr_ph[k] != MEMOBS_PHASE_NONE) thr_has[k] |= 1u; /* a phase still set: its track shows it */
         memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, thr_ph[k], thr_t0[k], now > thr_t0[k] ? now : thr_t0[k]);
+    }
     /* Track names, in a fixed order. */
     for (d = 0; d < 3; d++) {
         snprintf(name, sizeof name, "%s copies", memobs__tl_dir[d]);
@@ -5247,25 +5759,39 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     "the timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N), "      \
     "MEMOBS_TRACE=PATH or MEMOBS_TRACE_EVENTS=N before the work to be traced"
 
+uint64_t memobs_trace_write_limit(uint64_t ns) {
+    memobs_init();
+    if (ns == UINT64_MAX) return MEMOBS__LOAD(&memobs__tl.write_limit_ns.v);
+    if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
+    return MEMOBS__XCHG(&memobs__tl.write_limit_ns.v, ns);
+}
+
 int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_out_t o;
+    memobs__tl_cut_t cut;
     memobs__tl_ev_t *ev;
     memobs_identity_t id;
     memobs_timeline_stats_t st;
-    uint64_t tkept[MEMOBS__TL_THREADS], tdropped[MEMOBS__TL_THREADS];
+    uint64_t tkept[MEMOBS__TL_THREADS], tdropped[MEMOBS__TL_THREADS], limit;
     size_t n, i;
     uint32_t busy = memobs__tls.busy;
     unsigned t, nt = 0;
     int rc = MEMOBS_OK;
+    char *p;
     if (!f) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: NULL FILE");
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
+    memset(&cut, 0, sizeof cut);
+    limit = MEMOBS__LOAD(&memobs__tl.write_limit_ns.v);
+    if (limit) { /* the copy and the sort count too */
+        cut.deadline = MEMOBS__TL_WRITE_NOW() + limit;
+        cut.span = limit / 10u < 1000000000u ? limit / 10u : 1000000000u;
+    }
     memobs_get_identity(&id);
     memset(&o, 0, sizeof o);
     o.f = f;
-    o.pid = (int)id.pid;
     pthread_mutex_lock(&memobs__tl.lock);
     ev = memobs__tl_snapshot(&n);
     if (!ev && n) {
@@ -5276,41 +5802,100 @@ int memobs_write_chrome_trace(FILE *f) {
     memset(tkept, 0, sizeof tkept);
     memset(tdropped, 0, sizeof tdropped);
     memobs__tl_count(&st, tkept, tdropped);
-    memobs__tls.busy = 1; /* the cache and the symbolizer: not the engine's allocations */
+    memobs__tls.busy = 1; /* the buffer, the cache and the symbolizer: not the engine's allocations */
     o.cache = (memobs__tl_text_t *)MEMOBS_MALLOC(64 * sizeof *o.cache);
+    o.buf = (char *)MEMOBS_MALLOC(MEMOBS__TL_BUF);
     memobs__tls.busy = busy;
-    for (i = 0; o.cache && i < 64; i++) o.cache[i].id = MEMOBS_NO_TRACE;
-    fputs("{\"traceEvents\":[", f);
-    fprintf(f, "\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"memobs rank %d\"}}",
-            o.pid, (int)id.rank);
-    o.n = 1;
-    memobs__tl_write_events(&o, ev, n, memobs_now_ns());
-    fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs %s\",\"host\":", MEMOBS_VERSION);
-    memobs__json_str(f, id.host);
-    fprintf(f, ",\"rank\":%d,\"timeline\":\"%s\",\"capacity\":%llu,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu,"
-            "\"in_trace\":%llu",
-            (int)id.rank, st.capacity ? "on" : "off", (unsigned long long)st.capacity, (unsigned long long)st.recorded,
-            (unsigned long long)st.kept, (unsigned long long)st.dropped, (unsigned long long)n);
-    if (st.capacity) {
-        fprintf(f, ",\"chunk\":%llu,\"clock\":\"%s\",\"ns_per_tick\":%.9g,\"threads\":[", (unsigned long long)st.chunk,
-                memobs_clock_source(), memobs_clock_ns_per_tick());
-        for (t = 0; t < MEMOBS__TL_THREADS; t++)
-            if (tkept[t] || tdropped[t])
-                fprintf(f, "%s{\"thread\":%u,\"recorded\":%llu,\"kept\":%llu,\"dropped\":%llu}", nt++ ? "," : "",
-                        t + 1, (unsigned long long)(tkept[t] + tdropped[t]), (unsigned long long)tkept[t],
-                        (unsigned long long)tdropped[t]);
-        fputs("]}}\n", f);
-    } else {
-        fputs(",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"}}\n", f);
+    o.cap = MEMOBS__TL_BUF;
+    if (!o.buf) {
+        o.buf = memobs__tl_small;
+        o.cap = sizeof memobs__tl_small;
     }
+    for (i = 0; o.cache && i < 64; i++) o.cache[i].id = MEMOBS_NO_TRACE;
+    snprintf(o.pid, sizeof o.pid, ",\"pid\":%d,\"tid\":", (int)id.pid);
+    p = memobs__tl_room(&o, MEMOBS__TL_ROOM);
+    p = MEMOBS__TL_LIT(p, "{\"traceEvents\":[\n{\"ph\":\"M\",\"name\":\"process_name\"");
+    p = memobs__tl_str(p, o.pid);
+    p = MEMOBS__TL_LIT(p, "0,\"args\":{\"name\":\"memobs rank ");
+    p = memobs__tl_int(p, id.rank);
+    p = MEMOBS__TL_LIT(p, "\"}}");
+    memobs__tl_end(&o, p);
+    o.n = 1;
+    memobs__tl_write_events(&o, ev, n, memobs_now_ns(), &cut);
+    p = memobs__tl_room(&o, MEMOBS__TL_ROOM + 6 * sizeof id.host);
+    p = MEMOBS__TL_LIT(p, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs " MEMOBS_VERSION
+                          "\",\"host\":");
+    p = memobs__tl_jstr(p, id.host);
+    p = MEMOBS__TL_LIT(p, ",\"rank\":");
+    p = memobs__tl_int(p, id.rank);
+    p = st.capacity ? MEMOBS__TL_LIT(p, ",\"timeline\":\"on\",\"capacity\":")
+                    : MEMOBS__TL_LIT(p, ",\"timeline\":\"off\",\"capacity\":");
+    p = memobs__tl_dec(p, st.capacity);
+    p = MEMOBS__TL_LIT(p, ",\"recorded\":");
+    p = memobs__tl_dec(p, st.recorded);
+    p = MEMOBS__TL_LIT(p, ",\"kept\":");
+    p = memobs__tl_dec(p, st.kept);
+    p = MEMOBS__TL_LIT(p, ",\"dropped\":");
+    p = memobs__tl_dec(p, st.dropped);
+    p = MEMOBS__TL_LIT(p, ",\"in_trace\":");
+    p = memobs__tl_dec(p, (uint64_t)n - cut.left);
+    if (st.capacity) {
+        /* the write limit: events of the timeline not written, the oldest
+           and newest of them */
+        p = MEMOBS__TL_LIT(p, ",\"left_out\":");
+        p = memobs__tl_dec(p, cut.left);
+        p = MEMOBS__TL_LIT(p, ",\"write_limit_s\":");
+        p += snprintf(p, 32, "%.9g", (double)limit / 1e9);
+        if (cut.left) {
+            p = MEMOBS__TL_LIT(p, ",\"left_out_from_us\":");
+            p = memobs__tl_usec(p, cut.first);
+            p = MEMOBS__TL_LIT(p, ",\"left_out_to_us\":");
+            p = memobs__tl_usec(p, cut.last);
+        }
+        p = MEMOBS__TL_LIT(p, ",\"chunk\":");
+        p = memobs__tl_dec(p, st.chunk);
+        p = MEMOBS__TL_LIT(p, ",\"clock\":\"");
+        p = memobs__tl_str(p, memobs_clock_source());
+        p = MEMOBS__TL_LIT(p, "\",\"ns_per_tick\":");
+        p += snprintf(p, 32, "%.9g", memobs_clock_ns_per_tick());
+        p = MEMOBS__TL_LIT(p, ",\"threads\":[");
+        memobs__tl_end(&o, p);
+        for (t = 0; t < MEMOBS__TL_THREADS; t++) {
+            if (!tkept[t] && !tdropped[t]) continue;
+            p = memobs__tl_room(&o, MEMOBS__TL_ROOM);
+            if (nt++) *p++ = ',';
+            p = MEMOBS__TL_LIT(p, "{\"thread\":");
+            p = memobs__tl_dec(p, t + 1u);
+            p = MEMOBS__TL_LIT(p, ",\"recorded\":");
+            p = memobs__tl_dec(p, tkept[t] + tdropped[t]);
+            p = MEMOBS__TL_LIT(p, ",\"kept\":");
+            p = memobs__tl_dec(p, tkept[t]);
+            p = MEMOBS__TL_LIT(p, ",\"dropped\":");
+            p = memobs__tl_dec(p, tdropped[t]);
+            *p++ = '}';
+            memobs__tl_end(&o, p);
+        }
+        p = memobs__tl_room(&o, MEMOBS__TL_ROOM);
+        p = MEMOBS__TL_LIT(p, "]}}\n");
+    } else {
+        p = MEMOBS__TL_LIT(p, ",\"note\":\"" MEMOBS__TL_OFF_NOTE "\"}}\n");
+    }
+    memobs__tl_end(&o, p);
+    memobs__tl_flush(&o);
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)
         memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_chrome_trace: %s", MEMOBS__TL_OFF_NOTE);
+    if (cut.left)
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: the trace's write limit (MEMOBS_TRACE_WRITE_S=%.9g) "
+                    "left out %llu of its %llu events (older than the newest that fit, or all the rest once the "
+                    "limit passed); otherData.left_out says so", (double)limit / 1e9, (unsigned long long)cut.left,
+                    (unsigned long long)n);
     memobs__tls.busy = 1;
     if (o.cache) MEMOBS_FREE(o.cache);
+    if (o.buf != memobs__tl_small) MEMOBS_FREE(o.buf);
     if (ev) MEMOBS_FREE(ev);
     memobs__tls.busy = busy;
-    if (fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
+    if (o.err || fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
     return rc;
 }
 
@@ -5348,7 +5933,7 @@ static void memobs__tl_child(void) {
     uint32_t j;
     for (j = 0; p && j < p->fresh; j++)
         if (p->chunk[j].state == MEMOBS__TLC_OWNED && p->chunk[j].owner != (void *)memobs__tls.shard)
-            memobs__tl_finish(p, &p->chunk[j]);
+            memobs__tl_leave(p, &p->chunk[j]);
     for (s = memobs__g.shards; s; s = s->next) {
         if (s == memobs__tls.shard) continue;
         MEMOBS__STORE(&s->tl_busy.v, 0u);
@@ -5361,6 +5946,7 @@ static void memobs__tl_child(void) {
 
 /* Runs inside memobs__init_once. */
 static void memobs__tl_env(void) {
+    MEMOBS__STORE(&memobs__tl.write_limit_ns.v, MEMOBS__TL_WRITE_DEFAULT_NS);
     pthread_mutex_init(&memobs__tl.lock, NULL);
     pthread_mutex_init(&memobs__clk.lock, NULL); /* the clock's: set up at its first use */
     pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
@@ -5380,6 +5966,12 @@ static void memobs__tl_env(void) {
             cap = v;
             on = v > 0;
         }
+    }
+    if ((s = getenv("MEMOBS_TRACE_WRITE_S")) != NULL) {
+        uint64_t ns;
+        if (memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) MEMOBS__STORE(&memobs__tl.write_limit_ns.v, ns);
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE_WRITE_S='%s' is not a number of seconds from 0 (no limit) to "
+                         "1000000000 (like 20 or 2.5); using 20", s);
     }
     if ((s = getenv("MEMOBS_TRACE")) != NULL) {
         if (!*s) {
@@ -5454,6 +6046,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     }
     memobs_init();
     if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
+    memobs__req_sweep(); /* abandoned requests counted before the counts are read */
     memset(out, 0, sizeof *out);
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
@@ -5528,6 +6121,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
     out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
     out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
+    out->requests_abandoned = st[MEMOBS__ST_REQ_ABANDONED];
     out->requests_dropped = st[MEMOBS__ST_REQ_DROPPED];
     out->requests_unknown = st[MEMOBS__ST_REQ_UNKNOWN];
     out->requests_duplicate = st[MEMOBS__ST_REQ_DUPLICATE];
@@ -5699,7 +6293,8 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
                             t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
                             s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
+    static const char *const what[19] = {"requests dropped untimed (table full: the longest idle made room)",
+                                         "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
                                          "records via the shared shard (no per-thread shard)",
@@ -5826,9 +6421,10 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
     memobs__text_latency(f, "TTFT", &s->ttft);
     memobs__text_latency(f, "TPOT", &s->tpot);
     memobs__text_latency(f, "E2E", &s->e2e);
-    fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu in flight\n",
+    fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu abandoned, %llu in flight\n",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight);
+            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+            (unsigned long long)s->requests_in_flight);
     if (s->tracking) {
         static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
         char b2[32], b3[32];
@@ -5955,14 +6551,15 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
     fputc(',', f);
     memobs__json_latency(f, "e2e", &s->e2e);
     fprintf(f,
-            ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
-            "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
+            ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
+            "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
             "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
             "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
             "\"region_names_dropped\":%llu},\"counters\":{",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
-            (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
+            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+            (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_dropped,
+            (unsigned long long)s->requests_unknown,
             (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
             (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
             (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
@@ -6366,6 +6963,9 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_u64(o, p, "memobs_requests_completed_total", "", s->requests_completed);
     memobs__prom_family(o, "memobs_requests_aborted_total", "counter", "Requests ended with no token.");
     memobs__prom_u64(o, p, "memobs_requests_aborted_total", "", s->requests_aborted);
+    memobs__prom_family(o, "memobs_requests_abandoned_total", "counter", "Requests idle past the request timeout "
+                        "(MEMOBS_REQUEST_TIMEOUT_S), ended untimed.");
+    memobs__prom_u64(o, p, "memobs_requests_abandoned_total", "", s->requests_abandoned);
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     {
@@ -9310,10 +9910,12 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
     memobs__html_printf(o, "<p>requests: <span data-memobs=\"requests.begun\" data-v=\"%llu\">%llu</span> begun, "
                         "<span data-memobs=\"requests.completed\" data-v=\"%llu\">%llu</span> completed, "
                         "<span data-memobs=\"requests.aborted\" data-v=\"%llu\">%llu</span> aborted, "
+                        "<span data-memobs=\"requests.abandoned\" data-v=\"%llu\">%llu</span> abandoned, "
                         "<span data-memobs=\"requests.in_flight\" data-v=\"%llu\">%llu</span> in flight.</p>\n",
                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_begun,
                         (unsigned long long)s->requests_completed, (unsigned long long)s->requests_completed,
                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_aborted,
+                        (unsigned long long)s->requests_abandoned, (unsigned long long)s->requests_abandoned,
                         (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_in_flight);
     memobs__out_str(o, "</section>\n");
 }

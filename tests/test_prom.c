@@ -248,6 +248,7 @@ static void test_every_family(void) {
     CHECK_SAMPLE(t, "memobs_requests_begun_total", "", "2");
     CHECK_SAMPLE(t, "memobs_requests_completed_total", "", "0");
     CHECK_SAMPLE(t, "memobs_requests_aborted_total", "", "1");
+    CHECK_SAMPLE(t, "memobs_requests_abandoned_total", "", "0");
     CHECK_SAMPLE(t, "memobs_requests_in_flight", "", "1");
     {
         static const char *const what[19] = {

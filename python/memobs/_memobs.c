@@ -1023,8 +1023,9 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
         pymod_put(d, "e2e", pymod_latency(&s->e2e)) < 0)
         goto fail;
     if (pymod_put(d, "requests",
-                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "begun", PYMOD_ULL(s->requests_begun), "completed",
-                                PYMOD_ULL(s->requests_completed), "aborted", PYMOD_ULL(s->requests_aborted),
+                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "begun", PYMOD_ULL(s->requests_begun),
+                                "completed", PYMOD_ULL(s->requests_completed), "aborted",
+                                PYMOD_ULL(s->requests_aborted), "abandoned", PYMOD_ULL(s->requests_abandoned),
                                 "in_flight", PYMOD_ULL(s->requests_in_flight), "dropped",
                                 PYMOD_ULL(s->requests_dropped), "unknown", PYMOD_ULL(s->requests_unknown),
                                 "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0 ||
