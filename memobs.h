@@ -155,12 +155,33 @@
                               the first call of memobs_init() or the first
                               record (whichever comes first) instead.
 
+   OUTPUTS (the variables below marked =DEST; README.md "Outputs")
+     One rule for every output variable: unset, empty, 0, off, false, no
+     (any case): off. stderr or stdout: that stream; 1, on, true, yes:
+     stderr. Anything else is a PATH, in which %r is the rank, %p the pid,
+     %% a percent sign; a value of 512 bytes or more (1024 once expanded)
+     gets one warning and is off. The PyTorch snapshot, binary, is never
+     written to a terminal (one warning).
+     A file is written whole: into a temporary in its folder (O_TMPFILE
+     where the file system has it, else PATH.tmp.PID.N), renamed over PATH
+     once complete. A killed or failed write (disk full) leaves the old
+     file as it was, one warning, and no temporary (a named one left by a
+     killed process is removed by the next run's start-up). The peak and
+     out-of-memory reports are appended instead, one write(2) a report.
+     An exit output is written only by the process that configured it,
+     or by any process when PATH holds %p (its own file): a fork() child
+     never writes over its parent's files. Two memobs instances of one
+     process (MEMOBS_HIDDEN modules) never write one path: the second to
+     configure it writes PATH with .2 before the extension (out.2.json;
+     .3, ...) and says so once. A write to a closed pipe costs that
+     output only (SIGPIPE is held and consumed around it). O_TMPFILE, the
+     claims and the SIGPIPE guard are Linux's; elsewhere files go through
+     named temporaries and instances are not told apart.
+
    ENVIRONMENT (read once, at load time or by memobs_init())
      MEMOBS=0|1               start disabled / enabled (default 1). Also
                               on/off, true/false, yes/no.
-     MEMOBS_SUMMARY=stderr|stdout|PATH
-                              write the summary at exit. In PATH, %r is the
-                              rank, %p the pid, %% a percent sign.
+     MEMOBS_SUMMARY=DEST      write the summary at exit (OUTPUTS).
      MEMOBS_FORMAT=text|json  format of that summary and of
                               memobs_print_summary() (default text).
      MEMOBS_CALLSTACK=N       C frames captured per tracked allocation.
@@ -168,25 +189,22 @@
                               how C stacks are walked: backtrace() (default)
                               or frame pointers (MEMOBS_UNWIND_FP).
      MEMOBS_TRACK_CAPACITY=N  live allocations the table holds.
-     MEMOBS_PEAK_REPORT=stderr|stdout|PATH|1|0
-                              peak reports (off by default; 1 = stderr; a
-                              PATH is appended to, %r/%p expanded).
+     MEMOBS_PEAK_REPORT=DEST  peak reports (off by default; a PATH is
+                              appended to).
      MEMOBS_PEAK_GROWTH=F     report when a device's tracked bytes pass the
                               last reported maximum by this fraction
                               (default 0.10; 0 = every new maximum).
      MEMOBS_PEAK_MIN=BYTES    no report below this (default 64M; suffixes
                               K, M, G, T are binary).
-     MEMOBS_LEAKS=stderr|stdout|PATH|1|0
-                              at exit, what is still live, by trace.
+     MEMOBS_LEAKS=DEST        at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
-     MEMOBS_TORCH_SNAPSHOT=PATH
+     MEMOBS_TORCH_SNAPSHOT=DEST
                               at exit, tracked device memory as PyTorch's
-                              memory snapshot (a pickle; %r/%p expanded).
+                              memory snapshot (a pickle: not to a terminal).
      MEMOBS_TORCH_EVENTS=N    history events kept per device for it (default
                               16384; suffixes K, M; 0 = no history).
-     MEMOBS_TRACE=stderr|stdout|PATH
-                              turn the timeline on at start-up and write it
-                              at exit as a Chrome trace (%r/%p expanded).
+     MEMOBS_TRACE=DEST        turn the timeline on at start-up and write it
+                              at exit as a Chrome trace.
      MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
                               suffixes K, M; 0 = off). Set alone, it turns
                               the timeline on without writing it at exit.
@@ -203,24 +221,20 @@
      MEMOBS_SAMPLES=N         samples kept (default 4096; oldest dropped).
      MEMOBS_LEAK_WINDOW_S=N   seconds of samples the leak detector fits
                               (default 120).
-     MEMOBS_STORMLOG=stderr|stdout|PATH
-                              Stormlog telemetry (schema v2) at exit.
-     MEMOBS_STORMLOG_HOST=stderr|stdout|PATH
+     MEMOBS_STORMLOG=DEST     Stormlog telemetry (schema v2) at exit.
+     MEMOBS_STORMLOG_HOST=DEST
                               the host series alone, at exit (a companion
                               file for a GPU process's host memory).
-     MEMOBS_HTML=stderr|stdout|PATH
-                              a one-file HTML report with SVG charts at exit
-                              (%r/%p expanded; memobs_write_html).
+     MEMOBS_HTML=DEST         a one-file HTML report with SVG charts at exit
+                              (memobs_write_html).
      MEMOBS_REGION_TIMING=0|1 time regions (default 1; 0: counted only).
      MEMOBS_REQUEST_TIMEOUT_S=S  a request with no token and no end for S
                               seconds is ended as abandoned, counted,
                               untimed (default 600; decimals allowed; 0 =
                               never; memobs_request_timeout).
-     MEMOBS_PROM_FILE=PATH    Prometheus exposition for node_exporter's textfile
+     MEMOBS_PROM_FILE=DEST    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
-                              below, replaced atomically (temporary + rename);
-                              %r/%p expanded (a forked child writes at its
-                              exit only to a path with %p).
+                              below (a stream: at exit only).
      MEMOBS_PROM_INTERVAL_MS=N  period of those writes (default 15000; 0 = at
                               exit only; else 100 to 86400000).
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
@@ -744,8 +758,9 @@ MEMOBS_API int memobs_set_tag_provider(const memobs_tag_provider_t *provider);
    reported maximum by the fraction growth (and is at least min_bytes), the
    allocating thread writes a report (the new maximum, the previous one, the
    block table and the live bytes per trace) to dest: "stderr", "stdout" or
-   a file path (appended; %r/%p expanded). dest NULL or "off" turns it off.
-   growth 0 reports every new maximum. */
+   a file path (appended, one write a report; %r/%p expanded). dest NULL or
+   "off" turns it off (the words of the OUTPUTS rule: 1 is stderr, 0 off;
+   "" is an error). growth 0 reports every new maximum. */
 MEMOBS_API int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes);
 
 /* A snapshot of live allocations, for exporters. Returns how many are
@@ -832,7 +847,8 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    for each bad byte. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
    MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO (a write failed). */
 MEMOBS_API int memobs_write_torch_snapshot(FILE *f);
-/* To a file (%r/%p expanded, as MEMOBS_TORCH_SNAPSHOT=PATH at exit). */
+/* To a file (%r/%p expanded) written whole, as MEMOBS_TORCH_SNAPSHOT=PATH
+   at exit; "stdout"/"stderr" unless a terminal (MEMOBS_ERR_INVALID). */
 MEMOBS_API int memobs_write_torch_snapshot_file(const char *path);
 
 /* One device's history of the snapshot. */
@@ -955,7 +971,9 @@ MEMOBS_API double memobs_clock_ns_per_tick(void);
    when the copy of the events cannot be allocated, MEMOBS_ERR_IO when
    writing fails. */
 MEMOBS_API int memobs_write_chrome_trace(FILE *f);
-/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+/* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
+   the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
+   the old file stays and one warning is logged). */
 MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
 /* The trace write's bound, so that a stop (Kubernetes: SIGTERM, SIGKILL
    30 s later) never finds it unfinished: a write gives itself ns from its
@@ -1094,7 +1112,9 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
    a collective, with the figures of the series' sample before them.
    MEMOBS_STORMLOG=PATH writes it at exit. */
 MEMOBS_API int memobs_write_stormlog(FILE *f);
-/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+/* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
+   the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
+   the old file stays and one warning is logged). */
 MEMOBS_API int memobs_write_stormlog_file(const char *path);
 /* The host series alone (device_id -1) with the region and marker events,
    whatever devices there are: a companion for Stormlog's analyses of host
@@ -1112,7 +1132,9 @@ MEMOBS_API void memobs_get_summary(memobs_summary_t *out);
 /* Writes the summary in the MEMOBS_FORMAT format (default text) to stderr. */
 MEMOBS_API void memobs_print_summary(void);
 MEMOBS_API int memobs_write_summary(FILE *f, memobs_format_t fmt);
-/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+/* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
+   the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
+   the old file stays and one warning is logged). */
 MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
 /* 0: the files the environment asks for at exit (MEMOBS_SUMMARY,
    MEMOBS_PROM_FILE, MEMOBS_TRACE, MEMOBS_STORMLOG(_HOST), MEMOBS_HTML,
@@ -1164,9 +1186,10 @@ MEMOBS_API int memobs_write_prometheus(FILE *f);
 MEMOBS_API size_t memobs_format_prometheus(char *buf, size_t len);
 /* For node_exporter's textfile collector (--collector.textfile.directory
    DIR reads the *.prom files of DIR): writes path (%r rank, %p pid, %%
-   expanded) as path.tmp.<pid>.<n> in the same directory, then rename()s it
-   into place, so a reader sees the old file or the new one, never a part.
-   On failure the old file stays, the temporary is removed, one warning
+   expanded; "stderr" and "stdout" are the streams) whole: into a
+   temporary in the same directory, then rename()d into place (OUTPUTS in
+   the doc block), so a reader sees the old file or the new one, never a
+   part. On failure the old file stays, no temporary is left, one warning
    goes to the log hook, and it returns MEMOBS_ERR_IO (MEMOBS_ERR_INVALID
    for an empty or too long path, MEMOBS_ERR_NOMEM when the snapshot found
    no memory). */
@@ -1203,7 +1226,9 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
    MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO. MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
-/* Opens path ("stderr", "stdout" or a file; %r/%p expanded), writes, closes. */
+/* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
+   the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
+   the old file stays and one warning is logged). */
 MEMOBS_API int memobs_write_html_file(const char *path);
 
 /* ======================================================================== */
@@ -1806,7 +1831,6 @@ typedef struct {
     memobs__u64_t peak_growth_ppm; /* report threshold growth, parts per million */
     memobs__u64_t peak_min;
     char peak_dest[512];
-    char leaks_dest[512];     /* MEMOBS_LEAKS, "" = none */
     int rows;                 /* MEMOBS_REPORT_ROWS */
 } memobs__trk_t;
 
@@ -1836,6 +1860,30 @@ enum {
     MEMOBS__EXIT_HTML, MEMOBS__EXIT_TRACE, MEMOBS__EXIT_OUTPUTS
 };
 
+/* The file outputs configured from the environment (see OUTPUTS in the
+   doc block). Each destination is resolved when it is configured:
+   expanded (%r, %p, %%) and claimed against the other memobs instances of
+   the process (memobs__claim_try), so a writer, the crash writer
+   included, finds the final name in path with no formatting; refreshed
+   in a fork() child (a %p path) and by memobs_set_identity (a %r path). */
+enum {
+    MEMOBS__OUT_SUMMARY, MEMOBS__OUT_PROM, MEMOBS__OUT_LEAKS, MEMOBS__OUT_STORMLOG, MEMOBS__OUT_STORMLOG_HOST,
+    MEMOBS__OUT_TORCH, MEMOBS__OUT_HTML, MEMOBS__OUT_TRACE, MEMOBS__OUTS
+};
+#define MEMOBS__SPEC_LEN 512  /* an output variable's value, with its terminating 0 */
+#define MEMOBS__PATH_LEN 1024 /* a path once expanded */
+typedef struct {
+    memobs__u32_t on;            /* configured; the fields below are set before it */
+    uint32_t stream;             /* 1 stdout, 2 stderr, 0 a file */
+    uint32_t has_pid, has_rank;  /* spec holds %p, %r */
+    int64_t owner;               /* the process that configured it */
+    int64_t path_pid;            /* the process path was resolved for */
+    int claim;                   /* the claim's socket + 1 (0: none) */
+    uint32_t renamed_said;       /* the claimed name is the expanded one, or the other was told */
+    char spec[MEMOBS__SPEC_LEN]; /* as set: "stderr", "stdout" or a path with %r, %p, %% */
+    char path[MEMOBS__PATH_LEN]; /* the file written ("" for a stream, or when it did not fit) */
+} memobs__dest_t;
+
 /* All mutable state but the hot enabled flag and the TLS slot. */
 static pthread_once_t memobs__once = PTHREAD_ONCE_INIT; /* not zero on every libc */
 static struct {
@@ -1855,13 +1903,12 @@ static struct {
     memobs__u32_t ncounters;
     memobs_identity_t identity;
     memobs_format_t format;
-    char summary_path[512]; /* MEMOBS_SUMMARY, "" = none */
-    int64_t summary_pid;    /* the process that read MEMOBS_SUMMARY (the crash writer's fork rule) */
-    char prom_path[512];    /* MEMOBS_PROM_FILE, "" = none; set once, at start-up */
+    memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on */
+    memobs__u32_t tmp_seq;      /* numbers the named temporary files */
+    memobs__u32_t no_tmpfile;   /* O_TMPFILE files could not be linked: named temporaries only */
+    memobs__u32_t out_said;     /* warn-once bits of the writers (MEMOBS__OS_*) */
     uint64_t prom_interval_ns;  /* MEMOBS_PROM_INTERVAL_MS, 0 = at exit only */
-    memobs__u32_t prom_seq;     /* numbers the temporary files */
     memobs__u32_t prom_failing; /* the last periodic write failed: the next ones are quiet */
-    int64_t prom_pid;           /* the process that read MEMOBS_PROM_FILE */
     /* The periodic write and the crash writer (see its section): a periodic
        write begun while crash_until is ahead is skipped; the crash writer
        waits for one under way (prom_busy, on prom_thread) before it writes. */
@@ -2042,6 +2089,8 @@ static int memobs__env_int(const char *name, int *out, int *found) {
     return 0;
 }
 
+static void memobs__utf8_copy(char *out, size_t len, const char *in);
+
 static void memobs__identity_from_env(void) {
     static const char *const fam[4][3] = {
         {"RANK", "LOCAL_RANK", "WORLD_SIZE"},
@@ -2056,11 +2105,11 @@ static void memobs__identity_from_env(void) {
     id->local_rank = 0;
     id->world_size = 1;
     id->pid = (int64_t)getpid();
-    snprintf(id->host, sizeof id->host, "%s", uname(&un) == 0 ? un.nodename : "unknown");
+    memobs__utf8_copy(id->host, sizeof id->host, uname(&un) == 0 ? un.nodename : "unknown");
     for (i = 0; i < 3; i++) {
         const char *s = getenv(jobs[i]);
         if (s && *s) {
-            snprintf(id->job_id, sizeof id->job_id, "%s", s);
+            memobs__utf8_copy(id->job_id, sizeof id->job_id, s);
             break;
         }
     }
@@ -2092,7 +2141,12 @@ static void memobs__exit_all(void);
 static void memobs__exit_add(unsigned which, void (*fn)(void));
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
-static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own);
+static int memobs__dest_env(unsigned which);
+static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags);
+static int memobs__write_summary_fmt(FILE *f, int fmt);
+static int memobs__write_torch_snapshot_arg(FILE *f, int unused);
+static void memobs__dest_resolve(unsigned which, int quiet);
+static void memobs__outs_fork(void);
 static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak detector, Stormlog */
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
@@ -2131,20 +2185,35 @@ static int memobs__parse_bytes(const char *s, uint64_t *out) {
     return 1;
 }
 
-/* "stderr"/"1", "stdout", "off"/"0" or a path; 0 for off. */
-static int memobs__env_dest(const char *name, char *out, size_t len) {
-    const char *s = getenv(name);
+/* The one rule of the output variables (OUTPUTS in the doc block): s
+   unset, empty, 0, off, false or no (any case): 0, off; stderr, 1, on,
+   true or yes: 2 (stderr); stdout: 1; anything else is a path: -1, or
+   off with one warning naming the variable when it is len bytes or
+   longer. */
+static int memobs__dest_parse(const char *name, const char *s, size_t len) {
     int b;
-    if (!s) return 0;
+    if (!s || !*s) return 0;
     b = memobs__parse_bool(s);
-    if (b == 0) return 0;
-    if (b == 1) s = "stderr";
-    if (!*s || strlen(s) >= len) {
-        memobs__log(MEMOBS_LOG_WARN, "%s is empty or longer than %u bytes; ignored", name, (unsigned)len - 1);
+    if (b >= 0) return b ? 2 : 0;
+    if (memobs__streq_nocase(s, "stderr")) return 2;
+    if (memobs__streq_nocase(s, "stdout")) return 1;
+    if (strlen(s) >= len) {
+        memobs__log(MEMOBS_LOG_WARN, "%s is longer than %u bytes; off", name, (unsigned)len - 1);
         return 0;
     }
-    strcpy(out, s);
-    return 1;
+    return -1;
+}
+
+/* An output variable kept as a string (the peak and out-of-memory
+   reports): unset, 0 with out unchanged; off, 0 with out ""; else 1 with
+   out "stderr", "stdout" or the path. */
+static int memobs__env_dest(const char *name, char *out, size_t len) {
+    const char *s = getenv(name);
+    int k = memobs__dest_parse(name, s, len);
+    if (!s) return 0;
+    if (k == 0) out[0] = 0;
+    else strcpy(out, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
+    return k != 0;
 }
 
 /* Frame pointers asked for where they are not walked: one warning. */
@@ -2197,8 +2266,7 @@ static void memobs__track_env(void) {
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
-    if (memobs__env_dest("MEMOBS_LEAKS", t->leaks_dest, sizeof t->leaks_dest))
-        memobs__exit_add(MEMOBS__EXIT_LEAKS, memobs__leaks_at_exit);
+    if (memobs__dest_env(MEMOBS__OUT_LEAKS)) memobs__exit_add(MEMOBS__EXIT_LEAKS, memobs__leaks_at_exit);
     memobs__tsn_env();
 }
 static void memobs__atfork_prepare(void);
@@ -2250,18 +2318,7 @@ static void memobs__init_once(void) {
         else if (memobs__streq_nocase(s, "text")) memobs__g.format = MEMOBS_FORMAT_TEXT;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_FORMAT='%s' is not text or json; using text", s);
     }
-    if ((s = getenv("MEMOBS_SUMMARY")) != NULL) {
-        if (!*s) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SUMMARY is empty; no summary at exit");
-        } else if (strlen(s) >= sizeof memobs__g.summary_path) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SUMMARY is longer than %u bytes; no summary at exit",
-                        (unsigned)sizeof memobs__g.summary_path - 1);
-        } else {
-            strcpy(memobs__g.summary_path, s);
-            memobs__g.summary_pid = (int64_t)getpid();
-            memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
-        }
-    }
+    if (memobs__dest_env(MEMOBS__OUT_SUMMARY)) memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
     memobs__reg_init(1);
     memobs__track_env();
     memobs__smp_env();
@@ -2333,18 +2390,19 @@ int memobs_flush(void) {
     return MEMOBS_OK;
 }
 
+/* The exit writers: memobs__dest_write reports their failures. */
 static void memobs__at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_summary_file(memobs__g.summary_path, memobs__g.format);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
+        (void)memobs__dest_write(MEMOBS__OUT_SUMMARY, memobs__write_summary_fmt, (int)memobs__g.format, 0);
+}
+
+static int memobs__write_leaks_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_print_leaks(f);
 }
 
 static void memobs__leaks_at_exit(void) {
-    int own;
-    FILE *f;
-    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
-    f = memobs__open_dest(memobs__g.trk.leaks_dest, "w", "leak report", &own);
-    if (!f) return;
-    if (memobs_print_leaks(f) != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the leak report failed");
-    if (own) fclose(f);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_LEAKS, memobs__write_leaks_f, 0, 0);
 }
 
 /* ======================================================================== */
@@ -2425,6 +2483,7 @@ static void memobs__atfork_child(void) {
        the totals (every lock is held: the cut is exact). */
     memobs__esc_fold_held(-1);
     memobs__g.identity.pid = (int64_t)getpid();
+    memobs__outs_fork();
     memobs__atfork_parent();
 }
 
@@ -4343,8 +4402,9 @@ static void memobs__peak_arm(void) {
 
 int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) {
     memobs__trk_t *t = &MEMOBS__TRK;
-    int off = !dest || strcmp(dest, "off") == 0;
-    if (!off && (!*dest || strlen(dest) >= sizeof t->peak_dest)) {
+    int k = 0; /* the rule of the output variables, but "" is an error */
+    if (dest && *dest && strlen(dest) < sizeof t->peak_dest) k = memobs__dest_parse("", dest, sizeof t->peak_dest);
+    else if (dest) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_set_peak_report: destination is empty or too long; unchanged");
         return MEMOBS_ERR_INVALID;
     }
@@ -4355,8 +4415,8 @@ int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) 
     memobs_init();
     pthread_mutex_lock(&memobs__g.lock);
     MEMOBS__STORE(&t->peak_on.v, 0u);
-    if (!off) {
-        strcpy(t->peak_dest, dest);
+    if (k) {
+        strcpy(t->peak_dest, k == 2 ? "stderr" : k == 1 ? "stdout" : dest);
         MEMOBS__STORE(&t->peak_growth_ppm.v, (uint64_t)(growth * 1e6 + 0.5));
         MEMOBS__STORE(&t->peak_min.v, min_bytes);
         memobs__peak_arm();
@@ -4812,7 +4872,6 @@ static struct {
     int mb;                  /* membarrier: 0 not tried yet, 1 registered, -1 none */
     memobs__u32_t threads;   /* timeline thread numbers given out */
     memobs__u64_t write_limit_ns; /* MEMOBS_TRACE_WRITE_S: a trace's write, at most; 0 = no limit */
-    char path[512];          /* MEMOBS_TRACE, "" = none */
 } memobs__tl;
 
 /* The calling thread's number on the timeline (1, 2, ... in order of its
@@ -5908,9 +5967,9 @@ int memobs_write_chrome_trace_file(const char *path) {
     return memobs__write_path(path, "memobs_write_chrome_trace_file", "Chrome trace", memobs__write_trace_f, 0);
 }
 
-/* memobs_write_chrome_trace_file() reports its own failures. */
+/* memobs__dest_write() reports its own failures. */
 static void memobs__tl_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_chrome_trace_file(memobs__tl.path);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_TRACE, memobs__write_trace_f, 0, 0);
 }
 
 /* fork(): the child gets the locks free; the chunks of threads that do
@@ -5973,17 +6032,9 @@ static void memobs__tl_env(void) {
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE_WRITE_S='%s' is not a number of seconds from 0 (no limit) to "
                          "1000000000 (like 20 or 2.5); using 20", s);
     }
-    if ((s = getenv("MEMOBS_TRACE")) != NULL) {
-        if (!*s) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE is empty; no trace at exit");
-        } else if (strlen(s) >= sizeof memobs__tl.path) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE is longer than %u bytes; no trace at exit",
-                        (unsigned)sizeof memobs__tl.path - 1);
-        } else if (cap) {
-            strcpy(memobs__tl.path, s);
-            memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
-            on = 1;
-        }
+    if (cap && memobs__dest_env(MEMOBS__OUT_TRACE)) { /* MEMOBS_TRACE_EVENTS=0 wins */
+        memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
+        on = 1;
     }
     if (on) (void)memobs__tl_make(cap);
 #endif
@@ -5993,6 +6044,25 @@ static void memobs__tl_env(void) {
 /* Private: identity                                                        */
 /* ======================================================================== */
 
+/* in, cut to fit len at a character boundary, with each byte that is not
+   UTF-8 replaced by U+FFFD: identity strings come from the environment
+   and the program, and every JSON export carries them. */
+static void memobs__utf8_copy(char *out, size_t len, const char *in) {
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    if (!len) return;
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        const char *add = k ? (const char *)p : "\xEF\xBF\xBD";
+        size_t n = k ? k : 3;
+        if (o + n + 1 > len) break;
+        memcpy(out + o, add, n);
+        o += n;
+        p += k ? k : 1;
+    }
+    out[o] = 0;
+}
+
 int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_size) {
     if (world_size < 1 || rank < 0 || rank >= world_size || local_rank < 0 || local_rank >= world_size) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_set_identity: rank %d, local rank %d, world size %d is inconsistent; "
@@ -6001,8 +6071,13 @@ int memobs_set_identity(const char *job_id, int rank, int local_rank, int world_
     }
     memobs_init();
     pthread_mutex_lock(&memobs__g.lock);
-    if (job_id) snprintf(memobs__g.identity.job_id, sizeof memobs__g.identity.job_id, "%s", job_id);
-    memobs__g.identity.rank = rank;
+    if (job_id) memobs__utf8_copy(memobs__g.identity.job_id, sizeof memobs__g.identity.job_id, job_id);
+    if (rank != memobs__g.identity.rank) {
+        unsigned i;
+        memobs__g.identity.rank = rank;
+        for (i = 0; i < MEMOBS__OUTS; i++) /* a %r path follows the rank (a rename is told at the write) */
+            if (MEMOBS__LOAD(&memobs__g.out[i].on.v) && memobs__g.out[i].has_rank) memobs__dest_resolve(i, 1);
+    }
     memobs__g.identity.local_rank = local_rank;
     memobs__g.identity.world_size = world_size;
     pthread_mutex_unlock(&memobs__g.lock);
@@ -6207,15 +6282,20 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len) {
     return buf;
 }
 
+/* A JSON string; a byte that is not UTF-8 becomes U+FFFD. */
 static void memobs__json_str(FILE *f, const char *s) {
     fputc('"', f);
-    for (; *s; s++) {
+    while (*s) {
         unsigned char c = (unsigned char)*s;
+        size_t k = memobs__utf8_len((const unsigned char *)s);
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c == '\n') fputs("\\n", f);
         else if (c == '\t') fputs("\\t", f);
         else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        else if (k == 1) fputc(c, f);
+        else if (k == 0) fputs("\xEF\xBF\xBD", f);
+        else fwrite(s, 1, k, f);
+        s += k ? k : 1;
     }
     fputc('"', f);
 }
@@ -6600,64 +6680,733 @@ void memobs_print_summary(void) {
     memobs_write_summary(stderr, memobs__g.format);
 }
 
-/* Expands %r (rank), %p (pid) and %% in a path; 0 if it does not fit. */
-static int memobs__expand_path(const char *in, char *out, size_t len) {
-    memobs_identity_t id;
+/* ---- Output destinations ------------------------------------------------ */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#if defined(__linux__)
+/* Strict -std=c99/c11 hides these POSIX and Linux declarations unless the
+   includer defined a feature macro before its first libc header; the libc
+   symbols are there regardless (glibc and musl), so reach them under
+   private names. */
+#define MEMOBS__OUT_LINUX 1
+extern FILE *memobs__fdopen(int fd, const char *mode) __asm__("fdopen");
+extern FILE *memobs__open_memstream(char **buf, size_t *len) __asm__("open_memstream");
+extern int memobs__linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags)
+    __asm__("linkat");
+extern ssize_t memobs__readlink(const char *path, char *buf, size_t len) __asm__("readlink");
+extern int memobs__kill(int pid, int sig) __asm__("kill");
+/* sigset_t of glibc and musl: 1024 bits, signal n at bit n - 1. */
+typedef struct { unsigned long w[1024 / (8 * sizeof(unsigned long))]; } memobs__sigset_t;
+extern int memobs__sigmask(int how, const memobs__sigset_t *set, memobs__sigset_t *old) __asm__("pthread_sigmask");
+extern int memobs__sigpending(memobs__sigset_t *set) __asm__("sigpending");
+extern int memobs__sigwait(const memobs__sigset_t *set, int *sig) __asm__("sigwait");
+#define MEMOBS__AT_FDCWD (-100)
+#define MEMOBS__AT_SYMLINK_FOLLOW 0x400
+#define MEMOBS__AT_EMPTY_PATH 0x1000
+/* Flags whose values differ by architecture: from the headers when they
+   show them, else the values of the architectures listed. */
+#if defined(O_CLOEXEC)
+#define MEMOBS__O_CLOEXEC O_CLOEXEC
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || defined(__riscv)
+#define MEMOBS__O_CLOEXEC 02000000
+#endif
+/* MEMOBS__NO_TMPFILE (private, for the tests) builds with named temporaries only. */
+#if defined(MEMOBS__NO_TMPFILE)
+#elif defined(O_TMPFILE)
+#define MEMOBS__O_TMPFILE O_TMPFILE
+#elif defined(__x86_64__) || defined(__i386__) || defined(__riscv)
+#define MEMOBS__O_TMPFILE (020000000 | 0200000)
+#elif defined(__aarch64__) || defined(__arm__)
+#define MEMOBS__O_TMPFILE (020000000 | 040000)
+#endif
+#if defined(SIG_BLOCK) && defined(SIG_SETMASK)
+#define MEMOBS__SIG_BLOCK SIG_BLOCK
+#define MEMOBS__SIG_SETMASK SIG_SETMASK
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || defined(__riscv)
+#define MEMOBS__SIG_BLOCK 0
+#define MEMOBS__SIG_SETMASK 2
+#endif
+#else
+#define memobs__fdopen fdopen
+#endif
+#ifndef MEMOBS__O_CLOEXEC
+#define MEMOBS__O_CLOEXEC 0
+#endif
+
+#define MEMOBS__OS_TTY 1u    /* warn-once bit of the writers (memobs__g.out_said): a terminal refused */
+#define MEMOBS__WW_QUIET 1u  /* flags of memobs__write_whole: no warning */
+#define MEMOBS__WW_BINARY 2u /* never to a terminal */
+
+/* What each output is called, and whether it is binary (never written to
+   a terminal). */
+static const struct {
+    const char *var, *what;
+    int binary;
+} memobs__out_info[MEMOBS__OUTS] = {
+    {"MEMOBS_SUMMARY", "summary", 0},
+    {"MEMOBS_PROM_FILE", "Prometheus file", 0},
+    {"MEMOBS_LEAKS", "leak report", 0},
+    {"MEMOBS_STORMLOG", "Stormlog telemetry", 0},
+    {"MEMOBS_STORMLOG_HOST", "Stormlog host telemetry", 0},
+    {"MEMOBS_TORCH_SNAPSHOT", "PyTorch memory snapshot", 1},
+    {"MEMOBS_HTML", "HTML report", 0},
+    {"MEMOBS_TRACE", "Chrome trace", 0}};
+
+/* Decimal digits of v at out (no terminating 0); their count. Async-signal-safe. */
+static size_t memobs__utoa(char *out, uint64_t v) {
+    char t[24];
+    size_t n = 0, i;
+    do t[n++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+    for (i = 0; i < n; i++) out[i] = t[n - 1 - i];
+    return n;
+}
+
+/* Expands %r (rank), %p (pid) and %% in a path; 0 if it does not fit.
+   Async-signal-safe. */
+static int memobs__expand_as(const char *in, char *out, size_t len, int rank, int64_t pid) {
     size_t o = 0;
-    memobs_get_identity(&id);
     for (; *in; in++) {
         char tmp[24];
-        const char *add = tmp;
-        if (in[0] == '%' && in[1] == 'r') snprintf(tmp, sizeof tmp, "%d", (int)id.rank), in++;
-        else if (in[0] == '%' && in[1] == 'p') snprintf(tmp, sizeof tmp, "%lld", (long long)getpid()), in++;
-        else if (in[0] == '%' && in[1] == '%') tmp[0] = '%', tmp[1] = 0, in++;
-        else tmp[0] = *in, tmp[1] = 0;
-        if (o + strlen(add) + 1 > len) return 0;
-        memcpy(out + o, add, strlen(add));
-        o += strlen(add);
+        size_t k = 1;
+        if (in[0] == '%' && in[1] == 'r') k = memobs__utoa(tmp, (uint64_t)(rank < 0 ? 0 : rank)), in++;
+        else if (in[0] == '%' && in[1] == 'p') k = memobs__utoa(tmp, (uint64_t)pid), in++;
+        else if (in[0] == '%' && in[1] == '%') tmp[0] = '%', in++;
+        else tmp[0] = *in;
+        if (o + k + 1 > len) return 0;
+        memcpy(out + o, tmp, k);
+        o += k;
     }
     out[o] = 0;
     return 1;
 }
 
-/* Opens a destination: "stderr", "stdout" or a path (%r, %p, %% expanded)
-   with fopen mode. *own: the caller must fclose it. NULL, with a warning
-   naming what, when it cannot be opened. */
-static FILE *memobs__open_dest(const char *dest, const char *mode, const char *what, int *own) {
-    char full[1024];
-    FILE *f;
-    *own = 0;
-    if (strcmp(dest, "stderr") == 0) return stderr;
-    if (strcmp(dest, "stdout") == 0) return stdout;
-    if (!memobs__expand_path(dest, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
-        return NULL;
-    }
-    f = fopen(full, mode);
-    if (!f) {
-        memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the %s: %s", full, what, strerror(errno));
-        return NULL;
-    }
-    *own = 1;
-    return f;
+/* With the identity and pid of now. */
+static int memobs__expand_path(const char *in, char *out, size_t len) {
+    memobs_identity_t id;
+    memobs_get_identity(&id);
+    return memobs__expand_as(in, out, len, (int)id.rank, (int64_t)getpid());
 }
 
-/* The *_file writers: opens path ("stderr", "stdout" or a file, %r/%p
-   expanded), writes with write(f, arg), closes; one message on failure. */
+/* Whether spec holds %c (r or p) once %% is read as a percent sign. */
+static int memobs__spec_has(const char *spec, char c) {
+    for (; *spec; spec++) {
+        if (spec[0] != '%') continue;
+        if (spec[1] == c) return 1;
+        if (spec[1] == '%') spec++;
+    }
+    return 0;
+}
+
+/* ---- SIGPIPE: a write to a closed pipe costs that output only ----------- */
+
+/* SIGPIPE is blocked on the writing thread around a write; a SIGPIPE the
+   write raised (pending afterwards, not before) is taken with sigwait, so
+   neither the program's handler nor the default action (death) sees it:
+   the write fails with EPIPE instead. */
+typedef struct {
+    int on, pending;
+#ifdef MEMOBS__SIG_BLOCK
+    memobs__sigset_t old;
+#endif
+} memobs__pipe_t;
+
+#ifdef MEMOBS__SIG_BLOCK
+static int memobs__sigpipe_in(const memobs__sigset_t *s) {
+    return (s->w[(SIGPIPE - 1) / (8 * sizeof(unsigned long))] >> ((SIGPIPE - 1) % (8 * sizeof(unsigned long)))) & 1u;
+}
+static void memobs__sigpipe_set(memobs__sigset_t *s) {
+    memset(s, 0, sizeof *s);
+    s->w[(SIGPIPE - 1) / (8 * sizeof(unsigned long))] = 1ul << ((SIGPIPE - 1) % (8 * sizeof(unsigned long)));
+}
+#endif
+
+static void memobs__pipe_block(memobs__pipe_t *p) {
+#ifdef MEMOBS__SIG_BLOCK
+    memobs__sigset_t s, pend;
+    memobs__sigpipe_set(&s);
+    p->on = memobs__sigmask(MEMOBS__SIG_BLOCK, &s, &p->old) == 0;
+    p->pending = p->on && memobs__sigpending(&pend) == 0 && memobs__sigpipe_in(&pend);
+#else
+    p->on = p->pending = 0;
+#endif
+}
+
+static void memobs__pipe_unblock(memobs__pipe_t *p) {
+#ifdef MEMOBS__SIG_BLOCK
+    memobs__sigset_t s, pend;
+    int sig;
+    if (!p->on) return;
+    memobs__sigpipe_set(&s);
+    if (!p->pending && memobs__sigpending(&pend) == 0 && memobs__sigpipe_in(&pend)) (void)memobs__sigwait(&s, &sig);
+    (void)memobs__sigmask(MEMOBS__SIG_SETMASK, &p->old, NULL);
+#else
+    (void)p;
+#endif
+}
+
+/* ---- Instances: one writer per path in a process ----------------------- */
+
+/* A claim on a file name, visible to every memobs instance of the process
+   (two modules built with MEMOBS_HIDDEN share no symbol): a unix socket
+   bound in the abstract namespace (Linux) under a name made of the pid and
+   a hash of the file (its folder's device and inode, and its name), kept
+   open (close-on-exec) while the output is configured. The second
+   instance to claim a name finds it bound and tries name.2.ext,
+   name.3.ext, ... Returns the socket + 1, or 0 when the name is taken
+   (*busy set) or claims cannot be made here (then the name is used
+   unclaimed). */
+static int memobs__claim_try(const char *path, int64_t pid, int *busy) {
+#if defined(MEMOBS__OUT_LINUX) && defined(SOCK_CLOEXEC)
+    struct sockaddr_un a;
+    struct stat st;
+    char dir[MEMOBS__PATH_LEN];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    size_t n, i;
+    int fd;
+    *busy = 0;
+    if (!slash) strcpy(dir, ".");
+    else if (slash == path) strcpy(dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir) memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
+    else return 0;
+    if (stat(dir, &st) == 0) {
+        uint64_t v[2];
+        v[0] = (uint64_t)st.st_dev;
+        v[1] = (uint64_t)st.st_ino;
+        for (i = 0; i < sizeof v; i++) h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
+    } else {
+        for (i = 0; dir[i]; i++) h = (h ^ (unsigned char)dir[i]) * 1099511628211ull;
+    }
+    for (i = 0; base[i]; i++) h = (h ^ (unsigned char)base[i]) * 1099511628211ull;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path + 1, "memobs-out.", 11); /* sun_path[0] = 0: the abstract namespace */
+    n = 12 + memobs__utoa(a.sun_path + 12, (uint64_t)pid);
+    a.sun_path[n++] = '.';
+    for (i = 0; i < 16; i++) a.sun_path[n++] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) return 0;
+    if (bind(fd, (const struct sockaddr *)(const void *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) == 0)
+        return fd + 1;
+    *busy = errno == EADDRINUSE;
+    close(fd);
+    return 0;
+#else
+    (void)path;
+    (void)pid;
+    *busy = 0;
+    return 0;
+#endif
+}
+
+/* path with ".n" before its extension (the last dot of the file name,
+   not a leading one): out.json -> out.2.json, trace -> trace.2. */
+static int memobs__numbered(const char *path, unsigned n, char *out, size_t len) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
+    char num[16];
+    size_t k, at;
+    if (!dot || dot == base) dot = base + strlen(base);
+    at = (size_t)(dot - path);
+    num[0] = '.';
+    k = 1 + memobs__utoa(num + 1, n);
+    if (strlen(path) + k + 1 > len) return 0;
+    memcpy(out, path, at);
+    memcpy(out + at, num, k);
+    strcpy(out + at + k, path + at);
+    return 1;
+}
+
+/* Removes the named temporaries of path (path.tmp.PID.N) left by
+   processes that are gone (killed while writing, where O_TMPFILE could
+   not be used). */
+static void memobs__sweep(const char *path) {
+#ifdef MEMOBS__OUT_LINUX
+    char dir[MEMOBS__PATH_LEN], victim[MEMOBS__PATH_LEN + 300];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t bl = strlen(base);
+    struct dirent *e;
+    DIR *d;
+    if (!slash) strcpy(dir, ".");
+    else if (slash == path) strcpy(dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir) memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
+    else return;
+    if ((d = opendir(dir)) == NULL) return;
+    while ((e = readdir(d)) != NULL) {
+        const char *p = e->d_name;
+        long long pid = 0;
+        if (strncmp(p, base, bl) != 0 || strncmp(p + bl, ".tmp.", 5) != 0) continue;
+        for (p += bl + 5; *p >= '0' && *p <= '9' && pid < 100000000; p++) pid = pid * 10 + (*p - '0');
+        if (*p++ != '.' || !pid || pid == (long long)getpid() || !(*p >= '0' && *p <= '9')) continue;
+        while (*p >= '0' && *p <= '9') p++;
+        if (*p) continue;
+        if (memobs__kill((int)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to ask) */
+        snprintf(victim, sizeof victim, "%s/%s", dir, e->d_name);
+        (void)unlink(victim);
+    }
+    closedir(d);
+#else
+    (void)path;
+#endif
+}
+
+/* Output which's destination for this process: spec expanded and the
+   name claimed (the claim held before is given up first). Caller holds
+   memobs__g.lock, or runs inside memobs__init_once or a fork() child's
+   handler; quiet: no message now (the writer tells the rename later). */
+static void memobs__dest_resolve(unsigned which, int quiet) {
+    memobs__dest_t *d = &memobs__g.out[which];
+    char full[MEMOBS__PATH_LEN], name[MEMOBS__PATH_LEN];
+    unsigned n;
+    int busy;
+    if (d->claim) close(d->claim - 1);
+    d->claim = 0;
+    d->path[0] = 0;
+    d->path_pid = (int64_t)getpid();
+    d->renamed_said = 1;
+    if (d->stream) return;
+    if (!memobs__expand_as(d->spec, full, sizeof full, (int)memobs__g.identity.rank, d->path_pid)) {
+        if (!quiet) memobs__log(MEMOBS_LOG_WARN, "%s='%s' is longer than %u bytes once expanded; off",
+                                memobs__out_info[which].var, d->spec, (unsigned)sizeof full - 1);
+        return;
+    }
+    strcpy(name, full);
+    for (n = 2; n <= 100; n++) {
+        d->claim = memobs__claim_try(name, d->path_pid, &busy);
+        if (!busy) break;
+        if (n == 100 || !memobs__numbered(full, n, name, sizeof name)) { /* no free name: shared, as before */
+            strcpy(name, full);
+            break;
+        }
+    }
+    strcpy(d->path, name);
+    d->renamed_said = strcmp(name, full) == 0;
+    if (!d->renamed_said && !quiet) {
+        memobs__log(MEMOBS_LOG_INFO, "%s: another memobs instance in this process writes '%s'; this one writes '%s'",
+                    memobs__out_info[which].var, full, name);
+        d->renamed_said = 1;
+    }
+    if (!quiet) memobs__sweep(d->path);
+}
+
+/* Reads output which's variable (the one rule: memobs__dest_parse) and
+   resolves it; 1 when it is on. Runs inside memobs__init_once. */
+static int memobs__dest_env(unsigned which) {
+    memobs__dest_t *d = &memobs__g.out[which];
+    const char *var = memobs__out_info[which].var, *s = getenv(var);
+    int k = memobs__dest_parse(var, s, sizeof d->spec);
+    if (!k) return 0;
+    strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
+    d->stream = k > 0 ? (uint32_t)k : 0u;
+    d->has_pid = (uint32_t)memobs__spec_has(d->spec, 'p');
+    d->has_rank = (uint32_t)memobs__spec_has(d->spec, 'r');
+    d->owner = (int64_t)getpid();
+    memobs__dest_resolve(which, 0);
+    if (!d->stream && !d->path[0]) return 0; /* too long once expanded: warned */
+    MEMOBS__STORE(&d->on.v, 1u);
+    return 1;
+}
+
+/* The fork rule: an output is written by the process that configured it,
+   or by any process when its path holds %p (then its own). Async-signal-
+   safe; with path_pid == getpid(), d->path is this process's file. */
+static int memobs__dest_ours(const memobs__dest_t *d) {
+    return MEMOBS__LOAD(&d->on.v) && (d->has_pid || d->owner == (int64_t)getpid());
+}
+
+/* A fork() child, from memobs__atfork_child (every memobs lock held, one
+   thread): the parent's claims are the parent's; a %p path is resolved
+   for the child. A flush that held flush_lock in a thread that did not
+   come along never ends here: the lock starts free. */
+static void memobs__outs_fork(void) {
+    unsigned i;
+    pthread_mutex_init(&memobs__g.flush_lock, NULL);
+    for (i = 0; i < MEMOBS__OUTS; i++) {
+        memobs__dest_t *d = &memobs__g.out[i];
+        if (!MEMOBS__LOAD(&d->on.v)) continue;
+        if (d->has_pid) {
+            memobs__dest_resolve(i, 1);
+        } else if (d->claim) {
+            close(d->claim - 1);
+            d->claim = 0;
+        }
+    }
+}
+
+/* ---- Whole files -------------------------------------------------------- */
+
+/* A file written whole: into a temporary in the final path's folder,
+   renamed over the final path once complete (memobs__whole_commit). An
+   O_TMPFILE file (Linux 3.11+; tmpfs, ext4, xfs, btrfs...) has no name
+   until it is linked, so a process killed while writing leaves nothing;
+   where it is refused, a named temporary path.tmp.PID.N, which
+   memobs__sweep removes once its process is gone. A path that exists and
+   is not a regular file (a terminal, a pipe, /dev/null) is written in
+   place. Every step is async-signal-safe (open, write, linkat, rename,
+   unlink, readlink, stat): the crash writer may use it. */
+enum { MEMOBS__WH_TMPFILE = 1, MEMOBS__WH_NAMED = 2, MEMOBS__WH_INPLACE = 3 };
+typedef struct {
+    int fd, how, existed;
+    int unlinkable;                  /* linkat refused the O_TMPFILE file (no /proc, no right) */
+    char final[MEMOBS__PATH_LEN];    /* symbolic links of the last component followed */
+    char tmp[MEMOBS__PATH_LEN + 48]; /* the named temporary, "" when none exists */
+} memobs__whole_t;
+
+static size_t memobs__dir_len(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? (slash == path ? 1u : (size_t)(slash - path)) : 0u;
+}
+
+/* w->tmp = final.tmp.PID.N */
+static void memobs__whole_tmpname(memobs__whole_t *w) {
+    size_t n = strlen(w->final);
+    memcpy(w->tmp, w->final, n);
+    memcpy(w->tmp + n, ".tmp.", 5);
+    n += 5;
+    n += memobs__utoa(w->tmp + n, (uint64_t)getpid());
+    w->tmp[n++] = '.';
+    n += memobs__utoa(w->tmp + n, MEMOBS__ADD(&memobs__g.tmp_seq.v, 1u));
+    w->tmp[n] = 0;
+}
+
+/* Opens a temporary for path (named: no O_TMPFILE); 0 or an errno. */
+static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
+    struct stat st;
+    char dir[MEMOBS__PATH_LEN];
+    size_t dl;
+    int i;
+    w->fd = -1;
+    w->unlinkable = 0;
+    w->tmp[0] = 0;
+    if (strlen(path) >= sizeof w->final) return ENAMETOOLONG;
+    strcpy(w->final, path);
+    w->existed = stat(path, &st) == 0;
+    w->how = MEMOBS__WH_INPLACE;
+    if (w->existed && S_ISDIR(st.st_mode)) return EISDIR;
+    if (w->existed && !S_ISREG(st.st_mode)) {
+        w->fd = open(path, O_WRONLY | O_NOCTTY | MEMOBS__O_CLOEXEC);
+        return w->fd < 0 ? errno : 0;
+    }
+    w->how = MEMOBS__WH_NAMED; /* until an O_TMPFILE file is open */
+#ifdef MEMOBS__OUT_LINUX
+    for (i = 0; i < 8; i++) { /* a link to a file: the file is replaced, not the link */
+        char link[MEMOBS__PATH_LEN];
+        ssize_t n = memobs__readlink(w->final, link, sizeof link - 1);
+        const char *sl = strrchr(w->final, '/');
+        size_t keep;
+        if (n < 0) break;
+        link[n] = 0;
+        keep = link[0] == '/' || !sl ? 0 : (size_t)(sl - w->final) + 1; /* relative: from the link's folder */
+        if (keep + (size_t)n + 1 > sizeof w->final) return ENAMETOOLONG;
+        memmove(w->final + keep, link, (size_t)n + 1);
+    }
+    if (i == 8) return ELOOP;
+#else
+    (void)i;
+#endif
+    dl = memobs__dir_len(w->final);
+    if (dl) memcpy(dir, w->final, dl), dir[dl] = 0;
+    else strcpy(dir, ".");
+#ifdef MEMOBS__O_TMPFILE
+    if (!named && !MEMOBS__LOAD(&memobs__g.no_tmpfile.v)) {
+        w->fd = open(dir, MEMOBS__O_TMPFILE | O_WRONLY | MEMOBS__O_CLOEXEC, 0666);
+        if (w->fd >= 0) {
+            w->how = MEMOBS__WH_TMPFILE;
+            return 0;
+        }
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
+    }
+#else
+    (void)named;
+#endif
+    w->how = MEMOBS__WH_NAMED;
+    memobs__whole_tmpname(w);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | MEMOBS__O_CLOEXEC, 0666);
+    if (w->fd < 0) {
+        w->tmp[0] = 0;
+        return errno;
+    }
+    return 0;
+}
+
+/* The temporary, complete and flushed (a named one closed), becomes the
+   final path; 0 or an errno (the temporary is then gone, the old file
+   left as it was). */
+static int memobs__whole_commit(memobs__whole_t *w) {
+    int e;
+    if (w->how == MEMOBS__WH_INPLACE) return 0;
+#ifdef MEMOBS__OUT_LINUX
+    if (w->how == MEMOBS__WH_TMPFILE) {
+        char proc[40] = "/proc/self/fd/";
+        proc[14 + memobs__utoa(proc + 14, (uint64_t)w->fd)] = 0;
+        if (!w->existed && memobs__linkat(MEMOBS__AT_FDCWD, proc, MEMOBS__AT_FDCWD, w->final,
+                                          MEMOBS__AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        memobs__whole_tmpname(w);
+        if (memobs__linkat(MEMOBS__AT_FDCWD, proc, MEMOBS__AT_FDCWD, w->tmp, MEMOBS__AT_SYMLINK_FOLLOW) != 0 &&
+            memobs__linkat(w->fd, "", MEMOBS__AT_FDCWD, w->tmp, MEMOBS__AT_EMPTY_PATH) != 0) {
+            e = errno;
+            w->tmp[0] = 0;
+            w->unlinkable = 1;
+            return e;
+        }
+    }
+#endif
+    if (rename(w->tmp, w->final) != 0) {
+        e = errno;
+        (void)unlink(w->tmp);
+        w->tmp[0] = 0;
+        return e;
+    }
+    w->tmp[0] = 0;
+    return 0;
+}
+
+/* A temporary that will not be committed: its name goes (the caller
+   closes the file). */
+static void memobs__whole_abort(memobs__whole_t *w) {
+    if (w->tmp[0]) (void)unlink(w->tmp);
+    w->tmp[0] = 0;
+}
+
+/* THE writer of every output that is not appended to: write(f, arg)
+   into path (expanded and claimed already) whole, or to stream fd (1, 2)
+   when fd >= 0. SIGPIPE never escapes it (memobs__pipe_t). A binary
+   output refuses a terminal. One warning on failure (none with
+   MEMOBS__WW_QUIET), naming what; the previous file is left as it was. */
+static int memobs__write_whole(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
+                               unsigned flags) {
+    memobs__pipe_t pg;
+    memobs__whole_t w;
+    FILE *f;
+    int rc = MEMOBS_OK, e = 0, tries;
+    const char *step = "";
+    memobs__pipe_block(&pg);
+    if (fd >= 0) {
+        if ((flags & MEMOBS__WW_BINARY) && isatty(fd)) {
+            if (!(MEMOBS__FETCH_OR(&memobs__g.out_said.v, MEMOBS__OS_TTY) & MEMOBS__OS_TTY))
+                memobs__log(MEMOBS_LOG_WARN, "the %s is binary: not written to %s, a terminal (give a path)", what,
+                            fd == 1 ? "stdout" : "stderr");
+            rc = MEMOBS_ERR_INVALID;
+        } else {
+            errno = 0;
+            rc = write(fd == 1 ? stdout : stderr, arg);
+            e = errno;
+            if (rc != MEMOBS_OK && !(flags & MEMOBS__WW_QUIET))
+                memobs__log(MEMOBS_LOG_WARN, "writing the %s to %s failed: %s", what, fd == 1 ? "stdout" : "stderr",
+                            rc == MEMOBS_ERR_IO && e ? strerror(e) : memobs_strerror(rc));
+        }
+        memobs__pipe_unblock(&pg);
+        return rc;
+    }
+    for (tries = 0; tries < 2; tries++) {
+        int named = tries > 0 || MEMOBS__LOAD(&memobs__g.no_tmpfile.v) != 0;
+        if (named) memobs__sweep(path);
+        if ((e = memobs__whole_open(&w, path, named)) != 0) {
+            rc = MEMOBS_ERR_IO;
+            step = w.how == MEMOBS__WH_INPLACE ? "cannot open it: " : "cannot create a temporary file in its folder: ";
+            break;
+        }
+        if (w.how == MEMOBS__WH_INPLACE && (flags & MEMOBS__WW_BINARY) && isatty(w.fd)) {
+            close(w.fd);
+            if (!(MEMOBS__FETCH_OR(&memobs__g.out_said.v, MEMOBS__OS_TTY) & MEMOBS__OS_TTY))
+                memobs__log(MEMOBS_LOG_WARN, "the %s is binary: not written to '%s', a terminal", what, path);
+            memobs__pipe_unblock(&pg);
+            return MEMOBS_ERR_INVALID;
+        }
+        if ((f = memobs__fdopen(w.fd, "w")) == NULL) {
+            e = errno;
+            close(w.fd);
+            memobs__whole_abort(&w);
+            rc = MEMOBS_ERR_NOMEM;
+            break;
+        }
+        errno = 0;
+        rc = write(f, arg);
+        if (rc == MEMOBS_OK && (fflush(f) != 0 || ferror(f))) rc = MEMOBS_ERR_IO;
+        e = rc == MEMOBS_ERR_IO ? errno : 0;
+        if (w.how != MEMOBS__WH_TMPFILE) { /* closed before the rename: NFS reports some errors at close */
+            if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO, e = errno;
+            f = NULL;
+        }
+        if (rc != MEMOBS_OK) {
+            memobs__whole_abort(&w);
+        } else if ((e = memobs__whole_commit(&w)) != 0) {
+            rc = MEMOBS_ERR_IO;
+            step = "cannot rename the temporary over it: ";
+        }
+        if (f) fclose(f);
+        if (w.unlinkable && !tries) { /* named temporaries from now on; this one written again */
+            MEMOBS__STORE(&memobs__g.no_tmpfile.v, 1u);
+            step = "";
+            continue;
+        }
+        break;
+    }
+    if (rc != MEMOBS_OK && !(flags & MEMOBS__WW_QUIET)) {
+        struct stat st;
+        memobs__log(MEMOBS_LOG_WARN, "cannot write the %s to '%s': %s%s%s", what, path, step,
+                    rc == MEMOBS_ERR_IO && e ? strerror(e) : memobs_strerror(rc),
+                    stat(path, &st) == 0 && S_ISREG(st.st_mode) ? "; the previous file is left as it was" : "");
+    }
+    memobs__pipe_unblock(&pg);
+    return rc;
+}
+
+/* write(2) of all of buf, EINTR retried; 0 or an errno. Async-signal-safe. */
+static int memobs__write_all(int fd, const char *buf, size_t len) {
+    size_t o = 0;
+    while (o < len) {
+        ssize_t k = write(fd, buf + o, len - o);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return k < 0 ? errno : EIO;
+        o += (size_t)k;
+    }
+    return 0;
+}
+
+/* memobs__write_whole for bytes formatted already, async-signal-safe (no
+   lock, no malloc, no stdio): for the crash writer, with an output's
+   memobs__g.out[i].path or .stream once memobs__dest_ours says it is this
+   process's. fd >= 0: that stream; else path, whole. 0 or an errno; says
+   nothing. */
+static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int fd, const char *buf, size_t len) {
+    memobs__pipe_t pg;
+    memobs__whole_t w;
+    int e, tries;
+    memobs__pipe_block(&pg);
+    if (fd >= 0) {
+        e = memobs__write_all(fd, buf, len);
+        memobs__pipe_unblock(&pg);
+        return e;
+    }
+    for (tries = 0; tries < 2; tries++) {
+        if ((e = memobs__whole_open(&w, path, tries > 0)) != 0) break;
+        e = memobs__write_all(w.fd, buf, len);
+        if (w.how != MEMOBS__WH_TMPFILE && close(w.fd) != 0 && !e) e = errno;
+        if (e) memobs__whole_abort(&w);
+        else e = memobs__whole_commit(&w);
+        if (w.how == MEMOBS__WH_TMPFILE) close(w.fd);
+        if (!w.unlinkable) break;
+    }
+    memobs__pipe_unblock(&pg);
+    return e;
+}
+
+/* The *_file calls: path "stderr", "stdout" or a file (%r, %p, %%
+   expanded; not claimed: the caller named it), written whole. */
 static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
                               int arg) {
-    FILE *f;
-    int rc, own;
+    char full[MEMOBS__PATH_LEN];
+    int fd = -1;
     if (!path || !*path) {
         memobs__log(MEMOBS_LOG_WARN, "%s: empty path", caller);
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
-    if ((f = memobs__open_dest(path, "w", what, &own)) == NULL) return MEMOBS_ERR_IO;
-    rc = write(f, arg);
-    if (own && fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
-    if (rc != MEMOBS_OK) memobs__log(MEMOBS_LOG_WARN, "writing the %s to '%s' failed: %s", what, path, memobs_strerror(rc));
-    return rc;
+    if (strcmp(path, "stderr") == 0) fd = 2;
+    else if (strcmp(path, "stdout") == 0) fd = 1;
+    else if (!memobs__expand_path(path, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", caller, what, path);
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__write_whole(full, fd, what, write, arg, /* the one binary output */
+                               write == memobs__write_torch_snapshot_arg ? MEMOBS__WW_BINARY : 0u);
+}
+
+/* An exit output, by the fork rule (memobs__dest_ours): MEMOBS_OK
+   without writing when it is not this process's. */
+static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
+    memobs__dest_t *g = &memobs__g.out[which], d;
+    char full[MEMOBS__PATH_LEN];
+    int tell = 0;
+    if (!memobs__dest_ours(g)) return MEMOBS_OK;
+    pthread_mutex_lock(&memobs__g.lock);
+    if (!g->stream && g->path_pid != (int64_t)getpid()) memobs__dest_resolve(which, 1); /* forked, %p */
+    if (!g->renamed_said && !(flags & MEMOBS__WW_QUIET)) { /* renamed in a fork() child or for a new rank */
+        tell = memobs__expand_as(g->spec, full, sizeof full, (int)memobs__g.identity.rank, g->path_pid);
+        g->renamed_said = 1;
+    }
+    d = *g;
+    pthread_mutex_unlock(&memobs__g.lock);
+    if (tell) /* outside the lock: the log hook may call memobs */
+        memobs__log(MEMOBS_LOG_INFO, "%s: another memobs instance in this process writes '%s'; this one writes '%s'",
+                    memobs__out_info[which].var, full, d.path);
+    if (!d.stream && !d.path[0]) {
+        if (!(flags & MEMOBS__WW_QUIET))
+            memobs__log(MEMOBS_LOG_WARN, "%s='%s' is longer than %u bytes once expanded; no %s written",
+                        memobs__out_info[which].var, d.spec, (unsigned)sizeof d.path - 1, memobs__out_info[which].what);
+        return MEMOBS_ERR_INVALID;
+    }
+    if (memobs__out_info[which].binary) flags |= MEMOBS__WW_BINARY;
+    return memobs__write_whole(d.path, d.stream ? (int)d.stream : -1, memobs__out_info[which].what, write, arg, flags);
+}
+
+/* ---- Appended outputs: the peak and out-of-memory reports --------------- */
+
+/* A report is built in memory and appended with one write(2) (O_APPEND),
+   so reports from several threads, processes or memobs instances never
+   interleave nor overwrite each other; the file is shared, not claimed,
+   and a forked child appends its own. */
+typedef struct {
+    FILE *f;
+    char *buf;
+    size_t len;
+    int fd, own;
+} memobs__append_t;
+
+/* dest: "stderr", "stdout" or a path (%r, %p, %% expanded). NULL, with a
+   warning naming what, when it cannot be opened. */
+static FILE *memobs__append_begin(memobs__append_t *a, const char *dest, const char *what) {
+    char full[MEMOBS__PATH_LEN];
+    memset(a, 0, sizeof *a);
+    if (strcmp(dest, "stderr") == 0) a->fd = 2;
+    else if (strcmp(dest, "stdout") == 0) a->fd = 1;
+    else if (!memobs__expand_path(dest, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
+        return NULL;
+    } else {
+        a->fd = open(full, O_WRONLY | O_APPEND | O_CREAT | MEMOBS__O_CLOEXEC, 0666);
+        if (a->fd < 0) {
+            memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the %s: %s", full, what, strerror(errno));
+            return NULL;
+        }
+        a->own = 1;
+    }
+#ifdef MEMOBS__OUT_LINUX
+    a->f = memobs__open_memstream(&a->buf, &a->len);
+#else
+    a->f = a->own ? fdopen(a->fd, "a") : a->fd == 1 ? stdout : stderr;
+#endif
+    if (!a->f) {
+        memobs__log(MEMOBS_LOG_WARN, "no memory for the %s", what);
+        if (a->own) close(a->fd);
+    }
+    return a->f;
+}
+
+/* Appends the report; 0 or an errno. */
+static int memobs__append_end(memobs__append_t *a) {
+    memobs__pipe_t pg;
+    int e = 0;
+    memobs__pipe_block(&pg);
+#ifdef MEMOBS__OUT_LINUX
+    if (fclose(a->f) != 0) e = errno;
+    if (!e && a->fd == 1) fflush(stdout); /* the program's own lines first */
+    if (!e && a->fd == 2) fflush(stderr);
+    if (!e) e = memobs__write_all(a->fd, a->buf, a->len);
+    free(a->buf); /* open_memstream's, from malloc */
+    if (a->own) close(a->fd);
+#else
+    if (fflush(a->f) != 0) e = errno;
+    if (a->own) fclose(a->f);
+#endif
+    memobs__pipe_unblock(&pg);
+    return e;
 }
 
 static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
@@ -7073,73 +7822,38 @@ size_t memobs_format_prometheus(char *buf, size_t len) {
     return o.n;
 }
 
-/* memobs_write_prometheus_file; quiet: no warning (a periodic write that
-   failed last time too). */
-static int memobs__prom_write_file(const char *path, int quiet) {
-    char full[1024], tmp[1100];
-    FILE *f;
-    int rc, err = 0;
-    const char *step = "write";
-    if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_prometheus_file: empty path");
-        return MEMOBS_ERR_INVALID;
-    }
-    memobs_init();
-    if (!memobs__expand_path(path, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "Prometheus file path '%s' is too long once expanded", path);
-        return MEMOBS_ERR_INVALID;
-    }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%lld.%u", full, (long long)getpid(),
-             (unsigned)MEMOBS__ADD(&memobs__g.prom_seq.v, 1u));
-    if ((f = fopen(tmp, "w")) == NULL) {
-        if (!quiet) memobs__log(MEMOBS_LOG_WARN, "cannot write the Prometheus file '%s': cannot create '%s': %s",
-                                full, tmp, strerror(errno));
-        return MEMOBS_ERR_IO;
-    }
-    rc = memobs_write_prometheus(f);
-    if (rc != MEMOBS_OK) err = errno;
-    if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO, err = errno;
-    if (rc == MEMOBS_OK && rename(tmp, full) != 0) rc = MEMOBS_ERR_IO, err = errno, step = "rename the temporary to";
-    if (rc != MEMOBS_OK) {
-        unlink(tmp);
-        if (!quiet)
-            memobs__log(MEMOBS_LOG_WARN, "cannot %s the Prometheus file '%s': %s; the old file is left as it was",
-                        step, full, rc == MEMOBS_ERR_IO && err ? strerror(err) : memobs_strerror(rc));
-        if (rc != MEMOBS_ERR_NOMEM) rc = MEMOBS_ERR_IO;
-    }
-    return rc;
+static int memobs__write_prom_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_prometheus(f);
 }
 
-int memobs_write_prometheus_file(const char *path) { return memobs__prom_write_file(path, 0); }
-
-/* A forked child would replace its parent's file with its own figures
-   (frozen at the fork, at exit): it writes only to a path of its own (%p). */
-static int memobs__prom_ours(void) {
-    return (int64_t)getpid() == memobs__g.prom_pid || strstr(memobs__g.prom_path, "%p") != NULL;
+int memobs_write_prometheus_file(const char *path) {
+    return memobs__write_path(path, "memobs_write_prometheus_file", "Prometheus file", memobs__write_prom_f, 0);
 }
 
 /* The periodic step, on the shared background worker: rewrites
-   MEMOBS_PROM_FILE. A run of failures is reported once. */
+   MEMOBS_PROM_FILE (by the fork rule: memobs__dest_ours). A run of
+   failures is reported once. */
 static void memobs__prom_tick(uint64_t now_ns) {
     pthread_t self = pthread_self();
     int rc;
     (void)now_ns;
-    if (!memobs__g.prom_path[0] || !memobs__prom_ours()) return;
+    if (!MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) return;
     /* Never rename an older snapshot over the crash writer's file: busy
        first, then its mark (both seq_cst; it sets its mark, then reads busy). */
     __atomic_store(&memobs__g.prom_thread, &self, __ATOMIC_RELAXED);
     __atomic_store_n(&memobs__g.prom_busy.v, 1u, __ATOMIC_SEQ_CST);
     if (memobs_now_ns() >= __atomic_load_n(&memobs__g.crash_until.v, __ATOMIC_SEQ_CST)) {
-        rc = memobs__prom_write_file(memobs__g.prom_path, MEMOBS__LOAD(&memobs__g.prom_failing.v) != 0);
+        rc = memobs__dest_write(MEMOBS__OUT_PROM, memobs__write_prom_f, 0,
+                                MEMOBS__LOAD(&memobs__g.prom_failing.v) ? MEMOBS__WW_QUIET : 0u);
         MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? 1u : 0u);
     }
     __atomic_store_n(&memobs__g.prom_busy.v, 0u, __ATOMIC_SEQ_CST);
 }
 
-/* memobs__prom_write_file() reports its own failures. */
+/* memobs__dest_write() reports its own failures. */
 static void memobs__prom_at_exit(void) {
-    if (memobs__prom_ours() && !MEMOBS__LOAD(&memobs__g.exit_off.v))
-        (void)memobs__prom_write_file(memobs__g.prom_path, 0);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_PROM, memobs__write_prom_f, 0, 0);
 }
 
 /* MEMOBS_PROM_FILE and MEMOBS_PROM_INTERVAL_MS; runs inside memobs__init_once. */
@@ -7157,22 +7871,14 @@ static void memobs__prom_env(void) {
                          "100 to 86400000; using 15000", s);
     }
     memobs__g.prom_interval_ns = (uint64_t)ms * 1000000u;
-    if ((s = getenv("MEMOBS_PROM_FILE")) != NULL) {
-        if (!*s || strlen(s) >= sizeof memobs__g.prom_path) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE is empty or longer than %u bytes; no Prometheus file",
-                        (unsigned)sizeof memobs__g.prom_path - 1);
-            return;
-        }
-        strcpy(memobs__g.prom_path, s);
-        memobs__g.prom_pid = (int64_t)getpid();
-        memobs__exit_add(MEMOBS__EXIT_PROM, memobs__prom_at_exit);
-        /* the worker's exit handler, registered later, stops it before this
-           one writes the last file */
-        if (memobs__g.prom_interval_ns &&
-            memobs__bg_schedule(memobs__prom_tick, memobs__g.prom_interval_ns) != MEMOBS_OK)
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE: no background thread for the periodic writes; the "
-                        "file is written at exit only");
-    }
+    if (!memobs__dest_env(MEMOBS__OUT_PROM)) return;
+    memobs__exit_add(MEMOBS__EXIT_PROM, memobs__prom_at_exit);
+    /* the worker's exit handler, registered later, stops it before this
+       one writes the last file; a stream gets the exit's figures only */
+    if (memobs__g.prom_interval_ns && !memobs__g.out[MEMOBS__OUT_PROM].stream &&
+        memobs__bg_schedule(memobs__prom_tick, memobs__g.prom_interval_ns) != MEMOBS_OK)
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE: no background thread for the periodic writes; the "
+                    "file is written at exit only");
 #endif
 }
 
@@ -7627,13 +8333,14 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
     size_t n = 0, i;
     memobs__alloc_t *a;
     uint64_t total = 0;
-    int unnamed = 0, own = 0;
+    int unnamed = 0;
+    memobs__append_t ap;
     FILE *f;
     memobs__tls.busy = 1;
     pthread_mutex_lock(&memobs__g.lock);
     memcpy(dest, MEMOBS__TRK.peak_dest, sizeof dest);
     pthread_mutex_unlock(&memobs__g.lock);
-    f = memobs__open_dest(dest, "a", "peak report", &own);
+    f = memobs__append_begin(&ap, dest, "peak report");
     if (f) {
         a = memobs__report_snapshot(device, &n);
         for (i = 0; i < n; i++) total += a[i].bytes;
@@ -7650,8 +8357,7 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
         }
         memobs__unnamed_hint(f, unnamed);
         if (a) MEMOBS_FREE(a);
-        fflush(f);
-        if (own) fclose(f);
+        (void)memobs__append_end(&ap);
     }
     memobs__tls.busy = 0;
 }
@@ -7683,7 +8389,6 @@ typedef struct {
 
 static struct {
     memobs__u64_t cap_plus1;  /* MEMOBS_TORCH_EVENTS + 1 from the environment; 0: the default */
-    char path[512];           /* MEMOBS_TORCH_SNAPSHOT, "" = none */
     memobs__tsn_ring_t ring[MEMOBS_MAX_DEVICES];
 } memobs__tsn;
 
@@ -8241,9 +8946,10 @@ int memobs_write_torch_snapshot_file(const char *path) {
                               memobs__write_torch_snapshot_arg, 0);
 }
 
-/* memobs_write_torch_snapshot_file() reports its own failures. */
+/* memobs__dest_write() reports its own failures. */
 static void memobs__tsn_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_torch_snapshot_file(memobs__tsn.path);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
+        (void)memobs__dest_write(MEMOBS__OUT_TORCH, memobs__write_torch_snapshot_arg, 0, 0);
 }
 
 /* MEMOBS_TORCH_EVENTS and MEMOBS_TORCH_SNAPSHOT; from memobs__track_env. */
@@ -8257,8 +8963,7 @@ static void memobs__tsn_env(void) {
             memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TORCH_EVENTS='%s' is not an event count up to %llu (like 16384 or "
                         "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
     }
-    if (memobs__env_dest("MEMOBS_TORCH_SNAPSHOT", memobs__tsn.path, sizeof memobs__tsn.path))
-        memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
+    if (memobs__dest_env(MEMOBS__OUT_TORCH)) memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
 }
 
 /* ======================================================================== */
@@ -8525,8 +9230,6 @@ static struct {
     memobs__u32_t interval_ms; /* background sampling; 0 = off */
     uint32_t cap_want;         /* MEMOBS_SAMPLES */
     uint32_t window_s;         /* MEMOBS_LEAK_WINDOW_S */
-    char stormlog_path[512];   /* MEMOBS_STORMLOG */
-    char stormlog_host_path[512]; /* MEMOBS_STORMLOG_HOST */
     /* regions and markers of collective names, for Stormlog: a ring under
        a spin lock (taken at such a region's end) */
     memobs__u32_t mk_lock;
@@ -9375,8 +10078,8 @@ int memobs_write_stormlog_host_file(const char *path) {
 static void memobs__stormlog_at_exit(void) {
     if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
-    if (memobs__smp.stormlog_path[0]) (void)memobs_write_stormlog_file(memobs__smp.stormlog_path);
-    if (memobs__smp.stormlog_host_path[0]) (void)memobs_write_stormlog_host_file(memobs__smp.stormlog_host_path);
+    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG, memobs__write_stormlog_f, 0, 0);
+    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG_HOST, memobs__write_stormlog_f, 1, 0);
 }
 
 /* Sampler settings from the environment; runs inside memobs__init_once. */
@@ -9391,8 +10094,7 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
-    if (memobs__env_dest("MEMOBS_STORMLOG", memobs__smp.stormlog_path, sizeof memobs__smp.stormlog_path) |
-        memobs__env_dest("MEMOBS_STORMLOG_HOST", memobs__smp.stormlog_host_path, sizeof memobs__smp.stormlog_host_path))
+    if (memobs__dest_env(MEMOBS__OUT_STORMLOG) | memobs__dest_env(MEMOBS__OUT_STORMLOG_HOST))
         memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
@@ -9416,7 +10118,6 @@ static void memobs__smp_env(void) {
 #define MEMOBS__HTML_W 720
 #define MEMOBS__HTML_H 240
 
-static char memobs__html_path[512]; /* MEMOBS_HTML, "" = none */
 
 static const char *const memobs__html_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
 static const char *const memobs__html_DIR[MEMOBS_DIRS] = {"H2D", "D2H", "D2D"};
@@ -10312,14 +11013,14 @@ int memobs_write_html_file(const char *path) {
     return memobs__write_path(path, "memobs_write_html_file", "HTML report", memobs__write_html_f, 0);
 }
 
-/* memobs_write_html_file() reports its own failures (one warning). */
+/* memobs__dest_write() reports its own failures (one warning). */
 static void memobs__html_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs_write_html_file(memobs__html_path);
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_HTML, memobs__write_html_f, 0, 0);
 }
 
 /* MEMOBS_HTML; runs inside memobs__init_once. */
 static void memobs__html_env(void) {
-    if (memobs__env_dest("MEMOBS_HTML", memobs__html_path, sizeof memobs__html_path)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
+    if (memobs__dest_env(MEMOBS__OUT_HTML)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
 }
 
 /* ======================================================================== */
@@ -11486,16 +12187,23 @@ static void memobs__crash_prom_gen(memobs__crash_out_t *o) {
 
 /* ---- destinations ---- */
 
-/* An output's destination as its writer resolves it (which: MEMOBS__EXIT_SUMMARY
-   or MEMOBS__EXIT_PROM): 2 or 1 for the summary's "stderr" and "stdout"; 0
-   with the path, %r/%p/%% expanded, in buf; -1 for none (or too long). */
+/* An output's destination as the outputs resolved it when it was
+   configured (memobs__g.out; which: MEMOBS__EXIT_SUMMARY or
+   MEMOBS__EXIT_PROM): 2 or 1 for stderr and stdout; 0 with the path in
+   buf; -1 for none (or too long). A fork() child's %p path not resolved
+   for it yet is expanded here from the spec. */
 static int memobs__crash_path(unsigned which, char *buf, size_t len) {
-    const char *in = which == MEMOBS__EXIT_SUMMARY ? memobs__g.summary_path : memobs__g.prom_path;
+    const memobs__dest_t *d = &memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM];
+    const char *in = d->spec;
     memobs__crash_out_t o;
-    if (!in[0]) return -1;
-    if (which == MEMOBS__EXIT_SUMMARY && strcmp(in, "stderr") == 0) return 2;
-    if (which == MEMOBS__EXIT_SUMMARY && strcmp(in, "stdout") == 0) return 1;
+    if (!MEMOBS__LOAD(&d->on.v)) return -1;
+    if (d->stream) return (int)d->stream;
     memobs__crash_sink(&o, buf, len);
+    if (d->path_pid == (int64_t)getpid()) {
+        memobs__crash_put(&o, d->path, strlen(d->path));
+        memobs__crash_end(&o);
+        return o.err || !d->path[0] ? -1 : 0;
+    }
     for (; *in; in++) {
         if (in[0] == '%' && in[1] == 'r') memobs__crash_printf(&o, "%d", (int)__atomic_load_n(&memobs__g.identity.rank,
                                                                                                __ATOMIC_RELAXED)), in++;
@@ -11507,11 +12215,9 @@ static int memobs__crash_path(unsigned which, char *buf, size_t len) {
     return o.err ? -1 : 0;
 }
 
-/* The fork rule for a path: the process that configured the output
-   writes it, another (a child forked without exec) only to a path with %p. */
+/* The outputs' fork rule (memobs__dest_ours). */
 static int memobs__crash_ours(unsigned which) {
-    if (which == MEMOBS__EXIT_PROM) return memobs__prom_ours();
-    return (int64_t)getpid() == memobs__g.summary_pid || strstr(memobs__g.summary_path, "%p") != NULL;
+    return memobs__dest_ours(&memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM]);
 }
 
 /* One output: to its stream, or to PATH.crash.PID renamed over PATH. */
@@ -11523,6 +12229,7 @@ static void memobs__crash_emit(unsigned which, void (*gen)(memobs__crash_out_t *
     o->cap = sizeof memobs__crash.buf;
     o->deadline_ns = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
     if (fd > 0) {
+        if (!memobs__crash_ours(which)) return;
         o->fd = fd;
         gen(o);
         memobs__crash_flush(o);
@@ -11568,13 +12275,15 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
         return;
     }
     __atomic_store(&memobs__crash.writer, &me, __ATOMIC_RELAXED);
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) && (memobs__g.summary_path[0] || memobs__g.prom_path[0])) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) &&
+        (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v) || MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v))) {
         memobs__crash.sig = sig;
         /* hold the periodic Prometheus writes off (see memobs__prom_tick) */
         __atomic_store_n(&memobs__g.crash_until.v, UINT64_MAX, __ATOMIC_SEQ_CST);
         memobs__crash_gather(&memobs__crash.snap);
-        if (memobs__g.summary_path[0]) memobs__crash_emit(MEMOBS__EXIT_SUMMARY, memobs__crash_summary_gen);
-        if (memobs__g.prom_path[0]) {
+        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v))
+            memobs__crash_emit(MEMOBS__EXIT_SUMMARY, memobs__crash_summary_gen);
+        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) {
             uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
             while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
                 __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);

@@ -196,10 +196,10 @@
                               (default 1 where NVTX is compiled in; also
                               on/off, true/false, yes/no). Read at load
                               time, also with MEMOBS_NO_AUTOINIT.
-     MEMOBS_OOM_REPORT=stderr|stdout|PATH|0
-                              where the out-of-memory flight recorder goes
-                              (default stderr; a PATH is appended to, with
-                              %r/%p expanded; 0/off: nowhere).
+     MEMOBS_OOM_REPORT=DEST   where the out-of-memory flight recorder goes
+                              (unset: stderr; memobs.h's OUTPUTS rule: 0 or
+                              off is nowhere; a PATH is appended to, one
+                              write a report, %r/%p expanded).
    Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
    wrappers make their CUDA call and nothing else, and NVTX is not
    compiled in).
@@ -251,7 +251,8 @@ MEMOBS_API int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out);
    "not used by this process"). */
 MEMOBS_API int memobs_cuda_print_mem(FILE *f);
 /* Where the out-of-memory flight recorder goes: "stderr" (default),
-   "stdout", a path (appended), or NULL/"off". */
+   "stdout", a path (appended), or NULL/"off" (the words of memobs.h's
+   OUTPUTS rule: 1 is stderr, 0 off; "" is an error). */
 MEMOBS_API int memobs_cuda_set_oom_report(const char *dest);
 /* Out-of-memory errors seen by the allocation wrappers. */
 MEMOBS_API uint64_t memobs_cuda_oom_count(void);
@@ -863,12 +864,8 @@ static void memobs_cuda__init_once(void) {
         if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CUDA_TIMING='%s' is not 0/1/on/off; timing stays off", t);
         else MEMOBS__STORE(&memobs_cuda__g.timing.v, (uint32_t)b);
     }
-    {
-        const char *s = getenv("MEMOBS_OOM_REPORT");
-        if (s && memobs__parse_bool(s) == 0) memobs_cuda__g.oom_dest[0] = 0;
-        else if (s && !memobs__env_dest("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest))
-            strcpy(memobs_cuda__g.oom_dest, "stderr"); /* malformed: warned, default kept */
-    }
+    /* unset: stderr (above); else the rule of every output variable */
+    (void)memobs__env_dest("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest);
 #endif
 }
 
@@ -1540,7 +1537,7 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
     char dest[sizeof memobs_cuda__g.oom_dest], b[32];
     memobs_cuda_mem_t m;
     uint64_t n = MEMOBS__ADD(&memobs_cuda__g.ooms.v, 1u) + 1;
-    int own;
+    memobs__append_t ap;
     FILE *f;
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* switched off (or compiled out): counted only */
     memobs__sl_oom(call, (uint64_t)size, device); /* Stormlog "oom" event */
@@ -1553,7 +1550,7 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
     pthread_mutex_lock(&memobs_cuda__g.lock);
     memcpy(dest, memobs_cuda__g.oom_dest, sizeof dest);
     pthread_mutex_unlock(&memobs_cuda__g.lock);
-    if (!dest[0] || (f = memobs__open_dest(dest, "a", "out-of-memory report", &own)) == NULL) return;
+    if (!dest[0] || (f = memobs__append_begin(&ap, dest, "out-of-memory report")) == NULL) return;
     fprintf(f, "memobs: [rank %d] %s(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory %llu of %d)\n",
             memobs__rank(), call, (unsigned long long)size, memobs_fmt_bytes(size, b, sizeof b),
             (unsigned long long)n, MEMOBS_CUDA__OOM_REPORTS);
@@ -1563,8 +1560,7 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
                 (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
     memobs_write_summary(f, MEMOBS_FORMAT_TEXT);
     memobs_print_allocations(f);
-    fflush(f);
-    if (own) fclose(f);
+    (void)memobs__append_end(&ap); /* one write: reports never interleave */
 }
 
 /* The end of every allocation wrapper: records p on success and runs the
@@ -1836,15 +1832,17 @@ int memobs_cuda_print_mem(FILE *f) {
 }
 
 int memobs_cuda_set_oom_report(const char *dest) {
-    int off = !dest || strcmp(dest, "off") == 0;
-    if (!off && (!*dest || strlen(dest) >= sizeof memobs_cuda__g.oom_dest)) {
+    int k = 0; /* the rule of the output variables, but "" is an error */
+    if (dest && *dest && strlen(dest) < sizeof memobs_cuda__g.oom_dest)
+        k = memobs__dest_parse("", dest, sizeof memobs_cuda__g.oom_dest);
+    else if (dest) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_set_oom_report: destination is empty or too long; unchanged");
         return MEMOBS_ERR_INVALID;
     }
     memobs_cuda__init();
     pthread_mutex_lock(&memobs_cuda__g.lock);
-    if (off) memobs_cuda__g.oom_dest[0] = 0;
-    else strcpy(memobs_cuda__g.oom_dest, dest);
+    if (!k) memobs_cuda__g.oom_dest[0] = 0;
+    else strcpy(memobs_cuda__g.oom_dest, k == 2 ? "stderr" : k == 1 ? "stdout" : dest);
     pthread_mutex_unlock(&memobs_cuda__g.lock);
     return MEMOBS_OK;
 }

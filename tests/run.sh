@@ -49,6 +49,11 @@ step preload-python bash tests/test_preload_python.sh
 step sampler bash tests/test_sampler.sh
 step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh
+step outputs bash tests/test_outputs.sh
+step crash bash tests/test_crash.sh
+step requests bash tests/test_requests.sh
+step churn bash tests/test_churn.sh
+step trace-write bash tests/test_trace_write.sh
 step shared bash tests/test_shared.sh
 step demo bash tests/test_demo.sh
 step html bash tests/test_html.sh

@@ -808,7 +808,7 @@ static void test_bad_input(void) {
     CHECK_U64(MEMOBS_ERR_INVALID, memobs_write_summary(NULL, MEMOBS_FORMAT_TEXT));
     CHECK_U64(MEMOBS_ERR_INVALID, memobs_write_summary(stderr, (memobs_format_t)5));
     CHECK_U64(MEMOBS_ERR_IO, memobs_write_summary_file("/nonexistent-dir/x/summary.txt", MEMOBS_FORMAT_TEXT));
-    CHECK_HAS(log_last, "cannot open '/nonexistent-dir/x/summary.txt'");
+    CHECK_HAS(log_last, "cannot write the summary to '/nonexistent-dir/x/summary.txt'");
     CHECK_U64(MEMOBS_ERR_INVALID, memobs_write_summary_file(NULL, MEMOBS_FORMAT_TEXT));
     CHECK_U64(MEMOBS_ERR_INVALID, memobs_write_summary_file("", MEMOBS_FORMAT_TEXT));
     MEMOBS_RECORD_XFER(7, 100, MEMOBS_PHASE_DECODE);

@@ -450,11 +450,11 @@ static void test_escaping(void) {
                  "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\n");
     free(t);
     memcpy(memobs__g.identity.host, host, sizeof host);
-    /* a 127-byte job id cut inside a 3-byte character */
+    /* a job id of 129 bytes: cut to 127 before the 3-byte character that does not fit */
     memset(job, 'a', 126);
     memcpy(job + 126, "\xE2\x82\xAC", 4);
     memset(want, 'a', 126);
-    memcpy(want + 126, "\xEF\xBF\xBD", 4);
+    want[126] = 0;
     set_id(job, want, 1, 0, 2);
     t = expo();
     CHECK_SAMPLE(t, "memobs_requests_in_flight", "", "0");
@@ -551,7 +551,7 @@ static void test_file(void) {
     CHECK(access(path, R_OK) == 0);
     unlink(path);
     CHECK_U64(0, log_count);
-    /* rename fails (the target is a non-empty directory): IO, one message, no temporary, the target intact */
+    /* the target is a non-empty directory: IO, one message, no temporary, the target intact */
     snprintf(path, sizeof path, "%s/d.prom", DIR_);
     CHECK(mkdir(path, 0755) == 0);
     snprintf(path, sizeof path, "%s/d.prom/keep", DIR_);
@@ -562,7 +562,8 @@ static void test_file(void) {
     log_start();
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_prometheus_file(path));
     CHECK_U64(1, log_count);
-    CHECK_U64(1, log_has("cannot rename the temporary to the Prometheus file"));
+    CHECK_U64(1, log_has("cannot write the Prometheus file to '"));
+    CHECK_U64(1, log_has("/d.prom': cannot open it: Is a directory"));
     CHECK_U64(2, list_dir(DIR_, names, sizeof names));
     CHECK(strstr(names, "tmp") == NULL);
     snprintf(path, sizeof path, "%s/d.prom/keep", DIR_);
@@ -643,33 +644,37 @@ static void test_unwritable_dir(void) {
 
 /* The periodic step: writes MEMOBS_PROM_FILE; a run of failures warns once. */
 static void test_tick(void) {
-    char path[512], *got;
+    char path[MEMOBS__PATH_LEN], *got;
+    memobs__dest_t *prom = &memobs__g.out[MEMOBS__OUT_PROM];
     set_id("job-8", "job-8", 0, 0, 1);
     make_dir();
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/tick.prom", DIR_);
-    memobs__g.prom_pid = (int64_t)getpid(); /* as MEMOBS_PROM_FILE sets it */
+    /* as MEMOBS_PROM_FILE sets it up (memobs__dest_env) */
+    snprintf(prom->path, sizeof prom->path, "%s/tick.prom", DIR_);
+    prom->owner = prom->path_pid = (int64_t)getpid();
+    prom->renamed_said = 1;
+    prom->on.v = 1;
     log_start();
     memobs__prom_tick(memobs_now_ns());
-    got = slurp(memobs__g.prom_path);
+    got = slurp(prom->path);
     CHECK(got != NULL && strstr(got, "memobs_info{job_id=\"job-8\"") != NULL);
     free(got);
     CHECK_U64(0, log_count);
-    snprintf(path, sizeof path, "%s", memobs__g.prom_path);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/gone/tick.prom", DIR_);
+    snprintf(path, sizeof path, "%s", prom->path);
+    snprintf(prom->path, sizeof prom->path, "%s/gone/tick.prom", DIR_);
     memobs__prom_tick(memobs_now_ns());
     memobs__prom_tick(memobs_now_ns());
     memobs__prom_tick(memobs_now_ns());
     CHECK_U64(1, log_count);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s", path);
+    snprintf(prom->path, sizeof prom->path, "%s", path);
     memobs__prom_tick(memobs_now_ns()); /* recovered: the next failure warns again */
     CHECK_U64(0, memobs__g.prom_failing.v);
-    snprintf(memobs__g.prom_path, sizeof memobs__g.prom_path, "%s/gone/tick.prom", DIR_);
+    snprintf(prom->path, sizeof prom->path, "%s/gone/tick.prom", DIR_);
     memobs__prom_tick(memobs_now_ns());
     CHECK_U64(2, log_count);
     log_stop();
-    memobs__g.prom_path[0] = 0;
+    prom->on.v = 0;
     memobs__g.prom_failing.v = 0;
-    memobs__prom_tick(memobs_now_ns()); /* no path: nothing */
+    memobs__prom_tick(memobs_now_ns()); /* off: nothing */
     unlink(path);
     rmdir(DIR_);
 }

@@ -69,7 +69,7 @@ if build c99 "$CC" -std=c99 -O2 -g; then
     MEMOBS_TORCH_SNAPSHOT=/nonexistent-memobs-dir/s.pkl "$bin" exit >/dev/null 2>"$B/exit.err"
     st=$?
     if [ $st -eq 0 ] && [ "$(wc -l <"$B/exit.err")" -eq 1 ] &&
-        grep -q "^memobs: warning: cannot open '/nonexistent-memobs-dir/s.pkl' for the PyTorch memory snapshot" "$B/exit.err"; then
+        grep -q "^memobs: warning: cannot write the PyTorch memory snapshot to '/nonexistent-memobs-dir/s.pkl': cannot create a temporary file in its folder" "$B/exit.err"; then
         ok "MEMOBS_TORCH_SNAPSHOT=/nonexistent-memobs-dir/s.pkl: one warning, exit status 0"
     else
         bad "MEMOBS_TORCH_SNAPSHOT unwritable: exit status $st, stderr:" "$(cat "$B/exit.err")"

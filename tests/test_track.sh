@@ -90,7 +90,7 @@ run_variant() { # name suite compiler flags...
     fi
     mode MEMOBS_LEAKS=/nonexistent/dir/leaks.txt -- leaks
     stderr_is "MEMOBS_LEAKS to an unwritable path: one warning, exit status 0" \
-        "cannot open '/nonexistent/dir/leaks.txt' for the leak report"
+        "cannot write the leak report to '/nonexistent/dir/leaks.txt': cannot create a temporary file in its folder"
 
     # JSON summary with the memory section, parsed
     rm -f "$out.json"
