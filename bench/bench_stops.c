@@ -14,8 +14,8 @@
       through memobs_print_leaks), then memobs_flush() (all of them), 7
       times: median beside best, the file's size and bytes per event or
       allocation, and beside it the same bytes written with one write()
-      to a new file of the same folder (what the disk costs: the rest is
-      formatting).
+      to a new file of the same folder (median of 7: what the disk costs;
+      the rest is formatting).
    3. A stop: a child with that data, ended by SIGTERM, against one that
       returns from main, each timed from the parent's signal (or go) to
       waitpid(); 3 of each, median beside best, and the outputs there.
@@ -229,30 +229,32 @@ static int bench_stops_leaks(const char *p) {
     return fclose(f) != 0 ? -1 : r;
 }
 
-/* The same bytes with one write() to a new file: the disk's part. */
+/* The same bytes with one write() to a new file, BENCH_STOPS_REPS times:
+   the disk's part (median, ms). */
 static double bench_stops_raw(const char *path, uint64_t *size) {
     char p2[1500];
     struct stat st;
+    double t[BENCH_STOPS_REPS];
     char *buf;
-    int fd;
+    int fd, r;
     ssize_t n;
-    uint64_t t0;
-    double ms;
     *size = 0;
     if (stat(path, &st) != 0 || !(buf = (char *)malloc((size_t)st.st_size + 1))) return 0;
     fd = open(path, O_RDONLY);
     n = fd >= 0 ? read(fd, buf, (size_t)st.st_size) : -1;
     if (fd >= 0) close(fd);
     snprintf(p2, sizeof p2, "%s.raw", path);
-    t0 = memobs_now_ns();
-    fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0 && n > 0 && write(fd, buf, (size_t)n) != n) n = -1;
-    if (fd >= 0) close(fd);
-    ms = (double)(memobs_now_ns() - t0) / 1e6;
-    unlink(p2);
+    for (r = 0; r < BENCH_STOPS_REPS; r++) {
+        uint64_t t0 = memobs_now_ns();
+        fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0 && n > 0 && write(fd, buf, (size_t)n) != n) n = -1;
+        if (fd >= 0) close(fd);
+        t[r] = (double)(memobs_now_ns() - t0) / 1e6;
+        unlink(p2);
+    }
     free(buf);
     *size = n > 0 ? (uint64_t)n : 0;
-    return ms;
+    return bench_stops_median(t, BENCH_STOPS_REPS);
 }
 
 static void bench_stops_writes(void) {
