@@ -29,12 +29,13 @@
      Transfers: bytes and op counts for H2D, D2H and D2D, each split by phase
        (prefill, decode, and "unphased" for records made with no phase set:
        nothing is silently filed as prefill). Recording is a relaxed load, a
-       branch and two plain read-add-writes on a per-thread shard: no lock
-       prefix, no shared cache line. Shards are summed when a summary is read,
-       so totals are exact under any number of threads. With an observer
-       of the real copies in the process (the LD_PRELOAD library), the
-       program's own records are counted apart as "manual" and shown
-       beside the observed ones (memobs_manual_apart).
+       branch and two plain adds on a per-thread shard: no lock prefix, no
+       shared cache line. A record above MEMOBS_MAX_BYTES (2^56) is refused
+       and counted as a bad record; sums saturate, never wrap. Shards are
+       summed when a summary is read, so totals are exact under any number
+       of threads. With an observer of the real copies in the process (the
+       LD_PRELOAD library), the program's own records are counted apart as
+       "manual" and shown beside the observed ones (memobs_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
@@ -112,7 +113,11 @@
                               the request idle longest (counted).
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
-                              for memobs' own bookkeeping (default malloc/free).
+                              for memobs' own bookkeeping (default malloc/free),
+                              but for the per-thread shards (about 2 KB a
+                              thread, kept for the next thread), which come
+                              from mmap(): a signal handler may make a
+                              thread's first record.
      MEMOBS_MAX_STACK         implementation only. Most frames a stack keeps
                               (C and provider, each), default 32.
      MEMOBS_CALLSTACK         implementation only. Default C stack depth of
@@ -244,9 +249,45 @@
                               then PMI_RANK/PMI_SIZE. Default rank 0 of 1.
      A malformed value gets one warning through the log hook and the default.
 
-   THREADS, RESET, FORK
-     Every function may be called from any thread at any time. Recording
-     never blocks. memobs_reset() starts a new window: it zeroes statistics
+   THREADS, SIGNALS, RESET, FORK
+     Every function may be called from any thread at any time, and those
+     below from a signal handler too. Recording never blocks: a thread's
+     first record takes a shard only if the lock is free (else it adds to
+     the shared shard and tries again at its next record).
+     Async-signal-safe, on any thread, whatever the handler interrupted
+     (memobs itself included), on x86-64, aarch64 and the rest: every
+     transfer record (the MEMOBS_RECORD_* macros, memobs_record,
+     memobs_record_timed), memobs_counter_add and MEMOBS_COUNTER_ADD at a
+     site that has added before, the global clock (memobs_ttft_start/
+     _stop, memobs_tpot_step/_stop), memobs_ttft_record/_tpot_record,
+     memobs_set_phase/_get_phase, memobs_observer_enter/_leave,
+     memobs_is_enabled, memobs_now_ns. They never wait or spin and nothing
+     they count is lost: an add to the thread's own shard is one
+     instruction on x86-64 (elsewhere it is marked, and a handler's record
+     that finds the mark adds atomically to the shared shard, summed like
+     the others); a thread's first record, in a handler too, takes its
+     shard from mmap(), never malloc (with MEMOBS_NO_AUTOINIT, call
+     memobs_init() first). A handler's record that interrupted memobs on
+     its thread has no timeline event. The first warning of a kind (a bad
+     record) goes to the log hook from the handler: a hook of your own must
+     then be async-signal-safe (the default writes one line with
+     fprintf(stderr)).
+     Never waiting on the thread the handler interrupted: the per-request
+     calls and tracked allocs/frees (memobs_track_*, MEMOBS_TRACK_*). Made
+     inside memobs on the same thread (the handler interrupted memobs while
+     it held a lock), they are refused and counted (signal_dropped in every
+     summary; the free of a refused alloc then counts as unknown); else
+     they may wait, briefly, for a lock another thread holds, and a tracked
+     alloc/free may grow or shrink the tracker's tables (MEMOBS_MALLOC/
+     MEMOBS_FREE), capture a C stack (backtrace() is not safe), call the
+     tag provider or write a peak report: with glibc's malloc a handler
+     that interrupted malloc can hang there. From a handler, track only
+     with an async-signal-safe MEMOBS_MALLOC, depth 0, no tag provider and
+     no peak report.
+     Not from a handler: regions and markers, the first add of a
+     MEMOBS_COUNTER_ADD site (it registers the name: register it before),
+     and every other call (set-up, summaries, reports, exports, flush).
+     memobs_reset() starts a new window: it zeroes statistics
      (by moving per-shard baselines, so it cannot lose or tear a concurrent
      record) and keeps in-flight requests, clocks, phases, identity and
      counter registrations. A record racing with a reset lands on one side
@@ -429,8 +470,12 @@ typedef struct {
     /* Misuse, counted rather than fatal. */
     uint64_t ttft_unmatched; /* TTFT_STOP without a TTFT_START */
     uint64_t tpot_unarmed;   /* TPOT_STEP before any TTFT_STOP */
-    uint64_t bad_records;    /* record with an invalid direction/phase/counter */
-    uint64_t untracked_threads; /* records that fell back to the shared shard */
+    uint64_t bad_records;    /* record with an invalid direction/phase/counter, or a value above
+                                MEMOBS_MAX_BYTES / MEMOBS_MAX_NS: refused */
+    uint64_t untracked_threads; /* records that fell back to the shared shard: no memory for a shard */
+    uint64_t signal_dropped; /* tracked allocs/frees and request calls refused because they were made
+                                inside memobs on the same thread: a signal handler that interrupted
+                                memobs (see THREADS, SIGNALS) */
     uint64_t region_unmatched_ends; /* memobs_region_end with no region open on the thread */
     uint64_t region_too_deep;       /* regions begun beyond MEMOBS_REGION_DEPTH (neither timed nor counted by name) */
     uint64_t region_names_dropped;  /* begins and markers filed under "(other)": NULL, "", table full */
@@ -476,11 +521,15 @@ MEMOBS_API int memobs_set_phase(memobs_phase_t phase);
 MEMOBS_API memobs_phase_t memobs_get_phase(void);
 
 /* The largest byte count one record, counter add or tracked size may
-   carry (2^56 bytes, 64 PiB); a larger one is refused and counted as a bad
-   record, so that sums cannot wrap. */
-#define MEMOBS_MAX_BYTES ((uint64_t)1 << 56)
+   carry (2^56 bytes, 64 PiB): a larger one (a negative size cast to
+   unsigned, UINT64_MAX) is refused, nothing of it is kept, and it is
+   counted as a bad record (bad_records; with one warning). Sums of bytes
+   and counters over threads, phases and windows, and the latency sums,
+   saturate at UINT64_MAX instead of wrapping (one thread's own running
+   total, a plain add, wraps past 2^64: 256 adds of the largest size). */
+#define MEMOBS_MAX_BYTES (UINT64_C(1) << 56)
 
-/* Function form of the record macros; dir and phase are checked. */
+/* Function form of the record macros; dir, phase and bytes are checked. */
 MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
 
 /* For a backend that times copies on the device (memobs_cuda.h does): a
@@ -517,7 +566,9 @@ MEMOBS_API void memobs_ttft_stop(void);
 MEMOBS_API void memobs_tpot_step(void);
 MEMOBS_API void memobs_tpot_stop(void);
 /* A TTFT or TPOT the caller measured itself, in ns (an engine that keeps
-   its own clock, as nano-vllm's observers do): one sample; 0 is ignored. */
+   its own clock, as nano-vllm's observers do): one sample; 0 is ignored,
+   one above MEMOBS_MAX_NS refused and counted as a bad record. */
+#define MEMOBS_MAX_NS (UINT64_C(1) << 56) /* about 2.3 years: any real duration passes */
 MEMOBS_API void memobs_ttft_record(uint64_t ns);
 MEMOBS_API void memobs_tpot_record(uint64_t ns);
 
@@ -1382,9 +1433,10 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 #define MEMOBS__NPHASE 3
 #define MEMOBS__NDIR 3
 
-/* Per-thread shard. The owner thread is the only writer of xfer[] and
-   user[] (relaxed load + relaxed store: a plain add, no lock prefix);
-   readers sum all shards with relaxed loads. Cache-line aligned. */
+/* Per-thread shard. The owner thread (and its signal handlers) is the
+   only writer of xfer[], user[] and trk[] (memobs__own_add: a plain add,
+   no lock prefix); readers sum all shards with relaxed loads, saturating
+   the bytes. Cache-line aligned. */
 typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
@@ -1400,7 +1452,6 @@ typedef struct memobs__shard_s {
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
     uint64_t base_trk[MEMOBS_MEM_KINDS][5];
     struct memobs__shard_s *next; /* registry list */
-    void *raw;                    /* block from MEMOBS_MALLOC */
     int in_use;                   /* owned by a live thread */
     int shared;                   /* the fallback shard: written with atomic adds */
     /* Regions open on the owner thread. The owner writes rid[] and then
@@ -1423,6 +1474,13 @@ typedef struct {
     uint32_t stk_state;     /* the thread's stack bounds: 0 not read yet, 1 read, 2 unreadable */
     uintptr_t stk_lo, stk_hi; /* [lo, hi): checked by the frame-pointer unwinder */
     uint32_t observing;       /* inside an observer of real calls (memobs_observer_enter) */
+    /* Inside memobs code that a signal handler on this thread must not
+       enter: a memobs lock held or being taken, a shard being acquired,
+       and (not x86-64) a record's read-add-write. A call that finds it
+       set takes a path that neither waits nor writes what the code it
+       interrupted is writing (see THREADS, SIGNALS). Plain stores:
+       a handler leaves it as it found it. */
+    uint32_t in;
 } memobs__tls_t;
 
 /* memobs__on.v: 0 off; MEMOBS__ON: on; MEMOBS__ON | MEMOBS__ON_APART: on,
@@ -1459,14 +1517,42 @@ MEMOBS_API void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes);
 MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
 MEMOBS_API int32_t memobs__counter_site(const char *name);
 
+/* Adds to the calling thread's own shard, which a signal handler on this
+   thread may also add to, in the middle of it. On x86-64 the add is one
+   instruction to memory (no lock prefix): a signal cannot split it, so a
+   handler's add is never lost. Elsewhere the read-add-write is marked by
+   memobs__tls.in (MEMOBS__OWN_BEGIN/END: plain stores, compiler barriers),
+   and a record that finds it set, one made by a handler that interrupted
+   it, adds atomically to the shared shard instead (the slow path).
+   No saturation here (a test and a branch on the add's carry made the
+   record twice as dear in a loop): with each add at most MEMOBS_MAX_BYTES,
+   one thread's running total wraps only past 256 adds of that size; the
+   sums over threads, windows and phases saturate. */
+#if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
+#define MEMOBS__OWN_OK() 1
+#define MEMOBS__OWN_BEGIN() ((void)0)
+#define MEMOBS__OWN_END() ((void)0)
+static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) {
+    __asm__ __volatile__("addq %1, %0" : "+m"(c->v) : "er"(n) : "cc");
+}
+#else
+#define MEMOBS__OWN_OK() (memobs__tls.in == 0)
+#define MEMOBS__OWN_BEGIN() (memobs__tls.in = 1, __atomic_signal_fence(__ATOMIC_SEQ_CST))
+#define MEMOBS__OWN_END() (__atomic_signal_fence(__ATOMIC_SEQ_CST), memobs__tls.in = 0)
+static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, MEMOBS__LOAD(&c->v) + n); }
+#endif
+
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
     uint32_t on = MEMOBS__LOAD(&memobs__on.v);
     if (MEMOBS__LIKELY(on == MEMOBS__ON) || (on == (MEMOBS__ON | MEMOBS__ON_APART) && memobs__tls.observing)) {
         memobs__shard_t *s = memobs__tls.shard;
-        if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE)) {
+        if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE && bytes <= MEMOBS_MAX_BYTES &&
+                           MEMOBS__OWN_OK())) {
             memobs__u64_t *c = s->xfer[phase][dir];
-            MEMOBS__STORE(&c[0].v, MEMOBS__LOAD(&c[0].v) + bytes);
-            MEMOBS__STORE(&c[1].v, MEMOBS__LOAD(&c[1].v) + 1u);
+            MEMOBS__OWN_BEGIN();
+            memobs__own_add(&c[0], bytes);
+            memobs__own_add(&c[1], 1u);
+            MEMOBS__OWN_END();
             if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
         } else {
             memobs__xfer_slow(dir, phase, bytes);
@@ -1487,12 +1573,17 @@ static inline void memobs_observer_leave(void) {
     if (memobs__tls.observing) memobs__tls.observing--;
 }
 
-/* Adds n to a registered counter; exact under threads like the transfers. */
+/* Adds n to a registered counter; exact under threads like the transfers.
+   n above MEMOBS_MAX_BYTES is refused (a bad record); the sum over threads
+   saturates. */
 static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
     if (MEMOBS__LIKELY(MEMOBS__LOAD(&memobs__on.v) != 0)) {
         memobs__shard_t *s = memobs__tls.shard;
-        if (MEMOBS__LIKELY(s != NULL && c >= 0 && c < MEMOBS_MAX_COUNTERS)) {
-            MEMOBS__STORE(&s->user[c].v, MEMOBS__LOAD(&s->user[c].v) + n);
+        if (MEMOBS__LIKELY(s != NULL && c >= 0 && c < MEMOBS_MAX_COUNTERS && n <= MEMOBS_MAX_BYTES &&
+                           MEMOBS__OWN_OK())) {
+            MEMOBS__OWN_BEGIN();
+            memobs__own_add(&s->user[c], n);
+            MEMOBS__OWN_END();
         } else {
             memobs__counter_slow(c, n);
         }
@@ -1571,6 +1662,7 @@ struct memobs_region_scope_t {
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
@@ -1638,6 +1730,7 @@ enum {
     MEMOBS__ST_REGION_UNMATCHED,
     MEMOBS__ST_REGION_DEEP,
     MEMOBS__ST_REGION_DROPPED,
+    MEMOBS__ST_NESTED, /* refused inside memobs on the same thread (a signal handler): signal_dropped */
     MEMOBS__ST_COUNT
 };
 
@@ -1665,7 +1758,8 @@ enum {
     MEMOBS__W_REGION_DROPPED = 1u << 19,
     MEMOBS__W_TRACE_OFF = 1u << 20,
     MEMOBS__W_NO_FP = 1u << 21,
-    MEMOBS__W_TL_KEPT = 1u << 22
+    MEMOBS__W_TL_KEPT = 1u << 22,
+    MEMOBS__W_TOO_BIG = 1u << 23
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -1839,6 +1933,8 @@ typedef struct {
    (ThreadSanitizer aborts when one thread holds more than 64 mutexes). */
 static void memobs__spin_lock(memobs__u32_t *l) {
     unsigned n = 0;
+    memobs__tls.in++; /* before: a signal handler on this thread never waits for it (memobs__tls_t.in) */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     while (__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE)) {
         while (MEMOBS__LOAD(&l->v)) {
             if (++n < 100) {
@@ -1851,7 +1947,38 @@ static void memobs__spin_lock(memobs__u32_t *l) {
         }
     }
 }
-static void memobs__spin_unlock(memobs__u32_t *l) { __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE); }
+static void memobs__spin_unlock(memobs__u32_t *l) {
+    __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
+}
+
+/* The mutexes a record, a tracked alloc/free or a request call may take,
+   marked as the spin locks are. */
+static void memobs__mutex_lock(pthread_mutex_t *m) {
+    memobs__tls.in++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_mutex_lock(m);
+}
+static void memobs__mutex_unlock(pthread_mutex_t *m) {
+    pthread_mutex_unlock(m);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
+}
+
+/* Sums that saturate at UINT64_MAX instead of wrapping (see
+   MEMOBS_MAX_BYTES). A counter kept with memobs__add_sat_atomic (the
+   shared shard, the latency sums, the device-timed figures) stays
+   saturated: its figure in a window (memobs__win) is then UINT64_MAX too,
+   since what the window added is unknown. */
+static uint64_t memobs__sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+static uint64_t memobs__win(uint64_t cur, uint64_t base) { return cur == UINT64_MAX ? UINT64_MAX : cur - base; }
+static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
+    uint64_t v = MEMOBS__LOAD(&c->v), w;
+    do {
+        w = memobs__sat(v, n);
+    } while (w != v && !MEMOBS__CAS(&c->v, &v, w));
+}
 
 /* The exit outputs, in the order they are written (small and urgent
    first, the trace, the largest, last). */
@@ -1891,7 +2018,10 @@ static struct {
     pthread_key_t key;    /* thread-exit hook that recycles a shard */
     int key_ok;
     memobs__shard_t *shards;
-    memobs__shard_t fallback; /* used when a shard cannot be allocated */
+    memobs__shard_t fallback; /* atomic adds: a thread with no shard (none could be had, or a
+                                 signal handler's record inside memobs on its thread) */
+    char *slab;               /* where the next shard block is carved (memobs__shard_new) */
+    size_t slab_left;
     memobs__u64_t st[MEMOBS__ST_COUNT];
     uint64_t st_base[MEMOBS__ST_COUNT];
     memobs__hist_t ttft, tpot, e2e;
@@ -2409,23 +2539,91 @@ static void memobs__leaks_at_exit(void) {
 /* Private: shards                                                          */
 /* ======================================================================== */
 
-/* Gives the calling thread a shard (a recycled one if any), or NULL. */
-static memobs__shard_t *memobs__shard_acquire(void) {
+/* Shard blocks (a shard and its escrow record) are carved from slabs of
+   mmap()ed memory, never from MEMOBS_MALLOC: a thread's first record may
+   be made by a signal handler that interrupted malloc. They live as long
+   as the process (a thread's exit recycles its shard). Caller holds
+   memobs__g.lock. */
+#define MEMOBS__SHARD_BLOCK ((MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t) + 63) & ~(size_t)63)
+#define MEMOBS__SLAB_BYTES ((size_t)1 << 16)
+/* Strict -std=c99/c11 hides MAP_ANONYMOUS; its Linux value where it is
+   0x20. Elsewhere, without one, MEMOBS_MALLOC (not async-signal-safe). */
+#if defined(MAP_ANONYMOUS)
+#define MEMOBS__MAP_ANON MAP_ANONYMOUS
+#elif defined(MAP_ANON)
+#define MEMOBS__MAP_ANON MAP_ANON
+#elif defined(__linux__) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || \
+                             defined(__riscv) || defined(__powerpc__) || defined(__s390__))
+#define MEMOBS__MAP_ANON 0x20
+#endif
+/* LeakSanitizer does not look for pointers in mmap()ed memory: a slab is
+   made a root, so that what a shard points to (its region counts) is not
+   reported as leaked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMOBS__LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define MEMOBS__LSAN 1
+#endif
+#endif
+#if defined(MEMOBS__LSAN) && defined(MEMOBS__MAP_ANON)
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+#endif
+static memobs__shard_t *memobs__shard_new(void) {
     memobs__shard_t *s;
+    if (memobs__g.slab_left < MEMOBS__SHARD_BLOCK) {
+        size_t len = (MEMOBS__SHARD_BLOCK + MEMOBS__SLAB_BYTES - 1) & ~(MEMOBS__SLAB_BYTES - 1);
+#ifdef MEMOBS__MAP_ANON
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+#ifdef MEMOBS__LSAN
+        if (__lsan_register_root_region) __lsan_register_root_region(m, len);
+#endif
+#else
+        void *m = MEMOBS_MALLOC(len + 63);
+        if (!m) return NULL;
+        memset(m, 0, len + 63);
+        m = (void *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
+#endif
+        memobs__g.slab = (char *)m; /* zeroed, aligned to 64 */
+        memobs__g.slab_left = len;
+    }
+    s = (memobs__shard_t *)(void *)memobs__g.slab;
+    memobs__g.slab += MEMOBS__SHARD_BLOCK;
+    memobs__g.slab_left -= MEMOBS__SHARD_BLOCK;
+    return s;
+}
+
+/* Gives the calling thread a shard (a recycled one if any), or NULL: when
+   it interrupted memobs on this thread (a signal handler: a shard being
+   acquired, or a lock held), when wait is 0 and another thread holds the
+   lock (records never wait: they add to the shared shard, and try again
+   at the next), or when there is no memory (*nomem = 1). With wait 0 it
+   is async-signal-safe once memobs_init() has run: the lock is only
+   tried, the memory comes from mmap(). */
+static memobs__shard_t *memobs__shard_get(int wait, int *nomem) {
+    memobs__shard_t *s;
+    *nomem = 0;
+    if (memobs__tls.in) return NULL;
     memobs_init();
-    pthread_mutex_lock(&memobs__g.lock);
+    memobs__tls.in++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (wait) {
+        pthread_mutex_lock(&memobs__g.lock);
+    } else if (pthread_mutex_trylock(&memobs__g.lock) != 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memobs__tls.in--;
+        return NULL;
+    }
+#ifdef MEMOBS__SHARD_HOOK
+    MEMOBS__SHARD_HOOK(); /* private, for the tests: a signal raised here interrupts a first record */
+#endif
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->in_use) break;
-    if (!s) {
-        void *raw = MEMOBS_MALLOC(MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t) + 64);
-        if (raw) {
-            s = (memobs__shard_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-            memset(s, 0, MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t));
-            s->raw = raw;
-            s->next = memobs__g.shards;
-            /* release: the crash writer walks the list without the lock */
-            __atomic_store_n(&memobs__g.shards, s, __ATOMIC_RELEASE);
-        }
+    if (!s && (s = memobs__shard_new()) != NULL) {
+        s->next = memobs__g.shards;
+        /* release: the crash writer walks the list without the lock */
+        __atomic_store_n(&memobs__g.shards, s, __ATOMIC_RELEASE);
     }
     if (s) {
         s->in_use = 1;
@@ -2434,18 +2632,37 @@ static memobs__shard_t *memobs__shard_acquire(void) {
     pthread_mutex_unlock(&memobs__g.lock);
     if (s && memobs__g.key_ok) pthread_setspecific(memobs__g.key, s);
     memobs__tls.shard = s;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
+    *nomem = s == NULL;
     return s;
+}
+
+/* The calling thread's shard, waiting for the lock (not for records). */
+static memobs__shard_t *memobs__shard_acquire(void) {
+    int nomem;
+    return memobs__shard_get(1, &nomem);
+}
+
+/* The calling thread's shard for a record, or NULL (see memobs__shard_get). */
+static memobs__shard_t *memobs__shard_try(int *nomem) {
+    *nomem = 0;
+    return memobs__tls.shard ? memobs__tls.shard : memobs__shard_get(0, nomem);
 }
 
 /* Thread exit: the shard keeps its figures and goes to the next new thread. */
 static void memobs__shard_release(void *p) {
     memobs__shard_t *s = (memobs__shard_t *)p;
+    memobs__tls.in++; /* a signal handler's record from here on adds to the shared shard */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memobs__tl_release(s); /* its timeline chunk joins the queue */
     memobs__esc_leave(s);  /* its escrow record into the totals */
     memobs__tls.shard = NULL;
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
     pthread_mutex_unlock(&memobs__g.lock);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
 }
 
 /* fork(): hold every lock across it so the child never inherits one held
@@ -2491,39 +2708,51 @@ static void memobs__atfork_child(void) {
    the manual figures only (1), else 0. */
 static int memobs__manual(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     if (!(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART) || memobs__tls.observing) return 0;
-    MEMOBS__ADD(&memobs__g.manual[phase][dir][0].v, bytes);
+    memobs__add_sat_atomic(&memobs__g.manual[phase][dir][0], bytes);
     MEMOBS__ADD(&memobs__g.manual[phase][dir][1].v, n);
     return 1;
 }
 
-void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) {
+/* A value above its limit (MEMOBS_MAX_BYTES, or MEMOBS_MAX_NS when ns):
+   refused, counted as a bad record; 1 when refused. */
+static int memobs__too_big(uint64_t v, int ns, const char *what) {
+    if (MEMOBS__LIKELY(v <= (ns ? MEMOBS_MAX_NS : MEMOBS_MAX_BYTES))) return 0;
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+    memobs__warn_once(MEMOBS__W_TOO_BIG, "%s of %llu %s refused: above %s (2^56); counted as a bad record", what,
+                      (unsigned long long)v, ns ? "ns" : "bytes", ns ? "MEMOBS_MAX_NS" : "MEMOBS_MAX_BYTES");
+    return 1;
+}
+
+void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) { memobs__xfer_n(dir, phase, bytes, 1); }
+
+/* Every record but the inline fast path's ends here (n of them, bytes in
+   all). A thread with no shard (a signal handler's record inside memobs on
+   its thread, the lock busy, or no memory) adds to the shared one. */
+void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
+    memobs__shard_t *s;
+    int nomem;
+    if (!n) return;
     if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
         memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)", dir, phase);
         return;
     }
-    memobs__xfer_n(dir, phase, bytes, 1);
-}
-
-/* Every record but the inline fast path's ends here (n of them, bytes in all). */
-void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
-    memobs__shard_t *s;
-    if (!n) return;
-    if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
-        memobs__xfer_slow(dir, phase, bytes); /* a bad record, counted as one */
-        return;
-    }
-    s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
+    if (memobs__too_big(bytes, 0, "a transfer record")) return;
+    s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
     if (memobs__manual(dir, phase, bytes, n)) return;
-    if (s) { /* this thread's own shard */
-        MEMOBS__STORE(&s->xfer[phase][dir][0].v, MEMOBS__LOAD(&s->xfer[phase][dir][0].v) + bytes);
-        MEMOBS__STORE(&s->xfer[phase][dir][1].v, MEMOBS__LOAD(&s->xfer[phase][dir][1].v) + n);
+    if (s && MEMOBS__OWN_OK()) { /* this thread's own shard */
+        MEMOBS__OWN_BEGIN();
+        memobs__own_add(&s->xfer[phase][dir][0], bytes);
+        memobs__own_add(&s->xfer[phase][dir][1], n);
+        MEMOBS__OWN_END();
     } else {
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
-        memobs__warn_once(MEMOBS__W_UNTRACKED, "could not allocate a per-thread shard; this thread records through a "
-                          "shared (slower) shard");
-        MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][0].v, bytes);
+        if (nomem) {
+            MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
+            memobs__warn_once(MEMOBS__W_UNTRACKED, "could not allocate a per-thread shard; this thread records "
+                              "through a shared (slower) shard");
+        }
+        memobs__add_sat_atomic(&memobs__g.fallback.xfer[phase][dir][0], bytes);
         MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, n);
     }
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
@@ -2531,19 +2760,23 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
 
 void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
     memobs__shard_t *s;
+    int nomem;
     if (c < 0 || c >= (memobs_counter_t)MEMOBS__LOAD(&memobs__g.ncounters.v)) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
         memobs__warn_once(MEMOBS__W_BAD_COUNTER, "add to counter handle %d, which is not registered; ignored", (int)c);
         return;
     }
-    s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
+    if (memobs__too_big(n, 0, "a counter add")) return;
+    s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
-    if (s) {
-        memobs_counter_add(c, n);
+    if (s && MEMOBS__OWN_OK()) {
+        MEMOBS__OWN_BEGIN();
+        memobs__own_add(&s->user[c], n);
+        MEMOBS__OWN_END();
         return;
     }
-    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
-    MEMOBS__ADD(&memobs__g.fallback.user[c].v, n);
+    if (nomem) MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED].v, 1u);
+    memobs__add_sat_atomic(&memobs__g.fallback.user[c], n);
 }
 
 void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes) {
@@ -2558,10 +2791,11 @@ void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes,
                           (unsigned)dir, (unsigned)phase);
         return;
     }
+    if (memobs__too_big(bytes, 0, "a timed copy") || memobs__too_big(ns, 1, "a timed copy")) return;
     t = memobs__g.timed[phase][dir];
-    MEMOBS__ADD(&t[0].v, bytes);
+    memobs__add_sat_atomic(&t[0], bytes);
     MEMOBS__ADD(&t[1].v, 1u);
-    MEMOBS__ADD(&t[2].v, ns);
+    memobs__add_sat_atomic(&t[2], ns);
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed((unsigned)dir, (unsigned)phase, bytes, ns);
 }
 
@@ -2607,10 +2841,12 @@ static uint64_t memobs__hist_value(unsigned i) {
     return lo + width / 2;
 }
 
+/* Atomics only (no lock): a signal handler may add a sample. The sum
+   saturates. */
 static void memobs__hist_add(memobs__hist_t *h, uint64_t ns) {
     uint64_t m = MEMOBS__LOAD(&h->max.v);
     MEMOBS__ADD(&h->b[memobs__hist_index(ns)].v, 1u);
-    MEMOBS__ADD(&h->sum.v, ns);
+    memobs__add_sat_atomic(&h->sum, ns);
     MEMOBS__ADD(&h->count.v, 1u);
     MEMOBS__STORE(&h->last.v, ns);
     while (ns > m && !MEMOBS__CAS(&h->max.v, &m, ns)) {
@@ -2643,7 +2879,7 @@ static void memobs__hist_read(memobs__hist_t *h, memobs_latency_t *out) {
     out->count = n;
     out->last_ns = MEMOBS__LOAD(&h->last.v);
     cnt = MEMOBS__LOAD(&h->count.v) - h->base_count;
-    out->mean_ns = (MEMOBS__LOAD(&h->sum.v) - h->base_sum) / (cnt ? cnt : 1);
+    out->mean_ns = memobs__win(MEMOBS__LOAD(&h->sum.v), h->base_sum) / (cnt ? cnt : 1);
     /* rank = ceil(q * n): the smallest sample with at least q of all samples
        at or below it. The sample of rank n is the max, known exactly. */
     for (k = 0; k < 3; k++) {
@@ -2699,11 +2935,13 @@ void memobs_tpot_step(void) {
 void memobs_tpot_stop(void) { MEMOBS__STORE(&memobs__g.tpot_last_ns.v, (uint64_t)0); }
 
 void memobs_ttft_record(uint64_t ns) {
-    if (ns && MEMOBS__LOAD(&memobs__on.v)) memobs__hist_add(&memobs__g.ttft, ns);
+    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TTFT sample"))
+        memobs__hist_add(&memobs__g.ttft, ns);
 }
 
 void memobs_tpot_record(uint64_t ns) {
-    if (ns && MEMOBS__LOAD(&memobs__on.v)) memobs__hist_add(&memobs__g.tpot, ns);
+    if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TPOT sample"))
+        memobs__hist_add(&memobs__g.tpot, ns);
 }
 
 /* ======================================================================== */
@@ -2716,6 +2954,15 @@ static uint64_t memobs__mix(uint64_t x) {
     x ^= x >> 27;
     x *= 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/* A request call inside memobs on the same thread (a signal handler that
+   interrupted it, perhaps holding this very stripe's lock): refused and
+   counted, 1. */
+static int memobs__req_nested(void) {
+    if (MEMOBS__LIKELY(memobs__tls.in == 0)) return 0;
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_NESTED].v, 1u);
+    return 1;
 }
 
 /* The request table's clock (the tests give it one they move by hand). */
@@ -2749,7 +2996,7 @@ static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) 
     uint64_t h = memobs__mix(id);
     memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
     memobs_init();
-    pthread_mutex_lock(&st->lock);
+    memobs__mutex_lock(&st->lock);
     memobs__req_probe(st, id, h, at, found);
     return st;
 }
@@ -2834,9 +3081,9 @@ static void memobs__req_sweep(void) {
     if (!timeout) return;
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
         memobs__req_stripe_t *st = &memobs__g.req[i];
-        pthread_mutex_lock(&st->lock);
+        memobs__mutex_lock(&st->lock);
         if (now >= st->reap_ns) memobs__req_reap(st, now, timeout);
-        pthread_mutex_unlock(&st->lock);
+        memobs__mutex_unlock(&st->lock);
     }
 }
 
@@ -2850,9 +3097,9 @@ uint64_t memobs_request_timeout(uint64_t ns) {
     /* The stripes' bounds held for the old timeout: look again (a begin
        that locks a stripe after this sees the new timeout). */
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
-        pthread_mutex_lock(&memobs__g.req[i].lock);
+        memobs__mutex_lock(&memobs__g.req[i].lock);
         memobs__g.req[i].reap_ns = ns ? 0 : UINT64_MAX;
-        pthread_mutex_unlock(&memobs__g.req[i].lock);
+        memobs__mutex_unlock(&memobs__g.req[i].lock);
     }
     return was;
 }
@@ -2900,11 +3147,11 @@ void memobs_request_begin(uint64_t id) {
     int at, found;
     memobs__req_stripe_t *st;
     uint64_t now, timeout;
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
     now = MEMOBS__REQ_NOW();
     st = memobs__req_find(id, &at, &found);
     if (found) {
-        pthread_mutex_unlock(&st->lock);
+        memobs__mutex_unlock(&st->lock);
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_DUPLICATE].v, 1u);
         memobs__warn_once(MEMOBS__W_REQ_DUPLICATE, "request %llu begun twice; keeping the first begin (counted)",
                           (unsigned long long)id);
@@ -2925,7 +3172,7 @@ void memobs_request_begin(uint64_t id) {
     st->slot[at].used = 1;
     st->n++;
     if (timeout && memobs__req_expiry(now, timeout) < st->reap_ns) st->reap_ns = memobs__req_expiry(now, timeout);
-    pthread_mutex_unlock(&st->lock);
+    memobs__mutex_unlock(&st->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_BEGUN].v, 1u);
 }
 
@@ -2942,7 +3189,7 @@ static memobs__req_t *memobs__req_live(uint64_t id, uint64_t now, const char *wh
         memobs__req_remove(*st, (unsigned)at);
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, 1u);
     }
-    pthread_mutex_unlock(&(*st)->lock);
+    memobs__mutex_unlock(&(*st)->lock);
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_UNKNOWN].v, 1u);
     memobs__warn_once(MEMOBS__W_REQ_UNKNOWN, "%s for request %llu, which is not in flight (never begun, ended, or "
                       "abandoned after MEMOBS_REQUEST_TIMEOUT_S); ignored (counted)", what, (unsigned long long)id);
@@ -2954,14 +3201,14 @@ void memobs_request_token(uint64_t id) {
     memobs__req_t *r;
     uint64_t now, prev, begin;
     uint32_t tokens;
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
     now = MEMOBS__REQ_NOW();
     if ((r = memobs__req_live(id, now, "token", &st)) == NULL) return;
     tokens = r->tokens++;
     prev = r->last_ns;
     begin = r->begin_ns;
     r->last_ns = now > begin ? now : begin; /* idle from here (never before the begin) */
-    pthread_mutex_unlock(&st->lock);
+    memobs__mutex_unlock(&st->lock);
     if (tokens == 0) memobs__hist_add(&memobs__g.ttft, now > begin ? now - begin : 0);
     else memobs__hist_add(&memobs__g.tpot, now > prev ? now - prev : 0);
 }
@@ -2971,13 +3218,13 @@ void memobs_request_end(uint64_t id) {
     memobs__req_t *r;
     uint64_t now, begin;
     uint32_t tokens;
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
     now = MEMOBS__REQ_NOW();
     if ((r = memobs__req_live(id, now, "end", &st)) == NULL) return;
     tokens = r->tokens;
     begin = r->begin_ns;
     memobs__req_remove(st, (unsigned)(r - st->slot));
-    pthread_mutex_unlock(&st->lock);
+    memobs__mutex_unlock(&st->lock);
     if (tokens == 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABORTED].v, 1u);
         return;
@@ -3414,12 +3661,33 @@ static uint32_t memobs__reg_open(memobs_region_t *out, uint32_t max) {
 
 static const char *const memobs__kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
-/* Adds n to a tracker count of the calling thread's shard. */
+/* Adds n to a tracker count of the calling thread's shard (on the shared
+   shard alloc bytes, what 2, saturate; the others wrap: pending counts go
+   down too). */
 static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
-    memobs__shard_t *s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_acquire();
-    if (!s) s = &memobs__g.fallback;
-    if (s->shared) MEMOBS__ADD(&s->trk[kind][what].v, n);
-    else MEMOBS__STORE(&s->trk[kind][what].v, MEMOBS__LOAD(&s->trk[kind][what].v) + n);
+    int nomem;
+    memobs__shard_t *s = memobs__shard_try(&nomem);
+    memobs__u64_t *c;
+    if (!s || !MEMOBS__OWN_OK()) s = &memobs__g.fallback;
+    c = &s->trk[kind][what];
+    if (s->shared) {
+        if (what == 2) memobs__add_sat_atomic(c, n);
+        else MEMOBS__ADD(&c->v, n);
+    } else {
+        MEMOBS__OWN_BEGIN();
+        memobs__own_add(c, n);
+        MEMOBS__OWN_END();
+    }
+}
+
+/* A tracked alloc or free inside memobs on the same thread: a signal
+   handler that interrupted the tracker (or any memobs lock) there, whose
+   locks it would wait for forever. Refused and counted (signal_dropped,
+   no warning: the code interrupted may be writing one); 1 when refused. */
+static int memobs__trk_nested(void) {
+    if (MEMOBS__LIKELY(memobs__tls.in == 0)) return 0;
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_NESTED].v, 1u);
+    return 1;
 }
 
 /* Tables are allocated at the first tracked allocation, so a program that
@@ -3429,7 +3697,7 @@ static int memobs__trk_ready(void) {
     uint32_t r = __atomic_load_n(&t->ready.v, __ATOMIC_ACQUIRE);
     if (MEMOBS__LIKELY(r == 1)) return 1;
     if (r == 2 || memobs__tls.busy) return 0; /* busy: MEMOBS_MALLOC re-entered us */
-    pthread_mutex_lock(&t->init_lock);
+    memobs__mutex_lock(&t->init_lock);
     if (MEMOBS__LOAD(&t->ready.v) == 0) {
         memobs__tls.busy = 1;
         /* Stripes reserve capacity in batches: exact for small tables; at
@@ -3455,7 +3723,7 @@ static int memobs__trk_ready(void) {
         memobs__tls.busy = 0;
     }
     r = MEMOBS__LOAD(&t->ready.v);
-    pthread_mutex_unlock(&t->init_lock);
+    memobs__mutex_unlock(&t->init_lock);
     return r == 1;
 }
 
@@ -3687,7 +3955,7 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
     h = memobs__trace_hash(tag, len, prov, fr, np, nc, how);
     slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
     if (found) return t->traces[slot].id;
-    pthread_mutex_lock(&t->trace_lock);
+    memobs__mutex_lock(&t->trace_lock);
     slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
     if (found) {
         id = t->traces[slot].id;
@@ -3710,7 +3978,7 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
         __atomic_store_n(&t->ntraces.v, id + 1, __ATOMIC_RELEASE);
         __atomic_store_n(&e->key, h, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&t->trace_lock);
+    memobs__mutex_unlock(&t->trace_lock);
     if (id == MEMOBS_NO_TRACE) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_TRACE_DROPPED].v, 1u);
         memobs__warn_once(MEMOBS__W_TRACES_FULL, "trace table full (MEMOBS_MAX_TRACES=%u, %u frames); new tags/stacks "
@@ -4105,6 +4373,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
                           (unsigned long long)bytes);
         return;
     }
+    if (memobs__too_big(bytes, 0, "a tracked allocation")) return;
     if (!MEMOBS__LOAD(&t->used.v)) MEMOBS__STORE(&t->used.v, 1u);
     if (bytes == 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_ZERO].v, 1u);
@@ -4166,7 +4435,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     }
     if (full) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_ALLOCS].v, 1u);
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_UNTRACKED_BYTES].v, bytes);
+        memobs__add_sat_atomic(&memobs__g.st[MEMOBS__ST_UNTRACKED_BYTES], bytes);
         MEMOBS__ADD(&t->untracked_live.v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_FULL, "allocation table full (MEMOBS_TRACK_CAPACITY=%u) or unavailable; "
                           "further allocations are counted in the totals but not tracked", (unsigned)t->capacity);
@@ -4295,7 +4564,7 @@ __attribute__((noinline)) void memobs_track_alloc_full(const void *ptr, uint64_t
                                                        int device, const void *stream, const char *tag, int depth) {
     void *cst[MEMOBS_MAX_STACK];
     int nc = 0;
-    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__trk_nested()) return;
     if (depth < 0) depth = (int)MEMOBS__LOAD(&MEMOBS__TRK.depth.v);
     if (depth > 0 && ptr) nc = memobs__capture_c(cst, depth, __builtin_return_address(0), MEMOBS__FRAME());
     memobs__trk_alloc(ptr, bytes, (unsigned)kind, device, stream, tag, cst, nc);
@@ -4306,22 +4575,23 @@ void memobs_track_free(const void *ptr) {
        so those blocks do not turn into leaks; with nothing live it is one
        cache line read. */
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
-    if (!on && (!ptr || memobs__trk_idle())) return;
+    if ((!on && (!ptr || memobs__tls.in || memobs__trk_idle())) || memobs__trk_nested()) return;
     (void)memobs__trk_free_how(ptr, on, MEMOBS__FREE_NOW);
 }
 
 void memobs_track_free_pending(const void *ptr) {
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
-    if (!on && (!ptr || memobs__trk_idle())) return;
+    if ((!on && (!ptr || memobs__tls.in || memobs__trk_idle())) || memobs__trk_nested()) return;
     (void)memobs__trk_free_how(ptr, on, MEMOBS__FREE_PENDING);
 }
 
 void memobs_track_free_settled(const void *ptr) {
-    if (ptr) (void)memobs__trk_free_how(ptr, 1, MEMOBS__FREE_SETTLED);
+    if (ptr && !memobs__trk_nested()) (void)memobs__trk_free_how(ptr, 1, MEMOBS__FREE_SETTLED);
 }
 
 int memobs__track_mark(const void *ptr, int how) {
     int on = MEMOBS__LOAD(&memobs__on.v) != 0;
+    if (memobs__trk_nested()) return 0;
     if (how == MEMOBS__COUNT) return on ? memobs__trk_free_how(ptr, on, how) : 0;
     if (how != MEMOBS__MARK && how != MEMOBS__UNMARK) return 0;
     return memobs__trk_idle() && how == MEMOBS__MARK ? 0 : memobs__trk_free_how(ptr, on, how);
@@ -4370,7 +4640,7 @@ int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
-    pthread_mutex_lock(&t->trace_lock);
+    memobs__mutex_lock(&t->trace_lock);
     if (!p) {
         __atomic_store_n(&t->prov_on.v, 0u, __ATOMIC_RELEASE);
     } else if (t->nprov >= MEMOBS__MAX_PROVIDERS) {
@@ -4381,7 +4651,7 @@ int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
         t->nprov++;
         __atomic_store_n(&t->prov_on.v, t->nprov, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&t->trace_lock);
+    memobs__mutex_unlock(&t->trace_lock);
     if (rc == MEMOBS_ERR_FULL)
         memobs__log(MEMOBS_LOG_WARN, "memobs_set_tag_provider: %d providers were installed already; unchanged",
                     MEMOBS__MAX_PROVIDERS);
@@ -4970,7 +5240,11 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
     memobs__tl_slot_t *sl;
     uint64_t seq;
     uint32_t ep, i;
-    if (MEMOBS__UNLIKELY(!s) && (s = memobs__shard_acquire()) == NULL) return;
+    int nomem;
+    /* A signal handler inside memobs on this thread (a push, whose slot it
+       would share, or a lock it would wait for): its event is not kept. */
+    if (MEMOBS__UNLIKELY(memobs__tls.in != 0) || (s && MEMOBS__UNLIKELY(MEMOBS__LOAD(&s->tl_busy.v) != 0))) return;
+    if (MEMOBS__UNLIKELY(!s) && (s = memobs__shard_try(&nomem)) == NULL) return;
     if (MEMOBS__UNLIKELY(s->shared)) return; /* the fallback shard (no memory for one): no chunk either */
     MEMOBS__STORE(&s->tl_busy.v, 1u);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the compiler keeps the store first; membarrier() does the rest */
@@ -6099,15 +6373,17 @@ void memobs_get_identity(memobs_identity_t *out) {
 /* Private: summary and reset                                               */
 /* ======================================================================== */
 
+/* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
+   the shared shard saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
 static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d) {
-    x->bytes += MEMOBS__LOAD(&s->xfer[ph][d][0].v) - s->base_xfer[ph][d][0];
+    x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d][0].v), s->base_xfer[ph][d][0]));
     x->count += MEMOBS__LOAD(&s->xfer[ph][d][1].v) - s->base_xfer[ph][d][1];
 }
 
 static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
-    to->h2d.bytes += a->h2d.bytes; to->h2d.count += a->h2d.count;
-    to->d2h.bytes += a->d2h.bytes; to->d2h.count += a->d2h.count;
-    to->d2d.bytes += a->d2d.bytes; to->d2d.count += a->d2d.count;
+    to->h2d.bytes = memobs__sat(to->h2d.bytes, a->h2d.bytes); to->h2d.count += a->h2d.count;
+    to->d2h.bytes = memobs__sat(to->d2h.bytes, a->d2h.bytes); to->d2h.count += a->d2h.count;
+    to->d2d.bytes = memobs__sat(to->d2d.bytes, a->d2d.bytes); to->d2d.count += a->d2d.count;
 }
 
 void memobs_get_summary(memobs_summary_t *out) {
@@ -6136,12 +6412,15 @@ void memobs_get_summary(memobs_summary_t *out) {
             memobs__xfer_sum(&by_phase[i]->d2h, s, i, MEMOBS_DIR_D2H);
             memobs__xfer_sum(&by_phase[i]->d2d, s, i, MEMOBS_DIR_D2D);
         }
-        for (c = 0; c < out->ncounters; c++) out->counters[c].value += MEMOBS__LOAD(&s->user[c].v) - s->base_user[c];
+        for (c = 0; c < out->ncounters; c++)
+            out->counters[c].value = memobs__sat(out->counters[c].value,
+                                                 memobs__win(MEMOBS__LOAD(&s->user[c].v), s->base_user[c]));
         for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
             uint64_t a = MEMOBS__LOAD(&s->trk[c][0].v), fr = MEMOBS__LOAD(&s->trk[c][1].v);
             out->mem[c].allocs += a - s->base_trk[c][0];
             out->mem[c].frees += fr - s->base_trk[c][1];
-            out->mem[c].alloc_bytes += MEMOBS__LOAD(&s->trk[c][2].v) - s->base_trk[c][2];
+            out->mem[c].alloc_bytes =
+                memobs__sat(out->mem[c].alloc_bytes, memobs__win(MEMOBS__LOAD(&s->trk[c][2].v), s->base_trk[c][2]));
             out->mem[c].pending_frees += MEMOBS__LOAD(&s->trk[c][3].v); /* state: no baseline */
             out->mem[c].pending_bytes += MEMOBS__LOAD(&s->trk[c][4].v);
             out->mem[c].live += a - fr; /* wraps back when summed over shards */
@@ -6163,9 +6442,9 @@ void memobs_get_summary(memobs_summary_t *out) {
     for (i = 0; i < MEMOBS__NPHASE; i++) {
         for (c = 0; c < MEMOBS__NDIR; c++) {
             memobs__u64_t *t = memobs__g.timed[i][c];
-            out->timed[i][c].bytes = MEMOBS__LOAD(&t[0].v) - memobs__g.timed_base[i][c][0];
+            out->timed[i][c].bytes = memobs__win(MEMOBS__LOAD(&t[0].v), memobs__g.timed_base[i][c][0]);
             out->timed[i][c].count = MEMOBS__LOAD(&t[1].v) - memobs__g.timed_base[i][c][1];
-            out->timed[i][c].ns = MEMOBS__LOAD(&t[2].v) - memobs__g.timed_base[i][c][2];
+            out->timed[i][c].ns = memobs__win(MEMOBS__LOAD(&t[2].v), memobs__g.timed_base[i][c][2]);
         }
     }
     out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
@@ -6177,7 +6456,7 @@ void memobs_get_summary(memobs_summary_t *out) {
         memobs_xfer_t *x[MEMOBS__NDIR];
         x[MEMOBS_DIR_H2D] = &m->h2d; x[MEMOBS_DIR_D2H] = &m->d2h; x[MEMOBS_DIR_D2D] = &m->d2d;
         for (c = 0; c < MEMOBS__NDIR; c++) {
-            x[c]->bytes = MEMOBS__LOAD(&memobs__g.manual[i][c][0].v) - memobs__g.manual_base[i][c][0];
+            x[c]->bytes = memobs__win(MEMOBS__LOAD(&memobs__g.manual[i][c][0].v), memobs__g.manual_base[i][c][0]);
             x[c]->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
         }
         memobs__dirs_add(&out->manual.total, m);
@@ -6189,9 +6468,9 @@ void memobs_get_summary(memobs_summary_t *out) {
     pthread_mutex_unlock(&memobs__g.lock);
     for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
-        pthread_mutex_lock(&memobs__g.req[i].lock);
+        memobs__mutex_lock(&memobs__g.req[i].lock);
         out->requests_in_flight += memobs__g.req[i].n;
-        pthread_mutex_unlock(&memobs__g.req[i].lock);
+        memobs__mutex_unlock(&memobs__g.req[i].lock);
     }
     out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
     out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
@@ -6204,6 +6483,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->tpot_unarmed = st[MEMOBS__ST_TPOT_UNARMED];
     out->bad_records = st[MEMOBS__ST_BAD_RECORD];
     out->untracked_threads = st[MEMOBS__ST_UNTRACKED];
+    out->signal_dropped = st[MEMOBS__ST_NESTED];
     out->region_unmatched_ends = st[MEMOBS__ST_REGION_UNMATCHED];
     out->region_too_deep = st[MEMOBS__ST_REGION_DEEP];
     out->region_names_dropped = st[MEMOBS__ST_REGION_DROPPED];
@@ -6368,12 +6648,12 @@ static void memobs__text_latency(FILE *f, const char *name, const memobs_latency
 /* One line naming every kind of misuse seen in the window, if any. */
 static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
     const memobs_track_problems_t *t = &s->track;
-    const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+    const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                             s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                             t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
                             t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
-                            s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests dropped untimed (table full: the longest idle made room)",
+                            s->region_too_deep, s->region_names_dropped, s->signal_dropped};
+    static const char *const what[20] = {"requests dropped untimed (table full: the longest idle made room)",
                                          "token/end for ids not in flight",
                                          "duplicate begins", "TTFT stops without a start",
                                          "TPOT steps before a first token", "bad records",
@@ -6386,9 +6666,10 @@ static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
                                          "allocations whose trace was not kept (trace table full)",
                                          "region ends with no region open",
                                          "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
-                                         "regions and markers filed under \"(other)\" (no name kept)"};
+                                         "regions and markers filed under \"(other)\" (no name kept)",
+                                         "calls refused in a signal handler that interrupted memobs"};
     unsigned i, n = 0;
-    for (i = 0; i < 19; i++) {
+    for (i = 0; i < 20; i++) {
         if (!v[i]) continue;
         fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
     }
@@ -6634,16 +6915,17 @@ static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
             ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
             "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
             "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
-            "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
-            "\"region_names_dropped\":%llu},\"counters\":{",
+            "\"untracked_threads\":%llu,\"signal_dropped\":%llu,\"region_unmatched_ends\":%llu,"
+            "\"region_too_deep\":%llu,\"region_names_dropped\":%llu},\"counters\":{",
             (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
             (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
             (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_dropped,
             (unsigned long long)s->requests_unknown,
             (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
             (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-            (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
-            (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
+            (unsigned long long)s->untracked_threads, (unsigned long long)s->signal_dropped,
+            (unsigned long long)s->region_unmatched_ends, (unsigned long long)s->region_too_deep,
+            (unsigned long long)s->region_names_dropped);
     for (c = 0; c < s->ncounters; c++) {
         if (c) fputc(',', f);
         memobs__json_str(f, s->counters[c].name);
@@ -7523,7 +7805,7 @@ static void memobs__hist_cumulative(memobs__hist_t *h, const memobs__prom_bound_
                                     memobs__prom_hist_t *out) {
     uint64_t seen = 0;
     unsigned i = 0, k;
-    out->sum_ns = MEMOBS__LOAD(&h->sum.v) - h->base_sum;
+    out->sum_ns = memobs__win(MEMOBS__LOAD(&h->sum.v), h->base_sum);
     for (k = 0; k <= n; k++) {
         /* buckets [i, end) go below bound k: end is the first whose midpoint is above it */
         unsigned end = MEMOBS__HIST_NB;
@@ -7718,19 +8000,20 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     {
-        static const char *const what[19] = {
+        static const char *const what[20] = {
             "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
             "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
             "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
-            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
-        const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped", "signal_dropped"};
+        const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
                                 s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
                                 t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
                                 t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
-                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped};
+                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped,
+                                s->signal_dropped};
         memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
                             "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
-        for (i = 0; i < 19; i++) {
+        for (i = 0; i < 20; i++) {
             char labels[48];
             snprintf(labels, sizeof labels, "problem=\"%s\"", what[i]);
             memobs__prom_u64(o, p, "memobs_problems_total", labels, v[i]);
@@ -10895,6 +11178,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     MEMOBS__HTML_PR("problems.region_unmatched_ends", s->region_unmatched_ends);
     MEMOBS__HTML_PR("problems.region_too_deep", s->region_too_deep);
     MEMOBS__HTML_PR("problems.region_names_dropped", s->region_names_dropped);
+    MEMOBS__HTML_PR("problems.signal_dropped", s->signal_dropped);
     MEMOBS__HTML_PR("requests.dropped", s->requests_dropped);
     MEMOBS__HTML_PR("requests.unknown", s->requests_unknown);
     MEMOBS__HTML_PR("requests.duplicate", s->requests_duplicate);

@@ -242,7 +242,8 @@ def main_run(lines, err):
     check_true("ttft max <= e2e max", j["ttft"]["max_ns"] <= j["e2e"]["max_ns"],
                "expected ttft max %d <= e2e max %d" % (j["ttft"]["max_ns"], j["e2e"]["max_ns"]))
     check("no misuse reported", {"ttft_unmatched": 0, "tpot_unarmed": 0, "bad_records": 0, "untracked_threads": 0,
-                                 "region_unmatched_ends": 0, "region_too_deep": 0, "region_names_dropped": 0},
+                                 "region_unmatched_ends": 0, "region_too_deep": 0, "region_names_dropped": 0,
+                                 "signal_dropped": 0},
           j["problems"])
 
     # User counters.

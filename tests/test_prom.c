@@ -251,13 +251,13 @@ static void test_every_family(void) {
     CHECK_SAMPLE(t, "memobs_requests_abandoned_total", "", "0");
     CHECK_SAMPLE(t, "memobs_requests_in_flight", "", "1");
     {
-        static const char *const what[19] = {
+        static const char *const what[20] = {
             "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
             "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
             "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
-            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
-        static const char want[19] = {0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0};
-        for (k = 0; k < 19; k++) {
+            "region_unmatched_ends", "region_too_deep", "region_names_dropped", "signal_dropped"};
+        static const char want[20] = {0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0};
+        for (k = 0; k < 20; k++) {
             snprintf(lab, sizeof lab, "problem=\"%s\"", what[k]);
             CHECK_SAMPLE_U(t, "memobs_problems_total", lab, want[k]);
         }

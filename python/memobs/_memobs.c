@@ -64,8 +64,10 @@
      argument is a TypeError, not decode traffic filed as prefill. It is
      also required for record_d2d, which memobs splits by phase too.
      Bytes are a non-negative int (or an object with __index__, such as a
-     numpy integer; not a bool or a float); anything else raises TypeError
-     or ValueError and records nothing.
+     numpy integer; not a bool or a float) of at most 2**56
+     (MEMOBS_MAX_BYTES; ns of record_ttft/record_tpot: MEMOBS_MAX_NS, also
+     2**56); anything else raises TypeError or ValueError and records
+     nothing.
      reset() (alias complete_reset()) starts a new window for every figure.
 
    Functions taking a path write "stderr", "stdout" or that file
@@ -198,6 +200,17 @@ static inline int pymod_u64(PyObject *o, const char *fname, const char *what, ui
         PyErr_Clear(); /* negative or too large: say which */
     }
     return pymod_u64_slow(o, fname, what, out);
+}
+
+/* pymod_u64 with memobs' limit of the value (MEMOBS_MAX_BYTES,
+   MEMOBS_MAX_NS, both 2**56): above it, ValueError, as memobs would refuse
+   it (a bad record). */
+static int pymod_u64_max(PyObject *o, const char *fname, const char *what, uint64_t max, const char *max_name,
+                         uint64_t *out) {
+    if (pymod_u64(o, fname, what, out) < 0) return -1;
+    if (MEMOBS__LIKELY(*out <= max)) return 0;
+    PyErr_Format(PyExc_ValueError, "%s(): %s must be at most 2**56 (%s), got %R", fname, what, max_name, o);
+    return -1;
 }
 
 /* A C int in [lo, hi]: 0, or -1 with TypeError / ValueError. */
@@ -335,7 +348,7 @@ static inline __attribute__((always_inline)) PyObject *pymod_record(memobs_dir_t
     } else if (pymod_args(fname, args, nargs, kwnames, pymod_record_kw, 2, 2, a) < 0) {
         return NULL;
     }
-    if (pymod_u64(a[0], fname, "num_bytes", &bytes) < 0) return NULL;
+    if (pymod_u64_max(a[0], fname, "num_bytes", MEMOBS_MAX_BYTES, "MEMOBS_MAX_BYTES", &bytes) < 0) return NULL;
     if (MEMOBS__LIKELY(a[1] == Py_True)) {
         MEMOBS_RECORD_XFER(dir, bytes, MEMOBS_PHASE_PREFILL);
     } else if (a[1] == Py_False) {
@@ -422,13 +435,13 @@ PYMOD_VOID(tpot_step, memobs_tpot_step())
 PYMOD_VOID(tpot_stop, memobs_tpot_stop())
 
 /* A latency the engine measured on its own clock, in ns: one sample. */
-#define PYMOD_LATENCY(pyname, cname)                                 \
-    static PyObject *pymod_##pyname(PyObject *self, PyObject *arg) { \
-        uint64_t ns;                                                 \
-        (void)self;                                                  \
-        if (pymod_u64(arg, #pyname, "ns", &ns) < 0) return NULL;     \
-        cname(ns);                                                   \
-        Py_RETURN_NONE;                                              \
+#define PYMOD_LATENCY(pyname, cname)                                                                 \
+    static PyObject *pymod_##pyname(PyObject *self, PyObject *arg) {                                 \
+        uint64_t ns;                                                                                 \
+        (void)self;                                                                                  \
+        if (pymod_u64_max(arg, #pyname, "ns", MEMOBS_MAX_NS, "MEMOBS_MAX_NS", &ns) < 0) return NULL; \
+        cname(ns);                                                                                   \
+        Py_RETURN_NONE;                                                                              \
     }
 PYMOD_LATENCY(record_ttft, memobs_ttft_record)
 PYMOD_LATENCY(record_tpot, memobs_tpot_record)
@@ -1030,11 +1043,12 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
                                 PYMOD_ULL(s->requests_dropped), "unknown", PYMOD_ULL(s->requests_unknown),
                                 "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0 ||
         pymod_put(d, "problems",
-                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched),
+                  Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched),
                                 "tpot_unarmed", PYMOD_ULL(s->tpot_unarmed), "bad_records", PYMOD_ULL(s->bad_records),
                                 "untracked_threads", PYMOD_ULL(s->untracked_threads), "region_unmatched_ends",
                                 PYMOD_ULL(s->region_unmatched_ends), "region_too_deep", PYMOD_ULL(s->region_too_deep),
-                                "region_names_dropped", PYMOD_ULL(s->region_names_dropped))) < 0)
+                                "region_names_dropped", PYMOD_ULL(s->region_names_dropped), "signal_dropped",
+                                PYMOD_ULL(s->signal_dropped))) < 0)
         goto fail;
     if (!(x = PyDict_New()) || pymod_put(d, "counters", x) < 0) goto fail;
     for (c = 0; c < s->ncounters && c < MEMOBS_MAX_COUNTERS; c++)
@@ -1125,7 +1139,8 @@ static PyObject *pymod_track_alloc(PyObject *self, PyObject *const *args, Py_ssi
     const char *tag = NULL;
     (void)self;
     if (pymod_args("track_alloc", args, nargs, kwnames, kw, 5, 2, a) < 0) return NULL;
-    if (pymod_u64(a[0], "track_alloc", "ptr", &ptr) < 0 || pymod_u64(a[1], "track_alloc", "nbytes", &bytes) < 0)
+    if (pymod_u64(a[0], "track_alloc", "ptr", &ptr) < 0 ||
+        pymod_u64_max(a[1], "track_alloc", "nbytes", MEMOBS_MAX_BYTES, "MEMOBS_MAX_BYTES", &bytes) < 0)
         return NULL;
     if (ptr > (uint64_t)UINTPTR_MAX) {
         PyErr_Format(PyExc_ValueError, "track_alloc(): ptr %R is not an address", a[0]);
@@ -1500,8 +1515,9 @@ static PyObject *pymod_preload_abi(PyObject *self, PyObject *unused) {
 
 static PyMethodDef pymod_methods[] = {
     {"record_h2d", PYMOD_FN(pymod_record_h2d), PYMOD_KW,
-     "record_h2d(num_bytes, is_prefill)\n--\n\nRecords a host-to-device copy of num_bytes. is_prefill: True (prefill), "
-     "False (decode) or None (the thread's phase from set_phase(); \"unphased\" if none). Required."},
+     "record_h2d(num_bytes, is_prefill)\n--\n\nRecords a host-to-device copy of num_bytes (0 to 2**56; above: "
+     "ValueError). is_prefill: True (prefill), False (decode) or None (the thread's phase from set_phase(); "
+     "\"unphased\" if none). Required."},
     {"record_d2h", PYMOD_FN(pymod_record_d2h), PYMOD_KW,
      "record_d2h(num_bytes, is_prefill)\n--\n\nRecords a device-to-host copy; see record_h2d."},
     {"record_d2d", PYMOD_FN(pymod_record_d2d), PYMOD_KW,
@@ -1518,11 +1534,11 @@ static PyMethodDef pymod_methods[] = {
     {"tpot_step", pymod_tpot_step, METH_NOARGS, "tpot_step()\n--\n\nA TPOT sample: time since the previous token."},
     {"tpot_stop", pymod_tpot_stop, METH_NOARGS, "tpot_stop()\n--\n\nDisarms the TPOT clock (engine idle)."},
     {"record_ttft", pymod_record_ttft, METH_O,
-     "record_ttft(ns)\n--\n\nOne TTFT sample the engine measured on its own clock, in ns (an int >= 0; 0 is "
-     "ignored)."},
+     "record_ttft(ns)\n--\n\nOne TTFT sample the engine measured on its own clock, in ns (an int from 0 to 2**56; 0 "
+     "is ignored)."},
     {"record_tpot", pymod_record_tpot, METH_O,
-     "record_tpot(ns)\n--\n\nOne TPOT sample the engine measured on its own clock, in ns (an int >= 0; 0 is "
-     "ignored)."},
+     "record_tpot(ns)\n--\n\nOne TPOT sample the engine measured on its own clock, in ns (an int from 0 to 2**56; 0 "
+     "is ignored)."},
     {"request_begin", pymod_request_begin, METH_O,
      "request_begin(id)\n--\n\nStarts timing request id (an int >= 0)."},
     {"request_token", pymod_request_token, METH_O,
@@ -1584,8 +1600,8 @@ static PyMethodDef pymod_methods[] = {
      "a report shows it."},
     {"track_alloc", PYMOD_FN(pymod_track_alloc), PYMOD_KW,
      "track_alloc(ptr, nbytes, kind=\"device\", tag=None, device=None)\n--\n\nRecords an allocation at address "
-     "ptr (an int) of nbytes; kind \"device\", \"host\", \"pinned\" or \"managed\"; tag a str; device an index "
-     "(None: the thread's)."},
+     "ptr (an int) of nbytes (0 to 2**56); kind \"device\", \"host\", \"pinned\" or \"managed\"; tag a str; "
+     "device an index (None: the thread's)."},
     {"track_free", pymod_track_free, METH_O,
      "track_free(ptr)\n--\n\nRecords the free of ptr; call it before releasing the memory."},
     {"print_allocations", PYMOD_FN(pymod_print_allocations), PYMOD_KW,
