@@ -217,7 +217,9 @@ def check_stormlog(path, fig, pid):
     pids = sorted({e.get("pid") for e in doc})
     if pid and pids != [pid]:
         return "pids of the samples: expected [%d], got %s" % (pid, pids[:5])
-    m, lv = doc[-1]["metadata"], live_all(fig)
+    # the newest sample (the one at the write); samples of two threads may
+    # be pushed out of order
+    m, lv = max(doc, key=lambda e: e.get("timestamp_ns", 0))["metadata"], live_all(fig)
     if m.get("source") == "cuda":
         return first(diff("last sample's tracked_bytes (device)", lv["device"][0], m.get("tracked_bytes")),
                      diff("last sample's host_tracked_pinned_bytes", lv["pinned"][0],
