@@ -1069,6 +1069,10 @@ typedef struct {
     /* the driver's cuMemGetInfo; MEMOBS_UNKNOWN if it failed or the device has no context */
     uint64_t used, free_bytes, total;
     uint64_t tracked;               /* memobs_track_device_bytes(device) */
+    /* when used/free/total were read (memobs_now_ns()): at the sample, or,
+       once CUDA has shut down at exit (memobs_cuda.h), the last figures
+       read, earlier than time_ns; 0 when unknown */
+    uint64_t as_of_ns;
 } memobs_sample_dev_t;
 
 /* One sample of the process's memory. Bytes; MEMOBS_UNKNOWN marks a
@@ -1161,6 +1165,10 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
    metadata), and "region" (its begin and its end, metadata edge) and
    "marker" events for regions and markers whose names Stormlog takes for
    a collective, with the figures of the series' sample before them.
+   Device figures read before the event (memobs_cuda.h stops asking the
+   driver at exit, before CUDA's teardown: a sample or event after it has
+   the last figures read) are marked: metadata device_figures_as_of_ns,
+   when they were read (epoch ns, as timestamp_ns).
    MEMOBS_STORMLOG=PATH writes it at exit. */
 MEMOBS_API int memobs_write_stormlog(FILE *f);
 /* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
@@ -9492,14 +9500,17 @@ typedef struct {
     uint64_t prev;                  /* peak: the maximum at the previous peak event */
     uint64_t request;               /* oom: bytes asked for */
     uint64_t used, free_bytes, total; /* driver figures then; MEMOBS_UNKNOWN if not read */
+    uint64_t as_of;                 /* when they were read (before time_ns: the last ones, CUDA shut down) */
     uint32_t trace;                 /* peak: trace of the allocation that made it */
     const char *call;               /* oom: the wrapper's name (a literal) */
 } memobs__sl_event_t;
 
 /* memobs_cuda.h's implementation sets this at load time: used/free/total
-   of a device (the driver's cuMemGetInfo, never creating a context); 0 on
-   success. NULL without memobs_cuda.h. */
-typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total);
+   of a device (the driver's cuMemGetInfo, never creating a context) and
+   when they were read (*as_of: now, or, once CUDA has shut down at exit,
+   when the last ones were); 0 on success. NULL without memobs_cuda.h. */
+typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total,
+                                   uint64_t *as_of);
 static memobs__devmem_fn_t memobs__devmem_fn;
 
 static struct {
@@ -9621,8 +9632,10 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
         x = &s->dev[s->ndev++];
         x->device = (int32_t)d;
         x->tracked = cur[MEMOBS__ACCT_DEV + d];
-        if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total) != 0)
+        if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total, &x->as_of_ns) != 0) {
             x->used = x->free_bytes = x->total = MEMOBS_UNKNOWN;
+            x->as_of_ns = 0;
+        }
     }
     s->nregion = memobs__reg_open(s->region, MEMOBS_SAMPLE_REGIONS);
 }
@@ -9961,8 +9974,10 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
 
 static void memobs__sl_devmem(memobs__sl_event_t *e) {
     memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
-    if (!fn || e->device < 0 || fn((int)e->device, &e->used, &e->free_bytes, &e->total) != 0)
+    if (!fn || e->device < 0 || fn((int)e->device, &e->used, &e->free_bytes, &e->total, &e->as_of) != 0) {
         e->used = e->free_bytes = e->total = MEMOBS_UNKNOWN;
+        e->as_of = 0;
+    }
 }
 
 /* The tracker, after a device allocation: dc is the device's tracked bytes
@@ -10137,6 +10152,16 @@ static void memobs__sl_host(FILE *f, const memobs_sample_t *s, const char *prefi
     }
 }
 
+/* Device figures read before the sample (CUDA had shut down: the last
+   ones, see memobs_sample_dev_t.as_of_ns): when the oldest was read. */
+static void memobs__sl_as_of(FILE *f, const memobs_sample_dev_t *dev, uint32_t n, uint64_t t, int64_t wall) {
+    uint64_t oldest = UINT64_MAX;
+    uint32_t d;
+    for (d = 0; d < n && d < MEMOBS_SAMPLE_DEVICES; d++)
+        if (dev[d].used != MEMOBS_UNKNOWN && dev[d].as_of_ns && dev[d].as_of_ns < oldest) oldest = dev[d].as_of_ns;
+    if (oldest < t) fprintf(f, ",\"device_figures_as_of_ns\":%lld", (long long)oldest + (long long)wall);
+}
+
 static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
                               const memobs_sample_t *s, const memobs__sl_fig_t *g, const memobs__sl_fig_t *prev) {
     uint32_t d, known = 0;
@@ -10154,6 +10179,7 @@ static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, 
     for (d = 0; d < s->ndev; d++) known += s->dev[d].used != MEMOBS_UNKNOWN;
     fprintf(f, ",\"metadata\":{\"source\":\"cuda\",\"devices\":%u,\"tracked_bytes\":%llu,\"outside_bytes\":%lld",
             (unsigned)known, (unsigned long long)g->alloc, (long long)g->used - (long long)g->alloc);
+    memobs__sl_as_of(f, s->dev, s->ndev, s->time_ns, wall);
     for (d = 0; known > 1 && d < s->ndev; d++) {
         const memobs_sample_dev_t *x = &s->dev[d];
         char key[48];
@@ -10207,6 +10233,8 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
     fprintf(f, ",\"metadata\":{\"source\":\"%s\",\"device_used_from\":\"%s\"", e->type == MEMOBS__EV_PEAK ? "tracker" : "cuda",
             from_driver ? "driver" : "tracker");
     if (from_driver) memobs__sl_u64(f, "driver_total_bytes", e->total);
+    if (from_driver && e->as_of && e->as_of < e->time_ns)
+        fprintf(f, ",\"device_figures_as_of_ns\":%lld", (long long)e->as_of + (long long)wall);
     if (e->type == MEMOBS__EV_PEAK) {
         fprintf(f, ",\"previous_peak_bytes\":%llu", (unsigned long long)e->prev);
         if (e->trace != MEMOBS_NO_TRACE) fprintf(f, ",\"trace\":%u", (unsigned)e->trace);

@@ -36,6 +36,7 @@ step timeline bash tests/test_timeline.sh
 step regions bash tests/test_regions.sh
 step prom bash tests/test_prom.sh
 step cuda bash tests/test_cuda.sh
+step cuda-stops bash tests/test_cuda_stops.sh
 step capture bash tests/test_capture.sh
 step nvtx bash tests/test_nvtx.sh
 step python bash tests/test_python.sh
