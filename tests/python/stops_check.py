@@ -323,11 +323,18 @@ class Run:
         self.rfd, w = os.pipe()
         gr, self.gw = os.pipe()
         env = dict(env, STOPS_READY_FD=str(w), STOPS_GO_FD=str(gr))
-        with open(err, "wb") as ef:
-            self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=ef,
-                                      pass_fds=(w, gr), preexec_fn=child_setup)
-        os.close(w)
-        os.close(gr)
+        try:
+            with open(err, "wb") as ef:
+                self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
+                                          stderr=ef, pass_fds=(w, gr), preexec_fn=child_setup)
+        except OSError as e:
+            for fd in (self.rfd, w, gr, self.gw):
+                os.close(fd)
+            raise Failure("cannot start %s: %s" % (argv[0], e))
+        finally:
+            if hasattr(self, "p"):
+                os.close(w)
+                os.close(gr)
         self.buf = b""
         self.lines = []
 
@@ -502,7 +509,11 @@ class Suite:
 
     def run_once(self, argv, env, d, err, drive):
         """The exit status (or "FAILED: why"); self.pids: the run's pids."""
-        r = Run(argv, env, d, err)
+        self.pids = {}
+        try:
+            r = Run(argv, env, d, err)
+        except Failure as e:
+            return "FAILED: %s" % e
         try:
             return drive(r)
         except Failure as e:
@@ -805,7 +816,11 @@ def stdout_case(suite):
     def one(argv, dd, err):
         env = dict(suite.base, **suite.out_env(dd))
         env["MEMOBS_SUMMARY"] = "stdout"
-        r = Run(argv, env, dd, err, stdout=subprocess.PIPE)
+        try:
+            r = Run(argv, env, dd, err, stdout=subprocess.PIPE)
+        except Failure as e:
+            suite.pids = {}
+            return "FAILED: %s" % e
         try:
             return drive(r)
         except Failure as e:
@@ -840,10 +855,10 @@ def fork_pid_case(suite):
     os.makedirs(d)
     names = {c: FILE[c].replace(".", ".%p.", 1) for c in COLS}
     env = dict(suite.base, **suite.out_env(d, names))
-    r = Run([suite.b("stops"), "fork-after"], env, d, d + ".err")
     details, cells = [], {}
-    rc = "?"
+    rc, r = "?", None
     try:
+        r = Run([suite.b("stops"), "fork-after"], env, d, d + ".err")
         parent = r.expect("ready")
         child = r.expect("child")
         r.go()
@@ -868,7 +883,8 @@ def fork_pid_case(suite):
         details.append(str(e))
         left = []
     finally:
-        r.close()
+        if r:
+            r.close()
     if rc != 0:
         details.append("status %s, expected exit 0" % status_text(rc))
     suite.row(label, cells, rc, 0, ", ".join(left) if left else "none", details)
