@@ -204,7 +204,11 @@ def check_trace(path, fig, pid):
             b, n = got.get((d, p), (0, 0))
             got[(d, p)] = (b + e["args"]["bytes"], n + 1)
     want = {k: v for k, v in xfer_all(fig).items() if v != (0, 0)}
-    return diff("copy events (bytes, events) by direction and phase", want, got)
+    if want == got:
+        return None
+    lost = sum(n for _, n in want.values()) - sum(n for _, n in got.values())
+    return "%d copy events missing (otherData: recorded %s, dropped %s); (bytes, events) by direction and phase: " \
+        "expected %s, got %s" % (lost, other.get("recorded"), other.get("dropped"), want, got)
 
 
 def check_stormlog(path, fig, pid):
