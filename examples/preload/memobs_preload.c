@@ -44,8 +44,8 @@
    puts its pid in MEMOBS_PRELOAD_ROOT, which the processes it starts
    inherit (a shell's or Python's helpers stay quiet). A process that
    made no CUDA call and recorded nothing writes no files at exit
-   (memobs_set_exit_outputs(0)): a launcher or a shell around the program
-   leaves the program's summary alone. Built -Bsymbolic, with
+   (memobs_set_exit_outputs(0)) nor on a stop signal: a launcher or a shell
+   around the program leaves the program's summary alone. Built -Bsymbolic, with
    initial-exec TLS (mk/preload.mk): loaded at start-up, never dlopen'ed.
 
    At exit: this library's exit outputs are written after every library's
@@ -634,12 +634,15 @@ static int memobs_pl__root(void) {
    before it records into this library's memobs: the same layout. */
 uint64_t memobs_preload_abi(void) { return MEMOBS__ABI_KEY; }
 
+static int memobs_pl__quiet(void);
+
 __attribute__((constructor)) static void memobs_pl__init(void) {
     char pid[24];
     /* The program's own records (MEMOBS_RECORD_* through this library's
        API, the Python package attached to it) are checked against, not
        added to, what the interposers observe. */
     memobs_manual_apart(1);
+    memobs__sig_set_skip(memobs_pl__quiet); /* a stop signal's write: the rule of the exit's below */
     if (!getenv(MEMOBS_PL__ROOT)) {
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv(MEMOBS_PL__ROOT, pid, 0);
@@ -659,6 +662,11 @@ static int memobs_pl__recorded(void) {
     return any;
 }
 
+/* 1 in a process that made no CUDA call and recorded nothing. */
+static int memobs_pl__quiet(void) {
+    return __atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0 && !memobs_pl__recorded();
+}
+
 /* Runs before memobs' exit handlers (registered by this library's
    constructor, before the program's start-up registered the destructors'
    run). A process that made no CUDA call and recorded nothing (a launcher
@@ -667,7 +675,7 @@ static int memobs_pl__recorded(void) {
 __attribute__((destructor)) static void memobs_pl__fini(void) {
     int none = __atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0;
     __atomic_store_n(&memobs_pl__g.done, 1, __ATOMIC_RELAXED);
-    if (none && !memobs_pl__recorded()) memobs_set_exit_outputs(0);
+    if (memobs_pl__quiet()) memobs_set_exit_outputs(0);
     if (none && memobs_pl__root())
         fprintf(stderr, "memobs preload: no CUDA call was intercepted in pid %ld (%s): %s\n", (long)getpid(),
                 program_invocation_short_name,
