@@ -12742,13 +12742,10 @@ enum {
 #define MEMOBS__SA_RESTART 0x10000000
 #define MEMOBS__SA_NODEFER 0x40000000
 #define MEMOBS__SA_RESETHAND (-0x7fffffff - 1) /* 0x80000000 */
-#define MEMOBS__SIG_BLOCK 0
-#define MEMOBS__SIG_UNBLOCK 1
-#define MEMOBS__SIG_SETMASK 2
+#define MEMOBS__SIG_UNBLOCK 1 /* MEMOBS__SIG_BLOCK, _SETMASK, memobs__sigset_t and memobs__sigmask: the writers' */
 #define MEMOBS__SS_DISABLE 2
 #define MEMOBS__SIG_IGN ((void (*)(int))1)
 
-typedef struct { unsigned long w[16]; } memobs__sigset_t; /* sigset_t: 1024 bits */
 typedef struct {                                         /* struct sigaction */
     union {
         void (*handler)(int);
@@ -12760,7 +12757,6 @@ typedef struct {                                         /* struct sigaction */
 } memobs__sa_t;
 typedef struct { void *sp; int flags; size_t size; } memobs__stack_t; /* stack_t */
 extern int memobs__sigaction(int sig, const memobs__sa_t *sa, memobs__sa_t *old) __asm__("sigaction");
-extern int memobs__sigmask(int how, const memobs__sigset_t *set, memobs__sigset_t *old) __asm__("pthread_sigmask");
 extern int memobs__sigaltstack(const memobs__stack_t *ss, memobs__stack_t *old) __asm__("sigaltstack");
 extern int memobs__nanosleep(const struct memobs__timespec *t, struct memobs__timespec *rem) __asm__("nanosleep");
 /* Non-NULL in a process that holds CPython (the interpreter, a program
@@ -12993,8 +12989,7 @@ static void memobs__sig_apply(void) {
 static void memobs__sig_prepare(void) { pthread_mutex_lock(&memobs__sig.lock); }
 static void memobs__sig_parent(void) { pthread_mutex_unlock(&memobs__sig.lock); }
 static void memobs__sig_child(void) {
-    /* a thread that did not come along (the writer) may have held it */
-    pthread_mutex_init(&memobs__g.flush_lock, NULL);
+    /* flush_lock, which the writer may have held, starts free: memobs__outs_fork */
     MEMOBS__STORE(&memobs__sig.crashing.v, 0u);
 #ifdef MEMOBS__TSAN
     memobs__sig.outputs = 0; /* TSan: no thread may start here (memobs_set_signals(1) neither) */

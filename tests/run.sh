@@ -53,6 +53,7 @@ step env bash tests/test_env.sh
 step outputs bash tests/test_outputs.sh
 step crash bash tests/test_crash.sh
 step handlers bash tests/test_handlers.sh
+step signals bash tests/test_signals.sh
 step requests bash tests/test_requests.sh
 step churn bash tests/test_churn.sh
 step trace-write bash tests/test_trace_write.sh
