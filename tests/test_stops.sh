@@ -24,7 +24,7 @@ CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 W="-Wall -Wextra -Werror -I."
 
 . tests/lib.sh # a clean environment, try
-unset MEMOBS_SIGNALS MEMOBS_REQUEST_TIMEOUT_S LD_PRELOAD MEMOBS_PRELOAD_ROOT
+unset LD_PRELOAD # lib.sh clears the MEMOBS_ variables
 B=$(cd "$B" && pwd)
 
 # build NAME CMD...: one build step; its failure is a failed check (the
