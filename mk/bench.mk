@@ -70,7 +70,7 @@ bench: bench-build
 	$(BENCH_OUT)/memobs_cuda_bench
 	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload bench-stops
 
-bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench
+bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench $(BENCH_OUT)/stops_bench
 
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
