@@ -5291,11 +5291,13 @@ static void memobs__tl_push(uint64_t ts, uint64_t a, uint64_t b, uint64_t c, uin
     memobs__tl_slot_t *sl;
     uint64_t seq;
     uint32_t ep, i;
-    int nomem;
     /* A signal handler inside memobs on this thread (a push, whose slot it
        would share, or a lock it would wait for): its event is not kept. */
     if (MEMOBS__UNLIKELY(memobs__tls.in != 0) || (s && MEMOBS__UNLIKELY(MEMOBS__LOAD(&s->tl_busy.v) != 0))) return;
-    if (MEMOBS__UNLIKELY(!s) && (s = memobs__shard_try(&nomem)) == NULL) return;
+    /* A thread's first event: its shard, waiting for the lock if another
+       thread holds it (this thread holds none: tls.in is 0), so that the
+       event is kept; its record may have gone to the shared shard. */
+    if (MEMOBS__UNLIKELY(!s) && (s = memobs__shard_acquire()) == NULL) return;
     if (MEMOBS__UNLIKELY(s->shared)) return; /* the fallback shard (no memory for one): no chunk either */
     MEMOBS__STORE(&s->tl_busy.v, 1u);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the compiler keeps the store first; membarrier() does the rest */

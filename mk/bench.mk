@@ -32,6 +32,10 @@
 #   libmemobs_bench_default.so   bench/bench_so.c, -fPIC -shared
 #   libmemobs_bench_gnu2.so      the same with TLS descriptors
 #   libmemobs_bench_ie.so        the same with -DMEMOBS_TLS_INITIAL_EXEC
+#   stops_bench                  bench/bench_stops.c (make bench-stops): the
+#                                stop handling's cost (issue 25): a record
+#                                with the signal handling on and off, the
+#                                write at exit per output, a stop by SIGTERM
 # The bench prints its targets as PASS/MISS and exits 0 either way.
 #
 # Flags are BENCH_CFLAGS, not CFLAGS: a debug or sanitizer CFLAGS for the
@@ -64,9 +68,9 @@ BENCH_SOS := $(BENCH_OUT)/libmemobs_bench_default.so $(BENCH_OUT)/libmemobs_benc
 bench: bench-build
 	$(BENCH_OUT)/memobs_bench
 	$(BENCH_OUT)/memobs_cuda_bench
-	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload
+	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload bench-stops
 
-bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench
+bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench $(BENCH_OUT)/stops_bench
 
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
@@ -136,3 +140,15 @@ $(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
 
 $(BENCH_PL)/bench_preload_driver: bench/bench_preload.c $(BENCH_PL)/libcuda.so.1 $(BENCH_MK)
 	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1
+
+# The stop handling's cost (bench/bench_stops.c): a record with the signal
+# handling on and with MEMOBS_SIGNALS=0 (child processes of one run), each
+# output's write at exit for 64K timeline events and 10,000 live
+# allocations, and a stop by SIGTERM against a return from main.
+.PHONY: bench-stops
+bench-stops: $(BENCH_OUT)/stops_bench
+	$(BENCH_OUT)/stops_bench
+
+$(BENCH_OUT)/stops_bench: bench/bench_stops.c bench/bench.h memobs.h $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) $< -o $@ -lm

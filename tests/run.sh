@@ -54,6 +54,7 @@ step outputs bash tests/test_outputs.sh
 step crash bash tests/test_crash.sh
 step handlers bash tests/test_handlers.sh
 step signals bash tests/test_signals.sh
+step stops bash tests/test_stops.sh
 step requests bash tests/test_requests.sh
 step churn bash tests/test_churn.sh
 step trace-write bash tests/test_trace_write.sh
