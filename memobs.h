@@ -1235,7 +1235,9 @@ MEMOBS_API void memobs_set_exit_outputs(int on);
 /* Writes every output the environment asks for at exit (the list above)
    now, as exit would: for an engine with its own shutdown path, or a
    periodic snapshot. Safe from any thread, not from a signal handler.
-   Returns MEMOBS_OK, or the first error of a writer (each reports its own). */
+   Returns MEMOBS_OK, or MEMOBS_ERR_IO when an output could not be
+   written (each failure is told through the log hook; the previous file
+   stays). */
 MEMOBS_API int memobs_flush(void);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
 MEMOBS_API const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
@@ -2091,6 +2093,7 @@ static struct {
     uint32_t apart;                                        /* MEMOBS__ON_APART or 0, under lock */
     memobs__u32_t exit_off;                                /* memobs_set_exit_outputs(0) */
     pthread_mutex_t flush_lock;                            /* one memobs__flush at a time */
+    memobs__u32_t write_fails;                             /* failed whole-file writes (memobs_flush) */
     memobs__u32_t flushes;                                 /* flushes begun (see memobs__sig_exit) */
     void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
     memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
@@ -2566,9 +2569,11 @@ static void memobs__exit_add(unsigned which, void (*fn)(void)) {
 }
 
 int memobs_flush(void) {
+    uint32_t fails;
     memobs_init();
+    fails = MEMOBS__LOAD(&memobs__g.write_fails.v);
     memobs__flush_all();
-    return MEMOBS_OK;
+    return MEMOBS__LOAD(&memobs__g.write_fails.v) == fails ? MEMOBS_OK : MEMOBS_ERR_IO;
 }
 
 /* The exit writers: memobs__dest_write reports their failures. */
@@ -7513,8 +7518,16 @@ static void memobs__whole_abort(memobs__whole_t *w) {
    when fd >= 0. SIGPIPE never escapes it (memobs__pipe_t). A binary
    output refuses a terminal. One warning on failure (none with
    MEMOBS__WW_QUIET), naming what; the previous file is left as it was. */
+static int memobs__write_whole_do(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
+                                  unsigned flags);
 static int memobs__write_whole(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
                                unsigned flags) {
+    int rc = memobs__write_whole_do(path, fd, what, write, arg, flags);
+    if (rc != MEMOBS_OK) MEMOBS__ADD(&memobs__g.write_fails.v, 1u); /* memobs_flush's result */
+    return rc;
+}
+static int memobs__write_whole_do(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
+                                  unsigned flags) {
     memobs__pipe_t pg;
     memobs__whole_t w;
     FILE *f;
