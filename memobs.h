@@ -6605,8 +6605,8 @@ struct memobs__out_s {
 #define MEMOBS__F_PLUS 2u
 #define MEMOBS__F_ZERO 4u
 
-static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
-    o->total += k;
+/* What memobs__out_write does not do inline: drain, or cut a string. */
+static void memobs__out_spill(memobs__out_t *o, const char *s, size_t k) {
     while (k && !o->err) {
         size_t c = o->cap - o->n;
         if (c == 0) {
@@ -6626,6 +6626,16 @@ static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
         o->n += c;
         s += c;
         k -= c;
+    }
+}
+
+static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
+    o->total += k;
+    if (k <= o->cap - o->n && !o->err) { /* the usual case: it fits */
+        memcpy(o->buf + o->n, s, k);
+        o->n += k;
+    } else {
+        memobs__out_spill(o, s, k);
     }
 }
 
@@ -6672,12 +6682,13 @@ static void memobs__out_pad(memobs__out_t *o, char c, size_t k) {
     }
 }
 
-/* Padding before a field of len bytes (a sign, then the body): spaces, or
-   with MEMOBS__F_ZERO zeros after the sign; memobs__out_pad_after ends it. */
+/* Padding before a field of len bytes (a sign, "", "-" or "+", then the
+   body): spaces, or with MEMOBS__F_ZERO zeros after the sign;
+   memobs__out_pad_after ends it. */
 static void memobs__out_pad_before(memobs__out_t *o, const char *sign, size_t len, int width, unsigned flags) {
     size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
     if (!(flags & MEMOBS__F_LEFT) && !(flags & MEMOBS__F_ZERO)) memobs__out_pad(o, ' ', pad);
-    memobs__out_str(o, sign);
+    memobs__out_write(o, sign, (size_t)(sign[0] != 0));
     if (!(flags & MEMOBS__F_LEFT) && (flags & MEMOBS__F_ZERO)) memobs__out_pad(o, '0', pad);
 }
 static void memobs__out_pad_after(memobs__out_t *o, size_t len, int width, unsigned flags) {
@@ -6686,7 +6697,12 @@ static void memobs__out_pad_after(memobs__out_t *o, size_t len, int width, unsig
 
 static void memobs__out_field(memobs__out_t *o, const char *sign, const char *body, size_t k, int width,
                               unsigned flags) {
-    size_t len = strlen(sign) + k;
+    size_t len = (size_t)(sign[0] != 0) + k;
+    if (width <= 0 || (size_t)width <= len) { /* no padding */
+        if (sign[0]) memobs__out_write(o, sign, 1);
+        memobs__out_write(o, body, k);
+        return;
+    }
     memobs__out_pad_before(o, sign, len, width, flags);
     memobs__out_write(o, body, k);
     memobs__out_pad_after(o, len, width, flags);
@@ -6823,7 +6839,7 @@ static MEMOBS__NOINLINE void memobs__out_exact(memobs__out_t *o, const char *sig
     } else {
         len = (point > 0 ? (size_t)point : 1) + (frac ? 1 + (size_t)frac : 0);
     }
-    memobs__out_pad_before(o, sign, strlen(sign) + len, width, flags);
+    memobs__out_pad_before(o, sign, (size_t)(sign[0] != 0) + len, width, flags);
     if (style_e) {
         char tmp[24], *t;
         int ax = x < 0 ? -x : x;
@@ -6844,7 +6860,7 @@ static MEMOBS__NOINLINE void memobs__out_exact(memobs__out_t *o, const char *sig
             memobs__out_run(o, p, n, point, point + frac);
         }
     }
-    memobs__out_pad_after(o, strlen(sign) + len, width, flags);
+    memobs__out_pad_after(o, (size_t)(sign[0] != 0) + len, width, flags);
 }
 
 /* %f (precision 0 to 3, |v| below 2^64 and at least 2^-10 or so: the
@@ -6925,7 +6941,9 @@ static void memobs__out_vprintf(memobs__out_t *o, const char *fmt, va_list ap) {
         case 's':
             s = va_arg(ap, const char *);
             if (!s) s = "(null)";
-            while (s[k] && (prec < 0 || k < (size_t)prec)) k++;
+            if (prec < 0) k = strlen(s);
+            else
+                while (k < (size_t)prec && s[k]) k++;
             memobs__out_field(o, "", s, k, width, flags & ~MEMOBS__F_ZERO);
             break;
         case 'c':
@@ -6940,7 +6958,7 @@ static void memobs__out_vprintf(memobs__out_t *o, const char *fmt, va_list ap) {
                                      : (long long)va_arg(ap, int);
             s = memobs__out_digits(num, v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v, 0);
             sign = v < 0 ? "-" : (flags & MEMOBS__F_PLUS) ? "+" : "";
-            memobs__out_field(o, sign, s, strlen(s), width, flags);
+            memobs__out_field(o, sign, s, (size_t)(num + 23 - s), width, flags);
             break;
         }
         case 'u':
@@ -6950,7 +6968,7 @@ static void memobs__out_vprintf(memobs__out_t *o, const char *fmt, va_list ap) {
                                    : lng == 1 ? (unsigned long long)va_arg(ap, unsigned long)
                                               : (unsigned long long)va_arg(ap, unsigned);
             s = memobs__out_digits(num, (uint64_t)v, *p == 'x');
-            memobs__out_field(o, "", s, strlen(s), width, flags);
+            memobs__out_field(o, "", s, (size_t)(num + 23 - s), width, flags);
             break;
         }
         case 'f':
@@ -7085,7 +7103,7 @@ const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len) {
    normal ones with its marks, less host memory (read under locks). */
 typedef struct {
     memobs_summary_t s;
-    const memobs_region_stats_t *regions; /* NULL: memobs__region_read, lock-free (the crash writer) */
+    memobs_region_stats_t *regions; /* NULL: memobs__region_read, lock-free (the crash writer) */
     uint32_t nregions;
     int sig;             /* the crash's signal, else 0 */
     const char *signame; /* its name ("SIGSEGV"), or "" */
@@ -7126,7 +7144,7 @@ static int memobs__figs_get(memobs__figs_t *p, int host) {
 }
 
 static void memobs__figs_free(memobs__figs_t *p) {
-    if (p->regions) MEMOBS_FREE((void *)p->regions);
+    if (p->regions) MEMOBS_FREE(p->regions);
     p->regions = NULL;
 }
 
@@ -11796,8 +11814,7 @@ int memobs_write_html(FILE *f) {
         }
         pthread_mutex_unlock(&memobs__g.lock);
     }
-    memset(&o, 0, sizeof o);
-    o.f = f;
+    memobs__out_file(&o, f, NULL, 0);
     memobs__tls.busy = 1;
     memobs__out_str(&o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                         "<meta name=\"generator\" content=\"memobs " MEMOBS_VERSION "\">\n<title>memobs report: ");
