@@ -173,7 +173,7 @@ FORBIDDEN = re.compile(r"\b(malloc|calloc|realloc|free|MEMOBS_MALLOC|MEMOBS_FREE
                        r"sprintf|fopen|fclose|fwrite|fputs|fputc|fflush|pthread_mutex_\w+|pthread_once|"
                        r"memobs__spin_lock|memobs__log|memobs__warn_once|memobs_init|getenv|strerror|"
                        r"memobs_get_summary|memobs__expand_path|memobs_get_identity|sched_yield|"
-                       r"memobs__regions_copy|memobs__prom_gen)\s*\(")
+                       r"memobs__figs_get|memobs__leak_write|memobs__out_file|memobs__out_fwrite|memobs__prom_gen)\s*\(")
 
 
 TOKENS = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
@@ -262,9 +262,6 @@ def audit(path):
     if not {"memobs__crash_gather", "memobs__hist_read", "memobs__crash_drain", "memobs__summary_read",
             "memobs__summary_text", "memobs__summary_json", "memobs__prom_write"} <= seen:
         err("the audit's parse missed the writer's functions: %s" % sorted(seen))
-    if {"memobs__out_fwrite", "memobs__out_file", "memobs__figs_get", "memobs__leak_write"} & seen:
-        err("reaches a FILE sink or the figures read under locks: %s" % sorted(
-            {"memobs__out_fwrite", "memobs__out_file", "memobs__figs_get", "memobs__leak_write"} & seen))
     print("    # %d functions reached; calls out of memobs.h: %s" % (len(seen), " ".join(sorted(external))))
 
 
