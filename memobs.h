@@ -247,6 +247,8 @@
                               identity (torchrun); else SLURM_PROCID/
                               SLURM_LOCALID/SLURM_NTASKS, then OMPI_COMM_WORLD_*,
                               then PMI_RANK/PMI_SIZE. Default rank 0 of 1.
+     MEMOBS_SIGNALS=0|1       write the exit outputs on a stop or crash
+                              signal (default 1; see STOPS AND CRASHES).
      A malformed value gets one warning through the log hook and the default.
 
    THREADS, SIGNALS, RESET, FORK
@@ -294,9 +296,26 @@
      of it. After fork() the child keeps the parent's figures; the shards of
      threads that do not exist in the child are recycled.
 
+   STOPS AND CRASHES (when an exit output is set; MEMOBS_SIGNALS=0 or
+   memobs_set_signals(0): none of this)
+     SIGTERM, SIGINT, SIGHUP, SIGQUIT write every exit output, then do what
+     they did before memobs: a default disposition ends the process by the
+     signal once written (exit status and core dump unchanged; a second
+     stop meanwhile ends it at once); a handler the program installed
+     first is called at once with the same arguments while a thread of
+     memobs writes; an ignored signal is left alone. In a process that
+     holds CPython, SIGINT is left to Python (KeyboardInterrupt; the Python
+     package writes at an exit by it). The handler only wakes that thread
+     (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT call the
+     crash writer once, then the crash goes on (into a previous handler,
+     else the default action). Installed at start-up, with one thread;
+     handlers installed later replace memobs'. memobs_flush() writes the
+     outputs from an engine's own stop path.
+
    LIMITS
      Linux and other POSIX systems with GCC or Clang (nvcc host compilers
      included). The recording macros are host code (not __device__).
+     Stop and crash signals: Linux on x86-64 and aarch64 only.
      Histograms are log-linear, 64 sub-buckets per power of two from 64 ns to
      ~9.8 h: reported percentiles are within 0.8% of the true sample value
      (values above the range clamp to the last bucket; max is exact).
@@ -509,6 +528,13 @@ MEMOBS_API void memobs_set_log(memobs_log_fn fn, void *user);
 MEMOBS_API const char *memobs_strerror(int err);
 /* CLOCK_MONOTONIC in nanoseconds: the clock all memobs timings use. */
 MEMOBS_API uint64_t memobs_now_ns(void);
+/* Stop and crash signals (see STOPS AND CRASHES): 1 (the default; env
+   MEMOBS_SIGNALS) puts memobs' handlers in front of SIGTERM, SIGINT,
+   SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT when an exit
+   output is configured (none otherwise); 0 puts back what they replaced,
+   where they are still installed. Returns the setting before the call
+   (always 0 where memobs has no signal handling: see LIMITS). */
+MEMOBS_API int memobs_set_signals(int on);
 
 /* ======================================================================== */
 /* Transfers and phase                                                      */
@@ -1069,6 +1095,10 @@ typedef struct {
     /* the driver's cuMemGetInfo; MEMOBS_UNKNOWN if it failed or the device has no context */
     uint64_t used, free_bytes, total;
     uint64_t tracked;               /* memobs_track_device_bytes(device) */
+    /* when used/free/total were read (memobs_now_ns()): at the sample, or,
+       once CUDA has shut down at exit (memobs_cuda.h), the last figures
+       read, earlier than time_ns; 0 when unknown */
+    uint64_t as_of_ns;
 } memobs_sample_dev_t;
 
 /* One sample of the process's memory. Bytes; MEMOBS_UNKNOWN marks a
@@ -1161,6 +1191,10 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
    metadata), and "region" (its begin and its end, metadata edge) and
    "marker" events for regions and markers whose names Stormlog takes for
    a collective, with the figures of the series' sample before them.
+   Device figures read before the event (memobs_cuda.h stops asking the
+   driver at exit, before CUDA's teardown: a sample or event after it has
+   the last figures read) are marked: metadata device_figures_as_of_ns,
+   when they were read (epoch ns, as timestamp_ns).
    MEMOBS_STORMLOG=PATH writes it at exit. */
 MEMOBS_API int memobs_write_stormlog(FILE *f);
 /* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
@@ -2054,6 +2088,7 @@ static struct {
     uint32_t apart;                                        /* MEMOBS__ON_APART or 0, under lock */
     memobs__u32_t exit_off;                                /* memobs_set_exit_outputs(0) */
     pthread_mutex_t flush_lock;                            /* one memobs__flush at a time */
+    memobs__u32_t flushes;                                 /* flushes begun (see memobs__sig_exit) */
     void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
     memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
@@ -2268,6 +2303,8 @@ static void memobs__esc_lock_all(int lock);
 static void memobs__esc_fold_held(int live);
 static void memobs__at_exit(void);
 static void memobs__exit_all(void);
+static void memobs__sig_env(void);
+static void memobs__sig_exit(void);
 static void memobs__exit_add(unsigned which, void (*fn)(void));
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
@@ -2451,6 +2488,7 @@ static void memobs__init_once(void) {
     memobs__track_env();
     memobs__smp_env();
     memobs__html_env();
+    memobs__sig_env(); /* last: after every exit output is configured */
 #endif
 }
 
@@ -2492,16 +2530,26 @@ void memobs_set_exit_outputs(int on) { MEMOBS__STORE(&memobs__g.exit_off.v, on ?
 
 /* Every configured exit output, in memobs__exit_order; each writer checks
    exit_off and reports its own failures. One flush at a time: a flush
-   asked for while one runs waits for it and writes again (newer figures). */
-static void memobs__flush_all(void) {
+   asked for while one runs waits for it and writes again (newer figures).
+   The caller holds flush_lock. */
+static void memobs__flush_locked(void) {
     unsigned i;
-    pthread_mutex_lock(&memobs__g.flush_lock);
+    MEMOBS__ADD(&memobs__g.flushes.v, 1u); /* a stop signal that came before this answered by it */
     for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
         if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__g.exit_fn[i]();
+}
+
+static void memobs__flush_all(void) {
+    pthread_mutex_lock(&memobs__g.flush_lock);
+    memobs__flush_locked();
     pthread_mutex_unlock(&memobs__g.flush_lock);
 }
 
-static void memobs__exit_all(void) { memobs__flush_all(); }
+/* A stop signal that came meanwhile ends the process here (by that signal). */
+static void memobs__exit_all(void) {
+    memobs__flush_all();
+    memobs__sig_exit();
+}
 
 /* Runs inside memobs__init_once (under its once): an exit writer. The one
    atexit handler is registered first thing in memobs__init_once, before
@@ -10042,14 +10090,17 @@ typedef struct {
     uint64_t prev;                  /* peak: the maximum at the previous peak event */
     uint64_t request;               /* oom: bytes asked for */
     uint64_t used, free_bytes, total; /* driver figures then; MEMOBS_UNKNOWN if not read */
+    uint64_t as_of;                 /* when they were read (before time_ns: the last ones, CUDA shut down) */
     uint32_t trace;                 /* peak: trace of the allocation that made it */
     const char *call;               /* oom: the wrapper's name (a literal) */
 } memobs__sl_event_t;
 
 /* memobs_cuda.h's implementation sets this at load time: used/free/total
-   of a device (the driver's cuMemGetInfo, never creating a context); 0 on
-   success. NULL without memobs_cuda.h. */
-typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total);
+   of a device (the driver's cuMemGetInfo, never creating a context) and
+   when they were read (*as_of: now, or, once CUDA has shut down at exit,
+   when the last ones were); 0 on success. NULL without memobs_cuda.h. */
+typedef int (*memobs__devmem_fn_t)(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total,
+                                   uint64_t *as_of);
 static memobs__devmem_fn_t memobs__devmem_fn;
 
 static struct {
@@ -10171,8 +10222,10 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
         x = &s->dev[s->ndev++];
         x->device = (int32_t)d;
         x->tracked = cur[MEMOBS__ACCT_DEV + d];
-        if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total) != 0)
+        if (!fn || fn((int)d, &x->used, &x->free_bytes, &x->total, &x->as_of_ns) != 0) {
             x->used = x->free_bytes = x->total = MEMOBS_UNKNOWN;
+            x->as_of_ns = 0;
+        }
     }
     s->nregion = memobs__reg_open(s->region, MEMOBS_SAMPLE_REGIONS);
 }
@@ -10512,8 +10565,10 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
 
 static void memobs__sl_devmem(memobs__sl_event_t *e) {
     memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
-    if (!fn || e->device < 0 || fn((int)e->device, &e->used, &e->free_bytes, &e->total) != 0)
+    if (!fn || e->device < 0 || fn((int)e->device, &e->used, &e->free_bytes, &e->total, &e->as_of) != 0) {
         e->used = e->free_bytes = e->total = MEMOBS_UNKNOWN;
+        e->as_of = 0;
+    }
 }
 
 /* The tracker, after a device allocation: dc is the device's tracked bytes
@@ -10688,6 +10743,16 @@ static void memobs__sl_host(FILE *f, const memobs_sample_t *s, const char *prefi
     }
 }
 
+/* Device figures read before the sample (CUDA had shut down: the last
+   ones, see memobs_sample_dev_t.as_of_ns): when the oldest was read. */
+static void memobs__sl_as_of(FILE *f, const memobs_sample_dev_t *dev, uint32_t n, uint64_t t, int64_t wall) {
+    uint64_t oldest = UINT64_MAX;
+    uint32_t d;
+    for (d = 0; d < n && d < MEMOBS_SAMPLE_DEVICES; d++)
+        if (dev[d].used != MEMOBS_UNKNOWN && dev[d].as_of_ns && dev[d].as_of_ns < oldest) oldest = dev[d].as_of_ns;
+    if (oldest < t) fprintf(f, ",\"device_figures_as_of_ns\":%lld", (long long)oldest + (long long)wall);
+}
+
 static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
                               const memobs_sample_t *s, const memobs__sl_fig_t *g, const memobs__sl_fig_t *prev) {
     uint32_t d, known = 0;
@@ -10705,6 +10770,7 @@ static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, 
     for (d = 0; d < s->ndev; d++) known += s->dev[d].used != MEMOBS_UNKNOWN;
     fprintf(f, ",\"metadata\":{\"source\":\"cuda\",\"devices\":%u,\"tracked_bytes\":%llu,\"outside_bytes\":%lld",
             (unsigned)known, (unsigned long long)g->alloc, (long long)g->used - (long long)g->alloc);
+    memobs__sl_as_of(f, s->dev, s->ndev, s->time_ns, wall);
     for (d = 0; known > 1 && d < s->ndev; d++) {
         const memobs_sample_dev_t *x = &s->dev[d];
         char key[48];
@@ -10758,6 +10824,8 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
     fprintf(f, ",\"metadata\":{\"source\":\"%s\",\"device_used_from\":\"%s\"", e->type == MEMOBS__EV_PEAK ? "tracker" : "cuda",
             from_driver ? "driver" : "tracker");
     if (from_driver) memobs__sl_u64(f, "driver_total_bytes", e->total);
+    if (from_driver && e->as_of && e->as_of < e->time_ns)
+        fprintf(f, ",\"device_figures_as_of_ns\":%lld", (long long)e->as_of + (long long)wall);
     if (e->type == MEMOBS__EV_PEAK) {
         fprintf(f, ",\"previous_peak_bytes\":%llu", (unsigned long long)e->prev);
         if (e->trace != MEMOBS_NO_TRACE) fprintf(f, ",\"trace\":%u", (unsigned)e->trace);
@@ -12147,6 +12215,407 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
 /* ======================================================================== */
 /* Private: stops and signals                                               */
 /* ======================================================================== */
+
+/* With an exit output configured and MEMOBS_SIGNALS on (the default),
+   memobs puts its handlers in front of the stops (SIGTERM, SIGINT, SIGHUP,
+   SIGQUIT) and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) at
+   start-up (the end of memobs__init_once).
+
+   A stop's handler makes async-signal-safe calls only. It posts a
+   semaphore that wakes memobs' writer thread (which blocks every
+   asynchronous signal), then, by what the disposition was before memobs:
+     - SIG_DFL: returns. The writer writes every exit output, then, still
+       holding the flush lock (no write starts after it), restores SIG_DFL
+       and raises the signal: the process ends by it as it would have
+       (exit status, SIGQUIT's core dump). A second stop meanwhile ends
+       the process at once by its default action; exit() meanwhile ends
+       it by the first stop's signal once the outputs are written
+       (memobs__sig_exit).
+     - a handler (the program's, CPython's): calls it at once with the
+       same arguments. Ours was installed with its mask and its SA_RESTART,
+       SA_ONSTACK, SA_NODEFER and SA_RESETHAND, so it runs as it would
+       have. The writer writes the outputs meanwhile (a snapshot: the
+       program goes on or ends as it decides).
+     - SIG_IGN: memobs leaves the signal alone (nohup).
+   In a process that holds CPython, SIGINT is left to Python: CPython
+   installs its handler (KeyboardInterrupt) only over SIG_DFL, so ours
+   installed first (the LD_PRELOAD library, a program that embeds Python)
+   would take Ctrl-C's KeyboardInterrupt away; the Python package's exit
+   hook writes the outputs at an exit by an uncaught KeyboardInterrupt.
+   The interrupted thread runs on, so it releases any lock the writer
+   needs. One write answers a stop: a write that began after the signal
+   came (memobs__g.flushes counts the writes begun; memobs_flush and exit
+   count too), so a stop right before exit() or the Python package's exit
+   hook is not written twice, nor cut short by the exit.
+
+   A crash's handler calls memobs__crash_write once, puts back the
+   disposition memobs replaced and lets the crash go on: a fault runs its
+   instruction again (and faults again, into the previous handler, a
+   sanitizer's say, or the default action); a sent signal (si_code <= 0:
+   kill, raise, abort) is sent again. While it writes, every crash signal
+   is blocked in its thread: a fault inside the crash writer is one the
+   kernel cannot deliver, so it ends the process at once by its default
+   action (no recursion). Another thread that crashes meanwhile waits for
+   the writer (MEMOBS__CRASH_WAIT_NS at most) before it goes on.
+   Handlers run on the thread's alternate signal stack where it has one
+   (SA_ONSTACK). The thread that starts memobs (the main thread with the
+   constructor) gets one, a static 64 KB, if it has none, so that a stack
+   overflow there is written too; other threads have one only if the
+   program (or a sanitizer) gave them one.
+
+   Handlers installed after memobs' replace them, as they replace any;
+   memobs_set_signals(0) puts back what ours replaced where ours are still
+   there. fork(): the child starts its own writer in pthread_atfork's child
+   handler; until then a getpid() check makes the handlers act as if
+   memobs were not there. The semaphore is private memory: the parent's is
+   never posted by the child. Under ThreadSanitizer, which stops a child of
+   a multi-threaded process that starts a thread and does not run that
+   child's signal handlers either, the child puts back what ours replaced
+   (its stops act as without memobs).
+
+   Linux on x86-64 and aarch64 (elsewhere memobs_set_signals returns 0 and
+   nothing is installed). Strict C modes hide <signal.h>'s POSIX part, so
+   libc's functions are reached under private names, with the layouts glibc
+   and musl have there (as clock_gettime is, see memobs_now_ns). */
+#if defined(__linux__) && defined(__LP64__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(MEMOBS_DISABLE)
+#define MEMOBS__HAVE_SIGNALS 1
+#endif
+
+#ifdef MEMOBS__HAVE_SIGNALS
+#include <semaphore.h>
+#include <signal.h> /* raise(); the rest of it through the private names below */
+
+#if defined(__SANITIZE_THREAD__)
+#define MEMOBS__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MEMOBS__TSAN 1
+#endif
+#endif
+
+enum {
+    MEMOBS__SIGHUP = 1, MEMOBS__SIGINT = 2, MEMOBS__SIGQUIT = 3, MEMOBS__SIGILL = 4, MEMOBS__SIGABRT = 6,
+    MEMOBS__SIGBUS = 7, MEMOBS__SIGFPE = 8, MEMOBS__SIGSEGV = 11, MEMOBS__SIGTERM = 15
+};
+#define MEMOBS__SA_SIGINFO 0x4
+#define MEMOBS__SA_ONSTACK 0x08000000
+#define MEMOBS__SA_RESTART 0x10000000
+#define MEMOBS__SA_NODEFER 0x40000000
+#define MEMOBS__SA_RESETHAND (-0x7fffffff - 1) /* 0x80000000 */
+#define MEMOBS__SIG_UNBLOCK 1 /* MEMOBS__SIG_BLOCK, _SETMASK, memobs__sigset_t and memobs__sigmask: the writers' */
+#define MEMOBS__SS_DISABLE 2
+#define MEMOBS__SIG_IGN ((void (*)(int))1)
+
+typedef struct {                                         /* struct sigaction */
+    union {
+        void (*handler)(int);
+        void (*action)(int, void *, void *); /* (signal, siginfo_t *, ucontext_t *): SA_SIGINFO */
+    } u;
+    memobs__sigset_t mask;
+    int flags;
+    void (*restorer)(void);
+} memobs__sa_t;
+typedef struct { void *sp; int flags; size_t size; } memobs__stack_t; /* stack_t */
+extern int memobs__sigaction(int sig, const memobs__sa_t *sa, memobs__sa_t *old) __asm__("sigaction");
+extern int memobs__sigaltstack(const memobs__stack_t *ss, memobs__stack_t *old) __asm__("sigaltstack");
+extern int memobs__nanosleep(const struct memobs__timespec *t, struct memobs__timespec *rem) __asm__("nanosleep");
+/* Non-NULL in a process that holds CPython (the interpreter, a program
+   embedding it, an extension module, the LD_PRELOAD library in python3). */
+extern int memobs__py_is_initialized(void) __asm__("Py_IsInitialized") __attribute__((weak));
+
+#define MEMOBS__SIG_STOPS 4 /* memobs__sig_no[0..3]; the crashes follow */
+#define MEMOBS__SIG_N 9
+#define MEMOBS__CRASH_WAIT_NS 5000000000ull
+
+static const int memobs__sig_no[MEMOBS__SIG_N] = {MEMOBS__SIGTERM, MEMOBS__SIGINT, MEMOBS__SIGHUP, MEMOBS__SIGQUIT,
+                                                  MEMOBS__SIGSEGV, MEMOBS__SIGBUS, MEMOBS__SIGFPE, MEMOBS__SIGILL,
+                                                  MEMOBS__SIGABRT};
+static pthread_once_t memobs__sig_once = PTHREAD_ONCE_INIT;
+static char memobs__sig_stack[65536] __attribute__((aligned(64))); /* the alternate signal stack */
+static struct {
+    pthread_mutex_t lock;             /* the fields marked "lock"; held across fork() */
+    int want;                         /* lock: MEMOBS_SIGNALS, memobs_set_signals */
+    int outputs;                      /* lock: an exit output is configured */
+    int altstack;                     /* lock: memobs__sig_stack is a thread's */
+    memobs__sa_t prev[MEMOBS__SIG_N]; /* lock (read by the handlers): what ours replaced */
+    memobs__sa_t dfl;                 /* never written: SIG_DFL, no flags */
+    sem_t wake;                       /* posted by a stop's handler */
+    memobs__u32_t writer_pid;         /* the process whose writer runs (0: none) */
+    memobs__u32_t fatal;              /* the stop that ends the process once written (0: none) */
+    memobs__u32_t snap;               /* a stop that went on to a handler asks for a write */
+    memobs__u32_t seen;               /* memobs__g.flushes when the latest stop came */
+    memobs__u32_t crashing;           /* 1: the crash writer runs, 2: it ran */
+    int (*skip)(void);                /* a companion's veto on a stop's write (NULL: none) */
+} memobs__sig;
+
+static void memobs__sigset_add(memobs__sigset_t *s, int sig) {
+    s->w[(unsigned)(sig - 1) / 64u] |= 1ul << ((unsigned)(sig - 1) % 64u);
+}
+
+static int memobs__sig_slot(int sig) {
+    int i;
+    for (i = 0; i < MEMOBS__SIG_N; i++)
+        if (memobs__sig_no[i] == sig) return i;
+    return -1;
+}
+
+/* Async-signal-safe. */
+static int memobs__sig_writer_here(void) { return MEMOBS__LOAD(&memobs__sig.writer_pid.v) == (uint32_t)getpid(); }
+
+/* Async-signal-safe: the signal's default action, now (in its handler: on return). */
+static void memobs__sig_default(int sig) {
+    memobs__sigaction(sig, &memobs__sig.dfl, NULL);
+    raise(sig);
+}
+
+static void memobs__sig_on_stop(int sig, void *info, void *uctx) {
+    int e = errno, i = memobs__sig_slot(sig);
+    const memobs__sa_t *prev;
+    uint32_t none = 0;
+    if (i < 0) return;
+    prev = &memobs__sig.prev[i];
+    if (!prev->u.handler) {
+        MEMOBS__STORE(&memobs__sig.seen.v, MEMOBS__LOAD(&memobs__g.flushes.v));
+        if (memobs__sig_writer_here() && __atomic_compare_exchange_n(&memobs__sig.fatal.v, &none, (uint32_t)sig, 0,
+                                                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            sem_post(&memobs__sig.wake);
+        else
+            memobs__sig_default(sig); /* no writer in this process, or a second stop: at once */
+        errno = e;
+        return;
+    }
+    if (memobs__sig_writer_here()) {
+        MEMOBS__STORE(&memobs__sig.seen.v, MEMOBS__LOAD(&memobs__g.flushes.v));
+        __atomic_store_n(&memobs__sig.snap.v, 1u, __ATOMIC_RELEASE);
+        sem_post(&memobs__sig.wake);
+    }
+    errno = e;
+    if (prev->flags & MEMOBS__SA_SIGINFO) prev->u.action(sig, info, uctx);
+    else prev->u.handler(sig);
+}
+
+static void memobs__sig_on_crash(int sig, void *info, void *uctx) {
+    int e = errno, i = memobs__sig_slot(sig);
+    (void)uctx;
+    if (i < 0) return;
+    if (MEMOBS__XCHG(&memobs__sig.crashing.v, 1u) == 0) {
+        memobs__crash_write(sig);
+        __atomic_store_n(&memobs__sig.crashing.v, 2u, __ATOMIC_RELEASE);
+    } else {
+        struct memobs__timespec ms = {0, 1000000};
+        uint64_t end = memobs_now_ns() + MEMOBS__CRASH_WAIT_NS;
+        while (__atomic_load_n(&memobs__sig.crashing.v, __ATOMIC_ACQUIRE) == 1 && memobs_now_ns() < end)
+            memobs__nanosleep(&ms, NULL);
+    }
+    memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
+    if (!info || ((const int *)info)[2] <= 0) raise(sig); /* si_code <= 0: sent; send it again */
+    errno = e;
+}
+
+/* Not in a handler: ends the process by sig as if memobs had not caught
+   it. Returns only if a handler was installed for sig just now. */
+static void memobs__sig_end(int sig) {
+    memobs__sigset_t set;
+    memset(&set, 0, sizeof set);
+    memobs__sigset_add(&set, sig);
+    memobs__sigaction(sig, &memobs__sig.dfl, NULL);
+    memobs__sigmask(MEMOBS__SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
+
+/* The caller holds flush_lock: every exit output, unless a write began
+   after the latest stop came (that one answers it). */
+static void memobs__sig_write_locked(void) {
+    int (*skip)(void) = __atomic_load_n(&memobs__sig.skip, __ATOMIC_ACQUIRE);
+    if (MEMOBS__LOAD(&memobs__g.flushes.v) == MEMOBS__LOAD(&memobs__sig.seen.v) && !(skip && skip()))
+        memobs__flush_locked();
+}
+
+static void *memobs__sig_writer(void *arg) {
+    (void)arg;
+    for (;;) {
+        uint32_t sig;
+        if (sem_wait(&memobs__sig.wake) != 0) continue; /* EINTR */
+        sig = __atomic_load_n(&memobs__sig.fatal.v, __ATOMIC_ACQUIRE);
+        if (!__atomic_exchange_n(&memobs__sig.snap.v, 0u, __ATOMIC_ACQUIRE) && !sig) continue;
+        pthread_mutex_lock(&memobs__g.flush_lock);
+        memobs__sig_write_locked();
+        if (sig) {
+            memobs__sig_end((int)sig); /* the flush lock held: no write starts after ours */
+            MEMOBS__STORE(&memobs__sig.fatal.v, 0u);
+        }
+        pthread_mutex_unlock(&memobs__g.flush_lock);
+    }
+    return NULL;
+}
+
+/* memobs__exit_all, after its write: exit() while a stop that ends the
+   process is pending (the program went on meanwhile: a sleep cut short by
+   the signal) ends it by that signal, as it would have ended without
+   memobs, once the stop's write is done (by the writer, or here). */
+static void memobs__sig_exit(void) {
+    uint32_t sig = __atomic_load_n(&memobs__sig.fatal.v, __ATOMIC_ACQUIRE);
+    if (!sig || !memobs__sig_writer_here()) return;
+    pthread_mutex_lock(&memobs__g.flush_lock);
+    memobs__sig_write_locked();
+    memobs__sig_end((int)sig);
+    pthread_mutex_unlock(&memobs__g.flush_lock);
+}
+
+/* The caller holds memobs__sig.lock. 1 when this process has its writer. */
+static int memobs__sig_start(void) {
+    memobs__sigset_t block, old;
+    pthread_t th;
+    int e, i;
+    if (memobs__sig_writer_here()) return 1;
+    MEMOBS__STORE(&memobs__sig.fatal.v, 0u); /* a parent's, copied by fork() */
+    MEMOBS__STORE(&memobs__sig.snap.v, 0u);
+    if (sem_init(&memobs__sig.wake, 0, 0) != 0) {
+        memobs__log(MEMOBS_LOG_WARN, "cannot make a semaphore (%s): no outputs are written on a stop signal",
+                    strerror(errno));
+        return 0;
+    }
+    /* every signal blocked in the writer but the crashes: a fault there is written too */
+    memset(&block, 0xff, sizeof block);
+    for (i = MEMOBS__SIG_STOPS; i < MEMOBS__SIG_N; i++)
+        block.w[(memobs__sig_no[i] - 1) / 64] &= ~(1ul << ((memobs__sig_no[i] - 1) % 64));
+    memobs__sigmask(MEMOBS__SIG_BLOCK, &block, &old);
+    e = pthread_create(&th, NULL, memobs__sig_writer, NULL);
+    memobs__sigmask(MEMOBS__SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        memobs__log(MEMOBS_LOG_WARN, "cannot start the thread that writes the outputs on a stop signal (%s): "
+                    "SIGTERM, SIGINT, SIGHUP and SIGQUIT act as without memobs", strerror(e));
+        return 0;
+    }
+    pthread_detach(th);
+    MEMOBS__STORE(&memobs__sig.writer_pid.v, (uint32_t)getpid());
+    return 1;
+}
+
+/* The caller holds memobs__sig.lock: ours in front of each signal (on),
+   or what ours replaced back where ours are still there (off). */
+static void memobs__sig_put(int on) {
+    int i, j;
+    for (i = 0; i < MEMOBS__SIG_N; i++) {
+        int sig = memobs__sig_no[i], stop = i < MEMOBS__SIG_STOPS;
+        void (*fn)(int, void *, void *) = stop ? memobs__sig_on_stop : memobs__sig_on_crash;
+        memobs__sa_t cur, ours;
+        int mine = on && !(sig == MEMOBS__SIGINT && memobs__py_is_initialized); /* CPython's: see above */
+        if (memobs__sigaction(sig, NULL, &cur) != 0) continue;
+        if ((cur.flags & MEMOBS__SA_SIGINFO) && cur.u.action == fn) {
+            if (!mine) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
+            continue;
+        }
+        if (!mine || cur.u.handler == MEMOBS__SIG_IGN) continue; /* ignored (nohup): left alone */
+        memobs__sig.prev[i] = cur;
+        memset(&ours, 0, sizeof ours);
+        ours.u.action = fn;
+        ours.flags = MEMOBS__SA_SIGINFO | MEMOBS__SA_ONSTACK;
+        if (!stop) {
+            for (j = MEMOBS__SIG_STOPS; j < MEMOBS__SIG_N; j++) memobs__sigset_add(&ours.mask, memobs__sig_no[j]);
+        } else if (!cur.u.handler) {
+            ours.flags |= MEMOBS__SA_RESTART; /* the program's calls go on while the writer writes */
+        } else {
+            ours.mask = cur.mask;
+            ours.flags = MEMOBS__SA_SIGINFO | (cur.flags & (MEMOBS__SA_RESTART | MEMOBS__SA_ONSTACK |
+                                                             MEMOBS__SA_NODEFER | MEMOBS__SA_RESETHAND));
+        }
+        memobs__sigaction(sig, &ours, NULL);
+    }
+}
+
+/* The caller holds memobs__sig.lock: the calling thread gets memobs'
+   alternate signal stack unless it has one (once per process). */
+static void memobs__sig_altstack(void) {
+    memobs__stack_t cur, ss;
+    if (memobs__sig.altstack || memobs__sigaltstack(NULL, &cur) != 0 || !(cur.flags & MEMOBS__SS_DISABLE)) return;
+    ss.sp = memobs__sig_stack;
+    ss.flags = 0;
+    ss.size = sizeof memobs__sig_stack;
+    if (memobs__sigaltstack(&ss, NULL) == 0) memobs__sig.altstack = 1;
+}
+
+/* The caller holds memobs__sig.lock. */
+static void memobs__sig_apply(void) {
+    if (memobs__sig.want && memobs__sig.outputs) {
+        if (!memobs__sig_start()) return;
+        memobs__sig_altstack();
+        memobs__sig_put(1);
+    } else {
+        memobs__sig_put(0);
+    }
+}
+
+static void memobs__sig_prepare(void) { pthread_mutex_lock(&memobs__sig.lock); }
+static void memobs__sig_parent(void) { pthread_mutex_unlock(&memobs__sig.lock); }
+static void memobs__sig_child(void) {
+    /* flush_lock, which the writer may have held, starts free: memobs__outs_fork */
+    MEMOBS__STORE(&memobs__sig.crashing.v, 0u);
+#ifdef MEMOBS__TSAN
+    memobs__sig.outputs = 0; /* TSan: no thread may start here (memobs_set_signals(1) neither) */
+    memobs__sig_put(0);      /* and its handlers are not run */
+#else
+    if (memobs__sig.want && memobs__sig.outputs && !memobs__sig_start()) memobs__sig_put(0);
+#endif
+    pthread_mutex_unlock(&memobs__sig.lock);
+}
+
+static void memobs__sig_init(void) {
+    pthread_mutex_init(&memobs__sig.lock, NULL);
+    memobs__sig.want = 1;
+    pthread_atfork(memobs__sig_prepare, memobs__sig_parent, memobs__sig_child);
+}
+
+/* Runs last in memobs__init_once: MEMOBS_SIGNALS, then the handlers when
+   an exit output is configured. */
+static void memobs__sig_env(void) {
+    const char *s = getenv("MEMOBS_SIGNALS");
+    unsigned i;
+    pthread_once(&memobs__sig_once, memobs__sig_init);
+    pthread_mutex_lock(&memobs__sig.lock);
+    if (s) {
+        int b = memobs__parse_bool(s);
+        if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SIGNALS='%s' is not 0/1/on/off/true/false/yes/no; using 1", s);
+        else memobs__sig.want = b;
+    }
+    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__sig.outputs = 1;
+    memobs__sig_apply();
+    pthread_mutex_unlock(&memobs__sig.lock);
+}
+
+int memobs_set_signals(int on) {
+    int was;
+    memobs_init();
+    pthread_once(&memobs__sig_once, memobs__sig_init);
+    pthread_mutex_lock(&memobs__sig.lock);
+    was = memobs__sig.want;
+    memobs__sig.want = on != 0;
+    memobs__sig_apply();
+    pthread_mutex_unlock(&memobs__sig.lock);
+    return was;
+}
+
+/* A companion's veto on a stop's write (the LD_PRELOAD library: a process
+   that made no CUDA call and recorded nothing writes nothing). Called on
+   the writer thread, not in a handler. */
+static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) {
+    __atomic_store_n(&memobs__sig.skip, fn, __ATOMIC_RELEASE);
+}
+
+#else /* !MEMOBS__HAVE_SIGNALS */
+
+static __attribute__((unused)) void memobs__sig_env(void) {}
+static void memobs__sig_exit(void) {}
+static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) { (void)fn; }
+int memobs_set_signals(int on) {
+    (void)on;
+    memobs_init();
+    return 0;
+}
+
+#endif /* MEMOBS__HAVE_SIGNALS */
 
 #ifdef __cplusplus
 } /* extern "C" */

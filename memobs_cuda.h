@@ -77,8 +77,9 @@
        flight, so issued is not confused with done. At most
        MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies are
        recorded but not timed (memobs_cuda_untimed() counts them). At exit
-       (before the runtime tears down) the copies in flight are waited for
-       and resolved; after that memobs makes no CUDA call.
+       the copies in flight are resolved as they complete, for at most
+       MEMOBS_CUDA_EXIT_WAIT_MS (see EXIT AND FORK); those that have not
+       are reported in flight.
 
      Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
        not reusable: still in current bytes, "(free pending)" in reports)
@@ -149,6 +150,45 @@
      pending frees settle) and, when the reset succeeds, takes the
      device's and managed blocks of that device out of the tracker.
 
+   EXIT AND FORK
+     The CUDA runtime tears itself down at exit, in a handler it registers
+     with atexit when it initializes (at its first call; NVIDIA documents
+     only the result: calls after it fail with cudaErrorCudartUnloading,
+     "driver shutting down", and the driver's with
+     CUDA_ERROR_DEINITIALIZED). memobs registers an exit handler of its own
+     at the first CUDA call it sees (a wrapper or an interposer of the
+     LD_PRELOAD library returning cudaSuccess; or its first driver call
+     that finds CUDA initialized: a device reading, say), so after the
+     runtime's, and it runs before the teardown (handlers run in reverse
+     order). It reads each device's memory figures one last time, resolves
+     the timed copies and stream-ordered frees in flight as they complete,
+     asking without waiting (cuEventQuery, never cuEventSynchronize: the
+     driver does not finish work at exit, and a kernel waiting on a dead
+     peer never ends), for at most MEMOBS_CUDA_EXIT_WAIT_MS (default
+     2000), then stops: from then on memobs makes no CUDA call of its own
+     (and waits up to 100 ms for those under way in other threads). The
+     copies not seen complete stay in flight in every summary, the frees
+     pending. What comes later (memobs' outputs at exit, the sampler's last
+     samples, a program's own exit handler registered before its first
+     CUDA call) uses the last figures read: samples carry when they were
+     read (memobs_sample_dev_t.as_of_ns; Stormlog's metadata
+     device_figures_as_of_ns), memobs_cuda_print_mem says "device figures
+     as of N s ago: CUDA has shut down", memobs_cuda_mem_info fails. An
+     exit handler of the program registered after memobs saw its first
+     CUDA call runs before memobs' handler (its copies are timed as
+     usual); one registered between the runtime's start and that call runs
+     after it (its copies are counted, not timed). An exit through _exit,
+     a signal or a crash runs no handler.
+     fork(): memobs' locks are held across it (pthread_atfork), so a child
+     never inherits one held by a thread the child does not have. CUDA is
+     not fork-safe (NVIDIA's CUDA C++ guidelines: any use of CUDA between
+     fork and exec is undefined), so in a child of a process that used
+     CUDA memobs makes no CUDA call at all: its parent's events are dropped
+     unasked (their copies stay in flight, their frees pending), device
+     figures are unknown. A child of a process that never used CUDA (a
+     worker forked before CUDA started, as PyTorch and vLLM do) uses CUDA
+     as any process: memobs too.
+
    DEFAULT STREAMS
      The wrappers are inline functions: they make the runtime call in the
      caller's translation unit, so stream 0 (and cudaMemcpy's implicit
@@ -187,6 +227,10 @@
      MEMOBS_CUDA_DRIVER       implementation only. The driver library
                               opened when the program does not link one,
                               default "libcuda.so.1".
+     MEMOBS_CUDA_EXIT_WAIT_MS implementation only. How long the exit
+                              handler resolves copies and frees in flight
+                              as they complete, default 2000 (see EXIT
+                              AND FORK).
      MEMOBS_NO_NVTX           implementation only, tested with #ifdef. No
                               NVTX even where <nvtx3/nvToolsExt.h> is found.
 
@@ -644,6 +688,7 @@ static inline cudaError_t memobs_cudaDeviceReset(void) {
    again" the declarations above were skipped, and memobs.h with them. */
 #include "memobs.h"
 #include <dlfcn.h>
+#include <poll.h>
 
 /* NVTX v3 is header-only; its own warnings (with -I rather than -isystem,
    -Wpedantic on its dlsym cast) are not ours. */
@@ -678,8 +723,12 @@ extern "C" {
 #ifndef MEMOBS_CUDA_DRIVER
 #define MEMOBS_CUDA_DRIVER "libcuda.so.1"
 #endif
+#ifndef MEMOBS_CUDA_EXIT_WAIT_MS
+#define MEMOBS_CUDA_EXIT_WAIT_MS 2000
+#endif
 #define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
 #define MEMOBS_CUDA__CTXS 32       /* contexts whose device is remembered */
+#define MEMOBS_CUDA__SLOTS 16      /* counts of memobs' driver calls under way, by thread */
 
 /* ======================================================================== */
 /* Private: the driver API                                                  */
@@ -718,6 +767,7 @@ extern "C" {
     X(error_name, "cuGetErrorName", (int err, const char **name))
 
 /* Driver constants (cuda.h), by value. */
+#define MEMOBS_CUDA__DEINITIALIZED 4   /* CUDA_ERROR_DEINITIALIZED: a call memobs no longer makes */
 #define MEMOBS_CUDA__NOT_READY 600     /* CUDA_ERROR_NOT_READY */
 #define MEMOBS_CUDA__RELAXED 2         /* CU_STREAM_CAPTURE_MODE_RELAXED */
 #define MEMOBS_CUDA__CAPTURING 1       /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
@@ -813,13 +863,24 @@ static struct {
     memobs_cuda__pfree_t *frees; /* pending stream-ordered frees, a ring */
     uint32_t fhead, fn;
     memobs__u64_t untimed;
-    int exit_hook;               /* the exit handler is registered */
-    memobs__u32_t gone;          /* at exit, after the last resolve: no CUDA call any more */
     struct {
         void *ctx;
         int device;
     } ctxs[MEMOBS_CUDA__CTXS];   /* context -> device */
     uint32_t nctx;
+    /* exit and fork (see memobs_cuda__exit_stop) */
+    memobs__u32_t stop;          /* MEMOBS_CUDA__STOP_*: memobs makes no CUDA call any more; 0 while it may */
+    memobs__u32_t seen;          /* CUDA is in use in this process: a call seen, or the driver answered */
+    memobs__u32_t hooked;        /* MEMOBS_CUDA__HOOK_* bits: when the exit handler was registered */
+    memobs__u32_t nslot;         /* slots handed to threads */
+    struct {
+        memobs__u32_t n;         /* sections of memobs' own driver calls under way */
+        char pad[64 - sizeof(memobs__u32_t)];
+    } busy[MEMOBS_CUDA__SLOTS];
+    memobs__u32_t fig_lock;      /* the last figures read of each device */
+    struct {
+        uint64_t free_b, total, ns; /* ns: when read; 0: never */
+    } fig[MEMOBS_MAX_DEVICES];
     /* graphs */
     pthread_mutex_t glock;
     memobs_cuda__gtab_t caps, graphs, execs;
@@ -835,18 +896,107 @@ static struct {
 #endif
 } memobs_cuda__g;
 
-/* memobs' own driver calls run in the relaxed capture interaction mode:
-   then none is "potentially unsafe" for a capture anywhere. */
-static int memobs_cuda__relax(void) {
-    int m = MEMOBS_CUDA__RELAXED;
-    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return -1;
-    return memobs_cuda__d.exchange_mode(&m) == 0 ? m : -1;
+/* Why memobs makes no CUDA call any more (memobs_cuda__g.stop). */
+#define MEMOBS_CUDA__STOP_EXIT 1u /* its exit handler ran: the runtime tears down next */
+#define MEMOBS_CUDA__STOP_FORK 2u /* a child forked from a process using CUDA */
+/* When the exit handler was registered (memobs_cuda__g.hooked). */
+#define MEMOBS_CUDA__HOOK_ANY 1u     /* at least once */
+#define MEMOBS_CUDA__HOOK_RUNTIME 2u /* after a runtime call returned: after the runtime's own */
+
+/* The calling thread's slot in memobs_cuda__g.busy, plus 1 (0: none yet). */
+static __thread unsigned memobs_cuda__slot;
+/* Set by the LD_PRELOAD library around its driver API interposers: the
+   call seen is the driver's, not the runtime's. */
+static __thread int memobs_cuda__via_driver __attribute__((unused));
+
+/* Every driver call of memobs' own runs inside a section: opened by
+   memobs_cuda__in() (0: memobs makes no CUDA call any more, nothing
+   opened), closed by memobs_cuda__out(). A section is never refused
+   halfway, so a push is always popped, a retain released. The exit
+   handler stops new sections, then waits for those under way (a Dekker
+   pair: each side's sequentially consistent write comes before its read
+   of the other's). */
+static int memobs_cuda__in(void) {
+    unsigned s = memobs_cuda__slot;
+    if (!s) s = memobs_cuda__slot = MEMOBS__ADD(&memobs_cuda__g.nslot.v, 1u) % MEMOBS_CUDA__SLOTS + 1u;
+    __atomic_fetch_add(&memobs_cuda__g.busy[s - 1].n.v, 1u, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&memobs_cuda__g.stop.v, __ATOMIC_SEQ_CST)) return 1;
+    __atomic_fetch_sub(&memobs_cuda__g.busy[s - 1].n.v, 1u, __ATOMIC_RELEASE);
+    return 0;
+}
+static void memobs_cuda__out(void) {
+    __atomic_fetch_sub(&memobs_cuda__g.busy[memobs_cuda__slot - 1].n.v, 1u, __ATOMIC_RELEASE);
+}
+/* One driver call in a section of its own; what a call memobs does not
+   make returns when it has stopped. */
+static int memobs_cuda__out_rc(int r) {
+    memobs_cuda__out();
+    return r;
+}
+#define MEMOBS_CUDA__CALL(fn, args) \
+    (memobs_cuda__in() ? memobs_cuda__out_rc(memobs_cuda__d.fn args) : MEMOBS_CUDA__DEINITIALIZED)
+
+static void memobs_cuda__saw(int runtime);
+/* The driver answered a call that needs it initialized: CUDA is in use. */
+static void memobs_cuda__answered(void) {
+    if (!MEMOBS__LOAD(&memobs_cuda__g.hooked.v)) memobs_cuda__saw(0);
+}
+
+/* Opens a section in which memobs' driver calls run in the relaxed
+   capture interaction mode (then none is "potentially unsafe" for a
+   capture anywhere): 1 and *m, the mode to restore (-1: none), or 0 when
+   memobs makes no CUDA call any more. */
+static int memobs_cuda__relax(int *m) {
+    if (!memobs_cuda__in()) return 0;
+    *m = MEMOBS_CUDA__RELAXED;
+    if (memobs_cuda__d.exchange_mode(m) != 0) *m = -1;
+    return 1;
 }
 static void memobs_cuda__unrelax(int m) {
     if (m >= 0) (void)memobs_cuda__d.exchange_mode(&m);
+    memobs_cuda__out();
 }
 
 static void memobs_cuda__poll_hook(void);
+
+/* fork(): every lock of this file held across it (taken before memobs.h's,
+   whose handlers were registered first), so the child never inherits one
+   held by a thread that does not exist there. */
+static void memobs_cuda__fork_prepare(void) {
+    pthread_mutex_lock(&memobs_cuda__g.lock);
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    pthread_mutex_lock(&memobs_cuda__g.tlock);
+    memobs__spin_lock(&memobs_cuda__g.fig_lock);
+#ifdef MEMOBS_CUDA__NVTX
+    memobs__spin_lock(&memobs_cuda__g.nvtx_lock);
+#endif
+}
+static void memobs_cuda__fork_parent(void) {
+#ifdef MEMOBS_CUDA__NVTX
+    memobs__spin_unlock(&memobs_cuda__g.nvtx_lock);
+#endif
+    memobs__spin_unlock(&memobs_cuda__g.fig_lock);
+    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    pthread_mutex_unlock(&memobs_cuda__g.lock);
+}
+/* CUDA is not fork-safe: a child of a process that used it must not call
+   the driver, least of all on its parent's contexts and events. There
+   memobs stops for good: the parent's events are dropped unasked (their
+   copies stay in flight, their frees pending), its contexts forgotten.
+   A child of a process that never used CUDA may use it: memobs too. */
+static void memobs_cuda__fork_child(void) {
+    unsigned i;
+    for (i = 0; i < MEMOBS_CUDA__SLOTS; i++) memobs_cuda__g.busy[i].n.v = 0; /* threads left behind */
+    if (MEMOBS__LOAD(&memobs_cuda__g.seen.v) && !MEMOBS__LOAD(&memobs_cuda__g.stop.v)) {
+        MEMOBS__STORE(&memobs_cuda__g.stop.v, MEMOBS_CUDA__STOP_FORK);
+        memobs_cuda__g.n = memobs_cuda__g.head = 0;
+        memobs_cuda__g.fn = memobs_cuda__g.fhead = 0;
+        memobs_cuda__g.npool = memobs_cuda__g.created = 0;
+        memobs_cuda__g.nctx = 0;
+    }
+    memobs_cuda__fork_parent();
+}
 
 static void memobs_cuda__init_once(void) {
     pthread_mutex_init(&memobs_cuda__g.lock, NULL);
@@ -854,6 +1004,7 @@ static void memobs_cuda__init_once(void) {
     pthread_mutex_init(&memobs_cuda__g.glock, NULL);
     strcpy(memobs_cuda__g.oom_dest, "stderr");
     memobs_init();
+    pthread_atfork(memobs_cuda__fork_prepare, memobs_cuda__fork_parent, memobs_cuda__fork_child);
 #ifdef MEMOBS_DISABLE
     (void)memobs_cuda__poll_hook;
 #else
@@ -897,9 +1048,13 @@ static int memobs_cuda__ctx_device(void *ctx) {
         if (memobs_cuda__g.ctxs[i].ctx == ctx) d = memobs_cuda__g.ctxs[i].device;
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (d >= 0) return d;
-    if (memobs_cuda__d.ctx_push(ctx) != 0) return -1;
-    if (memobs_cuda__d.ctx_device(&d) != 0) d = -1;
-    (void)memobs_cuda__d.ctx_pop(&top);
+    if (!memobs_cuda__in()) return -1;
+    if (memobs_cuda__d.ctx_push(ctx) != 0) d = -1;
+    else {
+        if (memobs_cuda__d.ctx_device(&d) != 0) d = -1;
+        (void)memobs_cuda__d.ctx_pop(&top);
+    }
+    memobs_cuda__out();
     if (d < 0) return -1;
     pthread_mutex_lock(&memobs_cuda__g.tlock);
     if (memobs_cuda__g.nctx < MEMOBS_CUDA__CTXS) {
@@ -913,16 +1068,16 @@ static int memobs_cuda__ctx_device(void *ctx) {
 /* The context current on this thread, or NULL. */
 static void *memobs_cuda__cur_ctx(void) {
     void *c = NULL;
-    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v) || memobs_cuda__d.ctx_current(&c) != 0)
-        return NULL;
+    if (!memobs_cuda__drv() || MEMOBS_CUDA__CALL(ctx_current, (&c)) != 0) return NULL;
+    memobs_cuda__answered();
     return c;
 }
 
 /* A stream's context (for 0/legacy/per-thread handles: the current one). */
 static void *memobs_cuda__stream_ctx(cudaStream_t s) {
     void *c = NULL;
-    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v) || memobs_cuda__d.stream_ctx(s, &c) != 0)
-        return NULL;
+    if (!memobs_cuda__drv() || MEMOBS_CUDA__CALL(stream_ctx, (s, &c)) != 0) return NULL;
+    memobs_cuda__answered();
     return c;
 }
 
@@ -938,10 +1093,12 @@ static int memobs_cuda__cur_device(void) {
 static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
     int st = 0, r;
     unsigned long long i = 0;
-    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
+    if (!memobs_cuda__drv() || !memobs_cuda__in()) return 0; /* stopped: counted at issue */
     r = memobs_cuda__d.capture2 ? memobs_cuda__d.capture2(s, &st, &i, NULL, NULL, NULL)
                                 : memobs_cuda__d.capture1(s, &st, &i);
+    memobs_cuda__out();
     if (r != 0) return -1;
+    memobs_cuda__answered();
     if (st != 0) *id = i; /* an invalidated capture keeps its id */
     return st == MEMOBS_CUDA__CAPTURING ? 1 : st == 0 ? 0 : -1;
 }
@@ -957,51 +1114,77 @@ unsigned long long memobs_cuda__capture_id(cudaStream_t stream) {
 /* Private: events, timing, pending frees                                   */
 /* ======================================================================== */
 
-static void memobs_cuda__exit_resolve(void);
+/* Caller holds tlock, in a section. A pending free whose event is no
+   longer NOT_READY (its stream got there, or failed: either way not
+   pending) settles; its events go back to the pool. 0 if not ready. */
+static int memobs_cuda__free_done(const memobs_cuda__pfree_t *e) {
+    if (memobs_cuda__d.event_query(e->ev.start) == MEMOBS_CUDA__NOT_READY) return 0;
+    memobs_track_free_settled(e->ptr);
+    memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+    return 1;
+}
 
-/* Caller holds tlock, in relaxed mode. Settles stream-ordered frees whose
-   stream got there, then resolves completed timed copies, each queue from
-   its head. */
-static int memobs_cuda__poll_locked(void) {
+/* Caller holds tlock, in a section. A timed copy whose end event is no
+   longer NOT_READY is resolved: its time recorded (or, on an error of the
+   stream, counted untimed), out of flight. 0 if not ready. */
+static int memobs_cuda__copy_done(const memobs_cuda__timed_t *e) {
+    float ms = 0.0f;
+    int q = memobs_cuda__d.event_query(e->ev.end);
+    if (q == MEMOBS_CUDA__NOT_READY) return 0;
+    if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f)
+        memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
+    else
+        MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+    memobs_timed_in_flight(-1, -(int64_t)e->bytes);
+    memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+    return 1;
+}
+
+/* Caller holds tlock, in a section in relaxed mode. Settles
+   stream-ordered frees whose stream got there, then resolves completed
+   timed copies, each queue from its head, never waiting. With all (at
+   exit), then every entry, out of order: a copy stuck behind another on a
+   stream that never completes is still resolved. */
+static int memobs_cuda__poll_locked(int all) {
     int done = 0;
-    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
-    while (memobs_cuda__g.fn) {
-        memobs_cuda__pfree_t *e = &memobs_cuda__g.frees[memobs_cuda__g.fhead];
-        if (memobs_cuda__d.event_query(e->ev.start) == MEMOBS_CUDA__NOT_READY) break;
-        memobs_track_free_settled(e->ptr); /* done, or the stream failed: either way not pending */
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+    uint32_t i, k;
+    while (memobs_cuda__g.fn && memobs_cuda__free_done(&memobs_cuda__g.frees[memobs_cuda__g.fhead])) {
         memobs_cuda__g.fhead = (memobs_cuda__g.fhead + 1) % MEMOBS_CUDA_MAX_TIMED;
         memobs_cuda__g.fn--;
         done++;
     }
-    while (memobs_cuda__g.n) {
-        memobs_cuda__timed_t *e = &memobs_cuda__g.queue[memobs_cuda__g.head];
-        float ms = 0.0f;
-        int q = memobs_cuda__d.event_query(e->ev.end);
-        if (q == MEMOBS_CUDA__NOT_READY) break;
-        if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f)
-            memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
-        else
-            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u); /* an error of the stream */
-        memobs_timed_in_flight(-1, -(int64_t)e->bytes);
-        memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
+    while (memobs_cuda__g.n && memobs_cuda__copy_done(&memobs_cuda__g.queue[memobs_cuda__g.head])) {
         memobs_cuda__g.head = (memobs_cuda__g.head + 1) % MEMOBS_CUDA_MAX_TIMED;
         memobs_cuda__g.n--;
         done++;
     }
+    if (!all) return done;
+    for (i = k = 0; i < memobs_cuda__g.fn; i++) { /* compacted in place, in order */
+        memobs_cuda__pfree_t e = memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED];
+        if (memobs_cuda__free_done(&e)) done++;
+        else memobs_cuda__g.frees[(memobs_cuda__g.fhead + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+    }
+    memobs_cuda__g.fn = k;
+    for (i = k = 0; i < memobs_cuda__g.n; i++) {
+        memobs_cuda__timed_t e = memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED];
+        if (memobs_cuda__copy_done(&e)) done++;
+        else memobs_cuda__g.queue[(memobs_cuda__g.head + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+    }
+    memobs_cuda__g.n = k;
     return done;
 }
 
 static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
 
-/* Caller holds tlock, in relaxed mode. An event pair of ctx from the pool
-   (or a new one made there, up to MEMOBS_CUDA_MAX_TIMED pairs), after
-   resolving what has completed; 0 when there is none to spare. */
+/* Caller holds tlock, in a section in relaxed mode. An event pair of ctx
+   from the pool (or a new one made there, up to MEMOBS_CUDA_MAX_TIMED
+   pairs), after resolving what has completed; 0 when there is none to
+   spare. */
 static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
     uint32_t i;
     void *top = NULL;
     int ok;
-    if (!ctx || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) return 0;
+    if (!ctx) return 0;
     if (!memobs_cuda__g.queue) {
         memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
         memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
@@ -1016,13 +1199,7 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
             return 0;
         }
     }
-    if (!memobs_cuda__g.exit_hook) {
-        /* Registered after the runtime's own start-up (a stream exists), so
-           it runs before the runtime's teardown. */
-        memobs_cuda__g.exit_hook = 1;
-        atexit(memobs_cuda__exit_resolve);
-    }
-    (void)memobs_cuda__poll_locked();
+    (void)memobs_cuda__poll_locked(0);
     for (i = memobs_cuda__g.npool; i-- > 0;) {
         if (memobs_cuda__g.pool[i].ctx != ctx) continue;
         *ev = memobs_cuda__g.pool[i];
@@ -1043,33 +1220,106 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
 }
 
 /* Caller holds tlock. A pair whose record failed (its context destroyed,
-   its events invalid) is not pooled again: destroyed, one fewer made. */
+   its events invalid) is not pooled again: destroyed (not once memobs has
+   stopped: then forgotten), one fewer made. */
 static void memobs_cuda__pair_drop(const memobs_cuda__pair_t *ev) {
-    (void)memobs_cuda__d.event_destroy(ev->start);
-    (void)memobs_cuda__d.event_destroy(ev->end);
+    (void)MEMOBS_CUDA__CALL(event_destroy, (ev->start));
+    (void)MEMOBS_CUDA__CALL(event_destroy, (ev->end));
     memobs_cuda__g.created--;
 }
 
-/* At exit, before the runtime tears down: waits for the timed copies and
-   frees in flight, resolves them, and from then on memobs makes no CUDA
-   call (the summaries at exit come later). */
-static void memobs_cuda__exit_resolve(void) {
-    uint32_t i;
-    int m;
-    pthread_mutex_lock(&memobs_cuda__g.tlock);
-    m = memobs_cuda__relax();
-    for (i = 0; i < memobs_cuda__g.fn; i++) {
-        uint32_t k = (memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED;
-        (void)memobs_cuda__d.event_sync(memobs_cuda__g.frees[k].ev.start);
+/* A sleep of ms milliseconds (a signal may cut it short). */
+static void memobs_cuda__nap(int ms) { (void)poll(NULL, 0, ms); }
+
+/* The last figures of each device read before (memobs_cuda__devinfo keeps
+   them), read once more. */
+static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out, uint64_t *as_of, const char **what,
+                                int *err);
+static void memobs_cuda__refresh(void) {
+    int d;
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        uint64_t f, t, at;
+        memobs__spin_lock(&memobs_cuda__g.fig_lock);
+        at = memobs_cuda__g.fig[d].ns;
+        memobs__spin_unlock(&memobs_cuda__g.fig_lock);
+        if (at) (void)memobs_cuda__devinfo(d, &f, &t, &at, NULL, NULL);
     }
-    for (i = 0; i < memobs_cuda__g.n; i++) {
-        uint32_t k = (memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED;
-        (void)memobs_cuda__d.event_sync(memobs_cuda__g.queue[k].ev.end);
+}
+
+/* Until deadline: resolves the timed copies and frees in flight as their
+   events complete, asking without waiting (cuEventQuery, not
+   cuEventSynchronize: the driver does not finish outstanding work at
+   exit, and a stream may never complete: a kernel waiting on a dead
+   peer), tlock held only while asking. */
+static void memobs_cuda__settle(uint64_t deadline) {
+    int nap = 1;
+    for (;;) {
+        uint32_t left;
+        uint64_t now;
+        int m;
+        pthread_mutex_lock(&memobs_cuda__g.tlock);
+        if (memobs_cuda__g.queue && memobs_cuda__relax(&m)) {
+            (void)memobs_cuda__poll_locked(1);
+            memobs_cuda__unrelax(m);
+        }
+        left = memobs_cuda__g.n + memobs_cuda__g.fn;
+        pthread_mutex_unlock(&memobs_cuda__g.tlock);
+        if (!left || (now = memobs_now_ns()) >= deadline) return;
+        memobs_cuda__nap((deadline - now) / 1000000u < (uint64_t)nap ? (int)((deadline - now) / 1000000u) + 1 : nap);
+        if (nap < 16) nap *= 2;
     }
-    (void)memobs_cuda__poll_locked();
-    memobs_cuda__unrelax(m);
-    MEMOBS__STORE(&memobs_cuda__g.gone.v, 1u);
-    pthread_mutex_unlock(&memobs_cuda__g.tlock);
+}
+
+/* The exit handler, registered at the first CUDA call memobs sees (so
+   after the runtime's own teardown handler, which the runtime registers
+   when it initializes: handlers run in reverse order, this one first).
+   Reads the devices' figures one last time, resolves the timed copies and
+   frees in flight for up to MEMOBS_CUDA_EXIT_WAIT_MS (those left stay in
+   flight, pending), then stops: memobs makes no CUDA call any more (the
+   summaries, samples and Stormlog at exit come later and use the last
+   figures read), and waits (up to 100 ms) for the calls under way in other
+   threads. In a forked child it does nothing. */
+static void memobs_cuda__exit_stop(void) {
+    uint64_t deadline = memobs_now_ns() + (uint64_t)MEMOBS_CUDA_EXIT_WAIT_MS * 1000000u;
+    unsigned i;
+    if (MEMOBS__LOAD(&memobs_cuda__g.stop.v)) return;
+    memobs_cuda__refresh();
+    memobs_cuda__settle(deadline);
+    __atomic_store_n(&memobs_cuda__g.stop.v, MEMOBS_CUDA__STOP_EXIT, __ATOMIC_SEQ_CST);
+    deadline = memobs_now_ns() + 100000000u;
+    for (i = 0; i < MEMOBS_CUDA__SLOTS; i++)
+        while (__atomic_load_n(&memobs_cuda__g.busy[i].n.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < deadline)
+            memobs_cuda__nap(1);
+}
+
+/* A CUDA call was seen (runtime: a runtime call returned; else a driver
+   call, or memobs' own driver call answered): CUDA is in use. The exit
+   handler is registered at the first, and once more at the first runtime
+   call if the first was the driver's (the runtime may have initialized
+   since, its teardown handler registered after ours). */
+static void memobs_cuda__saw(int runtime) {
+#ifndef MEMOBS_DISABLE
+    uint32_t h, want = runtime ? MEMOBS_CUDA__HOOK_ANY | MEMOBS_CUDA__HOOK_RUNTIME : MEMOBS_CUDA__HOOK_ANY;
+    memobs_cuda__init();
+    MEMOBS__STORE(&memobs_cuda__g.seen.v, 1u);
+    pthread_mutex_lock(&memobs_cuda__g.lock);
+    h = MEMOBS__LOAD(&memobs_cuda__g.hooked.v);
+    if ((h & want) != want && !(h & MEMOBS_CUDA__HOOK_RUNTIME) && atexit(memobs_cuda__exit_stop) == 0)
+        MEMOBS__STORE(&memobs_cuda__g.hooked.v, h | want);
+    pthread_mutex_unlock(&memobs_cuda__g.lock);
+#else
+    (void)runtime;
+    (void)memobs_cuda__exit_stop; /* compiled out: memobs makes no CUDA call */
+#endif
+}
+
+/* The end of every wrapper: the runtime call (or, in the LD_PRELOAD
+   library, the driver call) returned rc. One relaxed load once the exit
+   handler is registered after a runtime call. */
+static void memobs_cuda__seen(int rc) {
+    uint32_t h = MEMOBS__LOAD(&memobs_cuda__g.hooked.v);
+    if (rc == 0 && !(h & MEMOBS_CUDA__HOOK_RUNTIME) && !(h && memobs_cuda__via_driver))
+        memobs_cuda__saw(!memobs_cuda__via_driver);
 }
 
 int memobs_cuda_set_timing(int on) {
@@ -1087,9 +1337,8 @@ int memobs_cuda_poll(void) {
     memobs_cuda__init();
     if (!memobs_cuda__drv()) return 0;
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (memobs_cuda__g.queue && !MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
-        m = memobs_cuda__relax();
-        done = memobs_cuda__poll_locked();
+    if (memobs_cuda__g.queue && memobs_cuda__relax(&m)) {
+        done = memobs_cuda__poll_locked(0);
         memobs_cuda__unrelax(m);
     }
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
@@ -1159,6 +1408,7 @@ static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes
 
 cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream) {
     unsigned long long id = 0;
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return rc;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     (void)memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
@@ -1168,6 +1418,7 @@ cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream) {
 
 cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, const cudaGraph_t *graph) {
     memobs_cuda__gent_t *c, *g;
+    memobs_cuda__seen((int)rc);
     if (!id || !memobs_cuda__on()) return rc;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     c = memobs_cuda__gfind(&memobs_cuda__g.caps, id);
@@ -1183,6 +1434,7 @@ cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, co
 
 cudaError_t memobs_cuda__instantiated(cudaError_t rc, const cudaGraphExec_t *exec, cudaGraph_t graph) {
     memobs_cuda__gent_t *g, *x;
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !exec || !*exec || !memobs_cuda__on()) return rc;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     g = memobs_cuda__gfind(&memobs_cuda__g.graphs, (unsigned long long)(uintptr_t)graph);
@@ -1198,6 +1450,7 @@ cudaError_t memobs_cuda__launched(cudaError_t rc, cudaGraphExec_t exec, unsigned
     memobs_cuda__gent_t *x, *c;
     memobs_cuda__moves_t m;
     unsigned d, phase = memobs__tls.phase;
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !memobs_cuda__on()) return rc;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     x = memobs_cuda__gfind(&memobs_cuda__g.execs, (unsigned long long)(uintptr_t)exec);
@@ -1229,6 +1482,7 @@ cudaError_t memobs_cuda__launched(cudaError_t rc, cudaGraphExec_t exec, unsigned
 cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, int exec) {
     memobs_cuda__gtab_t *t = exec ? &memobs_cuda__g.execs : &memobs_cuda__g.graphs;
     memobs_cuda__gent_t *e;
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !handle) return rc;
     memobs_cuda__init();
     pthread_mutex_lock(&memobs_cuda__g.glock);
@@ -1265,8 +1519,8 @@ static int memobs_cuda__on_device(const void *p) {
     void *data[2];
     data[0] = &type;
     data[1] = &managed;
-    if (!memobs_cuda__drv()) return 0;
-    m = memobs_cuda__relax(); /* NVIDIA does not say whether it is "potentially unsafe" */
+    /* in relaxed mode: NVIDIA does not say whether it is "potentially unsafe" */
+    if (!memobs_cuda__drv() || !memobs_cuda__relax(&m)) return 0;
     r = memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)p);
     memobs_cuda__unrelax(m);
     return r == 0 && (type == MEMOBS_CUDA__MEM_DEVICE || managed);
@@ -1291,7 +1545,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
                            enum cudaMemcpyKind kind, cudaStream_t stream, int how) {
     memobs_cuda__pair_t ev;
     unsigned long long id = 0;
-    int cap, ok, m;
+    int cap, ok, m = -1;
     void *ctx;
     op->dir = -1;
     op->mode = 0;
@@ -1317,18 +1571,17 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
         return;
     }
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    m = memobs_cuda__relax();
-    ok = memobs_cuda__pair_get(&ev, ctx);
+    if ((ok = memobs_cuda__relax(&m)) != 0 && !(ok = memobs_cuda__pair_get(&ev, ctx))) memobs_cuda__unrelax(m);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     /* the last thing before the copy call */
     if (ok && memobs_cuda__d.event_record(ev.start, stream) != 0) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
         memobs_cuda__pair_drop(&ev);
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
-        ok = 0;
+        ok = -1;
     }
-    memobs_cuda__unrelax(m);
-    if (!ok) {
+    if (ok) memobs_cuda__unrelax(m);
+    if (ok <= 0) {
         op->mode = 3;
         return;
     }
@@ -1342,13 +1595,14 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
     memobs_cuda__pair_t ev;
     unsigned phase;
     int recorded = 0;
+    memobs_cuda__seen((int)rc);
     memset(&ev, 0, sizeof ev);
     if (op->mode == 1) {
         ev.start = (cudaEvent_t)op->ev[0];
         ev.end = (cudaEvent_t)op->ev[1];
         ev.ctx = op->ctx;
         /* the first thing after the copy call */
-        recorded = rc == cudaSuccess && memobs_cuda__d.event_record(ev.end, op->stream) == 0;
+        recorded = rc == cudaSuccess && MEMOBS_CUDA__CALL(event_record, (ev.end, op->stream)) == 0;
     }
     if (rc != cudaSuccess || op->dir < 0) {
         if (op->mode == 1) { /* a start recorded alone is harmless */
@@ -1369,7 +1623,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
         memobs_record_timed((memobs_dir_t)op->dir, (memobs_phase_t)phase, op->bytes, memobs_now_ns() - op->t0);
     } else if (op->mode == 1) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
-        if (recorded && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && !MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
+        if (recorded && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && !MEMOBS__LOAD(&memobs_cuda__g.stop.v)) {
             memobs_cuda__timed_t *e =
                 &memobs_cuda__g.queue[(memobs_cuda__g.head + memobs_cuda__g.n) % MEMOBS_CUDA_MAX_TIMED];
             e->ev = ev;
@@ -1477,22 +1731,35 @@ cudaError_t memobs_cuda__batch_post(memobs_cuda__op_t op[3], cudaError_t rc) {
 /* ======================================================================== */
 
 /* Reads a device's memory figures through the driver, creating no
-   context. 0; -1 when the driver fails (*what: the call, *err: its
-   CUresult) or was not found (*err 0); -2 when the device has no active
-   context (unused: not asked). */
-static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out, const char **what, int *err) {
+   context. 0 and *as_of (memobs_now_ns() when read); -1 when the driver
+   fails (*what: the call, *err: its CUresult) or was not found (*err 0);
+   -2 when the device has no active context (unused: not asked). Once
+   memobs has stopped at exit: the last figures read (0, *as_of when they
+   were read), else -1; in a forked child -1. */
+static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_out, uint64_t *as_of, const char **what,
+                                int *err) {
     size_t free_b = 0, total_b = 0;
     void *cur, *ctx = NULL, *top = NULL;
-    int rc = -1, m, dev = 0, active = 0, retained = 0, e = 0;
+    int rc = -1, m, dev = 0, active = 0, retained = 0, e = 0, known = device >= 0 && device < MEMOBS_MAX_DEVICES;
     unsigned flags = 0;
     const char *w = "the CUDA driver was not found";
     memobs_cuda__init();
-    if (!memobs_cuda__drv() || MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
-        if (what) *what = MEMOBS__LOAD(&memobs_cuda__g.gone.v) ? "the program is exiting" : w;
-        if (err) *err = 0;
+    if (err) *err = 0;
+    if (!memobs_cuda__drv() || !memobs_cuda__relax(&m)) {
+        uint32_t why = MEMOBS__LOAD(&memobs_cuda__g.stop.v);
+        if (why == MEMOBS_CUDA__STOP_EXIT && known) {
+            memobs__spin_lock(&memobs_cuda__g.fig_lock);
+            *free_out = memobs_cuda__g.fig[device].free_b;
+            *total_out = memobs_cuda__g.fig[device].total;
+            *as_of = memobs_cuda__g.fig[device].ns;
+            memobs__spin_unlock(&memobs_cuda__g.fig_lock);
+            if (*as_of) return 0;
+        }
+        if (what) *what = why == MEMOBS_CUDA__STOP_EXIT   ? "CUDA has shut down (the program is exiting); no figures read before"
+                          : why == MEMOBS_CUDA__STOP_FORK ? "a forked child makes no CUDA call (CUDA is not fork-safe)"
+                                                          : w;
         return -1;
     }
-    m = memobs_cuda__relax();
     cur = memobs_cuda__cur_ctx();
     if (cur && memobs_cuda__ctx_device(cur) == device) {
         w = "cuMemGetInfo";
@@ -1526,6 +1793,15 @@ static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_
     if (rc == 0) {
         *free_out = free_b;
         *total_out = total_b;
+        *as_of = memobs_now_ns();
+        if (known) { /* kept for after the exit handler */
+            memobs__spin_lock(&memobs_cuda__g.fig_lock);
+            memobs_cuda__g.fig[device].free_b = free_b;
+            memobs_cuda__g.fig[device].total = total_b;
+            memobs_cuda__g.fig[device].ns = *as_of;
+            memobs__spin_unlock(&memobs_cuda__g.fig_lock);
+        }
+        memobs_cuda__answered();
     }
     if (what) *what = w;
     if (err) *err = e;
@@ -1568,6 +1844,7 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
 static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, const void *p, size_t size,
                                           memobs_mem_kind_t kind, int device, const void *stream) {
     int on = memobs_cuda__on();
+    memobs_cuda__seen((int)rc);
     if (on && rc == cudaSuccess && p) { /* p: cudaMalloc(&p, 0) succeeds with NULL */
         uint32_t i;
         /* Handed back before its stream-ordered free settled: that settle
@@ -1601,6 +1878,7 @@ int memobs_cuda__free_pre(const void *p) {
 /* The end of every free wrapper: takes a marked block out once the runtime
    freed it, or takes the mark back when it did not. */
 cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked) {
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess) {
         if (marked) (void)memobs__track_mark(p, MEMOBS__UNMARK);
     } else if (marked) {
@@ -1617,26 +1895,28 @@ cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int mark
     int queued = 0, m;
     void *ctx;
     if (rc != cudaSuccess || !marked) return memobs_cuda__free_post(rc, p, marked);
+    memobs_cuda__seen((int)rc);
     /* pending until an event after the free completes; in a capture, or
        without an event, out at once */
     if (memobs_cuda__on() && memobs_cuda__capturing(stream, &id) == 0 && (ctx = memobs_cuda__stream_ctx(stream))) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
-        m = memobs_cuda__relax();
-        if (memobs_cuda__pair_get(&ev, ctx)) {
-            if (memobs_cuda__g.fn >= MEMOBS_CUDA_MAX_TIMED) {
-                memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
-            } else if (memobs_cuda__d.event_record(ev.start, stream) == 0) {
-                memobs_cuda__pfree_t *e =
-                    &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
-                e->ev = ev;
-                e->ptr = p;
-                memobs_cuda__g.fn++;
-                queued = 1;
-            } else {
-                memobs_cuda__pair_drop(&ev);
+        if (memobs_cuda__relax(&m)) {
+            if (memobs_cuda__pair_get(&ev, ctx)) {
+                if (memobs_cuda__g.fn >= MEMOBS_CUDA_MAX_TIMED) {
+                    memobs_cuda__g.pool[memobs_cuda__g.npool++] = ev;
+                } else if (memobs_cuda__d.event_record(ev.start, stream) == 0) {
+                    memobs_cuda__pfree_t *e =
+                        &memobs_cuda__g.frees[(memobs_cuda__g.fhead + memobs_cuda__g.fn) % MEMOBS_CUDA_MAX_TIMED];
+                    e->ev = ev;
+                    e->ptr = p;
+                    memobs_cuda__g.fn++;
+                    queued = 1;
+                } else {
+                    memobs_cuda__pair_drop(&ev);
+                }
             }
+            memobs_cuda__unrelax(m);
         }
-        memobs_cuda__unrelax(m);
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
     }
     if (!queued) memobs_track_free_settled(p);
@@ -1646,6 +1926,7 @@ cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int mark
 cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size, cudaStream_t stream) {
     unsigned long long id = 0;
     int device;
+    memobs_cuda__seen((int)rc);
     if (!memobs_cuda__on() || (rc != cudaSuccess && rc != cudaErrorMemoryAllocation)) return rc;
     if (rc == cudaSuccess && memobs_cuda__capturing(stream, &id) > 0) return rc; /* a graph memory node */
     device = memobs_cuda__ctx_device(memobs_cuda__stream_ctx(stream));
@@ -1750,6 +2031,7 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
     size_t n, i;
     uint32_t k, j;
     int device;
+    memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !ctx) return rc;
     device = memobs_cuda__ctx_device(ctx);
     pthread_mutex_lock(&memobs_cuda__g.tlock);
@@ -1773,7 +2055,7 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
 /* ======================================================================== */
 
 int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
-    uint64_t free_b = 0, total_b = 0;
+    uint64_t free_b = 0, total_b = 0, as_of = 0;
     const char *what = NULL;
     int rc, err = 0;
     if (!out) {
@@ -1783,10 +2065,17 @@ int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
     memset(out, 0, sizeof *out);
     out->device = device;
     memobs_cuda__init();
-    if ((rc = memobs_cuda__devinfo(device, &free_b, &total_b, &what, &err)) == -2) return MEMOBS_ERR_INVALID;
+    if (MEMOBS__LOAD(&memobs_cuda__g.stop.v)) { /* figures of a moment before: memobs_cuda_print_mem says when */
+        rc = -1;
+        what = MEMOBS__LOAD(&memobs_cuda__g.stop.v) == MEMOBS_CUDA__STOP_FORK
+                   ? "a forked child makes no CUDA call (CUDA is not fork-safe)"
+                   : "CUDA has shut down (the program is exiting)";
+    } else if ((rc = memobs_cuda__devinfo(device, &free_b, &total_b, &as_of, &what, &err)) == -2) {
+        return MEMOBS_ERR_INVALID;
+    }
     if (rc != 0) {
         const char *name = NULL;
-        if (err && memobs_cuda__d.error_name) (void)memobs_cuda__d.error_name(err, &name);
+        if (err && memobs_cuda__d.error_name) (void)MEMOBS_CUDA__CALL(error_name, (err, &name));
         if (err) memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s: %s (%d)", device, what,
                              name ? name : "unknown CUresult", err);
         else memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device, what);
@@ -1801,19 +2090,27 @@ int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
 }
 
 int memobs_cuda_print_mem(FILE *f) {
-    int n = 0, d;
-    char b1[32], b2[32], b3[32], b4[32];
+    int n = 0, d, shown = 0;
+    uint32_t stop;
+    char b1[32], b2[32], b3[32], b4[32], when[96];
     if (!f) return MEMOBS_ERR_INVALID;
     memobs_cuda__init();
-    if (MEMOBS__LOAD(&memobs_cuda__g.gone.v)) {
-        fputs("CUDA devices: not asked (the program is exiting)\n", f);
+    if ((stop = MEMOBS__LOAD(&memobs_cuda__g.stop.v)) == MEMOBS_CUDA__STOP_FORK) {
+        fputs("CUDA devices: not asked (a forked child makes no CUDA call: CUDA is not fork-safe)\n", f);
         return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
     }
-    if (!memobs_cuda__drv() || !memobs_cuda__d.device_count || memobs_cuda__d.device_count(&n) != 0) n = 0;
+    if (stop) n = MEMOBS_MAX_DEVICES; /* the devices read before */
+    else if (!memobs_cuda__drv() || !memobs_cuda__d.device_count || MEMOBS_CUDA__CALL(device_count, (&n)) != 0) n = 0;
     for (d = 0; d < n; d++) {
-        uint64_t fb = 0, tb = 0, tracked = memobs_track_device_bytes(d, NULL);
+        uint64_t fb = 0, tb = 0, at = 0, tracked = memobs_track_device_bytes(d, NULL), now = memobs_now_ns();
         int64_t outside;
-        int rc = memobs_cuda__devinfo(d, &fb, &tb, NULL, NULL);
+        int rc = memobs_cuda__devinfo(d, &fb, &tb, &at, NULL, NULL);
+        when[0] = 0;
+        if (stop && rc != 0) continue;
+        if (stop) /* CUDA shut down: the figures read last */
+            snprintf(when, sizeof when, " (device figures as of %.3f s ago: CUDA has shut down)",
+                     (double)(now > at ? now - at : 0) / 1e9);
+        shown++;
         if (rc == -2) {
             fprintf(f, "device %d: not used by this process (no CUDA context); not asked\n", d);
             continue;
@@ -1823,11 +2120,12 @@ int memobs_cuda_print_mem(FILE *f) {
             continue;
         }
         outside = (int64_t)(tb - fb) - (int64_t)tracked;
-        fprintf(f, "device %d: driver used %s of %s; memobs tracks %s; outside memobs %s%s\n", d,
+        fprintf(f, "device %d: driver used %s of %s; memobs tracks %s; outside memobs %s%s%s\n", d,
                 memobs_fmt_bytes(tb - fb, b1, sizeof b1), memobs_fmt_bytes(tb, b2, sizeof b2),
                 memobs_fmt_bytes(tracked, b3, sizeof b3), outside < 0 ? "-" : "",
-                memobs_fmt_bytes((uint64_t)(outside < 0 ? -outside : outside), b4, sizeof b4));
+                memobs_fmt_bytes((uint64_t)(outside < 0 ? -outside : outside), b4, sizeof b4), when);
     }
+    if (stop && !shown) fputs("CUDA devices: not asked (CUDA has shut down: the program is exiting)\n", f);
     return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
 }
 
@@ -1854,9 +2152,9 @@ uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.
    repeat a warning every tick), never creating a context. Installed at
    load time (a pointer store, no CUDA call). */
 #ifndef MEMOBS_DISABLE
-static int memobs_cuda__devmem(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total) {
+static int memobs_cuda__devmem(int device, uint64_t *used, uint64_t *free_bytes, uint64_t *total, uint64_t *as_of) {
     uint64_t fb = 0, tb = 0;
-    if (memobs_cuda__devinfo(device, &fb, &tb, NULL, NULL) != 0) return -1;
+    if (memobs_cuda__devinfo(device, &fb, &tb, as_of, NULL, NULL) != 0) return -1;
     *used = tb - fb;
     *free_bytes = fb;
     *total = tb;

@@ -36,6 +36,7 @@ step timeline bash tests/test_timeline.sh
 step regions bash tests/test_regions.sh
 step prom bash tests/test_prom.sh
 step cuda bash tests/test_cuda.sh
+step cuda-stops bash tests/test_cuda_stops.sh
 step capture bash tests/test_capture.sh
 step nvtx bash tests/test_nvtx.sh
 step python bash tests/test_python.sh
@@ -52,6 +53,7 @@ step env bash tests/test_env.sh
 step outputs bash tests/test_outputs.sh
 step crash bash tests/test_crash.sh
 step handlers bash tests/test_handlers.sh
+step signals bash tests/test_signals.sh
 step requests bash tests/test_requests.sh
 step churn bash tests/test_churn.sh
 step trace-write bash tests/test_trace_write.sh

@@ -21,12 +21,15 @@
 /* a library that does not exist: the double hands memobs its driver
    (memobs_cuda_driver_symbol), except in mode no_driver */
 #define MEMOBS_CUDA_DRIVER "libmemobs_no_such_driver.so.1"
+/* a bound on a failure only: mode exit_resolve's copies complete at once */
+#define MEMOBS_CUDA_EXIT_WAIT_MS 60000
 #include "../memobs_cuda.h"
 #include "cuda/cudart_double.h"
 #include "check.h"
 #include "memobs_test.h"
 #include "cuda_test.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -959,12 +962,14 @@ static void test_free_reuse_threads(void) {
 }
 
 /* A fresh process (mode exit_resolve): two timed copies still in flight
-   when main returns. memobs' exit handler, registered at the first timed
-   copy (after the runtime started), waits for them and resolves them; the
-   summary at exit (MEMOBS_SUMMARY, registered at start-up, so it runs
-   last) shows them complete. A handler of the test registered before the
-   first timed copy runs after memobs' handler: from then on a summary, a
-   poll, print_mem and a copy make no memobs driver call. */
+   when main returns. memobs' exit handler, registered at the first CUDA
+   call it sees (after the runtime started), polls them, never waiting in
+   the driver; the GPU (a thread here) completes them once it polls; it
+   resolves them; the summary at exit (MEMOBS_SUMMARY, registered at
+   start-up, so it runs last) shows them complete. A handler of the test
+   registered after the runtime started and before memobs' first sighting
+   runs after memobs' handler and before the runtime's teardown: from then
+   on a summary, a poll, print_mem and a copy make no memobs driver call. */
 #define DRV_CALLS()                                                                                       \
     (calls("cuEventQuery") + calls("cuEventRecord") + calls("cuStreamGetCaptureInfo_v2") +                \
      calls("cuMemGetInfo_v2") + calls("cuEventSynchronize") + calls("cuEventCreate") +                    \
@@ -987,12 +992,22 @@ static void exit_after_memobs(void) {
     free(sum);
 }
 
+static long exit_queries; /* cuEventQuery calls when main returned */
+static void *exit_gpu(void *arg) {
+    (void)arg;
+    while (calls("cuEventQuery") <= __atomic_load_n(&exit_queries, __ATOMIC_ACQUIRE)) (void)poll(NULL, 0, 1);
+    (void)cudadbl_complete_stream(exit_stream);
+    return NULL;
+}
+
 static int mode_exit_resolve(void) {
+    pthread_t gpu;
     cudadbl_reset();
-    if (cudaStreamCreate(&exit_stream) != cudaSuccess || memobs_cudaMallocHost((void **)&exit_h, 8192) != cudaSuccess ||
+    if (cudaStreamCreate(&exit_stream) != cudaSuccess) return 1; /* the runtime starts */
+    atexit(exit_after_memobs); /* before memobs registers its own: runs after it */
+    if (memobs_cudaMallocHost((void **)&exit_h, 8192) != cudaSuccess ||
         memobs_cudaMalloc((void **)&exit_d, 8192) != cudaSuccess)
         return 1;
-    atexit(exit_after_memobs); /* before memobs registers its own: runs after it */
     memobs_cuda_set_timing(1);
     cudadbl_set_copy_time(1.0f, 0);
     memobs_set_phase(MEMOBS_PHASE_DECODE);
@@ -1000,6 +1015,8 @@ static int mode_exit_resolve(void) {
         memobs_cudaMemcpyAsync(exit_h, exit_d, 3000, cudaMemcpyDeviceToHost, exit_stream) != cudaSuccess)
         return 1;
     printf("in flight at exit: %ld\n", cudadbl_pending(exit_stream));
+    __atomic_store_n(&exit_queries, calls("cuEventQuery"), __ATOMIC_RELEASE);
+    if (pthread_create(&gpu, NULL, exit_gpu, NULL) != 0 || pthread_detach(gpu) != 0) return 1;
     return 0; /* the blocks, the stream and the events are left to the exit */
 }
 

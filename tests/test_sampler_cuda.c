@@ -27,6 +27,7 @@ static void device_samples(void) {
     CHECK_U64((uint64_t)64 << 20, s[0].dev[0].total);
     CHECK_U64((uint64_t)13 << 20, s[0].dev[0].used); /* 8 MiB allocated + 5 outside */
     CHECK_U64((uint64_t)51 << 20, s[0].dev[0].free_bytes);
+    CHECK(s[0].dev[0].as_of_ns >= s[0].time_ns); /* read for this sample (not the last figures of a stopped CUDA) */
     CHECK_U64(cudaErrorMemoryAllocation, memobs_cudaMalloc(&b, (size_t)60 << 20)); /* out of memory */
     CHECK_U64(1, memobs_cuda_oom_count());
     CHECK_U64(0, memobs_cudaMalloc(&c, (size_t)16 << 20));

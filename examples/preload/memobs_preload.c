@@ -44,9 +44,20 @@
    puts its pid in MEMOBS_PRELOAD_ROOT, which the processes it starts
    inherit (a shell's or Python's helpers stay quiet). A process that
    made no CUDA call and recorded nothing writes no files at exit
-   (memobs_set_exit_outputs(0)): a launcher or a shell around the program
-   leaves the program's summary alone. Built -Bsymbolic, with
+   (memobs_set_exit_outputs(0)) nor on a stop signal: a launcher or a shell
+   around the program leaves the program's summary alone. Built -Bsymbolic, with
    initial-exec TLS (mk/preload.mk): loaded at start-up, never dlopen'ed.
+
+   At exit: this library's exit outputs are written after every library's
+   destructors (its constructor registered them before the program
+   started), so long after the CUDA runtime's teardown and the driver's
+   unloading. memobs_cuda.h's exit handler, registered at the first
+   intercepted call that succeeded (and once more at the first runtime
+   call, when a driver call came first), stops memobs' own CUDA calls
+   before the runtime tears down: the outputs then use the last device
+   figures read, and nothing calls the driver. A forked child of a process
+   that used CUDA makes no CUDA call of memobs' own (memobs_cuda.h, EXIT
+   AND FORK).
 
    LICENSE: MIT. */
 #define _GNU_SOURCE
@@ -623,12 +634,15 @@ static int memobs_pl__root(void) {
    before it records into this library's memobs: the same layout. */
 uint64_t memobs_preload_abi(void) { return MEMOBS__ABI_KEY; }
 
+static int memobs_pl__quiet(void);
+
 __attribute__((constructor)) static void memobs_pl__init(void) {
     char pid[24];
     /* The program's own records (MEMOBS_RECORD_* through this library's
        API, the Python package attached to it) are checked against, not
        added to, what the interposers observe. */
     memobs_manual_apart(1);
+    memobs__sig_set_skip(memobs_pl__quiet); /* a stop signal's write: the rule of the exit's below */
     if (!getenv(MEMOBS_PL__ROOT)) {
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv(MEMOBS_PL__ROOT, pid, 0);
@@ -648,6 +662,11 @@ static int memobs_pl__recorded(void) {
     return any;
 }
 
+/* 1 in a process that made no CUDA call and recorded nothing. */
+static int memobs_pl__quiet(void) {
+    return __atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0 && !memobs_pl__recorded();
+}
+
 /* Runs before memobs' exit handlers (registered by this library's
    constructor, before the program's start-up registered the destructors'
    run). A process that made no CUDA call and recorded nothing (a launcher
@@ -656,7 +675,7 @@ static int memobs_pl__recorded(void) {
 __attribute__((destructor)) static void memobs_pl__fini(void) {
     int none = __atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) == 0;
     __atomic_store_n(&memobs_pl__g.done, 1, __ATOMIC_RELAXED);
-    if (none && !memobs_pl__recorded()) memobs_set_exit_outputs(0);
+    if (memobs_pl__quiet()) memobs_set_exit_outputs(0);
     if (none && memobs_pl__root())
         fprintf(stderr, "memobs preload: no CUDA call was intercepted in pid %ld (%s): %s\n", (long)getpid(),
                 program_invocation_short_name,
@@ -767,7 +786,18 @@ static CUresult memobs_pl__cu_missing(const char *name) {
     return CUDA_ERROR_NOT_INITIALIZED;
 }
 
-static CUresult memobs_pl__cu_end(cudaError_t rc) { return (CUresult)memobs_pl__end(rc); }
+/* memobs_pl__begin for the driver's interposers: what memobs_cuda.h's
+   helpers see is a driver call (its exit handler is registered again at
+   the first runtime call: see memobs_cuda__saw). */
+static int memobs_pl__cu_begin(void) {
+    if (!memobs_pl__begin()) return 0;
+    memobs_cuda__via_driver = 1;
+    return 1;
+}
+static CUresult memobs_pl__cu_end(cudaError_t rc) {
+    memobs_cuda__via_driver = 0;
+    return (CUresult)memobs_pl__end(rc);
+}
 
 /* A driver address (CUdeviceptr) or host pointer as memobs' pointer. */
 #define MEMOBS_PL__CU_PTR(p) ((const void *)(uintptr_t)(p))
@@ -779,7 +809,7 @@ static CUresult memobs_pl__cu_end(cudaError_t rc) { return (CUresult)memobs_pl__
 /* Copies: the shape of MEMOBS_PL__COPY. */
 #define MEMOBS_PL__CU_COPY(name, dst, src, bytes, kind, stream, how, call)                                  \
     MEMOBS_PL__CU_GET(name);                                                                                 \
-    if (!memobs_pl__begin()) return call;                                                                    \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
     {                                                                                                        \
         memobs_cuda__op_t op;                                                                                \
         memobs_cuda__copy_pre(&op, MEMOBS_PL__CU_PTR(dst), MEMOBS_PL__CU_PTR(src), bytes, kind, stream, how); \
@@ -841,7 +871,7 @@ static cudaError_t memobs_pl__cu_allocated(CUresult rc, const char *call, const 
    may use its result `rc`. */
 #define MEMOBS_PL__CU_ALLOC(name, call, p, size, kind)                                                       \
     MEMOBS_PL__CU_GET(name);                                                                                 \
-    if (!memobs_pl__begin()) return call;                                                                    \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
     {                                                                                                        \
         CUresult rc = call;                                                                                  \
         return memobs_pl__cu_end(                                                                            \
@@ -851,7 +881,7 @@ static cudaError_t memobs_pl__cu_allocated(CUresult rc, const char *call, const 
    none recorded when captured into a graph). */
 #define MEMOBS_PL__CU_ALLOC_ASYNC(name, call, dptr, size, stream)                                           \
     MEMOBS_PL__CU_GET(name);                                                                                 \
-    if (!memobs_pl__begin()) return call;                                                                    \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
     {                                                                                                        \
         CUresult rc = call;                                                                                  \
         void *p = rc == CUDA_SUCCESS ? (void *)(uintptr_t)*(dptr) : NULL;                                    \
@@ -859,14 +889,14 @@ static cudaError_t memobs_pl__cu_allocated(CUresult rc, const char *call, const 
     }
 #define MEMOBS_PL__CU_FREE(name, p, call)                                                                    \
     MEMOBS_PL__CU_GET(name);                                                                                 \
-    if (!memobs_pl__begin()) return call;                                                                    \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
     {                                                                                                        \
         int marked = memobs_cuda__free_pre(MEMOBS_PL__CU_PTR(p));                                            \
         return memobs_pl__cu_end(memobs_cuda__free_post((cudaError_t)(call), MEMOBS_PL__CU_PTR(p), marked)); \
     }
 #define MEMOBS_PL__CU_FREE_ASYNC(name, p, stream, call)                                                      \
     MEMOBS_PL__CU_GET(name);                                                                                 \
-    if (!memobs_pl__begin()) return call;                                                                    \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
     {                                                                                                        \
         int marked = memobs_cuda__free_pre(MEMOBS_PL__CU_PTR(p));                                            \
         return memobs_pl__cu_end(                                                                            \

@@ -30,8 +30,18 @@ instance() says which: "preload" or "private". Attached, the package's
 record_*() are the program's own claims, counted apart from what the
 library observed (get_summary()["manual"]), and memobs.torch has no
 allocator (the library observes the runtime's allocations already).
+
+Stops: with an exit output set (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, ...),
+SIGTERM, SIGHUP and SIGQUIT write the outputs through memobs' C handlers
+and then end the process as they would have (Python leaves them at their
+default). An exit by an uncaught KeyboardInterrupt ends in SIGINT, which
+CPython raises again after finalizing, past C's exit handlers: an atexit
+hook of the package writes the outputs then (flush()). set_signals(False)
+or MEMOBS_SIGNALS=0 turns the handlers off.
 """
+import atexit as _atexit
 import os as _os
+import sys as _sys
 import warnings as _warnings
 
 
@@ -76,6 +86,7 @@ __all__ = [
     "complete_reset",
     "device_bytes",
     "enable",
+    "flush",
     "get_allocations",
     "get_phase",
     "get_regions",
@@ -100,6 +111,7 @@ __all__ = [
     "request_token",
     "reset",
     "set_phase",
+    "set_signals",
     "stack_text",
     "tpot_step",
     "tpot_stop",
@@ -119,3 +131,21 @@ __all__ = [
 for _n in __all__ + ["_region_end"]:
     globals()[_n] = getattr(_ext, _n)
 del _n
+
+
+def _flush_at_interrupt():
+    """An exit by an uncaught KeyboardInterrupt: CPython finalizes (running
+    this hook), then raises SIGINT again with its default disposition, so
+    the process never reaches C's exit handlers, which write the outputs at
+    any other exit. Write them here; only then, so that a normal exit does
+    not write them twice. The unhandled exception is sys.last_exc (3.12)
+    or sys.last_value, set by the top level before finalizing."""
+    exc = getattr(_sys, "last_exc", None) or getattr(_sys, "last_value", None)
+    if isinstance(exc, KeyboardInterrupt):
+        try:
+            _ext.flush()
+        except OSError:
+            pass  # memobs said what failed through its log hook
+
+
+_atexit.register(_flush_at_interrupt)

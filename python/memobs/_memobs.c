@@ -422,6 +422,28 @@ static PyObject *pymod_reset(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* flush(): every output the environment asks for at exit, now (the GIL
+   released while they are written: they never touch Python). */
+static PyObject *pymod_flush(PyObject *self, PyObject *unused) {
+    int rc;
+    (void)self, (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    rc = memobs_flush();
+    Py_END_ALLOW_THREADS
+    if (rc != MEMOBS_OK) return PyErr_Format(PyExc_OSError, "memobs: writing the outputs failed: %s", memobs_strerror(rc));
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_set_signals(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"on"};
+    PyObject *a[1];
+    int on;
+    (void)self;
+    if (pymod_args("set_signals", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    return PyBool_FromLong(memobs_set_signals(on));
+}
+
 /* Functions of no argument that return None. */
 #define PYMOD_VOID(name, call)                                   \
     static PyObject *pymod_##name(PyObject *self, PyObject *unused) { \
@@ -1587,6 +1609,17 @@ static PyMethodDef pymod_methods[] = {
      "kept)."},
     {"complete_reset", pymod_reset, METH_NOARGS, "complete_reset()\n--\n\nnano-vllm's name for reset()."},
     {"enable", PYMOD_FN(pymod_enable), PYMOD_KW, "enable(on=True)\n--\n\nSwitches recording on or off."},
+    {"flush", pymod_flush, METH_NOARGS,
+     "flush()\n--\n\nWrites every output the environment asks for at exit (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, "
+     "MEMOBS_TRACE, MEMOBS_HTML...) now, as exit would: for an engine's own shutdown path. The package calls it "
+     "at an exit by an uncaught KeyboardInterrupt (which ends in SIGINT, past C's exit handlers). OSError if a "
+     "writer failed."},
+    {"set_signals", PYMOD_FN(pymod_set_signals), PYMOD_KW,
+     "set_signals(on)\n--\n\nmemobs' handlers for stop and crash signals on (True, the default; env "
+     "MEMOBS_SIGNALS) or off (False: what they replaced is put back where they are still installed). With an exit output set, SIGTERM, "
+     "SIGHUP and SIGQUIT write the outputs, then end the process as they would have; SIGINT is left to Python "
+     "(KeyboardInterrupt: an exit by it is written by the package's exit hook); crashes call the crash writer. "
+     "Returns the setting before the call."},
     {"is_enabled", pymod_is_enabled, METH_NOARGS, "is_enabled()\n--\n\nTrue when recording is on."},
     {"track_python_stacks", PYMOD_FN(pymod_track_python_stacks), PYMOD_KW,
      "track_python_stacks(priority=None, skip=None, root=None, max_frames=None, head=None, tail=None, "

@@ -18,8 +18,10 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* cuda.h maps these names to their newest versions; libcuda still exports
    the older symbols, which the double defines with their documented
@@ -142,6 +144,8 @@ struct CUstream_st {
     size_t nops, cap;
     capture_t *capture; /* the capture it belongs to (origin or joined), NULL: none */
     int unjoined;       /* joined stream with work the origin has not waited for */
+    int stuck;          /* cudadbl_set_stuck: its ops never complete */
+    int skip;           /* complete_device: blocked by a stuck stream this time */
     unsigned cap_ver;   /* bumped at each join and node while capturing */
     struct CUstream_st *next;
 };
@@ -232,6 +236,14 @@ static unsigned long long g_seq; /* op numbers handed out */
 static unsigned long long g_capture_id; /* capture ids handed out (never reset: never reused) */
 static int g_invalidated;
 static long g_hazards, g_launches, g_graph_bytes;
+/* Process facts, never reset (CUDA cannot be un-initialized nor its
+   teardown undone). */
+static int g_ever_init;       /* the runtime initialized the driver at least once */
+static int g_teardown_hooked; /* its teardown handler is registered */
+static int g_torn_down;       /* the teardown ran: every later call fails */
+static int g_forked;          /* a forked child of a process that had initialized */
+static long g_after_teardown, g_in_child, g_hung;
+static pthread_cond_t g_never = PTHREAD_COND_INITIALIZER; /* what a wait on a stuck stream waits for */
 
 static DBL_TLS unsigned t_gen;
 static DBL_TLS int t_dev;
@@ -245,6 +257,7 @@ static DBL_TLS int t_nstack;
 static DBL_TLS ctxref_t t_bound; /* the primary context the runtime made current */
 static DBL_TLS struct CUstream_st *t_pts[CUDADBL_MAX_DEVICES];
 static DBL_TLS int t_kind; /* stream kind the call resolved to */
+static DBL_TLS int t_fn;   /* the call at hand (F_*) */
 
 static void lock(void) { pthread_mutex_lock(&g_mu); }
 static void unlock(void) { pthread_mutex_unlock(&g_mu); }
@@ -330,6 +343,107 @@ static cudaError_t need_context(void) {
     return cudaSuccess;
 }
 
+/* ---- teardown, fork, stuck streams ------------------------------------------ */
+
+/* A line on stderr (the first 20 per process), written at once: a test
+   sees it even if the process then hangs or dies. */
+static void say(const char *what, int f) {
+    static int said;
+    char line[256];
+    int n;
+    if (said >= 20) return;
+    said++;
+    n = snprintf(line, sizeof line, "cudart double: %s %s (pid %ld)\n", fn_names[f], what, (long)getpid());
+    if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* Under the lock, at every call (but the pure lookups
+   cudaGetErrorName/String and cuGetErrorName): 1 when the call must not
+   be made, counted and said.
+   - After the runtime's teardown. libcudart tears down at exit in a
+     handler it registers when it initializes (at its first call): exit
+     handlers run in reverse order, so one registered before that runs
+     after the teardown (observed, not documented: host-side traces show
+     the runtime's unbinding from its primary contexts registered with
+     atexit, Stack Overflow question 61521423; LLVM's offload wrapper
+     relies on CUDA using atexit). NVIDIA documents the result, not the
+     mechanism:
+     runtime calls fail with cudaErrorCudartUnloading ("called during
+     process shut down, at a point in time after CUDA driver has been
+     unloaded"), driver calls with CUDA_ERROR_DEINITIALIZED ("the CUDA
+     driver is in the process of shutting down"). The double fails every
+     call so (strict reading: whatever the call).
+   - In a child forked (without exec) from a process that had initialized
+     CUDA: NVIDIA's CUDA C++ guidelines (rule 1.6): "CUDA does not
+     duplicate any of its internal data structures or threads to other
+     processes upon a call to fork. Any use of CUDA after a call to fork
+     and before a subsequent call to exec has undefined behavior." The
+     double fails every call with the error a real child gets
+     (cudaErrorInitializationError, CUDA_ERROR_NOT_INITIALIZED). A child of
+     a process that never initialized CUDA may use it (PyTorch and vLLM
+     fork workers so); kinder than the guideline's letter, knowingly. */
+static int violation(int f) {
+    if (f == F_cudaGetErrorString || f == F_cudaGetErrorName || f == F_cuGetErrorName) return 0;
+    if (g_torn_down) {
+        g_after_teardown++;
+        say("called after the runtime's teardown", f);
+        return 1;
+    }
+    if (g_forked) {
+        g_in_child++;
+        say("called in a forked child of a process that used CUDA", f);
+        return 1;
+    }
+    return 0;
+}
+
+static void teardown(void) {
+    lock();
+    g_torn_down = 1;
+    unlock();
+}
+
+/* A synchronization that needs work of a stuck stream: it waits forever
+   (as on a GPU whose kernel never ends: a collective waiting on a dead
+   peer), the lock released for the other threads. */
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+static void hang(void) {
+    g_hung++;
+    say("waits forever: work of a stuck stream never completes", t_fn);
+    for (;;) pthread_cond_wait(&g_never, &g_mu);
+}
+
+/* fork(): the lock held across it; the child notes whether its parent had
+   initialized. */
+static void fork_prepare(void) { pthread_mutex_lock(&g_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&g_mu); }
+static void fork_child(void) {
+    g_forked = g_ever_init;
+    pthread_mutex_unlock(&g_mu);
+}
+__attribute__((constructor)) static void dbl_load(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+/* CUDADBL_REPORT=1: one line at the end of the process (after every exit
+   handler): whether the teardown ran, and the calls made after it and in
+   a forked child. */
+__attribute__((destructor)) static void dbl_unload(void) {
+    const char *r = getenv("CUDADBL_REPORT");
+    char line[200];
+    int n;
+    if (!r || !*r || !strcmp(r, "0")) return;
+    lock();
+    n = snprintf(line, sizeof line,
+                 "cudart double: pid %ld: teardown %s; %ld calls after it; %ld calls in a forked child; %ld waits "
+                 "forever\n",
+                 (long)getpid(), g_torn_down ? "ran" : "did not run", g_after_teardown, g_in_child, g_hung);
+    unlock();
+    if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
 /* Runtime call levels: what a call needs before it can work. */
 enum {
     NEED_NOTHING = 0, /* error strings, last error */
@@ -346,7 +460,9 @@ static cudaError_t enter(int f, int need) {
     lock();
     thread_sync();
     t_cur = rt_device();
+    t_fn = f;
     s->calls++;
+    if (violation(f)) return g_torn_down ? cudaErrorCudartUnloading : cudaErrorInitializationError;
     if (s->fail_n) {
         if (s->fail_skip) s->fail_skip--;
         else {
@@ -354,7 +470,13 @@ static cudaError_t enter(int f, int need) {
             return s->fail_err;
         }
     }
-    if (need >= NEED_INIT) g_drv_init = 1;
+    if (need >= NEED_INIT) {
+        g_drv_init = g_ever_init = 1;
+        if (!g_teardown_hooked) { /* as libcudart: at its initialization */
+            g_teardown_hooked = 1;
+            atexit(teardown);
+        }
+    }
     if (need >= NEED_DEVICE && g_ndev == 0) return cudaErrorNoDevice;
     if (need >= NEED_CONTEXT) {
         if (g_sticky != cudaSuccess) return g_sticky;
@@ -397,7 +519,9 @@ static CUresult drv_enter(int f, int need) {
     lock();
     thread_sync();
     t_cur = rt_device();
+    t_fn = f;
     s->calls++;
+    if (violation(f)) return g_torn_down ? CUDA_ERROR_DEINITIALIZED : CUDA_ERROR_NOT_INITIALIZED;
     if (s->fail_n) {
         if (s->fail_skip) s->fail_skip--;
         else {
@@ -647,13 +771,17 @@ static struct CUevent_st *find_event(cudaEvent_t e) {
 static void count_hazards(const char *base, struct CUstream_st *s_ex, unsigned long long seq_ex);
 
 /* Completes the ops of s numbered up to seq (oldest first), each after the
-   ops of other streams it waits for. */
-static void complete_upto(struct CUstream_st *s, unsigned long long seq) {
+   ops of other streams it waits for. 1, or 0 when an op among them is
+   stuck (on a stuck stream, or waiting for one): the ops before it are
+   complete, it and the rest not. */
+static int complete_upto(struct CUstream_st *s, unsigned long long seq) {
     while (s->nops && s->ops[0].seq <= seq) {
         op_t o = s->ops[0];
         size_t i;
+        if (s->stuck) return 0;
         for (i = 0; i < o.ndeps; i++)
-            if (o.deps[i].s != s && stream_exists(o.deps[i].s)) complete_upto(o.deps[i].s, o.deps[i].seq);
+            if (o.deps[i].s != s && stream_exists(o.deps[i].s) && !complete_upto(o.deps[i].s, o.deps[i].seq))
+                return 0;
         /* the recursion never touches s's head: deps are older than o */
         memmove(s->ops, s->ops + 1, (s->nops - 1) * sizeof *s->ops);
         s->nops--;
@@ -668,11 +796,10 @@ static void complete_upto(struct CUstream_st *s, unsigned long long seq) {
             o.ev->done = 1;
         }
     }
+    return 1;
 }
 
-static void complete_all_of(struct CUstream_st *s) {
-    if (s->nops) complete_upto(s, s->ops[s->nops - 1].seq);
-}
+static int complete_all_of(struct CUstream_st *s) { return s->nops ? complete_upto(s, s->ops[s->nops - 1].seq) : 1; }
 
 /* Frees destroyed streams that have nothing pending. */
 static void reap_streams(void) {
@@ -722,16 +849,24 @@ static void forget_touches(const char *base) {
 }
 
 /* Completes, in issue order, every op of every stream of device dev (all
-   devices for -1). */
-static void complete_device(int dev) {
+   devices for -1). 1, or 0 when some are stuck (the others complete). */
+static int complete_device(int dev) {
+    struct CUstream_st *s;
+    int all = 1;
+    for (s = g_streams; s; s = s->next) s->skip = 0;
     for (;;) {
-        struct CUstream_st *s, *best = NULL;
+        struct CUstream_st *best = NULL;
         for (s = g_streams; s; s = s->next)
-            if ((dev < 0 || s->device == dev) && s->nops && (!best || s->ops[0].seq < best->ops[0].seq)) best = s;
+            if (!s->skip && (dev < 0 || s->device == dev) && s->nops && (!best || s->ops[0].seq < best->ops[0].seq))
+                best = s;
         if (!best) break;
-        complete_upto(best, best->ops[0].seq);
+        if (!complete_upto(best, best->ops[0].seq)) {
+            best->skip = 1;
+            all = 0;
+        }
     }
     reap_streams();
+    return all;
 }
 
 /* Completes the ops of s stamped at or before the marker (and all before them). */
@@ -745,7 +880,7 @@ static void apply_marker_to(struct CUstream_st *s) {
             seq = s->ops[i].seq;
             any = 1;
         }
-    if (any) complete_upto(s, seq);
+    if (any) (void)complete_upto(s, seq);
 }
 
 static void apply_marker(void) {
@@ -828,10 +963,11 @@ static void detach_event(struct CUevent_st *ev) {
             if (s->ops[i].ev == ev) s->ops[i].ev = NULL;
 }
 
-/* Completes the ops up to and including ev's record. */
-static void complete_through_event(struct CUevent_st *ev) {
-    if (ev->rec_stream && stream_exists(ev->rec_stream)) complete_upto(ev->rec_stream, ev->rec_seq);
+/* Completes the ops up to and including ev's record; 0 if stuck. */
+static int complete_through_event(struct CUevent_st *ev) {
+    int done = !ev->rec_stream || !stream_exists(ev->rec_stream) || complete_upto(ev->rec_stream, ev->rec_seq);
     reap_streams();
+    return done;
 }
 
 /* Synchronous work on the legacy stream of dev: completes it and every
@@ -839,15 +975,17 @@ static void complete_through_event(struct CUevent_st *ev) {
    thread's per-thread stream instead. */
 static void sync_before(int dev) {
     struct CUstream_st *s;
+    int done = 1;
     if (t_ptds) {
         s = per_thread_stream(dev);
-        if (s) complete_all_of(s);
+        if (s) done = complete_all_of(s);
     } else {
-        if (g_legacy[dev]) complete_all_of(g_legacy[dev]);
+        if (g_legacy[dev]) done = complete_all_of(g_legacy[dev]);
         for (s = g_streams; s; s = s->next)
-            if (s->device == dev && blocking(s)) complete_all_of(s);
+            if (s->device == dev && blocking(s) && !complete_all_of(s)) done = 0;
     }
     reap_streams();
+    if (!done) hang();
 }
 
 /* ---- captures ---------------------------------------------------------------- */
@@ -1110,8 +1248,8 @@ cudaError_t cudaFree(void *devPtr) {
             int dev = a->device;
             char *base = a->base;
             c.bytes = a->size;
-            complete_device(t_cur); /* cudaFree synchronizes the device */
-            if (dev != t_cur) complete_device(dev);
+            if (!complete_device(t_cur)) hang(); /* cudaFree synchronizes the device */
+            if (dev != t_cur && !complete_device(dev)) hang();
             a = find_base(base);
             count_hazards(base, NULL, 0); /* work of other devices still on it */
             release_alloc(a, 1);
@@ -2158,7 +2296,7 @@ cudaError_t cudaDeviceSynchronize(void) {
     cudadbl_call_t c = blank_call();
     cudaError_t e = enter(F_cudaDeviceSynchronize, NEED_CONTEXT);
     if (e == cudaSuccess) e = unsafe_check();
-    if (e == cudaSuccess) complete_device(t_cur);
+    if (e == cudaSuccess && !complete_device(t_cur)) hang();
     return leave(F_cudaDeviceSynchronize, &c, e);
 }
 
@@ -2185,7 +2323,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
     if (e == cudaSuccess) e = stream_sync_checks(s);
     if (e == cudaSuccess) {
-        complete_all_of(s);
+        if (!complete_all_of(s)) hang();
         reap_streams();
     }
     return leave(F_cudaStreamSynchronize, &c, e);
@@ -2360,7 +2498,7 @@ static cudaError_t sync_event_core(struct CUevent_st *ev) {
     cudaError_t e = captured_check(ev);
     if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && ev->recorded && !ev->done) {
-        complete_through_event(ev);
+        if (!complete_through_event(ev)) hang();
         ev->done = 1;
     }
     return e;
@@ -3602,16 +3740,30 @@ int cudadbl_complete_stream(cudaStream_t s) {
     slock();
     st = resolve(s, 1);
     if (st) {
-        complete_all_of(st);
+        (void)complete_all_of(st); /* a stuck stream's ops stay */
         reap_streams();
     }
     unlock();
     return st ? 0 : -1;
 }
 
+int cudadbl_set_stuck(cudaStream_t s, int on) {
+    struct CUstream_st *st;
+    slock();
+    if ((st = resolve(s, 0)) != NULL) st->stuck = on != 0;
+    if (st && !on) apply_marker(); /* its ops, and those waiting for them */
+    unlock();
+    return st ? 0 : -1;
+}
+
+long cudadbl_calls_after_teardown(void) { DBL_READ(long, g_after_teardown); }
+long cudadbl_calls_in_child(void) { DBL_READ(long, g_in_child); }
+long cudadbl_hangs(void) { DBL_READ(long, g_hung); }
+int cudadbl_torn_down(void) { DBL_READ(int, g_torn_down); }
+
 void cudadbl_complete_all(void) {
     slock();
-    complete_device(-1);
+    (void)complete_device(-1); /* a stuck stream's ops stay */
     unlock();
 }
 

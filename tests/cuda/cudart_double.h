@@ -292,6 +292,43 @@
      Threads   one mutex around all state; current device, context stack,
                capture mode and last error are per thread and reset by
                cudadbl_reset for every thread.
+     Teardown  the runtime's first call that initializes the driver (the
+               calls above that create a context, and cudaGetDeviceCount,
+               cudaSetDevice...) registers the runtime's teardown with
+               atexit, once per process, as libcudart does: exit handlers
+               run in reverse order, so one registered before that first
+               call runs after the teardown, one registered after it runs
+               before. After the teardown every call (runtime or driver,
+               but cudaGetErrorName/String and cuGetErrorName) fails,
+               changes nothing, is counted (cudadbl_calls_after_teardown)
+               and said on stderr ("cudart double: NAME called after the
+               runtime's teardown (pid N)", the first 20): runtime calls
+               with cudaErrorCudartUnloading, driver calls with
+               CUDA_ERROR_DEINITIALIZED (NVIDIA documents those results at
+               shut down, not the mechanism; strict reading: every call).
+     Fork      in a child forked from a process in which the runtime had
+               initialized, every call (the same exceptions) fails with
+               cudaErrorInitializationError / CUDA_ERROR_NOT_INITIALIZED,
+               is counted (cudadbl_calls_in_child) and said on stderr
+               (NVIDIA's CUDA C++ guidelines, rule 1.6: any use of CUDA
+               after fork and before exec is undefined). A child of a
+               process that never initialized may use it, as PyTorch and
+               vLLM workers do (kinder than the rule's letter, knowingly).
+               The double's lock is held across fork().
+     Stuck     cudadbl_set_stuck(s, 1): the ops of s never complete (a
+               kernel waiting forever, say on a dead peer): its events stay
+               cudaErrorNotReady / CUDA_ERROR_NOT_READY, neither the
+               completion marker nor cudadbl_complete_* complete them, nor
+               the ops waiting for them; a synchronization that needs them
+               (cudaEventSynchronize, cuEventSynchronize,
+               cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree, the
+               synchronous copies) says so on stderr ("... waits forever")
+               and blocks forever (cudadbl_hangs counts them).
+     Report    with CUDADBL_REPORT=1 in the environment, one line on stderr
+               at the very end of the process (a destructor, after every
+               exit handler): "cudart double: pid N: teardown ran|did not
+               run; A calls after it; B calls in a forked child; C waits
+               forever".
 
    Also defined: cudaStreamGetDevice, the per-thread default stream names
    (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function above
@@ -486,6 +523,19 @@ long cudadbl_graph_copy_bytes(void);
    handed out again while an op of another stream that touches it was
    still pending (use after free on the device). */
 long cudadbl_hazards(void);
+
+/* Stuck streams (see WHAT IT MODELS): on != 0 makes the ops of s (NULL,
+   cudaStreamLegacy, cudaStreamPerThread: the calling thread's device's)
+   never complete, 0 lets them complete again (the marker applies). 0, or
+   -1 for an unknown stream. Streams are destroyed by cudadbl_reset. */
+int cudadbl_set_stuck(cudaStream_t s, int on);
+/* Process facts, never reset: the teardown ran; calls made after it;
+   calls made in a forked child of a process that had initialized; syncs
+   that block forever on a stuck stream. */
+int cudadbl_torn_down(void);
+long cudadbl_calls_after_teardown(void);
+long cudadbl_calls_in_child(void);
+long cudadbl_hangs(void);
 
 #ifdef __cplusplus
 }

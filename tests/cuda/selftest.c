@@ -7,9 +7,14 @@
 #include "cudart_double.h"
 #include "../check.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* libcuda's older symbols, which cuda.h maps to their newest versions */
 #undef cuStreamGetCaptureInfo
@@ -1848,8 +1853,214 @@ static void capture_3d_batch(void) {
     cudadbl_reset();
 }
 
-int main(void) {
+/* ---- teardown, fork, stuck streams ---------------------------------------- */
+
+/* Runs this program again with mode as its argument, its stderr into a
+   pipe (*fd). Returns the pid, or -1. */
+static pid_t spawn(const char *mode, int *fd) {
+    int p[2];
+    pid_t pid;
+    if (pipe(p) != 0) return -1;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) { /* no CUDA call here: exec at once */
+        dup2(p[1], 2);
+        close(p[0]);
+        close(p[1]);
+        execl("/proc/self/exe", "/proc/self/exe", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return -1;
+    }
+    *fd = p[0];
+    return pid;
+}
+
+/* What fd gives until EOF, or until want appears (then 1), for up to 60 s. */
+static int read_until(int fd, char *buf, size_t cap, const char *want) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (;;) {
+        struct pollfd q;
+        ssize_t r;
+        q.fd = fd;
+        q.events = POLLIN;
+        if (want && strstr(buf, want)) return 1;
+        if (poll(&q, 1, 60000) <= 0) return 0;
+        r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0) return 0;
+        n += (size_t)r;
+        buf[n] = 0;
+        if (n + 1 >= cap) return 0;
+    }
+}
+
+static int mode_bad;
+static void mode_check(int ok, const char *what) {
+    if (!ok) {
+        mode_bad = 1;
+        fprintf(stderr, "selftest mode: %s failed\n", what);
+    }
+}
+/* Registered before the runtime initialized: runs after its teardown. */
+static void after_teardown(void) {
+    size_t f = 0, t = 0;
+    CUcontext c = NULL;
+    mode_check(cudadbl_torn_down() == 1, "torn down");
+    mode_check(cudaMemGetInfo(&f, &t) == cudaErrorCudartUnloading, "cudaMemGetInfo after: cudaErrorCudartUnloading");
+    mode_check(cuCtxGetCurrent(&c) == CUDA_ERROR_DEINITIALIZED, "cuCtxGetCurrent after: CUDA_ERROR_DEINITIALIZED");
+    mode_check(strcmp(cudaGetErrorName(cudaErrorCudartUnloading), "cudaErrorCudartUnloading") == 0,
+               "cudaGetErrorName still answers");
+    mode_check(cudadbl_calls_after_teardown() == 2, "2 calls counted after the teardown");
+    _exit(mode_bad ? 1 : 0);
+}
+/* Registered after: runs before it. */
+static void before_teardown(void) {
+    size_t f = 0, t = 0;
+    mode_check(cudadbl_torn_down() == 0, "not yet torn down");
+    mode_check(cudaMemGetInfo(&f, &t) == cudaSuccess, "cudaMemGetInfo before the teardown");
+}
+static int mode_teardown(void) {
+    void *p = NULL;
+    atexit(after_teardown);
+    mode_check(cudaMalloc(&p, 64) == cudaSuccess, "cudaMalloc");
+    atexit(before_teardown);
+    return 0;
+}
+/* A synchronization on a stuck stream blocks (the parent kills it). */
+static int mode_hang(void) {
+    cudaStream_t s = NULL;
+    cudaEvent_t e = NULL;
+    if (cudaStreamCreate(&s) != cudaSuccess || cudadbl_set_stuck(s, 1) != 0 || cudaEventCreate(&e) != cudaSuccess ||
+        cudaEventRecord(e, s) != cudaSuccess)
+        return 1;
+    (void)cudaEventSynchronize(e);
+    return 2; /* never here */
+}
+/* A child forked before the runtime initialized may use it. */
+static int mode_fork_fresh(void) {
+    void *p = NULL;
+    int st = 0;
+    pid_t pid = fork();
+    if (pid == 0) _exit(cudaMalloc(&p, 64) == cudaSuccess && cudadbl_calls_in_child() == 0 ? 0 : 1);
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+    return cudaMalloc(&p, 64) == cudaSuccess ? 0 : 1;
+}
+
+/* Exit handlers registered before the runtime's first call run after its
+   teardown: every call fails then, counted and said; those registered
+   after it run before. */
+static void teardown_at_exit(void) {
+    char out[4096];
+    int fd = -1, st = 0;
+    pid_t pid = spawn("teardown", &fd);
+    CHECK(pid > 0);
+    if (pid <= 0) return;
+    (void)read_until(fd, out, sizeof out, NULL);
+    close(fd);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK_U64(0, WEXITSTATUS(st));
+    CHECK_HAS(out, "cudart double: cudaMemGetInfo called after the runtime's teardown (pid ");
+    CHECK_HAS(out, "cudart double: cuCtxGetCurrent called after the runtime's teardown (pid ");
+    CHECK(strstr(out, "cudaGetErrorName") == NULL);
+}
+
+/* A stuck stream's work never completes: queries say not ready, the
+   completion calls leave it, work waiting on it waits; a synchronization
+   on it blocks forever, and says so first. */
+static void stuck_streams(void) {
+    cudaStream_t s = NULL, t = NULL;
+    cudaEvent_t e = NULL, f = NULL;
+    char h[64], *d = NULL, out[4096];
+    int fd = -1, st = 0;
+    pid_t pid;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&t));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&e));
+    CHECK_ERR(cudaSuccess, cudaEventCreate(&f));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, 64));
+    CHECK_U64(0, (unsigned)cudadbl_set_stuck(s, 1));
+    CHECK_U64((unsigned)-1, (unsigned)cudadbl_set_stuck((cudaStream_t)&h, 1));
+    CHECK_ERR(cudaSuccess, cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, s));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(e, s));
+    CHECK_ERR(cudaSuccess, cudaStreamWaitEvent(t, e, 0));
+    CHECK_ERR(cudaSuccess, cudaEventRecord(f, t));
+    cudadbl_complete_all();
+    cudadbl_complete_until(1e9f);
+    CHECK_U64(0, (unsigned)cudadbl_complete_stream(s));
+    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(e));
+    CHECK_ERR(CUDA_ERROR_NOT_READY, cuEventQuery((CUevent)e));
+    CHECK_ERR(cudaErrorNotReady, cudaStreamQuery(s));
+    CHECK_ERR(cudaErrorNotReady, cudaEventQuery(f)); /* waits on it */
+    CHECK_U64(2, (unsigned long)cudadbl_pending(s));
+    CHECK_U64(0, (unsigned)cudadbl_set_stuck(s, 0)); /* the marker applies again */
+    CHECK_ERR(cudaSuccess, cudaEventQuery(e));
+    CHECK_ERR(cudaSuccess, cudaEventQuery(f));
+    CHECK_U64(0, (unsigned long)cudadbl_hangs());
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    cudadbl_reset();
+
+    pid = spawn("hang", &fd);
+    CHECK(pid > 0);
+    if (pid <= 0) return;
+    CHECK(read_until(fd, out, sizeof out, "waits forever"));
+    CHECK_HAS(out, "cudart double: cudaEventSynchronize waits forever: work of a stuck stream never completes (pid ");
+    kill(pid, SIGKILL);
+    close(fd);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL); /* it was still blocked */
+}
+
+/* A forked child of a process that initialized the runtime: every call
+   fails (but the error strings), counted; a child forked before the
+   runtime initialized may use it. */
+static void fork_child_calls(void) {
+    void *p = NULL;
+    char out[4096];
+    int st = 0, fd = -1;
+    pid_t pid;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 64));
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        CUcontext c = NULL;
+        void *q = NULL;
+        int nul = open("/dev/null", O_WRONLY), bad = 0;
+        if (nul >= 0) dup2(nul, 2);
+        bad |= cudaMalloc(&q, 64) != cudaErrorInitializationError;
+        bad |= cuCtxGetCurrent(&c) != CUDA_ERROR_NOT_INITIALIZED;
+        bad |= cudaGetErrorString(cudaErrorInitializationError) == NULL;
+        bad |= cudadbl_calls_in_child() != 2;
+        _exit(bad);
+    }
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK_U64(0, WEXITSTATUS(st));
+    CHECK_U64(0, (unsigned long)cudadbl_calls_in_child()); /* the parent's own calls are fine */
+    CHECK_ERR(cudaSuccess, cudaFree(p));
+    cudadbl_reset();
+
+    pid = spawn("fork_fresh", &fd);
+    CHECK(pid > 0);
+    if (pid <= 0) return;
+    (void)read_until(fd, out, sizeof out, NULL);
+    close(fd);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK_U64(0, WEXITSTATUS(st));
+    CHECK_STR("", out);
+}
+
+int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
+    if (argc > 1) {
+        if (!strcmp(argv[1], "teardown")) return mode_teardown();
+        if (!strcmp(argv[1], "hang")) return mode_hang();
+        if (!strcmp(argv[1], "fork_fresh")) return mode_fork_fresh();
+        return 64;
+    }
     RUN(malloc_free);
     RUN(host_kinds);
     RUN(devices);
@@ -1877,5 +2088,8 @@ int main(void) {
     RUN(hazards);
     RUN(copies_3d_symbol_batch);
     RUN(capture_3d_batch);
+    RUN(teardown_at_exit);
+    RUN(stuck_streams);
+    RUN(fork_child_calls);
     return CHECK_DONE();
 }

@@ -35,6 +35,13 @@
        one on events (the copy alone).
      - test_device_reset: memobs_cudaDeviceReset with timed copies in
        flight: untimed, the device's tracked bytes 0, timing works after.
+     - test_exit_child (this program run again with --child-exit, the
+       sampler on): a timed copy behind a kernel that waits on a flag at
+       exit: memobs' exit handler gives up after MEMOBS_CUDA_EXIT_WAIT_MS
+       (2 s), the copy reported in flight; a handler registered before the
+       runtime's first call runs after its teardown (cudaMemGetInfo:
+       cudaErrorCudartUnloading, the model of tests/cuda/cudart_double.c),
+       where memobs answers from the last figures read ("as of").
 
    Run by `make gpu-test` (mk/gpu.mk) on a machine with a GPU only: with no
    CUDA device it says "not ok" and exits 1. Uses device 0 (and looks at
@@ -104,6 +111,16 @@ __global__ void spin_kernel(unsigned long long ns) {
     do {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     } while (t - t0 < ns);
+}
+
+/* Spins one thread until *flag is set (or max_ns pass): a kernel that
+   never ends on its own (a collective waiting on a dead peer). */
+__global__ void stuck_kernel(volatile int *flag, unsigned long long max_ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (!*flag && t - t0 < max_ns);
 }
 
 static void spin(cudaStream_t s, unsigned long long ns) {
@@ -1403,12 +1420,130 @@ static void test_device_reset(void) {
 }
 
 
+/* ---- exit ------------------------------------------------------------------ */
+
+#define CHILD_EXIT_ARG "--child-exit"
+static volatile int *exit_flag; /* host-mapped: releases the stuck kernel */
+static uint64_t exit_main_ns, exit_waited_ns;
+
+/* Registered after the runtime started and before memobs saw a call:
+   runs after memobs' exit handler, before the runtime's teardown. */
+static void exit_release(void) {
+    exit_waited_ns = memobs_now_ns() - exit_main_ns;
+    *exit_flag = 1;
+    (void)cudaDeviceSynchronize();
+}
+
+/* Registered before the runtime's first call: runs after its teardown.
+   Writes what it saw to $CHILD_EXIT_OUT. */
+static void exit_late(void) {
+    char buf[8192];
+    size_t fb = 0, tb = 0;
+    cudaError_t after = cudaMemGetInfo(&fb, &tb);
+    FILE *f = fmemopen(buf, sizeof buf, "w"), *out;
+    int as_of = 0;
+    if (f) {
+        (void)memobs_cuda_print_mem(f);
+        fclose(f);
+        buf[sizeof buf - 1] = 0;
+        as_of = strstr(buf, "(device figures as of ") != NULL;
+    }
+    out = getenv("CHILD_EXIT_OUT") ? fopen(getenv("CHILD_EXIT_OUT"), "w") : NULL;
+    if (out) {
+        fprintf(out, "waited_ns %llu\nafter_teardown %s\nas_of %d\n", (unsigned long long)exit_waited_ns,
+                cudaGetErrorName(after), as_of);
+        fclose(out);
+    }
+}
+
+static int child_exit(void) {
+    int *flag = NULL, *dflag = NULL;
+    void *d = NULL, *h = NULL;
+    cudaStream_t s;
+    atexit(exit_late);
+    if (cudaFree(0) != cudaSuccess) return 2; /* the runtime starts */
+    atexit(exit_release);
+    memobs_cuda_set_timing(1);
+    if (cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostGetDevicePointer((void **)&dflag, flag, 0) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+        memobs_cudaMalloc(&d, MIB) != cudaSuccess || memobs_cudaMallocHost(&h, MIB) != cudaSuccess)
+        return 3;
+    *flag = 0;
+    exit_flag = flag;
+    if (memobs_sample_now() != MEMOBS_OK) return 4; /* the device's figures read */
+    stuck_kernel<<<1, 1, 0, s>>>(dflag, 60ull * 1000000000ull);
+    if (cudaGetLastError() != cudaSuccess ||
+        memobs_cudaMemcpyAsync(d, h, 4096, cudaMemcpyHostToDevice, s) != cudaSuccess) /* behind it */
+        return 5;
+    exit_main_ns = memobs_now_ns();
+    return 0;
+}
+
+/* Runs this program again as child_exit, with the sampler on and the JSON
+   summary at exit: memobs waited its 2 s for the stuck copy, no longer;
+   the summary has it in flight; after the runtime's teardown the last
+   figures, "as of". */
+static void test_exit_child(void) {
+    char self[4096], dir[] = "/tmp/memobs_gpu_exit_XXXXXX", sum[128], out[128], name[64];
+    char *args[3], **env;
+    size_t ne = 0, i;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    unsigned long long waited = 0;
+    int status = 0, as_of = -1;
+    pid_t pid;
+    FILE *f;
+    CHECK(n > 0 && mkdtemp(dir) != NULL);
+    if (n <= 0) return;
+    self[n] = 0;
+    snprintf(sum, sizeof sum, "MEMOBS_SUMMARY=%s/exit.json", dir);
+    snprintf(out, sizeof out, "CHILD_EXIT_OUT=%s/exit.txt", dir);
+    while (environ[ne]) ne++;
+    env = (char **)calloc(ne + 5, sizeof *env);
+    if (!env) return;
+    for (i = 0; i < ne; i++) env[i] = environ[i];
+    env[ne] = sum;
+    env[ne + 1] = out;
+    env[ne + 2] = (char *)"MEMOBS_FORMAT=json";
+    env[ne + 3] = (char *)"MEMOBS_SAMPLE_MS=5";
+    args[0] = self;
+    args[1] = (char *)CHILD_EXIT_ARG;
+    args[2] = NULL;
+    fflush(stdout);
+    CHECK_U64(0, posix_spawn(&pid, self, NULL, NULL, args, env));
+    free(env);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_U64(0, WEXITSTATUS(status));
+    f = fopen(out + strlen("CHILD_EXIT_OUT="), "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fscanf(f, "waited_ns %llu after_teardown %63s as_of %d", &waited, name, &as_of) == 3);
+        fclose(f);
+        printf("    # child: memobs' exit handler returned after %.3f s; after the runtime's teardown "
+               "cudaMemGetInfo gave %s\n", (double)waited / 1e9, name);
+        CHECK(waited >= 2000000000ull && waited < 20000000000ull); /* its wait, and no longer */
+        CHECK_STR("cudaErrorCudartUnloading", name);                /* the runtime double's model */
+        CHECK_U64(1, as_of);
+    }
+    f = fopen(sum + strlen("MEMOBS_SUMMARY="), "r");
+    CHECK(f != NULL);
+    if (f) {
+        char buf[65536];
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        buf[got] = 0;
+        fclose(f);
+        CHECK(strstr(buf, "\"in_flight_copies\":1,\"in_flight_bytes\":4096") != NULL);
+    }
+}
+
 int main(int argc, char **argv) {
     int ndev = 0;
     cudaError_t rc;
     struct cudaDeviceProp prop;
     /* test_no_context_child's child: before any CUDA call */
     if (argc > 1 && strcmp(argv[1], CHILD_ARG) == 0) return child_no_context();
+    if (argc > 1 && strcmp(argv[1], CHILD_EXIT_ARG) == 0) return child_exit();
     check__suite = "gpu";
     rc = cudaGetDeviceCount(&ndev);
     if (rc != cudaSuccess || ndev <= 0) {
@@ -1429,6 +1564,7 @@ int main(int argc, char **argv) {
 
     RUN(test_no_context_other_device); /* first: no other device touched yet */
     RUN(test_no_context_child);
+    RUN(test_exit_child);
     RUN(test_copy_bytes_by_wrapper_direction_phase);
     RUN(test_copy_default_kind);
     RUN(test_alloc_tracked_and_freed);

@@ -36,13 +36,26 @@
    - cuPointerGetAttribute on an address the driver never gave:
      CUDA_ERROR_INVALID_VALUE; cuPointerGetAttributes answers zeros and
      CUDA_SUCCESS there, as documented. Memory type: DEVICE for device and
-     managed blocks (IS_MANAGED tells them apart), HOST for pinned. */
+     managed blocks (IS_MANAGED tells them apart), HOST for pinned.
+   - after this library's destructor (the driver unloading at the end of
+     the process: the LD_PRELOAD library's exit outputs are written after
+     every library's destructor): every call fails with
+     CUDA_ERROR_DEINITIALIZED ("the CUDA driver is in the process of
+     shutting down"), and says so on stderr ("driver double: NAME called
+     after the driver's teardown"); strict reading, the driver documents
+     no moment.
+   - in a child forked from a process that called cuInit: every call fails
+     with CUDA_ERROR_NOT_INITIALIZED and says so on stderr (NVIDIA's CUDA
+     C++ guidelines, rule 1.6: any use of CUDA after fork and before exec
+     is undefined). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #undef cuStreamGetCaptureInfo
 #undef cuEventElapsedTime
@@ -94,10 +107,31 @@ static _Thread_local int capmode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
 
 #define LOCKED(expr) (pthread_mutex_lock(&mu), rc = (expr), pthread_mutex_unlock(&mu), rc)
 
+static int torn_down, forked; /* after the destructor; in a child of an initialized process */
+
+/* A call that must not be made: said on stderr (the first 20). */
+static CUresult refused(const char *fn) {
+    static int said;
+    char line[200];
+    int n;
+    if (__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED) < 20) {
+        n = snprintf(line, sizeof line, "driver double: %s called %s (pid %ld)\n", fn,
+                     forked ? "in a forked child of a process that used CUDA" : "after the driver's teardown",
+                     (long)getpid());
+        if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+    return forked ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_DEINITIALIZED;
+}
+static void fork_child(void) { forked = __atomic_load_n(&inited, __ATOMIC_RELAXED); }
+__attribute__((constructor)) static void loaded(void) { pthread_atfork(NULL, NULL, fork_child); }
+__attribute__((destructor)) static void unloaded(void) { __atomic_store_n(&torn_down, 1, __ATOMIC_RELEASE); }
+
 static struct CUctx_st *cur(void) { return depth ? stack[depth - 1] : NULL; }
 static int ctx_ok(CUcontext c) { return c >= ctxs && c < ctxs + NDEV && c->retains > 0; }
 /* CUDA_SUCCESS when initialized and (need_ctx) a context is current */
-static CUresult enter(int need_ctx) {
+#define enter(need_ctx) enter_at((need_ctx), __func__)
+static CUresult enter_at(int need_ctx, const char *fn) {
+    if (__atomic_load_n(&torn_down, __ATOMIC_ACQUIRE) || forked) return refused(fn);
     if (!__atomic_load_n(&inited, __ATOMIC_ACQUIRE)) return CUDA_ERROR_NOT_INITIALIZED;
     if (need_ctx && !cur()) return CUDA_ERROR_INVALID_CONTEXT;
     return CUDA_SUCCESS;
@@ -128,6 +162,7 @@ static CUresult stream_ok(CUstream s) {
 /* ---- init, devices, contexts ---- */
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
+    if (__atomic_load_n(&torn_down, __ATOMIC_ACQUIRE) || forked) return refused(__func__);
     if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
     __atomic_store_n(&inited, 1, __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
