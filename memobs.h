@@ -2323,8 +2323,6 @@ static void memobs__outs_fork(void);
 static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak detector, Stormlog */
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
-static void memobs__leak_text(FILE *f);
-static void memobs__leak_json(FILE *f);
 static void memobs__prom_env(void);
 static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
                               int arg);
@@ -2871,6 +2869,20 @@ int memobs_set_phase(memobs_phase_t phase) {
 }
 
 memobs_phase_t memobs_get_phase(void) { return (memobs_phase_t)memobs__tls.phase; }
+
+/* The shard list read without the lock (the summary's sums, the crash
+   writer): each shard is published whole (release) and never freed; an
+   address that is not a shard's alignment ends a walk, as does the
+   MEMOBS__MAX_SHARDS-th shard (a list a crash broke). */
+#define MEMOBS__MAX_SHARDS (1u << 20)
+static memobs__shard_t *memobs__shard_first(void) {
+    memobs__shard_t *s = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE);
+    return ((uintptr_t)s & 63u) ? NULL : s;
+}
+static memobs__shard_t *memobs__shard_next(memobs__shard_t *s) {
+    s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE);
+    return ((uintptr_t)s & 63u) ? NULL : s;
+}
 
 /* ======================================================================== */
 /* Private: histograms and timing                                           */
@@ -3643,34 +3655,43 @@ int memobs_region_timing(int on) {
     return MEMOBS__XCHG(&memobs__reg.timing_off.v, on ? 0u : 1u) == 0;
 }
 
-size_t memobs_get_regions(memobs_region_stats_t *out, size_t max) {
+/* Names interned: memobs_get_regions' count. */
+static uint32_t memobs__regions_n(void) {
+    uint32_t n = __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE);
+    return n < MEMOBS_MAX_REGIONS ? n : MEMOBS_MAX_REGIONS;
+}
+
+/* Name i's figures in the window, summed over the shards with atomic
+   loads: memobs_get_regions holds memobs__g.lock (a reset moves the
+   baselines under it); the crash writer holds nothing. */
+static void memobs__region_read(uint32_t i, memobs_region_stats_t *r) {
     memobs__shard_t *s;
+    unsigned n;
+    memset(r, 0, sizeof *r);
+    r->id = (memobs_region_t)i;
+    r->name = memobs__reg.names[i].name;
+    r->collective = memobs__reg.names[i].collective;
+    r->max_ns = MEMOBS__LOAD(&memobs__reg.max[i].v);
+    for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
+        const memobs__u64_t *c, *cb, *st = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
+        if (!st) continue;
+        c = st + (size_t)i * MEMOBS__REG_NSTAT;
+        cb = st + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT + (size_t)i * MEMOBS__REG_NSTAT;
+        r->count += MEMOBS__LOAD(&c[0].v) - MEMOBS__LOAD(&cb[0].v);
+        r->timed += MEMOBS__LOAD(&c[1].v) - MEMOBS__LOAD(&cb[1].v);
+        r->total_ns += MEMOBS__LOAD(&c[2].v) - MEMOBS__LOAD(&cb[2].v);
+        r->marks += MEMOBS__LOAD(&c[3].v) - MEMOBS__LOAD(&cb[3].v);
+    }
+}
+
+size_t memobs_get_regions(memobs_region_stats_t *out, size_t max) {
     uint32_t n, i;
     memobs_init();
-    n = __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE);
+    n = memobs__regions_n();
     if (!out || max == 0) return n;
     if (max > n) max = n;
-    memset(out, 0, max * sizeof *out);
-    for (i = 0; i < max; i++) {
-        out[i].id = (memobs_region_t)i;
-        out[i].name = memobs__reg.names[i].name;
-        out[i].collective = memobs__reg.names[i].collective;
-        out[i].max_ns = MEMOBS__LOAD(&memobs__reg.max[i].v);
-    }
     pthread_mutex_lock(&memobs__g.lock);
-    for (s = memobs__g.shards; s; s = s->next) {
-        memobs__u64_t *r = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
-        const memobs__u64_t *b;
-        if (!r) continue;
-        b = r + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT;
-        for (i = 0; i < max; i++) {
-            const memobs__u64_t *c = r + (size_t)i * MEMOBS__REG_NSTAT, *cb = b + (size_t)i * MEMOBS__REG_NSTAT;
-            out[i].count += MEMOBS__LOAD(&c[0].v) - cb[0].v;
-            out[i].timed += MEMOBS__LOAD(&c[1].v) - cb[1].v;
-            out[i].total_ns += MEMOBS__LOAD(&c[2].v) - cb[2].v;
-            out[i].marks += MEMOBS__LOAD(&c[3].v) - cb[3].v;
-        }
-    }
+    for (i = 0; i < max; i++) memobs__region_read(i, &out[i]);
     pthread_mutex_unlock(&memobs__g.lock);
     return n;
 }
@@ -6444,27 +6465,33 @@ static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
     to->d2d.bytes = memobs__sat(to->d2d.bytes, a->d2d.bytes); to->d2d.count += a->d2d.count;
 }
 
-void memobs_get_summary(memobs_summary_t *out) {
+/* At most len - 1 bytes of a string another thread may be rewriting. */
+static void memobs__str_read(char *to, const char *from, size_t len) {
+    size_t i;
+    for (i = 0; i + 1 < len && (to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED)) != 0; i++) {
+    }
+    to[i] = 0;
+}
+
+/* memobs_get_summary's figures but the requests in flight, with atomic
+   loads: the caller holds memobs__g.lock (a reset moves the baselines
+   under it) or, the crash writer, nothing. cur: the tracker's current
+   bytes per kind, read just before (the peaks are read after them). */
+static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     memobs_dirs_t *by_phase[MEMOBS__NPHASE];
+    const memobs_identity_t *gid = &memobs__g.identity;
     memobs__shard_t *s;
     uint64_t st[MEMOBS__ST_COUNT];
-    uint32_t i, c;
-    if (!out) {
-        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL output pointer passed to a memobs_get_* call; ignored");
-        return;
-    }
-    memobs_init();
-    if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
-    memobs__req_sweep(); /* abandoned requests counted before the counts are read */
+    uint32_t i, c, n;
     memset(out, 0, sizeof *out);
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
     by_phase[MEMOBS_PHASE_DECODE] = &out->decode;
     out->enabled = memobs_is_enabled();
     out->window_ns = memobs_now_ns() - MEMOBS__LOAD(&memobs__g.window_start_ns.v);
-    pthread_mutex_lock(&memobs__g.lock);
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
-    for (s = memobs__g.shards; s; s = s->next) {
+    if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
+    for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
         for (i = 0; i < MEMOBS__NPHASE; i++) {
             memobs__xfer_sum(&by_phase[i]->h2d, s, i, MEMOBS_DIR_H2D);
             memobs__xfer_sum(&by_phase[i]->d2h, s, i, MEMOBS_DIR_D2H);
@@ -6484,17 +6511,14 @@ void memobs_get_summary(memobs_summary_t *out) {
             out->mem[c].live += a - fr; /* wraps back when summed over shards */
         }
     }
-    {
-        uint64_t cur[MEMOBS__ACCTS];
-        memobs__esc_read(cur); /* then the peaks, which the fold cannot lower */
-        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-            out->mem[c].current_bytes = cur[c];
-            out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.esc.peak[c].v);
-        }
+    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
+        out->mem[c].current_bytes = cur[c];
+        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.esc.peak[c].v); /* the fold cannot lower it */
     }
     for (c = 0; c < out->ncounters; c++) {
+        const char *h = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
         out->counters[c].name = memobs__g.counters[c].name;
-        out->counters[c].help = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
+        out->counters[c].help = h ? h : "";
     }
     for (i = 0; i < MEMOBS__ST_COUNT; i++) st[i] = MEMOBS__LOAD(&memobs__g.st[i].v) - memobs__g.st_base[i];
     for (i = 0; i < MEMOBS__NPHASE; i++) {
@@ -6507,7 +6531,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     }
     out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
     out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
-    out->manual.apart = memobs__g.apart != 0;
+    out->manual.apart = __atomic_load_n(&memobs__g.apart, __ATOMIC_RELAXED) != 0;
     for (i = 0; i < MEMOBS__NPHASE; i++) {
         memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
                            : i == MEMOBS_PHASE_DECODE ? &out->manual.decode : &out->manual.unphased;
@@ -6522,14 +6546,13 @@ void memobs_get_summary(memobs_summary_t *out) {
     memobs__hist_read(&memobs__g.ttft, &out->ttft);
     memobs__hist_read(&memobs__g.tpot, &out->tpot);
     memobs__hist_read(&memobs__g.e2e, &out->e2e);
-    out->identity = memobs__g.identity;
-    pthread_mutex_unlock(&memobs__g.lock);
+    memobs__str_read(out->identity.job_id, gid->job_id, sizeof out->identity.job_id);
+    memobs__str_read(out->identity.host, gid->host, sizeof out->identity.host);
+    out->identity.rank = __atomic_load_n(&gid->rank, __ATOMIC_RELAXED);
+    out->identity.local_rank = __atomic_load_n(&gid->local_rank, __ATOMIC_RELAXED);
+    out->identity.world_size = __atomic_load_n(&gid->world_size, __ATOMIC_RELAXED);
+    out->identity.pid = __atomic_load_n(&gid->pid, __ATOMIC_RELAXED);
     for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
-        memobs__mutex_lock(&memobs__g.req[i].lock);
-        out->requests_in_flight += memobs__g.req[i].n;
-        memobs__mutex_unlock(&memobs__g.req[i].lock);
-    }
     out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
     out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
     out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
@@ -6560,6 +6583,27 @@ void memobs_get_summary(memobs_summary_t *out) {
     out->track.traces = __atomic_load_n(&memobs__g.trk.ntraces.v, __ATOMIC_ACQUIRE);
     out->track.traces_dropped = st[MEMOBS__ST_TRACE_DROPPED];
     out->track.capacity = memobs__g.trk.capacity;
+}
+
+void memobs_get_summary(memobs_summary_t *out) {
+    uint64_t cur[MEMOBS__ACCTS];
+    uint32_t i;
+    if (!out) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL output pointer passed to a memobs_get_* call; ignored");
+        return;
+    }
+    memobs_init();
+    if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
+    memobs__req_sweep(); /* abandoned requests counted before the counts are read */
+    pthread_mutex_lock(&memobs__g.lock);
+    memobs__esc_read(cur);
+    memobs__summary_read(out, cur);
+    pthread_mutex_unlock(&memobs__g.lock);
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+        memobs__mutex_lock(&memobs__g.req[i].lock);
+        out->requests_in_flight += memobs__g.req[i].n;
+        memobs__mutex_unlock(&memobs__g.req[i].lock);
+    }
 }
 
 void memobs_reset(void) {
@@ -6593,54 +6637,578 @@ void memobs_reset(void) {
 /* Private: formatting and writers                                          */
 /* ======================================================================== */
 
+/* ---- One sink and one printf for every text writer ---------------------- */
+
+/* Where a writer's text goes: a string (a caller's buffer: what does not
+   fit is cut, and counted), a FILE, or a file descriptor (the crash
+   writer's). Bytes gather in buf; drain takes what buf cannot hold (NULL:
+   a string). All that formats into a sink (memobs__out_*, the summary and
+   Prometheus generators) is async-signal-safe, so that the crash writer
+   formats the same text with it, into a static buffer drained with
+   write(); the FILE's drain is named only where a FILE sink is made. */
+typedef struct memobs__out_s memobs__out_t;
+struct memobs__out_s {
+    char *buf;
+    size_t cap, n; /* buf's room, the bytes in it */
+    size_t total;  /* every byte produced, kept or cut (memobs_format_prometheus' length) */
+    void (*drain)(memobs__out_t *o, const char *s, size_t k);
+    FILE *f;              /* memobs__out_fwrite's */
+    int fd;               /* memobs__crash_drain's */
+    int err;              /* a string was cut; the descriptor failed or timed out */
+    uint64_t deadline_ns; /* memobs_now_ns() past which the descriptor is given up */
+};
+
+#define MEMOBS__OUT_BUF 4096 /* a FILE sink's buffer: one fwrite() per 4 KB */
+#define MEMOBS__F_LEFT 1u
+#define MEMOBS__F_PLUS 2u
+#define MEMOBS__F_ZERO 4u
+
+/* What memobs__out_write does not do inline: drain, or cut a string. */
+static void memobs__out_spill(memobs__out_t *o, const char *s, size_t k) {
+    while (k && !o->err) {
+        size_t c = o->cap - o->n;
+        if (c == 0) {
+            if (!o->drain) {
+                o->err = 1; /* a string: cut */
+            } else if (o->n) {
+                o->drain(o, o->buf, o->n);
+                o->n = 0;
+            } else {
+                o->drain(o, s, k); /* no buffer: straight through */
+                return;
+            }
+            continue;
+        }
+        if (c > k) c = k;
+        memcpy(o->buf + o->n, s, c);
+        o->n += c;
+        s += c;
+        k -= c;
+    }
+}
+
+static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
+    o->total += k;
+    if (k <= o->cap - o->n && !o->err) { /* the usual case: it fits */
+        memcpy(o->buf + o->n, s, k);
+        o->n += k;
+    } else {
+        memobs__out_spill(o, s, k);
+    }
+}
+
+static void memobs__out_str(memobs__out_t *o, const char *s) { memobs__out_write(o, s, strlen(s)); }
+
+/* A string sink on buf[len] (len 0: counts only); memobs__out_end ends it. */
+static void memobs__out_string(memobs__out_t *o, char *buf, size_t len) {
+    memset(o, 0, sizeof *o);
+    o->buf = len ? buf : NULL;
+    o->cap = buf && len ? len - 1 : 0;
+    o->fd = -1;
+}
+
+static void memobs__out_fwrite(memobs__out_t *o, const char *s, size_t k) { (void)fwrite(s, 1, k, o->f); }
+
+/* A FILE sink through buf[len] (NULL: each piece to the FILE's own buffer). */
+static void memobs__out_file(memobs__out_t *o, FILE *f, char *buf, size_t len) {
+    memset(o, 0, sizeof *o);
+    o->buf = buf;
+    o->cap = buf ? len : 0;
+    o->drain = memobs__out_fwrite;
+    o->f = f;
+    o->fd = -1;
+}
+
+/* Drains what is pending, or ends a string with its NUL; returns buf. */
+static const char *memobs__out_end(memobs__out_t *o) {
+    if (o->drain) {
+        if (o->n) o->drain(o, o->buf, o->n);
+        o->n = 0;
+    } else if (o->buf) {
+        o->buf[o->n] = 0;
+    }
+    return o->buf;
+}
+
+/* k bytes of c ('0' or ' '). */
+static void memobs__out_pad(memobs__out_t *o, char c, size_t k) {
+    static const char sp[17] = "                ", zs[17] = "0000000000000000";
+    while (k) {
+        size_t m = k < 16 ? k : 16;
+        memobs__out_write(o, c == '0' ? zs : sp, m);
+        k -= m;
+    }
+}
+
+/* Padding before a field of len bytes (a sign, "", "-" or "+", then the
+   body): spaces, or with MEMOBS__F_ZERO zeros after the sign;
+   memobs__out_pad_after ends it. */
+static void memobs__out_pad_before(memobs__out_t *o, const char *sign, size_t len, int width, unsigned flags) {
+    size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+    if (!(flags & MEMOBS__F_LEFT) && !(flags & MEMOBS__F_ZERO)) memobs__out_pad(o, ' ', pad);
+    memobs__out_write(o, sign, (size_t)(sign[0] != 0));
+    if (!(flags & MEMOBS__F_LEFT) && (flags & MEMOBS__F_ZERO)) memobs__out_pad(o, '0', pad);
+}
+static void memobs__out_pad_after(memobs__out_t *o, size_t len, int width, unsigned flags) {
+    if ((flags & MEMOBS__F_LEFT) && width > 0 && (size_t)width > len) memobs__out_pad(o, ' ', (size_t)width - len);
+}
+
+static void memobs__out_field(memobs__out_t *o, const char *sign, const char *body, size_t k, int width,
+                              unsigned flags) {
+    size_t len = (size_t)(sign[0] != 0) + k;
+    if (width <= 0 || (size_t)width <= len) { /* no padding */
+        if (sign[0]) memobs__out_write(o, sign, 1);
+        memobs__out_write(o, body, k);
+        return;
+    }
+    memobs__out_pad_before(o, sign, len, width, flags);
+    memobs__out_write(o, body, k);
+    memobs__out_pad_after(o, len, width, flags);
+}
+
+/* v in decimal, or hex, at the end of tmp[24]; returns its first digit. */
+static char *memobs__out_digits(char *tmp, uint64_t v, int hex) {
+    char *p = tmp + 23;
+    *p = 0;
+    if (hex) {
+        do *--p = "0123456789abcdef"[v & 15u];
+        while (v >>= 4);
+    } else {
+        do {
+            *--p = (char)('0' + (int)(v % 10u));
+            v /= 10u;
+        } while (v);
+    }
+    return p;
+}
+
+/* Rounds the digits p[0..*n) to their first keep, half to even on the
+   exact value (glibc's printf); a carry out of the first digit puts a
+   '1' at p[-1] (room the caller keeps) and moves the point one on.
+   Returns the first digit. */
+static char *memobs__dec_round(char *p, size_t *n, int *point, long keep) {
+    size_t i;
+    int up;
+    if (keep >= (long)*n) return p;
+    if (keep < 0) { /* below half of the last place kept */
+        *n = 0;
+        return p;
+    }
+    up = p[keep] > '5';
+    if (p[keep] == '5') {
+        for (i = (size_t)keep + 1; i < *n && p[i] == '0'; i++) {
+        }
+        up = i < *n || (keep > 0 && ((p[keep - 1] - '0') & 1));
+    }
+    *n = (size_t)keep;
+    if (!up) return p;
+    for (i = *n; i > 0 && p[i - 1] == '9'; i--) p[i - 1] = '0';
+    if (i > 0) {
+        p[i - 1]++;
+        return p;
+    }
+    *--p = '1';
+    (*n)++;
+    (*point)++;
+    return p;
+}
+
+/* The digits from..to of a number (p[0..n), the rest zeros). */
+static void memobs__out_run(memobs__out_t *o, const char *p, size_t n, long from, long to) {
+    if (from < 0 && from < to) {
+        long z = (to < 0 ? to : 0) - from;
+        memobs__out_pad(o, '0', (size_t)z);
+        from += z;
+    }
+    if (from < to && from < (long)n) {
+        long e = to < (long)n ? to : (long)n;
+        memobs__out_write(o, p + from, (size_t)(e - from));
+        from = e;
+    }
+    if (from < to) memobs__out_pad(o, '0', (size_t)(to - from));
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MEMOBS__NOINLINE __attribute__((noinline))
+#else
+#define MEMOBS__NOINLINE
+#endif
+
+/* %f, %e, %g of |v| = mant * 2^e (finite) from its exact decimal digits,
+   as glibc writes them: the integer mant * 2^e, or mant * 5^-e with the
+   point -e digits from its end, in base 10^9 (767 digits at most, for
+   2^-1074). Off the frame of memobs__out_printf (1.2 KB of stack). */
+static MEMOBS__NOINLINE void memobs__out_exact(memobs__out_t *o, const char *sign, uint64_t mant, int e, char conv,
+                                                int prec, int width, unsigned flags) {
+    uint32_t limb[90];
+    char d[1 + 90 * 9 + 1], *p = d + 1;
+    size_t nl = 0, n = 0, i, len;
+    int point = 1, x, style_e;
+    long frac;
+    if (mant) {
+        uint64_t m = mant;
+        int k;
+        do {
+            limb[nl++] = (uint32_t)(m % 1000000000u);
+            m /= 1000000000u;
+        } while (m);
+        for (k = e < 0 ? -e : e; k > 0;) {
+            int step = k < (e < 0 ? 13 : 29) ? k : (e < 0 ? 13 : 29), j;
+            uint64_t mul = 1, carry = 0;
+            for (j = 0; j < step; j++) mul *= e < 0 ? 5u : 2u;
+            for (i = 0; i < nl; i++) {
+                uint64_t t = (uint64_t)limb[i] * mul + carry;
+                limb[i] = (uint32_t)(t % 1000000000u);
+                carry = t / 1000000000u;
+            }
+            for (; carry; carry /= 1000000000u) limb[nl++] = (uint32_t)(carry % 1000000000u);
+            k -= step;
+        }
+        {
+            char tmp[24], *t = memobs__out_digits(tmp, limb[nl - 1], 0);
+            n = strlen(t);
+            memcpy(p, t, n);
+        }
+        for (i = nl - 1; i-- > 0; n += 9) {
+            uint32_t v = limb[i];
+            int j;
+            for (j = 8; j >= 0; j--, v /= 10u) p[n + (size_t)j] = (char)('0' + (int)(v % 10u));
+        }
+        point = (int)n + (e < 0 ? e : 0);
+    }
+    if (conv == 'g') {
+        if (prec == 0) prec = 1;
+        p = memobs__dec_round(p, &n, &point, prec);
+        x = point - 1;
+        style_e = x < -4 || x >= prec;
+        while (n > 0 && p[n - 1] == '0') n--; /* no trailing zeros */
+        frac = style_e ? (long)n - 1 : (long)n - point;
+        if (frac < 0) frac = 0;
+    } else {
+        style_e = conv == 'e';
+        p = memobs__dec_round(p, &n, &point, style_e ? prec + 1 : point + prec);
+        x = point - 1;
+        frac = prec;
+    }
+    if (!mant) x = 0;
+    if (style_e) {
+        int ax = x < 0 ? -x : x;
+        len = 1 + (frac ? 1 + (size_t)frac : 0) + 2 + (ax >= 100 ? 3 : 2);
+    } else {
+        len = (point > 0 ? (size_t)point : 1) + (frac ? 1 + (size_t)frac : 0);
+    }
+    memobs__out_pad_before(o, sign, (size_t)(sign[0] != 0) + len, width, flags);
+    if (style_e) {
+        char tmp[24], *t;
+        int ax = x < 0 ? -x : x;
+        memobs__out_run(o, p, n, 0, 1);
+        if (frac) {
+            memobs__out_write(o, ".", 1);
+            memobs__out_run(o, p, n, 1, 1 + frac);
+        }
+        memobs__out_write(o, x < 0 ? "e-" : "e+", 2);
+        t = memobs__out_digits(tmp, (uint64_t)ax, 0);
+        if (ax < 10) memobs__out_write(o, "0", 1);
+        memobs__out_str(o, t);
+    } else {
+        if (point > 0) memobs__out_run(o, p, n, 0, point);
+        else memobs__out_write(o, "0", 1);
+        if (frac) {
+            memobs__out_write(o, ".", 1);
+            memobs__out_run(o, p, n, point, point + frac);
+        }
+    }
+    memobs__out_pad_after(o, (size_t)(sign[0] != 0) + len, width, flags);
+}
+
+/* %f (precision 0 to 3, |v| below 2^64 and at least 2^-10 or so: the
+   writers' numbers) with 64-bit integers; the rest by memobs__out_exact. */
+static void memobs__out_float(memobs__out_t *o, double v, char conv, int prec, int width, unsigned flags) {
+    static const uint64_t scale[4] = {1u, 10u, 100u, 1000u};
+    uint64_t bits, mant;
+    const char *sign;
+    int e;
+    memcpy(&bits, &v, sizeof bits);
+    sign = bits >> 63 ? "-" : (flags & MEMOBS__F_PLUS) ? "+" : "";
+    e = (int)((bits >> 52) & 0x7ffu);
+    mant = bits & (((uint64_t)1 << 52) - 1u);
+    if (prec < 0) prec = 6;
+    if (e == 0x7ff) {
+        memobs__out_field(o, sign, mant ? "nan" : "inf", 3, width, flags & ~MEMOBS__F_ZERO);
+        return;
+    }
+    if (e) mant |= (uint64_t)1 << 52;
+    else e = 1;
+    e -= 1075; /* |v| = mant * 2^e */
+    if (conv == 'f' && prec <= 3 && (!mant || (e >= -62 && e <= 11))) {
+        char num[32], tmp[24], *t;
+        uint64_t ip, frac = 0;
+        size_t k;
+        if (e >= 0 || !mant) {
+            ip = mant << (e > 0 ? e : 0);
+        } else {
+            unsigned s = (unsigned)-e;
+            uint64_t m = mant * scale[prec], q = m >> s, rem = m & (((uint64_t)1 << s) - 1u), half = (uint64_t)1
+                                                                                                    << (s - 1u);
+            if (rem > half || (rem == half && (q & 1u))) q++;
+            ip = q / scale[prec];
+            frac = q % scale[prec];
+        }
+        t = memobs__out_digits(tmp, ip, 0);
+        k = strlen(t);
+        memcpy(num, t, k);
+        if (prec) {
+            int j;
+            num[k++] = '.';
+            for (j = prec - 1; j >= 0; j--, frac /= 10u) num[k + (size_t)j] = (char)('0' + (int)(frac % 10u));
+            k += (size_t)prec;
+        }
+        memobs__out_field(o, sign, num, k, width, flags);
+        return;
+    }
+    memobs__out_exact(o, sign, mant, e, conv, prec, width, flags);
+}
+
+/* printf into a sink, async-signal-safe, byte for byte as glibc's for
+   what it takes: %s %c %d %i %u %x %f %e %g %% with the flags - + 0, a
+   width, a precision and l, ll or z. Anything else is copied as written. */
+static void memobs__out_vprintf(memobs__out_t *o, const char *fmt, va_list ap) {
+    while (*fmt) {
+        const char *p = fmt, *s = "", *sign = "";
+        char num[24];
+        size_t k = 0;
+        unsigned flags = 0;
+        int width = 0, prec = -1, lng = 0;
+        while (*p && *p != '%') p++;
+        if (p > fmt) memobs__out_write(o, fmt, (size_t)(p - fmt));
+        if (!*p) break;
+        fmt = p;
+        for (p++;; p++) {
+            if (*p == '-') flags |= MEMOBS__F_LEFT;
+            else if (*p == '+') flags |= MEMOBS__F_PLUS;
+            else if (*p == '0') flags |= MEMOBS__F_ZERO;
+            else break;
+        }
+        while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
+        if (*p == '.')
+            for (prec = 0, p++; *p >= '0' && *p <= '9'; p++) prec = prec * 10 + (*p - '0');
+        if (*p == 'z') lng = 3, p++;
+        else
+            while (*p == 'l' && lng < 2) lng++, p++;
+        switch (*p) {
+        case 's':
+            s = va_arg(ap, const char *);
+            if (!s) s = "(null)";
+            if (prec < 0) k = strlen(s);
+            else
+                while (k < (size_t)prec && s[k]) k++;
+            memobs__out_field(o, "", s, k, width, flags & ~MEMOBS__F_ZERO);
+            break;
+        case 'c':
+            num[0] = (char)va_arg(ap, int);
+            memobs__out_field(o, "", num, 1, width, flags & ~MEMOBS__F_ZERO);
+            break;
+        case 'd':
+        case 'i': {
+            long long v = lng == 3   ? (long long)va_arg(ap, size_t)
+                          : lng == 2 ? va_arg(ap, long long)
+                          : lng == 1 ? (long long)va_arg(ap, long)
+                                     : (long long)va_arg(ap, int);
+            s = memobs__out_digits(num, v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v, 0);
+            sign = v < 0 ? "-" : (flags & MEMOBS__F_PLUS) ? "+" : "";
+            memobs__out_field(o, sign, s, (size_t)(num + 23 - s), width, flags);
+            break;
+        }
+        case 'u':
+        case 'x': {
+            unsigned long long v = lng == 3   ? (unsigned long long)va_arg(ap, size_t)
+                                   : lng == 2 ? va_arg(ap, unsigned long long)
+                                   : lng == 1 ? (unsigned long long)va_arg(ap, unsigned long)
+                                              : (unsigned long long)va_arg(ap, unsigned);
+            s = memobs__out_digits(num, (uint64_t)v, *p == 'x');
+            memobs__out_field(o, "", s, (size_t)(num + 23 - s), width, flags);
+            break;
+        }
+        case 'f':
+        case 'e':
+        case 'g':
+            memobs__out_float(o, va_arg(ap, double), *p, prec, width, flags);
+            break;
+        case '%':
+            memobs__out_write(o, "%", 1);
+            break;
+        default: /* not ours: as written */
+            memobs__out_write(o, fmt, (size_t)(p - fmt) + (*p ? 1u : 0u));
+            break;
+        }
+        fmt = *p ? p + 1 : p;
+    }
+}
+
+static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    memobs__out_vprintf(o, fmt, ap);
+    va_end(ap);
+}
+
+/* snprintf's twin (cut to len - 1 bytes); returns buf. */
+static const char *memobs__out_sprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static const char *memobs__out_sprintf(char *buf, size_t len, const char *fmt, ...) {
+    memobs__out_t o;
+    va_list ap;
+    memobs__out_string(&o, buf, len);
+    va_start(ap, fmt);
+    memobs__out_vprintf(&o, fmt, ap);
+    va_end(ap);
+    memobs__out_end(&o);
+    return buf;
+}
+
+/* A JSON string; a byte that is not UTF-8 becomes U+FFFD. Plain runs go
+   out whole. */
+static void memobs__out_json_str(memobs__out_t *o, const char *str) {
+    const unsigned char *p = (const unsigned char *)str, *run = p;
+    memobs__out_write(o, "\"", 1);
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        unsigned char c = *p;
+        char e[6];
+        if (k && c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+            p += k;
+            continue;
+        }
+        memobs__out_write(o, (const char *)run, (size_t)(p - run));
+        if (k == 0) {
+            memobs__out_write(o, "\xEF\xBF\xBD", 3);
+        } else if (c == '"' || c == '\\' || c == '\n' || c == '\t') {
+            e[0] = '\\';
+            e[1] = c == '\n' ? 'n' : c == '\t' ? 't' : (char)c;
+            memobs__out_write(o, e, 2);
+        } else {
+            memcpy(e, "\\u00", 4);
+            e[4] = "0123456789abcdef"[c >> 4];
+            e[5] = "0123456789abcdef"[c & 15u];
+            memobs__out_write(o, e, 6);
+        }
+        p += k ? k : 1;
+        run = p;
+    }
+    memobs__out_write(o, (const char *)run, (size_t)(p - run));
+    memobs__out_write(o, "\"", 1);
+}
+
+/* For the writers that print to a FILE (Stormlog). */
+static void memobs__json_str(FILE *f, const char *s) {
+    memobs__out_t o;
+    memobs__out_file(&o, f, NULL, 0);
+    memobs__out_json_str(&o, s);
+}
+
+/* s escaped for a Prometheus HELP text (backslash, newline) or, with
+   quote, a label value (also the double quote); a byte that is not UTF-8
+   becomes U+FFFD. */
+static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    while (*p) {
+        size_t k = memobs__utf8_len(p);
+        if (k && *p != '\\' && *p != '\n' && !(*p == '"' && quote)) {
+            p += k;
+            continue;
+        }
+        memobs__out_write(o, (const char *)run, (size_t)(p - run));
+        if (*p == '\\') memobs__out_write(o, "\\\\", 2);
+        else if (*p == '\n') memobs__out_write(o, "\\n", 2);
+        else if (*p == '"') memobs__out_write(o, "\\\"", 2);
+        else memobs__out_write(o, "\xEF\xBF\xBD", 3);
+        p += k ? k : 1;
+        run = p;
+    }
+    memobs__out_write(o, (const char *)run, (size_t)(p - run));
+}
+
+/* ---- Units ------------------------------------------------------------- */
+
 const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
     static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
     double v = (double)bytes;
     unsigned u = 0;
     if (!buf || len == 0) return "";
-    if (bytes < 1000) {
-        snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-        return buf;
-    }
+    if (bytes < 1000) return memobs__out_sprintf(buf, len, "%llu B", (unsigned long long)bytes);
     v /= 1000.0;
     while (v >= 999.995 && u < 5) {
         v /= 1000.0;
         u++;
     }
-    snprintf(buf, len, "%.2f %s", v, unit[u]);
-    return buf;
+    return memobs__out_sprintf(buf, len, "%.2f %s", v, unit[u]);
 }
 
 const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len) {
     if (!buf || len == 0) return "";
-    if (ns < 1000) snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-    else if (ns < 999995ull) snprintf(buf, len, "%.2f us", (double)ns / 1e3);
-    else if (ns < 999995000ull) snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
-    else snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    return buf;
+    if (ns < 1000) return memobs__out_sprintf(buf, len, "%llu ns", (unsigned long long)ns);
+    if (ns < 999995ull) return memobs__out_sprintf(buf, len, "%.2f us", (double)ns / 1e3);
+    if (ns < 999995000ull) return memobs__out_sprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+    return memobs__out_sprintf(buf, len, "%.2f s", (double)ns / 1e9);
 }
 
-/* A JSON string; a byte that is not UTF-8 becomes U+FFFD. */
-static void memobs__json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    while (*s) {
-        unsigned char c = (unsigned char)*s;
-        size_t k = memobs__utf8_len((const unsigned char *)s);
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-        else if (k == 1) fputc(c, f);
-        else if (k == 0) fputs("\xEF\xBF\xBD", f);
-        else fwrite(s, 1, k, f);
-        s += k ? k : 1;
+/* ---- The summary ------------------------------------------------------- */
+
+/* What the summary and Prometheus generators format: the summary's
+   figures, the regions (a copy, or each read as written), the host-memory
+   piece, and at a crash its signal. One generator per output serves the
+   normal writers and the crash writer alike: the crash's outputs are the
+   normal ones with its marks, less host memory (read under locks). */
+typedef struct {
+    memobs_summary_t s;
+    memobs_region_stats_t *regions; /* NULL: memobs__region_read, lock-free (the crash writer) */
+    uint32_t nregions;
+    int sig;             /* the crash's signal, else 0 */
+    const char *signame; /* its name ("SIGSEGV"), or "" */
+    char host[1024];     /* the host-memory line or JSON member (memobs__leak_write), or "" */
+} memobs__figs_t;
+
+static void memobs__figs_region(const memobs__figs_t *p, uint32_t i, memobs_region_stats_t *r) {
+    if (p->regions) *r = p->regions[i];
+    else memobs__region_read(i, r);
+}
+
+static void memobs__leak_write(memobs__out_t *o, int json);
+
+/* The figures now, outside a crash: memobs_get_summary, a copy of
+   memobs_get_regions, and the host-memory piece as format host has it
+   (MEMOBS_FORMAT_TEXT or _JSON; -1: none). memobs__figs_free after. */
+static int memobs__figs_get(memobs__figs_t *p, int host) {
+    memobs_region_stats_t *r;
+    size_t want, n;
+    memobs_get_summary(&p->s);
+    want = memobs_get_regions(NULL, 0);
+    r = (memobs_region_stats_t *)MEMOBS_MALLOC((want ? want : 1) * sizeof *r);
+    if (!r) return MEMOBS_ERR_NOMEM;
+    n = memobs_get_regions(r, want);
+    p->regions = r;
+    p->nregions = (uint32_t)(n < want ? n : want);
+    p->sig = 0;
+    p->signame = "";
+    p->host[0] = 0;
+    if (host >= 0) {
+        memobs__out_t o;
+        memobs__out_string(&o, p->host, sizeof p->host);
+        memobs__leak_write(&o, host == MEMOBS_FORMAT_JSON);
+        memobs__out_end(&o);
+        if (o.err) p->host[0] = 0; /* never cut JSON */
     }
-    fputc('"', f);
+    return MEMOBS_OK;
 }
 
-static void memobs__text_xfer(FILE *f, const memobs_xfer_t *x) {
+static void memobs__figs_free(memobs__figs_t *p) {
+    if (p->regions) MEMOBS_FREE(p->regions);
+    p->regions = NULL;
+}
+
+static void memobs__text_xfer(memobs__out_t *o, const memobs_xfer_t *x) {
     char b[32];
-    fprintf(f, " | %10s %8llu", memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
+    memobs__out_printf(o, " | %10s %8llu", memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
 }
 
 /* Whether the writers show manual vs observed: records are apart, or
@@ -6651,7 +7219,7 @@ static int memobs__manual_shown(const memobs_summary_t *s) {
 
 /* Manual vs observed (memobs_manual_apart): per direction, the observed
    transfers, the program's own records and manual minus observed. */
-static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
+static void memobs__text_manual(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const dname[3] = {"H2D", "D2H", "D2D"};
     const memobs_xfer_t *obs[3], *man[3];
     char b[32];
@@ -6659,17 +7227,17 @@ static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
     if (!memobs__manual_shown(s)) return;
     obs[0] = &s->total.h2d; obs[1] = &s->total.d2h; obs[2] = &s->total.d2d;
     man[0] = &s->manual.total.h2d; man[1] = &s->manual.total.d2h; man[2] = &s->manual.total.d2d;
-    fprintf(f, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n", "check",
-            "observed", "ops", "manual", "ops", "manual-obs", "ops");
+    memobs__out_printf(o, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n",
+                       "check", "observed", "ops", "manual", "ops", "manual-obs", "ops");
     for (d = 0; d < 3; d++) {
         uint64_t mb = man[d]->bytes, ob = obs[d]->bytes;
         long long dc = (long long)(man[d]->count - obs[d]->count);
-        fprintf(f, "  %-5s", dname[d]);
-        memobs__text_xfer(f, obs[d]);
-        memobs__text_xfer(f, man[d]);
+        memobs__out_printf(o, "  %-5s", dname[d]);
+        memobs__text_xfer(o, obs[d]);
+        memobs__text_xfer(o, man[d]);
         b[0] = mb == ob ? ' ' : mb > ob ? '+' : '-';
         memobs_fmt_bytes(mb >= ob ? mb - ob : ob - mb, b + 1, sizeof b - 1);
-        fprintf(f, " | %11s %+9lld\n", b, dc);
+        memobs__out_printf(o, " | %11s %+9lld\n", b, dc);
     }
     for (d = 0; d < 3; d++) { /* a direction whose phases disagree: both splits */
         const memobs_dirs_t *op[3], *mp[3];
@@ -6684,58 +7252,74 @@ static void memobs__text_manual(FILE *f, const memobs_summary_t *s) {
             same &= x[p]->bytes == x[3 + p]->bytes;
         }
         if (same) continue;
-        fprintf(f, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, decode %s, "
-                "unphased %s\n", dname[d], memobs_fmt_bytes(x[0]->bytes, b, sizeof b),
-                memobs_fmt_bytes(x[1]->bytes, b2, sizeof b2), memobs_fmt_bytes(x[2]->bytes, b3, sizeof b3),
-                memobs_fmt_bytes(x[3]->bytes, b4, sizeof b4), memobs_fmt_bytes(x[4]->bytes, b5, sizeof b5),
-                memobs_fmt_bytes(x[5]->bytes, b6, sizeof b6));
+        memobs__out_printf(o, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, "
+                           "decode %s, unphased %s\n", dname[d], memobs_fmt_bytes(x[0]->bytes, b, sizeof b),
+                           memobs_fmt_bytes(x[1]->bytes, b2, sizeof b2), memobs_fmt_bytes(x[2]->bytes, b3, sizeof b3),
+                           memobs_fmt_bytes(x[3]->bytes, b4, sizeof b4), memobs_fmt_bytes(x[4]->bytes, b5, sizeof b5),
+                           memobs_fmt_bytes(x[5]->bytes, b6, sizeof b6));
     }
 }
 
-static void memobs__text_latency(FILE *f, const char *name, const memobs_latency_t *l) {
+static void memobs__text_latency(memobs__out_t *o, const char *name, const memobs_latency_t *l) {
     const uint64_t *v[6];
     char b[32];
     unsigned i;
     v[0] = &l->mean_ns; v[1] = &l->p50_ns; v[2] = &l->p90_ns;
     v[3] = &l->p99_ns;  v[4] = &l->max_ns; v[5] = &l->last_ns;
-    fprintf(f, "  %-5s %8llu", name, (unsigned long long)l->count);
-    for (i = 0; i < 6; i++) fprintf(f, " %10s", l->count ? memobs_fmt_ns(*v[i], b, sizeof b) : "-");
-    fputc('\n', f);
+    memobs__out_printf(o, "  %-5s %8llu", name, (unsigned long long)l->count);
+    for (i = 0; i < 6; i++) memobs__out_printf(o, " %10s", l->count ? memobs_fmt_ns(*v[i], b, sizeof b) : "-");
+    memobs__out_write(o, "\n", 1);
+}
+
+/* Misuse and overflow, counted rather than fatal: the Prometheus label
+   and the text summary's words, in one order (memobs__problem_counts). */
+#define MEMOBS__NPROBLEMS 20
+static const char *const memobs__problem_name[MEMOBS__NPROBLEMS][2] = {
+    {"requests_dropped", "requests dropped untimed (table full: the longest idle made room)"},
+    {"requests_unknown", "token/end for ids not in flight"},
+    {"requests_duplicate", "duplicate begins"},
+    {"ttft_unmatched", "TTFT stops without a start"},
+    {"tpot_unarmed", "TPOT steps before a first token"},
+    {"bad_records", "bad records"},
+    {"untracked_threads", "records via the shared shard (no per-thread shard)"},
+    {"frees_unknown", "unmatched frees (pointer not tracked)"},
+    {"frees_double", "double frees"},
+    {"allocs_null", "NULL allocations"},
+    {"allocs_zero", "zero-byte allocations"},
+    {"allocs_duplicate", "allocations of a live pointer (missed free)"},
+    {"allocs_bad_kind", "allocations of a bad kind"},
+    {"allocs_untracked", "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)"},
+    {"frees_untracked", "frees of untracked allocations (current bytes may be overstated)"},
+    {"traces_dropped", "allocations whose trace was not kept (trace table full)"},
+    {"region_unmatched_ends", "region ends with no region open"},
+    {"region_too_deep", "regions nested beyond MEMOBS_REGION_DEPTH (not timed)"},
+    {"region_names_dropped", "regions and markers filed under \"(other)\" (no name kept)"},
+    {"signal_dropped", "calls refused in a signal handler that interrupted memobs"}};
+
+static void memobs__problem_counts(const memobs_summary_t *s, uint64_t *v) {
+    const memobs_track_problems_t *t = &s->track;
+    v[0] = s->requests_dropped; v[1] = s->requests_unknown; v[2] = s->requests_duplicate; v[3] = s->ttft_unmatched;
+    v[4] = s->tpot_unarmed; v[5] = s->bad_records; v[6] = s->untracked_threads; v[7] = t->frees_unknown;
+    v[8] = t->frees_double; v[9] = t->allocs_null; v[10] = t->allocs_zero; v[11] = t->allocs_duplicate;
+    v[12] = t->allocs_bad_kind; v[13] = t->untracked; v[14] = t->untracked_frees; v[15] = t->traces_dropped;
+    v[16] = s->region_unmatched_ends; v[17] = s->region_too_deep; v[18] = s->region_names_dropped;
+    v[19] = s->signal_dropped;
 }
 
 /* One line naming every kind of misuse seen in the window, if any. */
-static void memobs__text_problems(FILE *f, const memobs_summary_t *s) {
-    const memobs_track_problems_t *t = &s->track;
-    const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
-                            s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
-                            t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
-                            t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
-                            s->region_too_deep, s->region_names_dropped, s->signal_dropped};
-    static const char *const what[20] = {"requests dropped untimed (table full: the longest idle made room)",
-                                         "token/end for ids not in flight",
-                                         "duplicate begins", "TTFT stops without a start",
-                                         "TPOT steps before a first token", "bad records",
-                                         "records via the shared shard (no per-thread shard)",
-                                         "unmatched frees (pointer not tracked)", "double frees",
-                                         "NULL allocations", "zero-byte allocations",
-                                         "allocations of a live pointer (missed free)", "allocations of a bad kind",
-                                         "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)",
-                                         "frees of untracked allocations (current bytes may be overstated)",
-                                         "allocations whose trace was not kept (trace table full)",
-                                         "region ends with no region open",
-                                         "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
-                                         "regions and markers filed under \"(other)\" (no name kept)",
-                                         "calls refused in a signal handler that interrupted memobs"};
+static void memobs__text_problems(memobs__out_t *o, const memobs_summary_t *s) {
+    uint64_t v[MEMOBS__NPROBLEMS];
     unsigned i, n = 0;
-    for (i = 0; i < 20; i++) {
-        if (!v[i]) continue;
-        fprintf(f, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
-    }
-    if (n) fputc('\n', f);
+    memobs__problem_counts(s, v);
+    for (i = 0; i < MEMOBS__NPROBLEMS; i++)
+        if (v[i])
+            memobs__out_printf(o, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i],
+                               memobs__problem_name[i][1]);
+    if (n) memobs__out_write(o, "\n", 1);
 }
 
 /* Copies timed on the device, a row per direction and phase that has any. */
-static void memobs__text_timed(FILE *f, const memobs_summary_t *s) {
+static void memobs__text_timed(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const dname[3] = {"H2D", "D2H", "D2D"};
     static const char *const pname[3] = {"unphased", "prefill", "decode"};
     char b[32], t[32];
@@ -6745,80 +7329,57 @@ static void memobs__text_timed(FILE *f, const memobs_summary_t *s) {
             const memobs_timed_t *x = &s->timed[p][d];
             if (!x->count) continue;
             if (!rows++)
-                fprintf(f, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time", "GB/s");
-            fprintf(f, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
-                    memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count,
-                    memobs_fmt_ns(x->ns, t, sizeof t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+                memobs__out_printf(o, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time",
+                                   "GB/s");
+            memobs__out_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
+                               memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count,
+                               memobs_fmt_ns(x->ns, t, sizeof t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
         }
     }
     if (rows || s->timed_in_flight_copies)
-        fprintf(f, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
-                (unsigned long long)s->timed_in_flight_copies, memobs_fmt_bytes(s->timed_in_flight_bytes, b, sizeof b));
-}
-
-/* The writers' copy of memobs_get_regions (MEMOBS_MALLOC); *n entries. */
-static memobs_region_stats_t *memobs__regions_copy(size_t *n) {
-    size_t want = memobs_get_regions(NULL, 0);
-    memobs_region_stats_t *r = (memobs_region_stats_t *)MEMOBS_MALLOC((want ? want : 1) * sizeof *r);
-    *n = 0;
-    if (r) {
-        *n = memobs_get_regions(r, want);
-        if (*n > want) *n = want;
-    }
-    return r;
+        memobs__out_printf(o, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
+                           (unsigned long long)s->timed_in_flight_copies,
+                           memobs_fmt_bytes(s->timed_in_flight_bytes, b, sizeof b));
 }
 
 /* Regions ended or markers set in the window, one row per name. */
-static void memobs__text_regions(FILE *f) {
-    size_t n, i, rows = 0;
-    memobs_region_stats_t *r = memobs__regions_copy(&n);
-    char b[4][32];
-    if (!r) return;
-    for (i = 0; i < n; i++) {
-        const memobs_region_stats_t *x = &r[i];
-        if (!x->count && !x->marks) continue;
+static void memobs__text_regions(memobs__out_t *o, const memobs__figs_t *p) {
+    uint32_t i, rows = 0;
+    char b[3][32];
+    for (i = 0; i < p->nregions; i++) {
+        memobs_region_stats_t x;
+        memobs__figs_region(p, i, &x);
+        if (!x.count && !x.marks) continue;
         if (!rows++)
-            fprintf(f, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max", "markers");
-        fprintf(f, "  %-32s %8llu %10s %10s %10s %8llu\n", x->name, (unsigned long long)x->count,
-                x->timed ? memobs_fmt_ns(x->total_ns, b[0], sizeof b[0]) : "-",
-                x->timed ? memobs_fmt_ns(x->total_ns / x->timed, b[1], sizeof b[1]) : "-",
-                x->timed ? memobs_fmt_ns(x->max_ns, b[2], sizeof b[2]) : "-", (unsigned long long)x->marks);
+            memobs__out_printf(o, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max",
+                               "markers");
+        memobs__out_printf(o, "  %-32s %8llu %10s %10s %10s %8llu\n", x.name, (unsigned long long)x.count,
+                           x.timed ? memobs_fmt_ns(x.total_ns, b[0], sizeof b[0]) : "-",
+                           x.timed ? memobs_fmt_ns(x.total_ns / x.timed, b[1], sizeof b[1]) : "-",
+                           x.timed ? memobs_fmt_ns(x.max_ns, b[2], sizeof b[2]) : "-", (unsigned long long)x.marks);
     }
-    MEMOBS_FREE(r);
 }
 
-static void memobs__json_regions(FILE *f) {
-    size_t n, i, k = 0;
-    memobs_region_stats_t *r = memobs__regions_copy(&n);
-    fputs(",\"regions\":[", f);
-    for (i = 0; r && i < n; i++) {
-        const memobs_region_stats_t *x = &r[i];
-        if (!x->count && !x->marks) continue;
-        fputs(k++ ? ",{\"name\":" : "{\"name\":", f);
-        memobs__json_str(f, x->name);
-        fprintf(f, ",\"count\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"max_ns\":%llu,"
-                "\"marks\":%llu,\"collective\":%s}", (unsigned long long)x->count, (unsigned long long)x->timed,
-                (unsigned long long)x->total_ns, (unsigned long long)(x->timed ? x->total_ns / x->timed : 0),
-                (unsigned long long)x->max_ns, (unsigned long long)x->marks, x->collective ? "true" : "false");
-    }
-    fputc(']', f);
-    if (r) MEMOBS_FREE(r);
-}
-
-static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
+/* The text summary; at a crash, a first line that says so. */
+static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
+    const memobs_summary_t *s = &p->s;
     const memobs_dirs_t *cols[4];
     char b[32];
     unsigned d, c;
     cols[0] = &s->total; cols[1] = &s->prefill; cols[2] = &s->decode; cols[3] = &s->unphased;
-    fprintf(f, "== memobs summary == job %s  rank %d/%d (local %d)  host %s  pid %lld  window %s%s\n",
-            s->identity.job_id[0] ? s->identity.job_id : "-", (int)s->identity.rank, (int)s->identity.world_size,
-            (int)s->identity.local_rank, s->identity.host, (long long)s->identity.pid,
-            memobs_fmt_ns(s->window_ns, b, sizeof b), s->enabled ? "" : "  [disabled]");
-    fprintf(f, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill", "ops",
-            "decode", "ops", "unphased", "ops");
+    if (p->sig)
+        memobs__out_printf(o, "== memobs crash summary == written at a crash (signal %d%s%s) by its signal handler; "
+                           "host memory left out\n", p->sig, p->signame[0] ? ", " : "", p->signame);
+    memobs__out_printf(o, "== memobs summary == job %s  rank %d/%d (local %d)  host %s  pid %lld  window %s%s\n",
+                       s->identity.job_id[0] ? s->identity.job_id : "-", (int)s->identity.rank,
+                       (int)s->identity.world_size, (int)s->identity.local_rank, s->identity.host,
+                       (long long)s->identity.pid, memobs_fmt_ns(s->window_ns, b, sizeof b),
+                       s->enabled ? "" : "  [disabled]");
+    memobs__out_printf(o, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill",
+                       "ops", "decode", "ops", "unphased", "ops");
     for (d = 0; d < 4; d++) {
-        fprintf(f, "  %-5s", dname[d]);
+        memobs__out_printf(o, "  %-5s", dname[d]);
         for (c = 0; c < 4; c++) {
             memobs_xfer_t all;
             const memobs_xfer_t *x;
@@ -6829,188 +7390,231 @@ static void memobs__write_text(FILE *f, const memobs_summary_t *s) {
                 all.count = cols[c]->h2d.count + cols[c]->d2h.count + cols[c]->d2d.count;
                 x = &all;
             }
-            memobs__text_xfer(f, x);
+            memobs__text_xfer(o, x);
         }
-        fputc('\n', f);
+        memobs__out_write(o, "\n", 1);
     }
-    memobs__text_manual(f, s);
-    memobs__text_timed(f, s);
-    fprintf(f, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99", "max",
-            "last");
-    memobs__text_latency(f, "TTFT", &s->ttft);
-    memobs__text_latency(f, "TPOT", &s->tpot);
-    memobs__text_latency(f, "E2E", &s->e2e);
-    fprintf(f, "  requests: %llu begun, %llu completed, %llu aborted, %llu abandoned, %llu in flight\n",
-            (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
-            (unsigned long long)s->requests_in_flight);
+    memobs__text_manual(o, s);
+    memobs__text_timed(o, s);
+    memobs__out_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
+                       "max", "last");
+    memobs__text_latency(o, "TTFT", &s->ttft);
+    memobs__text_latency(o, "TPOT", &s->tpot);
+    memobs__text_latency(o, "E2E", &s->e2e);
+    memobs__out_printf(o, "  requests: %llu begun, %llu completed, %llu aborted, %llu abandoned, %llu in flight\n",
+                       (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
+                       (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+                       (unsigned long long)s->requests_in_flight);
     if (s->tracking) {
         static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
         char b2[32], b3[32];
-        fprintf(f, "  %-7s | %10s %10s | %8s %8s %8s %10s\n", "memory", "current", "peak", "live", "allocs", "frees",
-                "allocated");
+        memobs__out_printf(o, "  %-7s | %10s %10s | %8s %8s %8s %10s\n", "memory", "current", "peak", "live",
+                           "allocs", "frees", "allocated");
         for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
             const memobs_mem_stats_t *m = &s->mem[c];
             if (!m->live && !m->allocs && !m->frees && !m->current_bytes) continue;
-            fprintf(f, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
-                    memobs_fmt_bytes(m->current_bytes, b, sizeof b), memobs_fmt_bytes(m->peak_bytes, b2, sizeof b2),
-                    (unsigned long long)m->live, (unsigned long long)m->allocs, (unsigned long long)m->frees,
-                    memobs_fmt_bytes(m->alloc_bytes, b3, sizeof b3));
+            memobs__out_printf(o, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
+                               memobs_fmt_bytes(m->current_bytes, b, sizeof b),
+                               memobs_fmt_bytes(m->peak_bytes, b2, sizeof b2), (unsigned long long)m->live,
+                               (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                               memobs_fmt_bytes(m->alloc_bytes, b3, sizeof b3));
         }
         for (c = 0; c < MEMOBS_MEM_KINDS; c++)
             if (s->mem[c].pending_frees)
-                fprintf(f, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream (not reusable)\n",
-                        kname[c], (unsigned long long)s->mem[c].pending_frees,
-                        memobs_fmt_bytes(s->mem[c].pending_bytes, b, sizeof b));
-        fprintf(f, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
-                (unsigned long long)s->track.capacity, s->track.untracked_live ? ", some allocations untracked" : "");
+                memobs__out_printf(o, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream "
+                                   "(not reusable)\n", kname[c], (unsigned long long)s->mem[c].pending_frees,
+                                   memobs_fmt_bytes(s->mem[c].pending_bytes, b, sizeof b));
+        memobs__out_printf(o, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
+                           (unsigned long long)s->track.capacity,
+                           s->track.untracked_live ? ", some allocations untracked" : "");
     }
     if (s->ncounters) {
-        fprintf(f, "  counters:\n");
+        memobs__out_str(o, "  counters:\n");
         for (c = 0; c < s->ncounters; c++)
-            fprintf(f, "    %-32s %20llu%s%s\n", s->counters[c].name, (unsigned long long)s->counters[c].value,
-                    s->counters[c].help[0] ? "  " : "", s->counters[c].help);
+            memobs__out_printf(o, "    %-32s %20llu%s%s\n", s->counters[c].name,
+                               (unsigned long long)s->counters[c].value, s->counters[c].help[0] ? "  " : "",
+                               s->counters[c].help);
     }
-    memobs__text_regions(f);
-    memobs__leak_text(f);
-    memobs__text_problems(f, s);
+    memobs__text_regions(o, p);
+    memobs__out_str(o, p->host);
+    memobs__text_problems(o, s);
 }
 
-static void memobs__json_dirs(FILE *f, const char *name, const memobs_dirs_t *d) {
-    fprintf(f,
-            "\"%s\":{\"h2d_bytes\":%llu,\"h2d_count\":%llu,\"d2h_bytes\":%llu,\"d2h_count\":%llu,"
-            "\"d2d_bytes\":%llu,\"d2d_count\":%llu}",
-            name, (unsigned long long)d->h2d.bytes, (unsigned long long)d->h2d.count,
-            (unsigned long long)d->d2h.bytes, (unsigned long long)d->d2h.count, (unsigned long long)d->d2d.bytes,
-            (unsigned long long)d->d2d.count);
+static void memobs__json_dirs(memobs__out_t *o, const char *name, const memobs_dirs_t *d) {
+    memobs__out_printf(o,
+                       "\"%s\":{\"h2d_bytes\":%llu,\"h2d_count\":%llu,\"d2h_bytes\":%llu,\"d2h_count\":%llu,"
+                       "\"d2d_bytes\":%llu,\"d2d_count\":%llu}",
+                       name, (unsigned long long)d->h2d.bytes, (unsigned long long)d->h2d.count,
+                       (unsigned long long)d->d2h.bytes, (unsigned long long)d->d2h.count,
+                       (unsigned long long)d->d2d.bytes, (unsigned long long)d->d2d.count);
 }
 
-static void memobs__json_latency(FILE *f, const char *name, const memobs_latency_t *l) {
-    fprintf(f,
-            "\"%s\":{\"count\":%llu,\"last_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,"
-            "\"p99_ns\":%llu,\"max_ns\":%llu}",
-            name, (unsigned long long)l->count, (unsigned long long)l->last_ns, (unsigned long long)l->mean_ns,
-            (unsigned long long)l->p50_ns, (unsigned long long)l->p90_ns, (unsigned long long)l->p99_ns,
-            (unsigned long long)l->max_ns);
+static void memobs__json_latency(memobs__out_t *o, const char *name, const memobs_latency_t *l) {
+    memobs__out_printf(o,
+                       "\"%s\":{\"count\":%llu,\"last_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,"
+                       "\"p99_ns\":%llu,\"max_ns\":%llu}",
+                       name, (unsigned long long)l->count, (unsigned long long)l->last_ns,
+                       (unsigned long long)l->mean_ns, (unsigned long long)l->p50_ns, (unsigned long long)l->p90_ns,
+                       (unsigned long long)l->p99_ns, (unsigned long long)l->max_ns);
 }
 
-static void memobs__json_memory(FILE *f, const memobs_summary_t *s) {
+static void memobs__json_memory(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
     const memobs_track_problems_t *t = &s->track;
     unsigned k;
-    fputs("\"memory\":{", f);
+    memobs__out_str(o, "\"memory\":{");
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
         const memobs_mem_stats_t *m = &s->mem[k];
-        fprintf(f, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
-                "\"frees\":%llu,\"alloc_bytes\":%llu,\"pending_frees\":%llu,\"pending_bytes\":%llu}", k ? "," : "",
-                kname[k], (unsigned long long)m->current_bytes, (unsigned long long)m->peak_bytes,
-                (unsigned long long)m->live, (unsigned long long)m->allocs, (unsigned long long)m->frees,
-                (unsigned long long)m->alloc_bytes, (unsigned long long)m->pending_frees,
-                (unsigned long long)m->pending_bytes);
+        memobs__out_printf(o, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
+                           "\"frees\":%llu,\"alloc_bytes\":%llu,\"pending_frees\":%llu,\"pending_bytes\":%llu}",
+                           k ? "," : "", kname[k], (unsigned long long)m->current_bytes,
+                           (unsigned long long)m->peak_bytes, (unsigned long long)m->live,
+                           (unsigned long long)m->allocs, (unsigned long long)m->frees,
+                           (unsigned long long)m->alloc_bytes, (unsigned long long)m->pending_frees,
+                           (unsigned long long)m->pending_bytes);
     }
-    fprintf(f, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
-            "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
-            "\"allocs_duplicate\":%llu,\"allocs_bad_kind\":%llu,\"untracked\":%llu,\"untracked_bytes\":%llu,"
-            "\"untracked_live\":%llu,\"untracked_frees\":%llu,\"traces_dropped\":%llu}",
-            s->tracking ? "true" : "false", (unsigned long long)t->traces, (unsigned long long)t->capacity,
-            (unsigned long long)t->frees_unknown, (unsigned long long)t->frees_double,
-            (unsigned long long)t->frees_null, (unsigned long long)t->allocs_null, (unsigned long long)t->allocs_zero,
-            (unsigned long long)t->allocs_duplicate, (unsigned long long)t->allocs_bad_kind,
-            (unsigned long long)t->untracked, (unsigned long long)t->untracked_bytes,
-            (unsigned long long)t->untracked_live, (unsigned long long)t->untracked_frees,
-            (unsigned long long)t->traces_dropped);
+    memobs__out_printf(o, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
+                       "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
+                       "\"allocs_duplicate\":%llu,\"allocs_bad_kind\":%llu,\"untracked\":%llu,"
+                       "\"untracked_bytes\":%llu,\"untracked_live\":%llu,\"untracked_frees\":%llu,"
+                       "\"traces_dropped\":%llu}",
+                       s->tracking ? "true" : "false", (unsigned long long)t->traces,
+                       (unsigned long long)t->capacity, (unsigned long long)t->frees_unknown,
+                       (unsigned long long)t->frees_double, (unsigned long long)t->frees_null,
+                       (unsigned long long)t->allocs_null, (unsigned long long)t->allocs_zero,
+                       (unsigned long long)t->allocs_duplicate, (unsigned long long)t->allocs_bad_kind,
+                       (unsigned long long)t->untracked, (unsigned long long)t->untracked_bytes,
+                       (unsigned long long)t->untracked_live, (unsigned long long)t->untracked_frees,
+                       (unsigned long long)t->traces_dropped);
 }
 
-static void memobs__json_timed(FILE *f, const memobs_summary_t *s) {
+static void memobs__json_timed(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const dname[3] = {"h2d", "d2h", "d2d"};
     static const char *const pname[3] = {"unphased", "prefill", "decode"};
     unsigned p, d;
-    fputs("\"timed\":{", f);
+    memobs__out_str(o, "\"timed\":{");
     for (p = 0; p < MEMOBS_PHASES; p++) {
-        fprintf(f, "\"%s\":{", pname[p]);
+        memobs__out_printf(o, "\"%s\":{", pname[p]);
         for (d = 0; d < MEMOBS_DIRS; d++)
-            fprintf(f, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
-                    (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
-                    (unsigned long long)s->timed[p][d].ns);
-        fputs("},", f);
+            memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
+                               (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
+                               (unsigned long long)s->timed[p][d].ns);
+        memobs__out_str(o, "},");
     }
-    fprintf(f, "\"in_flight_copies\":%llu,\"in_flight_bytes\":%llu}", (unsigned long long)s->timed_in_flight_copies,
-            (unsigned long long)s->timed_in_flight_bytes);
+    memobs__out_printf(o, "\"in_flight_copies\":%llu,\"in_flight_bytes\":%llu}",
+                       (unsigned long long)s->timed_in_flight_copies, (unsigned long long)s->timed_in_flight_bytes);
 }
 
-static void memobs__write_json(FILE *f, const memobs_summary_t *s) {
-    uint32_t c;
-    fprintf(f, "{\"memobs_version\":\"%s\",\"identity\":{\"job_id\":", MEMOBS_VERSION);
-    if (s->identity.job_id[0]) memobs__json_str(f, s->identity.job_id);
-    else fputs("null", f);
-    fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"host\":", (int)s->identity.rank,
-            (int)s->identity.local_rank, (int)s->identity.world_size);
-    memobs__json_str(f, s->identity.host);
-    fprintf(f, ",\"pid\":%lld},\"enabled\":%s,\"window_ns\":%llu,", (long long)s->identity.pid,
-            s->enabled ? "true" : "false", (unsigned long long)s->window_ns);
-    memobs__json_dirs(f, "total", &s->total);
-    fputc(',', f);
-    memobs__json_dirs(f, "prefill", &s->prefill);
-    fputc(',', f);
-    memobs__json_dirs(f, "decode", &s->decode);
-    fputc(',', f);
-    memobs__json_dirs(f, "unphased", &s->unphased);
-    fprintf(f, ",\"manual\":{\"apart\":%s,", s->manual.apart ? "true" : "false");
-    memobs__json_dirs(f, "total", &s->manual.total);
-    fputc(',', f);
-    memobs__json_dirs(f, "prefill", &s->manual.prefill);
-    fputc(',', f);
-    memobs__json_dirs(f, "decode", &s->manual.decode);
-    fputc(',', f);
-    memobs__json_dirs(f, "unphased", &s->manual.unphased);
-    fputs("},", f);
-    memobs__json_latency(f, "ttft", &s->ttft);
-    fputc(',', f);
-    memobs__json_latency(f, "tpot", &s->tpot);
-    fputc(',', f);
-    memobs__json_latency(f, "e2e", &s->e2e);
-    fprintf(f,
-            ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
-            "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
-            "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
-            "\"untracked_threads\":%llu,\"signal_dropped\":%llu,\"region_unmatched_ends\":%llu,"
-            "\"region_too_deep\":%llu,\"region_names_dropped\":%llu},\"counters\":{",
-            (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-            (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
-            (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_dropped,
-            (unsigned long long)s->requests_unknown,
-            (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
-            (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-            (unsigned long long)s->untracked_threads, (unsigned long long)s->signal_dropped,
-            (unsigned long long)s->region_unmatched_ends, (unsigned long long)s->region_too_deep,
-            (unsigned long long)s->region_names_dropped);
-    for (c = 0; c < s->ncounters; c++) {
-        if (c) fputc(',', f);
-        memobs__json_str(f, s->counters[c].name);
-        fprintf(f, ":%llu", (unsigned long long)s->counters[c].value);
+static void memobs__json_regions(memobs__out_t *o, const memobs__figs_t *p) {
+    uint32_t i, k = 0;
+    memobs__out_str(o, ",\"regions\":[");
+    for (i = 0; i < p->nregions; i++) {
+        memobs_region_stats_t x;
+        memobs__figs_region(p, i, &x);
+        if (!x.count && !x.marks) continue;
+        memobs__out_str(o, k++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, x.name);
+        memobs__out_printf(o, ",\"count\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"max_ns\":%llu,"
+                           "\"marks\":%llu,\"collective\":%s}", (unsigned long long)x.count,
+                           (unsigned long long)x.timed, (unsigned long long)x.total_ns,
+                           (unsigned long long)(x.timed ? x.total_ns / x.timed : 0), (unsigned long long)x.max_ns,
+                           (unsigned long long)x.marks, x.collective ? "true" : "false");
     }
-    fputs("},", f);
-    memobs__json_memory(f, s);
-    fputc(',', f);
-    memobs__json_timed(f, s);
-    memobs__json_regions(f);
-    memobs__leak_json(f);
-    fputs("}\n", f);
+    memobs__out_write(o, "]", 1);
+}
+
+/* The JSON summary; at a crash, "crash" and "partial" after the version. */
+static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
+    const memobs_summary_t *s = &p->s;
+    uint32_t c;
+    memobs__out_printf(o, "{\"memobs_version\":\"%s\",", MEMOBS_VERSION);
+    if (p->sig) {
+        memobs__out_printf(o, "\"crash\":{\"signal\":%d,\"name\":", p->sig);
+        if (p->signame[0]) memobs__out_json_str(o, p->signame);
+        else memobs__out_str(o, "null");
+        memobs__out_str(o, ",\"left_out\":[\"host_memory\"]},\"partial\":true,");
+    }
+    memobs__out_str(o, "\"identity\":{\"job_id\":");
+    if (s->identity.job_id[0]) memobs__out_json_str(o, s->identity.job_id);
+    else memobs__out_str(o, "null");
+    memobs__out_printf(o, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"host\":", (int)s->identity.rank,
+                       (int)s->identity.local_rank, (int)s->identity.world_size);
+    memobs__out_json_str(o, s->identity.host);
+    memobs__out_printf(o, ",\"pid\":%lld},\"enabled\":%s,\"window_ns\":%llu,", (long long)s->identity.pid,
+                       s->enabled ? "true" : "false", (unsigned long long)s->window_ns);
+    memobs__json_dirs(o, "total", &s->total);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "prefill", &s->prefill);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "decode", &s->decode);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "unphased", &s->unphased);
+    memobs__out_printf(o, ",\"manual\":{\"apart\":%s,", s->manual.apart ? "true" : "false");
+    memobs__json_dirs(o, "total", &s->manual.total);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "prefill", &s->manual.prefill);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "decode", &s->manual.decode);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "unphased", &s->manual.unphased);
+    memobs__out_str(o, "},");
+    memobs__json_latency(o, "ttft", &s->ttft);
+    memobs__out_write(o, ",", 1);
+    memobs__json_latency(o, "tpot", &s->tpot);
+    memobs__out_write(o, ",", 1);
+    memobs__json_latency(o, "e2e", &s->e2e);
+    memobs__out_printf(o,
+                       ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
+                       "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
+                       "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
+                       "\"untracked_threads\":%llu,\"signal_dropped\":%llu,\"region_unmatched_ends\":%llu,"
+                       "\"region_too_deep\":%llu,\"region_names_dropped\":%llu},\"counters\":{",
+                       (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
+                       (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_abandoned,
+                       (unsigned long long)s->requests_in_flight, (unsigned long long)s->requests_dropped,
+                       (unsigned long long)s->requests_unknown, (unsigned long long)s->requests_duplicate,
+                       (unsigned long long)s->ttft_unmatched, (unsigned long long)s->tpot_unarmed,
+                       (unsigned long long)s->bad_records, (unsigned long long)s->untracked_threads,
+                       (unsigned long long)s->signal_dropped, (unsigned long long)s->region_unmatched_ends,
+                       (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
+    for (c = 0; c < s->ncounters; c++) {
+        if (c) memobs__out_write(o, ",", 1);
+        memobs__out_json_str(o, s->counters[c].name);
+        memobs__out_printf(o, ":%llu", (unsigned long long)s->counters[c].value);
+    }
+    memobs__out_str(o, "},");
+    memobs__json_memory(o, s);
+    memobs__out_write(o, ",", 1);
+    memobs__json_timed(o, s);
+    memobs__json_regions(o, p);
+    memobs__out_str(o, p->host);
+    memobs__out_str(o, "}\n");
+}
+
+static void memobs__summary_gen(memobs__out_t *o, const memobs__figs_t *p, int fmt) {
+    if (fmt == MEMOBS_FORMAT_JSON) memobs__summary_json(o, p);
+    else memobs__summary_text(o, p);
 }
 
 int memobs_write_summary(FILE *f, memobs_format_t fmt) {
-    memobs_summary_t *s;
+    memobs__figs_t *p;
+    memobs__out_t o;
+    int rc;
     if (!f || (fmt != MEMOBS_FORMAT_TEXT && fmt != MEMOBS_FORMAT_JSON)) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_summary: %s", !f ? "NULL FILE" : "unknown format");
         return MEMOBS_ERR_INVALID;
     }
-    /* memobs_summary_t is a few KB: keep it off small thread stacks. */
-    s = (memobs_summary_t *)MEMOBS_MALLOC(sizeof *s);
-    if (!s) return MEMOBS_ERR_NOMEM;
-    memobs_get_summary(s);
-    if (fmt == MEMOBS_FORMAT_JSON) memobs__write_json(f, s);
-    else memobs__write_text(f, s);
-    MEMOBS_FREE(s);
+    /* a few KB: kept off small thread stacks, with the output's buffer */
+    p = (memobs__figs_t *)MEMOBS_MALLOC(sizeof *p + MEMOBS__OUT_BUF);
+    if (!p) return MEMOBS_ERR_NOMEM;
+    if ((rc = memobs__figs_get(p, (int)fmt)) == MEMOBS_OK) {
+        memobs__out_file(&o, f, (char *)(p + 1), MEMOBS__OUT_BUF);
+        memobs__summary_gen(&o, p, (int)fmt);
+        memobs__out_end(&o);
+        memobs__figs_free(p);
+    }
+    MEMOBS_FREE(p);
+    if (rc != MEMOBS_OK) return rc;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
     return MEMOBS_OK;
 }
@@ -7767,35 +8371,6 @@ int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
 /* Private: Prometheus                                                      */
 /* ======================================================================== */
 
-/* Where an exposition goes: a FILE, or a caller's buffer. n counts every
-   byte produced, so a buffer that is too small still yields the length. */
-typedef struct {
-    FILE *f;
-    char *buf;
-    size_t len, n;
-} memobs__out_t;
-
-static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
-    if (o->f) fwrite(s, 1, k, o->f);
-    else if (o->n + k < o->len) memcpy(o->buf + o->n, s, k);
-    o->n += k;
-}
-
-static void memobs__out_str(memobs__out_t *o, const char *s) { memobs__out_write(o, s, strlen(s)); }
-
-/* Short pieces only (names, numbers): every call here fits in 256 bytes. */
-static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void memobs__out_printf(memobs__out_t *o, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    int k;
-    va_start(ap, fmt);
-    k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k < 0) return;
-    memobs__out_write(o, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
-
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
    forms, no surrogates, nothing above U+10FFFF), 0 if there is none. */
 static size_t memobs__utf8_len(const unsigned char *p) {
@@ -7811,21 +8386,6 @@ static size_t memobs__utf8_len(const unsigned char *p) {
         return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
     }
     return 0;
-}
-
-/* s escaped for a HELP text (backslash, newline) or, with quote, a label
-   value (also the double quote); a byte that is not UTF-8 becomes U+FFFD. */
-static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        size_t k = memobs__utf8_len(p);
-        if (*p == '\\') memobs__out_write(o, "\\\\", 2);
-        else if (*p == '\n') memobs__out_write(o, "\\n", 2);
-        else if (*p == '"' && quote) memobs__out_write(o, "\\\"", 2);
-        else if (k == 0) memobs__out_write(o, "\xEF\xBF\xBD", 3);
-        else memobs__out_write(o, (const char *)p, k);
-        p += k ? k : 1;
-    }
 }
 
 /* A histogram bound: nanoseconds, and the le label as Prometheus' Python
@@ -7887,7 +8447,7 @@ static void memobs__hist_cumulative(memobs__hist_t *h, const memobs__prom_bound_
 
 /* One snapshot: a few KB, kept off small thread stacks. */
 typedef struct {
-    memobs_summary_t s;
+    memobs__figs_t f;
     memobs__prom_hist_t ttft, tpot, e2e;
     char id[1024]; /* the identity labels, escaped: job_id="...",rank="0",... */
 } memobs__prom_snap_t;
@@ -7898,15 +8458,20 @@ static void memobs__prom_family(memobs__out_t *o, const char *name, const char *
     memobs__out_printf(o, "\n# TYPE %s %s\n", name, type);
 }
 
-/* name{identity[,labels]} value: labels (may be "") are already escaped. */
-static void memobs__prom_u64(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels,
-                             uint64_t v) {
+/* name{identity[,labels]} and a space: labels (may be "") are already escaped. */
+static void memobs__prom_head(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels) {
     memobs__out_str(o, name);
     memobs__out_write(o, "{", 1);
     memobs__out_str(o, p->id);
     if (labels[0]) memobs__out_write(o, ",", 1);
     memobs__out_str(o, labels);
-    memobs__out_printf(o, "} %llu\n", (unsigned long long)v);
+    memobs__out_write(o, "} ", 2);
+}
+
+static void memobs__prom_u64(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels,
+                             uint64_t v) {
+    memobs__prom_head(o, p, name, labels);
+    memobs__out_printf(o, "%llu\n", (unsigned long long)v);
 }
 
 /* Seconds, exactly: ns as a decimal fraction without trailing zeros. */
@@ -7914,15 +8479,11 @@ static void memobs__prom_secs(memobs__out_t *o, const memobs__prom_snap_t *p, co
                               uint64_t ns) {
     char frac[16];
     int k;
-    memobs__out_str(o, name);
-    memobs__out_write(o, "{", 1);
-    memobs__out_str(o, p->id);
-    if (labels[0]) memobs__out_write(o, ",", 1);
-    memobs__out_str(o, labels);
-    snprintf(frac, sizeof frac, ".%09u", (unsigned)(ns % 1000000000u));
+    memobs__prom_head(o, p, name, labels);
+    memobs__out_sprintf(frac, sizeof frac, ".%09u", (unsigned)(ns % 1000000000u));
     for (k = 9; k > 0 && frac[k] == '0'; k--) frac[k] = 0;
     if (k == 0) frac[0] = 0;
-    memobs__out_printf(o, "} %llu%s\n", (unsigned long long)(ns / 1000000000u), frac);
+    memobs__out_printf(o, "%llu%s\n", (unsigned long long)(ns / 1000000000u), frac);
 }
 
 static void memobs__prom_histogram(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name,
@@ -7931,16 +8492,12 @@ static void memobs__prom_histogram(memobs__out_t *o, const memobs__prom_snap_t *
     char full[64], le[32];
     unsigned k;
     memobs__prom_family(o, name, "histogram", help);
-    snprintf(full, sizeof full, "%s_bucket", name);
-    for (k = 0; k < n; k++) {
-        snprintf(le, sizeof le, "le=\"%s\"", bound[k].le);
-        memobs__prom_u64(o, p, full, le, h->cum[k]);
-    }
+    memobs__out_sprintf(full, sizeof full, "%s_bucket", name);
+    for (k = 0; k < n; k++)
+        memobs__prom_u64(o, p, full, memobs__out_sprintf(le, sizeof le, "le=\"%s\"", bound[k].le), h->cum[k]);
     memobs__prom_u64(o, p, full, "le=\"+Inf\"", h->count);
-    snprintf(full, sizeof full, "%s_sum", name);
-    memobs__prom_secs(o, p, full, "", h->sum_ns);
-    snprintf(full, sizeof full, "%s_count", name);
-    memobs__prom_u64(o, p, full, "", h->count);
+    memobs__prom_secs(o, p, memobs__out_sprintf(full, sizeof full, "%s_sum", name), "", h->sum_ns);
+    memobs__prom_u64(o, p, memobs__out_sprintf(full, sizeof full, "%s_count", name), "", h->count);
 }
 
 static const char *const memobs__prom_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
@@ -7952,21 +8509,22 @@ static const char *const memobs__prom_kind[MEMOBS_MEM_KINDS] = {"device", "host"
    manual bytes, ops (5, 6: memobs_manual_apart). */
 static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *help,
                               int what) {
+    static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
+    const memobs_summary_t *s = &p->f.s;
     const memobs_dirs_t *ph[MEMOBS_PHASES];
     unsigned d, f;
-    ph[MEMOBS_PHASE_NONE] = what >= 5 ? &p->s.manual.unphased : &p->s.unphased;
-    ph[MEMOBS_PHASE_PREFILL] = what >= 5 ? &p->s.manual.prefill : &p->s.prefill;
-    ph[MEMOBS_PHASE_DECODE] = what >= 5 ? &p->s.manual.decode : &p->s.decode;
+    ph[MEMOBS_PHASE_NONE] = what >= 5 ? &s->manual.unphased : &s->unphased;
+    ph[MEMOBS_PHASE_PREFILL] = what >= 5 ? &s->manual.prefill : &s->prefill;
+    ph[MEMOBS_PHASE_DECODE] = what >= 5 ? &s->manual.decode : &s->decode;
     memobs__prom_family(o, name, "counter", help);
     for (d = 0; d < MEMOBS_DIRS; d++) {
         for (f = 0; f < MEMOBS_PHASES; f++) {
-            static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
             unsigned q = order[f];
             const memobs_xfer_t *x = d == 0 ? &ph[q]->h2d : d == 1 ? &ph[q]->d2h : &ph[q]->d2d;
-            const memobs_timed_t *t = &p->s.timed[q][d];
+            const memobs_timed_t *t = &s->timed[q][d];
             char labels[64];
-            snprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d],
-                     memobs__prom_phase[q]);
+            memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d],
+                                memobs__prom_phase[q]);
             if (what == 4) memobs__prom_secs(o, p, name, labels, t->ns);
             else memobs__prom_u64(o, p, name, labels,
                                   what == 0 || what == 5   ? x->bytes
@@ -7985,48 +8543,34 @@ static void memobs__prom_mem(memobs__out_t *o, const memobs__prom_snap_t *p, con
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
         char labels[32];
         uint64_t v;
-        memcpy(&v, (const char *)&p->s.mem[k] + field, sizeof v);
-        snprintf(labels, sizeof labels, "kind=\"%s\"", memobs__prom_kind[k]);
-        memobs__prom_u64(o, p, name, labels, v);
+        memcpy(&v, (const char *)&p->f.s.mem[k] + field, sizeof v);
+        memobs__prom_u64(o, p, name, memobs__out_sprintf(labels, sizeof labels, "kind=\"%s\"", memobs__prom_kind[k]),
+                         v);
     }
 }
 
-/* The generator behind every Prometheus writer. */
-static int memobs__prom_gen(memobs__out_t *o) {
-    memobs__prom_snap_t *p = (memobs__prom_snap_t *)MEMOBS_MALLOC(sizeof(memobs__prom_snap_t));
-    const memobs_summary_t *s;
-    const memobs_track_problems_t *t;
-    memobs__out_t id;
-    uint32_t c;
-    unsigned i;
-    if (!p) return MEMOBS_ERR_NOMEM;
-    s = &p->s;
-    t = &s->track;
-    memobs_get_summary(&p->s);
-    pthread_mutex_lock(&memobs__g.lock);
-    memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
-    memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
-    memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
-    pthread_mutex_unlock(&memobs__g.lock);
+/* The exposition of p's figures: every writer's, the crash writer's too
+   (then one family more, memobs_crash_signal, last). */
+static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
+    const memobs_summary_t *s = &p->f.s;
+    memobs__out_t so;
+    char labels[256];
+    uint64_t v[MEMOBS__NPROBLEMS];
+    uint32_t c, i, k;
     /* 127 bytes of job id and 71 of host, each byte at most 3 once escaped: fits */
-    memset(&id, 0, sizeof id);
-    id.buf = p->id;
-    id.len = sizeof p->id;
-    memobs__out_str(&id, "job_id=\"");
-    memobs__out_escaped(&id, s->identity.job_id, 1);
-    memobs__out_printf(&id, "\",rank=\"%d\",local_rank=\"%d\",host=\"", (int)s->identity.rank,
+    memobs__out_string(&so, p->id, sizeof p->id);
+    memobs__out_str(&so, "job_id=\"");
+    memobs__out_escaped(&so, s->identity.job_id, 1);
+    memobs__out_printf(&so, "\",rank=\"%d\",local_rank=\"%d\",host=\"", (int)s->identity.rank,
                        (int)s->identity.local_rank);
-    memobs__out_escaped(&id, s->identity.host, 1);
-    memobs__out_write(&id, "\"", 1);
-    p->id[id.n < id.len ? id.n : 0] = 0;
+    memobs__out_escaped(&so, s->identity.host, 1);
+    memobs__out_write(&so, "\"", 1);
+    memobs__out_end(&so);
+    if (so.err) p->id[0] = 0;
 
     memobs__prom_family(o, "memobs_info", "gauge", "memobs version and world size (always 1).");
-    {
-        char labels[64];
-        snprintf(labels, sizeof labels, "version=\"%s\",world_size=\"%d\"", MEMOBS_VERSION,
-                 (int)s->identity.world_size);
-        memobs__prom_u64(o, p, "memobs_info", labels, 1);
-    }
+    memobs__prom_u64(o, p, "memobs_info", memobs__out_sprintf(labels, sizeof labels, "version=\"%s\",world_size=\"%d\"",
+                                                               MEMOBS_VERSION, (int)s->identity.world_size), 1);
     memobs__prom_xfer(o, p, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
                       "and phase.", 0);
     memobs__prom_xfer(o, p, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
@@ -8065,26 +8609,13 @@ static int memobs__prom_gen(memobs__out_t *o) {
     memobs__prom_u64(o, p, "memobs_requests_abandoned_total", "", s->requests_abandoned);
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
-    {
-        static const char *const what[20] = {
-            "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
-            "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
-            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
-            "region_unmatched_ends", "region_too_deep", "region_names_dropped", "signal_dropped"};
-        const uint64_t v[20] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
-                                s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
-                                t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
-                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
-                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped,
-                                s->signal_dropped};
-        memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
-                            "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
-        for (i = 0; i < 20; i++) {
-            char labels[48];
-            snprintf(labels, sizeof labels, "problem=\"%s\"", what[i]);
-            memobs__prom_u64(o, p, "memobs_problems_total", labels, v[i]);
-        }
-    }
+    memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than fatal, by "
+                        "kind (README.md, Exports: Prometheus): alert on any increase.");
+    memobs__problem_counts(s, v);
+    for (i = 0; i < MEMOBS__NPROBLEMS; i++)
+        memobs__prom_u64(o, p, "memobs_problems_total",
+                         memobs__out_sprintf(labels, sizeof labels, "problem=\"%s\"", memobs__problem_name[i][0]),
+                         v[i]);
 
     memobs__prom_mem(o, p, "memobs_tracked_bytes", "gauge", "Tracked bytes live now, by memory kind (pending "
                      "frees included).", offsetof(memobs_mem_stats_t, current_bytes));
@@ -8104,8 +8635,6 @@ static int memobs__prom_gen(memobs__out_t *o) {
                      "memory kind.", offsetof(memobs_mem_stats_t, alloc_bytes));
 
     {
-        size_t nr, k;
-        memobs_region_stats_t *r = memobs__regions_copy(&nr);
         static const char *const fam[5][3] = {
             {"memobs_region_ends_total", "counter", "Regions ended, by name (memobs_region_begin/end)."},
             {"memobs_region_timed_total", "counter", "Of those, regions timed (region timing on, the timeline on, "
@@ -8114,61 +8643,82 @@ static int memobs__prom_gen(memobs__out_t *o) {
                                                        "seconds / rate of timed)."},
             {"memobs_region_max_seconds", "gauge", "Longest region of the name in the window."},
             {"memobs_markers_total", "counter", "Markers set, by name (memobs_mark)."}};
-        for (i = 0; r && i < 5; i++) {
+        for (i = 0; i < 5; i++) {
             memobs__prom_family(o, fam[i][0], fam[i][1], fam[i][2]);
-            for (k = 0; k < nr; k++) {
-                char labels[256];
-                memobs__out_t lo;
-                memset(&lo, 0, sizeof lo);
-                lo.buf = labels;
-                lo.len = sizeof labels;
-                memobs__out_str(&lo, "region=\"");
-                memobs__out_escaped(&lo, r[k].name, 1); /* 63 bytes, at most 2 each once escaped: fits */
-                memobs__out_write(&lo, "\"", 1);
-                labels[lo.n < lo.len ? lo.n : 0] = 0;
-                if (i == 2 || i == 3) memobs__prom_secs(o, p, fam[i][0], labels, i == 2 ? r[k].total_ns : r[k].max_ns);
-                else memobs__prom_u64(o, p, fam[i][0], labels, i == 0 ? r[k].count : i == 1 ? r[k].timed : r[k].marks);
+            for (k = 0; k < p->f.nregions; k++) {
+                memobs_region_stats_t r;
+                memobs__figs_region(&p->f, k, &r);
+                memobs__out_string(&so, labels, sizeof labels);
+                memobs__out_str(&so, "region=\"");
+                memobs__out_escaped(&so, r.name, 1); /* 63 bytes, at most 2 each once escaped: fits */
+                memobs__out_write(&so, "\"", 1);
+                memobs__out_end(&so);
+                if (i == 2 || i == 3) memobs__prom_secs(o, p, fam[i][0], labels, i == 2 ? r.total_ns : r.max_ns);
+                else memobs__prom_u64(o, p, fam[i][0], labels, i == 0 ? r.count : i == 1 ? r.timed : r.marks);
             }
         }
-        if (r) MEMOBS_FREE(r);
     }
 
     for (c = 0; c < s->ncounters; c++) {
         char name[96], help[128];
-        snprintf(name, sizeof name, "memobs_user_%s_total", s->counters[c].name);
-        if (s->counters[c].help[0]) memobs__prom_family(o, name, "counter", s->counters[c].help);
-        else {
-            snprintf(help, sizeof help, "User counter %s.", s->counters[c].name);
-            memobs__prom_family(o, name, "counter", help);
-        }
+        memobs__out_sprintf(name, sizeof name, "memobs_user_%s_total", s->counters[c].name);
+        memobs__prom_family(o, name, "counter", s->counters[c].help[0] ? s->counters[c].help
+                                                : memobs__out_sprintf(help, sizeof help, "User counter %s.",
+                                                                      s->counters[c].name));
         memobs__prom_u64(o, p, name, "", s->counters[c].value);
     }
+
+    if (p->f.sig) {
+        memobs__prom_family(o, "memobs_crash_signal", "gauge", "The signal the process crashed with: this file "
+                            "was written by memobs' crash handler, and the process is gone.");
+        memobs__prom_u64(o, p, "memobs_crash_signal",
+                         memobs__out_sprintf(labels, sizeof labels, "signal=\"%s\"",
+                                             p->f.signame[0] ? p->f.signame : "other"), (uint64_t)p->f.sig);
+    }
+}
+
+/* The generator behind every Prometheus writer but the crash writer. */
+static int memobs__prom_gen(memobs__out_t *o) {
+    memobs__prom_snap_t *p = (memobs__prom_snap_t *)MEMOBS_MALLOC(sizeof(memobs__prom_snap_t));
+    int rc;
+    if (!p) return MEMOBS_ERR_NOMEM;
+    if ((rc = memobs__figs_get(&p->f, -1)) == MEMOBS_OK) {
+        pthread_mutex_lock(&memobs__g.lock);
+        memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
+        memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
+        memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
+        pthread_mutex_unlock(&memobs__g.lock);
+        memobs__prom_write(o, p);
+        memobs__figs_free(&p->f);
+    }
     MEMOBS_FREE(p);
-    return MEMOBS_OK;
+    return rc;
 }
 
 int memobs_write_prometheus(FILE *f) {
     memobs__out_t o;
+    char *b;
     int rc;
     if (!f) {
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_prometheus: NULL FILE");
         return MEMOBS_ERR_INVALID;
     }
-    memset(&o, 0, sizeof o);
-    o.f = f;
-    if ((rc = memobs__prom_gen(&o)) != MEMOBS_OK) return rc;
+    b = (char *)MEMOBS_MALLOC(MEMOBS__OUT_BUF); /* none: straight to the FILE */
+    memobs__out_file(&o, f, b, MEMOBS__OUT_BUF);
+    rc = memobs__prom_gen(&o);
+    memobs__out_end(&o);
+    if (b) MEMOBS_FREE(b);
+    if (rc != MEMOBS_OK) return rc;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
     return MEMOBS_OK;
 }
 
 size_t memobs_format_prometheus(char *buf, size_t len) {
     memobs__out_t o;
-    memset(&o, 0, sizeof o);
-    o.buf = buf;
-    o.len = buf ? len : 0;
-    if (memobs__prom_gen(&o) != MEMOBS_OK) o.n = 0;
-    if (o.len) buf[o.n < o.len ? o.n : 0] = 0;
-    return o.n;
+    memobs__out_string(&o, buf, len);
+    if (memobs__prom_gen(&o) != MEMOBS_OK) o.total = 0;
+    if (buf && len) buf[o.total < len ? o.total : 0] = 0; /* whole, or nothing */
+    return o.total;
 }
 
 static int memobs__write_prom_f(FILE *f, int unused) {
@@ -9939,59 +10489,60 @@ int memobs_leak_check(memobs_leak_t *out) {
 /* R^2 as printed: cut (not rounded) to two decimals, so 0.999 reads 0.99. */
 static double memobs__r2_cut(double r2) { return (double)(long)(r2 * 100.0) / 100.0; }
 
-/* Summary writers: one line (text) or a "host_memory" member (JSON), only
-   when samples were taken. */
-static void memobs__leak_text(FILE *f) {
-    memobs_leak_t l;
-    if (memobs_leak_check(&l) != MEMOBS_OK || l.samples == 0) return;
-    switch (l.kind) {
-    case MEMOBS_LEAK_OUTSIDE_MALLOC:
-        fprintf(f, "  memory mapped outside malloc is growing at %.1f MB/min (R^2 = %.2f)\n", l.growth_mb_min,
-                memobs__r2_cut(l.growth_r2));
-        break;
-    case MEMOBS_LEAK_HEAP:
-        fprintf(f, "  memory allocated through malloc is growing at %.1f MB/min (R^2 = %.2f)\n", l.growth_mb_min,
-                memobs__r2_cut(l.growth_r2));
-        break;
-    case MEMOBS_LEAK_TRACKED:
-        fprintf(f, "  tracked host memory is growing at %.1f MB/min (R^2 = %.2f): see memobs_print_alloc_groups()\n",
-                l.growth_mb_min, memobs__r2_cut(l.growth_r2));
-        break;
-    case MEMOBS_LEAK_UNEXPLAINED:
-        fprintf(f, "  %s memory is growing at %.1f MB/min (R^2 = %.2f); the malloc heap %s\n",
-                l.anon_known ? "anonymous" : "resident", l.growth_mb_min, memobs__r2_cut(l.growth_r2),
-                l.heap_known ? "and tracked allocations do not follow it" : "cannot be read here");
-        break;
-    default:
-        fprintf(f, "  host memory: %llu samples over %.1f s, %s anonymous %.1f MB/min; no leak signature\n",
-                (unsigned long long)l.samples, l.window_s, l.anon_known ? "" : "(unknown; RSS)",
-                l.anon_known ? l.anon_mb_min : l.rss_mb_min);
-        break;
-    }
+/* The summary's host-memory piece, only when samples were taken: one line
+   (text) or a "host_memory" member (json). */
+static void memobs__json_num(memobs__out_t *o, const char *key, int known, double v) {
+    if (known) memobs__out_printf(o, ",\"%s\":%.6g", key, v);
+    else memobs__out_printf(o, ",\"%s\":null", key);
 }
 
-static void memobs__json_num(FILE *f, const char *key, int known, double v) {
-    if (known) fprintf(f, ",\"%s\":%.6g", key, v);
-    else fprintf(f, ",\"%s\":null", key);
-}
-
-static void memobs__leak_json(FILE *f) {
+static void memobs__leak_write(memobs__out_t *o, int json) {
     static const char *const kind[5] = {"none", "outside_malloc", "heap", "tracked", "unexplained"};
     memobs_leak_t l;
+    double r2;
     if (memobs_leak_check(&l) != MEMOBS_OK || l.samples == 0) return;
-    fprintf(f, ",\"host_memory\":{\"samples\":%llu,\"dropped\":%llu,\"leak\":{\"kind\":\"%s\",\"window_s\":%.6g",
-            (unsigned long long)l.samples, (unsigned long long)memobs_samples_dropped(), kind[l.kind], l.window_s);
-    memobs__json_num(f, "rss_mb_per_min", l.rss_known, l.rss_mb_min);
-    memobs__json_num(f, "rss_r2", l.rss_known, l.rss_r2);
-    memobs__json_num(f, "anon_mb_per_min", l.anon_known, l.anon_mb_min);
-    memobs__json_num(f, "anon_r2", l.anon_known, l.anon_r2);
-    memobs__json_num(f, "heap_mb_per_min", l.heap_known, l.heap_mb_min);
-    memobs__json_num(f, "heap_r2", l.heap_known, l.heap_r2);
-    memobs__json_num(f, "tracked_mb_per_min", 1, l.tracked_mb_min);
-    memobs__json_num(f, "tracked_r2", 1, l.tracked_r2);
-    memobs__json_num(f, "growth_mb_per_min", 1, l.growth_mb_min);
-    memobs__json_num(f, "growth_r2", 1, l.growth_r2);
-    fputs("}}", f);
+    r2 = memobs__r2_cut(l.growth_r2);
+    if (json) {
+        memobs__out_printf(o, ",\"host_memory\":{\"samples\":%llu,\"dropped\":%llu,\"leak\":{\"kind\":\"%s\","
+                           "\"window_s\":%.6g", (unsigned long long)l.samples,
+                           (unsigned long long)memobs_samples_dropped(), kind[l.kind], l.window_s);
+        memobs__json_num(o, "rss_mb_per_min", l.rss_known, l.rss_mb_min);
+        memobs__json_num(o, "rss_r2", l.rss_known, l.rss_r2);
+        memobs__json_num(o, "anon_mb_per_min", l.anon_known, l.anon_mb_min);
+        memobs__json_num(o, "anon_r2", l.anon_known, l.anon_r2);
+        memobs__json_num(o, "heap_mb_per_min", l.heap_known, l.heap_mb_min);
+        memobs__json_num(o, "heap_r2", l.heap_known, l.heap_r2);
+        memobs__json_num(o, "tracked_mb_per_min", 1, l.tracked_mb_min);
+        memobs__json_num(o, "tracked_r2", 1, l.tracked_r2);
+        memobs__json_num(o, "growth_mb_per_min", 1, l.growth_mb_min);
+        memobs__json_num(o, "growth_r2", 1, l.growth_r2);
+        memobs__out_str(o, "}}");
+        return;
+    }
+    switch (l.kind) {
+    case MEMOBS_LEAK_OUTSIDE_MALLOC:
+        memobs__out_printf(o, "  memory mapped outside malloc is growing at %.1f MB/min (R^2 = %.2f)\n",
+                           l.growth_mb_min, r2);
+        break;
+    case MEMOBS_LEAK_HEAP:
+        memobs__out_printf(o, "  memory allocated through malloc is growing at %.1f MB/min (R^2 = %.2f)\n",
+                           l.growth_mb_min, r2);
+        break;
+    case MEMOBS_LEAK_TRACKED:
+        memobs__out_printf(o, "  tracked host memory is growing at %.1f MB/min (R^2 = %.2f): see "
+                           "memobs_print_alloc_groups()\n", l.growth_mb_min, r2);
+        break;
+    case MEMOBS_LEAK_UNEXPLAINED:
+        memobs__out_printf(o, "  %s memory is growing at %.1f MB/min (R^2 = %.2f); the malloc heap %s\n",
+                           l.anon_known ? "anonymous" : "resident", l.growth_mb_min, r2,
+                           l.heap_known ? "and tracked allocations do not follow it" : "cannot be read here");
+        break;
+    default:
+        memobs__out_printf(o, "  host memory: %llu samples over %.1f s, %s anonymous %.1f MB/min; no leak signature\n",
+                           (unsigned long long)l.samples, l.window_s, l.anon_known ? "" : "(unknown; RSS)",
+                           l.anon_known ? l.anon_mb_min : l.rss_mb_min);
+        break;
+    }
 }
 
 /* ======================================================================== */
@@ -11349,8 +11900,7 @@ int memobs_write_html(FILE *f) {
         }
         pthread_mutex_unlock(&memobs__g.lock);
     }
-    memset(&o, 0, sizeof o);
-    o.f = f;
+    memobs__out_file(&o, f, NULL, 0);
     memobs__tls.busy = 1;
     memobs__out_str(&o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                         "<meta name=\"generator\" content=\"memobs " MEMOBS_VERSION "\">\n<title>memobs report: ");
@@ -11401,23 +11951,24 @@ static void memobs__html_env(void) {
    Prometheus file are written here, from the crashed thread's signal
    handler, by async-signal-safe code alone: no lock is taken or waited
    for, nothing is allocated, nothing goes through stdio. The figures are
-   read as memobs_get_summary sums them, with atomic loads and no lock (the
-   shard list only grows and each shard is published whole; a record
-   another thread makes meanwhile may be half in, never a crash); the
-   tracker's current bytes are exact when its locks are free (taken with
-   one try each, never waited for) and a lock-free sum otherwise. The text
-   is formatted by the small printf below (integers, strings, "%.2f"
-   rounded as glibc rounds) into one static buffer, written out with
-   write() as it fills; a file goes to PATH.crash.PID beside it and is
-   renamed over PATH when whole (unlinked on failure). A pipe or terminal
-   that takes nothing for MEMOBS__CRASH_WAIT_MS, or has no reader, costs
-   that output only (poll() before each write: no SIGPIPE, no hang).
+   read by memobs_get_summary's own code (memobs__summary_read) without its
+   locks (the shard list only grows and each shard is published whole; a
+   record another thread makes meanwhile may be half in, never a crash);
+   the tracker's current bytes are exact when its locks are free (taken
+   with one try each, never waited for) and a lock-free sum otherwise. The
+   text comes from the normal writers' generators (memobs__summary_gen,
+   memobs__prom_write), which format with memobs__out_printf into a sink:
+   here one static buffer, written out with write() as it fills; a file
+   goes to PATH.crash.PID beside it and is renamed over PATH when whole
+   (unlinked on failure). A pipe or terminal that takes nothing for
+   MEMOBS__CRASH_WAIT_MS, or has no reader, costs that output only (poll()
+   before each write: no SIGPIPE, no hang).
    Left out: the summary's "host_memory" (the sampler's ring and the leak
    fit are read under locks) and a companion header's settling of what it
    measures (memobs_cuda.h's timed copies stay as last seen).
-   Static storage: 70 KB (the 64 KB buffer, the 3.9 KB snapshot, two
-   paths); stack: about 3.5 KB beyond the kernel's signal frame (x86-64,
-   -O2, measured by tests/crash/crash.c on an alternate stack). */
+   Static storage: 71 KB (the 64 KB buffer, the 5 KB snapshot, two paths);
+   stack: about 3.5 KB beyond the kernel's signal frame (x86-64, -O2,
+   measured by tests/crash/crash.c on an alternate stack). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11427,34 +11978,24 @@ static void memobs__html_env(void) {
 #define MEMOBS__CRASH_CHUNK 4096           /* at most this per write(): a pipe with room takes it whole */
 #define MEMOBS__CRASH_WAIT_MS 2000         /* the most one output may wait on its destination */
 #define MEMOBS__CRASH_HOLD_NS 2000000000u  /* periodic Prometheus writes held off after a crash write */
-#define MEMOBS__CRASH_MAX_SHARDS (1u << 20) /* a walk stops here (a list the crash broke) */
-
-typedef struct {
-    char *buf;
-    size_t cap, n;
-    int fd;               /* written to when full; -1: a string (what does not fit is cut) */
-    int err;              /* a write failed or timed out, or a string was cut */
-    uint64_t deadline_ns; /* memobs_now_ns() past which the destination is given up */
-} memobs__crash_out_t;
 
 static struct {
     memobs__u32_t busy;       /* a crash write is under way */
     pthread_t writer;         /* its thread */
-    int sig;
     memobs__prom_snap_t snap; /* the figures, read once for both outputs */
     char path[1024], tmp[1100];
-    memobs__crash_out_t out;
+    memobs__out_t out;
     char buf[MEMOBS__CRASH_BUF];
 } memobs__crash;
 
-/* ---- output ---- */
-
-static void memobs__crash_flush(memobs__crash_out_t *o) {
+/* The crash sink's drain: s[0..k) to o->fd, waiting MEMOBS__CRASH_WAIT_MS at
+   most in all. */
+static void memobs__crash_drain(memobs__out_t *o, const char *s, size_t k) {
     size_t off = 0;
-    while (off < o->n && !o->err && o->fd >= 0) {
+    while (off < k && !o->err) {
         struct pollfd pf;
         uint64_t now = memobs_now_ns();
-        size_t k = o->n - off < MEMOBS__CRASH_CHUNK ? o->n - off : MEMOBS__CRASH_CHUNK;
+        size_t c = k - off < MEMOBS__CRASH_CHUNK ? k - off : MEMOBS__CRASH_CHUNK;
         ssize_t w;
         int r;
         if (now >= o->deadline_ns) {
@@ -11470,7 +12011,7 @@ static void memobs__crash_flush(memobs__crash_out_t *o) {
             o->err = 1; /* full for too long, no reader (no SIGPIPE then), closed */
             break;
         }
-        w = write(o->fd, o->buf + off, k);
+        w = write(o->fd, s + off, c);
         if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (w <= 0) {
             o->err = 1;
@@ -11478,264 +12019,9 @@ static void memobs__crash_flush(memobs__crash_out_t *o) {
         }
         off += (size_t)w;
     }
-    if (o->fd >= 0) o->n = 0;
-}
-
-static void memobs__crash_put(memobs__crash_out_t *o, const char *s, size_t k) {
-    while (k && !o->err) {
-        size_t c = o->cap - o->n;
-        if (c == 0) {
-            if (o->fd < 0) o->err = 1; /* a string: cut */
-            else memobs__crash_flush(o);
-            continue;
-        }
-        if (c > k) c = k;
-        memcpy(o->buf + o->n, s, c);
-        o->n += c;
-        s += c;
-        k -= c;
-    }
-}
-
-static void memobs__crash_str(memobs__crash_out_t *o, const char *s) { memobs__crash_put(o, s, strlen(s)); }
-
-/* A string sink on buf (len >= 1): NUL-terminated by memobs__crash_end. */
-static void memobs__crash_sink(memobs__crash_out_t *o, char *buf, size_t len) {
-    memset(o, 0, sizeof *o);
-    o->buf = buf;
-    o->cap = len - 1;
-    o->fd = -1;
-}
-static const char *memobs__crash_end(memobs__crash_out_t *o) {
-    o->buf[o->n] = 0;
-    return o->buf;
-}
-
-/* v in decimal at the end of tmp[24]; returns its first digit. */
-static char *memobs__crash_dec(char *tmp, uint64_t v) {
-    char *p = tmp + 23;
-    *p = 0;
-    do {
-        *--p = (char)('0' + (int)(v % 10u));
-        v /= 10u;
-    } while (v);
-    return p;
-}
-
-/* v (>= 0) with prec (0 to 2) decimals into out[48], rounded as glibc's
-   printf rounds: the exact binary value, ties to even. Returns the length. */
-static size_t memobs__crash_fixed(char *out, double v, int prec) {
-    static const uint64_t scale[3] = {1u, 10u, 100u};
-    uint64_t bits, mant, q, ip, frac = 0;
-    char tmp[24];
-    const char *d;
-    size_t n;
-    int e;
-    if (prec < 0) prec = 0;
-    if (prec > 2) prec = 2;
-    if (!(v >= 0.0)) v = 0.0; /* NaN, negatives: never formatted here */
-    memcpy(&bits, &v, sizeof bits);
-    e = (int)((bits >> 52) & 0x7ffu);
-    mant = bits & (((uint64_t)1 << 52) - 1u);
-    if (e == 0x7ff) {
-        memcpy(out, "inf", 4);
-        return 3;
-    }
-    if (e) mant |= (uint64_t)1 << 52;
-    else e = 1;
-    e -= 1075; /* v = mant * 2^e */
-    if (e >= 0) {
-        ip = e > 11 ? UINT64_MAX : mant << e; /* beyond 2^64: clamped */
-    } else if (e < -62) {
-        ip = 0; /* below 2^-10: 0.00 */
-    } else {
-        unsigned s = (unsigned)-e;
-        uint64_t m = mant * scale[prec], rem, half;
-        q = m >> s;
-        rem = m & (((uint64_t)1 << s) - 1u);
-        half = (uint64_t)1 << (s - 1u);
-        if (rem > half || (rem == half && (q & 1u))) q++;
-        ip = q / scale[prec];
-        frac = q % scale[prec];
-    }
-    d = memobs__crash_dec(tmp, ip);
-    n = strlen(d);
-    memcpy(out, d, n);
-    if (prec) {
-        out[n++] = '.';
-        if (prec == 2) out[n++] = (char)('0' + (int)(frac / 10u));
-        out[n++] = (char)('0' + (int)(frac % 10u));
-    }
-    out[n] = 0;
-    return n;
-}
-
-/* printf for the writers below: %s %c %d %u %f %% with the flags - and +,
-   a width, a precision (f: 0 to 2) and l/ll; nothing else. */
-static void memobs__crash_printf(memobs__crash_out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void memobs__crash_printf(memobs__crash_out_t *o, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    while (*fmt) {
-        const char *p = fmt, *s = "";
-        char num[48];
-        size_t k = 0, w;
-        int left = 0, plus = 0, width = 0, prec = -1, lng = 0;
-        while (*p && *p != '%') p++;
-        memobs__crash_put(o, fmt, (size_t)(p - fmt));
-        if (!*p) break;
-        for (p++;; p++) {
-            if (*p == '-') left = 1;
-            else if (*p == '+') plus = 1;
-            else break;
-        }
-        while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
-        if (*p == '.')
-            for (prec = 0, p++; *p >= '0' && *p <= '9'; p++) prec = prec * 10 + (*p - '0');
-        while (*p == 'l') lng++, p++;
-        switch (*p) {
-        case 's':
-            s = va_arg(ap, const char *);
-            if (!s) s = "(null)";
-            k = strlen(s);
-            break;
-        case 'c':
-            num[0] = (char)va_arg(ap, int);
-            s = num;
-            k = 1;
-            break;
-        case 'd': {
-            long long v = lng > 1 ? va_arg(ap, long long) : lng ? (long long)va_arg(ap, long) : (long long)va_arg(ap, int);
-            uint64_t m = v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
-            char tmp[24], *d = memobs__crash_dec(tmp, m);
-            k = 0;
-            if (v < 0) num[k++] = '-';
-            else if (plus) num[k++] = '+';
-            memcpy(num + k, d, strlen(d));
-            k += strlen(d);
-            s = num;
-            break;
-        }
-        case 'u': {
-            unsigned long long v = lng > 1 ? va_arg(ap, unsigned long long)
-                                   : lng   ? (unsigned long long)va_arg(ap, unsigned long)
-                                           : (unsigned long long)va_arg(ap, unsigned);
-            char tmp[24];
-            s = memobs__crash_dec(tmp, (uint64_t)v);
-            k = strlen(s);
-            memcpy(num, s, k + 1);
-            s = num;
-            break;
-        }
-        case 'f':
-            k = memobs__crash_fixed(num, va_arg(ap, double), prec < 0 ? 6 : prec);
-            s = num;
-            break;
-        case '%':
-            s = "%";
-            k = 1;
-            break;
-        default:
-            break; /* not ours: nothing */
-        }
-        for (w = k; !left && w < (size_t)width; w++) memobs__crash_put(o, " ", 1);
-        memobs__crash_put(o, s, k);
-        for (w = k; left && w < (size_t)width; w++) memobs__crash_put(o, " ", 1);
-        fmt = *p ? p + 1 : p;
-    }
-    va_end(ap);
-}
-
-/* memobs_fmt_bytes and memobs_fmt_ns, the same text; buf[48]. */
-static const char *memobs__crash_bytes(uint64_t bytes, char *buf) {
-    static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
-    memobs__crash_out_t o;
-    double v = (double)bytes;
-    unsigned u = 0;
-    memobs__crash_sink(&o, buf, 48);
-    if (bytes < 1000) {
-        memobs__crash_printf(&o, "%llu B", (unsigned long long)bytes);
-        return memobs__crash_end(&o);
-    }
-    v /= 1000.0;
-    while (v >= 999.995 && u < 5) {
-        v /= 1000.0;
-        u++;
-    }
-    memobs__crash_printf(&o, "%.2f %s", v, unit[u]);
-    return memobs__crash_end(&o);
-}
-
-static const char *memobs__crash_ns(uint64_t ns, char *buf) {
-    memobs__crash_out_t o;
-    memobs__crash_sink(&o, buf, 48);
-    if (ns < 1000) memobs__crash_printf(&o, "%llu ns", (unsigned long long)ns);
-    else if (ns < 999995ull) memobs__crash_printf(&o, "%.2f us", (double)ns / 1e3);
-    else if (ns < 999995000ull) memobs__crash_printf(&o, "%.2f ms", (double)ns / 1e6);
-    else memobs__crash_printf(&o, "%.2f s", (double)ns / 1e9);
-    return memobs__crash_end(&o);
-}
-
-/* A JSON string, as memobs__json_str writes it; bytes that are not UTF-8
-   become U+FFFD (so a torn or odd string still parses). */
-static void memobs__crash_json_str(memobs__crash_out_t *o, const char *str) {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)str;
-    memobs__crash_put(o, "\"", 1);
-    while (*p) {
-        size_t k = memobs__utf8_len(p);
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            char e[2];
-            e[0] = '\\';
-            e[1] = (char)c;
-            memobs__crash_put(o, e, 2);
-        } else if (c == '\n') {
-            memobs__crash_put(o, "\\n", 2);
-        } else if (c == '\t') {
-            memobs__crash_put(o, "\\t", 2);
-        } else if (c < 0x20 || c == 0x7f) {
-            char e[6];
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[c >> 4];
-            e[5] = hex[c & 15u];
-            memobs__crash_put(o, e, 6);
-        } else if (k == 0) {
-            memobs__crash_put(o, "\xEF\xBF\xBD", 3);
-        } else {
-            memobs__crash_put(o, (const char *)p, k);
-        }
-        p += k ? k : 1;
-    }
-    memobs__crash_put(o, "\"", 1);
-}
-
-/* memobs__out_escaped's escapes: a HELP text, or with quote a label value. */
-static void memobs__crash_prom_esc(memobs__crash_out_t *o, const char *str, int quote) {
-    const unsigned char *p = (const unsigned char *)str;
-    while (*p) {
-        size_t k = memobs__utf8_len(p);
-        if (*p == '\\') memobs__crash_put(o, "\\\\", 2);
-        else if (*p == '\n') memobs__crash_put(o, "\\n", 2);
-        else if (*p == '"' && quote) memobs__crash_put(o, "\\\"", 2);
-        else if (k == 0) memobs__crash_put(o, "\xEF\xBF\xBD", 3);
-        else memobs__crash_put(o, (const char *)p, k);
-        p += k ? k : 1;
-    }
 }
 
 /* ---- the figures, without a lock ---- */
-
-/* The shard list: each shard is published whole (release) and never
-   freed; an address that is not a shard's alignment ends the walk. */
-static memobs__shard_t *memobs__crash_first(void) {
-    memobs__shard_t *s = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE);
-    return ((uintptr_t)s & 63u) ? NULL : s;
-}
-static memobs__shard_t *memobs__crash_next(memobs__shard_t *s) {
-    s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE);
-    return ((uintptr_t)s & 63u) ? NULL : s;
-}
 
 static int memobs__crash_trylock(memobs__u32_t *l) { return __atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE) == 0; }
 
@@ -11743,7 +12029,7 @@ static int memobs__crash_trylock(memobs__u32_t *l) { return __atomic_exchange_n(
 static void memobs__crash_unlock_to(memobs__shard_t *first, memobs__shard_t *stop) {
     memobs__shard_t *s;
     unsigned n;
-    for (s = first, n = 0; s && s != stop && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++)
+    for (s = first, n = 0; s && s != stop && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++)
         if (!s->shared) memobs__spin_unlock(&MEMOBS__ESC_OF(s)->lock);
 }
 
@@ -11762,7 +12048,7 @@ static MEMOBS__NO_TSAN void memobs__crash_esc_sum(memobs__shard_t *first, int64_
     memobs__shard_t *s;
     unsigned k, n;
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) sum[k] = __atomic_load_n(&MEMOBS__ESC.g[k], __ATOMIC_RELAXED);
-    for (s = first, n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+    for (s = first, n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
         if (s->shared) continue;
         for (k = 0; k < MEMOBS_MEM_KINDS; k++) sum[k] += __atomic_load_n(&MEMOBS__ESC_OF(s)->d[k], __ATOMIC_RELAXED);
     }
@@ -11773,12 +12059,12 @@ static MEMOBS__NO_TSAN void memobs__crash_esc_sum(memobs__shard_t *first, int64_
    may hold one) and the sum read under them; else the sum as it stands. */
 static void memobs__crash_current(uint64_t *cur) {
     memobs__esc_t *E = &MEMOBS__ESC;
-    memobs__shard_t *first = memobs__crash_first(), *s;
+    memobs__shard_t *first = memobs__shard_first(), *s;
     int64_t sum[MEMOBS_MEM_KINDS];
     int locked = memobs__crash_trylock(&E->lock);
     unsigned k, n;
     if (locked) {
-        for (s = first, n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
+        for (s = first, n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
             if (s->shared || memobs__crash_trylock(&MEMOBS__ESC_OF(s)->lock)) continue;
             memobs__crash_unlock_to(first, s);
             memobs__spin_unlock(&E->lock);
@@ -11794,155 +12080,6 @@ static void memobs__crash_current(uint64_t *cur) {
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) cur[k] = sum[k] > 0 ? (uint64_t)sum[k] : 0u;
 }
 
-/* At most len - 1 bytes of a string another thread may be rewriting. */
-static void memobs__crash_copy(char *to, const char *from, size_t len) {
-    size_t i;
-    for (i = 0; i + 1 < len && (to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED)) != 0; i++) {
-    }
-    to[i] = 0;
-}
-
-/* memobs_get_summary's figures and memobs__prom_gen's histograms, read
-   without a lock (the same sums, the same baselines). */
-static void memobs__crash_gather(memobs__prom_snap_t *p) {
-    memobs_summary_t *out = &p->s;
-    memobs_dirs_t *by_phase[MEMOBS__NPHASE];
-    const memobs_identity_t *gid = &memobs__g.identity;
-    memobs__shard_t *s;
-    uint64_t st[MEMOBS__ST_COUNT], cur[MEMOBS_MEM_KINDS];
-    uint32_t i, c, n;
-    memset(p, 0, sizeof *p);
-    by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
-    by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
-    by_phase[MEMOBS_PHASE_DECODE] = &out->decode;
-    out->enabled = MEMOBS__LOAD(&memobs__on.v) != 0;
-    out->window_ns = memobs_now_ns() - MEMOBS__LOAD(&memobs__g.window_start_ns.v);
-    out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
-    if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
-    for (s = memobs__crash_first(), n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
-        for (i = 0; i < MEMOBS__NPHASE; i++) {
-            memobs__xfer_sum(&by_phase[i]->h2d, s, i, MEMOBS_DIR_H2D);
-            memobs__xfer_sum(&by_phase[i]->d2h, s, i, MEMOBS_DIR_D2H);
-            memobs__xfer_sum(&by_phase[i]->d2d, s, i, MEMOBS_DIR_D2D);
-        }
-        for (c = 0; c < out->ncounters; c++) out->counters[c].value += MEMOBS__LOAD(&s->user[c].v) - s->base_user[c];
-        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-            uint64_t a = MEMOBS__LOAD(&s->trk[c][0].v), fr = MEMOBS__LOAD(&s->trk[c][1].v);
-            out->mem[c].allocs += a - s->base_trk[c][0];
-            out->mem[c].frees += fr - s->base_trk[c][1];
-            out->mem[c].alloc_bytes += MEMOBS__LOAD(&s->trk[c][2].v) - s->base_trk[c][2];
-            out->mem[c].pending_frees += MEMOBS__LOAD(&s->trk[c][3].v);
-            out->mem[c].pending_bytes += MEMOBS__LOAD(&s->trk[c][4].v);
-            out->mem[c].live += a - fr;
-        }
-    }
-    memobs__crash_current(cur);
-    for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-        out->mem[c].current_bytes = cur[c];
-        out->mem[c].peak_bytes = MEMOBS__LOAD(&MEMOBS__ESC.peak[c].v);
-    }
-    for (c = 0; c < out->ncounters; c++) {
-        const char *h = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
-        out->counters[c].name = memobs__g.counters[c].name;
-        out->counters[c].help = h ? h : "";
-    }
-    for (i = 0; i < MEMOBS__ST_COUNT; i++) st[i] = MEMOBS__LOAD(&memobs__g.st[i].v) - memobs__g.st_base[i];
-    for (i = 0; i < MEMOBS__NPHASE; i++) {
-        for (c = 0; c < MEMOBS__NDIR; c++) {
-            memobs__u64_t *t = memobs__g.timed[i][c];
-            out->timed[i][c].bytes = MEMOBS__LOAD(&t[0].v) - memobs__g.timed_base[i][c][0];
-            out->timed[i][c].count = MEMOBS__LOAD(&t[1].v) - memobs__g.timed_base[i][c][1];
-            out->timed[i][c].ns = MEMOBS__LOAD(&t[2].v) - memobs__g.timed_base[i][c][2];
-        }
-    }
-    out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
-    out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
-    out->manual.apart = __atomic_load_n(&memobs__g.apart, __ATOMIC_RELAXED) != 0;
-    for (i = 0; i < MEMOBS__NPHASE; i++) {
-        memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
-                           : i == MEMOBS_PHASE_DECODE ? &out->manual.decode : &out->manual.unphased;
-        memobs_xfer_t *x[MEMOBS__NDIR];
-        x[MEMOBS_DIR_H2D] = &m->h2d; x[MEMOBS_DIR_D2H] = &m->d2h; x[MEMOBS_DIR_D2D] = &m->d2d;
-        for (c = 0; c < MEMOBS__NDIR; c++) {
-            x[c]->bytes = MEMOBS__LOAD(&memobs__g.manual[i][c][0].v) - memobs__g.manual_base[i][c][0];
-            x[c]->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
-        }
-        memobs__dirs_add(&out->manual.total, m);
-    }
-    memobs__hist_read(&memobs__g.ttft, &out->ttft);
-    memobs__hist_read(&memobs__g.tpot, &out->tpot);
-    memobs__hist_read(&memobs__g.e2e, &out->e2e);
-    memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
-    memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
-    memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
-    memobs__crash_copy(out->identity.job_id, gid->job_id, sizeof out->identity.job_id);
-    memobs__crash_copy(out->identity.host, gid->host, sizeof out->identity.host);
-    out->identity.rank = __atomic_load_n(&gid->rank, __ATOMIC_RELAXED);
-    out->identity.local_rank = __atomic_load_n(&gid->local_rank, __ATOMIC_RELAXED);
-    out->identity.world_size = __atomic_load_n(&gid->world_size, __ATOMIC_RELAXED);
-    out->identity.pid = (int64_t)getpid();
-    for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) out->requests_in_flight += __atomic_load_n(&memobs__g.req[i].n, __ATOMIC_RELAXED);
-    out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
-    out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
-    out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
-    out->requests_dropped = st[MEMOBS__ST_REQ_DROPPED];
-    out->requests_unknown = st[MEMOBS__ST_REQ_UNKNOWN];
-    out->requests_duplicate = st[MEMOBS__ST_REQ_DUPLICATE];
-    out->ttft_unmatched = st[MEMOBS__ST_TTFT_UNMATCHED];
-    out->tpot_unarmed = st[MEMOBS__ST_TPOT_UNARMED];
-    out->bad_records = st[MEMOBS__ST_BAD_RECORD];
-    out->untracked_threads = st[MEMOBS__ST_UNTRACKED];
-    out->region_unmatched_ends = st[MEMOBS__ST_REGION_UNMATCHED];
-    out->region_too_deep = st[MEMOBS__ST_REGION_DEEP];
-    out->region_names_dropped = st[MEMOBS__ST_REGION_DROPPED];
-    out->tracking = MEMOBS__LOAD(&MEMOBS__TRK.used.v) != 0;
-    out->track.frees_unknown = st[MEMOBS__ST_FREE_UNKNOWN];
-    out->track.frees_double = st[MEMOBS__ST_FREE_DOUBLE];
-    out->track.frees_null = st[MEMOBS__ST_FREE_NULL];
-    out->track.allocs_null = st[MEMOBS__ST_ALLOC_NULL];
-    out->track.allocs_zero = st[MEMOBS__ST_ALLOC_ZERO];
-    out->track.allocs_duplicate = st[MEMOBS__ST_ALLOC_DUP];
-    out->track.allocs_bad_kind = st[MEMOBS__ST_ALLOC_BAD_KIND];
-    out->track.untracked = st[MEMOBS__ST_UNTRACKED_ALLOCS];
-    out->track.untracked_bytes = st[MEMOBS__ST_UNTRACKED_BYTES];
-    out->track.untracked_frees = st[MEMOBS__ST_UNTRACKED_FREES];
-    out->track.untracked_live = MEMOBS__LOAD(&MEMOBS__TRK.untracked_live.v);
-    out->track.traces = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE);
-    out->track.traces_dropped = st[MEMOBS__ST_TRACE_DROPPED];
-    out->track.capacity = MEMOBS__TRK.capacity;
-}
-
-/* Names interned (memobs_get_regions' count). */
-static uint32_t memobs__crash_nregions(void) {
-    uint32_t n = __atomic_load_n(&memobs__reg.n.v, __ATOMIC_ACQUIRE);
-    return n < MEMOBS_MAX_REGIONS ? n : MEMOBS_MAX_REGIONS;
-}
-
-/* memobs_get_regions' entry i, summed over the shards now (no copy of
-   all of them is kept: a few loads per shard with region counts). */
-static void memobs__crash_region(uint32_t i, memobs_region_stats_t *r) {
-    memobs__shard_t *s;
-    unsigned n;
-    memset(r, 0, sizeof *r);
-    r->id = (memobs_region_t)i;
-    r->name = memobs__reg.names[i].name;
-    r->collective = memobs__reg.names[i].collective;
-    r->max_ns = MEMOBS__LOAD(&memobs__reg.max[i].v);
-    for (s = memobs__crash_first(), n = 0; s && n < MEMOBS__CRASH_MAX_SHARDS; s = memobs__crash_next(s), n++) {
-        const memobs__u64_t *c, *cb, *st = __atomic_load_n(&s->rstat, __ATOMIC_ACQUIRE);
-        if (!st) continue;
-        c = st + (size_t)i * MEMOBS__REG_NSTAT;
-        cb = st + (size_t)MEMOBS_MAX_REGIONS * MEMOBS__REG_NSTAT + (size_t)i * MEMOBS__REG_NSTAT;
-        r->count += MEMOBS__LOAD(&c[0].v) - MEMOBS__LOAD(&cb[0].v);
-        r->timed += MEMOBS__LOAD(&c[1].v) - MEMOBS__LOAD(&cb[1].v);
-        r->total_ns += MEMOBS__LOAD(&c[2].v) - MEMOBS__LOAD(&cb[2].v);
-        r->marks += MEMOBS__LOAD(&c[3].v) - MEMOBS__LOAD(&cb[3].v);
-    }
-}
-
-/* ---- the summary ---- */
-
 static const char *memobs__crash_signame(int sig) {
     switch (sig) {
     case SIGSEGV: return "SIGSEGV";
@@ -11956,603 +12093,23 @@ static const char *memobs__crash_signame(int sig) {
     }
 }
 
-/* The text summary's rows (memobs__write_text and its helpers), from the
-   crash's figures, after a first line that says so. */
-static void memobs__crash_text_xfer(memobs__crash_out_t *o, const memobs_xfer_t *x) {
-    char b[48];
-    memobs__crash_printf(o, " | %10s %8llu", memobs__crash_bytes(x->bytes, b), (unsigned long long)x->count);
-}
-
-static void memobs__crash_text_manual(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
-    const memobs_xfer_t *obs[3], *man[3];
-    char b[48];
-    unsigned d;
-    if (!memobs__manual_shown(s)) return;
-    obs[0] = &s->total.h2d; obs[1] = &s->total.d2h; obs[2] = &s->total.d2d;
-    man[0] = &s->manual.total.h2d; man[1] = &s->manual.total.d2h; man[2] = &s->manual.total.d2d;
-    memobs__crash_printf(o, "  %-5s | %10s %8s | %10s %8s | %11s %9s   (manual: the program's own records, apart)\n",
-                         "check", "observed", "ops", "manual", "ops", "manual-obs", "ops");
-    for (d = 0; d < 3; d++) {
-        uint64_t mb = man[d]->bytes, ob = obs[d]->bytes;
-        long long dc = (long long)(man[d]->count - obs[d]->count);
-        memobs__crash_printf(o, "  %-5s", dname[d]);
-        memobs__crash_text_xfer(o, obs[d]);
-        memobs__crash_text_xfer(o, man[d]);
-        b[0] = mb == ob ? ' ' : mb > ob ? '+' : '-';
-        memobs__crash_bytes(mb >= ob ? mb - ob : ob - mb, b + 1);
-        memobs__crash_printf(o, " | %11s %+9lld\n", b, dc);
-    }
-    for (d = 0; d < 3; d++) {
-        const memobs_dirs_t *op[3], *mp[3];
-        char b2[48], b3[48], b4[48], b5[48], b6[48];
-        const memobs_xfer_t *x[6];
-        unsigned p, same = 1;
-        op[0] = &s->prefill; op[1] = &s->decode; op[2] = &s->unphased;
-        mp[0] = &s->manual.prefill; mp[1] = &s->manual.decode; mp[2] = &s->manual.unphased;
-        for (p = 0; p < 3; p++) {
-            x[p] = d == 0 ? &op[p]->h2d : d == 1 ? &op[p]->d2h : &op[p]->d2d;
-            x[3 + p] = d == 0 ? &mp[p]->h2d : d == 1 ? &mp[p]->d2h : &mp[p]->d2d;
-            same &= x[p]->bytes == x[3 + p]->bytes;
-        }
-        if (same) continue;
-        memobs__crash_printf(o, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, "
-                             "decode %s, unphased %s\n", dname[d], memobs__crash_bytes(x[0]->bytes, b),
-                             memobs__crash_bytes(x[1]->bytes, b2), memobs__crash_bytes(x[2]->bytes, b3),
-                             memobs__crash_bytes(x[3]->bytes, b4), memobs__crash_bytes(x[4]->bytes, b5),
-                             memobs__crash_bytes(x[5]->bytes, b6));
-    }
-}
-
-static void memobs__crash_text_latency(memobs__crash_out_t *o, const char *name, const memobs_latency_t *l) {
-    const uint64_t *v[6];
-    char b[48];
-    unsigned i;
-    v[0] = &l->mean_ns; v[1] = &l->p50_ns; v[2] = &l->p90_ns;
-    v[3] = &l->p99_ns;  v[4] = &l->max_ns; v[5] = &l->last_ns;
-    memobs__crash_printf(o, "  %-5s %8llu", name, (unsigned long long)l->count);
-    for (i = 0; i < 6; i++) memobs__crash_printf(o, " %10s", l->count ? memobs__crash_ns(*v[i], b) : "-");
-    memobs__crash_put(o, "\n", 1);
-}
-
-static void memobs__crash_text_problems(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    const memobs_track_problems_t *t = &s->track;
-    const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
-                            s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
-                            t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate, t->allocs_bad_kind,
-                            t->untracked, t->untracked_frees, t->traces_dropped, s->region_unmatched_ends,
-                            s->region_too_deep, s->region_names_dropped};
-    static const char *const what[19] = {"requests not timed (table full)", "token/end for ids not in flight",
-                                         "duplicate begins", "TTFT stops without a start",
-                                         "TPOT steps before a first token", "bad records",
-                                         "records via the shared shard (no per-thread shard)",
-                                         "unmatched frees (pointer not tracked)", "double frees",
-                                         "NULL allocations", "zero-byte allocations",
-                                         "allocations of a live pointer (missed free)", "allocations of a bad kind",
-                                         "allocations not tracked (table full: raise MEMOBS_TRACK_CAPACITY)",
-                                         "frees of untracked allocations (current bytes may be overstated)",
-                                         "allocations whose trace was not kept (trace table full)",
-                                         "region ends with no region open",
-                                         "regions nested beyond MEMOBS_REGION_DEPTH (not timed)",
-                                         "regions and markers filed under \"(other)\" (no name kept)"};
-    unsigned i, n = 0;
-    for (i = 0; i < 19; i++) {
-        if (!v[i]) continue;
-        memobs__crash_printf(o, "%s %llu %s", n++ ? "," : "  problems:", (unsigned long long)v[i], what[i]);
-    }
-    if (n) memobs__crash_put(o, "\n", 1);
-}
-
-static void memobs__crash_text_timed(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
-    static const char *const pname[3] = {"unphased", "prefill", "decode"};
-    char b[48], t[48];
-    unsigned p, d, rows = 0;
-    for (p = 0; p < MEMOBS_PHASES; p++) {
-        for (d = 0; d < MEMOBS_DIRS; d++) {
-            const memobs_timed_t *x = &s->timed[p][d];
-            if (!x->count) continue;
-            if (!rows++)
-                memobs__crash_printf(o, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time",
-                                     "GB/s");
-            memobs__crash_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
-                                 memobs__crash_bytes(x->bytes, b), (unsigned long long)x->count,
-                                 memobs__crash_ns(x->ns, t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
-        }
-    }
-    if (rows || s->timed_in_flight_copies)
-        memobs__crash_printf(o, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
-                             (unsigned long long)s->timed_in_flight_copies,
-                             memobs__crash_bytes(s->timed_in_flight_bytes, b));
-}
-
-static void memobs__crash_text_regions(memobs__crash_out_t *o) {
-    uint32_t n = memobs__crash_nregions(), i, rows = 0;
-    char b[3][48];
-    for (i = 0; i < n; i++) {
-        memobs_region_stats_t x;
-        memobs__crash_region(i, &x);
-        if (!x.count && !x.marks) continue;
-        if (!rows++)
-            memobs__crash_printf(o, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max",
-                                 "markers");
-        memobs__crash_printf(o, "  %-32s %8llu %10s %10s %10s %8llu\n", x.name, (unsigned long long)x.count,
-                             x.timed ? memobs__crash_ns(x.total_ns, b[0]) : "-",
-                             x.timed ? memobs__crash_ns(x.total_ns / x.timed, b[1]) : "-",
-                             x.timed ? memobs__crash_ns(x.max_ns, b[2]) : "-", (unsigned long long)x.marks);
-    }
-}
-
-static void memobs__crash_text(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
-    const memobs_dirs_t *cols[4];
-    char b[48];
-    unsigned d, c;
-    const char *name = memobs__crash_signame(memobs__crash.sig);
-    cols[0] = &s->total; cols[1] = &s->prefill; cols[2] = &s->decode; cols[3] = &s->unphased;
-    memobs__crash_printf(o, "== memobs crash summary == written at a crash (signal %d%s%s) by its signal handler; "
-                         "host memory left out\n", memobs__crash.sig, name[0] ? ", " : "", name);
-    memobs__crash_printf(o, "== memobs summary == job %s  rank %d/%d (local %d)  host %s  pid %lld  window %s%s\n",
-                         s->identity.job_id[0] ? s->identity.job_id : "-", (int)s->identity.rank,
-                         (int)s->identity.world_size, (int)s->identity.local_rank, s->identity.host,
-                         (long long)s->identity.pid, memobs__crash_ns(s->window_ns, b),
-                         s->enabled ? "" : "  [disabled]");
-    memobs__crash_printf(o, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill",
-                         "ops", "decode", "ops", "unphased", "ops");
-    for (d = 0; d < 4; d++) {
-        memobs__crash_printf(o, "  %-5s", dname[d]);
-        for (c = 0; c < 4; c++) {
-            memobs_xfer_t all;
-            const memobs_xfer_t *x;
-            if (d < 3) {
-                x = d == 0 ? &cols[c]->h2d : d == 1 ? &cols[c]->d2h : &cols[c]->d2d;
-            } else {
-                all.bytes = cols[c]->h2d.bytes + cols[c]->d2h.bytes + cols[c]->d2d.bytes;
-                all.count = cols[c]->h2d.count + cols[c]->d2h.count + cols[c]->d2d.count;
-                x = &all;
-            }
-            memobs__crash_text_xfer(o, x);
-        }
-        memobs__crash_put(o, "\n", 1);
-    }
-    memobs__crash_text_manual(o, s);
-    memobs__crash_text_timed(o, s);
-    memobs__crash_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
-                         "max", "last");
-    memobs__crash_text_latency(o, "TTFT", &s->ttft);
-    memobs__crash_text_latency(o, "TPOT", &s->tpot);
-    memobs__crash_text_latency(o, "E2E", &s->e2e);
-    memobs__crash_printf(o, "  requests: %llu begun, %llu completed, %llu aborted, %llu in flight\n",
-                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight);
-    if (s->tracking) {
-        static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
-        char b2[48], b3[48];
-        memobs__crash_printf(o, "  %-7s | %10s %10s | %8s %8s %8s %10s\n", "memory", "current", "peak", "live",
-                             "allocs", "frees", "allocated");
-        for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
-            const memobs_mem_stats_t *m = &s->mem[c];
-            if (!m->live && !m->allocs && !m->frees && !m->current_bytes) continue;
-            memobs__crash_printf(o, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
-                                 memobs__crash_bytes(m->current_bytes, b), memobs__crash_bytes(m->peak_bytes, b2),
-                                 (unsigned long long)m->live, (unsigned long long)m->allocs,
-                                 (unsigned long long)m->frees, memobs__crash_bytes(m->alloc_bytes, b3));
-        }
-        for (c = 0; c < MEMOBS_MEM_KINDS; c++)
-            if (s->mem[c].pending_frees)
-                memobs__crash_printf(o, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream "
-                                     "(not reusable)\n", kname[c], (unsigned long long)s->mem[c].pending_frees,
-                                     memobs__crash_bytes(s->mem[c].pending_bytes, b));
-        memobs__crash_printf(o, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
-                             (unsigned long long)s->track.capacity,
-                             s->track.untracked_live ? ", some allocations untracked" : "");
-    }
-    if (s->ncounters) {
-        memobs__crash_printf(o, "  counters:\n");
-        for (c = 0; c < s->ncounters; c++)
-            memobs__crash_printf(o, "    %-32s %20llu%s%s\n", s->counters[c].name,
-                                 (unsigned long long)s->counters[c].value, s->counters[c].help[0] ? "  " : "",
-                                 s->counters[c].help);
-    }
-    memobs__crash_text_regions(o);
-    memobs__crash_text_problems(o, s);
-}
-
-/* The JSON summary (memobs__write_json): the same members in the same
-   order, "crash" and "partial" after the version, no "host_memory". */
-static void memobs__crash_json_dirs(memobs__crash_out_t *o, const char *name, const memobs_dirs_t *d) {
-    memobs__crash_printf(o,
-                         "\"%s\":{\"h2d_bytes\":%llu,\"h2d_count\":%llu,\"d2h_bytes\":%llu,\"d2h_count\":%llu,"
-                         "\"d2d_bytes\":%llu,\"d2d_count\":%llu}",
-                         name, (unsigned long long)d->h2d.bytes, (unsigned long long)d->h2d.count,
-                         (unsigned long long)d->d2h.bytes, (unsigned long long)d->d2h.count,
-                         (unsigned long long)d->d2d.bytes, (unsigned long long)d->d2d.count);
-}
-
-static void memobs__crash_json_latency(memobs__crash_out_t *o, const char *name, const memobs_latency_t *l) {
-    memobs__crash_printf(o,
-                         "\"%s\":{\"count\":%llu,\"last_ns\":%llu,\"mean_ns\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,"
-                         "\"p99_ns\":%llu,\"max_ns\":%llu}",
-                         name, (unsigned long long)l->count, (unsigned long long)l->last_ns,
-                         (unsigned long long)l->mean_ns, (unsigned long long)l->p50_ns, (unsigned long long)l->p90_ns,
-                         (unsigned long long)l->p99_ns, (unsigned long long)l->max_ns);
-}
-
-static void memobs__crash_json_memory(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
-    const memobs_track_problems_t *t = &s->track;
-    unsigned k;
-    memobs__crash_str(o, "\"memory\":{");
-    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
-        const memobs_mem_stats_t *m = &s->mem[k];
-        memobs__crash_printf(o, "%s\"%s\":{\"current_bytes\":%llu,\"peak_bytes\":%llu,\"live\":%llu,\"allocs\":%llu,"
-                             "\"frees\":%llu,\"alloc_bytes\":%llu,\"pending_frees\":%llu,\"pending_bytes\":%llu}",
-                             k ? "," : "", kname[k], (unsigned long long)m->current_bytes,
-                             (unsigned long long)m->peak_bytes, (unsigned long long)m->live,
-                             (unsigned long long)m->allocs, (unsigned long long)m->frees,
-                             (unsigned long long)m->alloc_bytes, (unsigned long long)m->pending_frees,
-                             (unsigned long long)m->pending_bytes);
-    }
-    memobs__crash_printf(o, "},\"tracker\":{\"tracking\":%s,\"traces\":%llu,\"capacity\":%llu,\"frees_unknown\":%llu,"
-                         "\"frees_double\":%llu,\"frees_null\":%llu,\"allocs_null\":%llu,\"allocs_zero\":%llu,"
-                         "\"allocs_duplicate\":%llu,\"allocs_bad_kind\":%llu,\"untracked\":%llu,"
-                         "\"untracked_bytes\":%llu,\"untracked_live\":%llu,\"untracked_frees\":%llu,"
-                         "\"traces_dropped\":%llu}",
-                         s->tracking ? "true" : "false", (unsigned long long)t->traces,
-                         (unsigned long long)t->capacity, (unsigned long long)t->frees_unknown,
-                         (unsigned long long)t->frees_double, (unsigned long long)t->frees_null,
-                         (unsigned long long)t->allocs_null, (unsigned long long)t->allocs_zero,
-                         (unsigned long long)t->allocs_duplicate, (unsigned long long)t->allocs_bad_kind,
-                         (unsigned long long)t->untracked, (unsigned long long)t->untracked_bytes,
-                         (unsigned long long)t->untracked_live, (unsigned long long)t->untracked_frees,
-                         (unsigned long long)t->traces_dropped);
-}
-
-static void memobs__crash_json_timed(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[3] = {"h2d", "d2h", "d2d"};
-    static const char *const pname[3] = {"unphased", "prefill", "decode"};
-    unsigned p, d;
-    memobs__crash_str(o, "\"timed\":{");
-    for (p = 0; p < MEMOBS_PHASES; p++) {
-        memobs__crash_printf(o, "\"%s\":{", pname[p]);
-        for (d = 0; d < MEMOBS_DIRS; d++)
-            memobs__crash_printf(o, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
-                                 (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
-                                 (unsigned long long)s->timed[p][d].ns);
-        memobs__crash_str(o, "},");
-    }
-    memobs__crash_printf(o, "\"in_flight_copies\":%llu,\"in_flight_bytes\":%llu}",
-                         (unsigned long long)s->timed_in_flight_copies, (unsigned long long)s->timed_in_flight_bytes);
-}
-
-static void memobs__crash_json_regions(memobs__crash_out_t *o) {
-    uint32_t n = memobs__crash_nregions(), i, k = 0;
-    memobs__crash_str(o, ",\"regions\":[");
-    for (i = 0; i < n; i++) {
-        memobs_region_stats_t x;
-        memobs__crash_region(i, &x);
-        if (!x.count && !x.marks) continue;
-        memobs__crash_str(o, k++ ? ",{\"name\":" : "{\"name\":");
-        memobs__crash_json_str(o, x.name);
-        memobs__crash_printf(o, ",\"count\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"mean_ns\":%llu,\"max_ns\":%llu,"
-                             "\"marks\":%llu,\"collective\":%s}", (unsigned long long)x.count,
-                             (unsigned long long)x.timed, (unsigned long long)x.total_ns,
-                             (unsigned long long)(x.timed ? x.total_ns / x.timed : 0), (unsigned long long)x.max_ns,
-                             (unsigned long long)x.marks, x.collective ? "true" : "false");
-    }
-    memobs__crash_put(o, "]", 1);
-}
-
-static void memobs__crash_json(memobs__crash_out_t *o, const memobs_summary_t *s) {
-    const char *name = memobs__crash_signame(memobs__crash.sig);
-    uint32_t c;
-    memobs__crash_printf(o, "{\"memobs_version\":\"%s\",\"crash\":{\"signal\":%d,\"name\":", MEMOBS_VERSION,
-                         memobs__crash.sig);
-    if (name[0]) memobs__crash_json_str(o, name);
-    else memobs__crash_str(o, "null");
-    memobs__crash_str(o, ",\"left_out\":[\"host_memory\"]},\"partial\":true,\"identity\":{\"job_id\":");
-    if (s->identity.job_id[0]) memobs__crash_json_str(o, s->identity.job_id);
-    else memobs__crash_str(o, "null");
-    memobs__crash_printf(o, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"host\":", (int)s->identity.rank,
-                         (int)s->identity.local_rank, (int)s->identity.world_size);
-    memobs__crash_json_str(o, s->identity.host);
-    memobs__crash_printf(o, ",\"pid\":%lld},\"enabled\":%s,\"window_ns\":%llu,", (long long)s->identity.pid,
-                         s->enabled ? "true" : "false", (unsigned long long)s->window_ns);
-    memobs__crash_json_dirs(o, "total", &s->total);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "prefill", &s->prefill);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "decode", &s->decode);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "unphased", &s->unphased);
-    memobs__crash_printf(o, ",\"manual\":{\"apart\":%s,", s->manual.apart ? "true" : "false");
-    memobs__crash_json_dirs(o, "total", &s->manual.total);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "prefill", &s->manual.prefill);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "decode", &s->manual.decode);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_dirs(o, "unphased", &s->manual.unphased);
-    memobs__crash_str(o, "},");
-    memobs__crash_json_latency(o, "ttft", &s->ttft);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_latency(o, "tpot", &s->tpot);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_latency(o, "e2e", &s->e2e);
-    memobs__crash_printf(o,
-                         ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"in_flight\":%llu,"
-                         "\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
-                         "\"problems\":{\"ttft_unmatched\":%llu,\"tpot_unarmed\":%llu,\"bad_records\":%llu,"
-                         "\"untracked_threads\":%llu,\"region_unmatched_ends\":%llu,\"region_too_deep\":%llu,"
-                         "\"region_names_dropped\":%llu},\"counters\":{",
-                         (unsigned long long)s->requests_begun, (unsigned long long)s->requests_completed,
-                         (unsigned long long)s->requests_aborted, (unsigned long long)s->requests_in_flight,
-                         (unsigned long long)s->requests_dropped, (unsigned long long)s->requests_unknown,
-                         (unsigned long long)s->requests_duplicate, (unsigned long long)s->ttft_unmatched,
-                         (unsigned long long)s->tpot_unarmed, (unsigned long long)s->bad_records,
-                         (unsigned long long)s->untracked_threads, (unsigned long long)s->region_unmatched_ends,
-                         (unsigned long long)s->region_too_deep, (unsigned long long)s->region_names_dropped);
-    for (c = 0; c < s->ncounters; c++) {
-        if (c) memobs__crash_put(o, ",", 1);
-        memobs__crash_json_str(o, s->counters[c].name);
-        memobs__crash_printf(o, ":%llu", (unsigned long long)s->counters[c].value);
-    }
-    memobs__crash_str(o, "},");
-    memobs__crash_json_memory(o, s);
-    memobs__crash_put(o, ",", 1);
-    memobs__crash_json_timed(o, s);
-    memobs__crash_json_regions(o);
-    memobs__crash_str(o, "}\n");
-}
-
-static void memobs__crash_summary_gen(memobs__crash_out_t *o) {
-    if (memobs__g.format == MEMOBS_FORMAT_JSON) memobs__crash_json(o, &memobs__crash.snap.s);
-    else memobs__crash_text(o, &memobs__crash.snap.s);
-}
-
-/* ---- the Prometheus file (memobs__prom_gen: every family, the same
-   names, types, HELP texts, labels and order), then one family of its
-   own: memobs_crash_signal ---- */
-
-static void memobs__crash_prom_family(memobs__crash_out_t *o, const char *name, const char *type, const char *help) {
-    memobs__crash_printf(o, "# HELP %s ", name);
-    memobs__crash_prom_esc(o, help, 0);
-    memobs__crash_printf(o, "\n# TYPE %s %s\n", name, type);
-}
-
-/* name{identity[,labels]} value: labels (may be "") are already escaped. */
-static void memobs__crash_prom_head(memobs__crash_out_t *o, const char *name, const char *labels) {
-    memobs__crash_printf(o, "%s{%s", name, memobs__crash.snap.id);
-    if (labels[0]) memobs__crash_printf(o, ",%s", labels);
-    memobs__crash_put(o, "} ", 2);
-}
-
-static void memobs__crash_prom_u64(memobs__crash_out_t *o, const char *name, const char *labels, uint64_t v) {
-    memobs__crash_prom_head(o, name, labels);
-    memobs__crash_printf(o, "%llu\n", (unsigned long long)v);
-}
-
-/* Seconds, exactly: ns as a decimal fraction without trailing zeros. */
-static void memobs__crash_prom_secs(memobs__crash_out_t *o, const char *name, const char *labels, uint64_t ns) {
-    char frac[24], tmp[24];
-    size_t k;
-    memobs__crash_prom_head(o, name, labels);
-    memcpy(frac, memobs__crash_dec(tmp, ns % 1000000000u + 1000000000u), 11); /* "1" and nine digits */
-    frac[0] = '.';
-    for (k = 9; k > 0 && frac[k] == '0'; k--) frac[k] = 0;
-    if (k == 0) frac[0] = 0;
-    memobs__crash_printf(o, "%llu%s\n", (unsigned long long)(ns / 1000000000u), frac);
-}
-
-static void memobs__crash_prom_histogram(memobs__crash_out_t *o, const char *name, const char *help,
-                                         const memobs__prom_hist_t *h, const memobs__prom_bound_t *bound,
-                                         unsigned n) {
-    char full[64], le[48];
-    memobs__crash_out_t so;
-    unsigned k;
-    memobs__crash_prom_family(o, name, "histogram", help);
-    memobs__crash_sink(&so, full, sizeof full);
-    memobs__crash_printf(&so, "%s_bucket", name);
-    memobs__crash_end(&so);
-    for (k = 0; k < n; k++) {
-        memobs__crash_sink(&so, le, sizeof le);
-        memobs__crash_printf(&so, "le=\"%s\"", bound[k].le);
-        memobs__crash_prom_u64(o, full, memobs__crash_end(&so), h->cum[k]);
-    }
-    memobs__crash_prom_u64(o, full, "le=\"+Inf\"", h->count);
-    memobs__crash_sink(&so, full, sizeof full);
-    memobs__crash_printf(&so, "%s_sum", name);
-    memobs__crash_prom_secs(o, memobs__crash_end(&so), "", h->sum_ns);
-    memobs__crash_sink(&so, full, sizeof full);
-    memobs__crash_printf(&so, "%s_count", name);
-    memobs__crash_prom_u64(o, memobs__crash_end(&so), "", h->count);
-}
-
-static void memobs__crash_prom_xfer(memobs__crash_out_t *o, const char *name, const char *help, int what) {
-    static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
-    const memobs_summary_t *s = &memobs__crash.snap.s;
-    const memobs_dirs_t *ph[MEMOBS_PHASES];
-    unsigned d, f;
-    ph[MEMOBS_PHASE_NONE] = what >= 5 ? &s->manual.unphased : &s->unphased;
-    ph[MEMOBS_PHASE_PREFILL] = what >= 5 ? &s->manual.prefill : &s->prefill;
-    ph[MEMOBS_PHASE_DECODE] = what >= 5 ? &s->manual.decode : &s->decode;
-    memobs__crash_prom_family(o, name, "counter", help);
-    for (d = 0; d < MEMOBS_DIRS; d++) {
-        for (f = 0; f < MEMOBS_PHASES; f++) {
-            unsigned q = order[f];
-            const memobs_xfer_t *x = d == 0 ? &ph[q]->h2d : d == 1 ? &ph[q]->d2h : &ph[q]->d2d;
-            const memobs_timed_t *t = &s->timed[q][d];
-            char labels[64];
-            memobs__crash_out_t so;
-            memobs__crash_sink(&so, labels, sizeof labels);
-            memobs__crash_printf(&so, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d], memobs__prom_phase[q]);
-            memobs__crash_end(&so);
-            if (what == 4) memobs__crash_prom_secs(o, name, labels, t->ns);
-            else memobs__crash_prom_u64(o, name, labels,
-                                        what == 0 || what == 5   ? x->bytes
-                                        : what == 1 || what == 6 ? x->count
-                                        : what == 2              ? t->bytes
-                                                                 : t->count);
-        }
-    }
-}
-
-static void memobs__crash_prom_mem(memobs__crash_out_t *o, const char *name, const char *type, const char *help,
-                                   size_t field) {
-    unsigned k;
-    memobs__crash_prom_family(o, name, type, help);
-    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
-        char labels[32];
-        memobs__crash_out_t so;
-        uint64_t v;
-        memcpy(&v, (const char *)&memobs__crash.snap.s.mem[k] + field, sizeof v);
-        memobs__crash_sink(&so, labels, sizeof labels);
-        memobs__crash_printf(&so, "kind=\"%s\"", memobs__prom_kind[k]);
-        memobs__crash_prom_u64(o, name, memobs__crash_end(&so), v);
-    }
-}
-
-static void memobs__crash_prom_gen(memobs__crash_out_t *o) {
-    const memobs_summary_t *s = &memobs__crash.snap.s;
-    const memobs_track_problems_t *t = &s->track;
-    memobs__prom_snap_t *p = &memobs__crash.snap;
-    memobs__crash_out_t so;
-    char labels[256];
-    const char *name = memobs__crash_signame(memobs__crash.sig);
-    uint32_t c, i, nr;
-    memobs__crash_sink(&so, p->id, sizeof p->id); /* fits: see memobs__prom_gen */
-    memobs__crash_str(&so, "job_id=\"");
-    memobs__crash_prom_esc(&so, s->identity.job_id, 1);
-    memobs__crash_printf(&so, "\",rank=\"%d\",local_rank=\"%d\",host=\"", (int)s->identity.rank,
-                         (int)s->identity.local_rank);
-    memobs__crash_prom_esc(&so, s->identity.host, 1);
-    memobs__crash_put(&so, "\"", 1);
-    memobs__crash_end(&so);
-
-    memobs__crash_prom_family(o, "memobs_info", "gauge", "memobs version and world size (always 1).");
-    memobs__crash_sink(&so, labels, sizeof labels);
-    memobs__crash_printf(&so, "version=\"%s\",world_size=\"%d\"", MEMOBS_VERSION, (int)s->identity.world_size);
-    memobs__crash_prom_u64(o, "memobs_info", memobs__crash_end(&so), 1);
-    memobs__crash_prom_xfer(o, "memobs_transfer_bytes_total", "Bytes of copies recorded (when queued), by direction "
-                            "and phase.", 0);
-    memobs__crash_prom_xfer(o, "memobs_transfer_ops_total", "Copies recorded, by direction and phase.", 1);
-    if (memobs__manual_shown(s)) {
-        memobs__crash_prom_xfer(o, "memobs_manual_transfer_bytes_total", "Bytes the program recorded itself while an "
-                                "observer (the LD_PRELOAD library) counted the copies above.", 5);
-        memobs__crash_prom_xfer(o, "memobs_manual_transfer_ops_total", "Copies the program recorded itself while an "
-                                "observer counted the copies above.", 6);
-    }
-    memobs__crash_prom_xfer(o, "memobs_timed_transfer_bytes_total", "Bytes of copies timed on the device and "
-                            "completed.", 2);
-    memobs__crash_prom_xfer(o, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed.", 3);
-    memobs__crash_prom_xfer(o, "memobs_timed_transfer_seconds_total", "Device time of the completed timed copies "
-                            "(bandwidth: rate of bytes / rate of seconds).", 4);
-    memobs__crash_prom_family(o, "memobs_timed_in_flight_copies", "gauge", "Timed copies issued, not yet seen "
-                              "complete.");
-    memobs__crash_prom_u64(o, "memobs_timed_in_flight_copies", "", s->timed_in_flight_copies);
-    memobs__crash_prom_family(o, "memobs_timed_in_flight_bytes", "gauge", "Bytes of timed copies issued, not yet "
-                              "seen complete.");
-    memobs__crash_prom_u64(o, "memobs_timed_in_flight_bytes", "", s->timed_in_flight_bytes);
-
-    memobs__crash_prom_histogram(o, "memobs_ttft_seconds", "Time to first token (vLLM's TTFT buckets).", &p->ttft,
-                                 memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
-    memobs__crash_prom_histogram(o, "memobs_tpot_seconds", "Time per output token after the first (vLLM's "
-                                 "inter-token-latency buckets).", &p->tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N);
-    memobs__crash_prom_histogram(o, "memobs_e2e_seconds", "Request latency from begin to end (vLLM's TTFT buckets: "
-                                 "they reach 2560 s).", &p->e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
-
-    memobs__crash_prom_family(o, "memobs_requests_begun_total", "counter", "Requests begun (memobs_request_begin).");
-    memobs__crash_prom_u64(o, "memobs_requests_begun_total", "", s->requests_begun);
-    memobs__crash_prom_family(o, "memobs_requests_completed_total", "counter", "Requests ended after a token.");
-    memobs__crash_prom_u64(o, "memobs_requests_completed_total", "", s->requests_completed);
-    memobs__crash_prom_family(o, "memobs_requests_aborted_total", "counter", "Requests ended with no token.");
-    memobs__crash_prom_u64(o, "memobs_requests_aborted_total", "", s->requests_aborted);
-    memobs__crash_prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
-    memobs__crash_prom_u64(o, "memobs_requests_in_flight", "", s->requests_in_flight);
-    {
-        static const char *const what[19] = {
-            "requests_dropped", "requests_unknown", "requests_duplicate", "ttft_unmatched", "tpot_unarmed",
-            "bad_records", "untracked_threads", "frees_unknown", "frees_double", "allocs_null", "allocs_zero",
-            "allocs_duplicate", "allocs_bad_kind", "allocs_untracked", "frees_untracked", "traces_dropped",
-            "region_unmatched_ends", "region_too_deep", "region_names_dropped"};
-        const uint64_t v[19] = {s->requests_dropped, s->requests_unknown, s->requests_duplicate, s->ttft_unmatched,
-                                s->tpot_unarmed, s->bad_records, s->untracked_threads, t->frees_unknown,
-                                t->frees_double, t->allocs_null, t->allocs_zero, t->allocs_duplicate,
-                                t->allocs_bad_kind, t->untracked, t->untracked_frees, t->traces_dropped,
-                                s->region_unmatched_ends, s->region_too_deep, s->region_names_dropped};
-        memobs__crash_prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than "
-                                  "fatal, by kind (README.md, Exports: Prometheus): alert on any increase.");
-        for (i = 0; i < 19; i++) {
-            memobs__crash_sink(&so, labels, sizeof labels);
-            memobs__crash_printf(&so, "problem=\"%s\"", what[i]);
-            memobs__crash_prom_u64(o, "memobs_problems_total", memobs__crash_end(&so), v[i]);
-        }
-    }
-
-    memobs__crash_prom_mem(o, "memobs_tracked_bytes", "gauge", "Tracked bytes live now, by memory kind (pending "
-                           "frees included).", offsetof(memobs_mem_stats_t, current_bytes));
-    memobs__crash_prom_mem(o, "memobs_tracked_peak_bytes", "gauge", "Most tracked bytes live at once in the window, "
-                           "by memory kind.", offsetof(memobs_mem_stats_t, peak_bytes));
-    memobs__crash_prom_mem(o, "memobs_tracked_live_allocations", "gauge", "Tracked allocations not yet freed, by "
-                           "memory kind.", offsetof(memobs_mem_stats_t, live));
-    memobs__crash_prom_mem(o, "memobs_tracked_pending_frees", "gauge", "Stream-ordered frees their stream has not "
-                           "reached (not reusable yet), by memory kind.", offsetof(memobs_mem_stats_t, pending_frees));
-    memobs__crash_prom_mem(o, "memobs_tracked_pending_bytes", "gauge", "Bytes of those pending frees, by memory "
-                           "kind.", offsetof(memobs_mem_stats_t, pending_bytes));
-    memobs__crash_prom_mem(o, "memobs_tracked_allocs_total", "counter", "Tracked allocations, by memory kind.",
-                           offsetof(memobs_mem_stats_t, allocs));
-    memobs__crash_prom_mem(o, "memobs_tracked_frees_total", "counter", "Tracked frees, by memory kind.",
-                           offsetof(memobs_mem_stats_t, frees));
-    memobs__crash_prom_mem(o, "memobs_tracked_allocated_bytes_total", "counter", "Bytes of tracked allocations, by "
-                           "memory kind.", offsetof(memobs_mem_stats_t, alloc_bytes));
-
-    {
-        static const char *const fam[5][3] = {
-            {"memobs_region_ends_total", "counter", "Regions ended, by name (memobs_region_begin/end)."},
-            {"memobs_region_timed_total", "counter", "Of those, regions timed (region timing on, the timeline on, "
-                                                     "or a collective name)."},
-            {"memobs_region_seconds_total", "counter", "Summed time of the timed regions, by name (mean: rate of "
-                                                       "seconds / rate of timed)."},
-            {"memobs_region_max_seconds", "gauge", "Longest region of the name in the window."},
-            {"memobs_markers_total", "counter", "Markers set, by name (memobs_mark)."}};
-        nr = memobs__crash_nregions();
-        for (i = 0; i < 5; i++) {
-            uint32_t k;
-            memobs__crash_prom_family(o, fam[i][0], fam[i][1], fam[i][2]);
-            for (k = 0; k < nr; k++) {
-                memobs_region_stats_t r;
-                memobs__crash_region(k, &r);
-                memobs__crash_sink(&so, labels, sizeof labels);
-                memobs__crash_str(&so, "region=\"");
-                memobs__crash_prom_esc(&so, r.name, 1);
-                memobs__crash_put(&so, "\"", 1);
-                memobs__crash_end(&so);
-                if (i == 2 || i == 3) memobs__crash_prom_secs(o, fam[i][0], labels, i == 2 ? r.total_ns : r.max_ns);
-                else memobs__crash_prom_u64(o, fam[i][0], labels, i == 0 ? r.count : i == 1 ? r.timed : r.marks);
-            }
-        }
-    }
-
-    for (c = 0; c < s->ncounters; c++) {
-        char cname[96], help[128];
-        memobs__crash_sink(&so, cname, sizeof cname);
-        memobs__crash_printf(&so, "memobs_user_%s_total", s->counters[c].name);
-        memobs__crash_end(&so);
-        if (s->counters[c].help[0]) {
-            memobs__crash_prom_family(o, cname, "counter", s->counters[c].help);
-        } else {
-            memobs__crash_sink(&so, help, sizeof help);
-            memobs__crash_printf(&so, "User counter %s.", s->counters[c].name);
-            memobs__crash_prom_family(o, cname, "counter", memobs__crash_end(&so));
-        }
-        memobs__crash_prom_u64(o, cname, "", s->counters[c].value);
-    }
-
-    memobs__crash_prom_family(o, "memobs_crash_signal", "gauge", "The signal the process crashed with: this file "
-                              "was written by memobs' crash handler, and the process is gone.");
-    memobs__crash_sink(&so, labels, sizeof labels);
-    memobs__crash_printf(&so, "signal=\"%s\"", name[0] ? name : "other");
-    memobs__crash_prom_u64(o, "memobs_crash_signal", memobs__crash_end(&so), (uint64_t)memobs__crash.sig);
+/* memobs__figs_get and memobs__prom_gen's figures, without a lock: the
+   regions are read as they are written (memobs__region_read). */
+static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
+    uint64_t cur[MEMOBS_MEM_KINDS];
+    uint32_t i;
+    memobs__crash_current(cur);
+    memobs__summary_read(&p->f.s, cur);
+    for (i = 0; i < MEMOBS__REQ_STRIPES; i++)
+        p->f.s.requests_in_flight += __atomic_load_n(&memobs__g.req[i].n, __ATOMIC_RELAXED);
+    memobs__hist_cumulative(&memobs__g.ttft, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->ttft);
+    memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
+    memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
+    p->f.regions = NULL;
+    p->f.nregions = memobs__regions_n();
+    p->f.sig = sig;
+    p->f.signame = memobs__crash_signame(sig);
+    p->f.host[0] = 0;
 }
 
 /* ---- destinations ---- */
@@ -12565,23 +12122,23 @@ static void memobs__crash_prom_gen(memobs__crash_out_t *o) {
 static int memobs__crash_path(unsigned which, char *buf, size_t len) {
     const memobs__dest_t *d = &memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM];
     const char *in = d->spec;
-    memobs__crash_out_t o;
+    memobs__out_t o;
     if (!MEMOBS__LOAD(&d->on.v)) return -1;
     if (d->stream) return (int)d->stream;
-    memobs__crash_sink(&o, buf, len);
+    memobs__out_string(&o, buf, len);
     if (d->path_pid == (int64_t)getpid()) {
-        memobs__crash_put(&o, d->path, strlen(d->path));
-        memobs__crash_end(&o);
+        memobs__out_str(&o, d->path);
+        memobs__out_end(&o);
         return o.err || !d->path[0] ? -1 : 0;
     }
     for (; *in; in++) {
-        if (in[0] == '%' && in[1] == 'r') memobs__crash_printf(&o, "%d", (int)__atomic_load_n(&memobs__g.identity.rank,
-                                                                                               __ATOMIC_RELAXED)), in++;
-        else if (in[0] == '%' && in[1] == 'p') memobs__crash_printf(&o, "%lld", (long long)getpid()), in++;
-        else if (in[0] == '%' && in[1] == '%') memobs__crash_put(&o, "%", 1), in++;
-        else memobs__crash_put(&o, in, 1);
+        if (in[0] == '%' && in[1] == 'r') memobs__out_printf(&o, "%d", (int)__atomic_load_n(&memobs__g.identity.rank,
+                                                                                             __ATOMIC_RELAXED)), in++;
+        else if (in[0] == '%' && in[1] == 'p') memobs__out_printf(&o, "%lld", (long long)getpid()), in++;
+        else if (in[0] == '%' && in[1] == '%') memobs__out_write(&o, "%", 1), in++;
+        else memobs__out_write(&o, in, 1);
     }
-    memobs__crash_end(&o);
+    memobs__out_end(&o);
     return o.err ? -1 : 0;
 }
 
@@ -12590,25 +12147,32 @@ static int memobs__crash_ours(unsigned which) {
     return memobs__dest_ours(&memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM]);
 }
 
+/* The output's text, by the normal writers' generators. */
+static void memobs__crash_gen(unsigned which, memobs__out_t *o) {
+    if (which == MEMOBS__EXIT_SUMMARY) memobs__summary_gen(o, &memobs__crash.snap.f, (int)memobs__g.format);
+    else memobs__prom_write(o, &memobs__crash.snap);
+    memobs__out_end(o);
+}
+
 /* One output: to its stream, or to PATH.crash.PID renamed over PATH. */
-static void memobs__crash_emit(unsigned which, void (*gen)(memobs__crash_out_t *)) {
-    memobs__crash_out_t *o = &memobs__crash.out, t;
+static void memobs__crash_emit(unsigned which) {
+    memobs__out_t *o = &memobs__crash.out, t;
     int fd = memobs__crash_path(which, memobs__crash.path, sizeof memobs__crash.path), ok;
     memset(o, 0, sizeof *o);
     o->buf = memobs__crash.buf;
     o->cap = sizeof memobs__crash.buf;
+    o->drain = memobs__crash_drain;
     o->deadline_ns = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
     if (fd > 0) {
         if (!memobs__crash_ours(which)) return;
         o->fd = fd;
-        gen(o);
-        memobs__crash_flush(o);
+        memobs__crash_gen(which, o);
         return;
     }
     if (fd < 0 || !memobs__crash_ours(which)) return;
-    memobs__crash_sink(&t, memobs__crash.tmp, sizeof memobs__crash.tmp);
-    memobs__crash_printf(&t, "%s.crash.%lld", memobs__crash.path, (long long)getpid());
-    memobs__crash_end(&t);
+    memobs__out_string(&t, memobs__crash.tmp, sizeof memobs__crash.tmp);
+    memobs__out_printf(&t, "%s.crash.%lld", memobs__crash.path, (long long)getpid());
+    memobs__out_end(&t);
     if (t.err) return;
 #ifdef O_CLOEXEC
     o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -12616,8 +12180,7 @@ static void memobs__crash_emit(unsigned which, void (*gen)(memobs__crash_out_t *
     o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 #endif
     if (o->fd < 0) return;
-    gen(o);
-    memobs__crash_flush(o);
+    memobs__crash_gen(which, o);
     ok = !o->err;
     if (close(o->fd) != 0) ok = 0;
     if (!ok || rename(memobs__crash.tmp, memobs__crash.path) != 0) unlink(memobs__crash.tmp);
@@ -12647,12 +12210,10 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
     __atomic_store(&memobs__crash.writer, &me, __ATOMIC_RELAXED);
     if (!MEMOBS__LOAD(&memobs__g.exit_off.v) &&
         (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v) || MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v))) {
-        memobs__crash.sig = sig;
         /* hold the periodic Prometheus writes off (see memobs__prom_tick) */
         __atomic_store_n(&memobs__g.crash_until.v, UINT64_MAX, __ATOMIC_SEQ_CST);
-        memobs__crash_gather(&memobs__crash.snap);
-        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v))
-            memobs__crash_emit(MEMOBS__EXIT_SUMMARY, memobs__crash_summary_gen);
+        memobs__crash_gather(&memobs__crash.snap, sig);
+        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v)) memobs__crash_emit(MEMOBS__EXIT_SUMMARY);
         if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) {
             uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
             while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
@@ -12660,7 +12221,7 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
                 if (pthread_equal(w, me)) break; /* the crash is in that write */
                 poll(NULL, 0, 1);
             }
-            memobs__crash_emit(MEMOBS__EXIT_PROM, memobs__crash_prom_gen);
+            memobs__crash_emit(MEMOBS__EXIT_PROM);
         }
         /* a process that lives on (its own handler returned) writes again later */
         __atomic_store_n(&memobs__g.crash_until.v, memobs_now_ns() + MEMOBS__CRASH_HOLD_NS, __ATOMIC_SEQ_CST);
