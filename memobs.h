@@ -6689,6 +6689,7 @@ static void memobs__out_spill(memobs__out_t *o, const char *s, size_t k) {
 
 static void memobs__out_write(memobs__out_t *o, const char *s, size_t k) {
     o->total += k;
+    if (k == 0) return; /* an empty string: nothing to copy (o->buf may be NULL) */
     if (k <= o->cap - o->n && !o->err) { /* the usual case: it fits */
         memcpy(o->buf + o->n, s, k);
         o->n += k;
