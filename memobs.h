@@ -12360,6 +12360,7 @@ static struct {
     memobs__sa_t prev[MEMOBS__SIG_N]; /* lock (read by the handlers): what ours replaced */
     memobs__sa_t dfl;                 /* never written: SIG_DFL, no flags */
     sem_t wake;                       /* posted by a stop's handler */
+    sem_t ready;                      /* posted by the writer once it runs */
     memobs__u32_t writer_pid;         /* the process whose writer runs (0: none) */
     memobs__u32_t fatal;              /* the stop that ends the process once written (0: none) */
     memobs__u32_t snap;               /* a stop that went on to a handler asks for a write */
@@ -12453,6 +12454,7 @@ static void memobs__sig_write_locked(void) {
 
 static void *memobs__sig_writer(void *arg) {
     (void)arg;
+    sem_post(&memobs__sig.ready);
     for (;;) {
         uint32_t sig;
         if (sem_wait(&memobs__sig.wake) != 0) continue; /* EINTR */
@@ -12490,7 +12492,7 @@ static int memobs__sig_start(void) {
     if (memobs__sig_writer_here()) return 1;
     MEMOBS__STORE(&memobs__sig.fatal.v, 0u); /* a parent's, copied by fork() */
     MEMOBS__STORE(&memobs__sig.snap.v, 0u);
-    if (sem_init(&memobs__sig.wake, 0, 0) != 0) {
+    if (sem_init(&memobs__sig.wake, 0, 0) != 0 || sem_init(&memobs__sig.ready, 0, 0) != 0) {
         memobs__log(MEMOBS_LOG_WARN, "cannot make a semaphore (%s): no outputs are written on a stop signal",
                     strerror(errno));
         return 0;
@@ -12508,6 +12510,11 @@ static int memobs__sig_start(void) {
         return 0;
     }
     pthread_detach(th);
+    /* the writer runs before memobs goes on: a process that exits (or a
+       fork() child that ends) at once never has a thread still starting,
+       which LeakSanitizer's stop of the threads at exit cannot suspend */
+    while (sem_wait(&memobs__sig.ready) != 0) {
+    }
     MEMOBS__STORE(&memobs__sig.writer_pid.v, (uint32_t)getpid());
     return 1;
 }
