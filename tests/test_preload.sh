@@ -269,6 +269,12 @@ else
         pre="$ASAN_SO $PWD/$B/libmemobs_preload_asan.so"
         [ $m = reentry ] && pre="$pre $PWD/$B/libreenter.so"
         run "asan_$m" $m "${PRE[@]}" LD_PRELOAD="$pre" MEMOBS_SUMMARY="$PWD/$B/asan_$m.%p.json"
+        # A fork() child's LeakSanitizer lists the parent's threads (memobs'
+        # stop-signal writer among them), which the child does not have, and
+        # notes it could not suspend one; its leak check still runs: only
+        # that note is set aside.
+        [ $m = fork ] && sed -i '/^==[0-9]*==Running thread [0-9]* was not suspended\. False leaks are possible\.$/d' \
+            "$B/asan_$m.err"
         if [ "$(cat "$B/asan_$m.st")" != 0 ] || [ -s "$B/asan_$m.err" ]; then
             fails="$fails $m(status $(cat "$B/asan_$m.st"): $(head -c 600 "$B/asan_$m.err"))"
         elif [ $m != fork ] && ! o=$(expect_check "$(ls "$B"/asan_$m.*.json | head -n 1)" "$(line expect "$B/asan_$m.out")"); then
