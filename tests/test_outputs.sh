@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The file outputs (memobs.h's OUTPUTS, README "Outputs"): the table of
+# The file outputs (memobs.h's OUTPUTS, docs/outputs.md): the table of
 # output variables against the code that reads them, then, built as C99
 # and with ASan+UBSan (tests/test_outputs.c, tests/outputs/): the one rule
 # of every variable, the binary snapshot refusing a terminal, whole-file
@@ -27,7 +27,7 @@ bad() { echo "not ok - $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1
 # memobs__out_info in memobs.h or a name given to memobs__env_dest. Every
 # other MEMOBS_* name passed to getenv (memobs.h, memobs_cuda.h,
 # memobs_python.h, examples/preload, python/memobs) must not be named like
-# an output, and the README's table must list the parser's names exactly.
+# an output, and docs/outputs.md's table must list the parser's names exactly.
 table_check() {
     python3 - <<'PY'
 import glob, re, sys
@@ -45,16 +45,21 @@ for p, t in text.items():
     read |= set(re.findall(r'environ(?:\.get)?[\[(]\s*"(MEMOBS_[A-Z_]+)"', t))
 looks = re.compile(r"SUMMARY|_FILE$|_REPORT$|SNAPSHOT|^MEMOBS_TRACE$|STORMLOG|HTML|LEAKS|_OUT$|_PATH$")
 stray = sorted(n for n in read - parsed if looks.search(n))
-readme = open("README.md", encoding="utf-8").read()
-m = re.search(r"^## Outputs\n(.*?)(?=^## )", readme, re.S | re.M)
+page = open("docs/outputs.md", encoding="utf-8").read()
+m = re.search(r"^## The output variables\n(.*?)(?=^## |\Z)", page, re.S | re.M)
 if not m:
-    print("    # README.md has no '## Outputs' section"); sys.exit(1)
-table = set(re.findall(r"^\| `(MEMOBS_[A-Z_]+)", m.group(1), re.M))
+    print("    # docs/outputs.md has no '## The output variables' section"); sys.exit(1)
+# a row's first cell names the variable, and may name its older alias too
+rows = [re.findall(r"`(MEMOBS_[A-Z_]+)`", c) for c in re.findall(r"^\| ([^|]*`MEMOBS_[A-Z_]+`[^|]*)\|", m.group(1), re.M)]
+table = set()
 bad = 0
+for names in rows:
+    known = [n for n in names if n in parsed]
+    table |= set(known)
+    if not known:
+        print("    # docs/outputs.md's table lists %s, which the code does not read as an output" % names[0]); bad = 1
 for n in sorted(parsed - table):
-    print("    # %s is an output variable of the code, not in README's Outputs table" % n); bad = 1
-for n in sorted(table - parsed):
-    print("    # README's Outputs table lists %s, which the code does not read as an output" % n); bad = 1
+    print("    # %s is an output variable of the code, not in docs/outputs.md's table" % n); bad = 1
 for n in stray:
     print("    # %s is read with getenv, not through the output parser" % n); bad = 1
 if not bad:
