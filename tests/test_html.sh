@@ -144,7 +144,7 @@ if [ "$st" -eq 0 ] && [ $# -eq 1 ] && [ -f "$1" ]; then
         pass "demo: screenshot made ($(wc -c <"$tmp/demo.png") bytes PNG)"
         if [ -n "${MEMOBS_HTML_SHOTS:-}" ]; then
             cp "$tmp/demo.png" "$MEMOBS_HTML_SHOTS/html_report.png" && cp "$demo" "$MEMOBS_HTML_SHOTS/html_report.html"
-            # and its first screen, for the README
+            # and its first screen, for README.md and docs/exports/html.md
             timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
                 --disable-background-networking --disable-component-update --disable-sync \
                 --user-data-dir="$(mktemp -d "$tmp/profile.XXXXXX")" --hide-scrollbars \

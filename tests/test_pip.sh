@@ -3,7 +3,7 @@
 # files git tracks), a fresh venv (python3 -m venv: pyenv's CPython puts pip
 # and setuptools in it from its own ensurepip, no network), then
 #   pip install --no-build-isolation --no-index --no-cache-dir <copy>
-# (the README's command; the wheel is written by our backend,
+# (the command of README.md and docs/python.md; the wheel is written by our backend,
 # python/build_backend/memobs_build.py, since the venv has no `wheel`), with
 # MEMOBS_WERROR=1 so the extension compiles with -Werror. From another
 # directory: import, exact records, the files installed (in site-packages,

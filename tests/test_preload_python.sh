@@ -118,7 +118,7 @@ fi
 pyrun priv private LD_PRELOAD="$LIB" MEMOBS_FORMAT=json MEMOBS_SUMMARY="$B/priv.json" MEMOBS_OOM_REPORT=0 MEMOBS_PY_ATTACH=0
 checks priv
 # two instances in one process never write one path: the package's private
-# one, configured second, writes priv.2.json and says so (README, Outputs)
+# one, configured second, writes priv.2.json and says so (docs/outputs.md)
 if [ "$(cat "$B/priv.st")" = 0 ] && [ "$(wc -l <"$B/priv.err")" = 1 ] &&
     grep -qxF "memobs: info: MEMOBS_SUMMARY: another memobs instance in this process writes '$B/priv.json'; this one writes '$B/priv.2.json'" "$B/priv.err" &&
     out=$(expect_check "$B/priv.json" "$(line expect "$B/priv.out")"); then

@@ -13,7 +13,7 @@
 # ASan+UBSan and TSan. tests/python/stops_check.py runs the cases and checks
 # every output (it says how), the exit status against the same program
 # without memobs, and that nothing else is left in the folder; it prints one
-# line per case and the table README.md shows ("What survives what").
+# line per case and the table docs/outputs.md shows ("What survives what").
 # About a minute on 2 busy cores.
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/stops
