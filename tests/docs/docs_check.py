@@ -71,10 +71,38 @@ def private(name):
     return "__" in name
 
 
+def blank_comments(text):
+    """C text with each comment's characters but newlines made blanks (so
+    that line numbers stay), string and character literals kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j == -1 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j == -1 else j
+            out.append(" " * (j - i))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def preproc_lines(text):
-    """The preprocessor lines of C text, continuation lines joined, with
-    their line numbers."""
-    lines = text.split("\n")
+    """The preprocessor lines of C text (comments blanked), continuation
+    lines joined, with their line numbers."""
+    lines = blank_comments(text).split("\n")
     i = 0
     while i < len(lines):
         start = i
@@ -96,7 +124,7 @@ def scan_sources(root):
     """(env, macros): {name: first 'file:line'} of the MEMOBS_* names read
     from the environment and of those tested by #if/#ifdef/#ifndef/#elif,
     less private names (MEMOBS__*, MEMOBS_CUDA__*, ...) and include guards."""
-    env, macros, defined, guards = {}, {}, set(), set()
+    env, macros, defined, guards, constants = {}, {}, set(), set(), set()
     texts = []
     for rel, kind in source_files(root):
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
@@ -105,24 +133,37 @@ def scan_sources(root):
         if kind != "c":
             continue
         prev = None
+        conds = []  # the conditions of the #if blocks open here
         for n, line in preproc_lines(text):
             m = re.match(r"\s*#\s*(if|ifdef|ifndef|elif)\b(.*)", line)
             if m:
                 for name in NAME.findall(strip_c_comments(m.group(2))):
                     if not private(name):
                         macros.setdefault(name, "%s:%d" % (rel, n))
+            c = re.match(r"\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)", strip_c_comments(line))
+            if c:
+                if c.group(1).startswith("if"):
+                    conds.append(c.group(1) + " " + c.group(2).strip())
+                elif c.group(1) == "endif":
+                    conds = conds[:-1]
             d = re.match(r"\s*#\s*define\s+(MEMOBS[A-Z0-9_]*)\b(.*)", line)
             if d:
                 defined.add(d.group(1))
+                # a header's constant (MEMOBS_VERSION_MAJOR): defined under
+                # no condition, so not a user's option even where an #if
+                # tests it
+                # (an include guard's block is no condition)
+                if rel in HEADERS and all(re.match(r"ifndef\s+MEMOBS\w*_H$", x) for x in conds):
+                    constants.add(d.group(1))
                 # an include guard: "#ifndef X_H" then "#define X_H" alone
                 if prev == d.group(1) and d.group(1).endswith("_H") and not strip_c_comments(d.group(2)).strip():
                     guards.add(d.group(1))
             g = re.match(r"\s*#\s*ifndef\s+(MEMOBS[A-Z0-9_]*)\s*$", strip_c_comments(line))
             prev = g.group(1) if g else None
-    for name in guards:
+    for name in guards | constants:
         macros.pop(name, None)
     for rel, kind, text in texts:
-        for n, line in enumerate(text.split("\n"), 1):
+        for n, line in enumerate((blank_comments(text) if kind == "c" else text).split("\n"), 1):
             if kind == "sh":
                 found = re.findall(r"\$\{?(MEMOBS[A-Z0-9_]*)", line)
             elif kind == "py":  # os.environ.get("X"), os.environ["X"], os.getenv("X"), "X" in os.environ
@@ -132,7 +173,7 @@ def scan_sources(root):
             for name in found:
                 # a constant's name quoted in a message (MEMOBS_MAX_BYTES)
                 # is not a variable: defined by a header, never tested
-                if private(name) or (name in defined and name not in macros):
+                if private(name) or name in constants or (name in defined and name not in macros):
                     continue
                 env.setdefault(name, "%s:%d" % (rel, n))
     return env, macros
