@@ -1,29 +1,35 @@
 /* memobs.h - v0.1.0 - observer counters for LLM inference engines.
    Header-only, no dependencies beyond libc and pthreads. C99/C11, C++11/17, nvcc.
 
-   Do this in exactly one .c, .cpp or .cu file of your program or library:
+   STEP BY STEP
+     1. In exactly one .c, .cpp or .cu file of your program or library:
+            #define MEMOBS_IMPLEMENTATION
+            #include "memobs.h"
+        and plain `#include "memobs.h"` everywhere else. Link with -pthread.
+     2. Record what the engine moves and holds, in its hot paths:
+            MEMOBS_RECORD_H2D(block_bytes, is_prefill);  // after queueing a copy
+            MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
+            MEMOBS_TRACK_FREE(p);                        // before the free
+            memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
+            MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();  // or a global clock
+            MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);  // your own counters
+     3. Say what each thread is doing:
+            memobs_set_phase(MEMOBS_PHASE_DECODE);       // read by the _CUR forms:
+            MEMOBS_RECORD_D2H_CUR(block_bytes);
+            MEMOBS_REGION_BEGIN("decode_step"); MEMOBS_REGION_END();
+            MEMOBS_MARK("kv_blocks_evicted");
+     4. Read or print the figures:
+            memobs_summary_t s; memobs_get_summary(&s);  // s.total.h2d.bytes, ...
+            memobs_print_summary();                      // on stderr
+            memobs_print_alloc_groups(stderr);           // which line holds memory
+     5. Or change no code past step 1: choose outputs in the environment,
+        MEMOBS_SUMMARY=stderr (or a path), MEMOBS_PROM_FILE, MEMOBS_TIMELINE,
+        MEMOBS_HTML, ... (ENVIRONMENT below), written at exit and on a stop.
 
-       #define MEMOBS_IMPLEMENTATION
-       #include "memobs.h"
-
-   and plain `#include "memobs.h"` everywhere else. Link with -pthread.
-   Then, in the hot paths of your engine:
-
-       MEMOBS_RECORD_H2D(block_bytes, is_prefill);  // after queueing a copy
-       memobs_set_phase(MEMOBS_PHASE_DECODE);        // or: per-thread phase ...
-       MEMOBS_RECORD_D2H_CUR(block_bytes);           // ... read by the _CUR forms
-       MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();
-       memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
-       MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);   // your own counters
-       MEMOBS_REGION_BEGIN("decode_step"); MEMOBS_REGION_END();  // what it is doing
-       MEMOBS_MARK("kv_blocks_evicted");
-       MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
-       MEMOBS_TRACK_FREE(p);                         // before the free
-       memobs_print_alloc_groups(stderr);            // which line holds memory
-       memobs_print_summary();                       // at exit, on stderr
-
-   or set MEMOBS_SUMMARY=stderr and change no code. Every call is declared
-   below with its units and semantics; README.md has the long form.
+   This block and the declarations below (each with its units and
+   semantics) are the C reference. The long form, with concepts and
+   examples, is README.md and the pages of docs/ (docs/configuration.md
+   lists every variable and option).
 
    WHAT IT RECORDS
      Transfers: bytes and op counts for H2D, D2H and D2D, each split by phase
