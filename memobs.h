@@ -166,7 +166,7 @@
                               the first call of memobs_init() or the first
                               record (whichever comes first) instead.
 
-   OUTPUTS (the variables below marked =DEST; README.md "Outputs")
+   OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
      (any case): off. stderr or stdout: that stream; 1, on, true, yes:
      stderr. Anything else is a PATH, in which %r is the rank, %p the pid,
@@ -1257,7 +1257,7 @@ MEMOBS_API const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* Prometheus text exposition format 0.0.4 of one snapshot: transfers by
    direction and phase, the device-timed part, TTFT/TPOT/E2E histograms,
    requests, problems, the tracker by memory kind and the user counters
-   (README.md, "Exports: Prometheus", lists them). Names start with
+   (docs/exports/prometheus.md lists them). Names start with
    memobs_; every sample carries the labels job_id, rank, local_rank and
    host; label values and help texts are escaped (bytes that are not UTF-8
    become U+FFFD).
@@ -5709,7 +5709,7 @@ static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
 
 /* The Chrome trace is formatted by hand into a buffer of a MiB and handed
    to fwrite a buffer at a time (fprintf per field made four fifths of the
-   write's cost: 0.55 M events/s before, see README). Strings are escaped
+   write's cost: 0.55 M events/s before, see docs/performance.md). Strings are escaped
    for JSON, and bytes that do not form UTF-8 (a tag cut at 63 bytes, a
    host name) become U+FFFD, so any JSON parser takes the document. */
 #define MEMOBS__TL_BUF ((size_t)1 << 20)
@@ -8617,7 +8617,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than fatal, by "
-                        "kind (README.md, Exports: Prometheus): alert on any increase.");
+                        "kind (docs/exports/prometheus.md): alert on any increase.");
     memobs__problem_counts(s, v);
     for (i = 0; i < MEMOBS__NPROBLEMS; i++)
         memobs__prom_u64(o, p, "memobs_problems_total",
