@@ -75,8 +75,8 @@
        says in the summary when memory mapped outside malloc grows.
      Timeline (off by default; MEMOBS_TRACE): a bounded record of transfer,
        allocation, phase, region and sample events, each thread writing its
-       own chunk with a TSC time stamp (about 11 ns a record, docs/performance.md), merged
-       by time into a Chrome trace.
+       own chunk with a TSC time stamp (about 11 ns a record:
+       docs/performance.md), merged by time into a Chrome trace.
 
    EXPORTS
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
