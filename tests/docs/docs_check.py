@@ -375,18 +375,19 @@ HTMLREF = re.compile(r"""<(?:a|img|source)\b[^>]*?\b(?:href|src)\s*=\s*["']([^"'
 
 def links_of(text):
     """(line number, target) of every link, image, reference definition and
-    HTML href/src outside code."""
-    for n, line, code in md_lines(text):
-        if code:
-            continue
-        s = code_spans(line, keep=False)
-        for m in LINK.finditer(s):
-            yield n, m.group(1).strip("<>")
-        m = REFDEF.match(s)
+    HTML href/src outside code; a link's text may run over several lines."""
+    lines = [("" if code else code_spans(line, keep=False)) for _, line, code in md_lines(text)]
+    flat = "\n".join(lines)
+    found = []
+    for m in LINK.finditer(flat):
+        found.append((flat.count("\n", 0, m.start()) + 1, m.group(1).strip("<>")))
+    for m in HTMLREF.finditer(flat):
+        found.append((flat.count("\n", 0, m.start()) + 1, m.group(1)))
+    for n, line in enumerate(lines, 1):
+        m = REFDEF.match(line)
         if m:
-            yield n, m.group(1).strip("<>")
-        for m in HTMLREF.finditer(s):
-            yield n, m.group(1)
+            found.append((n, m.group(1).strip("<>")))
+    return sorted(found)
 
 
 def resolve(root, src, target):
