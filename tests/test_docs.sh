@@ -22,7 +22,6 @@ cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/docs
 mkdir -p "$B"
 . tests/lib.sh # try, rc
-unset MEMOBS_DOCS_ROOT
 
 PY=${PYTHON:-python3}
 CHECK="$PY tests/docs/docs_check.py"
