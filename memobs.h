@@ -1,29 +1,35 @@
 /* memobs.h - v0.1.0 - observer counters for LLM inference engines.
    Header-only, no dependencies beyond libc and pthreads. C99/C11, C++11/17, nvcc.
 
-   Do this in exactly one .c, .cpp or .cu file of your program or library:
+   STEP BY STEP
+     1. In exactly one .c, .cpp or .cu file of your program or library:
+            #define MEMOBS_IMPLEMENTATION
+            #include "memobs.h"
+        and plain `#include "memobs.h"` everywhere else. Link with -pthread.
+     2. Record what the engine moves and holds, in its hot paths:
+            MEMOBS_RECORD_H2D(block_bytes, is_prefill);  // after queueing a copy
+            MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
+            MEMOBS_TRACK_FREE(p);                        // before the free
+            memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
+            MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();  // or a global clock
+            MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);  // your own counters
+     3. Say what each thread is doing:
+            memobs_set_phase(MEMOBS_PHASE_DECODE);       // read by the _CUR forms:
+            MEMOBS_RECORD_D2H_CUR(block_bytes);
+            MEMOBS_REGION_BEGIN("decode_step"); MEMOBS_REGION_END();
+            MEMOBS_MARK("kv_blocks_evicted");
+     4. Read or print the figures:
+            memobs_summary_t s; memobs_get_summary(&s);  // s.total.h2d.bytes, ...
+            memobs_print_summary();                      // on stderr
+            memobs_print_alloc_groups(stderr);           // which line holds memory
+     5. Or change no code past step 1: choose outputs in the environment,
+        MEMOBS_SUMMARY=stderr (or a path), MEMOBS_PROM_FILE, MEMOBS_TIMELINE,
+        MEMOBS_HTML, ... (ENVIRONMENT below), written at exit and on a stop.
 
-       #define MEMOBS_IMPLEMENTATION
-       #include "memobs.h"
-
-   and plain `#include "memobs.h"` everywhere else. Link with -pthread.
-   Then, in the hot paths of your engine:
-
-       MEMOBS_RECORD_H2D(block_bytes, is_prefill);  // after queueing a copy
-       memobs_set_phase(MEMOBS_PHASE_DECODE);        // or: per-thread phase ...
-       MEMOBS_RECORD_D2H_CUR(block_bytes);           // ... read by the _CUR forms
-       MEMOBS_TTFT_START(); MEMOBS_TTFT_STOP(); MEMOBS_TPOT_STEP();
-       memobs_request_begin(id); memobs_request_token(id); memobs_request_end(id);
-       MEMOBS_COUNTER_ADD("kv_blocks_evicted", 1);   // your own counters
-       MEMOBS_REGION_BEGIN("decode_step"); MEMOBS_REGION_END();  // what it is doing
-       MEMOBS_MARK("kv_blocks_evicted");
-       MEMOBS_TRACK_ALLOC_N(p, n, MEMOBS_MEM_DEVICE, "kv_cache");  // after an alloc
-       MEMOBS_TRACK_FREE(p);                         // before the free
-       memobs_print_alloc_groups(stderr);            // which line holds memory
-       memobs_print_summary();                       // at exit, on stderr
-
-   or set MEMOBS_SUMMARY=stderr and change no code. Every call is declared
-   below with its units and semantics; README.md has the long form.
+   This block and the declarations below (each with its units and
+   semantics) are the C reference. The long form, with concepts and
+   examples, is README.md and the pages of docs/ (docs/configuration.md
+   lists every variable and option).
 
    WHAT IT RECORDS
      Transfers: bytes and op counts for H2D, D2H and D2D, each split by phase
@@ -69,8 +75,8 @@
        says in the summary when memory mapped outside malloc grows.
      Timeline (off by default; MEMOBS_TRACE): a bounded record of transfer,
        allocation, phase, region and sample events, each thread writing its
-       own chunk with a TSC time stamp (about 11 ns a record here), merged
-       by time into a Chrome trace.
+       own chunk with a TSC time stamp (about 11 ns a record:
+       docs/performance.md), merged by time into a Chrome trace.
 
    EXPORTS
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
@@ -160,7 +166,7 @@
                               the first call of memobs_init() or the first
                               record (whichever comes first) instead.
 
-   OUTPUTS (the variables below marked =DEST; README.md "Outputs")
+   OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
      (any case): off. stderr or stdout: that stream; 1, on, true, yes:
      stderr. Anything else is a PATH, in which %r is the rank, %p the pid,
@@ -1251,7 +1257,7 @@ MEMOBS_API const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* Prometheus text exposition format 0.0.4 of one snapshot: transfers by
    direction and phase, the device-timed part, TTFT/TPOT/E2E histograms,
    requests, problems, the tracker by memory kind and the user counters
-   (README.md, "Exports: Prometheus", lists them). Names start with
+   (docs/exports/prometheus.md lists them). Names start with
    memobs_; every sample carries the labels job_id, rank, local_rank and
    host; label values and help texts are escaped (bytes that are not UTF-8
    become U+FFFD).
@@ -5703,7 +5709,7 @@ static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
 
 /* The Chrome trace is formatted by hand into a buffer of a MiB and handed
    to fwrite a buffer at a time (fprintf per field made four fifths of the
-   write's cost: 0.55 M events/s before, see README). Strings are escaped
+   write's cost: 0.55 M events/s before, see docs/performance.md). Strings are escaped
    for JSON, and bytes that do not form UTF-8 (a tag cut at 63 bytes, a
    host name) become U+FFFD, so any JSON parser takes the document. */
 #define MEMOBS__TL_BUF ((size_t)1 << 20)
@@ -8611,7 +8617,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
     memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than fatal, by "
-                        "kind (README.md, Exports: Prometheus): alert on any increase.");
+                        "kind (docs/exports/prometheus.md): alert on any increase.");
     memobs__problem_counts(s, v);
     for (i = 0; i < MEMOBS__NPROBLEMS; i++)
         memobs__prom_u64(o, p, "memobs_problems_total",
