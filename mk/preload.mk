@@ -1,5 +1,9 @@
-# make preload: build/libmemobs_preload.so, memobs with no code change
+# make preload: build/libmemobs_preload.so (preload/memobs_preload.c),
+# memobs with no code change:
+#   preload/memobs-run program            (or, by hand:)
 #   LD_PRELOAD=build/libmemobs_preload.so MEMOBS_SUMMARY=stderr program
+# make install puts it in $(PREFIX)/lib and the launcher, preload/memobs-run,
+# in $(PREFIX)/bin (mk/install.mk).
 # Built against the CUDA Toolkit's headers (CUDA_INC); links no libcudart
 # (-z defs proves every symbol it needs is in libc). Initial-exec TLS: the
 # library is loaded at start-up (LD_PRELOAD), never dlopen'ed. -Bsymbolic:
