@@ -1,8 +1,12 @@
 # memobs: header-only; this Makefile builds the demo, the tests and the benches.
 #   make demo     run examples/offload_engine.c (no GPU needed)
+#   make examples build examples/hello.c, hello_cuda.cu (nvcc), the Python package
+#                 and the preload library for hello.py and hello_preload.sh
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
-#   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
+#   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
+#                 library (lib/libmemobs_preload.so) and its launcher (bin/memobs-run)
+#   make uninstall PREFIX=/usr/local   what install put there
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
@@ -42,3 +46,4 @@ include mk/python.mk
 include mk/pymodule.mk
 include mk/torch.mk
 include mk/preload.mk
+include mk/examples.mk
