@@ -568,7 +568,7 @@ MEMOBS_API void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint
 MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
 
 /* Observed and manual transfers. A library that sees the real copies (the
-   LD_PRELOAD library, preload/memobs_preload.c) makes its records
+   LD_PRELOAD library, examples/preload/memobs_preload.c) makes its records
    between memobs_observer_enter() and memobs_observer_leave() on the
    calling thread, and calls memobs_manual_apart(1) once: from then on a
    transfer record made outside an observer (MEMOBS_RECORD_*,
