@@ -2,11 +2,18 @@
 #   make demo     run examples/offload_engine.c (no GPU needed)
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
-#   make install PREFIX=/usr/local   headers, memobs.pc, CMake package
+#   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
+#                 library (lib/libmemobs_preload.so) and its launcher (bin/memobs-run)
+#   make uninstall PREFIX=/usr/local   what install put there
 #   make cuda-demo / gpu-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
-#   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code change)
+#   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code
+#                 change); preload/memobs-run PROGRAM runs PROGRAM with it
+#   make examples the small examples: build/examples/hello (examples/hello.c), hello_cuda
+#                 (nvcc), and the Python package and preload library that hello.py and
+#                 hello_preload.sh use
+#   make clean    removes build/
 
 CC ?= cc
 CXX ?= c++
@@ -42,3 +49,4 @@ include mk/python.mk
 include mk/pymodule.mk
 include mk/torch.mk
 include mk/preload.mk
+include mk/examples.mk

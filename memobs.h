@@ -340,7 +340,7 @@
      stripes. A free whose pointer was never tracked because the table was
      full cannot be sized: current bytes then overstate (the summary says).
 
-   LICENSE: MIT.
+   LICENSE: MIT; the full text is at the end of this file.
 */
 
 #ifndef MEMOBS_H
@@ -574,7 +574,7 @@ MEMOBS_API void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint
 MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
 
 /* Observed and manual transfers. A library that sees the real copies (the
-   LD_PRELOAD library, examples/preload/memobs_preload.c) makes its records
+   LD_PRELOAD library, preload/memobs_preload.c) makes its records
    between memobs_observer_enter() and memobs_observer_leave() on the
    calling thread, and calls memobs_manual_apart(1) once: from then on a
    transfer record made outside an observer (MEMOBS_RECORD_*,
@@ -12655,4 +12655,30 @@ int memobs_set_signals(int on) {
 
 #endif /* MEMOBS_IMPLEMENTATION */
 
-/* SPDX-License-Identifier: MIT */
+/*
+------------------------------------------------------------------------------
+This software is available under the MIT License (SPDX-License-Identifier: MIT).
+------------------------------------------------------------------------------
+MIT License
+
+Copyright (c) 2026 the memobs authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+*/

@@ -248,7 +248,7 @@
    wrappers make their CUDA call and nothing else, and NVTX is not
    compiled in).
 
-   LICENSE: MIT.
+   LICENSE: MIT; the full text is at the end of this file.
 */
 
 #ifndef MEMOBS_CUDA_H
@@ -2314,4 +2314,30 @@ __attribute__((constructor)) static void memobs_cuda__nvtx_ctor(void) {
 
 #endif /* MEMOBS_IMPLEMENTATION */
 
-/* SPDX-License-Identifier: MIT */
+/*
+------------------------------------------------------------------------------
+This software is available under the MIT License (SPDX-License-Identifier: MIT).
+------------------------------------------------------------------------------
+MIT License
+
+Copyright (c) 2026 the memobs authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+*/

@@ -10,6 +10,13 @@
 #   lib/cmake/memobs/memobsConfig.cmake     from cmake/memobsConfig.cmake.in
 #   lib/cmake/memobs/memobsConfigVersion.cmake
 #                                           from cmake/memobsConfigVersion.cmake.in
+#   lib/libmemobs_preload.so                the LD_PRELOAD library, built by
+#                                           `make preload` (mk/preload.mk)
+#   bin/memobs-run                          its launcher, preload/memobs-run
+# The preload library is built against the CUDA Toolkit's headers
+# (CUDA_INC, default /usr/local/cuda/include): where they are missing, or
+# with MEMOBS_INSTALL_PRELOAD=0, it is left out (one line says so) and the
+# launcher is still installed (it takes --lib PATH).
 # The CMake package finds its headers relative to its own location, so the
 # installed tree can be moved; the pkg-config file records PREFIX.
 #
@@ -37,6 +44,8 @@ MEMOBS_HEADERS = $(sort $(wildcard $(MEMOBS_SRCDIR)/memobs*.h))
 
 memobs_prefix   = $(DESTDIR)$(PREFIX)
 memobs_incdir   = $(memobs_prefix)/include
+memobs_bindir   = $(memobs_prefix)/bin
+memobs_libdir   = $(memobs_prefix)/lib
 memobs_pcdir    = $(memobs_prefix)/lib/pkgconfig
 memobs_cmakedir = $(memobs_prefix)/lib/cmake/memobs
 
@@ -49,9 +58,18 @@ memobs_templates = $(MEMOBS_SRCDIR)/memobs.pc.in \
                    $(MEMOBS_SRCDIR)/cmake/memobsConfig.cmake.in \
                    $(MEMOBS_SRCDIR)/cmake/memobsConfigVersion.cmake.in
 
+# The preload library: built by mk/preload.mk's rule, when the CUDA headers
+# are there (read here, before mk/preload.mk sets its own default).
+CUDA_INC ?= /usr/local/cuda/include
+memobs_preload_so := $(BUILD)/libmemobs_preload.so
+ifndef MEMOBS_INSTALL_PRELOAD
+MEMOBS_INSTALL_PRELOAD := $(if $(wildcard $(CUDA_INC)/cuda_runtime_api.h),1,0)
+endif
+memobs_install_so := $(if $(filter 1,$(MEMOBS_INSTALL_PRELOAD)),$(memobs_preload_so))
+
 .PHONY: install uninstall
 
-install: $(memobs_templates)
+install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_install_so)
 	$(if $(MEMOBS_HEADERS),,$(error memobs install: no memobs*.h in $(MEMOBS_SRCDIR)))
 	install -d '$(memobs_incdir)' '$(memobs_pcdir)' '$(memobs_cmakedir)'
 	install -m 644 $(MEMOBS_HEADERS) '$(memobs_incdir)/'
@@ -61,7 +79,12 @@ install: $(memobs_templates)
 	$(memobs_subst) '$(MEMOBS_SRCDIR)/cmake/memobsConfig.cmake.in' > "$$memobs_tmp/memobsConfig.cmake" && \
 	$(memobs_subst) '$(MEMOBS_SRCDIR)/cmake/memobsConfigVersion.cmake.in' > "$$memobs_tmp/memobsConfigVersion.cmake" && \
 	install -m 644 "$$memobs_tmp/memobs.pc" '$(memobs_pcdir)/memobs.pc' && \
-	install -m 644 "$$memobs_tmp/memobsConfig.cmake" "$$memobs_tmp/memobsConfigVersion.cmake" '$(memobs_cmakedir)/'
+	install -m 644 "$$memobs_tmp/memobsConfig.cmake" "$$memobs_tmp/memobsConfigVersion.cmake" '$(memobs_cmakedir)/' && \
+	sed -e 's|^version=.*|version=$(call memobs_sed_escape,$(MEMOBS_VERSION))|' '$(MEMOBS_SRCDIR)/preload/memobs-run' > "$$memobs_tmp/memobs-run" && \
+	install -d '$(memobs_bindir)' && \
+	install -m 755 "$$memobs_tmp/memobs-run" '$(memobs_bindir)/memobs-run'
+	$(if $(memobs_install_so),install -m 755 '$(memobs_install_so)' '$(memobs_libdir)/libmemobs_preload.so',\
+	    @echo 'memobs install: libmemobs_preload.so left out ($(if $(wildcard $(CUDA_INC)/cuda_runtime_api.h),MEMOBS_INSTALL_PRELOAD=0,no $(CUDA_INC)/cuda_runtime_api.h: set CUDA_INC)); bin/memobs-run will need --lib PATH' >&2)
 
 # Removes what install put there, and the memobs-only CMake directory when it
 # is left empty; shared directories (include, lib/pkgconfig, ...) stay.
@@ -69,6 +92,7 @@ uninstall:
 	rm -f $(foreach h,$(notdir $(MEMOBS_HEADERS)),'$(memobs_incdir)/$(h)')
 	rm -f '$(memobs_pcdir)/memobs.pc'
 	rm -f '$(memobs_cmakedir)/memobsConfig.cmake' '$(memobs_cmakedir)/memobsConfigVersion.cmake'
+	rm -f '$(memobs_libdir)/libmemobs_preload.so' '$(memobs_bindir)/memobs-run'
 	if [ -d '$(memobs_cmakedir)' ]; then rmdir '$(memobs_cmakedir)' 2>/dev/null || true; fi
 
 .DEFAULT_GOAL := $(memobs_saved_default_goal)

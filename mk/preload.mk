@@ -1,5 +1,9 @@
-# make preload: build/libmemobs_preload.so, memobs with no code change
+# make preload: build/libmemobs_preload.so (preload/memobs_preload.c),
+# memobs with no code change:
+#   preload/memobs-run program            (or, by hand:)
 #   LD_PRELOAD=build/libmemobs_preload.so MEMOBS_SUMMARY=stderr program
+# make install puts it in $(PREFIX)/lib and the launcher, preload/memobs-run,
+# in $(PREFIX)/bin (mk/install.mk).
 # Built against the CUDA Toolkit's headers (CUDA_INC); links no libcudart
 # (-z defs proves every symbol it needs is in libc). Initial-exec TLS: the
 # library is loaded at start-up (LD_PRELOAD), never dlopen'ed. -Bsymbolic:
@@ -8,6 +12,6 @@ CUDA_INC ?= /usr/local/cuda/include
 .PHONY: preload
 preload: $(BUILD)/libmemobs_preload.so
 
-$(BUILD)/libmemobs_preload.so: examples/preload/memobs_preload.c memobs.h memobs_cuda.h mk/preload.map | $(BUILD)
+$(BUILD)/libmemobs_preload.so: preload/memobs_preload.c memobs.h memobs_cuda.h preload/memobs_preload.map | $(BUILD)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -DMEMOBS_TLS_INITIAL_EXEC -I. -I$(CUDA_INC) $< -o $@ \
-	    -Wl,--version-script=mk/preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm
+	    -Wl,--version-script=preload/memobs_preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm

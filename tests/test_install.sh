@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/test_install.sh - checks `make install` / `make uninstall`
-# (mk/install.mk) and that the installed memobs can be consumed through
-# pkg-config and through find_package(memobs), also after the installed tree
-# has been moved.
+# (mk/install.mk): the headers, pkg-config and CMake files, the LD_PRELOAD
+# library and its launcher (tests/test_launcher.sh runs them), and that the
+# installed memobs can be consumed through pkg-config and through
+# find_package(memobs), also after the installed tree has been moved.
 #
 # Run from anywhere (it changes to the repository root): bash tests/test_install.sh
 # Prints one line per check, "ok - install: <what>" or
@@ -79,25 +80,27 @@ if [ -z "$headers" ]; then
     exit 1
 fi
 
-# Files install must create under a prefix, relative to it.
+# Files install must create under a prefix, relative to it, with their mode.
 expected_files() {
-    for h in $headers; do echo "include/$h"; done
-    echo lib/pkgconfig/memobs.pc
-    echo lib/cmake/memobs/memobsConfig.cmake
-    echo lib/cmake/memobs/memobsConfigVersion.cmake
+    for h in $headers; do echo "include/$h 0644"; done
+    echo lib/pkgconfig/memobs.pc 0644
+    echo lib/cmake/memobs/memobsConfig.cmake 0644
+    echo lib/cmake/memobs/memobsConfigVersion.cmake 0644
+    echo lib/libmemobs_preload.so 0755
+    echo bin/memobs-run 0755
 }
 
 # Print what is wrong with the files under $1 (nothing if all is well):
-# missing, different from the source, or not mode 644.
+# missing, different from the source, or not of their mode.
 check_installed() {
-    local root=$1 f
-    for f in $(expected_files); do
+    local root=$1 f m
+    while read -r f m; do
         if [ ! -f "$root/$f" ]; then
             echo "missing $f"
-        elif [ -z "$(find "$root/$f" -prune -perm 0644)" ]; then
-            echo "$f is not mode 644"
+        elif [ -z "$(find "$root/$f" -prune -perm "$m")" ]; then
+            echo "$f is not mode $m"
         fi
-    done
+    done < <(expected_files)
     for f in $headers; do
         [ -f "$root/include/$f" ] && ! cmp -s "$f" "$root/include/$f" && echo "include/$f differs from $f"
     done
@@ -150,8 +153,8 @@ cmake_consumer() {
 prefix=$tmp/prefix
 
 # 1. make install
-what="make install PREFIX=<tmp>"
-if ! quiet make -s install PREFIX="$prefix" DESTDIR=; then
+what="make install PREFIX=<tmp>: headers, memobs.pc, CMake package, lib/libmemobs_preload.so and bin/memobs-run (0755)"
+if ! quiet make -s install PREFIX="$prefix" DESTDIR= BUILD="$tmp/obj"; then
     fail "$what" "make exited non-zero"
     exit 1
 fi
@@ -291,7 +294,7 @@ fi
 # 6. DESTDIR staging: files land under DESTDIR, paths inside name PREFIX only.
 what="make install/uninstall with DESTDIR"
 stage=$tmp/stage
-if ! quiet make -s install PREFIX=/opt/memobs DESTDIR="$stage"; then
+if ! quiet make -s install PREFIX=/opt/memobs DESTDIR="$stage" BUILD="$tmp/obj"; then
     fail "$what" "make install exited non-zero"
 else
     problems=$(check_installed "$stage/opt/memobs")

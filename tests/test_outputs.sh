@@ -26,12 +26,12 @@ bad() { echo "not ok - $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1
 # An output variable is one read through the one parser: an entry of
 # memobs__out_info in memobs.h or a name given to memobs__env_dest. Every
 # other MEMOBS_* name passed to getenv (memobs.h, memobs_cuda.h,
-# memobs_python.h, examples/preload, python/memobs) must not be named like
+# memobs_python.h, preload/, python/memobs) must not be named like
 # an output, and docs/outputs.md's table must list the parser's names exactly.
 table_check() {
     python3 - <<'PY'
 import glob, re, sys
-srcs = ["memobs.h", "memobs_cuda.h", "memobs_python.h"] + sorted(glob.glob("examples/preload/*.c")) \
+srcs = ["memobs.h", "memobs_cuda.h", "memobs_python.h"] + sorted(glob.glob("preload/*.c")) \
     + sorted(glob.glob("python/memobs/*.c")) + sorted(glob.glob("python/memobs/*.py"))
 text = {p: open(p, encoding="utf-8").read() for p in srcs}
 h = text["memobs.h"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # memobs with no code change: `make preload` builds libmemobs_preload.so
-# (examples/preload/memobs_preload.c); tests/test_preload.c, a CUDA program
+# (preload/memobs_preload.c); tests/test_preload.c, a CUDA program
 # that knows nothing of memobs, is linked with -lcudart against the runtime
 # double (tests/cuda/cudart_double.c) built as a shared libcudart.so.13 with
 # the toolkit runtime's symbol version (mk/cudart_double.map), and run with
@@ -87,7 +87,7 @@ if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_do
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/user.c -o "$B/libuser.so" \
         -L"$B" -l:libcudart.so.13 &&
     $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/preload/reenter.c -o "$B/libreenter.so" \
-        -Wl,--version-script=mk/preload.map &&
+        -Wl,--version-script=preload/memobs_preload.map &&
     printf 'int main(void) { return 3; }\n' >"$B/nocuda.c" &&
     $CC -O2 $W "$B/nocuda.c" -o "$B/nocuda" &&
     $CC -O2 $W -static "$B/nocuda.c" -o "$B/nocuda_static" &&
@@ -259,7 +259,7 @@ fi
 GCC=${GCC:-gcc}
 ASAN_SO=$($GCC -print-file-name=libasan.so)
 if ! $GCC -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fPIC -shared $W -I. -I"$CUDA_INC" \
-    examples/preload/memobs_preload.c -o "$B/libmemobs_preload_asan.so" -Wl,--version-script=mk/preload.map \
+    preload/memobs_preload.c -o "$B/libmemobs_preload_asan.so" -Wl,--version-script=preload/memobs_preload.map \
     -pthread -ldl -lm >"$B/asan.log" 2>&1 || [ ! -s "$B/libmemobs_preload_asan.so" ] || [ "${ASAN_SO#/}" = "$ASAN_SO" ]; then
     bad "ASan+UBSan: the library builds with $GCC -fsanitize=address,undefined and libasan.so is found" \
         "libasan.so: $ASAN_SO" "$(head -c 2000 "$B/asan.log")"

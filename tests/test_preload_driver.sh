@@ -188,7 +188,7 @@ fi
 GCC=${GCC:-gcc}
 ASAN_SO=$($GCC -print-file-name=libasan.so)
 if ! $GCC -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fPIC -shared $W -I. -I"$CUDA_INC" \
-    examples/preload/memobs_preload.c -o "$B/libmemobs_preload_asan.so" -Wl,--version-script=mk/preload.map \
+    preload/memobs_preload.c -o "$B/libmemobs_preload_asan.so" -Wl,--version-script=preload/memobs_preload.map \
     -pthread -ldl -lm >"$B/asan.log" 2>&1 || [ ! -s "$B/libmemobs_preload_asan.so" ] || [ "${ASAN_SO#/}" = "$ASAN_SO" ]; then
     bad "ASan+UBSan: the library builds with $GCC -fsanitize=address,undefined and libasan.so is found" \
         "libasan.so: $ASAN_SO" "$(head -c 2000 "$B/asan.log")"

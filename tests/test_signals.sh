@@ -60,8 +60,8 @@ $CC -std=c99 -O2 -g -fPIC -shared -fvisibility=hidden $W $PYINC -DMEMOBS_PY_ATTA
     -o '$P/memobs/_memobs_attached$SUFFIX'"
 if [ -f "$CUDA_INC/cuda_runtime_api.h" ]; then
     try signals-python "build the LD_PRELOAD library" $CC -std=gnu11 -O2 -g $W -fPIC -shared -ftls-model=initial-exec \
-        -DMEMOBS_TLS_INITIAL_EXEC -I"$CUDA_INC" examples/preload/memobs_preload.c -o "$P/libmemobs_preload.so" \
-        -Wl,--version-script=mk/preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm
+        -DMEMOBS_TLS_INITIAL_EXEC -I"$CUDA_INC" preload/memobs_preload.c -o "$P/libmemobs_preload.so" \
+        -Wl,--version-script=preload/memobs_preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm
     preload=$(cd "$P" && pwd)/libmemobs_preload.so
 else
     echo "ok - signals-python: no CUDA headers at $CUDA_INC: the attached cases are left out # SKIP"

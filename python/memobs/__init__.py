@@ -15,7 +15,7 @@ here unchanged: a call costs what a call of the extension costs. Install
 with `pip install --no-build-isolation .` from the repository root.
 
 One process, one memobs: under LD_PRELOAD=libmemobs_preload.so (memobs with
-no code change, examples/preload/) the package records into the preloaded
+no code change, preload/) the package records into the preloaded
 library's memobs, so set_phase(), regions, record_*() and Python stacks
 (track_python_stacks()) meet the CUDA runtime calls it intercepts in one
 set of figures and one summary. At import the package imports

@@ -77,7 +77,7 @@
 #ifdef MEMOBS_PY_ATTACH
 /* memobs._memobs_attached: no memobs of its own. memobs' symbols stay
    undefined here and the dynamic linker binds them to the LD_PRELOAD
-   library's exports (libmemobs_preload.so, examples/preload/
+   library's exports (libmemobs_preload.so, preload/
    memobs_preload.c); memobs/__init__.py imports this module only when
    that library is in the process with this module's MEMOBS__ABI_KEY.
    memobs_python.h's own part (the Python stack provider) is built here

@@ -30,8 +30,8 @@
    default stream entry points (_ptds, _ptsz) the runtime exports for
    them. The driver API's copies and allocations too: its section, at the
    end. The runtime's interposers carry its symbol version
-   (libcudart.so.13, mk/preload.map); memobs' whole C API is exported as
-   well (unversioned, default visibility): a program finds
+   (libcudart.so.13, preload/memobs_preload.map); memobs' whole C API is
+   exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
    this instance. Records made through that API are the program's own,
    kept apart from what the interposers observe (memobs_manual_apart).
