@@ -407,13 +407,13 @@ static PyObject *pymod_enable(PyObject *self, PyObject *const *args, Py_ssize_t 
     (void)self;
     if (pymod_args("enable", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
     if (a[0] && (on = PyObject_IsTrue(a[0])) < 0) return NULL;
-    memobs_enable(on);
+    memobs_set_enabled(on);
     Py_RETURN_NONE;
 }
 
 static PyObject *pymod_is_enabled(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    return PyBool_FromLong(memobs_is_enabled());
+    return PyBool_FromLong(memobs_get_enabled());
 }
 
 static PyObject *pymod_reset(PyObject *self, PyObject *unused) {
@@ -465,8 +465,8 @@ PYMOD_VOID(tpot_stop, memobs_tpot_stop())
         cname(ns);                                                                                   \
         Py_RETURN_NONE;                                                                              \
     }
-PYMOD_LATENCY(record_ttft, memobs_ttft_record)
-PYMOD_LATENCY(record_tpot, memobs_tpot_record)
+PYMOD_LATENCY(record_ttft, memobs_record_ttft)
+PYMOD_LATENCY(record_tpot, memobs_record_tpot)
 
 /* Functions of one request id. */
 #define PYMOD_REQUEST(name)                                         \
@@ -606,7 +606,7 @@ static PyObject *pymod_region_make(PyTypeObject *type, PyObject *name) {
         return NULL;
     }
     if (pymod_name_text(name, "region", text, sizeof text) < 0) return NULL;
-    id = memobs_region_name(text); /* >= 0: the text is not empty */
+    id = memobs_region_intern(text); /* >= 0: the text is not empty */
     if (id < 0 || !(label = memobs_region_label(id))) {
         PyErr_Format(PyExc_ValueError, "region(): memobs refused the name %R", name);
         return NULL;
@@ -873,9 +873,9 @@ static PyObject *pymod_region_timing(PyObject *self, PyObject *const *args, Py_s
     int on;
     (void)self;
     if (pymod_args("region_timing", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
-    if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_timing(-1));
+    if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_get_timing());
     if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
-    return PyBool_FromLong(memobs_region_timing(on));
+    return PyBool_FromLong(memobs_region_set_timing(on));
 }
 
 /* For the tests: memobs_region_end() as C code would call it, unmatched or not. */
@@ -1046,7 +1046,7 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
         goto fail;
-    /* the program's own records, apart from the observed ones (memobs_manual_apart: the LD_PRELOAD library) */
+    /* the program's own records, apart from the observed ones (memobs_set_manual_apart: the LD_PRELOAD library) */
     if (!(x = PyDict_New()) || pymod_put(d, "manual", x) < 0) goto fail;
     if (pymod_put(x, "apart", PyBool_FromLong(s->manual.apart)) < 0 ||
         pymod_put(x, "total", pymod_dirs(&s->manual.total)) < 0 ||
@@ -1268,7 +1268,7 @@ static PyObject *pymod_get_allocations(PyObject *self, PyObject *unused) {
     }
     if (!(list = PyList_New(0))) goto fail;
     for (i = 0; i < n; i++) {
-        int len = a[i].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(a[i].trace, text, sizeof text);
+        int len = a[i].trace == MEMOBS_NO_TRACE ? -1 : memobs_format_trace(text, sizeof text, a[i].trace);
         PyObject *d = Py_BuildValue(
             "{s:K,s:K,s:s,s:i,s:s,s:K,s:K,s:N,s:O,s:N}", "ptr", PYMOD_ULL((uintptr_t)a[i].ptr), "nbytes",
             PYMOD_ULL(a[i].bytes), "kind", (unsigned)a[i].kind < MEMOBS_MEM_KINDS ? kname[a[i].kind] : "?", "device",
@@ -1296,7 +1296,7 @@ static PyObject *pymod_device_bytes(PyObject *self, PyObject *arg) {
     uint64_t now, most = 0;
     (void)self;
     if (pymod_int(arg, "device_bytes", "device", 0, 1 << 20, &dev) < 0) return NULL;
-    now = memobs_track_device_bytes(dev, &most);
+    now = memobs_get_device_bytes(dev, &most);
     return Py_BuildValue("(KK)", PYMOD_ULL(now), PYMOD_ULL(most));
 }
 
@@ -1611,7 +1611,7 @@ static PyMethodDef pymod_methods[] = {
     {"enable", PYMOD_FN(pymod_enable), PYMOD_KW, "enable(on=True)\n--\n\nSwitches recording on or off."},
     {"flush", pymod_flush, METH_NOARGS,
      "flush()\n--\n\nWrites every output the environment asks for at exit (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, "
-     "MEMOBS_TRACE, MEMOBS_HTML...) now, as exit would: for an engine's own shutdown path. The package calls it "
+     "MEMOBS_TIMELINE, MEMOBS_HTML...) now, as exit would: for an engine's own shutdown path. The package calls it "
      "at an exit by an uncaught KeyboardInterrupt (which ends in SIGINT, past C's exit handlers). OSError if a "
      "writer failed."},
     {"set_signals", PYMOD_FN(pymod_set_signals), PYMOD_KW,
