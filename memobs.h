@@ -90,6 +90,7 @@
                               implementation starts disabled and stays so).
      MEMOBS_MAX_COUNTERS      PROJECT-WIDE. User counter slots, default 32.
                               Changes the layout of memobs_summary_t.
+     MEMOBS_NO_DEPRECATED     leave out the names before 1.0 (NAMING).
      MEMOBS_TLS_INITIAL_EXEC  every file of a module. Initial-exec TLS model for
                               the per-thread shard pointer. Makes recording from
                               inside a shared library (.so) as cheap as from an
@@ -339,6 +340,24 @@
      apart from unknown pointers for the last 16 frees of each of 64 table
      stripes. A free whose pointer was never tracked because the table was
      full cannot be sized: current bytes then overstate (the summary says).
+
+   NAMING (docs/naming.md has the rules with examples and the old names)
+     memobs_ functions, MEMOBS_ macros and variables, memobs__ private.
+     A module's functions carry it after the prefix: memobs_track_,
+     memobs_timeline_, memobs_sampler_, memobs_region_, memobs_request_,
+     memobs_cuda_, memobs_py_. Arguments: what (direction, id, name), then
+     how much (bytes, ns), then the phase: memobs_record_xfer(dir, bytes,
+     phase) as MEMOBS_RECORD_XFER(dir, bytes, phase); a caller's buffer or
+     out-pointer first. print_X(FILE *) writes text for people, write_X(FILE
+     *) a machine format, write_X_file(path) the same to a whole file,
+     format_X(buf, len, ...) into a buffer (memobs_print_summary() takes no
+     argument: stderr). get_X(out) fills a snapshot. set_X(value) returns
+     the previous value and get_X() reads it; a facility with a thread or a
+     buffer has _start(...) and _stop(). "Timeline" is the event file
+     (MEMOBS_TIMELINE), "trace" an allocation's tag and stack. The Python
+     package uses the same names less "memobs_". The names before 1.0 are
+     deprecated static inline aliases, compiled unless MEMOBS_NO_DEPRECATED
+     is defined, each with a warning naming its replacement.
 
    LICENSE: MIT.
 */

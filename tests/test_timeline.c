@@ -275,7 +275,7 @@ static void test_enable_while_recording(void) {
     __atomic_store_n(&swap_stop, 0, __ATOMIC_RELEASE);
     for (k = 0; k < 4; k++) CHECK_U64(0, (uint64_t)pthread_create(&th[k], NULL, swap_thread, (void *)(uintptr_t)k));
     for (k = 0; k < 140; k++) {
-        CHECK_U64(MEMOBS_OK, memobs_timeline_start(caps[k % 7]));
+        CHECK_U64(MEMOBS_OK, caps[k % 7] ? memobs_timeline_start(caps[k % 7]) : memobs_timeline_stop());
         if (k % 10 == 0) sched_yield();
     }
     CHECK_U64(MEMOBS_OK, memobs_timeline_start(1000));
@@ -298,9 +298,13 @@ static void test_bad_input(void) {
     CHECK_U64(3, log_count);
     CHECK_U64(1, log_has("memobs_timeline_start(134217728): at most 67108864 events; unchanged"));
     CHECK_U64(0, stats().capacity);
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_timeline_start(0));
+    CHECK_U64(4, log_count);
+    CHECK_U64(1, log_has("memobs_timeline_start(0): no events; unchanged (memobs_timeline_stop() turns it off)"));
+    CHECK_U64(0, stats().capacity);
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_timeline_file(NULL));
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_timeline_file(""));
-    CHECK_U64(5, log_count);
+    CHECK_U64(6, log_count);
     log_stop();
 }
 
