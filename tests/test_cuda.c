@@ -855,7 +855,8 @@ static void test_timing(void) {
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
     CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, sizeof h));
     fill(h, 4, sizeof h);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_timing(1));
+    CHECK_U64(0, (unsigned)memobs_cuda_set_timing(1)); /* returns the previous setting: off */
+    CHECK_U64(1, (unsigned)memobs_cuda_get_timing());
     untimed0 = memobs_cuda_get_untimed();
     cudadbl_set_copy_time(0.5f, 0); /* every copy takes 0.5 ms of device time */
     t0 = cudadbl_clock();
@@ -960,7 +961,7 @@ static void test_timing(void) {
         }
     }
     /* timing off: copies no longer touch events */
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_timing(0));
+    CHECK_U64(1, (unsigned)memobs_cuda_set_timing(0)); /* it was on */
     cudadbl_reset_calls();
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 10, cudaMemcpyHostToDevice, s));
     CHECK_U64(0, calls("cuEventRecord"));
