@@ -4,9 +4,10 @@
 #     headers define agree both ways (old name and replacement);
 #   - a program using every deprecated alias (tests/names/aliases.c for
 #     memobs.h, tests/names/aliases_cuda.c for memobs_cuda.h against the CUDA
-#     runtime double) builds as C99, C++17 and under nvcc with exactly one
-#     deprecation warning per alias, naming its replacement, and no other
-#     warning; run, each alias gives the figures of its replacement;
+#     runtime double) builds as C99, C++11 (memobs.h), C++17 and under nvcc
+#     with exactly one deprecation warning per alias, naming its
+#     replacement, and no other warning; run, each alias gives the figures
+#     of its replacement;
 #   - with MEMOBS_NO_DEPRECATED every old name is gone (a use fails to build);
 #   - MEMOBS_TRACE, MEMOBS_TRACE_EVENTS and MEMOBS_TRACE_WRITE_S still work as
 #     MEMOBS_TIMELINE, _EVENTS and _WRITE_S, and the new name wins when both
@@ -173,6 +174,7 @@ build_core() { # NAME EXTRA-OBJECTS COMPILE... (the compiler line; -c and -o are
     fi
 }
 build_core c99 "" $CC -std=c99 $WK -Wstrict-prototypes
+build_core c++11 "" $CXX -x c++ -std=c++11 $WK
 build_core c++17 "" $CXX -x c++ -std=c++17 $WK
 have_nvcc=0
 [ -x "$NVCC" ] && have_nvcc=1
