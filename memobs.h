@@ -348,10 +348,10 @@
      memobs_cuda_, memobs_py_. Arguments: what (direction, id, name), then
      how much (bytes, ns), then the phase: memobs_record_xfer(dir, bytes,
      phase) as MEMOBS_RECORD_XFER(dir, bytes, phase); a caller's buffer or
-     out-pointer first. print_X(FILE *) writes text for people, write_X(FILE
-     *) a machine format, write_X_file(path) the same to a whole file,
-     format_X(buf, len, ...) into a buffer (memobs_print_summary() takes no
-     argument: stderr). get_X(out) fills a snapshot. set_X(value) returns
+     out-pointer first. print_X(FILE *) writes text for people,
+     write_X(FILE *) a machine format, write_X_file(path) the same to a
+     whole file, format_X(buf, len, ...) into a buffer
+     (memobs_print_summary() takes no argument: stderr). get_X(out) fills a snapshot. set_X(value) returns
      the previous value and get_X() reads it; a facility with a thread or a
      buffer has _start(...) and _stop(). "Timeline" is the event file
      (MEMOBS_TIMELINE), "trace" an allocation's tag and stack. The Python
