@@ -1,4 +1,4 @@
-/* memobs.h - v0.1.0 - observer counters for LLM inference engines.
+/* memobs.h - v1.0.0 - observer counters for LLM inference engines.
    Header-only, no dependencies beyond libc and pthreads. C99/C11, C++11/17, nvcc.
 
    STEP BY STEP
@@ -41,7 +41,7 @@
        summed when a summary is read, so totals are exact under any number
        of threads. With an observer of the real copies in the process (the
        LD_PRELOAD library), the program's own records are counted apart as
-       "manual" and shown beside the observed ones (memobs_manual_apart).
+       "manual" and shown beside the observed ones (memobs_set_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
@@ -73,7 +73,7 @@
        samples RSS, anonymous memory, the malloc heap, tracked and device
        memory into a bounded ring; a leak detector fits their slopes and
        says in the summary when memory mapped outside malloc grows.
-     Timeline (off by default; MEMOBS_TRACE): a bounded record of transfer,
+     Timeline (off by default; MEMOBS_TIMELINE): a bounded record of transfer,
        allocation, phase, region and sample events, each thread writing its
        own chunk with a TSC time stamp (about 11 ns a record:
        docs/performance.md), merged by time into a Chrome trace.
@@ -81,7 +81,7 @@
    EXPORTS
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
      or a textfile-collector file rewritten atomically: MEMOBS_PROM_FILE),
-     Chrome trace JSON for Perfetto UI (MEMOBS_TRACE), Stormlog telemetry
+     Chrome trace JSON for Perfetto UI (MEMOBS_TIMELINE), Stormlog telemetry
      schema v2 with one series per rank (MEMOBS_STORMLOG; the host series
      of a GPU process: MEMOBS_STORMLOG_HOST).
      A one-file HTML report for people (memobs_write_html, MEMOBS_HTML):
@@ -96,6 +96,7 @@
                               implementation starts disabled and stays so).
      MEMOBS_MAX_COUNTERS      PROJECT-WIDE. User counter slots, default 32.
                               Changes the layout of memobs_summary_t.
+     MEMOBS_NO_DEPRECATED     leave out the names before 1.0 (NAMING).
      MEMOBS_TLS_INITIAL_EXEC  every file of a module. Initial-exec TLS model for
                               the per-thread shard pointer. Makes recording from
                               inside a shared library (.so) as cheap as from an
@@ -214,15 +215,21 @@
                               memory snapshot (a pickle: not to a terminal).
      MEMOBS_TORCH_EVENTS=N    history events kept per device for it (default
                               16384; suffixes K, M; 0 = no history).
-     MEMOBS_TRACE=DEST        turn the timeline on at start-up and write it
+     MEMOBS_TIMELINE=DEST     turn the timeline on at start-up and write it
                               at exit as a Chrome trace.
-     MEMOBS_TRACE_EVENTS=N    events the timeline keeps (default 65536;
+     MEMOBS_TIMELINE_EVENTS=N events the timeline keeps (default 65536;
                               suffixes K, M; 0 = off). Set alone, it turns
                               the timeline on without writing it at exit.
-     MEMOBS_TRACE_WRITE_S=S   a trace's write takes at most S seconds
+     MEMOBS_TIMELINE_WRITE_S=S
+                              a trace's write takes at most S seconds
                               (default 20; decimals allowed; 0 = no
                               limit): past it the oldest events are left
-                              out, said in the file (memobs_trace_write_limit).
+                              out, said in the file
+                              (memobs_timeline_set_write_limit).
+                              The three are also read under their names
+                              before 1.0, MEMOBS_TRACE, MEMOBS_TRACE_EVENTS
+                              and MEMOBS_TRACE_WRITE_S (the new name wins
+                              when both are set).
      MEMOBS_CLOCK=auto|tsc|monotonic
                               the timeline's clock (memobs_ticks): the TSC
                               where the kernel vouches for it (auto), the
@@ -242,7 +249,7 @@
      MEMOBS_REQUEST_TIMEOUT_S=S  a request with no token and no end for S
                               seconds is ended as abandoned, counted,
                               untimed (default 600; decimals allowed; 0 =
-                              never; memobs_request_timeout).
+                              never; memobs_request_set_timeout).
      MEMOBS_PROM_FILE=DEST    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below (a stream: at exit only).
@@ -264,12 +271,12 @@
      the shared shard and tries again at its next record).
      Async-signal-safe, on any thread, whatever the handler interrupted
      (memobs itself included), on x86-64, aarch64 and the rest: every
-     transfer record (the MEMOBS_RECORD_* macros, memobs_record,
-     memobs_record_timed), memobs_counter_add and MEMOBS_COUNTER_ADD at a
+     transfer record (the MEMOBS_RECORD_* macros, memobs_record_xfer,
+     memobs_record_xfer_timed), memobs_counter_add and MEMOBS_COUNTER_ADD at a
      site that has added before, the global clock (memobs_ttft_start/
-     _stop, memobs_tpot_step/_stop), memobs_ttft_record/_tpot_record,
+     _stop, memobs_tpot_step/_stop), memobs_record_ttft/_tpot,
      memobs_set_phase/_get_phase, memobs_observer_enter/_leave,
-     memobs_is_enabled, memobs_now_ns. They never wait or spin and nothing
+     memobs_get_enabled, memobs_now_ns. They never wait or spin and nothing
      they count is lost: an add to the thread's own shard is one
      instruction on x86-64 (elsewhere it is marked, and a handler's record
      that finds the mark adds atomically to the shared shard, summed like
@@ -340,14 +347,36 @@
      stripes. A free whose pointer was never tracked because the table was
      full cannot be sized: current bytes then overstate (the summary says).
 
+   NAMING (docs/naming.md has the rules with examples and the old names)
+     memobs_ functions, MEMOBS_ macros and variables, memobs__ private.
+     A module's functions carry it after the prefix: memobs_track_,
+     memobs_timeline_, memobs_sampler_, memobs_region_, memobs_request_,
+     memobs_cuda_, memobs_py_. Arguments: what (direction, id, name), then
+     how much (bytes, ns), then the phase: memobs_record_xfer(dir, bytes,
+     phase) as MEMOBS_RECORD_XFER(dir, bytes, phase); a caller's buffer or
+     out-pointer first. print_X(FILE *) writes text for people,
+     write_X(FILE *) a machine format, write_X_file(path) the same to a
+     whole file, format_X(buf, len, ...) into a buffer
+     (memobs_print_summary() takes no argument: stderr). get_X(out) fills
+     a snapshot. set_X(value) returns the previous value and get_X() reads
+     it; a facility with a thread or a
+     buffer has _start(...) and _stop(). "Timeline" is the event file
+     (MEMOBS_TIMELINE), "trace" an allocation's tag and stack. The Python
+     package uses the same names less "memobs_". The names before 1.0 are
+     deprecated static inline aliases, compiled unless MEMOBS_NO_DEPRECATED
+     is defined, each with a warning naming its replacement.
+
    LICENSE: MIT; the full text is at the end of this file.
 */
 
 #ifndef MEMOBS_H
 #define MEMOBS_H
 
-#define MEMOBS_VERSION "0.1.0"
-#define MEMOBS_VERSION_NUM 100 /* major * 10000 + minor * 100 + patch */
+#define MEMOBS_VERSION "1.0.0"
+#define MEMOBS_VERSION_MAJOR 1
+#define MEMOBS_VERSION_MINOR 0
+#define MEMOBS_VERSION_PATCH 0
+#define MEMOBS_VERSION_NUM 10000 /* major * 10000 + minor * 100 + patch */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -482,7 +511,7 @@ typedef struct {
     uint64_t timed_in_flight_copies, timed_in_flight_bytes;
     /* Records counted apart as the program's own claims while an observer
        (the LD_PRELOAD library) fills the transfer figures above; see
-       memobs_manual_apart. apart: 1 while records are kept apart. */
+       memobs_set_manual_apart. apart: 1 while records are kept apart. */
     struct {
         int apart;
         memobs_dirs_t total, prefill, decode, unphased;
@@ -527,8 +556,9 @@ typedef void (*memobs_log_fn)(int level, const char *msg, void *user);
 
 /* Reads the environment once (also done at load time). Idempotent. */
 MEMOBS_API int memobs_init(void);
-MEMOBS_API void memobs_enable(int on);
-MEMOBS_API int memobs_is_enabled(void);
+/* Recording on (1) or off (0); returns the previous setting. */
+MEMOBS_API int memobs_set_enabled(int on);
+MEMOBS_API int memobs_get_enabled(void);
 /* Starts a new statistics window (see THREADS, RESET, FORK). */
 MEMOBS_API void memobs_reset(void);
 /* Replaces the diagnostics sink (default: "memobs: warning: ..." on stderr).
@@ -544,6 +574,7 @@ MEMOBS_API uint64_t memobs_now_ns(void);
    where they are still installed. Returns the setting before the call
    (always 0 where memobs has no signal handling: see LIMITS). */
 MEMOBS_API int memobs_set_signals(int on);
+MEMOBS_API int memobs_get_signals(void);
 
 /* ======================================================================== */
 /* Transfers and phase                                                      */
@@ -565,28 +596,29 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
 #define MEMOBS_MAX_BYTES (UINT64_C(1) << 56)
 
 /* Function form of the record macros; dir, phase and bytes are checked. */
-MEMOBS_API void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes);
+MEMOBS_API void memobs_record_xfer(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase);
 
 /* For a backend that times copies on the device (memobs_cuda.h does): a
    completed copy of bytes that took ns there, and the change in copies
    issued but not yet completed. The bytes were recorded as issued already. */
-MEMOBS_API void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns);
+MEMOBS_API void memobs_record_xfer_timed(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns);
 MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
 
 /* Observed and manual transfers. A library that sees the real copies (the
    LD_PRELOAD library, preload/memobs_preload.c) makes its records
    between memobs_observer_enter() and memobs_observer_leave() on the
-   calling thread, and calls memobs_manual_apart(1) once: from then on a
+   calling thread, and calls memobs_set_manual_apart(1) once: from then on a
    transfer record made outside an observer (MEMOBS_RECORD_*,
-   memobs_record, the Python package's record_*) is the program's own
+   memobs_record_xfer, the Python package's record_*) is the program's own
    claim, "manual", counted apart per phase and direction (an atomic add on
    a shared line, not the per-thread shard), and not in the transfer
    figures, which hold what was observed. Summaries show both per
    direction and their difference: the check on hand-counted bytes.
-   memobs_manual_apart(0) counts every record as before; what was counted
+   memobs_set_manual_apart(0) counts every record as before; what was counted
    apart stays in the manual figures until memobs_reset(). Returns the
-   previous setting. memobs_enable(0) then 1 keeps it. */
-MEMOBS_API int memobs_manual_apart(int on);
+   previous setting. memobs_set_enabled(0) then 1 keeps it. */
+MEMOBS_API int memobs_set_manual_apart(int on);
+MEMOBS_API int memobs_get_manual_apart(void);
 
 /* ======================================================================== */
 /* Timing                                                                   */
@@ -604,8 +636,8 @@ MEMOBS_API void memobs_tpot_stop(void);
    its own clock, as nano-vllm's observers do): one sample; 0 is ignored,
    one above MEMOBS_MAX_NS refused and counted as a bad record. */
 #define MEMOBS_MAX_NS (UINT64_C(1) << 56) /* about 2.3 years: any real duration passes */
-MEMOBS_API void memobs_ttft_record(uint64_t ns);
-MEMOBS_API void memobs_tpot_record(uint64_t ns);
+MEMOBS_API void memobs_record_ttft(uint64_t ns);
+MEMOBS_API void memobs_record_tpot(uint64_t ns);
 
 /* Per request. The first token gives a TTFT sample, later tokens TPOT
    samples (time since the previous token of that request), end an E2E
@@ -629,10 +661,12 @@ MEMOBS_API void memobs_request_end(uint64_t id);
    / 16 slots) full of live requests drops the one idle longest, untimed,
    and counts it (requests_dropped; one warning): raise
    MEMOBS_MAX_REQUESTS or lower the timeout.
-   memobs_request_timeout(ns) sets the timeout in ns (0: never) and returns
-   the previous one; UINT64_MAX changes nothing (it reads the setting).
-   Default 600 s; env MEMOBS_REQUEST_TIMEOUT_S (seconds, decimals allowed). */
-MEMOBS_API uint64_t memobs_request_timeout(uint64_t ns);
+   memobs_request_set_timeout(ns) sets the timeout in ns (0: never; at most
+   1e9 s, larger values are clamped) and returns the previous one;
+   memobs_request_get_timeout() reads it. Default 600 s; env
+   MEMOBS_REQUEST_TIMEOUT_S (seconds, decimals allowed). */
+MEMOBS_API uint64_t memobs_request_set_timeout(uint64_t ns);
+MEMOBS_API uint64_t memobs_request_get_timeout(void);
 
 /* ======================================================================== */
 /* Regions and markers                                                      */
@@ -674,17 +708,17 @@ MEMOBS_API uint64_t memobs_request_timeout(uint64_t ns);
    Cost: the macros look a name up once per call site; with the timeline
    off and region timing off a begin+end is a store of the id and the
    depth on the thread (bench: "region begin+end"). Region timing (on by
-   default; memobs_region_timing, MEMOBS_REGION_TIMING=0|1) adds a clock
+   default; memobs_region_set_timing, MEMOBS_REGION_TIMING=0|1) adds a clock
    read at the begin and one at the end. With timing off a region is
    still timed when the timeline is on (its slice) or its name is a
    collective (Stormlog's event); the stats then count those times. memobs_region_begin(name) hashes the name on every call:
-   prefer the macros or an id from memobs_region_name in hot loops. */
+   prefer the macros or an id from memobs_region_intern in hot loops. */
 #define MEMOBS_REGION_DEPTH 32 /* open regions a thread keeps (deeper ones are counted) */
 typedef int32_t memobs_region_t; /* an interned name; negative: none */
 
 /* Interns name; the id (>= 1), 0 ("(other)") when the table is full, or
    MEMOBS_ERR_INVALID for NULL or "". */
-MEMOBS_API memobs_region_t memobs_region_name(const char *name);
+MEMOBS_API memobs_region_t memobs_region_intern(const char *name);
 /* The interned text of an id (valid for the life of the process), NULL
    for an id that was never given out. */
 MEMOBS_API const char *memobs_region_label(memobs_region_t id);
@@ -697,9 +731,10 @@ MEMOBS_API void memobs_mark_id(memobs_region_t id);
 /* Regions open on the calling thread (deeper than MEMOBS_REGION_DEPTH
    included). */
 MEMOBS_API int memobs_region_depth(void);
-/* Region timing on (1) or off (0); returns the previous setting. A
-   negative on changes nothing: it reads the setting. */
-MEMOBS_API int memobs_region_timing(int on);
+/* Region timing on (1) or off (0); returns the previous setting.
+   memobs_region_get_timing() reads it. */
+MEMOBS_API int memobs_region_set_timing(int on);
+MEMOBS_API int memobs_region_get_timing(void);
 
 typedef struct {
     memobs_region_t id;
@@ -767,7 +802,7 @@ MEMOBS_API int memobs__track_mark(const void *ptr, int how);
    ever were. 0 for a device out of range. Exact: it folds every thread's
    escrow record (each thread's lock taken briefly), so call it per step
    or per report, not per allocation. */
-MEMOBS_API uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes);
+MEMOBS_API uint64_t memobs_get_device_bytes(int device, uint64_t *max_bytes);
 
 /* Device index used by the macros on this thread (default 0). */
 MEMOBS_API void memobs_set_device(int device);
@@ -838,7 +873,7 @@ typedef struct {
     const char *title;
     void *user;
 } memobs_tag_provider_t;
-MEMOBS_API int memobs_set_tag_provider(const memobs_tag_provider_t *provider);
+MEMOBS_API int memobs_track_set_tag_provider(const memobs_tag_provider_t *provider);
 
 /* Peak report: when tracked device memory on a device passes its last
    reported maximum by the fraction growth (and is at least min_bytes), the
@@ -847,7 +882,7 @@ MEMOBS_API int memobs_set_tag_provider(const memobs_tag_provider_t *provider);
    a file path (appended, one write a report; %r/%p expanded). dest NULL or
    "off" turns it off (the words of the OUTPUTS rule: 1 is stderr, 0 off;
    "" is an error). growth 0 reports every new maximum. */
-MEMOBS_API int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes);
+MEMOBS_API int memobs_track_set_peak_report(const char *dest, double growth, uint64_t min_bytes);
 
 /* A snapshot of live allocations, for exporters. Returns how many are
    live (which may exceed max; at most max are written). */
@@ -870,7 +905,7 @@ MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
    before its frames, and one cut short the last line "... cut short: bad
    frame pointer". Returns the length (truncated to len-1), or
    MEMOBS_ERR_INVALID for an unknown id. */
-MEMOBS_API int memobs_trace_text(uint32_t trace, char *buf, size_t len);
+MEMOBS_API int memobs_format_trace(char *buf, size_t len, uint32_t trace);
 
 /* Reports (text, UTF-8 box drawing for stacks). Rows are capped at
    MEMOBS_REPORT_ROWS (env, default 50; 0 = all); the rest are summed. */
@@ -955,7 +990,7 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
 /* A bounded timeline of events written out as a Chrome trace (Perfetto
    UI, chrome://tracing). Off by default. When on, it keeps the newest
    events up to its capacity: transfer records (host-side, and device-timed
-   ones from memobs_record_timed), tracked allocations and frees, phase
+   ones from memobs_record_xfer_timed), tracked allocations and frees, phase
    changes (per thread), regions and markers, and samples from memobs'
    samplers; older events are dropped and counted. About 48 bytes per event
    in memory, about 235 in the trace file.
@@ -980,16 +1015,19 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    it) and are written as CLOCK_MONOTONIC time. With the timeline off a
    record pays one relaxed load and a branch more.
 
-   capacity > 0: a new, empty timeline of that many events (MEMOBS_MALLOC;
-   on failure MEMOBS_ERR_NOMEM and a message, the old one kept), recording
-   on; at most 1 << 26 (else MEMOBS_ERR_INVALID). 0: recording off, the
-   events freed. A replaced timeline is freed once no thread can be
-   writing into it (membarrier(); without it, it is kept). memobs_reset()
-   leaves the timeline alone (a trace is a history, not a window): enable
-   again to start a new one. Compiled out (MEMOBS_DISABLE) it stays off and
-   returns MEMOBS_OK. Env MEMOBS_TRACE=PATH and MEMOBS_TRACE_EVENTS=N (see
+   memobs_timeline_start(capacity): a new, empty timeline of that many
+   events (MEMOBS_MALLOC; on failure MEMOBS_ERR_NOMEM and a message, the
+   old one kept), recording on; 1 to 1 << 26 (else MEMOBS_ERR_INVALID,
+   unchanged). memobs_timeline_stop(): recording off, the events freed. A
+   replaced timeline is freed once no thread can be writing into it
+   (membarrier(); without it, it is kept). memobs_reset() leaves the
+   timeline alone (a timeline is a history, not a window): start it again
+   for a new one. Compiled out (MEMOBS_DISABLE) it stays off and
+   returns MEMOBS_OK. Env MEMOBS_TIMELINE=PATH and MEMOBS_TIMELINE_EVENTS=N (see
    ENVIRONMENT). */
-MEMOBS_API int memobs_timeline_enable(size_t capacity);
+MEMOBS_API int memobs_timeline_start(size_t capacity);
+/* Recording off, the events freed (as above); returns MEMOBS_OK. */
+MEMOBS_API int memobs_timeline_stop(void);
 
 typedef struct {
     uint64_t capacity; /* events the timeline holds; 0: off */
@@ -999,7 +1037,7 @@ typedef struct {
     uint64_t chunk;    /* events per chunk */
     uint64_t threads;  /* threads that own a chunk now */
 } memobs_timeline_stats_t;
-MEMOBS_API void memobs_timeline_stats(memobs_timeline_stats_t *out);
+MEMOBS_API void memobs_timeline_get_stats(memobs_timeline_stats_t *out);
 
 /* Kept and dropped events by timeline thread (numbered 1, 2, ... in the
    order of their first event; number 256 stands for threads 256 and later),
@@ -1009,7 +1047,7 @@ typedef struct {
     uint32_t thread;
     uint64_t recorded, kept, dropped;
 } memobs_timeline_thread_t;
-MEMOBS_API size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t max);
+MEMOBS_API size_t memobs_timeline_get_threads(memobs_timeline_thread_t *out, size_t max);
 
 /* The timeline's clock. memobs_ticks() reads it: the TSC (rdtsc, about 10
    ns; x86-64 Linux) where the kernel says it is stable (clocksource tsc,
@@ -1038,11 +1076,11 @@ MEMOBS_API double memobs_clock_ns_per_tick(void);
         "H2D prefill" etc., args bytes and phase; host-side records have no
         duration of their own: 1 us wide, or less to end before the next
         record of that direction.
-     "H2D copies (device-timed)" ...     a slice per memobs_record_timed copy
+     "H2D copies (device-timed)" ...     a slice per memobs_record_xfer_timed copy
         of its device duration, ending when it was reported; copies that
         overlap go to extra tracks "... #2", "... #3" (at most 16).
      "allocations"   an instant event per tracked allocation and free, args
-        ptr, bytes, kind, device, phase, trace (memobs_trace_text).
+        ptr, bytes, kind, device, phase, trace (memobs_format_trace).
      "phase, thread N"   prefill/decode slices of each thread that set a
         phase (N in order of first appearance); a phase still set is shown
         until the trace was written.
@@ -1056,15 +1094,15 @@ MEMOBS_API double memobs_clock_ns_per_tick(void);
    other threads record. MEMOBS_ERR_INVALID for f NULL, MEMOBS_ERR_NOMEM
    when the copy of the events cannot be allocated, MEMOBS_ERR_IO when
    writing fails. */
-MEMOBS_API int memobs_write_chrome_trace(FILE *f);
+MEMOBS_API int memobs_write_timeline(FILE *f);
 /* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
    the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
    the old file stays and one warning is logged). */
-MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
+MEMOBS_API int memobs_write_timeline_file(const char *path);
 /* The trace write's bound, so that a stop (Kubernetes: SIGTERM, SIGKILL
    30 s later) never finds it unfinished: a write gives itself ns from its
    start, the copy and sort of the events included (default 20 s; env
-   MEMOBS_TRACE_WRITE_S; 0 = no limit). Once it has measured its rate
+   MEMOBS_TIMELINE_WRITE_S; 0 = no limit). Once it has measured its rate
    over a tenth of the limit (at most a second), it compares, every 4096
    events, the rate so far with the time left and, when the rest would not
    fit (with a margin), skips ahead to the newest events that will: the
@@ -1076,9 +1114,11 @@ MEMOBS_API int memobs_write_chrome_trace_file(const char *path);
    times of the oldest and newest of them, and "write_limit_s"), and one
    warning is logged. A trace takes about 235 bytes per event in the file
    (48 in memory); the write ran at 2-2.5 M events/s, 470-580 MB/s, to a
-   file here (16M events: 6.5 s; README). Returns the previous limit;
-   UINT64_MAX changes nothing (it reads the limit). */
-MEMOBS_API uint64_t memobs_trace_write_limit(uint64_t ns);
+   file here (16M events: 6.5 s; README). Returns the previous limit
+   (at most 1e9 s: larger values are clamped);
+   memobs_timeline_get_write_limit() reads it. */
+MEMOBS_API uint64_t memobs_timeline_set_write_limit(uint64_t ns);
+MEMOBS_API uint64_t memobs_timeline_get_write_limit(void);
 
 /* ======================================================================== */
 /* Identity                                                                 */
@@ -1103,7 +1143,7 @@ typedef struct {
     int32_t device;                 /* CUDA device index */
     /* the driver's cuMemGetInfo; MEMOBS_UNKNOWN if it failed or the device has no context */
     uint64_t used, free_bytes, total;
-    uint64_t tracked;               /* memobs_track_device_bytes(device) */
+    uint64_t tracked;               /* memobs_get_device_bytes(device) */
     /* when used/free/total were read (memobs_now_ns()): at the sample, or,
        once CUDA has shut down at exit (memobs_cuda.h), the last figures
        read, earlier than time_ns; 0 when unknown */
@@ -1143,7 +1183,7 @@ MEMOBS_API int memobs_sample_now(void);
    many were copied (out NULL or max 0: how many are held). */
 MEMOBS_API size_t memobs_get_samples(memobs_sample_t *out, size_t max);
 /* Samples dropped because the ring was full. */
-MEMOBS_API uint64_t memobs_samples_dropped(void);
+MEMOBS_API uint64_t memobs_get_samples_dropped(void);
 
 typedef enum {
     MEMOBS_LEAK_NONE = 0,        /* nothing grows (or too few samples: see samples) */
@@ -1231,13 +1271,15 @@ MEMOBS_API int memobs_write_summary(FILE *f, memobs_format_t fmt);
    the old file stays and one warning is logged). */
 MEMOBS_API int memobs_write_summary_file(const char *path, memobs_format_t fmt);
 /* 0: the files the environment asks for at exit (MEMOBS_SUMMARY,
-   MEMOBS_PROM_FILE, MEMOBS_TRACE, MEMOBS_STORMLOG(_HOST), MEMOBS_HTML,
+   MEMOBS_PROM_FILE, MEMOBS_TIMELINE, MEMOBS_STORMLOG(_HOST), MEMOBS_HTML,
    MEMOBS_LEAKS, MEMOBS_TORCH_SNAPSHOT) are not written by this process;
    1 (the default): they are. For a library loaded into every process of a
    job (the LD_PRELOAD library turns them off in a process that made no
    CUDA call and recorded nothing: a launcher, a shell's helpers), so that
-   those processes leave the files of the one that did alone. */
-MEMOBS_API void memobs_set_exit_outputs(int on);
+   those processes leave the files of the one that did alone. Returns the
+   previous setting; memobs_get_exit_outputs() reads it. */
+MEMOBS_API int memobs_set_exit_outputs(int on);
+MEMOBS_API int memobs_get_exit_outputs(void);
 /* Writes every output the environment asks for at exit (the list above)
    now, as exit would: for an engine with its own shutdown path, or a
    periodic snapshot. Safe from any thread, not from a signal handler.
@@ -1246,9 +1288,9 @@ MEMOBS_API void memobs_set_exit_outputs(int on);
    stays). */
 MEMOBS_API int memobs_flush(void);
 /* "262.13 GB": decimal units (B, KB, MB, GB, TB) as nano-vllm prints them. */
-MEMOBS_API const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+MEMOBS_API const char *memobs_format_bytes(char *buf, size_t len, uint64_t bytes);
 /* "850 ns", "12.30 us", "4.56 ms", "1.23 s". */
-MEMOBS_API const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len);
+MEMOBS_API const char *memobs_format_ns(char *buf, size_t len, uint64_t ns);
 
 /* ======================================================================== */
 /* Prometheus                                                               */
@@ -1307,7 +1349,7 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    tracked host/pinned/device, the driver's device used; without samples,
    tracked bytes by kind from the timeline's allocations) with each series'
    peak marked, the leak detector's verdict and fit; the traces holding the
-   most live bytes with their tags and stacks (memobs_trace_text: C and
+   most live bytes with their tags and stacks (memobs_format_trace: C and
    provider frames); user counters and the problems counted. Every figure
    of the summary it shows carries data-memobs="KEY" (h2d.prefill.bytes,
    ttft.p99_ns, memory.device.peak_bytes, problems.bad_records, ...) and
@@ -1432,7 +1474,7 @@ MEMOBS_API int memobs_write_html_file(const char *path);
         static memobs_region_t memobs__site_rid; /* 0: not looked up, else id+1 */ \
         memobs_region_t memobs__rid = MEMOBS__LOAD(&memobs__site_rid);           \
         if (memobs__rid == 0) {                                                  \
-            memobs__rid = memobs_region_name(name);                              \
+            memobs__rid = memobs_region_intern(name);                              \
             memobs__rid = memobs__rid < 0 ? memobs__rid : memobs__rid + 1;       \
             MEMOBS__STORE(&memobs__site_rid, memobs__rid);                       \
         }                                                                        \
@@ -1530,7 +1572,7 @@ typedef struct {
 
 /* memobs__on.v: 0 off; MEMOBS__ON: on; MEMOBS__ON | MEMOBS__ON_APART: on,
    and transfer records made outside an observer are counted apart as
-   "manual" (memobs_manual_apart). The apart bit is never set alone, so
+   "manual" (memobs_set_manual_apart). The apart bit is never set alone, so
    "v != 0" still reads "on". The inline fast path is taken when v is
    exactly MEMOBS__ON (the same compare as before) or an observer records;
    a manual record, apart, takes the slow path. */
@@ -1612,7 +1654,7 @@ static inline void memobs__xfer_cur(unsigned dir, uint64_t bytes) {
 }
 
 /* Records made between these, on this thread, are observed ones (see
-   memobs_manual_apart); they nest. */
+   memobs_set_manual_apart); they nest. */
 static inline void memobs_observer_enter(void) { memobs__tls.observing++; }
 static inline void memobs_observer_leave(void) {
     if (memobs__tls.observing) memobs__tls.observing--;
@@ -1634,6 +1676,95 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
         }
     }
 }
+
+/* ======================================================================== */
+/* Deprecated names (before 1.0)                                            */
+/* ======================================================================== */
+
+/* The names memobs had before 1.0, each a static inline wrapper of its
+   replacement (no symbol, no cost), with a deprecation warning that names
+   the replacement. Define MEMOBS_NO_DEPRECATED to leave them out.
+   docs/naming.md has the table. Wrappers of a changed argument order keep
+   the old order; memobs_region_timing(-1), memobs_request_timeout(UINT64_MAX)
+   and memobs_trace_write_limit(UINT64_MAX) still read, and
+   memobs_timeline_enable(0) still stops. Old names are not exported
+   symbols: a binary built against memobs before 1.0 that calls them from
+   another module (dlsym) finds nothing; memobs' instance sharing (the
+   Python package and the LD_PRELOAD library) only joins modules of the
+   same version. */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define MEMOBS__DEPRECATED(use) [[deprecated("use " use)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define MEMOBS__DEPRECATED(use) __attribute__((deprecated("use " use)))
+#elif defined(_MSC_VER)
+#define MEMOBS__DEPRECATED(use) __declspec(deprecated("use " use))
+#else
+#define MEMOBS__DEPRECATED(use)
+#endif
+
+#ifndef MEMOBS_NO_DEPRECATED
+MEMOBS__DEPRECATED("memobs_set_enabled") static inline void memobs_enable(int on) { (void)memobs_set_enabled(on); }
+MEMOBS__DEPRECATED("memobs_get_enabled") static inline int memobs_is_enabled(void) { return memobs_get_enabled(); }
+MEMOBS__DEPRECATED("memobs_record_xfer(dir, bytes, phase)")
+static inline void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes) {
+    memobs_record_xfer(dir, bytes, phase);
+}
+MEMOBS__DEPRECATED("memobs_record_xfer_timed(dir, bytes, phase, ns)")
+static inline void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns) {
+    memobs_record_xfer_timed(dir, bytes, phase, ns);
+}
+MEMOBS__DEPRECATED("memobs_record_ttft") static inline void memobs_ttft_record(uint64_t ns) { memobs_record_ttft(ns); }
+MEMOBS__DEPRECATED("memobs_record_tpot") static inline void memobs_tpot_record(uint64_t ns) { memobs_record_tpot(ns); }
+MEMOBS__DEPRECATED("memobs_set_manual_apart")
+static inline int memobs_manual_apart(int on) { return memobs_set_manual_apart(on); }
+MEMOBS__DEPRECATED("memobs_request_set_timeout or memobs_request_get_timeout")
+static inline uint64_t memobs_request_timeout(uint64_t ns) {
+    return ns == UINT64_MAX ? memobs_request_get_timeout() : memobs_request_set_timeout(ns);
+}
+MEMOBS__DEPRECATED("memobs_region_intern")
+static inline memobs_region_t memobs_region_name(const char *name) { return memobs_region_intern(name); }
+MEMOBS__DEPRECATED("memobs_region_set_timing or memobs_region_get_timing")
+static inline int memobs_region_timing(int on) { return on < 0 ? memobs_region_get_timing() : memobs_region_set_timing(on); }
+MEMOBS__DEPRECATED("memobs_track_set_tag_provider")
+static inline int memobs_set_tag_provider(const memobs_tag_provider_t *provider) {
+    return memobs_track_set_tag_provider(provider);
+}
+MEMOBS__DEPRECATED("memobs_track_set_peak_report")
+static inline int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) {
+    return memobs_track_set_peak_report(dest, growth, min_bytes);
+}
+MEMOBS__DEPRECATED("memobs_get_device_bytes")
+static inline uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes) {
+    return memobs_get_device_bytes(device, max_bytes);
+}
+MEMOBS__DEPRECATED("memobs_format_trace(buf, len, trace)")
+static inline int memobs_trace_text(uint32_t trace, char *buf, size_t len) { return memobs_format_trace(buf, len, trace); }
+MEMOBS__DEPRECATED("memobs_format_bytes(buf, len, bytes)")
+static inline const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
+    return memobs_format_bytes(buf, len, bytes);
+}
+MEMOBS__DEPRECATED("memobs_format_ns(buf, len, ns)")
+static inline const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len) { return memobs_format_ns(buf, len, ns); }
+MEMOBS__DEPRECATED("memobs_timeline_start or memobs_timeline_stop")
+static inline int memobs_timeline_enable(size_t capacity) {
+    return capacity ? memobs_timeline_start(capacity) : memobs_timeline_stop();
+}
+MEMOBS__DEPRECATED("memobs_timeline_get_stats")
+static inline void memobs_timeline_stats(memobs_timeline_stats_t *out) { memobs_timeline_get_stats(out); }
+MEMOBS__DEPRECATED("memobs_timeline_get_threads")
+static inline size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t max) {
+    return memobs_timeline_get_threads(out, max);
+}
+MEMOBS__DEPRECATED("memobs_write_timeline") static inline int memobs_write_chrome_trace(FILE *f) { return memobs_write_timeline(f); }
+MEMOBS__DEPRECATED("memobs_write_timeline_file")
+static inline int memobs_write_chrome_trace_file(const char *path) { return memobs_write_timeline_file(path); }
+MEMOBS__DEPRECATED("memobs_timeline_set_write_limit or memobs_timeline_get_write_limit")
+static inline uint64_t memobs_trace_write_limit(uint64_t ns) {
+    return ns == UINT64_MAX ? memobs_timeline_get_write_limit() : memobs_timeline_set_write_limit(ns);
+}
+MEMOBS__DEPRECATED("memobs_get_samples_dropped")
+static inline uint64_t memobs_samples_dropped(void) { return memobs_get_samples_dropped(); }
+#endif /* MEMOBS_NO_DEPRECATED */
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -2103,7 +2234,7 @@ static struct {
     memobs__u32_t flushes;                                 /* flushes begun (see memobs__sig_exit) */
     void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
     memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
-    memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_manual_apart */
+    memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_set_manual_apart */
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
     memobs__trk_t trk;         /* allocation tracker */
@@ -2513,18 +2644,22 @@ int memobs_init(void) {
 __attribute__((constructor)) static void memobs__ctor(void) { memobs_init(); }
 #endif
 
-void memobs_enable(int on) {
+int memobs_set_enabled(int on) {
     memobs_init();
 #ifdef MEMOBS_DISABLE
     (void)on;
+    return 0;
 #else
+    int was;
     pthread_mutex_lock(&memobs__g.lock);
+    was = MEMOBS__LOAD(&memobs__on.v) != 0;
     MEMOBS__STORE(&memobs__on.v, on ? MEMOBS__ON | memobs__g.apart : 0u);
     pthread_mutex_unlock(&memobs__g.lock);
+    return was;
 #endif
 }
 
-int memobs_manual_apart(int on) {
+int memobs_set_manual_apart(int on) {
     int was;
     memobs_init();
     pthread_mutex_lock(&memobs__g.lock);
@@ -2535,10 +2670,20 @@ int memobs_manual_apart(int on) {
     return was;
 }
 
-int memobs_is_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
+int memobs_get_manual_apart(void) {
+    int on;
+    memobs_init();
+    pthread_mutex_lock(&memobs__g.lock);
+    on = memobs__g.apart != 0;
+    pthread_mutex_unlock(&memobs__g.lock);
+    return on;
+}
+
+int memobs_get_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 
 /* memobs_write_summary_file() reports its own failures. */
-void memobs_set_exit_outputs(int on) { MEMOBS__STORE(&memobs__g.exit_off.v, on ? 0u : 1u); }
+int memobs_set_exit_outputs(int on) { return MEMOBS__XCHG(&memobs__g.exit_off.v, on ? 0u : 1u) == 0; }
+int memobs_get_exit_outputs(void) { return MEMOBS__LOAD(&memobs__g.exit_off.v) == 0; }
 
 /* Every configured exit output, in memobs__exit_order; each writer checks
    exit_off and reports its own failures. One flush at a time: a flush
@@ -2839,11 +2984,11 @@ void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
     memobs__add_sat_atomic(&memobs__g.fallback.user[c], n);
 }
 
-void memobs_record(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes) {
+void memobs_record_xfer(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
     memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
 }
 
-void memobs_record_timed(memobs_dir_t dir, memobs_phase_t phase, uint64_t bytes, uint64_t ns) {
+void memobs_record_xfer_timed(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
     memobs__u64_t *t;
     if ((unsigned)dir >= MEMOBS__NDIR || (unsigned)phase >= MEMOBS__NPHASE) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
@@ -3008,12 +3153,12 @@ void memobs_tpot_step(void) {
 
 void memobs_tpot_stop(void) { MEMOBS__STORE(&memobs__g.tpot_last_ns.v, (uint64_t)0); }
 
-void memobs_ttft_record(uint64_t ns) {
+void memobs_record_ttft(uint64_t ns) {
     if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TTFT sample"))
         memobs__hist_add(&memobs__g.ttft, ns);
 }
 
-void memobs_tpot_record(uint64_t ns) {
+void memobs_record_tpot(uint64_t ns) {
     if (ns && MEMOBS__LOAD(&memobs__on.v) && !memobs__too_big(ns, 1, "a TPOT sample"))
         memobs__hist_add(&memobs__g.tpot, ns);
 }
@@ -3161,11 +3306,15 @@ static void memobs__req_sweep(void) {
     }
 }
 
-uint64_t memobs_request_timeout(uint64_t ns) {
+uint64_t memobs_request_get_timeout(void) {
+    memobs_init();
+    return MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+}
+
+uint64_t memobs_request_set_timeout(uint64_t ns) {
     uint64_t was;
     unsigned i;
     memobs_init();
-    if (ns == UINT64_MAX) return MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
     if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
     was = MEMOBS__XCHG(&memobs__g.req_timeout_ns.v, ns);
     /* The stripes' bounds held for the old timeout: look again (a begin
@@ -3400,7 +3549,7 @@ static memobs__reg_hook_t memobs__reg_hook;
 static struct {
     memobs__u32_t lock;       /* inserts */
     memobs__u32_t n;          /* names given out (release after the name) */
-    memobs__u32_t timing_off; /* memobs_region_timing(0) */
+    memobs__u32_t timing_off; /* memobs_region_set_timing(0) */
     memobs__u32_t index[MEMOBS__REG_HASH];
     memobs__reg_name_t names[MEMOBS_MAX_REGIONS];
     memobs__u64_t max[MEMOBS_MAX_REGIONS];
@@ -3486,7 +3635,7 @@ static memobs_region_t memobs__reg_find(const char *nm, uint64_t h) {
     return -1;
 }
 
-memobs_region_t memobs_region_name(const char *name) {
+memobs_region_t memobs_region_intern(const char *name) {
     char nm[MEMOBS__REG_NAME];
     uint64_t h;
     memobs_region_t id;
@@ -3580,7 +3729,7 @@ void memobs_region_begin_id(memobs_region_t id) {
 }
 
 void memobs_region_begin(const char *name) {
-    memobs_region_begin_id(memobs_region_name(name));
+    memobs_region_begin_id(memobs_region_intern(name));
 }
 
 void memobs_region_end(void) {
@@ -3647,7 +3796,7 @@ void memobs_mark_id(memobs_region_t id) {
 
 void memobs_mark(const char *name) {
     if (!MEMOBS__LOAD(&memobs__on.v) && !__atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED)) return;
-    memobs_mark_id(memobs_region_name(name));
+    memobs_mark_id(memobs_region_intern(name));
 }
 
 int memobs_region_depth(void) {
@@ -3655,9 +3804,13 @@ int memobs_region_depth(void) {
     return s && !s->shared ? (int)MEMOBS__LOAD(&s->rdepth.v) : 0;
 }
 
-int memobs_region_timing(int on) {
+int memobs_region_get_timing(void) {
     memobs_init();
-    if (on < 0) return MEMOBS__LOAD(&memobs__reg.timing_off.v) == 0;
+    return MEMOBS__LOAD(&memobs__reg.timing_off.v) == 0;
+}
+
+int memobs_region_set_timing(int on) {
+    memobs_init();
     return MEMOBS__XCHG(&memobs__reg.timing_off.v, on ? 0u : 1u) == 0;
 }
 
@@ -4682,7 +4835,7 @@ int memobs__track_mark(const void *ptr, int how) {
 
 void memobs_set_device(int device) { memobs__tls.device = device < 0 ? 0 : device; }
 
-uint64_t memobs_track_device_bytes(int device, uint64_t *max_bytes) {
+uint64_t memobs_get_device_bytes(int device, uint64_t *max_bytes) {
     uint64_t cur[MEMOBS__ACCTS];
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) {
         if (max_bytes) *max_bytes = 0;
@@ -4715,11 +4868,11 @@ int memobs_track_set_unwinder(memobs_unwind_t unwinder) {
     return (int)MEMOBS__XCHG(&MEMOBS__TRK.unwind.v, (uint32_t)u);
 }
 
-int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
+int memobs_track_set_tag_provider(const memobs_tag_provider_t *p) {
     memobs__trk_t *t = &MEMOBS__TRK;
     int rc = MEMOBS_OK;
     if (p && (!p->capture || !p->format)) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_set_tag_provider: capture and format are required; unchanged");
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_tag_provider: capture and format are required; unchanged");
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
@@ -4736,7 +4889,7 @@ int memobs_set_tag_provider(const memobs_tag_provider_t *p) {
     }
     memobs__mutex_unlock(&t->trace_lock);
     if (rc == MEMOBS_ERR_FULL)
-        memobs__log(MEMOBS_LOG_WARN, "memobs_set_tag_provider: %d providers were installed already; unchanged",
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_tag_provider: %d providers were installed already; unchanged",
                     MEMOBS__MAX_PROVIDERS);
     return rc;
 }
@@ -4753,16 +4906,16 @@ static void memobs__peak_arm(void) {
     }
 }
 
-int memobs_set_peak_report(const char *dest, double growth, uint64_t min_bytes) {
+int memobs_track_set_peak_report(const char *dest, double growth, uint64_t min_bytes) {
     memobs__trk_t *t = &MEMOBS__TRK;
     int k = 0; /* the rule of the output variables, but "" is an error */
     if (dest && *dest && strlen(dest) < sizeof t->peak_dest) k = memobs__dest_parse("", dest, sizeof t->peak_dest);
     else if (dest) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_set_peak_report: destination is empty or too long; unchanged");
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_peak_report: destination is empty or too long; unchanged");
         return MEMOBS_ERR_INVALID;
     }
     if (!(growth >= 0.0 && growth <= 1000.0)) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_set_peak_report: growth %g is not in [0, 1000]; unchanged", growth);
+        memobs__log(MEMOBS_LOG_WARN, "memobs_track_set_peak_report: growth %g is not in [0, 1000]; unchanged", growth);
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
@@ -5136,7 +5289,7 @@ double memobs_clock_ns_per_tick(void) {
    and this is exact under ThreadSanitizer too. The writer sorts the copies
    by time (ties by chunk and slot): the threads' chunks merged.
 
-   A new pool (memobs_timeline_enable) gets a new epoch; memobs__tl_on
+   A new pool (memobs_timeline_start) gets a new epoch; memobs__tl_on
    holds the epoch (0: off). A thread whose chunk is of an older epoch
    takes a chunk of the new pool at its next push. The old pool is freed
    once no push can be inside it: a push sets its shard's tl_busy, then
@@ -5224,7 +5377,7 @@ static struct {
     uint32_t epochs;         /* epochs given out (lock) */
     int mb;                  /* membarrier: 0 not tried yet, 1 registered, -1 none */
     memobs__u32_t threads;   /* timeline thread numbers given out */
-    memobs__u64_t write_limit_ns; /* MEMOBS_TRACE_WRITE_S: a trace's write, at most; 0 = no limit */
+    memobs__u64_t write_limit_ns; /* MEMOBS_TIMELINE_WRITE_S: a trace's write, at most; 0 = no limit */
 } memobs__tl;
 
 /* The calling thread's number on the timeline (1, 2, ... in order of its
@@ -5523,7 +5676,7 @@ static int memobs__tl_make(uint64_t cap) {
     return MEMOBS_OK;
 }
 
-int memobs_timeline_enable(size_t capacity) {
+int memobs_timeline_start(size_t capacity) {
     memobs_init();
 #ifdef MEMOBS_DISABLE
     (void)capacity;
@@ -5531,8 +5684,13 @@ int memobs_timeline_enable(size_t capacity) {
     return MEMOBS_OK;
 #else
     int rc;
+    if (capacity == 0) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_timeline_start(0): no events; unchanged (memobs_timeline_stop() turns "
+                    "it off)");
+        return MEMOBS_ERR_INVALID;
+    }
     if ((uint64_t)capacity > MEMOBS__TL_MAX) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_timeline_enable(%llu): at most %llu events; unchanged",
+        memobs__log(MEMOBS_LOG_WARN, "memobs_timeline_start(%llu): at most %llu events; unchanged",
                     (unsigned long long)capacity, (unsigned long long)MEMOBS__TL_MAX);
         return MEMOBS_ERR_INVALID;
     }
@@ -5541,6 +5699,16 @@ int memobs_timeline_enable(size_t capacity) {
     pthread_mutex_unlock(&memobs__tl.lock);
     return rc;
 #endif
+}
+
+int memobs_timeline_stop(void) {
+    memobs_init();
+#ifndef MEMOBS_DISABLE
+    pthread_mutex_lock(&memobs__tl.lock);
+    (void)memobs__tl_make(0);
+    pthread_mutex_unlock(&memobs__tl.lock);
+#endif
+    return MEMOBS_OK;
 }
 
 /* Caller holds memobs__tl.lock. Totals, and per thread slot when kept /
@@ -5566,7 +5734,7 @@ static void memobs__tl_count(memobs_timeline_stats_t *out, uint64_t *kept, uint6
     out->recorded = out->kept + out->dropped;
 }
 
-void memobs_timeline_stats(memobs_timeline_stats_t *out) {
+void memobs_timeline_get_stats(memobs_timeline_stats_t *out) {
     if (!out) {
         memobs__warn_once(MEMOBS__W_NULL_ARG, "a NULL pointer was passed to memobs; ignored");
         return;
@@ -5577,7 +5745,7 @@ void memobs_timeline_stats(memobs_timeline_stats_t *out) {
     pthread_mutex_unlock(&memobs__tl.lock);
 }
 
-size_t memobs_timeline_threads(memobs_timeline_thread_t *out, size_t max) {
+size_t memobs_timeline_get_threads(memobs_timeline_thread_t *out, size_t max) {
     memobs_timeline_stats_t st;
     uint64_t kept[MEMOBS__TL_THREADS], dropped[MEMOBS__TL_THREADS];
     size_t n = 0;
@@ -5750,7 +5918,7 @@ typedef struct {
     char text[MEMOBS__TL_TEXT];
 } memobs__tl_out_t;
 
-/* What a write limit left out (memobs_trace_write_limit). */
+/* What a write limit left out (memobs_timeline_set_write_limit). */
 typedef struct {
     uint64_t deadline;      /* CLOCK_MONOTONIC (MEMOBS__TL_WRITE_NOW) ns; 0: no limit */
     uint64_t span;          /* the shortest time a rate is measured over */
@@ -5927,12 +6095,12 @@ static const char *memobs__tl_trace(memobs__tl_out_t *o, uint32_t id) {
     if (o->cache) {
         unsigned k = id % 64u;
         if (o->cache[k].id != id) {
-            if (memobs_trace_text(id, o->cache[k].text, sizeof o->cache[k].text) < 0) o->cache[k].text[0] = 0;
+            if (memobs_format_trace(o->cache[k].text, sizeof o->cache[k].text, id) < 0) o->cache[k].text[0] = 0;
             o->cache[k].id = id;
         }
         return o->cache[k].text;
     }
-    if (memobs_trace_text(id, o->text, sizeof o->text) < 0) o->text[0] = 0;
+    if (memobs_format_trace(o->text, sizeof o->text, id) < 0) o->text[0] = 0;
     return o->text;
 }
 
@@ -6174,17 +6342,21 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
 }
 
 #define MEMOBS__TL_OFF_NOTE                                                                                 \
-    "the timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N), "      \
-    "MEMOBS_TRACE=PATH or MEMOBS_TRACE_EVENTS=N before the work to be traced"
+    "the timeline is off, so this trace holds no events: turn it on with memobs_timeline_start(N), "      \
+    "MEMOBS_TIMELINE=PATH or MEMOBS_TIMELINE_EVENTS=N before the work to be traced"
 
-uint64_t memobs_trace_write_limit(uint64_t ns) {
+uint64_t memobs_timeline_get_write_limit(void) {
     memobs_init();
-    if (ns == UINT64_MAX) return MEMOBS__LOAD(&memobs__tl.write_limit_ns.v);
+    return MEMOBS__LOAD(&memobs__tl.write_limit_ns.v);
+}
+
+uint64_t memobs_timeline_set_write_limit(uint64_t ns) {
+    memobs_init();
     if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
     return MEMOBS__XCHG(&memobs__tl.write_limit_ns.v, ns);
 }
 
-int memobs_write_chrome_trace(FILE *f) {
+int memobs_write_timeline(FILE *f) {
     memobs__tl_out_t o;
     memobs__tl_cut_t cut;
     memobs__tl_ev_t *ev;
@@ -6197,7 +6369,7 @@ int memobs_write_chrome_trace(FILE *f) {
     int rc = MEMOBS_OK;
     char *p;
     if (!f) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: NULL FILE");
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_timeline: NULL FILE");
         return MEMOBS_ERR_INVALID;
     }
     memobs_init();
@@ -6302,9 +6474,9 @@ int memobs_write_chrome_trace(FILE *f) {
     memobs__tl_flush(&o);
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)
-        memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_chrome_trace: %s", MEMOBS__TL_OFF_NOTE);
+        memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_timeline: %s", MEMOBS__TL_OFF_NOTE);
     if (cut.left)
-        memobs__log(MEMOBS_LOG_WARN, "memobs_write_chrome_trace: the trace's write limit (MEMOBS_TRACE_WRITE_S=%.9g) "
+        memobs__log(MEMOBS_LOG_WARN, "memobs_write_timeline: the trace's write limit (MEMOBS_TIMELINE_WRITE_S=%.9g) "
                     "left out %llu of its %llu events (older than the newest that fit, or all the rest once the "
                     "limit passed); otherData.left_out says so", (double)limit / 1e9, (unsigned long long)cut.left,
                     (unsigned long long)n);
@@ -6319,11 +6491,11 @@ int memobs_write_chrome_trace(FILE *f) {
 
 static int memobs__write_trace_f(FILE *f, int unused) {
     (void)unused;
-    return memobs_write_chrome_trace(f);
+    return memobs_write_timeline(f);
 }
 
-int memobs_write_chrome_trace_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_chrome_trace_file", "Chrome trace", memobs__write_trace_f, 0);
+int memobs_write_timeline_file(const char *path) {
+    return memobs__write_path(path, "memobs_write_timeline_file", "Chrome trace", memobs__write_trace_f, 0);
 }
 
 /* memobs__dest_write() reports its own failures. */
@@ -6362,6 +6534,15 @@ static void memobs__tl_child(void) {
     memobs__tl_parent();
 }
 
+/* The timeline's variables and their names before 1.0 (still read; the
+   new name wins when both are set). *used: the name that was read. */
+static __attribute__((unused)) const char *memobs__tl_getenv(const char *name, const char *old, const char **used) {
+    const char *s = getenv(name);
+    *used = name;
+    if (!s && (s = getenv(old)) != NULL) *used = old;
+    return s;
+}
+
 /* Runs inside memobs__init_once. */
 static void memobs__tl_env(void) {
     MEMOBS__STORE(&memobs__tl.write_limit_ns.v, MEMOBS__TL_WRITE_DEFAULT_NS);
@@ -6371,27 +6552,27 @@ static void memobs__tl_env(void) {
 #ifdef MEMOBS_DISABLE
     (void)memobs__tl_at_exit;
 #else
-    const char *s;
+    const char *s, *var;
     uint64_t cap = MEMOBS__TL_DEFAULT;
     int on = 0;
-    if ((s = getenv("MEMOBS_TRACE_EVENTS")) != NULL) {
+    if ((s = memobs__tl_getenv("MEMOBS_TIMELINE_EVENTS", "MEMOBS_TRACE_EVENTS", &var)) != NULL) {
         uint64_t v;
         if (!memobs__parse_bytes(s, &v) || v > MEMOBS__TL_MAX) {
-            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE_EVENTS='%s' is not an event count up to %llu (like 65536 or 64K); "
-                        "using %llu", s, (unsigned long long)MEMOBS__TL_MAX, (unsigned long long)cap);
+            memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not an event count up to %llu (like 65536 or 64K); "
+                        "using %llu", var, s, (unsigned long long)MEMOBS__TL_MAX, (unsigned long long)cap);
             on = 1;
         } else {
             cap = v;
             on = v > 0;
         }
     }
-    if ((s = getenv("MEMOBS_TRACE_WRITE_S")) != NULL) {
+    if ((s = memobs__tl_getenv("MEMOBS_TIMELINE_WRITE_S", "MEMOBS_TRACE_WRITE_S", &var)) != NULL) {
         uint64_t ns;
         if (memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) MEMOBS__STORE(&memobs__tl.write_limit_ns.v, ns);
-        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TRACE_WRITE_S='%s' is not a number of seconds from 0 (no limit) to "
-                         "1000000000 (like 20 or 2.5); using 20", s);
+        else memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a number of seconds from 0 (no limit) to "
+                         "1000000000 (like 20 or 2.5); using 20", var, s);
     }
-    if (cap && memobs__dest_env(MEMOBS__OUT_TRACE)) { /* MEMOBS_TRACE_EVENTS=0 wins */
+    if (cap && memobs__dest_env(MEMOBS__OUT_TRACE)) { /* MEMOBS_TIMELINE_EVENTS=0 wins */
         memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
         on = 1;
     }
@@ -6493,7 +6674,7 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
     by_phase[MEMOBS_PHASE_DECODE] = &out->decode;
-    out->enabled = memobs_is_enabled();
+    out->enabled = memobs_get_enabled();
     out->window_ns = memobs_now_ns() - MEMOBS__LOAD(&memobs__g.window_start_ns.v);
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
@@ -7137,7 +7318,7 @@ static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
 
 /* ---- Units ------------------------------------------------------------- */
 
-const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
+const char *memobs_format_bytes(char *buf, size_t len, uint64_t bytes) {
     static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
     double v = (double)bytes;
     unsigned u = 0;
@@ -7151,7 +7332,7 @@ const char *memobs_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
     return memobs__out_sprintf(buf, len, "%.2f %s", v, unit[u]);
 }
 
-const char *memobs_fmt_ns(uint64_t ns, char *buf, size_t len) {
+const char *memobs_format_ns(char *buf, size_t len, uint64_t ns) {
     if (!buf || len == 0) return "";
     if (ns < 1000) return memobs__out_sprintf(buf, len, "%llu ns", (unsigned long long)ns);
     if (ns < 999995ull) return memobs__out_sprintf(buf, len, "%.2f us", (double)ns / 1e3);
@@ -7215,7 +7396,7 @@ static void memobs__figs_free(memobs__figs_t *p) {
 
 static void memobs__text_xfer(memobs__out_t *o, const memobs_xfer_t *x) {
     char b[32];
-    memobs__out_printf(o, " | %10s %8llu", memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
+    memobs__out_printf(o, " | %10s %8llu", memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count);
 }
 
 /* Whether the writers show manual vs observed: records are apart, or
@@ -7224,7 +7405,7 @@ static int memobs__manual_shown(const memobs_summary_t *s) {
     return s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count;
 }
 
-/* Manual vs observed (memobs_manual_apart): per direction, the observed
+/* Manual vs observed (memobs_set_manual_apart): per direction, the observed
    transfers, the program's own records and manual minus observed. */
 static void memobs__text_manual(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const dname[3] = {"H2D", "D2H", "D2D"};
@@ -7243,7 +7424,7 @@ static void memobs__text_manual(memobs__out_t *o, const memobs_summary_t *s) {
         memobs__text_xfer(o, obs[d]);
         memobs__text_xfer(o, man[d]);
         b[0] = mb == ob ? ' ' : mb > ob ? '+' : '-';
-        memobs_fmt_bytes(mb >= ob ? mb - ob : ob - mb, b + 1, sizeof b - 1);
+        memobs_format_bytes(b + 1, sizeof b - 1, mb >= ob ? mb - ob : ob - mb);
         memobs__out_printf(o, " | %11s %+9lld\n", b, dc);
     }
     for (d = 0; d < 3; d++) { /* a direction whose phases disagree: both splits */
@@ -7260,10 +7441,10 @@ static void memobs__text_manual(memobs__out_t *o, const memobs_summary_t *s) {
         }
         if (same) continue;
         memobs__out_printf(o, "  %-5s by phase, observed: prefill %s, decode %s, unphased %s; manual: prefill %s, "
-                           "decode %s, unphased %s\n", dname[d], memobs_fmt_bytes(x[0]->bytes, b, sizeof b),
-                           memobs_fmt_bytes(x[1]->bytes, b2, sizeof b2), memobs_fmt_bytes(x[2]->bytes, b3, sizeof b3),
-                           memobs_fmt_bytes(x[3]->bytes, b4, sizeof b4), memobs_fmt_bytes(x[4]->bytes, b5, sizeof b5),
-                           memobs_fmt_bytes(x[5]->bytes, b6, sizeof b6));
+                           "decode %s, unphased %s\n", dname[d], memobs_format_bytes(b, sizeof b, x[0]->bytes),
+                           memobs_format_bytes(b2, sizeof b2, x[1]->bytes), memobs_format_bytes(b3, sizeof b3, x[2]->bytes),
+                           memobs_format_bytes(b4, sizeof b4, x[3]->bytes), memobs_format_bytes(b5, sizeof b5, x[4]->bytes),
+                           memobs_format_bytes(b6, sizeof b6, x[5]->bytes));
     }
 }
 
@@ -7274,7 +7455,7 @@ static void memobs__text_latency(memobs__out_t *o, const char *name, const memob
     v[0] = &l->mean_ns; v[1] = &l->p50_ns; v[2] = &l->p90_ns;
     v[3] = &l->p99_ns;  v[4] = &l->max_ns; v[5] = &l->last_ns;
     memobs__out_printf(o, "  %-5s %8llu", name, (unsigned long long)l->count);
-    for (i = 0; i < 6; i++) memobs__out_printf(o, " %10s", l->count ? memobs_fmt_ns(*v[i], b, sizeof b) : "-");
+    for (i = 0; i < 6; i++) memobs__out_printf(o, " %10s", l->count ? memobs_format_ns(b, sizeof b, *v[i]) : "-");
     memobs__out_write(o, "\n", 1);
 }
 
@@ -7339,14 +7520,14 @@ static void memobs__text_timed(memobs__out_t *o, const memobs_summary_t *s) {
                 memobs__out_printf(o, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time",
                                    "GB/s");
             memobs__out_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
-                               memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count,
-                               memobs_fmt_ns(x->ns, t, sizeof t), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+                               memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count,
+                               memobs_format_ns(t, sizeof t, x->ns), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
         }
     }
     if (rows || s->timed_in_flight_copies)
         memobs__out_printf(o, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
                            (unsigned long long)s->timed_in_flight_copies,
-                           memobs_fmt_bytes(s->timed_in_flight_bytes, b, sizeof b));
+                           memobs_format_bytes(b, sizeof b, s->timed_in_flight_bytes));
 }
 
 /* Regions ended or markers set in the window, one row per name. */
@@ -7361,9 +7542,9 @@ static void memobs__text_regions(memobs__out_t *o, const memobs__figs_t *p) {
             memobs__out_printf(o, "  %-32s %8s %10s %10s %10s %8s\n", "region", "count", "total", "mean", "max",
                                "markers");
         memobs__out_printf(o, "  %-32s %8llu %10s %10s %10s %8llu\n", x.name, (unsigned long long)x.count,
-                           x.timed ? memobs_fmt_ns(x.total_ns, b[0], sizeof b[0]) : "-",
-                           x.timed ? memobs_fmt_ns(x.total_ns / x.timed, b[1], sizeof b[1]) : "-",
-                           x.timed ? memobs_fmt_ns(x.max_ns, b[2], sizeof b[2]) : "-", (unsigned long long)x.marks);
+                           x.timed ? memobs_format_ns(b[0], sizeof b[0], x.total_ns) : "-",
+                           x.timed ? memobs_format_ns(b[1], sizeof b[1], x.total_ns / x.timed) : "-",
+                           x.timed ? memobs_format_ns(b[2], sizeof b[2], x.max_ns) : "-", (unsigned long long)x.marks);
     }
 }
 
@@ -7381,7 +7562,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__out_printf(o, "== memobs summary == job %s  rank %d/%d (local %d)  host %s  pid %lld  window %s%s\n",
                        s->identity.job_id[0] ? s->identity.job_id : "-", (int)s->identity.rank,
                        (int)s->identity.world_size, (int)s->identity.local_rank, s->identity.host,
-                       (long long)s->identity.pid, memobs_fmt_ns(s->window_ns, b, sizeof b),
+                       (long long)s->identity.pid, memobs_format_ns(b, sizeof b, s->window_ns),
                        s->enabled ? "" : "  [disabled]");
     memobs__out_printf(o, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill",
                        "ops", "decode", "ops", "unphased", "ops");
@@ -7421,16 +7602,16 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
             const memobs_mem_stats_t *m = &s->mem[c];
             if (!m->live && !m->allocs && !m->frees && !m->current_bytes) continue;
             memobs__out_printf(o, "  %-7s | %10s %10s | %8llu %8llu %8llu %10s\n", kname[c],
-                               memobs_fmt_bytes(m->current_bytes, b, sizeof b),
-                               memobs_fmt_bytes(m->peak_bytes, b2, sizeof b2), (unsigned long long)m->live,
+                               memobs_format_bytes(b, sizeof b, m->current_bytes),
+                               memobs_format_bytes(b2, sizeof b2, m->peak_bytes), (unsigned long long)m->live,
                                (unsigned long long)m->allocs, (unsigned long long)m->frees,
-                               memobs_fmt_bytes(m->alloc_bytes, b3, sizeof b3));
+                               memobs_format_bytes(b3, sizeof b3, m->alloc_bytes));
         }
         for (c = 0; c < MEMOBS_MEM_KINDS; c++)
             if (s->mem[c].pending_frees)
                 memobs__out_printf(o, "  %-7s   %llu freed stream-ordered, %s, not yet reached by their stream "
                                    "(not reusable)\n", kname[c], (unsigned long long)s->mem[c].pending_frees,
-                                   memobs_fmt_bytes(s->mem[c].pending_bytes, b, sizeof b));
+                                   memobs_format_bytes(b, sizeof b, s->mem[c].pending_bytes));
         memobs__out_printf(o, "  tracker: %llu traces, table capacity %llu%s\n", (unsigned long long)s->track.traces,
                            (unsigned long long)s->track.capacity,
                            s->track.untracked_live ? ", some allocations untracked" : "");
@@ -7707,7 +7888,7 @@ static const struct {
     {"MEMOBS_STORMLOG_HOST", "Stormlog host telemetry", 0},
     {"MEMOBS_TORCH_SNAPSHOT", "PyTorch memory snapshot", 1},
     {"MEMOBS_HTML", "HTML report", 0},
-    {"MEMOBS_TRACE", "Chrome trace", 0}};
+    {"MEMOBS_TIMELINE", "Chrome trace", 0}};
 
 /* Decimal digits of v at out (no terminating 0); their count. Async-signal-safe. */
 static size_t memobs__utoa(char *out, uint64_t v) {
@@ -7949,7 +8130,9 @@ static void memobs__dest_resolve(unsigned which, int quiet) {
 static int memobs__dest_env(unsigned which) {
     memobs__dest_t *d = &memobs__g.out[which];
     const char *var = memobs__out_info[which].var, *s = getenv(var);
-    int k = memobs__dest_parse(var, s, sizeof d->spec);
+    int k;
+    if (!s && which == MEMOBS__OUT_TRACE && (s = getenv("MEMOBS_TRACE")) != NULL) var = "MEMOBS_TRACE"; /* before 1.0 */
+    k = memobs__dest_parse(var, s, sizeof d->spec);
     if (!k) return 0;
     strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
     d->stream = k > 0 ? (uint32_t)k : 0u;
@@ -8513,7 +8696,7 @@ static const char *const memobs__prom_kind[MEMOBS_MEM_KINDS] = {"device", "host"
 
 /* One family of nine counters by direction and phase: bytes, ops, or the
    device-timed bytes, copies, seconds (what: 0, 1, 2, 3, 4), or the
-   manual bytes, ops (5, 6: memobs_manual_apart). */
+   manual bytes, ops (5, 6: memobs_set_manual_apart). */
 static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *help,
                               int what) {
     static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
@@ -8859,7 +9042,7 @@ static size_t memobs__trace_part(const memobs__trace_t *e, int part, char *buf, 
     return o;
 }
 
-int memobs_trace_text(uint32_t trace, char *buf, size_t len) {
+int memobs_format_trace(char *buf, size_t len, uint32_t trace) {
     const memobs__trace_t *e = memobs__trace_get(trace);
     size_t o;
     if (!e || !buf || len == 0) return MEMOBS_ERR_INVALID;
@@ -9131,7 +9314,7 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
         memobs__row_end(f, fprintf(f, "| %5s | %12llu (%10.2f) | %7llu | %-14s | %11s | ", tr,
                                    (unsigned long long)grp[g].bytes, MEMOBS__MIB(grp[g].bytes),
                                    (unsigned long long)grp[g].count, kinds,
-                                   memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age)),
+                                   memobs_format_ns(age, sizeof age, grp[g].oldest_ns)),
                         e ? memobs__tag_cell(e, 1) : "(no tag, no stack)");
         if (e) memobs__trace_boxes(f, e, buf, 8192, unnamed);
     }
@@ -10312,7 +10495,7 @@ static int memobs__sample_push(const memobs_sample_t *s) {
 
 static void memobs__sampler_tick(uint64_t now_ns) {
     memobs_sample_t s;
-    if (!memobs_is_enabled()) return;
+    if (!memobs_get_enabled()) return;
     memobs__sample_fill(&s, now_ns);
     s.interval_ms = MEMOBS__LOAD(&memobs__smp.interval_ms.v);
     (void)memobs__sample_push(&s);
@@ -10349,7 +10532,7 @@ void memobs_sampler_stop(void) {
 int memobs_sample_now(void) {
     memobs_sample_t s;
     memobs_init();
-    if (!memobs_is_enabled()) return MEMOBS_OK;
+    if (!memobs_get_enabled()) return MEMOBS_OK;
     memobs__bg_poke();
     memobs__sample_fill(&s, memobs_now_ns());
     return memobs__sample_push(&s);
@@ -10376,7 +10559,7 @@ size_t memobs_get_samples(memobs_sample_t *out, size_t max) {
     return memobs__samples_copy(out, max);
 }
 
-uint64_t memobs_samples_dropped(void) {
+uint64_t memobs_get_samples_dropped(void) {
     uint64_t n;
     pthread_once(&memobs__bg_once, memobs__bg_init);
     pthread_mutex_lock(&memobs__smp.lock);
@@ -10512,7 +10695,7 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
     if (json) {
         memobs__out_printf(o, ",\"host_memory\":{\"samples\":%llu,\"dropped\":%llu,\"leak\":{\"kind\":\"%s\","
                            "\"window_s\":%.6g", (unsigned long long)l.samples,
-                           (unsigned long long)memobs_samples_dropped(), kind[l.kind], l.window_s);
+                           (unsigned long long)memobs_get_samples_dropped(), kind[l.kind], l.window_s);
         memobs__json_num(o, "rss_mb_per_min", l.rss_known, l.rss_mb_min);
         memobs__json_num(o, "rss_r2", l.rss_known, l.rss_r2);
         memobs__json_num(o, "anon_mb_per_min", l.anon_known, l.anon_mb_min);
@@ -10626,7 +10809,7 @@ static void memobs__sl_oom(const char *call, uint64_t size, int device) {
     e.time_ns = memobs_now_ns();
     e.type = MEMOBS__EV_OOM;
     e.device = (int32_t)device;
-    e.tracked = memobs_track_device_bytes(device, NULL);
+    e.tracked = memobs_get_device_bytes(device, NULL);
     e.request = size;
     e.trace = MEMOBS_NO_TRACE;
     e.call = call;
@@ -10841,7 +11024,7 @@ static void memobs__sl_event(FILE *f, int *first, const memobs_identity_t *id, i
                       e->type == MEMOBS__EV_PEAK && e->prev ? (int64_t)(e->tracked - e->prev) : 0);
     fputs(",\"context\":", f);
     text[0] = 0;
-    if (e->type == MEMOBS__EV_PEAK && e->trace != MEMOBS_NO_TRACE && memobs_trace_text(e->trace, text, sizeof text) > 0)
+    if (e->type == MEMOBS__EV_PEAK && e->trace != MEMOBS_NO_TRACE && memobs_format_trace(text, sizeof text, e->trace) > 0)
         text[strcspn(text, "\n")] = 0; /* the tag (or first frame) names the allocation */
     if (e->type == MEMOBS__EV_OOM) snprintf(text, sizeof text, "%s", e->call ? e->call : "");
     if (text[0]) memobs__json_str(f, text);
@@ -11127,7 +11310,7 @@ static void memobs__html_cell(memobs__out_t *o, const char *key, uint64_t v, con
 
 static void memobs__html_bytes_cell(memobs__out_t *o, const char *key, uint64_t v) {
     char b[32];
-    memobs__html_cell(o, key, v, memobs_fmt_bytes(v, b, sizeof b));
+    memobs__html_cell(o, key, v, memobs_format_bytes(b, sizeof b, v));
 }
 
 static void memobs__html_count_cell(memobs__out_t *o, const char *key, uint64_t v) {
@@ -11159,8 +11342,8 @@ static void memobs__html_legend(memobs__out_t *o, const char *const *name, const
 /* Axis label of a value in unit (0: bytes, 1: bytes per second, 2: ns). */
 static const char *memobs__html_label(double v, int unit, char *b, size_t len) {
     uint64_t u = v > 0 ? (uint64_t)(v + 0.5) : 0;
-    if (unit == 2) return memobs_fmt_ns(u, b, len);
-    memobs_fmt_bytes(u, b, len);
+    if (unit == 2) return memobs_format_ns(b, len, u);
+    memobs_format_bytes(b, len, u);
     if (unit == 1 && strlen(b) + 3 < len) strcat(b, "/s");
     return b;
 }
@@ -11248,7 +11431,7 @@ static void memobs__html_identity(memobs__out_t *o, const memobs_summary_t *s) {
     memobs__out_str(o, "</tr><tr><th>pid</th>");
     memobs__html_count_cell(o, "identity.pid", (uint64_t)s->identity.pid);
     memobs__out_str(o, "</tr><tr><th>window</th>");
-    memobs__html_cell(o, "window_ns", s->window_ns, memobs_fmt_ns(s->window_ns, b, sizeof b));
+    memobs__html_cell(o, "window_ns", s->window_ns, memobs_format_ns(b, sizeof b, s->window_ns));
     memobs__html_printf(o, "</tr><tr><th>recording</th><td data-memobs=\"enabled\">%s</td></tr>",
                         s->enabled ? "on" : "off");
     memobs__html_printf(o, "<tr><th>memobs</th><td>%s, clock %s</td></tr></table></section>\n", MEMOBS_VERSION,
@@ -11310,7 +11493,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
                                     "<title>%s %s: %s in %llu ops</title></rect>\n",
                                     gx + bw * (k + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9, h, memobs__html_pcolor[p],
                                     memobs__html_DIR[d], memobs__html_phname[p],
-                                    memobs_fmt_bytes(x->bytes, b, sizeof b), (unsigned long long)x->count);
+                                    memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count);
             }
         }
         memobs__out_str(o, "</svg>\n");
@@ -11324,7 +11507,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
         }
     }
     if (memobs__manual_shown(s)) {
-        /* manual vs observed (memobs_manual_apart): a row per direction */
+        /* manual vs observed (memobs_set_manual_apart): a row per direction */
         memobs__out_str(o, "<h3>Manual vs observed</h3><p>The transfers above are what an observer (the LD_PRELOAD "
                            "library) saw; manual are the program's own records, kept apart.</p>\n"
                            "<table><tr><th></th><th>observed</th><th>ops</th><th>manual</th><th>ops</th>"
@@ -11368,7 +11551,7 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, 
     if (!k) {
         if (!cap)
             memobs__html_absent(o, "the timeline is off, and the sampler keeps no transfer figures",
-                                "the timeline (MEMOBS_TRACE=PATH, MEMOBS_TRACE_EVENTS=N or memobs_timeline_enable)");
+                                "the timeline (MEMOBS_TIMELINE=PATH, MEMOBS_TIMELINE_EVENTS=N or memobs_timeline_start)");
         else
             memobs__html_absent(o, "the timeline holds no transfer record", "MEMOBS_RECORD_* while the timeline is on");
     } else {
@@ -11417,7 +11600,7 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
             }
     if (!rows) {
         memobs__html_absent(o, "no copy was timed on the device",
-                            "memobs_cuda.h's CUDA-event timing (or memobs_record_timed)");
+                            "memobs_cuda.h's CUDA-event timing (or memobs_record_xfer_timed)");
     } else {
         memobs__out_str(o, "<table><tr><th>direction</th><th>phase</th><th>bytes</th><th>copies</th>"
                            "<th>device time</th><th>GB/s</th><th></th></tr>\n");
@@ -11433,7 +11616,7 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
                 snprintf(key, sizeof key, "timed.%s.%s.count", memobs__html_phname[p], memobs__html_dir[d]);
                 memobs__html_count_cell(o, key, t->count);
                 snprintf(key, sizeof key, "timed.%s.%s.ns", memobs__html_phname[p], memobs__html_dir[d]);
-                memobs__html_cell(o, key, t->ns, memobs_fmt_ns(t->ns, b, sizeof b));
+                memobs__html_cell(o, key, t->ns, memobs_format_ns(b, sizeof b, t->ns));
                 memobs__html_printf(o, "<td class=\"n\">%.2f</td><td><svg width=\"200\" height=\"12\" role=\"img\">"
                                     "<rect width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%.2f GB/s</title></rect>"
                                     "</svg></td></tr>\n", gbs, 200.0 * gbs / top, memobs__html_dcolor[d], gbs);
@@ -11468,15 +11651,15 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
     snprintf(k2, sizeof k2, "%s.count", key);
     memobs__html_count_cell(o, k2, l->count);
     snprintf(k2, sizeof k2, "%s.mean_ns", key);
-    memobs__html_cell(o, k2, l->mean_ns, memobs_fmt_ns(l->mean_ns, b, sizeof b));
+    memobs__html_cell(o, k2, l->mean_ns, memobs_format_ns(b, sizeof b, l->mean_ns));
     snprintf(k2, sizeof k2, "%s.p50_ns", key);
-    memobs__html_cell(o, k2, l->p50_ns, memobs_fmt_ns(l->p50_ns, b, sizeof b));
+    memobs__html_cell(o, k2, l->p50_ns, memobs_format_ns(b, sizeof b, l->p50_ns));
     snprintf(k2, sizeof k2, "%s.p90_ns", key);
-    memobs__html_cell(o, k2, l->p90_ns, memobs_fmt_ns(l->p90_ns, b, sizeof b));
+    memobs__html_cell(o, k2, l->p90_ns, memobs_format_ns(b, sizeof b, l->p90_ns));
     snprintf(k2, sizeof k2, "%s.p99_ns", key);
-    memobs__html_cell(o, k2, l->p99_ns, memobs_fmt_ns(l->p99_ns, b, sizeof b));
+    memobs__html_cell(o, k2, l->p99_ns, memobs_format_ns(b, sizeof b, l->p99_ns));
     snprintf(k2, sizeof k2, "%s.max_ns", key);
-    memobs__html_cell(o, k2, l->max_ns, memobs_fmt_ns(l->max_ns, b, sizeof b));
+    memobs__html_cell(o, k2, l->max_ns, memobs_format_ns(b, sizeof b, l->max_ns));
     memobs__out_str(o, "</tr></table>\n");
     if (!cnt) return;
     for (i = 0; i < MEMOBS__HIST_NB; i++)
@@ -11507,7 +11690,7 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
                             (double)top * j / 4.0);
         memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                             MEMOBS__HTML_L + pw * j / 4.0, MEMOBS__HTML_H - 8,
-                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / 4.0), b, sizeof b));
+                            memobs_format_ns(b, sizeof b, (uint64_t)memobs__html_exp2(lo + (hi - lo) * j / 4.0)));
     }
     for (j = 0; j < nb; j++) {
         double h = ph * (double)bin[j] / (double)top;
@@ -11516,15 +11699,15 @@ static void memobs__html_hist(memobs__out_t *o, const char *name, const char *ke
         memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4e79a7\">"
                             "<title>%llu in %s to %s</title></rect>\n", MEMOBS__HTML_L + pw * j / nb,
                             MEMOBS__HTML_T + ph - h, pw / nb * 0.9, h, (unsigned long long)bin[j],
-                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * j / nb), b, sizeof b),
-                            memobs_fmt_ns((uint64_t)memobs__html_exp2(lo + (hi - lo) * (j + 1) / nb), b2, sizeof b2));
+                            memobs_format_ns(b, sizeof b, (uint64_t)memobs__html_exp2(lo + (hi - lo) * j / nb)),
+                            memobs_format_ns(b2, sizeof b2, (uint64_t)memobs__html_exp2(lo + (hi - lo) * (j + 1) / nb)));
     }
     q[0] = l->p50_ns, q[1] = l->p90_ns, q[2] = l->p99_ns;
     for (j = 0; j < 3; j++) {
         double v = q[j] ? memobs__html_log2((double)q[j]) : lo, xx = MEMOBS__HTML_L + pw * (v - lo) / (hi - lo);
         memobs__html_printf(o, "<line class=\"q\" data-q=\"%s\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\">"
                             "<title>%s %s</title></line><text class=\"ql\" x=\"%.1f\" y=\"%.0f\">%s</text>\n",
-                            qn[j], xx, MEMOBS__HTML_T, xx, MEMOBS__HTML_T + ph, qn[j], memobs_fmt_ns(q[j], b, sizeof b),
+                            qn[j], xx, MEMOBS__HTML_T, xx, MEMOBS__HTML_T + ph, qn[j], memobs_format_ns(b, sizeof b, q[j]),
                             xx + 3, MEMOBS__HTML_T + 10 + 12 * j, qn[j]);
     }
     memobs__out_str(o, "</svg>\n");
@@ -11681,7 +11864,7 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
             memobs__html_printf(o, "<p>%llu samples over %.3g s (%llu dropped, oldest first); each point is the "
                                 "largest of %llu sample%s.</p>\n", (unsigned long long)n,
                                 (double)(sm[n - 1].time_ns - sm[0].time_ns) / 1e9,
-                                (unsigned long long)memobs_samples_dropped(), (unsigned long long)stride,
+                                (unsigned long long)memobs_get_samples_dropped(), (unsigned long long)stride,
                                 stride == 1 ? "" : "s");
             memobs__html_lines(o, "memory-chart", x, yy, used, np, nm, co, 0);
             {
@@ -11691,7 +11874,7 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
                         pk = sm[i].rss_bytes, pt = sm[i].time_ns;
                 memobs__html_printf(o, "<p>peak RSS <span data-memobs=\"samples.rss_peak\" data-v=\"%llu\">%s"
                                     "</span> at "
-                                    "%.3f s.</p>\n", (unsigned long long)pk, memobs_fmt_bytes(pk, b, sizeof b),
+                                    "%.3f s.</p>\n", (unsigned long long)pk, memobs_format_bytes(b, sizeof b, pk),
                                     pt ? (double)(pt - sm[0].time_ns) / 1e9 : 0.0);
             }
             MEMOBS_FREE(x);
@@ -11753,13 +11936,13 @@ static void memobs__html_traces(memobs__out_t *o) {
             if (grp[g].trace == MEMOBS_NO_TRACE) memobs__out_str(o, "<tr data-trace=\"none\"><td>-</td>");
             else memobs__html_printf(o, "<tr data-trace=\"%u\"><td>#%u</td>", grp[g].trace, grp[g].trace);
             memobs__html_printf(o, "<td class=\"n\" data-v=\"%llu\">%s</td><td class=\"n\">%llu</td><td>",
-                                (unsigned long long)grp[g].bytes, memobs_fmt_bytes(grp[g].bytes, b, sizeof b),
+                                (unsigned long long)grp[g].bytes, memobs_format_bytes(b, sizeof b, grp[g].bytes),
                                 (unsigned long long)grp[g].count);
             for (k = 0; k < MEMOBS_MEM_KINDS; k++)
                 if (grp[g].kinds & (1u << k))
                     memobs__html_printf(o, "%s%s", first ? "" : ",", memobs__kind_name[k]), first = 0;
-            memobs__html_printf(o, "</td><td>%s</td><td>", memobs_fmt_ns(grp[g].oldest_ns, age, sizeof age));
-            len = grp[g].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(grp[g].trace, buf, MEMOBS__HTML_STACK);
+            memobs__html_printf(o, "</td><td>%s</td><td>", memobs_format_ns(age, sizeof age, grp[g].oldest_ns));
+            len = grp[g].trace == MEMOBS_NO_TRACE ? -1 : memobs_format_trace(buf, MEMOBS__HTML_STACK, grp[g].trace);
             if (len < 0) {
                 memobs__out_str(o, "(no tag, no stack)");
             } else {
@@ -11781,7 +11964,7 @@ static void memobs__html_traces(memobs__out_t *o) {
         if (ng > MEMOBS__HTML_TRACES)
             memobs__html_printf(o, "<tr><td colspan=\"6\">... %u more traces: %llu allocations, %s</td></tr>\n",
                                 (unsigned)(ng - MEMOBS__HTML_TRACES), (unsigned long long)restn,
-                                memobs_fmt_bytes(rest, b, sizeof b));
+                                memobs_format_bytes(b, sizeof b, rest));
         memobs__out_str(o, "</table>\n");
     }
     if (grp) MEMOBS_FREE(grp);
@@ -12629,6 +12812,16 @@ int memobs_set_signals(int on) {
     return was;
 }
 
+int memobs_get_signals(void) {
+    int on;
+    memobs_init();
+    pthread_once(&memobs__sig_once, memobs__sig_init);
+    pthread_mutex_lock(&memobs__sig.lock);
+    on = memobs__sig.want;
+    pthread_mutex_unlock(&memobs__sig.lock);
+    return on;
+}
+
 /* A companion's veto on a stop's write (the LD_PRELOAD library: a process
    that made no CUDA call and recorded nothing writes nothing). Called on
    the writer thread, not in a handler. */
@@ -12643,6 +12836,10 @@ static void memobs__sig_exit(void) {}
 static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) { (void)fn; }
 int memobs_set_signals(int on) {
     (void)on;
+    memobs_init();
+    return 0;
+}
+int memobs_get_signals(void) {
     memobs_init();
     return 0;
 }

@@ -1,4 +1,4 @@
-/* memobs_cuda.h - v0.2.0 - CUDA runtime wrappers that record themselves.
+/* memobs_cuda.h - v1.0.0 - CUDA runtime wrappers that record themselves.
    Needs memobs.h and the CUDA Toolkit's cuda_runtime_api.h (11.x to 13.x);
    C99/C11, C++11/17, nvcc. Link with -lcudart (or the static one) and
    -pthread; on glibc older than 2.34 also -ldl (memobs opens the driver,
@@ -39,7 +39,7 @@
        cudaMemcpyHostToHost moves nothing over the bus and is not recorded.
        An async copy is counted when it is issued. A batch whose copies go
        in more than one direction is not timed (one call, one duration;
-       memobs_cuda_untimed() counts its copies); one in a single direction
+       memobs_cuda_get_untimed() counts its copies); one in a single direction
        is timed as one copy of all its bytes.
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
        device of the current context or of the stream, and the stream),
@@ -57,7 +57,7 @@
        cudaMallocAsync), the summary and the live block table (largest
        first, with tags and stacks). The first 3 per process; later ones
        are counted.
-     Device memory outside memobs: memobs_cuda_mem_info() sets the driver's
+     Device memory outside memobs: memobs_cuda_get_mem_info() sets the driver's
        used memory beside what the tracker holds for that device; the
        difference is memory allocated around the wrappers (communication
        buffers, library workspaces, the CUDA context).
@@ -76,7 +76,7 @@
        copies, their time and GB/s, and how many timed copies are still in
        flight, so issued is not confused with done. At most
        MEMOBS_CUDA_MAX_TIMED copies wait to be resolved; beyond, copies are
-       recorded but not timed (memobs_cuda_untimed() counts them). At exit
+       recorded but not timed (memobs_cuda_get_untimed() counts them). At exit
        the copies in flight are resolved as they complete, for at most
        MEMOBS_CUDA_EXIT_WAIT_MS (see EXIT AND FORK); those that have not
        are reported in flight.
@@ -109,7 +109,7 @@
      memobs sees only what goes through its wrappers: copies added to a
      graph by hand (cudaGraphAddMemcpyNode...), a capture ended or a graph
      instantiated with the plain runtime calls, and launches of executable
-     graphs it does not know (memobs_cuda_graph_stats().unknown_launches
+     graphs it does not know (memobs_cuda_get_graph_stats().unknown_launches
      counts those) are not counted. At most MEMOBS_CUDA_MAX_GRAPHS graphs
      and as many executable graphs are remembered (more: warned once, not
      counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once (the
@@ -135,14 +135,14 @@
      CUDA call of its own: no timing, no capture detection (captured
      copies then count at capture), no direction for cudaMemcpyDefault
      (those copies are not counted), frees settle at once, and
-     memobs_cuda_mem_info() says the driver was not found; a warning says
+     memobs_cuda_get_mem_info() says the driver was not found; a warning says
      so once.
 
    CONTEXTS
      memobs never creates a CUDA context: it reads memory figures of a
      device only while that device's primary context is active (or the
      context current on the thread is that device's); for a device this
-     process has not used, memobs_cuda_mem_info() returns
+     process has not used, memobs_cuda_get_mem_info() returns
      MEMOBS_ERR_INVALID quietly and memobs_cuda_print_mem() says "not
      used". Events are made in the stream's own context.
      memobs_cudaDeviceReset() drops memobs' events of the device's context
@@ -173,7 +173,7 @@
      CUDA call) uses the last figures read: samples carry when they were
      read (memobs_sample_dev_t.as_of_ns; Stormlog's metadata
      device_figures_as_of_ns), memobs_cuda_print_mem says "device figures
-     as of N s ago: CUDA has shut down", memobs_cuda_mem_info fails. An
+     as of N s ago: CUDA has shut down", memobs_cuda_get_mem_info fails. An
      exit handler of the program registered after memobs saw its first
      CUDA call runs before memobs' handler (its copies are timed as
      usual); one registered between the runtime's start and that call runs
@@ -257,6 +257,10 @@
 #include "memobs.h"
 #include <cuda_runtime_api.h>
 
+#if !defined(MEMOBS_VERSION_MAJOR) || MEMOBS_VERSION_MAJOR != 1 || MEMOBS_VERSION_MINOR != 0 || MEMOBS_VERSION_PATCH != 0
+#error "memobs_cuda.h 1.0.0 needs memobs.h 1.0.0 (another memobs.h is on the include path)"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -282,7 +286,7 @@ MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
 typedef struct {
     int device;
     uint64_t driver_total, driver_free, driver_used; /* the driver's cuMemGetInfo on that device */
-    uint64_t tracked;                                /* memobs_track_device_bytes(device) */
+    uint64_t tracked;                                /* memobs_get_device_bytes(device) */
     int64_t outside;                                 /* driver_used - tracked */
 } memobs_cuda_mem_t;
 
@@ -290,7 +294,7 @@ typedef struct {
    MEMOBS_ERR_INVALID for NULL out (logged), or quietly for a device this
    process has no active context on (unused: not asked); MEMOBS_ERR_IO when
    the driver fails or was not found (logged). */
-MEMOBS_API int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out);
+MEMOBS_API int memobs_cuda_get_mem_info(memobs_cuda_mem_t *out, int device);
 /* One line per device: driver used/total, tracked, outside memobs (or
    "not used by this process"). */
 MEMOBS_API int memobs_cuda_print_mem(FILE *f);
@@ -299,22 +303,24 @@ MEMOBS_API int memobs_cuda_print_mem(FILE *f);
    OUTPUTS rule: 1 is stderr, 0 off; "" is an error). */
 MEMOBS_API int memobs_cuda_set_oom_report(const char *dest);
 /* Out-of-memory errors seen by the allocation wrappers. */
-MEMOBS_API uint64_t memobs_cuda_oom_count(void);
+MEMOBS_API uint64_t memobs_cuda_get_oom_count(void);
 
 /* ======================================================================== */
 /* Timing copies                                                            */
 /* ======================================================================== */
 
 /* Switches timing of the wrapped copies on (1) or off (0); copies already
-   timed are still resolved. */
+   timed are still resolved. Returns the previous setting (before 1.0 it
+   returned MEMOBS_OK, which is 0); memobs_cuda_get_timing() reads it. */
 MEMOBS_API int memobs_cuda_set_timing(int on);
+MEMOBS_API int memobs_cuda_get_timing(void);
 /* Resolves the timed copies that have completed, in issue order, without
    waiting for the others; returns how many. */
 MEMOBS_API int memobs_cuda_poll(void);
 /* Copies that were recorded but not timed (queue full, event errors, a
    stream whose capture state the driver would not tell, a batch in several
    directions); a copy that fails is not counted. */
-MEMOBS_API uint64_t memobs_cuda_untimed(void);
+MEMOBS_API uint64_t memobs_cuda_get_untimed(void);
 
 /* ======================================================================== */
 /* Graphs                                                                   */
@@ -329,7 +335,7 @@ typedef struct {
     uint32_t captures, graphs, execs;         /* remembered now */
 } memobs_cuda_graph_stats_t;
 /* MEMOBS_OK, or MEMOBS_ERR_INVALID for NULL. */
-MEMOBS_API int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out);
+MEMOBS_API int memobs_cuda_get_graph_stats(memobs_cuda_graph_stats_t *out);
 
 /* memobs_cudaStreamBeginCapture, memobs_cudaStreamEndCapture,
    memobs_cudaGraphInstantiate(WithFlags/WithParams), memobs_cudaGraphLaunch,
@@ -353,7 +359,7 @@ MEMOBS_API cudaError_t memobs_cuda__check(cudaError_t rc, const char *what, cons
    MEMOBS_DISABLE, MEMOBS_OK and nothing happens. */
 MEMOBS_API int memobs_cuda_set_nvtx(int on);
 /* 1 while regions and markers go to NVTX, else 0. */
-MEMOBS_API int memobs_cuda_nvtx(void);
+MEMOBS_API int memobs_cuda_get_nvtx(void);
 
 /* ======================================================================== */
 /* Private: what the inline wrappers call around the runtime's own call     */
@@ -670,6 +676,24 @@ static inline cudaError_t memobs_cudaDeviceReset(void) {
     void *ctx = memobs_cuda__reset_pre();
     return memobs_cuda__reset_post(cudaDeviceReset(), ctx);
 }
+
+/* ======================================================================== */
+/* Deprecated names (before 1.0)                                            */
+/* ======================================================================== */
+
+/* As memobs.h's: static inline wrappers with a deprecation warning, left
+   out with MEMOBS_NO_DEPRECATED; docs/naming.md has the table. */
+#ifndef MEMOBS_NO_DEPRECATED
+MEMOBS__DEPRECATED("memobs_cuda_get_nvtx") static inline int memobs_cuda_nvtx(void) { return memobs_cuda_get_nvtx(); }
+MEMOBS__DEPRECATED("memobs_cuda_get_graph_stats")
+static inline int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out) { return memobs_cuda_get_graph_stats(out); }
+MEMOBS__DEPRECATED("memobs_cuda_get_mem_info(out, device)")
+static inline int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) { return memobs_cuda_get_mem_info(out, device); }
+MEMOBS__DEPRECATED("memobs_cuda_get_oom_count")
+static inline uint64_t memobs_cuda_oom_count(void) { return memobs_cuda_get_oom_count(); }
+MEMOBS__DEPRECATED("memobs_cuda_get_untimed")
+static inline uint64_t memobs_cuda_untimed(void) { return memobs_cuda_get_untimed(); }
+#endif /* MEMOBS_NO_DEPRECATED */
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -1132,7 +1156,7 @@ static int memobs_cuda__copy_done(const memobs_cuda__timed_t *e) {
     int q = memobs_cuda__d.event_query(e->ev.end);
     if (q == MEMOBS_CUDA__NOT_READY) return 0;
     if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f)
-        memobs_record_timed((memobs_dir_t)e->dir, (memobs_phase_t)e->phase, e->bytes, (uint64_t)(ms * 1e6f));
+        memobs_record_xfer_timed((memobs_dir_t)e->dir, e->bytes, (memobs_phase_t)e->phase, (uint64_t)(ms * 1e6f));
     else
         MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
     memobs_timed_in_flight(-1, -(int64_t)e->bytes);
@@ -1325,11 +1349,16 @@ static void memobs_cuda__seen(int rc) {
 int memobs_cuda_set_timing(int on) {
     memobs_cuda__init();
 #ifndef MEMOBS_DISABLE
-    MEMOBS__STORE(&memobs_cuda__g.timing.v, on ? 1u : 0u);
+    return MEMOBS__XCHG(&memobs_cuda__g.timing.v, on ? 1u : 0u) != 0;
 #else
     (void)on;
+    return 0;
 #endif
-    return MEMOBS_OK;
+}
+
+int memobs_cuda_get_timing(void) {
+    memobs_cuda__init();
+    return MEMOBS__LOAD(&memobs_cuda__g.timing.v) != 0;
 }
 
 int memobs_cuda_poll(void) {
@@ -1345,7 +1374,7 @@ int memobs_cuda_poll(void) {
     return done;
 }
 
-uint64_t memobs_cuda_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed.v); }
+uint64_t memobs_cuda_get_untimed(void) { return MEMOBS__LOAD(&memobs_cuda__g.untimed.v); }
 
 /* ======================================================================== */
 /* Private: graphs                                                          */
@@ -1491,9 +1520,9 @@ cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, int exec) {
     return rc;
 }
 
-int memobs_cuda_graph_stats(memobs_cuda_graph_stats_t *out) {
+int memobs_cuda_get_graph_stats(memobs_cuda_graph_stats_t *out) {
     if (!out) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_graph_stats: NULL output");
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_get_graph_stats: NULL output");
         return MEMOBS_ERR_INVALID;
     }
     memobs_cuda__init();
@@ -1620,7 +1649,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
     if (op->n == 1) memobs__xfer((unsigned)op->dir, phase, op->bytes);
     else memobs__xfer_n((unsigned)op->dir, phase, op->bytes, op->n);
     if (op->mode == 2) {
-        memobs_record_timed((memobs_dir_t)op->dir, (memobs_phase_t)phase, op->bytes, memobs_now_ns() - op->t0);
+        memobs_record_xfer_timed((memobs_dir_t)op->dir, op->bytes, (memobs_phase_t)phase, memobs_now_ns() - op->t0);
     } else if (op->mode == 1) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
         if (recorded && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && !MEMOBS__LOAD(&memobs_cuda__g.stop.v)) {
@@ -1828,9 +1857,9 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
     pthread_mutex_unlock(&memobs_cuda__g.lock);
     if (!dest[0] || (f = memobs__append_begin(&ap, dest, "out-of-memory report")) == NULL) return;
     fprintf(f, "memobs: [rank %d] %s(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory %llu of %d)\n",
-            memobs__rank(), call, (unsigned long long)size, memobs_fmt_bytes(size, b, sizeof b),
+            memobs__rank(), call, (unsigned long long)size, memobs_format_bytes(b, sizeof b, size),
             (unsigned long long)n, MEMOBS_CUDA__OOM_REPORTS);
-    if (device >= 0 && memobs_cuda_mem_info(device, &m) == MEMOBS_OK)
+    if (device >= 0 && memobs_cuda_get_mem_info(&m, device) == MEMOBS_OK)
         fprintf(f, "  device %d: driver %llu bytes free of %llu, %llu used; memobs tracks %llu; outside memobs %lld\n",
                 m.device, (unsigned long long)m.driver_free, (unsigned long long)m.driver_total,
                 (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
@@ -2054,12 +2083,12 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
 /* Private: memory outside memobs, checks                                   */
 /* ======================================================================== */
 
-int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
+int memobs_cuda_get_mem_info(memobs_cuda_mem_t *out, int device) {
     uint64_t free_b = 0, total_b = 0, as_of = 0;
     const char *what = NULL;
     int rc, err = 0;
     if (!out) {
-        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info: NULL output");
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_get_mem_info: NULL output");
         return MEMOBS_ERR_INVALID;
     }
     memset(out, 0, sizeof *out);
@@ -2076,15 +2105,15 @@ int memobs_cuda_mem_info(int device, memobs_cuda_mem_t *out) {
     if (rc != 0) {
         const char *name = NULL;
         if (err && memobs_cuda__d.error_name) (void)MEMOBS_CUDA__CALL(error_name, (err, &name));
-        if (err) memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s: %s (%d)", device, what,
+        if (err) memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_get_mem_info(device %d): %s: %s (%d)", device, what,
                              name ? name : "unknown CUresult", err);
-        else memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_mem_info(device %d): %s", device, what);
+        else memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_get_mem_info(device %d): %s", device, what);
         return MEMOBS_ERR_IO;
     }
     out->driver_total = total_b;
     out->driver_free = free_b;
     out->driver_used = total_b - free_b;
-    out->tracked = memobs_track_device_bytes(device, NULL);
+    out->tracked = memobs_get_device_bytes(device, NULL);
     out->outside = (int64_t)out->driver_used - (int64_t)out->tracked;
     return MEMOBS_OK;
 }
@@ -2102,7 +2131,7 @@ int memobs_cuda_print_mem(FILE *f) {
     if (stop) n = MEMOBS_MAX_DEVICES; /* the devices read before */
     else if (!memobs_cuda__drv() || !memobs_cuda__d.device_count || MEMOBS_CUDA__CALL(device_count, (&n)) != 0) n = 0;
     for (d = 0; d < n; d++) {
-        uint64_t fb = 0, tb = 0, at = 0, tracked = memobs_track_device_bytes(d, NULL), now = memobs_now_ns();
+        uint64_t fb = 0, tb = 0, at = 0, tracked = memobs_get_device_bytes(d, NULL), now = memobs_now_ns();
         int64_t outside;
         int rc = memobs_cuda__devinfo(d, &fb, &tb, &at, NULL, NULL);
         when[0] = 0;
@@ -2121,9 +2150,9 @@ int memobs_cuda_print_mem(FILE *f) {
         }
         outside = (int64_t)(tb - fb) - (int64_t)tracked;
         fprintf(f, "device %d: driver used %s of %s; memobs tracks %s; outside memobs %s%s%s\n", d,
-                memobs_fmt_bytes(tb - fb, b1, sizeof b1), memobs_fmt_bytes(tb, b2, sizeof b2),
-                memobs_fmt_bytes(tracked, b3, sizeof b3), outside < 0 ? "-" : "",
-                memobs_fmt_bytes((uint64_t)(outside < 0 ? -outside : outside), b4, sizeof b4), when);
+                memobs_format_bytes(b1, sizeof b1, tb - fb), memobs_format_bytes(b2, sizeof b2, tb),
+                memobs_format_bytes(b3, sizeof b3, tracked), outside < 0 ? "-" : "",
+                memobs_format_bytes(b4, sizeof b4, (uint64_t)(outside < 0 ? -outside : outside)), when);
     }
     if (stop && !shown) fputs("CUDA devices: not asked (CUDA has shut down: the program is exiting)\n", f);
     return ferror(f) ? MEMOBS_ERR_IO : MEMOBS_OK;
@@ -2145,10 +2174,10 @@ int memobs_cuda_set_oom_report(const char *dest) {
     return MEMOBS_OK;
 }
 
-uint64_t memobs_cuda_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.v); }
+uint64_t memobs_cuda_get_oom_count(void) { return MEMOBS__LOAD(&memobs_cuda__g.ooms.v); }
 
 /* The sampler's and Stormlog's view of a device (memobs.h's
-   memobs__devmem_fn): like memobs_cuda_mem_info, quietly (a sampler would
+   memobs__devmem_fn): like memobs_cuda_get_mem_info, quietly (a sampler would
    repeat a warning every tick), never creating a context. Installed at
    load time (a pointer store, no CUDA call). */
 #ifndef MEMOBS_DISABLE
@@ -2280,7 +2309,7 @@ int memobs_cuda_set_nvtx(int on) {
 #endif
 }
 
-int memobs_cuda_nvtx(void) {
+int memobs_cuda_get_nvtx(void) {
 #ifdef MEMOBS_CUDA__NVTX
     return MEMOBS__LOAD(&memobs_cuda__g.nvtx.v) != 0;
 #else

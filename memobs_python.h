@@ -1,4 +1,4 @@
-/* memobs_python.h - v0.1.0 - Python stack tags for memobs' allocation tracker.
+/* memobs_python.h - v1.0.0 - Python stack tags for memobs' allocation tracker.
    Needs memobs.h and CPython's headers (python3-config --includes);
    CPython 3.9 to 3.13 (GIL builds). C99/C11, C++11/17.
 
@@ -127,6 +127,10 @@
 
 #include "memobs.h"
 
+#if !defined(MEMOBS_VERSION_MAJOR) || MEMOBS_VERSION_MAJOR != 1 || MEMOBS_VERSION_MINOR != 0 || MEMOBS_VERSION_PATCH != 0
+#error "memobs_python.h 1.0.0 needs memobs.h 1.0.0 (another memobs.h is on the include path)"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -161,7 +165,7 @@ MEMOBS_API int memobs_py_configure(const memobs_py_config_t *config);
 /* ======================================================================== */
 
 /* memobs_py_configure(config), then installs the Python stack as the
-   tracker's tag provider (memobs_set_tag_provider): every tracked
+   tracker's tag provider (memobs_track_set_tag_provider): every tracked
    allocation gets it. Any thread, before or after Py_Initialize. Returns
    MEMOBS_OK or an error code (with a warning). */
 MEMOBS_API int memobs_py_install(const memobs_py_config_t *config);
@@ -1075,7 +1079,7 @@ int memobs_py_install(const memobs_py_config_t *config) {
         p.capture = memobs_py__provider_capture;
         p.format = memobs_py__provider_format;
         p.title = "Python Stack Trace";
-        rc = memobs_set_tag_provider(&p);
+        rc = memobs_track_set_tag_provider(&p);
         if (rc == MEMOBS_OK) memobs_py__g.installed = 1;
     }
     pthread_mutex_unlock(&memobs_py__g.lock);
@@ -1086,7 +1090,7 @@ int memobs_py_uninstall(void) {
     memobs_py__init();
     pthread_mutex_lock(&memobs_py__g.lock);
     if (memobs_py__g.installed) {
-        memobs_set_tag_provider(NULL);
+        memobs_track_set_tag_provider(NULL);
         memobs_py__g.installed = 0;
     }
     pthread_mutex_unlock(&memobs_py__g.lock);

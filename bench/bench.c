@@ -104,7 +104,7 @@ typedef enum {
     TRK_MALLOC_TRACK, /* malloc + TRACK_ALLOC, TRACK_FREE + free */
     TRK_TAG,         /* TRACK_ALLOC_N */
     TRK_STACK,       /* TRACK_ALLOC_S(..., BENCH_TRK_STACK) */
-    TRK_OFF,         /* TRK_TRACK with memobs_enable(0) */
+    TRK_OFF,         /* TRK_TRACK with memobs_set_enabled(0) */
     TRK_STACK_FP     /* TRK_STACK with memobs_track_set_unwinder(MEMOBS_UNWIND_FP) */
 } bench_trk_t;
 
@@ -246,12 +246,12 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     double ns;
     if (!f->fn) return;
     if (f->trk) bench_trk_prep(f);
-    if (f->timeline) memobs_timeline_enable(BENCH_TL_EVENTS); /* here, so that no worker records before it */
+    if (f->timeline) memobs_timeline_start(BENCH_TL_EVENTS); /* here, so that no worker records before it */
     B.job = f;
     pthread_barrier_wait(&B.start);
     pthread_barrier_wait(&B.done);
     if (f->trk) bench_trk_post(f);
-    if (f->timeline) memobs_timeline_enable(0);
+    if (f->timeline) memobs_timeline_stop();
     start = B.t0[0];
     end = B.t1[0];
     if (f->nthreads == 2) {
@@ -331,7 +331,7 @@ static void bench_fp_stack(const char *fp) {
 
 static void bench_trk_prep(const bench_fig_t *f) {
     int k, use_malloc = f->trk == TRK_MALLOC || f->trk == TRK_MALLOC_TRACK;
-    if (f->trk == TRK_OFF) memobs_enable(0); /* here, so that no worker runs a pair before it */
+    if (f->trk == TRK_OFF) memobs_set_enabled(0); /* here, so that no worker runs a pair before it */
     if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_FP);
     for (k = 0; k < f->nthreads; k++) bench_ring_fill(bench_ring(k), use_malloc, f->trk != TRK_MALLOC);
 }
@@ -347,7 +347,7 @@ static void bench_trk_post(const bench_fig_t *f) {
     if (f->trk == TRK_STACK_FP && B.trk_fp_depth < 0) bench_fp_stack(bench_ring_stack_text(bench_ring(0)));
     for (k = 0; k < f->nthreads; k++) bench_ring_drain(bench_ring(k));
     bench_trk_check(f, "after the drain", 0);
-    if (f->trk == TRK_OFF) memobs_enable(1);
+    if (f->trk == TRK_OFF) memobs_set_enabled(1);
     if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE);
     if (tracked) B.trk_allocs += (uint64_t)f->nthreads * (BENCH_TRK_LIVE + f->n);
 }
@@ -358,10 +358,10 @@ static void bench_trk_post(const bench_fig_t *f) {
 
 static void bench_phase_decode(void) { memobs_set_phase(MEMOBS_PHASE_DECODE); }
 static void bench_phase_none(void) { memobs_set_phase(MEMOBS_PHASE_NONE); }
-static void bench_memobs_off(void) { memobs_enable(0); }
-static void bench_memobs_on(void) { memobs_enable(1); }
-static void bench_region_timing_off(void) { (void)memobs_region_timing(0); }
-static void bench_region_timing_on(void) { (void)memobs_region_timing(1); }
+static void bench_memobs_off(void) { memobs_set_enabled(0); }
+static void bench_memobs_on(void) { memobs_set_enabled(1); }
+static void bench_region_timing_off(void) { (void)memobs_region_set_timing(0); }
+static void bench_region_timing_on(void) { (void)memobs_region_set_timing(1); }
 
 static void bench_fig(int i, bench_loop_fn fn, const void *arg, int nthreads, bench_expect_t *expect) {
     bench_fig_t *f = &B.fig[i];
@@ -485,7 +485,7 @@ static void bench_loadavg(char *buf, size_t len) {
 
 /* dlopen()s one variant; on failure, says why and leaves so->h NULL. */
 static void bench_so_open(bench_so_t *so) {
-    void (*enable)(int);
+    int (*enable)(int);
     so->h = dlopen(so->file, RTLD_NOW | RTLD_LOCAL);
     if (!so->h) {
         printf("(%s not loaded: %s)\n", so->file, dlerror());
@@ -494,7 +494,7 @@ static void bench_so_open(bench_so_t *so) {
     so->record.fn = (void (*)(uint64_t))dlsym(so->h, "bench_so_record");
     so->plain.fn = (void (*)(uint64_t))dlsym(so->h, "bench_so_plain");
     so->get_summary = (void (*)(memobs_summary_t *))dlsym(so->h, "memobs_get_summary");
-    enable = (void (*)(int))dlsym(so->h, "memobs_enable");
+    enable = (int (*)(int))dlsym(so->h, "memobs_set_enabled");
     so->label = (const char *)dlsym(so->h, "bench_so_label");
     if (!so->record.fn || !so->plain.fn || !so->get_summary || !enable || !so->label) {
         printf("(%s not used: a symbol is missing)\n", so->file);
@@ -641,13 +641,13 @@ static void bench_trk_report(void) {
     bench_trk_row("malloc + free + TRACK_ALLOC + TRACK_FREE", F_T_MTRACK, note);
     snprintf(note, sizeof note, "tag \"%s\": %+.1f ns over no tag", BENCH_TRK_TAG, f[F_T_TAG].ns - f[F_T_TRACK].ns);
     bench_trk_row("MEMOBS_TRACK_ALLOC_N (a tag) + TRACK_FREE", F_T_TAG, note);
-    snprintf(note, sizeof note, "%d C frames captured (counted in memobs_trace_text); the loop is %d calls "
+    snprintf(note, sizeof note, "%d C frames captured (counted in memobs_format_trace); the loop is %d calls "
              "below the worker", B.trk_depth, BENCH_TRK_CHAIN + 1);
     bench_trk_row("MEMOBS_TRACK_ALLOC_S(..., 16) + TRACK_FREE", F_T_STACK, note);
     snprintf(note, sizeof note, "MEMOBS_UNWIND=fp: %d frames, %s backtrace()'s; %.1fx cheaper", B.trk_fp_depth,
              B.trk_fp_same == 1 ? "the same as" : "NOT the same as", f[F_T_STACK].ns / f[F_T_FP].ns);
     bench_trk_row("the same, frame pointers", F_T_FP, note);
-    bench_trk_row("TRACK_ALLOC + TRACK_FREE runtime-disabled", F_T_OFF, "memobs_enable(0), nothing tracked live");
+    bench_trk_row("TRACK_ALLOC + TRACK_FREE runtime-disabled", F_T_OFF, "memobs_set_enabled(0), nothing tracked live");
     printf("  (pairs per run: %llu; %llu for the tracked ones on 2 threads, which contend; %llu with a stack, %llu "
            "with one from frame pointers. 2 threads: each its own ring)\n", (unsigned long long)f[F_T_TRACK].n,
            (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
@@ -685,7 +685,7 @@ static void bench_report(void) {
     bench_row("memobs_now_ns() (clock_gettime CLOCK_MONOTONIC)", F_NOW, 0, "summaries' and regions' clock");
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
     bench_row("MEMOBS_REGION_BEGIN + _END, timing off", F_REG_NT, 1,
-              "memobs_region_timing(0): an id and a depth on the thread");
+              "memobs_region_set_timing(0): an id and a depth on the thread");
     snprintf(note, sizeof note, "the default: two clock reads, %+.1f ns over timing off",
              B.fig[F_REG].ns - B.fig[F_REG_NT].ns);
     bench_row("MEMOBS_REGION_BEGIN + _END, timing on", F_REG, 1, note);
@@ -694,7 +694,7 @@ static void bench_report(void) {
     snprintf(note, sizeof note, "a slice on the timeline: %+.1f ns over timeline off", B.fig[F_REG_TL].ns - B.fig[F_REG].ns);
     bench_row("MEMOBS_REGION_BEGIN + _END, timeline on", F_REG_TL, 1, note);
     bench_row("memobs_counter_add(handle, n)", F_COUNTER, 1, "");
-    bench_row("MEMOBS_RECORD_H2D runtime-disabled", F_RT_OFF, 1, "memobs_enable(0): a load and a branch");
+    bench_row("MEMOBS_RECORD_H2D runtime-disabled", F_RT_OFF, 1, "memobs_set_enabled(0): a load and a branch");
     bench_row("MEMOBS_RECORD_H2D compile-time-disabled", F_CT_OFF, 1,
               "-DMEMOBS_DISABLE: empty body + barrier = loop overhead only");
 
@@ -797,7 +797,7 @@ int main(void) {
     B.trk_fp_depth = -1;
     B.trk_fp_same = -1;
     bench_pick_cpus();
-    memobs_enable(1); /* whatever MEMOBS says in the environment */
+    memobs_set_enabled(1); /* whatever MEMOBS says in the environment */
     memobs_track_set_callstack(0); /* whatever MEMOBS_CALLSTACK says: no stack unless a figure asks */
     (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE); /* and whatever MEMOBS_UNWIND says */
     memobs_reset();

@@ -58,7 +58,7 @@ void bench_ring_fill(bench_ring_t *r, int use_malloc, int track);
 /* Frees (MEMOBS_TRACK_FREE if filled tracked, free() if from malloc) what
    the ring holds. */
 void bench_ring_drain(bench_ring_t *r);
-/* memobs_trace_text() of the first of the ring's live blocks that has a
+/* memobs_format_trace() of the first of the ring's live blocks that has a
    trace, in a static buffer; NULL if none has. */
 const char *bench_ring_stack_text(const bench_ring_t *r);
 

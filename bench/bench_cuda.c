@@ -271,7 +271,7 @@ int main(void) {
     {
         memobs_cuda_graph_stats_t gs;
         memobs_summary_t *s = (memobs_summary_t *)calloc(1, sizeof *s);
-        (void)memobs_cuda_graph_stats(&gs);
+        (void)memobs_cuda_get_graph_stats(&gs);
         if (s) {
             memobs_get_summary(s);
             printf("  check: %llu launches counted %llu copies (8 each: %s)\n", (unsigned long long)gs.launches,

@@ -73,7 +73,7 @@ static void bench_stops_path(char *out, size_t len, const char *name) {
 /* Every output variable, into the folder; memobs' environment. */
 static void bench_stops_env(void) {
     static const char *const vars[][2] = {
-        {"MEMOBS_SUMMARY", "summary.json"}, {"MEMOBS_PROM_FILE", "metrics.prom"}, {"MEMOBS_TRACE", "trace.json"},
+        {"MEMOBS_SUMMARY", "summary.json"}, {"MEMOBS_PROM_FILE", "metrics.prom"}, {"MEMOBS_TIMELINE", "trace.json"},
         {"MEMOBS_STORMLOG", "stormlog.json"}, {"MEMOBS_HTML", "report.html"}, {"MEMOBS_LEAKS", "leaks.txt"},
         {"MEMOBS_TORCH_SNAPSHOT", "snapshot.pickle"}};
     char p[1400];
@@ -84,7 +84,7 @@ static void bench_stops_env(void) {
     }
     setenv("MEMOBS_FORMAT", "json", 1);
     setenv("MEMOBS_PROM_INTERVAL_MS", "0", 1);
-    setenv("MEMOBS_TRACE_EVENTS", "64K", 1);
+    setenv("MEMOBS_TIMELINE_EVENTS", "64K", 1);
     setenv("MEMOBS_SAMPLE_MS", "60000", 1); /* the sampler on; the ring is filled by hand */
 }
 
@@ -146,8 +146,8 @@ static int bench_stops_record_child(void) {
     struct sigaction old;
     double best = 0;
     int r;
-    unsetenv("MEMOBS_TRACE"); /* the timeline would change what a record does */
-    unsetenv("MEMOBS_TRACE_EVENTS");
+    unsetenv("MEMOBS_TIMELINE"); /* the timeline would change what a record does */
+    unsetenv("MEMOBS_TIMELINE_EVENTS");
     unsetenv("MEMOBS_SAMPLE_MS");
     memobs_init();
     bench_stops_record(BENCH_STOPS_ITERS / 10, NULL); /* warm-up */
@@ -266,14 +266,14 @@ static void bench_stops_writes(void) {
         {"PyTorch snapshot", "snapshot.pickle", memobs_write_torch_snapshot_file, "device allocation",
          BENCH_STOPS_LIVE * 9 / 10},
         {"HTML report", "report.html", memobs_write_html_file, "", 0},
-        {"Chrome trace", "trace.json", memobs_write_chrome_trace_file, "event", BENCH_STOPS_EVENTS},
+        {"Chrome trace", "trace.json", memobs_write_timeline_file, "event", BENCH_STOPS_EVENTS},
     };
     memobs_timeline_stats_t tl;
     double t[BENCH_STOPS_REPS], all[BENCH_STOPS_REPS], sum_med = 0, med_all;
     uint64_t total = 0;
     unsigned i;
     int r, files = 0;
-    memobs_timeline_stats(&tl);
+    memobs_timeline_get_stats(&tl);
     printf("\n2. the write at exit: a timeline of %llu events (%llu recorded), %d live allocations (device and host, "
            "tagged), %llu samples; each output %d times\n", (unsigned long long)tl.kept,
            (unsigned long long)tl.recorded, BENCH_STOPS_LIVE, (unsigned long long)memobs_get_samples(NULL, 0),

@@ -61,7 +61,7 @@ const char *bench_ring_stack_text(const bench_ring_t *r) {
     for (i = 0; i < n && i < sizeof info / sizeof info[0]; i++) {
         const char *p = (const char *)info[i].ptr;
         if (info[i].trace == MEMOBS_NO_TRACE || p < s || p >= s + sizeof r->pool) continue;
-        return memobs_trace_text(info[i].trace, text, sizeof text) < 0 ? NULL : text;
+        return memobs_format_trace(text, sizeof text, info[i].trace) < 0 ? NULL : text;
     }
     return NULL;
 }

@@ -135,7 +135,7 @@ static void bandwidth(const char *label, memobs_dir_t dir, void *d, void *h, siz
 
     /* memobs' own timing */
     memobs_reset();
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     memobs_cuda_set_timing(1);
     for (i = 0; i < k; i++) DIE_ON(memobs_cudaMemcpyAsync(dst, src, n, kind, st));
     memobs_cuda_set_timing(0);
@@ -146,10 +146,10 @@ static void bandwidth(const char *label, memobs_dir_t dir, void *d, void *h, siz
         const memobs_timed_t *t = &S.timed[MEMOBS_PHASE_NONE][dir];
         if (t->ns) memobs_gbs = (double)t->bytes / (double)t->ns;
         if (t->count != (uint64_t)k || t->bytes != (uint64_t)k * n || S.timed_in_flight_copies ||
-            memobs_cuda_untimed() != untimed0)
+            memobs_cuda_get_untimed() != untimed0)
             printf("  (warning: %s: memobs timed %llu of %d copies, %llu in flight, %llu untimed)\n", label,
                    (unsigned long long)t->count, k, (unsigned long long)S.timed_in_flight_copies,
-                   (unsigned long long)(memobs_cuda_untimed() - untimed0));
+                   (unsigned long long)(memobs_cuda_get_untimed() - untimed0));
     }
 
     /* a plain event pair around identical raw copies, and the wall clock */
@@ -211,7 +211,7 @@ int main(void) {
            OVERHEAD_TARGET_PCT, ov <= OVERHEAD_TARGET_PCT ? "PASS" : "MISS");
     printf("  timing on:  %+.1f ns per call over raw (two cudaEventRecord and a poll per copy), "
            "%llu copies untimed\n\n",
-           wr_on.total_ns - raw_on.total_ns, (unsigned long long)memobs_cuda_untimed());
+           wr_on.total_ns - raw_on.total_ns, (unsigned long long)memobs_cuda_get_untimed());
     DIE_ON(cudaFreeHost(pin4k));
     DIE_ON(cudaFree(d4k));
 

@@ -187,8 +187,8 @@ def loop_python_wrapped_call(n):
 
 
 def regions_on(timing=True):
-    memobs.enable(True)
-    memobs.region_timing(timing)
+    memobs.set_enabled(True)
+    memobs.region_set_timing(timing)
 
 
 def set_observer(on):
@@ -196,7 +196,7 @@ def set_observer(on):
 
 
 def set_dropin(on):
-    memobs.enable(True)
+    memobs.set_enabled(True)
     DropInMemoryObserver._enabled = on
 
 
@@ -222,18 +222,18 @@ FIGURES = [
     ("  the same, _enabled = False", loop_observer, lambda: set_observer(False), None),
     ("memobs.nanovllm MemoryObserver.record_h2d(n, True)", loop_dropin, lambda: set_dropin(True), "memobs"),
     ("  the same, _enabled = False", loop_dropin, lambda: set_dropin(False), None),
-    ("memobs.record_h2d(nbytes, True)", loop_module, lambda: memobs.enable(True), "memobs"),
-    ("memobs.record_h2d(nbytes, None) (thread's phase)", loop_module_cur, lambda: memobs.enable(True), "memobs_cur"),
-    ("memobs.record_h2d(nbytes, is_prefill=True)", loop_module_kw, lambda: memobs.enable(True), "memobs"),
-    ("rec(nbytes, True), rec = memobs.record_h2d", loop_module_local, lambda: memobs.enable(True), "memobs"),
-    ("  memobs.record_h2d(nbytes, True), enable(False)", loop_module, lambda: memobs.enable(False), None),
+    ("memobs.record_h2d(nbytes, True)", loop_module, lambda: memobs.set_enabled(True), "memobs"),
+    ("memobs.record_h2d(nbytes, None) (thread's phase)", loop_module_cur, lambda: memobs.set_enabled(True), "memobs_cur"),
+    ("memobs.record_h2d(nbytes, is_prefill=True)", loop_module_kw, lambda: memobs.set_enabled(True), "memobs"),
+    ("rec(nbytes, True), rec = memobs.record_h2d", loop_module_local, lambda: memobs.set_enabled(True), "memobs"),
+    ("  memobs.record_h2d(nbytes, True), set_enabled(False)", loop_module, lambda: memobs.set_enabled(False), None),
     ("with r: pass (r = memobs.region(...) built once)", loop_region_with, regions_on, "bench_region"),
-    ("  the same, region_timing(False)", loop_region_with, lambda: regions_on(False), "bench_region"),
-    ("  the same, enable(False)", loop_region_with, lambda: memobs.enable(False), None),
+    ("  the same, region_set_timing(False)", loop_region_with, lambda: regions_on(False), "bench_region"),
+    ("  the same, set_enabled(False)", loop_region_with, lambda: memobs.set_enabled(False), None),
     ("with memobs.region(\"name\"): pass (called each time)", loop_region_built, regions_on, "bench_region_built"),
     ("f(nbytes), a plain Python function", loop_plain_call, None, None),
     ("g(nbytes), g = @memobs.region(\"name\") f", loop_decorated_call, regions_on, "bench_decorated"),
-    ("  the same, region_timing(False)", loop_decorated_call, lambda: regions_on(False), "bench_decorated"),
+    ("  the same, region_set_timing(False)", loop_decorated_call, lambda: regions_on(False), "bench_decorated"),
     ("h(nbytes), h = functools.wraps + with r (Python)", loop_python_wrapped_call, regions_on, "bench_pywrapped"),
 ]
 (F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_DROP, F_DROP_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_RWITH, F_RWITH_UNTIMED,
@@ -275,8 +275,8 @@ def main():
                 if r > 0:
                     runs[k].append((t1 - t0) / iters)
     finally:
-        memobs.enable(True)
-        memobs.region_timing(True)
+        memobs.set_enabled(True)
+        memobs.region_set_timing(True)
         set_observer(True)
         if gc_was:
             gc.enable()

@@ -38,7 +38,7 @@
    the pinned pool and per-worker token buffers through
    memobs_cudaMallocHost/FreeHost, and the pageable weight-staging buffer by
    hand (MEMOBS_TRACK_ALLOC_N, MEMOBS_MEM_HOST). The wrappers take no tag, so
-   a tag provider (memobs_set_tag_provider) names each allocation after the
+   a tag provider (memobs_track_set_tag_provider) names each allocation after the
    engine buffer it is for: memobs_print_alloc_groups() then groups device
    and pinned memory by buffer kind ("Engine Buffer" boxes). Each
    allocation is made and tallied under the engine's alloc_lock, so memobs
@@ -854,7 +854,7 @@ static void cross_check(const tally_t *t) {
        completed equals issued for each phase and direction. */
     expect("timed copies in flight", s->timed_in_flight_copies, 0);
     expect("timed bytes in flight", s->timed_in_flight_bytes, 0);
-    expect("untimed copies", memobs_cuda_untimed(), 0);
+    expect("untimed copies", memobs_cuda_get_untimed(), 0);
     for (p = 0; p < MEMOBS_PHASES; p++) {
         const memobs_dirs_t *md = p == 0 ? &s->unphased : p == 1 ? &s->prefill : &s->decode;
         for (d = 0; d < MEMOBS_DIRS; d++) {
@@ -903,7 +903,7 @@ static void cross_check(const tally_t *t) {
         snprintf(what, sizeof what, "%s pending frees", kind_name[k]);
         expect(what, ms->pending_frees, 0);
     }
-    expect("tracked device bytes on device 0", memobs_track_device_bytes(0, NULL), E.mem[MEMOBS_MEM_DEVICE].current);
+    expect("tracked device bytes on device 0", memobs_get_device_bytes(0, NULL), E.mem[MEMOBS_MEM_DEVICE].current);
     expect("host blocks back in the pool", (uint64_t)E.nfree, N_CPU_BLOCKS);
     expect("tracking", (uint64_t)s->tracking, 1);
     tp = &s->track;
@@ -911,7 +911,7 @@ static void cross_check(const tally_t *t) {
                                    tp->allocs_zero + tp->allocs_duplicate + tp->allocs_bad_kind + tp->untracked +
                                    tp->untracked_live + tp->untracked_frees + tp->traces_dropped,
            0);
-    expect("out-of-memory errors", memobs_cuda_oom_count(), 0);
+    expect("out-of-memory errors", memobs_cuda_get_oom_count(), 0);
     free(s);
 }
 
@@ -992,7 +992,7 @@ int main(int argc, char **argv) {
     CK(cudaSetDevice(0));
     CK(cudaGetDeviceProperties(&prop, 0));
     fprintf(stderr, "cuda_offload: device 0: %s, %d SMs, %s\n", prop.name, prop.multiProcessorCount,
-            memobs_fmt_bytes(prop.totalGlobalMem, buf, sizeof buf));
+            memobs_format_bytes(buf, sizeof buf, prop.totalGlobalMem));
 
     pthread_mutex_init(&E.pool_lock, NULL);
     pthread_mutex_init(&E.alloc_lock, NULL);
@@ -1003,8 +1003,8 @@ int main(int argc, char **argv) {
     prov.capture = site_capture;
     prov.format = site_format;
     prov.title = "Engine Buffer";
-    if (memobs_set_tag_provider(&prov) != MEMOBS_OK) die("memobs_set_tag_provider failed");
-    if (memobs_cuda_set_timing(1) != MEMOBS_OK) die("memobs_cuda_set_timing failed");
+    if (memobs_track_set_tag_provider(&prov) != MEMOBS_OK) die("memobs_track_set_tag_provider failed");
+    (void)memobs_cuda_set_timing(1);
 
     E.c_offloaded = memobs_counter_register("kv_blocks_offloaded", "KV blocks written to the host pool");
     if (E.c_offloaded < 0 || memobs_counter_register("tokens_generated", "tokens sampled, all requests") < 0 ||
@@ -1020,8 +1020,8 @@ int main(int argc, char **argv) {
     /* Peak report: quiet up to the set-up footprint, then at the first
        byte past it (the first request's logits) and at each 25% beyond. */
     if (!getenv("MEMOBS_PEAK_REPORT") &&
-        memobs_set_peak_report("stderr", 0.25, E.mem[MEMOBS_MEM_DEVICE].current + 1) != MEMOBS_OK)
-        die("memobs_set_peak_report failed");
+        memobs_track_set_peak_report("stderr", 0.25, E.mem[MEMOBS_MEM_DEVICE].current + 1) != MEMOBS_OK)
+        die("memobs_track_set_peak_report failed");
 
     make_requests();
     t0 = memobs_now_ns();
@@ -1054,7 +1054,7 @@ int main(int argc, char **argv) {
                 (unsigned long long)r->id, r->prompt_len, r->out_len, r->worker, r->nblocks, r->checksum);
     }
     fprintf(stderr, "served %d requests, %llu tokens, on %d workers in %s\n", N_REQUESTS,
-            (unsigned long long)t.tokens, N_WORKERS, memobs_fmt_ns(t1 - t0, buf, sizeof buf));
+            (unsigned long long)t.tokens, N_WORKERS, memobs_format_ns(buf, sizeof buf, t1 - t0));
     memobs_print_summary();
     if (memobs_cuda_print_mem(stderr) != MEMOBS_OK) die("memobs_cuda_print_mem failed");
     memobs_print_alloc_groups(stderr);
@@ -1073,7 +1073,7 @@ int main(int argc, char **argv) {
 
     if (mismatches) {
         fprintf(stderr, "cuda_offload: %d memobs figure(s) differ from the engine's tallies%s\n", mismatches,
-                memobs_is_enabled() ? ""
+                memobs_get_enabled() ? ""
                                     : " (memobs is off: MEMOBS=0 in the environment, or built with MEMOBS_DISABLE)");
         return 1;
     }

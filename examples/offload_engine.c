@@ -825,8 +825,8 @@ int main(int argc, char **argv) {
        slots, buffers: the arena), then at the first byte past it and at
        each 25% beyond the last report. */
     if (!getenv("MEMOBS_PEAK_REPORT") &&
-        memobs_set_peak_report("stderr", 0.25, (uint64_t)used * sizeof(float) + 1) != MEMOBS_OK)
-        die("memobs_set_peak_report failed");
+        memobs_track_set_peak_report("stderr", 0.25, (uint64_t)used * sizeof(float) + 1) != MEMOBS_OK)
+        die("memobs_track_set_peak_report failed");
     E.arena = (float *)calloc(used, sizeof(float));
     E.pool = (float *)calloc((size_t)N_CPU_BLOCKS * N_LAYERS * LB_FLOATS, sizeof(float));
     if (!E.arena || !E.pool) die("out of memory");
@@ -874,7 +874,7 @@ int main(int argc, char **argv) {
                 (unsigned long long)r->id, r->prompt_len, r->out_len, r->worker, r->nblocks, r->checksum);
     }
     fprintf(stderr, "served %d requests, %llu tokens, on %d workers in %s\n", N_REQUESTS,
-            (unsigned long long)t.tokens, N_WORKERS, memobs_fmt_ns(t1 - t0, buf, sizeof buf));
+            (unsigned long long)t.tokens, N_WORKERS, memobs_format_ns(buf, sizeof buf, t1 - t0));
     memobs_print_summary();
 
     printf("engine tallies:");
@@ -921,7 +921,7 @@ int main(int argc, char **argv) {
     free(E.pool);
     if (mismatches) {
         fprintf(stderr, "offload_engine: %d memobs figure(s) differ from the engine's tallies%s\n", mismatches,
-                memobs_is_enabled() ? "" : " (memobs is off: MEMOBS=0 in the environment, or built with MEMOBS_DISABLE)");
+                memobs_get_enabled() ? "" : " (memobs is off: MEMOBS=0 in the environment, or built with MEMOBS_DISABLE)");
         return 1;
     }
     return 0;

@@ -34,7 +34,7 @@
    exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
    this instance. Records made through that API are the program's own,
-   kept apart from what the interposers observe (memobs_manual_apart).
+   kept apart from what the interposers observe (memobs_set_manual_apart).
 
    Safety: a call made while the same thread is inside an intercepted call
    (the runtime calling itself) is forwarded and not recorded; after this
@@ -191,7 +191,7 @@ static cudaError_t memobs_pl__missing(const char *name) {
 static int memobs_pl__begin(void) {
     if (memobs_pl__busy || __atomic_load_n(&memobs_pl__g.done, __ATOMIC_RELAXED)) return 0;
     memobs_pl__busy = 1;
-    memobs_observer_enter(); /* observed records, apart from the program's own (memobs_manual_apart) */
+    memobs_observer_enter(); /* observed records, apart from the program's own (memobs_set_manual_apart) */
     __atomic_fetch_add(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
     return 1;
 }
@@ -641,7 +641,7 @@ __attribute__((constructor)) static void memobs_pl__init(void) {
     /* The program's own records (MEMOBS_RECORD_* through this library's
        API, the Python package attached to it) are checked against, not
        added to, what the interposers observe. */
-    memobs_manual_apart(1);
+    memobs_set_manual_apart(1);
     memobs__sig_set_skip(memobs_pl__quiet); /* a stop signal's write: the rule of the exit's below */
     if (!getenv(MEMOBS_PL__ROOT)) {
         snprintf(pid, sizeof pid, "%ld", (long)getpid());

@@ -29,7 +29,7 @@ __attribute__((unused)) static void fresh(void) {
     cudadbl_complete_all();
     (void)memobs_cuda_poll();
     cudadbl_advance_clock(1000.0f);
-    memobs_enable(1);
+    memobs_set_enabled(1);
     memobs_cuda_set_timing(0);
     memobs_set_phase(MEMOBS_PHASE_NONE);
     (void)cudaSetDevice(0);

@@ -53,7 +53,7 @@ static uint64_t total_count(void) {
 static memobs_cuda_graph_stats_t gstats(void) {
     memobs_cuda_graph_stats_t g;
     memset(&g, 0, sizeof g);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_graph_stats(&g));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_graph_stats(&g));
     return g;
 }
 
@@ -93,10 +93,10 @@ static void test_no_context_created(void) {
     }
     log_count = 0;
     memobs_set_log(capture_log, NULL);
-    CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_mem_info(1, &m)); /* quietly */
+    CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_get_mem_info(&m, 1)); /* quietly */
     CHECK_U64(0, (unsigned)log_count);
     memobs_set_log(NULL, NULL);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(4096, m.driver_used);
     CHECK_U64(4096, m.tracked);
     /* the sampler asks the devices memobs saw memory on: a block that says
@@ -607,7 +607,7 @@ static void every_wrapper(cudaError_t e, int drv_fails) {
     }
     log_count = 0;
     memobs_set_log(capture_log, NULL); /* a failing driver is warned about */
-    CHECK_U64((unsigned)(drv_fails ? MEMOBS_ERR_IO : MEMOBS_OK), (unsigned)memobs_cuda_mem_info(0, &mi));
+    CHECK_U64((unsigned)(drv_fails ? MEMOBS_ERR_IO : MEMOBS_OK), (unsigned)memobs_cuda_get_mem_info(&mi, 0));
     memobs_set_log(NULL, NULL);
     CHECK_U64(drv_fails ? 1 : 0, (unsigned)log_count);
     CHECK_ERR(e, cudaPeekAtLastError());
@@ -831,16 +831,16 @@ static void test_dead_pair_not_pooled(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 100, cudaMemcpyHostToDevice, s)); /* a pair in use */
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
     (void)memobs_cuda_poll(); /* back in the pool */
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     destroyed0 = calls("cuEventDestroy_v2");
     CHECK_U64(0, (unsigned)cudadbl_fail_next("cuEventRecord", 1, (cudaError_t)400 /* CUDA_ERROR_INVALID_HANDLE */));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 200, cudaMemcpyHostToDevice, s));
-    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
+    CHECK_U64(1, memobs_cuda_get_untimed() - untimed0);
     CHECK_U64(2, (unsigned long)(calls("cuEventDestroy_v2") - destroyed0));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 300, cudaMemcpyHostToDevice, s));
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
     CHECK_U64(1, (unsigned)memobs_cuda_poll());
-    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
+    CHECK_U64(1, memobs_cuda_get_untimed() - untimed0);
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     memobs_cuda_set_timing(0);
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
@@ -873,14 +873,14 @@ static void test_device_reset(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaFreeAsync(a, s));
     snap();
     CHECK_U64(2, S.timed_in_flight_copies);
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     CHECK_ERR(cudaSuccess, memobs_cudaDeviceReset());
-    CHECK_U64(2, memobs_cuda_untimed() - untimed0);
+    CHECK_U64(2, memobs_cuda_get_untimed() - untimed0);
     snap();
     CHECK_U64(0, S.timed_in_flight_copies);
     CHECK_U64(0, S.timed_in_flight_bytes);
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL)); /* the device's blocks are gone */
-    CHECK_U64(1000, memobs_track_device_bytes(1, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL)); /* the device's blocks are gone */
+    CHECK_U64(1000, memobs_get_device_bytes(1, NULL));
     /* pinned memory of the reset device's context went too (the double
        frees it); memobs keeps pinned blocks (device -1): taken out here by
        hand so the test leaves nothing */
@@ -942,7 +942,7 @@ static void test_free_reuse_threads(void) {
     for (i = 0; i < 4; i++) pthread_join(t[i], NULL);
     for (i = 0; i < 4; i++) CHECK(!bad[i]);
     CHECK_U64(0, memobs_get_allocations(NULL, 0));
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL));
     /* a failed free keeps the block tracked, not pending */
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&p, 64));
     CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaFree", 1, cudaErrorLaunchFailure));
@@ -1036,13 +1036,13 @@ static void mode_no_driver(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
     memobs_cuda_set_timing(1);
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 1000, cudaMemcpyHostToDevice, s));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h, d, 500, cudaMemcpyDefault, s)); /* not asked: host to host */
-    CHECK_U64(1, memobs_cuda_untimed() - untimed0);
-    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(1, memobs_cuda_get_untimed() - untimed0);
+    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL));
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     memobs_set_log(NULL, NULL);
     snap();
@@ -1051,7 +1051,7 @@ static void mode_no_driver(void) {
     CHECK_U64(2, (unsigned)log_count);
     CHECK_HAS(log_count > 0 ? log_msgs[0] : "", "the CUDA driver (libmemobs_no_such_driver.so.1) was not found or "
                                                   "lacks a function memobs needs");
-    CHECK_HAS(log_count > 1 ? log_msgs[1] : "", "memobs_cuda_mem_info(device 0): the CUDA driver was not found");
+    CHECK_HAS(log_count > 1 ? log_msgs[1] : "", "memobs_cuda_get_mem_info(device 0): the CUDA driver was not found");
     memobs_cuda_set_timing(0);
     CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));

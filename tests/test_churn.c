@@ -28,7 +28,7 @@ static uint64_t nthreads = 100000;
 
 static memobs_timeline_stats_t stats(void) {
     memobs_timeline_stats_t st;
-    memobs_timeline_stats(&st);
+    memobs_timeline_get_stats(&st);
     return st;
 }
 
@@ -60,7 +60,7 @@ static void churn(uint64_t first, uint64_t n, unsigned batch) {
 static void check_rows(const memobs_timeline_stats_t *st) {
     static memobs_timeline_thread_t rows[300];
     uint64_t rec = 0, kept = 0, drop = 0;
-    size_t n = memobs_timeline_threads(rows, 300), i;
+    size_t n = memobs_timeline_get_threads(rows, 300), i;
     CHECK(n <= 256);
     for (i = 0; i < n && i < 300; i++) {
         rec += rows[i].recorded;
@@ -86,7 +86,7 @@ static uint64_t capacity_for(uint64_t n, uint64_t max) {
    timeline is full but for the room left in the last thread's chunk. */
 static void test_sequential(void) {
     memobs_timeline_stats_t st;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(capacity_for(nthreads, 65536)));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(capacity_for(nthreads, 65536)));
     churn(1, nthreads, 1);
     st = stats();
     CHECK_U64(3 * nthreads, st.recorded);
@@ -100,7 +100,7 @@ static void test_sequential(void) {
     printf("    # %llu threads one at a time: %llu of %llu events kept (%.2f%%)\n", (unsigned long long)nthreads,
            (unsigned long long)st.kept, (unsigned long long)st.capacity, 100.0 * (double)st.kept / (double)st.capacity);
     check_rows(&st);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 /* 16 alive at a time: up to 16 chunks with room at once, continued by the
@@ -108,7 +108,7 @@ static void test_sequential(void) {
 static void test_batches(void) {
     memobs_timeline_stats_t st;
     uint64_t n = nthreads / 4;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(capacity_for(n, 16384))); /* 64 chunks of 256 */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(capacity_for(n, 16384))); /* 64 chunks of 256 */
     churn(1, n, 16);
     st = stats();
     CHECK_U64(3 * n, st.recorded);
@@ -118,7 +118,7 @@ static void test_batches(void) {
     printf("    # %llu threads 16 at a time: %llu of %llu events kept (%.2f%%)\n", (unsigned long long)n,
            (unsigned long long)st.kept, (unsigned long long)st.capacity, 100.0 * (double)st.kept / (double)st.capacity);
     check_rows(&st);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 /* A long-lived thread records all along while short ones come and go:
@@ -141,7 +141,7 @@ static void test_beside_a_long_thread(void) {
     memobs_timeline_stats_t st;
     pthread_t th;
     uint64_t n = nthreads / 10, rec;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(4096)); /* 64 chunks of 64 */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(4096)); /* 64 chunks of 64 */
     __atomic_store_n(&long_stop, 0, __ATOMIC_RELEASE);
     CHECK_U64(0, (uint64_t)pthread_create(&th, NULL, long_thread, NULL));
     churn(1, n, 4);
@@ -153,14 +153,14 @@ static void test_beside_a_long_thread(void) {
     CHECK_U64(st.recorded, st.kept + st.dropped);
     if (st.recorded >= st.capacity) CHECK(st.kept * 10 >= st.capacity * 9);
     check_rows(&st);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 /* The scenario whose trace the checker reads. */
 static int trace_scenario(const char *path) {
     pthread_t th;
     memobs_timeline_stats_t st;
-    if (memobs_timeline_enable(16384) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(16384) != MEMOBS_OK) return 1;
     __atomic_store_n(&long_stop, 0, __ATOMIC_RELEASE);
     if (pthread_create(&th, NULL, long_thread, NULL) != 0) return 1;
     churn(1, 20000, 4);
@@ -171,7 +171,7 @@ static int trace_scenario(const char *path) {
     printf("recorded %llu kept %llu capacity %llu long %llu\n", (unsigned long long)st.recorded,
            (unsigned long long)st.kept, (unsigned long long)st.capacity,
            (unsigned long long)__atomic_load_n(&long_count, __ATOMIC_ACQUIRE));
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 int main(int argc, char **argv) {

@@ -99,15 +99,15 @@ static void test_thread_phase(void) {
 
 static void test_runtime_disable(void) {
     memobs_reset();
-    memobs_enable(0);
-    CHECK_U64(0, memobs_is_enabled());
+    memobs_set_enabled(0);
+    CHECK_U64(0, memobs_get_enabled());
     MEMOBS_RECORD_H2D(1, 1);
     MEMOBS_COUNTER_ADD("disabled_probe", 5);
     MEMOBS_TTFT_START();
     MEMOBS_TTFT_STOP();
     memobs_request_begin(42);
-    memobs_enable(1);
-    CHECK_U64(1, memobs_is_enabled());
+    memobs_set_enabled(1);
+    CHECK_U64(1, memobs_get_enabled());
     MEMOBS_RECORD_H2D(2, 1);
     snap();
     CHECK_U64(2, S.total.h2d.bytes);
@@ -341,13 +341,13 @@ static void test_global_clock(void) {
    0 ignored, nothing while memobs is off. */
 static void test_recorded_latency(void) {
     memobs_reset();
-    memobs_ttft_record(50);
-    memobs_ttft_record(0);
-    memobs_tpot_record(7);
-    memobs_tpot_record(9);
-    memobs_enable(0);
-    memobs_ttft_record(1000);
-    memobs_enable(1);
+    memobs_record_ttft(50);
+    memobs_record_ttft(0);
+    memobs_record_tpot(7);
+    memobs_record_tpot(9);
+    memobs_set_enabled(0);
+    memobs_record_ttft(1000);
+    memobs_set_enabled(1);
     snap();
     CHECK_U64(1, S.ttft.count);
     CHECK_U64(50, S.ttft.max_ns);
@@ -534,18 +534,18 @@ static void test_identity(void) {
 
 static void test_fmt_units(void) {
     char b[32];
-    CHECK_STR("0 B", memobs_fmt_bytes(0, b, sizeof b));
-    CHECK_STR("999 B", memobs_fmt_bytes(999, b, sizeof b));
-    CHECK_STR("1.00 KB", memobs_fmt_bytes(1000, b, sizeof b));
-    CHECK_STR("1.00 MB", memobs_fmt_bytes(999999, b, sizeof b));
-    CHECK_STR("262.13 GB", memobs_fmt_bytes(262130000000ull, b, sizeof b));
-    CHECK_STR("18.45 EB", memobs_fmt_bytes(UINT64_MAX, b, sizeof b));
-    CHECK_STR("850 ns", memobs_fmt_ns(850, b, sizeof b));
-    CHECK_STR("12.30 us", memobs_fmt_ns(12300, b, sizeof b));
-    CHECK_STR("4.56 ms", memobs_fmt_ns(4560000, b, sizeof b));
-    CHECK_STR("1.23 s", memobs_fmt_ns(1230000000ull, b, sizeof b));
-    CHECK_STR("", memobs_fmt_bytes(5, NULL, 10));
-    CHECK_STR("1.0", memobs_fmt_bytes(1000, b, 4)); /* truncated, still terminated */
+    CHECK_STR("0 B", memobs_format_bytes(b, sizeof b, 0));
+    CHECK_STR("999 B", memobs_format_bytes(b, sizeof b, 999));
+    CHECK_STR("1.00 KB", memobs_format_bytes(b, sizeof b, 1000));
+    CHECK_STR("1.00 MB", memobs_format_bytes(b, sizeof b, 999999));
+    CHECK_STR("262.13 GB", memobs_format_bytes(b, sizeof b, 262130000000ull));
+    CHECK_STR("18.45 EB", memobs_format_bytes(b, sizeof b, UINT64_MAX));
+    CHECK_STR("850 ns", memobs_format_ns(b, sizeof b, 850));
+    CHECK_STR("12.30 us", memobs_format_ns(b, sizeof b, 12300));
+    CHECK_STR("4.56 ms", memobs_format_ns(b, sizeof b, 4560000));
+    CHECK_STR("1.23 s", memobs_format_ns(b, sizeof b, 1230000000ull));
+    CHECK_STR("", memobs_format_bytes(NULL, 10, 5));
+    CHECK_STR("1.0", memobs_format_bytes(b, 4, 1000)); /* truncated, still terminated */
 }
 
 static char *summary_text(memobs_format_t fmt) {
@@ -604,7 +604,7 @@ static void test_json_summary(void) {
 
 /* ---- manual records apart from observed ones ------------------------------ */
 
-/* The rules of memobs_manual_apart, as a model: a record made while memobs
+/* The rules of memobs_set_manual_apart, as a model: a record made while memobs
    is on goes to the manual figures when records are apart and the thread
    is not inside an observer, else to the transfer figures. */
 static uint64_t man_model[2][3][3][2]; /* [manual?][phase][dir][bytes, count] */
@@ -632,7 +632,7 @@ static void man_check(int apart, int line) {
 }
 
 /* 4000 random steps on one thread: records through every entry point
-   (the macros, the _CUR forms, memobs_record, n at once as a graph launch
+   (the macros, the _CUR forms, memobs_record_xfer, n at once as a graph launch
    records them), observer scopes, apart on and off, enable off and on,
    resets; the figures equal the model after every 40th step. */
 static void test_manual_apart_model(void) {
@@ -661,7 +661,7 @@ static void test_manual_apart_model(void) {
             else if (d == 1) MEMOBS_RECORD_D2H_CUR(bytes);
             else MEMOBS_RECORD_D2D_CUR(bytes);
         } else if (op < 60) {
-            memobs_record((memobs_dir_t)d, (memobs_phase_t)p, bytes);
+            memobs_record_xfer((memobs_dir_t)d, bytes, (memobs_phase_t)p);
         } else if (op < 68) {
             n = 1 + (unsigned)(r >> 50) % 5;
             memobs__xfer_n(d, p, bytes, n);
@@ -679,12 +679,12 @@ static void test_manual_apart_model(void) {
             memobs_set_phase((memobs_phase_t)p);
             continue;
         } else if (op < 91) {
-            CHECK_U64(apart, memobs_manual_apart(!apart));
+            CHECK_U64(apart, memobs_set_manual_apart(!apart));
             apart = !apart;
             continue;
         } else if (op < 97) {
             on = !on;
-            memobs_enable(on);
+            memobs_set_enabled(on);
             continue;
         } else if (op < 98) {
             memobs_reset();
@@ -692,7 +692,7 @@ static void test_manual_apart_model(void) {
             continue;
         } else {
             memobs_set_log(capture_log, NULL);
-            memobs_record((memobs_dir_t)3, MEMOBS_PHASE_PREFILL, 99); /* bad: counted as a problem only */
+            memobs_record_xfer((memobs_dir_t)3, 99, MEMOBS_PHASE_PREFILL); /* bad: counted as a problem only */
             memobs_set_log(NULL, NULL);
             continue;
         }
@@ -705,12 +705,12 @@ static void test_manual_apart_model(void) {
     man_check(apart, step);
     while (observing--) memobs_observer_leave();
     memobs_observer_leave(); /* one too many: stays at 0 */
-    memobs_manual_apart(1);
+    memobs_set_manual_apart(1);
     MEMOBS_RECORD_D2H(5, 1);
     snap();
     CHECK_U64(man_model[1][1][1][0] + 5, S.manual.prefill.d2h.bytes);
-    memobs_manual_apart(0);
-    memobs_enable(1);
+    memobs_set_manual_apart(0);
+    memobs_set_enabled(1);
     memobs_set_phase(MEMOBS_PHASE_NONE);
 }
 
@@ -732,10 +732,10 @@ static void test_manual_apart_threads(void) {
     pthread_t t[MAN_THREADS];
     uint64_t k, i, obs_b = 0, obs_n = 0, man_b = 0, man_n = 0, obs_pre = 0, man_pre = 0;
     memobs_reset();
-    memobs_manual_apart(1);
+    memobs_set_manual_apart(1);
     for (k = 0; k < MAN_THREADS; k++) pthread_create(&t[k], NULL, man_recorder, (void *)(uintptr_t)k);
     for (k = 0; k < MAN_THREADS; k++) pthread_join(t[k], NULL);
-    memobs_manual_apart(0);
+    memobs_set_manual_apart(0);
     for (k = 0; k < MAN_THREADS; k++)
         for (i = 0; i < MAN_PER; i++) {
             if (i % 3 == 0) {
@@ -774,7 +774,7 @@ static void test_manual_apart_summaries(void) {
     CHECK(strstr(t, "  check |") == NULL);
     t = summary_text(MEMOBS_FORMAT_JSON);
     CHECK_HAS(t, "\"manual\":{\"apart\":false,\"total\":{\"h2d_bytes\":0,\"h2d_count\":0,");
-    memobs_manual_apart(1);
+    memobs_set_manual_apart(1);
     MEMOBS_RECORD_H2D(1000, 1); /* manual: 2000 B less than observed */
     MEMOBS_RECORD_H2D(0, 1);
     MEMOBS_RECORD_D2H(4096, 0); /* manual only */
@@ -793,7 +793,7 @@ static void test_manual_apart_summaries(void) {
     t = summary_text(MEMOBS_FORMAT_JSON);
     CHECK_HAS(t, "\"manual\":{\"apart\":true,\"total\":{\"h2d_bytes\":1000,\"h2d_count\":2,\"d2h_bytes\":4096,"
                  "\"d2h_count\":1,\"d2d_bytes\":0,\"d2d_count\":0},\"prefill\":{\"h2d_bytes\":1000,\"h2d_count\":2,");
-    memobs_manual_apart(0);
+    memobs_set_manual_apart(0);
     memobs_reset();
 }
 
@@ -813,7 +813,7 @@ static void test_bad_input(void) {
     CHECK_U64(MEMOBS_ERR_INVALID, memobs_write_summary_file("", MEMOBS_FORMAT_TEXT));
     MEMOBS_RECORD_XFER(7, 100, MEMOBS_PHASE_DECODE);
     MEMOBS_RECORD_XFER(MEMOBS_DIR_H2D, 100, 3);
-    memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, 10);
+    memobs_record_xfer(MEMOBS_DIR_D2H, 10, MEMOBS_PHASE_DECODE);
     memobs_set_log(NULL, NULL);
     snap();
     CHECK_U64(2, S.bad_records);

@@ -357,8 +357,8 @@ static void test_alloc_and_free(void) {
     CHECK_U64(1, S.mem[MEMOBS_MEM_MANAGED].live);
     CHECK_U64(3000, S.mem[MEMOBS_MEM_MANAGED].current_bytes);
     CHECK_U64(0, S.mem[MEMOBS_MEM_HOST].allocs);
-    CHECK_U64(1700, memobs_track_device_bytes(0, NULL));
-    CHECK_U64(2000, memobs_track_device_bytes(1, NULL));
+    CHECK_U64(1700, memobs_get_device_bytes(0, NULL));
+    CHECK_U64(2000, memobs_get_device_bytes(1, NULL));
     /* the double agrees */
     CHECK_U64(1700, cudadbl_device_used(0));
     CHECK_U64(2000, cudadbl_device_used(1));
@@ -389,7 +389,7 @@ static void test_alloc_and_free(void) {
     CHECK_U64(3, S.mem[MEMOBS_MEM_DEVICE].frees);
     CHECK_U64(3, S.mem[MEMOBS_MEM_PINNED].frees);
     CHECK_U64(0, S.track.frees_unknown + S.track.frees_double + S.track.allocs_duplicate + S.track.allocs_null);
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL));
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
     free(r);
@@ -409,8 +409,8 @@ static void test_alloc_async_device_of_stream(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaMallocAsync(&a, 4096, s1));
     CHECK(cudadbl_lookup(a, &base, NULL, NULL, &dev) && dev == 1); /* the runtime put it on device 1 */
     CHECK_TRACKED(a, MEMOBS_MEM_DEVICE, 1, 4096);
-    CHECK_U64(4096, memobs_track_device_bytes(1, NULL));
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL));
+    CHECK_U64(4096, memobs_get_device_bytes(1, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL));
     CHECK_ERR(cudaSuccess, memobs_cudaFreeAsync(a, s1));
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s1));
     (void)memobs_cuda_poll();
@@ -458,7 +458,7 @@ static void test_alloc_failures(void) {
     snap();
     for (i = 0; i < MEMOBS_MEM_KINDS; i++) CHECK_U64(0, S.mem[i].allocs);
     CHECK_U64(0, S.track.allocs_null);
-    CHECK_U64(0, memobs_cuda_oom_count()); /* none was out of memory */
+    CHECK_U64(0, memobs_cuda_get_oom_count()); /* none was out of memory */
 
     /* registering twice: the second is refused, the first stays, once */
     CHECK_ERR(cudaSuccess, memobs_cudaHostRegister(r, 128, 0));
@@ -543,7 +543,7 @@ static void test_runtime_disabled(void) {
     fresh();
     fill(h, 2, sizeof h);
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 32));
-    memobs_enable(0);
+    memobs_set_enabled(0);
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpy(d, h, 32, cudaMemcpyHostToDevice));
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpy(h, d, 32, cudaMemcpyDefault));
     CHECK(memcmp(d, h, 32) == 0); /* the copies happened */
@@ -553,7 +553,7 @@ static void test_runtime_disabled(void) {
     CHECK(tracked(d) == NULL);
     CHECK_ERR(cudaSuccess, memobs_cudaFree(e));
     CHECK_U64(2, calls("cudaMemcpy"));
-    memobs_enable(1);
+    memobs_set_enabled(1);
     snap();
     CHECK(no_transfers());
     CHECK_U64(1, S.mem[MEMOBS_MEM_DEVICE].allocs);
@@ -581,7 +581,7 @@ static void test_mem_info_gap(void) {
     CHECK_ERR(cudaSuccess, cudaSetDevice(0));
 
     memset(&m, 0xff, sizeof m);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(0, m.device);
     CHECK_U64(16 * GIB, m.driver_total);
     CHECK_U64(16 * GIB - 10 * MIB, m.driver_free);
@@ -589,7 +589,7 @@ static void test_mem_info_gap(void) {
     CHECK_U64(3 * MIB, m.tracked);
     CHECK_U64(7 * MIB, (uint64_t)m.outside);
     /* another device: asked there, the current device restored */
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(1, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 1));
     CHECK_U64(1, m.device);
     CHECK_U64(MIB, m.driver_used);
     CHECK_U64(MIB, m.tracked);
@@ -597,7 +597,7 @@ static void test_mem_info_gap(void) {
     CHECK_ERR(cudaSuccess, cudaGetDevice(&dev));
     CHECK_U64(0, dev);
     CHECK_ERR(cudaSuccess, cudaSetDevice(1));
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(7 * MIB, (uint64_t)m.outside);
     CHECK_ERR(cudaSuccess, cudaGetDevice(&dev));
     CHECK_U64(1, dev);
@@ -605,15 +605,15 @@ static void test_mem_info_gap(void) {
 
     /* errors: logged, the runtime's error not left behind, device kept */
     log_start();
-    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(7, &m));
-    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 7): cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (101)"));
+    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_get_mem_info(&m, 7));
+    CHECK_U64(1, log_has("memobs_cuda_get_mem_info(device 7): cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (101)"));
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CHECK_U64(0, (unsigned)cudadbl_fail_next("cuMemGetInfo_v2", 1, (cudaError_t)999 /* CUDA_ERROR_UNKNOWN */));
-    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(1, &m));
-    CHECK_U64(1, log_has("memobs_cuda_mem_info(device 1): cuMemGetInfo: CUDA_ERROR_UNKNOWN (999)"));
+    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_get_mem_info(&m, 1));
+    CHECK_U64(1, log_has("memobs_cuda_get_mem_info(device 1): cuMemGetInfo: CUDA_ERROR_UNKNOWN (999)"));
     CHECK_ERR(cudaSuccess, cudaGetDevice(&dev));
     CHECK_U64(0, dev);
-    CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_mem_info(0, NULL));
+    CHECK_U64((unsigned)MEMOBS_ERR_INVALID, (unsigned)memobs_cuda_get_mem_info(NULL, 0));
     CHECK_U64(3, (unsigned)log_count);
     log_stop();
 
@@ -627,12 +627,12 @@ static void test_mem_info_gap(void) {
         fclose(f);
         if (out) {
             snprintf(line, sizeof line, "device 0: driver used %s of %s; memobs tracks %s; outside memobs %s\n",
-                     memobs_fmt_bytes(10 * MIB, b1, sizeof b1), memobs_fmt_bytes(16 * GIB, b2, sizeof b2),
-                     memobs_fmt_bytes(3 * MIB, b3, sizeof b3), memobs_fmt_bytes(7 * MIB, b4, sizeof b4));
+                     memobs_format_bytes(b1, sizeof b1, 10 * MIB), memobs_format_bytes(b2, sizeof b2, 16 * GIB),
+                     memobs_format_bytes(b3, sizeof b3, 3 * MIB), memobs_format_bytes(b4, sizeof b4, 7 * MIB));
             CHECK_HAS(out, line);
             snprintf(line, sizeof line, "device 1: driver used %s of %s; memobs tracks %s; outside memobs -%s\n",
-                     memobs_fmt_bytes(512 * KIB, b1, sizeof b1), memobs_fmt_bytes(512 * KIB, b2, sizeof b2),
-                     memobs_fmt_bytes(MIB, b3, sizeof b3), memobs_fmt_bytes(512 * KIB, b4, sizeof b4));
+                     memobs_format_bytes(b1, sizeof b1, 512 * KIB), memobs_format_bytes(b2, sizeof b2, 512 * KIB),
+                     memobs_format_bytes(b3, sizeof b3, MIB), memobs_format_bytes(b4, sizeof b4, 512 * KIB));
             CHECK_HAS(out, line);
             CHECK(strstr(out, "device 2") == NULL);
             free(out);
@@ -686,13 +686,13 @@ static void test_free_async_pending(void) {
     CHECK_U64(1, S.mem[MEMOBS_MEM_DEVICE].pending_frees);
     CHECK_U64(1000, S.mem[MEMOBS_MEM_DEVICE].pending_bytes);
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].frees);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(1500, m.tracked);
     CHECK_U64(0, (uint64_t)m.outside);
     /* in the reports */
     out = report_text(summary_text);
     snprintf(want, sizeof want, "  device    1 freed stream-ordered, %s, not yet reached by their stream",
-             memobs_fmt_bytes(1000, fb, sizeof fb));
+             memobs_format_bytes(fb, sizeof fb, 1000));
     CHECK_HAS(out, want);
     free(out);
     out = report_text(memobs_print_allocations);
@@ -709,7 +709,7 @@ static void test_free_async_pending(void) {
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].pending_frees);
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].pending_bytes);
     CHECK_U64(1, S.mem[MEMOBS_MEM_DEVICE].frees);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(0, (uint64_t)m.outside);
     /* a summary polls too */
     CHECK_ERR(cudaSuccess, memobs_cudaFreeAsync(b, s));
@@ -755,7 +755,7 @@ static void test_free_async_reuse(void) {
     ai = tracked(b);
     CHECK(ai != NULL && ai->pending_free); /* b's own free is not reached yet */
     CHECK_U64(1, cudadbl_pending_frees(NULL));
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_mem_info(0, &m));
+    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_get_mem_info(&m, 0));
     CHECK_U64(0, (uint64_t)m.outside); /* driver and tracker agree: 256 held */
     /* a block re-allocated by cudaMalloc is not touched by the old settle either */
     cudadbl_complete_until(t1 + 1.0f);
@@ -855,8 +855,9 @@ static void test_timing(void) {
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s2));
     CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, sizeof h));
     fill(h, 4, sizeof h);
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_timing(1));
-    untimed0 = memobs_cuda_untimed();
+    CHECK_U64(0, (unsigned)memobs_cuda_set_timing(1)); /* returns the previous setting: off */
+    CHECK_U64(1, (unsigned)memobs_cuda_get_timing());
+    untimed0 = memobs_cuda_get_untimed();
     cudadbl_set_copy_time(0.5f, 0); /* every copy takes 0.5 ms of device time */
     t0 = cudadbl_clock();
 
@@ -921,7 +922,7 @@ static void test_timing(void) {
     CHECK_U64(250000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2D].ns);
     CHECK_U64(6, timed_count());
     CHECK_U64(0, S.timed_in_flight_copies);
-    CHECK_U64(untimed0, memobs_cuda_untimed());
+    CHECK_U64(untimed0, memobs_cuda_get_untimed());
     CHECK_XFER(S.total, MEMOBS_DIR_H2D, 1300, 3);
 
     /* a full queue: copies still counted, not timed */
@@ -934,7 +935,7 @@ static void test_timing(void) {
     snap(); /* at most MEMOBS_CUDA_MAX_TIMED wait; each of the others is counted untimed */
     inflight = S.timed_in_flight_copies;
     CHECK(inflight >= 1 && inflight <= MEMOBS_CUDA_MAX_TIMED);
-    CHECK_U64(MEMOBS_CUDA_MAX_TIMED + 3, inflight + memobs_cuda_untimed() - untimed0);
+    CHECK_U64(MEMOBS_CUDA_MAX_TIMED + 3, inflight + memobs_cuda_get_untimed() - untimed0);
     CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 300 + 10 * (MEMOBS_CUDA_MAX_TIMED + 3), 2 + MEMOBS_CUDA_MAX_TIMED + 3);
     /* at most MEMOBS_CUDA_MAX_TIMED pairs ever exist */
     CHECK(calls("cuEventCreate") - created <= 2 * MEMOBS_CUDA_MAX_TIMED);
@@ -960,7 +961,7 @@ static void test_timing(void) {
         }
     }
     /* timing off: copies no longer touch events */
-    CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_timing(0));
+    CHECK_U64(1, (unsigned)memobs_cuda_set_timing(0)); /* it was on */
     cudadbl_reset_calls();
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 10, cudaMemcpyHostToDevice, s));
     CHECK_U64(0, calls("cuEventRecord"));
@@ -988,7 +989,7 @@ static void test_timing_two_devices(void) {
     fill(h, 8, sizeof h);
     memobs_cuda_set_timing(1);
     cudadbl_set_copy_time(1.0f, 0);
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     /* device 0 first: its events go back to the pool */
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d0, h, 256, cudaMemcpyHostToDevice, s0));
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s0));
@@ -1003,7 +1004,7 @@ static void test_timing_two_devices(void) {
     snap();
     CHECK_U64(2, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
     CHECK_U64(384, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].bytes);
-    CHECK_U64(untimed0, memobs_cuda_untimed());
+    CHECK_U64(untimed0, memobs_cuda_get_untimed());
     CHECK_XFER(S.total, MEMOBS_DIR_H2D, 384, 2);
     memobs_cuda_set_timing(0);
     CHECK_ERR(cudaSuccess, cudaStreamDestroy(s0));
@@ -1292,7 +1293,7 @@ static void test_copy_3d_symbol_array_batch_failures(void) {
     memset(d, 0, 256);
     memset(sym_a, 0, sizeof sym_a);
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     for (timing = 0; timing < 2; timing++) {
         memobs_cuda_set_timing(timing);
         /* scripted: a failing launch */
@@ -1403,7 +1404,7 @@ static void test_copy_3d_symbol_array_batch_failures(void) {
         CHECK(no_transfers());
         CHECK_U64(0, timed_count());
         CHECK_U64(0, S.timed_in_flight_copies);
-        CHECK_U64(untimed0, memobs_cuda_untimed());
+        CHECK_U64(untimed0, memobs_cuda_get_untimed());
         CHECK_U64(0, S.bad_records);
     }
     memobs_cuda_set_timing(0);
@@ -1434,7 +1435,7 @@ static void test_timing_3d_symbol_batch(void) {
     CHECK_ERR(cudaSuccess, cudaMalloc((void **)&e, 1024));
     memobs_cuda_set_timing(1);
     cudadbl_set_copy_time(0.5f, 0); /* every copy takes 0.5 ms of device time */
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
 
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
     rec0 = calls("cuEventRecord");
@@ -1490,7 +1491,7 @@ static void test_timing_3d_symbol_batch(void) {
         CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
         CHECK_U64(1500000, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].ns); /* three copies of 0.5 ms */
         CHECK_XFER(S.unphased, MEMOBS_DIR_H2D, 60, 3);
-        CHECK_U64(untimed0, memobs_cuda_untimed());
+        CHECK_U64(untimed0, memobs_cuda_get_untimed());
         /* two H2D copies and one D2H: recorded, not timed */
         dsts[2] = back, srcs[2] = d;
         rec0 = calls("cuEventRecord");
@@ -1504,7 +1505,7 @@ static void test_timing_3d_symbol_batch(void) {
         CHECK_U64(1, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count);
         CHECK_U64(0, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
         CHECK_U64(0, S.timed_in_flight_copies);
-        CHECK_U64(3, memobs_cuda_untimed() - untimed0); /* each copy of the batch */
+        CHECK_U64(3, memobs_cuda_get_untimed() - untimed0); /* each copy of the batch */
     }
 #endif
     memobs_cuda_set_timing(0);
@@ -1534,7 +1535,7 @@ static void test_runtime_disabled_new_copies(void) {
     memobs_cuda_set_timing(1);
     memobs_set_phase(MEMOBS_PHASE_DECODE);
     cudadbl_reset_calls();
-    memobs_enable(0);
+    memobs_set_enabled(0);
     p = parms3d(d, 16, 2, h, 16, 2, extent3(16, 2, 2), cudaMemcpyDefault);
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpy3D(&p));
     CHECK(memcmp(d, h, 64) == 0);
@@ -1571,7 +1572,7 @@ static void test_runtime_disabled_new_copies(void) {
     CHECK_U64(4, calls("cudaMemcpyToSymbol") + calls("cudaMemcpyToSymbolAsync") + calls("cudaMemcpyFromSymbol") +
                      calls("cudaMemcpyFromSymbolAsync"));
     CHECK_U64(0, calls("cuPointerGetAttributes") + calls("cuEventRecord") + calls("cuStreamGetCaptureInfo_v2") + calls("cuStreamGetCaptureInfo"));
-    memobs_enable(1);
+    memobs_set_enabled(1);
     memobs_cuda_set_timing(0);
     snap();
     CHECK(no_transfers());
@@ -1633,7 +1634,7 @@ static void test_threads(void) {
     memobs_cuda_set_timing(1);
     cudadbl_set_copy_time(0.125f, 0);
     cudadbl_set_reuse(1); /* freed addresses handed to other threads at once */
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     for (i = 0; i < NTHREADS; i++) pthread_create(&t[i], NULL, copy_worker, (void *)(intptr_t)i);
     for (i = 0; i < NTHREADS; i++) {
         pthread_join(t[i], &bad);
@@ -1648,7 +1649,7 @@ static void test_threads(void) {
     CHECK_XFER(S.decode, MEMOBS_DIR_H2D, per * CHUNK, per);
     CHECK_XFER(S.decode, MEMOBS_DIR_D2D, per * CHUNK, per);
     CHECK_XFER(S.decode, MEMOBS_DIR_D2H, per * CHUNK, per);
-    CHECK_U64(6 * per, timed_count() + (memobs_cuda_untimed() - untimed0));
+    CHECK_U64(6 * per, timed_count() + (memobs_cuda_get_untimed() - untimed0));
     CHECK_U64(0, S.timed_in_flight_copies);
     CHECK_U64(2 * NTHREADS * ITERS, S.mem[MEMOBS_MEM_DEVICE].allocs);
     CHECK_U64(2 * NTHREADS * ITERS, S.mem[MEMOBS_MEM_DEVICE].frees);
@@ -1726,11 +1727,11 @@ static void mode_oom_file(void) {
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&c, 64 * MIB));
     CHECK(c == (void *)&c);
     CHECK_ERR(cudaErrorMemoryAllocation, cudaGetLastError()); /* as the bare call leaves it */
-    CHECK_U64(1, memobs_cuda_oom_count());
+    CHECK_U64(1, memobs_cuda_get_oom_count());
     out = read_path(arg_path);
     snprintf(want, sizeof want,
              "memobs: [rank 0] cudaMalloc(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory 1 of 3)\n",
-             (unsigned long long)(64 * MIB), memobs_fmt_bytes(64 * MIB, fb, sizeof fb));
+             (unsigned long long)(64 * MIB), memobs_format_bytes(fb, sizeof fb, 64 * MIB));
     CHECK(strncmp(out, want, strlen(want)) == 0);
     if (strncmp(out, want, strlen(want)) != 0) printf("    # want: %s    # got: %.300s\n", want, out);
     snprintf(want, sizeof want,
@@ -1762,17 +1763,17 @@ static void mode_oom_file(void) {
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMallocHost(&x, 12345));
     CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMallocAsync(&x, 40 * MIB, s)); /* a real one */
-    CHECK_U64(3, memobs_cuda_oom_count());
+    CHECK_U64(3, memobs_cuda_get_oom_count());
     out = read_path(arg_path);
     snprintf(want, sizeof want,
              "memobs: [rank 0] cudaMallocHost(12345 bytes, %s) failed: cudaErrorMemoryAllocation (out of memory 2 of "
              "3)\n",
-             memobs_fmt_bytes(12345, fb, sizeof fb));
+             memobs_format_bytes(fb, sizeof fb, 12345));
     CHECK_HAS(out, want);
     snprintf(want, sizeof want,
              "memobs: [rank 0] cudaMallocAsync(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory 3 of "
              "3)\n",
-             (unsigned long long)(40 * MIB), memobs_fmt_bytes(40 * MIB, fb, sizeof fb));
+             (unsigned long long)(40 * MIB), memobs_format_bytes(fb, sizeof fb, 40 * MIB));
     CHECK_HAS(out, want);
     CHECK_U64(0, (unsigned)log_count);
 
@@ -1783,7 +1784,7 @@ static void mode_oom_file(void) {
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaHostAlloc(&x, 10, 0));
     CHECK_U64(0, (unsigned)cudadbl_fail_next("cudaHostRegister", 1, cudaErrorMemoryAllocation));
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaHostRegister(h, 10, 0));
-    CHECK_U64(6, memobs_cuda_oom_count());
+    CHECK_U64(6, memobs_cuda_get_oom_count());
     CHECK_U64(1, (unsigned)log_count);
     CHECK_U64(1, (unsigned)log_has("cudaMallocManaged: out of memory again; further out-of-memory reports are only "
                                    "counted"));
@@ -1809,7 +1810,7 @@ static void mode_oom_one(void) {
     void *p = NULL;
     CHECK_U64(0, (unsigned)cudadbl_set_total(0, MIB));
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, 2 * MIB));
-    CHECK_U64(1, memobs_cuda_oom_count());
+    CHECK_U64(1, memobs_cuda_get_oom_count());
     cudadbl_reset();
 }
 
@@ -1819,10 +1820,10 @@ static void mode_oom_off(void) {
     void *p = NULL;
     char big[600];
     CHECK_U64(0, (unsigned)cudadbl_set_total(0, MIB));
-    memobs_enable(0); /* the report would go to stderr: the script sees it stays empty */
+    memobs_set_enabled(0); /* the report would go to stderr: the script sees it stays empty */
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, 2 * MIB));
-    CHECK_U64(1, memobs_cuda_oom_count());
-    memobs_enable(1);
+    CHECK_U64(1, memobs_cuda_get_oom_count());
+    memobs_set_enabled(1);
     log_start();
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = 0;
@@ -1833,7 +1834,7 @@ static void mode_oom_off(void) {
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, 2 * MIB));
     CHECK_U64(MEMOBS_OK, (unsigned)memobs_cuda_set_oom_report(NULL));
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, 2 * MIB));
-    CHECK_U64(3, memobs_cuda_oom_count());
+    CHECK_U64(3, memobs_cuda_get_oom_count());
     CHECK_U64(2, (unsigned)log_count);
     log_stop();
     cudadbl_reset();

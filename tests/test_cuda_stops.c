@@ -100,8 +100,8 @@ static void after_teardown(void) {
     CHECK_U64((size_t)16 << 30, s.dev[0].total);
     CHECK(s.dev[0].as_of_ns > 0 && s.dev[0].as_of_ns < s.time_ns);
     log_start();
-    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_mem_info(0, &m));
-    CHECK_U64(1, (unsigned)log_has("memobs_cuda_mem_info(device 0): CUDA has shut down (the program is exiting)"));
+    CHECK_U64((unsigned)MEMOBS_ERR_IO, (unsigned)memobs_cuda_get_mem_info(&m, 0));
+    CHECK_U64(1, (unsigned)log_has("memobs_cuda_get_mem_info(device 0): CUDA has shut down (the program is exiting)"));
     log_stop();
     CHECK_U64(0, (unsigned)memobs_cuda_poll());
     snap(); /* the summary's hook polls too */
@@ -196,7 +196,7 @@ static int child_checks(uint64_t in_flight) {
     bad |= in_flight != UINT64_MAX && cs.timed_in_flight_copies != in_flight;
     bad |= memobs_cuda_poll() != 0;
     bad |= memobs_sample_now() != MEMOBS_OK;
-    bad |= memobs_cuda_mem_info(0, &m) != MEMOBS_ERR_IO;
+    bad |= memobs_cuda_get_mem_info(&m, 0) != MEMOBS_ERR_IO;
     if ((f = open_memstream(&text, &len)) != NULL) {
         bad |= memobs_cuda_print_mem(f) != MEMOBS_OK;
         fclose(f);

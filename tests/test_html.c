@@ -5,7 +5,7 @@
      odd    strings a page must escape: a tag with quotes and
             <script>alert(1)</script>, a job id with markup, a tag that is
             a path with bytes that are not UTF-8. Manual records apart
-            (memobs_manual_apart): the manual vs observed table.
+            (memobs_set_manual_apart): the manual vs observed table.
      many   more than the report shows: 5000 live traces (tags of
             characters that escape long, C stacks of 16 frames), the sampler's
             ring full, the timeline full, every counter slot used with a
@@ -32,7 +32,7 @@ static int odd(void) {
     memobs_counter_add(memobs_counter_register("odd_counter", "help with <script>alert(2)</script> & \"quotes\""), 3);
     MEMOBS_RECORD_H2D(1000, 1);
     /* manual vs observed: 600 B counted by hand in decode, 1000 B seen */
-    memobs_manual_apart(1);
+    memobs_set_manual_apart(1);
     MEMOBS_RECORD_H2D(600, 0);
     MEMOBS_RECORD_D2H(5, 1);
     return 0;
@@ -42,7 +42,7 @@ static int many(void) {
     static char tag[96];
     int i;
     char name[32];
-    memobs_timeline_enable(65536);
+    memobs_timeline_start(65536);
     for (i = 0; i < 5000; i++) {
         snprintf(tag, sizeof tag, "trace-%d-\"\"\"\"<<<<>>>>&&&&\"\"\"\"<<<<>>>>&&&&", i);
         memobs_track_alloc_full(arena + i, (uint64_t)(i + 1) * 16, MEMOBS_MEM_HOST, -1, NULL, tag, 16);
@@ -103,8 +103,8 @@ static int worst(void) {
     char tag[64], name[64], help[128];
     uint64_t v = 1000;
     int i;
-    memobs_timeline_enable(65536);
-    if (memobs_set_tag_provider(&prov) != MEMOBS_OK) return 1;
+    memobs_timeline_start(65536);
+    if (memobs_track_set_tag_provider(&prov) != MEMOBS_OK) return 1;
     memset(tag, '"', sizeof tag - 1);
     tag[sizeof tag - 1] = 0;
     for (i = 0; i < 3000; i++) memobs_track_alloc_full(arena + i, (uint64_t)(i + 1), MEMOBS_MEM_HOST, -1, NULL, tag, 0);
@@ -118,8 +118,8 @@ static int worst(void) {
         memobs_counter_add(memobs_counter_register(name, help), 1);
     }
     for (i = 0; i < 20000; i++) {
-        memobs_ttft_record(v);
-        memobs_tpot_record(v);
+        memobs_record_ttft(v);
+        memobs_record_tpot(v);
         v = v * 1.001 > 1e15 ? 1000 : (uint64_t)((double)v * 1.001) + 1;
         MEMOBS_RECORD_H2D(4096, i & 1);
     }
@@ -132,7 +132,7 @@ static int api(const char *path) {
     if (memobs_write_html_file("/nonexistent-memobs-dir/x.html") != MEMOBS_ERR_IO) return 3;
     MEMOBS_RECORD_D2D(777, 0); /* decode */
     /* memory over time from the timeline alone (no sampler) */
-    memobs_timeline_enable(4096);
+    memobs_timeline_start(4096);
     MEMOBS_TRACK_ALLOC_N(arena, 1000, MEMOBS_MEM_PINNED, "pinned_a");
     MEMOBS_TRACK_ALLOC_N(arena + 1000, 3000, MEMOBS_MEM_PINNED, "pinned_b");
     MEMOBS_TRACK_FREE(arena);

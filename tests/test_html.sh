@@ -113,7 +113,7 @@ fi
 
 # --- the demo: timeline, sampler, C stacks; a leaked block so a trace is live
 ( cd "$tmp" && MEMOBS_HTML="$tmp/demo_r%r_p%p.html" MEMOBS_SUMMARY="$tmp/demo.json" MEMOBS_FORMAT=json \
-    MEMOBS_TRACE_EVENTS=65536 MEMOBS_SAMPLE_MS=2 MEMOBS_CALLSTACK=8 ./engine --leak >demo.out 2>demo.err )
+    MEMOBS_TIMELINE_EVENTS=65536 MEMOBS_SAMPLE_MS=2 MEMOBS_CALLSTACK=8 ./engine --leak >demo.out 2>demo.err )
 st=$?
 set -- "$tmp"/demo_r0_p*.html
 if [ "$st" -eq 0 ] && [ $# -eq 1 ] && [ -f "$1" ]; then

@@ -254,7 +254,7 @@ EOF
         fail "$what" "see log"
     fi
 
-    what="find_package(memobs 0.1) consumer builds and runs"
+    what="find_package(memobs 1.0) consumer builds and runs"
     why=
     if cmake_consumer "$prefix" "$tmp/build"; then pass "$what"; else fail "$what" "$why"; fi
 fi

@@ -40,7 +40,7 @@ static void log_start(void) {
 
 /* No NVTX call at load time: the tool is loaded at the first region. */
 static void nothing_before_the_first_region(void) {
-    CHECK_U64(1, memobs_cuda_nvtx());
+    CHECK_U64(1, memobs_cuda_get_nvtx());
     CHECK(!nvtxdbl_exists());
     memobs_region_begin("decode_step");
     CHECK(nvtxdbl_exists());
@@ -51,7 +51,7 @@ static void nothing_before_the_first_region(void) {
 /* Nested regions, by name, by macro and by id: pushes and pops in order,
    each name registered once. */
 static void nested(void) {
-    memobs_region_t kv = memobs_region_name("kv_copy");
+    memobs_region_t kv = memobs_region_intern("kv_copy");
     int i;
     CHECK(kv > 0);
     for (i = 0; i < 2; i++) {
@@ -79,7 +79,7 @@ static void markers(void) {
     memobs_mark("kv_evict");
     MEMOBS_MARK("kv_evict");
     memobs_region_begin("decode_step");
-    memobs_mark_id(memobs_region_name("decode_step"));
+    memobs_mark_id(memobs_region_intern("decode_step"));
     memobs_region_end();
     CHECK_STR("register memobs kv_evict\nmark memobs kv_evict\nmark memobs kv_evict\npush memobs decode_step\n"
               "mark memobs decode_step\npop memobs\n",
@@ -131,13 +131,13 @@ static void no_name(void) {
    began with, so pushes and pops stay balanced across a switch. */
 static void switched_at_run_time(void) {
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(0));
-    CHECK_U64(0, memobs_cuda_nvtx());
+    CHECK_U64(0, memobs_cuda_get_nvtx());
     memobs_region_begin("decode_step");
     memobs_mark("kv_evict");
     memobs_region_end();
     CHECK_STR("", news());
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(1));
-    CHECK_U64(1, memobs_cuda_nvtx());
+    CHECK_U64(1, memobs_cuda_get_nvtx());
     memobs_region_begin("decode_step");
     memobs_mark("kv_evict");
     memobs_region_end();
@@ -158,7 +158,7 @@ static void switched_at_run_time(void) {
     memobs_region_end();
     CHECK_STR("push memobs attention\npop memobs\n", news());
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(5)); /* any non-zero: on */
-    CHECK_U64(1, memobs_cuda_nvtx());
+    CHECK_U64(1, memobs_cuda_get_nvtx());
 }
 
 static size_t lines(const char *s) {
@@ -232,7 +232,7 @@ static void no_errors(void) {
 /* MEMOBS_NVTX off: no NVTX call at all (the tool is never loaded), until
    memobs_cuda_set_nvtx(1); a region open at that moment pops nothing. */
 static void env_off(void) {
-    CHECK_U64(0, memobs_cuda_nvtx());
+    CHECK_U64(0, memobs_cuda_get_nvtx());
     memobs_region_begin("decode_step");
     memobs_mark("kv_evict");
     memobs_region_end();
@@ -240,7 +240,7 @@ static void env_off(void) {
     CHECK(!nvtxdbl_exists());
     CHECK(__atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED) == NULL); /* not installed: no cost */
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(1));
-    CHECK_U64(1, memobs_cuda_nvtx());
+    CHECK_U64(1, memobs_cuda_get_nvtx());
     CHECK(__atomic_load_n(&memobs__reg_hook, __ATOMIC_RELAXED) == &memobs_cuda__nvtx_hook);
     memobs_region_begin("attention");
     memobs_region_end();
@@ -250,7 +250,7 @@ static void env_off(void) {
 
 /* MEMOBS_NVTX on (or malformed: on, with a warning the script checks). */
 static void env_on(void) {
-    CHECK_U64(1, memobs_cuda_nvtx());
+    CHECK_U64(1, memobs_cuda_get_nvtx());
     memobs_region_begin("decode_step");
     memobs_region_end();
     CHECK_STR("init\ncreate memobs\nregister memobs decode_step\npush memobs decode_step\npop memobs\n", news());
@@ -261,7 +261,7 @@ static void env_on(void) {
 /* No NVTX call, whatever is asked. */
 static void compiled_out(void) {
     log_start();
-    CHECK_U64(0, memobs_cuda_nvtx());
+    CHECK_U64(0, memobs_cuda_get_nvtx());
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(0));
 #ifdef MEMOBS_DISABLE
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_nvtx(1)); /* like every setting of a compiled-out build */
@@ -272,7 +272,7 @@ static void compiled_out(void) {
     CHECK_U64(1, log_has("memobs_cuda_set_nvtx(1): NVTX is not compiled in"));
 #endif
     log_stop();
-    CHECK_U64(0, memobs_cuda_nvtx());
+    CHECK_U64(0, memobs_cuda_get_nvtx());
     memobs_region_begin("decode_step");
     memobs_mark("kv_evict");
     memobs_region_end();

@@ -16,7 +16,7 @@ W="-Wall -Wextra -Werror -I."
 . tests/lib.sh # try, json_check; a clean environment, sanitizer options
 unset MEMOBS_OOM_REPORT MEMOBS_SIGNALS SLURM_JOB_ID TORCHELASTIC_RUN_ID
 
-OUTS="MEMOBS_SUMMARY MEMOBS_PROM_FILE MEMOBS_TRACE MEMOBS_STORMLOG MEMOBS_STORMLOG_HOST MEMOBS_HTML MEMOBS_LEAKS
+OUTS="MEMOBS_SUMMARY MEMOBS_PROM_FILE MEMOBS_TIMELINE MEMOBS_STORMLOG MEMOBS_STORMLOG_HOST MEMOBS_HTML MEMOBS_LEAKS
 MEMOBS_TORCH_SNAPSHOT MEMOBS_PEAK_REPORT"
 
 ok() { echo "ok - $1"; }
@@ -43,7 +43,7 @@ for p, t in text.items():
     parsed |= set(re.findall(r'memobs__env_dest\("(MEMOBS_[A-Z_]+)"', t))
     read |= set(re.findall(r'getenv\("(MEMOBS_[A-Z_]+)"\)', t))
     read |= set(re.findall(r'environ(?:\.get)?[\[(]\s*"(MEMOBS_[A-Z_]+)"', t))
-looks = re.compile(r"SUMMARY|_FILE$|_REPORT$|SNAPSHOT|^MEMOBS_TRACE$|STORMLOG|HTML|LEAKS|_OUT$|_PATH$")
+looks = re.compile(r"SUMMARY|_FILE$|_REPORT$|SNAPSHOT|^MEMOBS_TIMELINE$|STORMLOG|HTML|LEAKS|_OUT$|_PATH$")
 stray = sorted(n for n in read - parsed if looks.search(n))
 page = open("docs/outputs.md", encoding="utf-8").read()
 m = re.search(r"^## The output variables\n(.*?)(?=^## |\Z)", page, re.S | re.M)
@@ -75,7 +75,7 @@ marker() {
     case $1 in
     MEMOBS_SUMMARY) echo '== memobs summary ==' ;;
     MEMOBS_PROM_FILE) echo '# HELP memobs_info' ;;
-    MEMOBS_TRACE) echo '"traceEvents"' ;;
+    MEMOBS_TIMELINE) echo '"traceEvents"' ;;
     MEMOBS_STORMLOG | MEMOBS_STORMLOG_HOST) echo '"schema_version":2' ;;
     MEMOBS_HTML) echo '<!DOCTYPE html>' ;;
     MEMOBS_LEAKS) echo '== memobs leak report ==' ;;
@@ -180,7 +180,7 @@ n = sum(len(seg["blocks"]) for seg in s["segments"])
 assert n == 64, n' "$d/snap.pkl"
 
     # -- whole files: a failed write leaves the old file, no temporary
-    local all=(MEMOBS_SUMMARY=$d/full/s.txt MEMOBS_PROM_FILE=$d/full/m.prom MEMOBS_TRACE=$d/full/t.json
+    local all=(MEMOBS_SUMMARY=$d/full/s.txt MEMOBS_PROM_FILE=$d/full/m.prom MEMOBS_TIMELINE=$d/full/t.json
         MEMOBS_STORMLOG=$d/full/sl.json MEMOBS_STORMLOG_HOST=$d/full/slh.json MEMOBS_HTML=$d/full/h.html
         MEMOBS_LEAKS=$d/full/l.txt MEMOBS_TORCH_SNAPSHOT=$d/full/t.pkl)
     local names="s.txt m.prom t.json sl.json slh.json h.html l.txt t.pkl" n b2
@@ -200,7 +200,7 @@ assert n == 64, n' "$d/snap.pkl"
     # a full file system, where we may mount one
     if [ "$(id -u)" = 0 ] && mkdir -p "$d/tmpfs" && mount -t tmpfs -o size=256k memobs-test "$d/tmpfs" 2>/dev/null; then
         echo '{"old": 1}' >"$d/tmpfs/t.json"
-        MEMOBS_TRACE="$d/tmpfs/t.json" "$bin" fill 100000 >/dev/null 2>"$d/tmpfs.err"
+        MEMOBS_TIMELINE="$d/tmpfs/t.json" "$bin" fill 100000 >/dev/null 2>"$d/tmpfs.err"
         if [ "$(cat "$d/tmpfs/t.json")" = '{"old": 1}' ] && only_files "$d/tmpfs" t.json >"$d/tmpfs.ls" &&
             grep -q "cannot write the Chrome trace to '$d/tmpfs/t.json': No space left on device; the previous file is left as it was" "$d/tmpfs.err"; then
             ok "$suite: a full tmpfs: the old trace intact, one warning, no temporary"
@@ -217,7 +217,7 @@ assert n == 64, n' "$d/snap.pkl"
     for b2 in "$bin" "$bin.named"; do
         rm -rf "$d/kill" && mkdir "$d/kill"
         echo '{"old": 1}' >"$d/kill/big.json"
-        MEMOBS_TRACE_EVENTS=4M MEMOBS_TRACE="$d/kill/big.json" "$b2" fill 4194304 >"$d/kill.out" 2>"$d/kill.err" &
+        MEMOBS_TIMELINE_EVENTS=4M MEMOBS_TIMELINE="$d/kill/big.json" "$b2" fill 4194304 >"$d/kill.out" 2>"$d/kill.err" &
         pid=$!
         killed=""
         for i in $(seq 1200); do # up to 120 s: the temporary past 8 MB
@@ -243,7 +243,7 @@ assert n == 64, n' "$d/snap.pkl"
         else
             local left
             left=$(cd "$d/kill" && ls big.json.tmp.* 2>/dev/null | head -n 1)
-            MEMOBS_TRACE="$d/kill/big.json" "$b2" record >/dev/null 2>"$d/kill2.err"
+            MEMOBS_TIMELINE="$d/kill/big.json" "$b2" record >/dev/null 2>"$d/kill2.err"
             if [ -n "$killed" ] && [ -n "$left" ] && only_files "$d/kill" big.json >"$d/kill.ls" &&
                 json_check "$d/kill/big.json" 'len(s["traceEvents"]) > 10' && [ ! -s "$d/kill2.err" ]; then
                 ok "$suite: SIGKILL mid-write (named temporaries): $left left, removed by the next run, which writes the file"
@@ -258,7 +258,7 @@ assert n == 64, n' "$d/snap.pkl"
     for m in fork_after fork_together fork_together fork_together; do
         rm -rf "$d/fork" && mkdir "$d/fork"
         env MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/fork/s.json" MEMOBS_PROM_FILE="$d/fork/m.prom" \
-            MEMOBS_TRACE="$d/fork/t.json" MEMOBS_STORMLOG="$d/fork/sl.json" MEMOBS_HTML="$d/fork/h.html" \
+            MEMOBS_TIMELINE="$d/fork/t.json" MEMOBS_STORMLOG="$d/fork/sl.json" MEMOBS_HTML="$d/fork/h.html" \
             MEMOBS_LEAKS="$d/fork/l.txt" MEMOBS_TORCH_SNAPSHOT="$d/fork/t.pkl" \
             "$bin" $m >"$d/fork.out" 2>"$d/fork.err" &
         parent=$!
@@ -301,7 +301,7 @@ assert n == 64, n' "$d/snap.pkl"
     # -- SIGPIPE: the summary into a closed pipe costs the summary only
     rm -rf "$d/pipe" && mkdir "$d/pipe"
     set -o pipefail
-    env MEMOBS_SUMMARY=stdout MEMOBS_PROM_FILE="$d/pipe/m.prom" MEMOBS_HTML="$d/pipe/h.html" MEMOBS_TRACE="$d/pipe/t.json" \
+    env MEMOBS_SUMMARY=stdout MEMOBS_PROM_FILE="$d/pipe/m.prom" MEMOBS_HTML="$d/pipe/h.html" MEMOBS_TIMELINE="$d/pipe/t.json" \
         timeout 120 "$bin" pipe 2>"$d/pipe.err" | head -1 >"$d/pipe.out"
     local st=("${PIPESTATUS[@]}")
     set +o pipefail
@@ -333,7 +333,7 @@ assert n == 64, n' "$d/snap.pkl"
     # -- UTF-8: a job id that is not UTF-8, in every JSON output
     rm -rf "$d/utf8" && mkdir "$d/utf8"
     env MEMOBS_JOB_ID=$'\xff\xfejob\xc3' MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/utf8/s.json" MEMOBS_STORMLOG="$d/utf8/sl.json" \
-        MEMOBS_STORMLOG_HOST="$d/utf8/slh.json" MEMOBS_TRACE="$d/utf8/t.json" MEMOBS_TORCH_SNAPSHOT="$d/utf8/t.pkl" \
+        MEMOBS_STORMLOG_HOST="$d/utf8/slh.json" MEMOBS_TIMELINE="$d/utf8/t.json" MEMOBS_TORCH_SNAPSHOT="$d/utf8/t.pkl" \
         MEMOBS_HTML="$d/utf8/h.html" MEMOBS_PROM_FILE="$d/utf8/m.prom" "$bin" record >/dev/null 2>"$d/utf8.err"
     try "$suite" "MEMOBS_JOB_ID=\\xff\\xfejob\\xc3: every JSON output parses (json.load), job id U+FFFD U+FFFD job U+FFFD" python3 -c '
 import json, pickle, sys
@@ -349,7 +349,7 @@ pickle.load(open(d + "/t.pkl", "rb"))
 open(d + "/h.html", encoding="utf-8").read()
 assert ("job_id=\"" + want + "\"") in open(d + "/m.prom", encoding="utf-8").read()' "$d/utf8"
     rm -rf "$d/utf8" && mkdir "$d/utf8"
-    env MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/utf8/s.json" MEMOBS_STORMLOG="$d/utf8/sl.json" MEMOBS_TRACE="$d/utf8/t.json" \
+    env MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/utf8/s.json" MEMOBS_STORMLOG="$d/utf8/sl.json" MEMOBS_TIMELINE="$d/utf8/t.json" \
         "$bin" identity $'bad\x80\xe2\x82' >/dev/null 2>"$d/utf8.err"
     try "$suite" "memobs_set_identity with bytes that are not UTF-8: every JSON output parses" python3 -c '
 import json, sys

@@ -229,7 +229,7 @@ else
         "status $st" "$out" "$(head -c 1000 "$B/py.err")"
 fi
 
-# 7e. manual vs observed: the program's own memobs_record calls (through the
+# 7e. manual vs observed: the program's own memobs_record_xfer calls (through the
 # preload's API) kept apart from what the interposers saw, side by side
 if $CC -std=c11 -O2 $W -I"$CUDA_INC" tests/preload/manual.c -o "$B/manual" -L"$B" -l:libcudart.so.13 -ldl \
     >"$B/manual.log" 2>&1; then

@@ -64,9 +64,9 @@ def=$(nm -D --defined-only "$ATT" | awk '$2 != "A" {print $3}' | tr '\n' ' ')
 und=$(nm -D --undefined-only "$ATT" | awk '{print $NF}')
 nund=$(echo "$und" | grep -c '^memobs')
 if [ "$def" = "PyInit__memobs_attached " ] && [ "$nund" -ge 40 ] &&
-    echo "$und" | grep -qx memobs_set_phase && echo "$und" | grep -qx memobs__tls && echo "$und" | grep -qx memobs_set_tag_provider &&
+    echo "$und" | grep -qx memobs_set_phase && echo "$und" | grep -qx memobs__tls && echo "$und" | grep -qx memobs_track_set_tag_provider &&
     ! nm -D "$ATT" | grep -q ' U memobs_torch\| U cuda'; then
-    ok "_memobs_attached exports only PyInit__memobs_attached; $nund memobs symbols undefined (memobs_set_phase, memobs__tls, memobs_set_tag_provider...), no CUDA"
+    ok "_memobs_attached exports only PyInit__memobs_attached; $nund memobs symbols undefined (memobs_set_phase, memobs__tls, memobs_track_set_tag_provider...), no CUDA"
 else
     bad "_memobs_attached exports only PyInit__memobs_attached; memobs' symbols undefined, no CUDA" "defined: $def" \
         "undefined memobs symbols: $nund"

@@ -171,15 +171,15 @@ static void test_every_family(void) {
     set_id("job-1", "job-1", 2, 1, 4);
     memobs_reset();
     log_start();
-    for (i = 0; i < 3; i++) memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1000);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 70);
+    for (i = 0; i < 3; i++) memobs_record_xfer(MEMOBS_DIR_H2D, 1000, MEMOBS_PHASE_PREFILL);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 70, MEMOBS_PHASE_DECODE);
     MEMOBS_RECORD_D2H(500, 0);
     MEMOBS_RECORD_D2H(500, 0);
-    memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_NONE, 7);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 7, MEMOBS_PHASE_NONE);
     MEMOBS_RECORD_D2D(11, 1);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 4096, 1500 * 1000);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 4096, 1500 * 1000);
-    memobs_record_timed(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, 100, 1 * SEC + 5);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_PREFILL, 1500 * 1000);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_PREFILL, 1500 * 1000);
+    memobs_record_xfer_timed(MEMOBS_DIR_D2H, 100, MEMOBS_PHASE_DECODE, 1 * SEC + 5);
     memobs_timed_in_flight(3, 12288);
     /* samples well inside buckets: 3 ms, 30 ms, 300 ms, 3000 s (above the last bound) */
     memobs__hist_add(&memobs__g.ttft, 3 * MS);
@@ -197,7 +197,7 @@ static void test_every_family(void) {
     memobs_request_begin(11);
     memobs_request_token(99);
     /* misuse */
-    memobs_record((memobs_dir_t)7, MEMOBS_PHASE_NONE, 1);
+    memobs_record_xfer((memobs_dir_t)7, 1, MEMOBS_PHASE_NONE);
     memobs_ttft_stop();
     memobs_tpot_stop();
     memobs_tpot_step();
@@ -375,7 +375,7 @@ static void test_reset(void) {
     set_id("job-4", "job-4", 0, 0, 1);
     memobs_reset();
     MEMOBS_TRACK_ALLOC(FP(0x5000), 777, MEMOBS_MEM_HOST);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 123);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 123, MEMOBS_PHASE_PREFILL);
     memobs__hist_add(&memobs__g.ttft, 3 * MS);
     t = expo();
     CHECK_SAMPLE(t, "memobs_transfer_bytes_total", "direction=\"h2d\",phase=\"prefill\"", "123");
@@ -396,23 +396,23 @@ static void test_reset(void) {
     MEMOBS_TRACK_FREE(FP(0x5000));
 }
 
-/* memobs_manual_apart: the manual families hold the program's own
+/* memobs_set_manual_apart: the manual families hold the program's own
    records by direction and phase, beside the observed ones; absent while
    nothing was apart. */
 static void test_manual(void) {
     char *t;
     set_id("job-m", "job-m", 0, 0, 1);
     memobs_reset();
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 300);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 300, MEMOBS_PHASE_PREFILL);
     t = expo();
     CHECK(strstr(t, "memobs_manual_transfer") == NULL);
     free(t);
-    memobs_manual_apart(1);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 250);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 50);
+    memobs_set_manual_apart(1);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 250, MEMOBS_PHASE_PREFILL);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 50, MEMOBS_PHASE_PREFILL);
     MEMOBS_RECORD_D2H(70, 0);
     memobs_observer_enter();
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 1, MEMOBS_PHASE_PREFILL);
     memobs_observer_leave();
     t = expo();
     CHECK_SAMPLE(t, "memobs_transfer_bytes_total", "direction=\"h2d\",phase=\"prefill\"", "301");
@@ -423,7 +423,7 @@ static void test_manual(void) {
     CHECK_SAMPLE(t, "memobs_manual_transfer_ops_total", "direction=\"d2d\",phase=\"unphased\"", "0");
     CHECK_HAS(t, "# TYPE memobs_manual_transfer_bytes_total counter\n");
     free(t);
-    memobs_manual_apart(0);
+    memobs_set_manual_apart(0);
     memobs_reset();
 }
 
@@ -466,7 +466,7 @@ static void test_buffer(void) {
     char *file, *buf;
     size_t n, m, i;
     set_id("job-5", "job-5", 0, 0, 1);
-    memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, 42);
+    memobs_record_xfer(MEMOBS_DIR_D2H, 42, MEMOBS_PHASE_DECODE);
     file = expo();
     n = memobs_format_prometheus(NULL, 0);
     CHECK_U64(strlen(file), n);
@@ -804,11 +804,11 @@ static int mode_expo(const char *path) {
     c = memobs_counter_register("odd_help", "quote \" backslash \\ newline\n\xE2\x80\x94 \xC3\xBC \xFE end");
     memobs_counter_add(c, 9);
     memobs_counter_register("no_help", NULL);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1 << 20);
-    memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_NONE, 5);
-    memobs_manual_apart(1); /* the manual families too (promtool and the format rules see them) */
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 1000);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1 << 20, 123456789);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 1 << 20, MEMOBS_PHASE_PREFILL);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 5, MEMOBS_PHASE_NONE);
+    memobs_set_manual_apart(1); /* the manual families too (promtool and the format rules see them) */
+    memobs_record_xfer(MEMOBS_DIR_H2D, 1000, MEMOBS_PHASE_DECODE);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 1 << 20, MEMOBS_PHASE_PREFILL, 123456789);
     memobs__hist_add(&memobs__g.ttft, 3 * MS);
     memobs__hist_add(&memobs__g.ttft, 5000 * SEC);
     memobs__hist_add(&memobs__g.tpot, 20 * MS);
@@ -822,7 +822,7 @@ static int mode_expo(const char *path) {
 
 /* Known records, then the exit handler writes MEMOBS_PROM_FILE. */
 static int mode_exit(void) { /* identity from MEMOBS_JOB_ID, RANK... */
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 12345);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 12345, MEMOBS_PHASE_PREFILL);
     MEMOBS_COUNTER_ADD("at_exit", 4);
     return 0;
 }
@@ -883,7 +883,7 @@ static int mode_fork_exit(void) {
     pid_t pid;
     int status = -1, exists;
     if (!path) return 1;
-    memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_NONE, 999);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 999, MEMOBS_PHASE_NONE);
     pid = fork_quiet();
     if (pid == 0) {
         alarm(60); /* a hang in the exit handlers ends as SIGALRM, which the parent sees */
@@ -935,9 +935,9 @@ static int mode_periodic(void) {
     int status = -1, ok1, ok2, ok3, go[2];
     char c = 0;
     if (!path) return 1;
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 111);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 111, MEMOBS_PHASE_DECODE);
     ok1 = wait_file_has(path, l1);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 222);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 222, MEMOBS_PHASE_DECODE);
     ok2 = wait_file_has(path, l2);
     /* The child may only start once the parent has stopped its own periodic
        writes (which would rewrite 333 over anything the child wrote, so
@@ -949,7 +949,7 @@ static int mode_periodic(void) {
         alarm(60); /* a hang ends as SIGALRM, which the parent sees */
         close(go[1]);
         if (read(go[0], &c, 1) != 1) _exit(4);
-        memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 1000);
+        memobs_record_xfer(MEMOBS_DIR_H2D, 1000, MEMOBS_PHASE_DECODE);
 #if !defined(__SANITIZE_THREAD__) /* TSan refuses threads started after a multi-threaded fork */
         {
             uint64_t end = memobs_now_ns() + WAIT_NS;

@@ -93,7 +93,7 @@ try pymodule "MEMOBS=0: the module starts disabled, records nothing" env MEMOBS=
 import memobs
 memobs.record_h2d(5, True)
 s = memobs.get_summary()
-assert memobs.is_enabled() is False and s["enabled"] is False, s["enabled"]
+assert memobs.get_enabled() is False and s["enabled"] is False, s["enabled"]
 assert s["total"]["h2d_count"] == 0, s["total"]'
 
 rm -f "$B"/exit_*.json

@@ -95,7 +95,7 @@ static void test_nesting(void) {
     CHECK_U64(0, a.marks);
     CHECK_U64(0, a.collective);
     CHECK(a.id > 0 && b.id > 0 && c.id > 0 && a.id != b.id && b.id != c.id);
-    CHECK_U64((uint64_t)a.id, (uint64_t)memobs_region_name("nest_a"));
+    CHECK_U64((uint64_t)a.id, (uint64_t)memobs_region_intern("nest_a"));
     CHECK_STR("nest_a", memobs_region_label(a.id));
     CHECK(memobs_region_label(-1) == NULL);
     CHECK(memobs_region_label(100000) == NULL);
@@ -122,10 +122,10 @@ static void test_marks_and_collective(void) {
     CHECK_U64(1, nc.collective);
     CHECK_U64(1, nc.count);
     CHECK_U64(1, stats_of("barrier").id < 0); /* never interned */
-    CHECK_U64(1, (uint64_t)memobs_region_name("x_barrier_y") > 0 && stats_of("x_barrier_y").collective);
-    CHECK_U64(1, stats_of("ReduceScatter").id < 0 && memobs_region_name("ReduceScatter") > 0 &&
+    CHECK_U64(1, (uint64_t)memobs_region_intern("x_barrier_y") > 0 && stats_of("x_barrier_y").collective);
+    CHECK_U64(1, stats_of("ReduceScatter").id < 0 && memobs_region_intern("ReduceScatter") > 0 &&
                      stats_of("ReduceScatter").collective);
-    CHECK_U64(0, memobs_region_name("scatter") > 0 && stats_of("scatter").collective);
+    CHECK_U64(0, memobs_region_intern("scatter") > 0 && stats_of("scatter").collective);
 }
 
 static void test_unmatched_and_bad(void) {
@@ -155,8 +155,8 @@ static void test_unmatched_and_bad(void) {
     CHECK_U64(5, S.region_names_dropped);
     CHECK_U64(4, stats_of("(other)").count);
     CHECK_U64(1, stats_of("(other)").marks);
-    CHECK_U64((uint64_t)MEMOBS_ERR_INVALID, (uint64_t)memobs_region_name(NULL));
-    CHECK_U64((uint64_t)MEMOBS_ERR_INVALID, (uint64_t)memobs_region_name(""));
+    CHECK_U64((uint64_t)MEMOBS_ERR_INVALID, (uint64_t)memobs_region_intern(NULL));
+    CHECK_U64((uint64_t)MEMOBS_ERR_INVALID, (uint64_t)memobs_region_intern(""));
     CHECK_U64(1, log_has("is filed under \"(other)\""));
     log_stop();
 }
@@ -184,23 +184,23 @@ static void test_odd_names(void) {
     memobs_region_t id;
     size_t i;
     /* bytes that are not UTF-8 become U+FFFD; quotes and markup are kept */
-    id = memobs_region_name("a\xff<script>\"q\"\\");
+    id = memobs_region_intern("a\xff<script>\"q\"\\");
     CHECK(id > 0);
     CHECK_STR("a\xef\xbf\xbd<script>\"q\"\\", memobs_region_label(id));
     /* 200 bytes: cut to 63 */
     for (i = 0; i < 200; i++) longname[i] = (char)('a' + i % 26);
     longname[200] = 0;
-    id = memobs_region_name(longname);
+    id = memobs_region_intern(longname);
     label = (char *)memobs_region_label(id);
     CHECK_U64(63, strlen(label));
     CHECK(strncmp(label, longname, 63) == 0);
     /* names equal in their first 63 bytes are one name */
     longname[150] = '!';
-    CHECK_U64((uint64_t)id, (uint64_t)memobs_region_name(longname));
+    CHECK_U64((uint64_t)id, (uint64_t)memobs_region_intern(longname));
     /* a 3-byte character across byte 63 is dropped whole */
     for (i = 0; i < 62; i++) longname[i] = 'x';
     memcpy(longname + 62, "\xe2\x9c\x93yz", 6);
-    cut = memobs_region_label(memobs_region_name(longname));
+    cut = memobs_region_label(memobs_region_intern(longname));
     CHECK_U64(62, strlen(cut));
     CHECK(cut[61] == 'x');
 }
@@ -252,14 +252,14 @@ static void test_thread_exit_open(void) {
 
 static void test_timing_switch(void) {
     memobs_reset();
-    CHECK_U64(1, memobs_region_timing(-1)); /* a read */
-    CHECK_U64(1, memobs_region_timing(0)); /* it was on */
-    CHECK_U64(0, memobs_region_timing(-1));
+    CHECK_U64(1, memobs_region_get_timing()); /* a read */
+    CHECK_U64(1, memobs_region_set_timing(0)); /* it was on */
+    CHECK_U64(0, memobs_region_get_timing());
     MEMOBS_REGION_BEGIN("untimed");
     MEMOBS_REGION_END();
     MEMOBS_REGION_BEGIN("a collective barrier"); /* timed anyway: Stormlog's event needs its time */
     MEMOBS_REGION_END();
-    CHECK_U64(0, memobs_region_timing(1));
+    CHECK_U64(0, memobs_region_set_timing(1));
     CHECK_U64(1, stats_of("untimed").count);
     CHECK_U64(0, stats_of("untimed").timed);
     CHECK_U64(0, stats_of("untimed").total_ns);
@@ -269,10 +269,10 @@ static void test_timing_switch(void) {
     CHECK_U64(2, stats_of("untimed").count);
     CHECK_U64(1, stats_of("untimed").timed);
     /* memobs off: regions stay matched, nothing counted */
-    memobs_enable(0);
+    memobs_set_enabled(0);
     MEMOBS_REGION_BEGIN("untimed");
     CHECK_U64(1, memobs_region_depth());
-    memobs_enable(1);
+    memobs_set_enabled(1);
     MEMOBS_REGION_END();
     CHECK_U64(0, memobs_region_depth());
     CHECK_U64(3, stats_of("untimed").count); /* counted at its end, made while on */
@@ -287,7 +287,7 @@ static void hook_fn(int op, int32_t id, const char *name) {
     snprintf(hook_log + n, sizeof hook_log - n, "%s%c%d:%s", n ? " " : "", "bem"[op], (int)id, name ? name : "-");
 }
 static void test_hook(void) {
-    memobs_region_t a = memobs_region_name("hook_a");
+    memobs_region_t a = memobs_region_intern("hook_a");
     int i;
     char want[512];
     log_start(); /* the unmatched end's warning */
@@ -297,17 +297,17 @@ static void test_hook(void) {
     MEMOBS_MARK("hook_m");
     MEMOBS_REGION_END();
     memobs_region_end(); /* unmatched: no call */
-    memobs_enable(0);    /* off: regions stay in step, markers still pass */
+    memobs_set_enabled(0);    /* off: regions stay in step, markers still pass */
     memobs_region_begin_id(a);
     memobs_mark_id(99999);
     memobs_region_end();
-    memobs_enable(1);
+    memobs_set_enabled(1);
     for (i = 0; i < MEMOBS_REGION_DEPTH + 1; i++) memobs_region_begin_id(a);
     for (i = 0; i < MEMOBS_REGION_DEPTH + 1; i++) memobs_region_end();
     memobs__reg_hook = NULL;
     log_stop();
     snprintf(want, sizeof want, "b%d:hook_a m%d:hook_m e%d:hook_a b%d:hook_a m0:(other) e%d:hook_a", (int)a,
-             (int)memobs_region_name("hook_m"), (int)a, (int)a, (int)a);
+             (int)memobs_region_intern("hook_m"), (int)a, (int)a, (int)a);
     CHECK(strncmp(hook_log, want, strlen(want)) == 0);
     CHECK_HAS(hook_log, " e-1:- e"); /* the deepest end: beyond the stack, still an end */
     if (strncmp(hook_log, want, strlen(want)) != 0) printf("    # hook calls: %s\n    # want: %s...\n", hook_log, want);
@@ -413,7 +413,7 @@ static void test_summary(void) {
 
 /* Scenario files for tests/test_regions.sh. */
 static int scenario_trace(const char *path) {
-    memobs_timeline_enable(4096);
+    memobs_timeline_start(4096);
     {
         pthread_t t;
         pthread_create(&t, NULL, worker, NULL); /* another thread, its own track; its oldest events dropped */
@@ -428,11 +428,11 @@ static int scenario_trace(const char *path) {
     MEMOBS_REGION_END();
     MEMOBS_REGION_END();
     MEMOBS_REGION_BEGIN("still open"); /* not in the trace: it has not ended */
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 static int scenario_prom(const char *path) {
-    memobs_region_name("never used");
+    memobs_region_intern("never used");
     MEMOBS_REGION_BEGIN("decode step");
     MEMOBS_REGION_END();
     MEMOBS_REGION_BEGIN("odd \"label\" \\ \n \xff value");
@@ -495,7 +495,7 @@ static void test_table_full(void) {
     memobs_reset();
     for (i = 0; i < 12; i++) {
         snprintf(name, sizeof name, "full_%d", i);
-        id[i] = memobs_region_name(name);
+        id[i] = memobs_region_intern(name);
     }
     for (i = 0; i < 7; i++) CHECK_U64((uint64_t)(i + 1), (uint64_t)id[i]); /* "(other)" is id 0 */
     for (i = 7; i < 12; i++) CHECK_U64(0, (uint64_t)id[i]);

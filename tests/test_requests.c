@@ -59,19 +59,19 @@ static void check_balance(void) {
 /* A fresh window far from CLOCK_MONOTONIC's values, the table empty. */
 static void start(uint64_t timeout) {
     set_now(1000000 * SEC);
-    memobs_request_timeout(timeout);
+    memobs_request_set_timeout(timeout);
     memobs_reset();
 }
 
 /* ---- the setting --------------------------------------------------------- */
 
 static void test_timeout_setting(void) {
-    CHECK_U64(600 * SEC, memobs_request_timeout(UINT64_MAX)); /* the default; reading changes nothing */
-    CHECK_U64(600 * SEC, memobs_request_timeout(UINT64_MAX));
-    CHECK_U64(600 * SEC, memobs_request_timeout(5 * MS));
-    CHECK_U64(5 * MS, memobs_request_timeout(0));
-    CHECK_U64(0, memobs_request_timeout(UINT64_MAX - 1)); /* clamped to 1e9 s */
-    CHECK_U64(1000000000ull * SEC, memobs_request_timeout(600 * SEC));
+    CHECK_U64(600 * SEC, memobs_request_get_timeout()); /* the default; reading changes nothing */
+    CHECK_U64(600 * SEC, memobs_request_get_timeout());
+    CHECK_U64(600 * SEC, memobs_request_set_timeout(5 * MS));
+    CHECK_U64(5 * MS, memobs_request_set_timeout(0));
+    CHECK_U64(0, memobs_request_set_timeout(UINT64_MAX - 1)); /* clamped to 1e9 s */
+    CHECK_U64(1000000000ull * SEC, memobs_request_set_timeout(600 * SEC));
 }
 
 /* ---- a million requests, 1% never ended ---------------------------------- */
@@ -146,7 +146,7 @@ static void test_million_no_timeout(void) {
     if (log_count) CHECK_U64(1, log_has("request table full (MEMOBS_MAX_REQUESTS=4096) of requests in flight"));
     check_balance();
     /* a timeout now ends the rest at the next summary */
-    memobs_request_timeout(1 * SEC);
+    memobs_request_set_timeout(1 * SEC);
     snap();
     CHECK_U64(0, S.requests_in_flight);
     CHECK_U64(abandoned, S.requests_dropped + S.requests_abandoned);
@@ -254,7 +254,7 @@ static void test_summary_sweeps(void) {
     advance(2 * MS);
     snap();
     CHECK_U64(10, S.requests_in_flight);
-    CHECK_U64(1 * SEC, memobs_request_timeout(1 * MS));
+    CHECK_U64(1 * SEC, memobs_request_set_timeout(1 * MS));
     snap();
     CHECK_U64(1010, S.requests_abandoned);
     CHECK_U64(0, S.requests_in_flight);
@@ -367,7 +367,7 @@ static void test_threads(void) {
 static void test_real_clock(void) {
     uint64_t i, t0, limit;
     set_now(0);
-    memobs_request_timeout(20 * MS);
+    memobs_request_set_timeout(20 * MS);
     memobs_reset();
     for (i = 0; i < 100; i++) {
         memobs_request_begin(900000 + i);
@@ -390,13 +390,13 @@ static void test_real_clock(void) {
     CHECK_U64(1, S.requests_completed);
     CHECK_U64(1, S.e2e.count);
     check_balance();
-    memobs_request_timeout(600 * SEC);
+    memobs_request_set_timeout(600 * SEC);
 }
 
 int main(int argc, char **argv) {
     const char *s = getenv("REQUESTS");
     if (argc > 1 && strcmp(argv[1], "env") == 0) {
-        printf("timeout %llu\n", (unsigned long long)memobs_request_timeout(UINT64_MAX));
+        printf("timeout %llu\n", (unsigned long long)memobs_request_get_timeout());
         return 0;
     }
     if (s && atoll(s) > 0) nreq = (uint64_t)atoll(s);

@@ -151,7 +151,7 @@ static int wait_samples(size_t n) { /* 1 when the ring holds at least n samples 
     return memobs_get_samples(NULL, 0) >= n;
 }
 /* Samples ever pushed: held plus overwritten (the ring may be full). */
-static uint64_t samples_pushed(void) { return (uint64_t)memobs_get_samples(NULL, 0) + memobs_samples_dropped(); }
+static uint64_t samples_pushed(void) { return (uint64_t)memobs_get_samples(NULL, 0) + memobs_get_samples_dropped(); }
 static int bg_running(void) {
     int r;
     pthread_mutex_lock(&memobs__bg.lock);
@@ -235,11 +235,11 @@ static void samples_on_timeline(void) {
     size_t n, i;
     FILE *f;
     int found = 0;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(1024));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(1024));
     for (i = 0; i < 3; i++) CHECK_U64(MEMOBS_OK, memobs_sample_now());
     n = memobs_get_samples(OUT, 64);
     f = tmpfile();
-    CHECK_U64(MEMOBS_OK, memobs_write_chrome_trace(f));
+    CHECK_U64(MEMOBS_OK, memobs_write_timeline(f));
     out = read_file(f);
     fclose(f);
     CHECK(count_of(out, "\"name\":\"rss bytes\"") == 3);
@@ -251,7 +251,7 @@ static void samples_on_timeline(void) {
     }
     CHECK_U64(3, (uint64_t)found);
     free(out);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
     CHECK_U64(MEMOBS_OK, memobs_sample_now()); /* timeline off: nothing pushed, nothing broken */
 }
 
@@ -270,7 +270,7 @@ static void sampler_thread(void) {
     CHECK_U64(10, n);
     for (i = 1; i < n; i++) CHECK(OUT[i].time_ns > OUT[i - 1].time_ns); /* oldest first */
     CHECK_U64(2, OUT[n - 1].interval_ms);
-    CHECK_U64(0, memobs_samples_dropped());
+    CHECK_U64(0, memobs_get_samples_dropped());
     memobs_sampler_stop(); /* twice: harmless */
 }
 
@@ -373,7 +373,7 @@ static int mode_ring(void) { /* MEMOBS_SAMPLES=5 */
         t[i] = OUT[memobs_get_samples(NULL, 0) - 1].time_ns;
     }
     CHECK_U64(5, memobs_get_samples(NULL, 0));
-    CHECK_U64(3, memobs_samples_dropped());
+    CHECK_U64(3, memobs_get_samples_dropped());
     CHECK_U64(5, memobs_get_samples(OUT, 64));
     for (i = 0; i < 5; i++) CHECK_U64(t[3 + i], OUT[i].time_ns);
     return 0;
@@ -560,7 +560,7 @@ static void test_stormlog_threads(void) {
     }
     for (t = 0; t < SL_THREADS; t++) pthread_join(th[t], NULL);
     memobs_sampler_stop();
-    CHECK_U64(0, memobs_track_device_bytes(0, NULL)); /* 2000 = 125 x 16: every block freed */
+    CHECK_U64(0, memobs_get_device_bytes(0, NULL)); /* 2000 = 125 x 16: every block freed */
 }
 
 int main(int argc, char **argv) {

@@ -29,7 +29,7 @@ static void device_samples(void) {
     CHECK_U64((uint64_t)51 << 20, s[0].dev[0].free_bytes);
     CHECK(s[0].dev[0].as_of_ns >= s[0].time_ns); /* read for this sample (not the last figures of a stopped CUDA) */
     CHECK_U64(cudaErrorMemoryAllocation, memobs_cudaMalloc(&b, (size_t)60 << 20)); /* out of memory */
-    CHECK_U64(1, memobs_cuda_oom_count());
+    CHECK_U64(1, memobs_cuda_get_oom_count());
     CHECK_U64(0, memobs_cudaMalloc(&c, (size_t)16 << 20));
     CHECK_U64(MEMOBS_OK, memobs_sample_now());
     CHECK_U64(MEMOBS_OK, memobs_write_stormlog_file(out_path));

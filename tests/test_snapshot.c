@@ -194,9 +194,9 @@ static void test_scenario(void) {
     p.capture = fake_capture;
     p.format = fake_format;
     p.title = "Fake Stack";
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(&p));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(&p));
     dalloc(0, 0x7f0000a00000ull, 12345, 0x11, "py", 0);
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(NULL));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(NULL));
     /* a missed free: the old record goes as freed */
     dalloc(0, 0x7f0000b00000ull, 1000, 0x11, "dup1", 0);
     expect(0, 0x7f0000b00000ull, "free_requested");

@@ -17,9 +17,9 @@
      fork PATH      fork() while a thread records; the child records and
                     writes PATH
      off PATH       the timeline never switched on
-     env            MEMOBS_TRACE / MEMOBS_TRACE_EVENTS set by the script: a few
+     env            MEMOBS_TIMELINE / MEMOBS_TIMELINE_EVENTS set by the script: a few
                     records, then exit (the trace is written at exit)
-     env_bad        malformed MEMOBS_TRACE_EVENTS: the default capacity */
+     env_bad        malformed MEMOBS_TIMELINE_EVENTS: the default capacity */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -48,7 +48,7 @@ static void log_start(void) {
 
 static memobs_timeline_stats_t stats(void) {
     memobs_timeline_stats_t st;
-    memobs_timeline_stats(&st);
+    memobs_timeline_get_stats(&st);
     return st;
 }
 
@@ -57,7 +57,7 @@ static char *trace_text(void) {
     FILE *f = tmpfile();
     char *buf;
     if (!f) return NULL;
-    CHECK_U64(MEMOBS_OK, memobs_write_chrome_trace(f));
+    CHECK_U64(MEMOBS_OK, memobs_write_timeline(f));
     buf = read_file(f);
     fclose(f);
     return buf;
@@ -91,13 +91,13 @@ static void test_off_by_default(void) {
         /* a trace of nothing says why, in the file and once in the log */
         CHECK_HAS(t, "\"rank\":0,\"timeline\":\"off\",\"capacity\":0,");
         CHECK_HAS(t, "\"recorded\":0,\"kept\":0,\"dropped\":0,\"in_trace\":0,\"note\":\"the "
-                     "timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N), "
-                     "MEMOBS_TRACE=PATH or MEMOBS_TRACE_EVENTS=N before the work to be traced\"}");
+                     "timeline is off, so this trace holds no events: turn it on with memobs_timeline_start(N), "
+                     "MEMOBS_TIMELINE=PATH or MEMOBS_TIMELINE_EVENTS=N before the work to be traced\"}");
         free(t);
     }
     free(trace_text());
     CHECK_U64(1, log_count);
-    CHECK_U64(1, log_has("memobs_write_chrome_trace: the timeline is off, so this trace holds no events"));
+    CHECK_U64(1, log_has("memobs_write_timeline: the timeline is off, so this trace holds no events"));
     log_stop();
 }
 
@@ -106,14 +106,14 @@ static void test_counts(void) {
     char *t;
     int i;
     log_start();
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(100));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(100));
     st = stats();
     CHECK_U64(100, st.capacity);
     CHECK_U64(0, st.recorded);
     for (i = 0; i < 7; i++) MEMOBS_RECORD_D2H(10, 0);
-    memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_PREFILL, 3);
-    memobs_record(MEMOBS_DIR_D2D, (memobs_phase_t)7, 3); /* bad: counted as a bad record, not on the timeline */
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 4096, 1000);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 3, MEMOBS_PHASE_PREFILL);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 3, (memobs_phase_t)7); /* bad: counted as a bad record, not on the timeline */
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_DECODE, 1000);
     memobs_track_alloc_full(FP(0x1000), 64, MEMOBS_MEM_HOST, -1, NULL, "t", 0);
     memobs_track_free(FP(0x1000));
     memobs_track_free(FP(0x2000)); /* unknown: not an event */
@@ -139,12 +139,12 @@ static void test_counts(void) {
     memobs_reset();
     CHECK_U64(11, stats().kept);
     /* enabling again starts an empty ring */
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(50));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(50));
     st = stats();
     CHECK_U64(50, st.capacity);
     CHECK_U64(0, st.recorded);
     /* off: nothing recorded, the ring freed */
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
     MEMOBS_RECORD_H2D(1, 1);
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
     memobs_set_phase(MEMOBS_PHASE_NONE);
@@ -157,8 +157,8 @@ static void test_overflow_exact(void) {
     memobs_timeline_stats_t st;
     char *t, want[64];
     uint64_t i;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(5));
-    for (i = 1; i <= 1000; i++) memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, i);
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(5));
+    for (i = 1; i <= 1000; i++) memobs_record_xfer(MEMOBS_DIR_H2D, i, MEMOBS_PHASE_PREFILL);
     st = stats();
     CHECK_U64(1000, st.recorded);
     CHECK_U64(5, st.kept);
@@ -177,7 +177,7 @@ static void test_overflow_exact(void) {
         CHECK_HAS(t, "\"recorded\":1000,\"kept\":5,\"dropped\":995,\"in_trace\":5,");
         free(t);
     }
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 /* Drops per thread, and a thread's events outliving it: capacity 256 is 64
@@ -200,7 +200,7 @@ static void test_thread_drops(void) {
     memobs_timeline_stats_t st;
     memobs_timeline_thread_t rows[8];
     size_t n;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(256));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(256));
     st = stats();
     CHECK_U64(256, st.capacity);
     CHECK_U64(4, st.chunk);
@@ -215,7 +215,7 @@ static void test_thread_drops(void) {
     CHECK_U64(1010, st.recorded);
     CHECK_U64(254, st.kept);
     CHECK_U64(756, st.dropped);
-    n = memobs_timeline_threads(rows, 8);
+    n = memobs_timeline_get_threads(rows, 8);
     CHECK_U64(2, n);
     if (n == 2) {
         CHECK_U64(1, rows[1].thread > rows[0].thread); /* A first: numbers go in order of first event */
@@ -226,8 +226,8 @@ static void test_thread_drops(void) {
         CHECK_U64(10, rows[1].kept);
         CHECK_U64(0, rows[1].dropped);
     }
-    CHECK_U64(2, memobs_timeline_threads(NULL, 0)); /* counting only */
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(2, memobs_timeline_get_threads(NULL, 0)); /* counting only */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 /* Thousands of short-lived threads, 3 events each: each exited thread
@@ -241,27 +241,27 @@ static void test_many_threads(void) {
     size_t n, i;
     uint64_t rec = 0;
     unsigned k;
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(1024));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(1024));
     for (k = 0; k < MANY_THREADS; k++) run_thread(drops_thread, (void *)(uintptr_t)3);
     st = stats();
     CHECK_U64(1024, st.capacity);
     CHECK_U64(3 * MANY_THREADS, st.recorded);
     CHECK_U64(1024, st.kept);
     CHECK_U64(3 * MANY_THREADS - 1024, st.dropped);
-    n = memobs_timeline_threads(rows, 300);
+    n = memobs_timeline_get_threads(rows, 300);
     CHECK_U64(1, n <= 256); /* threads from 256 on share the last row */
     for (i = 0; i < n && i < 300; i++) rec += rows[i].recorded;
     CHECK_U64(3 * MANY_THREADS, rec);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
-/* memobs_timeline_enable while 4 threads record: the old pool is freed
+/* memobs_timeline_start while 4 threads record: the old pool is freed
    only once no push is inside it (ASan would see a use after free). */
 static int swap_stop;
 static void *swap_thread(void *p) {
     unsigned k = (unsigned)(uintptr_t)p;
     while (!__atomic_load_n(&swap_stop, __ATOMIC_ACQUIRE)) {
-        memobs_record((memobs_dir_t)(k % 3), MEMOBS_PHASE_DECODE, k);
+        memobs_record_xfer((memobs_dir_t)(k % 3), k, MEMOBS_PHASE_DECODE);
         memobs_set_phase(k & 1 ? MEMOBS_PHASE_DECODE : MEMOBS_PHASE_PREFILL);
     }
     return NULL;
@@ -275,42 +275,46 @@ static void test_enable_while_recording(void) {
     __atomic_store_n(&swap_stop, 0, __ATOMIC_RELEASE);
     for (k = 0; k < 4; k++) CHECK_U64(0, (uint64_t)pthread_create(&th[k], NULL, swap_thread, (void *)(uintptr_t)k));
     for (k = 0; k < 140; k++) {
-        CHECK_U64(MEMOBS_OK, memobs_timeline_enable(caps[k % 7]));
+        CHECK_U64(MEMOBS_OK, caps[k % 7] ? memobs_timeline_start(caps[k % 7]) : memobs_timeline_stop());
         if (k % 10 == 0) sched_yield();
     }
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(1000));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(1000));
     while (stats().recorded < 100) sched_yield(); /* the threads moved to the last pool */
     __atomic_store_n(&swap_stop, 1, __ATOMIC_RELEASE);
     for (k = 0; k < 4; k++) pthread_join(th[k], NULL);
     st = stats();
     CHECK_U64(1, st.recorded >= 100 && st.kept + st.dropped == st.recorded && st.kept <= 1000);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
 static void test_bad_input(void) {
     log_start();
-    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_chrome_trace(NULL));
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_timeline(NULL));
     CHECK_U64(1, log_count);
-    CHECK_U64(1, log_has("memobs_write_chrome_trace: NULL FILE"));
-    memobs_timeline_stats(NULL); /* one warning, no crash */
+    CHECK_U64(1, log_has("memobs_write_timeline: NULL FILE"));
+    memobs_timeline_get_stats(NULL); /* one warning, no crash */
     CHECK_U64(2, log_count);
-    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_timeline_enable((size_t)1 << 27));
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_timeline_start((size_t)1 << 27));
     CHECK_U64(3, log_count);
-    CHECK_U64(1, log_has("memobs_timeline_enable(134217728): at most 67108864 events; unchanged"));
+    CHECK_U64(1, log_has("memobs_timeline_start(134217728): at most 67108864 events; unchanged"));
     CHECK_U64(0, stats().capacity);
-    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_chrome_trace_file(NULL));
-    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_chrome_trace_file(""));
-    CHECK_U64(5, log_count);
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_timeline_start(0));
+    CHECK_U64(4, log_count);
+    CHECK_U64(1, log_has("memobs_timeline_start(0): no events; unchanged (memobs_timeline_stop() turns it off)"));
+    CHECK_U64(0, stats().capacity);
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_timeline_file(NULL));
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_write_timeline_file(""));
+    CHECK_U64(6, log_count);
     log_stop();
 }
 
 static void test_unwritable(void) {
     FILE *full;
     log_start();
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(16));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(16));
     MEMOBS_RECORD_H2D(1, 1);
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO,
-              (uint64_t)(int64_t)memobs_write_chrome_trace_file("/nonexistent/dir/trace.json"));
+              (uint64_t)(int64_t)memobs_write_timeline_file("/nonexistent/dir/trace.json"));
     CHECK_U64(1, log_count);
     CHECK_U64(1, log_has("cannot write the Chrome trace to '/nonexistent/dir/trace.json': cannot create a temporary "
                          "file in its folder: No such file or directory"));
@@ -318,16 +322,16 @@ static void test_unwritable(void) {
     full = fopen("/dev/full", "w");
     if (full) {
         log_count = 0;
-        CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_chrome_trace(full));
+        CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_timeline(full));
         fclose(full);
         log_count = 0;
-        CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_chrome_trace_file("/dev/full"));
+        CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_IO, (uint64_t)(int64_t)memobs_write_timeline_file("/dev/full"));
         CHECK_U64(1, log_count);
         CHECK_U64(1, log_has("cannot write the Chrome trace to '/dev/full': No space left on device"));
     }
     /* the ring is intact */
     CHECK_U64(1, stats().kept);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(0));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
     log_stop();
 }
 
@@ -337,19 +341,19 @@ static void test_unwritable(void) {
 static int scenario_known(const char *path) {
     memobs_timeline_stats_t st;
     static const char odd[] = "tag \"q\" \\ \n\x01 caf\xc3\xa9";
-    if (memobs_timeline_enable(1000) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(1000) != MEMOBS_OK) return 1;
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
     MEMOBS_RECORD_H2D_CUR(1000);
     MEMOBS_RECORD_H2D_CUR(2000);
     MEMOBS_RECORD_H2D_CUR(3000);
     MEMOBS_RECORD_D2D(7, 1);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 4096, 2000000); /* 2 ms */
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_PREFILL, 2000000); /* 2 ms */
     /* overlaps it: two tracks. A timed copy ends when reported and starts
        its duration before, so the two overlap only if this call comes less
        than its duration after the first: 60 s, not 2 ms, which a preemption
        between the two calls on a loaded machine can exceed. It starts first,
        so it takes the first track and the 2 ms copy the second. */
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 8192, 60000000000ull);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 8192, MEMOBS_PHASE_PREFILL, 60000000000ull);
     memobs_set_device(1);
     MEMOBS_TRACK_ALLOC_N(FP(0x10000), 1000, MEMOBS_MEM_DEVICE, "kv_cache");
     MEMOBS_TRACK_ALLOC_N(FP(0x20000), 300, MEMOBS_MEM_PINNED, odd);
@@ -377,14 +381,14 @@ static int scenario_known(const char *path) {
                (unsigned long long)st.kept, (unsigned long long)st.dropped);
         return 1;
     }
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 static int scenario_overflow(const char *path) {
     uint64_t i;
-    if (memobs_timeline_enable(8) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(8) != MEMOBS_OK) return 1;
     for (i = 1; i <= 20; i++) MEMOBS_RECORD_D2H(i, 0);
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 /* Also in tests/python/chrome_trace_check.py. */
@@ -401,10 +405,10 @@ static const char *const escape_tags[] = {
 
 static int scenario_escape(const char *path) {
     unsigned i;
-    if (memobs_timeline_enable(100) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(100) != MEMOBS_OK) return 1;
     for (i = 0; i < sizeof escape_tags / sizeof escape_tags[0]; i++)
         MEMOBS_TRACK_ALLOC_N(FP(0x1000 * (i + 1)), i + 1, MEMOBS_MEM_HOST, escape_tags[i]);
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 /* Threads: thread k records direction k % 3 with bytes k * 1000000 + i and
@@ -419,7 +423,7 @@ static void *th_record(void *p) {
     while (!__atomic_load_n(&th_go, __ATOMIC_ACQUIRE)) {
     }
     for (i = 0; i < TH_ITERS; i++) {
-        memobs_record((memobs_dir_t)(k % 3), MEMOBS_PHASE_DECODE, (uint64_t)k * 1000000u + i);
+        memobs_record_xfer((memobs_dir_t)(k % 3), (uint64_t)k * 1000000u + i, MEMOBS_PHASE_DECODE);
         if (i % 16 == 0) {
             uintptr_t a = ((uintptr_t)(k + 1) << 32) + (uintptr_t)i * 64u;
             memobs_track_alloc_full(FP(a), (uint64_t)(a % 1000003u) + 1u, MEMOBS_MEM_HOST, 0, NULL, NULL, 0);
@@ -436,16 +440,16 @@ static int scenario_threads(const char *path) {
     unsigned k, writes = 0;
     int bad = 0;
     char *t, want[64];
-    if (memobs_timeline_enable(TH_CAP) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(TH_CAP) != MEMOBS_OK) return 1;
     for (k = 0; k < TH_N; k++) pthread_create(&th[k], NULL, th_record, (void *)(uintptr_t)k);
     __atomic_store_n(&th_go, 1, __ATOMIC_RELEASE);
     /* write while they record (once they have started): the first to a
        file, the rest thrown away */
     while (stats().recorded < 1000) sched_yield();
-    if (memobs_write_chrome_trace_file(path) != MEMOBS_OK) bad = 1;
+    if (memobs_write_timeline_file(path) != MEMOBS_OK) bad = 1;
     for (writes = 0; writes < 10; writes++) {
         FILE *f = fopen("/dev/null", "w");
-        if (!f || memobs_write_chrome_trace(f) != MEMOBS_OK) bad = 1;
+        if (!f || memobs_write_timeline(f) != MEMOBS_OK) bad = 1;
         if (f) fclose(f);
     }
     for (k = 0; k < TH_N; k++) pthread_join(th[k], NULL);
@@ -479,7 +483,7 @@ static void *order_thread(void *p) {
     for (k = 1; k <= ORDER_N; k++) {
         if ((k & 1) != me) continue;
         while (__atomic_load_n(&order_turn, __ATOMIC_ACQUIRE) != k) sched_yield();
-        memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, (uint64_t)k);
+        memobs_record_xfer(MEMOBS_DIR_H2D, (uint64_t)k, MEMOBS_PHASE_PREFILL);
         __atomic_store_n(&order_turn, k + 1, __ATOMIC_RELEASE);
     }
     return NULL;
@@ -488,11 +492,11 @@ static void *order_thread(void *p) {
 static int scenario_order(const char *path) {
     pthread_t th[2];
     int k;
-    if (memobs_timeline_enable(65536) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(65536) != MEMOBS_OK) return 1;
     __atomic_store_n(&order_turn, 1, __ATOMIC_RELEASE);
     for (k = 0; k < 2; k++) pthread_create(&th[k], NULL, order_thread, (void *)(uintptr_t)k);
     for (k = 0; k < 2; k++) pthread_join(th[k], NULL);
-    return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+    return memobs_write_timeline_file(path) != MEMOBS_OK;
 }
 
 /* fork() while a thread records: the child records and writes a trace of
@@ -510,14 +514,14 @@ static int scenario_fork(const char *path) {
     pid_t pid;
     int st = 1, i;
     memobs_timeline_stats_t a;
-    if (memobs_timeline_enable(4096) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(4096) != MEMOBS_OK) return 1;
     pthread_create(&th, NULL, fork_thread, NULL);
     while (stats().recorded < 1000) sched_yield();
     pid = fork();
     if (pid == 0) {
-        for (i = 1; i <= 10; i++) memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 1000u + (uint64_t)i);
+        for (i = 1; i <= 10; i++) memobs_record_xfer(MEMOBS_DIR_H2D, 1000u + (uint64_t)i, MEMOBS_PHASE_DECODE);
         a = stats();
-        _exit(memobs_write_chrome_trace_file(path) != MEMOBS_OK || a.kept < 10 || a.threads != 1 ? 3 : 0);
+        _exit(memobs_write_timeline_file(path) != MEMOBS_OK || a.kept < 10 || a.threads != 1 ? 3 : 0);
     }
     if (pid > 0) waitpid(pid, &st, 0);
     for (i = 0; i < 100; i++) MEMOBS_RECORD_H2D(1, 0); /* the parent goes on */
@@ -527,7 +531,7 @@ static int scenario_fork(const char *path) {
 }
 
 static int scenario_env(void) {
-    /* MEMOBS_TRACE=...: on from start-up, written at exit */
+    /* MEMOBS_TIMELINE=...: on from start-up, written at exit */
     memobs_timeline_stats_t st = stats();
     printf("capacity %llu\npid %ld\n", (unsigned long long)st.capacity, (long)getpid());
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
@@ -551,7 +555,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "off")) {
         MEMOBS_RECORD_H2D(5, 1);
         memobs_set_phase(MEMOBS_PHASE_PREFILL);
-        return memobs_write_chrome_trace_file(path) != MEMOBS_OK;
+        return memobs_write_timeline_file(path) != MEMOBS_OK;
     }
     if (!strcmp(mode, "env") || !strcmp(mode, "env_bad")) return scenario_env();
     RUN(test_off_by_default);

@@ -2,8 +2,8 @@
 # tests/test_timeline.c (the timeline and its Chrome trace) built four ways:
 # C99, C++17, ASan+UBSan, TSan; each runs the in-process tests, then one
 # fresh process per scenario, whose trace tests/python/chrome_trace_check.py
-# parses (json module) and checks, then the environment: MEMOBS_TRACE
-# written at exit, MEMOBS_TRACE_EVENTS, malformed values.
+# parses (json module) and checks, then the environment: MEMOBS_TIMELINE
+# written at exit, MEMOBS_TIMELINE_EVENTS, malformed values.
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/timeline
 mkdir -p "$B"
@@ -13,7 +13,7 @@ W="-Wall -Wextra -Werror -I."
 rc=0
 
 . tests/lib.sh # a clean environment, sanitizer options
-unset MEMOBS_TRACE MEMOBS_TRACE_EVENTS
+unset MEMOBS_TIMELINE MEMOBS_TIMELINE_EVENTS
 
 # ok/bad report under $suite, the caller's (dynamic scope)
 ok() { echo "ok - $suite: $1"; }
@@ -43,7 +43,7 @@ run_variant() { # name suite compiler flags...
         if [ $sc = off ]; then
             # a trace of nothing: one warning saying why
             if [ "$(wc -l <"$out.$sc.err")" -eq 1 ] &&
-                grep -q '^memobs: warning: memobs_write_chrome_trace: the timeline is off, so this trace holds no events: turn it on with memobs_timeline_enable(N)' "$out.$sc.err"; then
+                grep -q '^memobs: warning: memobs_write_timeline: the timeline is off, so this trace holds no events: turn it on with memobs_timeline_start(N)' "$out.$sc.err"; then
                 ok "off: one warning on stderr says the timeline was off"
             else
                 bad "off: one warning on stderr says the timeline was off" "$(head -n 5 "$out.$sc.err")"
@@ -60,56 +60,56 @@ run_variant() { # name suite compiler flags...
         bad "order, MEMOBS_CLOCK=monotonic: the program failed" "$(cat "$out.order_mono.out" "$out.order_mono.err" | head -n 10)"
     fi
 
-    # MEMOBS_TRACE=path (%p expanded): on from start-up, written at exit by the child
+    # MEMOBS_TIMELINE=path (%p expanded): on from start-up, written at exit by the child
     rm -f "$out".env_*.json
-    MEMOBS_TRACE="$out.env_%p.json" "$bin" env >"$out.env.out" 2>"$out.env.err"
+    MEMOBS_TIMELINE="$out.env_%p.json" "$bin" env >"$out.env.out" 2>"$out.env.err"
     local f
     f=$(ls "$out".env_*.json 2>/dev/null | head -n 1)
     if [ -n "$f" ] && [ "$f" = "$out.env_$(sed -n 's/^pid //p' "$out.env.out").json" ] \
         && grep -q '^capacity 65536$' "$out.env.out" && [ ! -s "$out.env.err" ]; then
-        ok "MEMOBS_TRACE=path%p: the timeline on at start-up (capacity 65536), the trace written at exit"
+        ok "MEMOBS_TIMELINE=path%p: the timeline on at start-up (capacity 65536), the trace written at exit"
         python3 tests/python/chrome_trace_check.py env "$f" "$suite" || rc=1
     else
-        bad "MEMOBS_TRACE=path%p: the trace written at exit" "file: '$f'" "$(cat "$out.env.out" "$out.env.err")"
+        bad "MEMOBS_TIMELINE=path%p: the trace written at exit" "file: '$f'" "$(cat "$out.env.out" "$out.env.err")"
     fi
     rm -f "$out".env_*.json
-    MEMOBS_TRACE="$out.env_2.json" MEMOBS_TRACE_EVENTS=2 "$bin" env >"$out.env.out" 2>"$out.env.err"
+    MEMOBS_TIMELINE="$out.env_2.json" MEMOBS_TIMELINE_EVENTS=2 "$bin" env >"$out.env.out" 2>"$out.env.err"
     if grep -q '^capacity 2$' "$out.env.out" && [ -s "$out.env_2.json" ] && [ ! -s "$out.env.err" ]; then
-        ok "MEMOBS_TRACE_EVENTS=2: capacity 2"
+        ok "MEMOBS_TIMELINE_EVENTS=2: capacity 2"
         python3 tests/python/chrome_trace_check.py env "$out.env_2.json" "$suite" || rc=1
     else
-        bad "MEMOBS_TRACE_EVENTS=2: capacity 2" "$(cat "$out.env.out" "$out.env.err")"
+        bad "MEMOBS_TIMELINE_EVENTS=2: capacity 2" "$(cat "$out.env.out" "$out.env.err")"
     fi
-    # malformed MEMOBS_TRACE_EVENTS: one warning, the default capacity, on
-    MEMOBS_TRACE_EVENTS=12Q "$bin" env_bad >"$out.env.out" 2>"$out.env.err"
+    # malformed MEMOBS_TIMELINE_EVENTS: one warning, the default capacity, on
+    MEMOBS_TIMELINE_EVENTS=12Q "$bin" env_bad >"$out.env.out" 2>"$out.env.err"
     if grep -q '^capacity 65536$' "$out.env.out" && [ "$(wc -l <"$out.env.err")" -eq 1 ] &&
-        grep -q "^memobs: warning: MEMOBS_TRACE_EVENTS='12Q' is not an event count up to 67108864 (like 65536 or 64K); using 65536$" "$out.env.err"; then
-        ok "MEMOBS_TRACE_EVENTS=12Q: one warning, capacity 65536"
+        grep -q "^memobs: warning: MEMOBS_TIMELINE_EVENTS='12Q' is not an event count up to 67108864 (like 65536 or 64K); using 65536$" "$out.env.err"; then
+        ok "MEMOBS_TIMELINE_EVENTS=12Q: one warning, capacity 65536"
     else
-        bad "MEMOBS_TRACE_EVENTS=12Q: one warning, capacity 65536" "$(cat "$out.env.out" "$out.env.err")"
+        bad "MEMOBS_TIMELINE_EVENTS=12Q: one warning, capacity 65536" "$(cat "$out.env.out" "$out.env.err")"
     fi
-    MEMOBS_TRACE_EVENTS=64K "$bin" env_bad >"$out.env.out" 2>"$out.env.err"
+    MEMOBS_TIMELINE_EVENTS=64K "$bin" env_bad >"$out.env.out" 2>"$out.env.err"
     if grep -q '^capacity 65536$' "$out.env.out" && [ ! -s "$out.env.err" ]; then
-        ok "MEMOBS_TRACE_EVENTS=64K alone: the timeline on, capacity 65536, no trace file"
+        ok "MEMOBS_TIMELINE_EVENTS=64K alone: the timeline on, capacity 65536, no trace file"
     else
-        bad "MEMOBS_TRACE_EVENTS=64K alone" "$(cat "$out.env.out" "$out.env.err")"
+        bad "MEMOBS_TIMELINE_EVENTS=64K alone" "$(cat "$out.env.out" "$out.env.err")"
     fi
-    # unwritable MEMOBS_TRACE: one warning at exit, exit status 0
-    MEMOBS_TRACE=/nonexistent/dir/trace.json "$bin" env >"$out.env.out" 2>"$out.env.err"
+    # unwritable MEMOBS_TIMELINE: one warning at exit, exit status 0
+    MEMOBS_TIMELINE=/nonexistent/dir/trace.json "$bin" env >"$out.env.out" 2>"$out.env.err"
     local st=$?
     if [ $st -eq 0 ] && [ "$(wc -l <"$out.env.err")" -eq 1 ] &&
         grep -q "^memobs: warning: cannot write the Chrome trace to '/nonexistent/dir/trace.json': cannot create a temporary file in its folder: No such file or directory$" "$out.env.err"; then
-        ok "MEMOBS_TRACE to an unwritable path: one warning, exit status 0"
+        ok "MEMOBS_TIMELINE to an unwritable path: one warning, exit status 0"
     else
-        bad "MEMOBS_TRACE to an unwritable path" "status $st" "$(cat "$out.env.err")"
+        bad "MEMOBS_TIMELINE to an unwritable path" "status $st" "$(cat "$out.env.err")"
     fi
     local v
     for v in "" 0 off; do
-        MEMOBS_TRACE=$v "$bin" env >"$out.env.out" 2>"$out.env.err"
+        MEMOBS_TIMELINE=$v "$bin" env >"$out.env.out" 2>"$out.env.err"
         if grep -q '^capacity 0$' "$out.env.out" && [ ! -s "$out.env.err" ]; then
-            ok "MEMOBS_TRACE='$v': off, no warning, the timeline stays off"
+            ok "MEMOBS_TIMELINE='$v': off, no warning, the timeline stays off"
         else
-            bad "MEMOBS_TRACE='$v'" "$(cat "$out.env.out" "$out.env.err")"
+            bad "MEMOBS_TIMELINE='$v'" "$(cat "$out.env.out" "$out.env.err")"
         fi
     done
 }

@@ -1,5 +1,5 @@
-/* The Chrome trace's write limit (memobs_trace_write_limit,
-   MEMOBS_TRACE_WRITE_S): a write that would outlast it leaves out the
+/* The Chrome trace's write limit (memobs_timeline_set_write_limit,
+   MEMOBS_TIMELINE_WRITE_S): a write that would outlast it leaves out the
    oldest events so that the newest fit, or, once the limit has passed,
    stops adding events; the JSON stays valid and says what was left out.
    Built as C99, C++17, ASan+UBSan and TSan by tests/test_trace_write.sh.
@@ -23,9 +23,9 @@
               at the 10th look: the oldest 36864, then nothing
      real     the real clock, limit 1 ns: whatever happens, consistent
      exit     2 s a reading, the limit and the path from the environment
-              (MEMOBS_TRACE_WRITE_S=1, MEMOBS_TRACE=PATH, MEMOBS_TRACE_EVENTS=128K): the trace
+              (MEMOBS_TIMELINE_WRITE_S=1, MEMOBS_TIMELINE=PATH, MEMOBS_TIMELINE_EVENTS=128K): the trace
               written at exit, as "stop"
-   and "env" prints the limit read from MEMOBS_TRACE_WRITE_S. */
+   and "env" prints the limit read from MEMOBS_TIMELINE_WRITE_S. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -58,12 +58,12 @@ int main(int argc, char **argv) {
     uint64_t i, limit = 20 * SEC;
     int rc;
     if (strcmp(sc, "env") == 0) {
-        printf("limit %llu\n", (unsigned long long)memobs_trace_write_limit(UINT64_MAX));
+        printf("limit %llu\n", (unsigned long long)memobs_timeline_get_write_limit());
         return 0;
     }
     if (strcmp(sc, "exit") == 0) {
         for (i = 1; i <= EVENTS; i++) MEMOBS_RECORD_H2D(i, 1);
-        printf("events %u limit_ns %llu\n", EVENTS, (unsigned long long)memobs_trace_write_limit(UINT64_MAX));
+        printf("events %u limit_ns %llu\n", EVENTS, (unsigned long long)memobs_timeline_get_write_limit());
         clk = 1000 * SEC;
         step = 2 * SEC;
         fake = 1;
@@ -74,13 +74,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* the setting: default, read, set, clamp */
-    if (memobs_trace_write_limit(UINT64_MAX) != 20 * SEC || memobs_trace_write_limit(5 * SEC) != 20 * SEC ||
-        memobs_trace_write_limit(UINT64_MAX - 1) != 5 * SEC ||
-        memobs_trace_write_limit(UINT64_MAX) != 1000000000ull * SEC) {
-        fprintf(stderr, "memobs_trace_write_limit: wrong default, previous value or clamp\n");
+    if (memobs_timeline_get_write_limit() != 20 * SEC || memobs_timeline_set_write_limit(5 * SEC) != 20 * SEC ||
+        memobs_timeline_set_write_limit(UINT64_MAX - 1) != 5 * SEC ||
+        memobs_timeline_get_write_limit() != 1000000000ull * SEC) {
+        fprintf(stderr, "memobs_timeline_set_write_limit: wrong default, previous value or clamp\n");
         return 1;
     }
-    if (memobs_timeline_enable(EVENTS + 1024) != MEMOBS_OK) return 1;
+    if (memobs_timeline_start(EVENTS + 1024) != MEMOBS_OK) return 1;
     memobs_set_identity("trace-write", 0, 0, 1);
     for (i = 1; i <= EVENTS; i++) MEMOBS_RECORD_H2D(i, 1);
     clk = 1000 * SEC;
@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown scenario '%s'\n", sc);
         return 2;
     }
-    memobs_trace_write_limit(limit);
-    rc = memobs_write_chrome_trace_file(argv[2]);
+    memobs_timeline_set_write_limit(limit);
+    rc = memobs_write_timeline_file(argv[2]);
     printf("events %u limit_ns %llu\n", EVENTS, (unsigned long long)limit);
     return rc != MEMOBS_OK;
 }

@@ -60,8 +60,8 @@ static uint64_t nlive(void) { return memobs_get_allocations(NULL, 0); }
 
 static char *trace_text(uint32_t id) {
     static char buf[8192];
-    int n = memobs_trace_text(id, buf, sizeof buf);
-    if (n < 0) snprintf(buf, sizeof buf, "(memobs_trace_text: %d)", n);
+    int n = memobs_format_trace(buf, sizeof buf, id);
+    if (n < 0) snprintf(buf, sizeof buf, "(memobs_format_trace: %d)", n);
     return buf;
 }
 
@@ -228,14 +228,14 @@ static void test_intern_tags(void) {
     CHECK_STR("intern_b", trace_text(b));
     CHECK_U64(63, strlen(trace_text(l1)));
     CHECK(strncmp(trace_text(l1), long1, 63) == 0);
-    CHECK_U64(8, memobs_trace_text(a, buf, sizeof buf));
-    CHECK_U64(3, memobs_trace_text(a, buf, 4)); /* cut to len - 1, terminated */
+    CHECK_U64(8, memobs_format_trace(buf, sizeof buf, a));
+    CHECK_U64(3, memobs_format_trace(buf, 4, a)); /* cut to len - 1, terminated */
     CHECK_STR("int", buf);
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_trace_text(base + 3, buf, sizeof buf));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_trace_text(base + 1000, buf, sizeof buf));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_trace_text(MEMOBS_NO_TRACE, buf, sizeof buf));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_trace_text(a, NULL, 10));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_trace_text(a, buf, 0));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_format_trace(buf, sizeof buf, base + 3));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_format_trace(buf, sizeof buf, base + 1000));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_format_trace(buf, sizeof buf, MEMOBS_NO_TRACE));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_format_trace(NULL, 10, a));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_format_trace(buf, 0, a));
     MEMOBS_TRACK_FREE(FP(P + 0x10));
     MEMOBS_TRACK_FREE(FP(P + 0x20));
     MEMOBS_TRACK_FREE(FP(P + 0x30));
@@ -376,10 +376,10 @@ static void test_tag_provider(void) {
     memset(&p, 0, sizeof p);
     p.format = prov_format;
     log_start();
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_tag_provider(&p)); /* no capture */
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_tag_provider(&p)); /* no capture */
     p.capture = prov_capture;
     p.format = NULL;
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_tag_provider(&p)); /* no format */
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_tag_provider(&p)); /* no format */
     log_stop();
     CHECK_U64(2, log_count);
     CHECK_U64(0, memobs__g.trk.prov_on.v);
@@ -390,7 +390,7 @@ static void test_tag_provider(void) {
     memset(&prov, 0, sizeof prov);
     prov.nframes = 3;
     prov.line = 12;
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(&p));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(&p));
     base = ntraces();
     MEMOBS_TRACK_ALLOC_N(FP(P), 1000, HOST, "prov_tag");
     CHECK_U64(1, prov.captures);
@@ -457,7 +457,7 @@ static void test_tag_provider(void) {
     check_widths(n, "groups with provider boxes");
     free(r);
 
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(NULL));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(NULL));
     CHECK_U64(0, memobs__g.trk.prov_on.v);
     n = prov.captures;
     MEMOBS_TRACK_ALLOC_N(FP(P + 80), 10, HOST, "prov_tag");
@@ -471,7 +471,7 @@ static void test_tag_provider(void) {
     p.retain = NULL;
     prov.nframes = 1;
     prov.line = 7;
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(&p));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(&p));
     MEMOBS_TRACK_ALLOC(FP(P + 96), 6000, HOST);
     CHECK_STR("\nfile.py:7 in fn0", trace_text(trace_of(FP(P + 96))));
     CHECK_U64(3, prov.retains);
@@ -480,7 +480,7 @@ static void test_tag_provider(void) {
     CHECK(find_line(n, 0, "|   ┌─ Stack Trace ─") > 0);
     CHECK(find_line(n, 0, "|   │    file.py:7 in fn0 ") > 0);
     free(r);
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(NULL));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(NULL));
     for (n = 0; n <= 96; n += 16) MEMOBS_TRACK_FREE(FP(P + (uintptr_t)n));
     CHECK_U64(0, nlive());
 }
@@ -582,7 +582,7 @@ static void *reader_thread(void *arg) {
             memobs_print_allocations(devnull);
             memobs_print_alloc_groups(devnull);
         }
-        memobs_trace_text(r.track.traces ? (uint32_t)r.track.traces - 1 : 0, buf, sizeof buf);
+        memobs_format_trace(buf, sizeof buf, r.track.traces ? (uint32_t)r.track.traces - 1 : 0);
         st->rounds++;
     } while (!__atomic_load_n(&stop_reader, __ATOMIC_ACQUIRE));
     if (devnull) fclose(devnull);
@@ -778,7 +778,7 @@ static void test_escrow_model(void) {
     snap();
     f0 = esc_folds();
     for (k = 0; k < 2; k++) base[k] = S.mem[kinds[k]].current_bytes;
-    dbase = memobs_track_device_bytes(DEV, &dmax0);
+    dbase = memobs_get_device_bytes(DEV, &dmax0);
     for (k = 0; k < 2; k++) cur[k] = peak[k] = 0;
     dcur = 0;
     dmax = dmax0;
@@ -825,7 +825,7 @@ static void test_escrow_model(void) {
                 if (S.mem[kinds[k]].current_bytes != base[k] + cur[k]) bad_cur++;
                 if (S.mem[kinds[k]].peak_bytes != base[k] + peak[k]) bad_peak++;
             }
-            dc = memobs_track_device_bytes(DEV, &m);
+            dc = memobs_get_device_bytes(DEV, &m);
             if (dc != dbase + dcur || m != dmax) bad_dev++;
             if (bad0 == 0 && bad_cur + bad_peak + bad_dev)
                 printf("    # call %d: host %llu/%llu, device %llu/%llu, device %d %llu/%llu (cur/peak); want %llu/%llu, "
@@ -959,14 +959,14 @@ static void test_escrow_timeline(void) {
     snap();
     base = S.mem[HOST].current_bytes + 1000;
     for (i = 0; i < 10; i++) MEMOBS_TRACK_ALLOC(FP(P + i * 64), 100, HOST);
-    CHECK_U64(MEMOBS_OK, memobs_timeline_enable(65536));
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(65536));
     for (i = 0; i < ETL_THREADS; i++) pthread_create(&t[i], NULL, etl_thread, (void *)(uintptr_t)i);
     for (i = 0; i < ETL_THREADS; i++) pthread_join(t[i], NULL);
     MEMOBS_TRACK_ALLOC(FP(P + 0x1000), 5, HOST); /* the last two events: base + 5, base */
     MEMOBS_TRACK_FREE(FP(P + 0x1000));
     CHECK(f != NULL);
     if (!f) return;
-    CHECK_U64(MEMOBS_OK, memobs_write_chrome_trace(f));
+    CHECK_U64(MEMOBS_OK, memobs_write_timeline(f));
     len = ftell(f);
     rewind(f);
     buf = (char *)malloc((size_t)len + 1);
@@ -985,7 +985,7 @@ static void test_escrow_timeline(void) {
         nv++;
     }
     free(buf);
-    CHECK_U64(memobs_timeline_enable(0), MEMOBS_OK);
+    CHECK_U64(memobs_timeline_stop(), MEMOBS_OK);
     /* every allocation and free of the threads and the last two */
     CHECK_U64((uint64_t)ETL_THREADS * ETL_N * 2 + 2, nv);
     CHECK(lo >= base);                                 /* never below what was live before */
@@ -1188,11 +1188,11 @@ static void test_disabled(void) {
     const uintptr_t P = 0x19000000;
     memobs_reset();
     MEMOBS_TRACK_ALLOC(FP(P), 64, HOST);
-    memobs_enable(0);
+    memobs_set_enabled(0);
     MEMOBS_TRACK_ALLOC(FP(P + 16), 64, HOST);
     MEMOBS_TRACK_FREE(FP(P));
     MEMOBS_TRACK_FREE(FP(P + 32)); /* unknown, but off: not counted */
-    memobs_enable(1);
+    memobs_set_enabled(1);
     snap();
     CHECK_U64(1, S.mem[HOST].allocs);
     CHECK_U64(1, S.mem[HOST].frees);
@@ -1205,10 +1205,10 @@ static void test_disabled(void) {
     MEMOBS_TRACK_ALLOC(FP(P + 48), 64, HOST);
     memobs_reset();
     log_start();
-    memobs_enable(0);
+    memobs_set_enabled(0);
     MEMOBS_TRACK_ALLOC(FP(P + 64), 64, HOST);
     MEMOBS_TRACK_FREE(FP(P + 64));
-    memobs_enable(1);
+    memobs_set_enabled(1);
     log_stop();
     snap();
     CHECK_U64(0, S.track.frees_unknown);
@@ -1484,14 +1484,14 @@ static void test_peak_report(void) {
     snprintf(path, sizeof path, "/tmp/memobs_trk_peak_%d.txt", (int)getpid());
     remove(path);
     log_start();
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_peak_report(dest, -1.0, 0));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_peak_report(dest, (double)NAN, 0));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_peak_report(dest, 1001.0, 0));
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_set_peak_report("", 0.5, 0));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_peak_report(dest, -1.0, 0));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_peak_report(dest, (double)NAN, 0));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_peak_report(dest, 1001.0, 0));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_track_set_peak_report("", 0.5, 0));
     log_stop();
     CHECK_U64(4, log_count);
     CHECK_U64(0, memobs__g.trk.peak_on.v); /* unchanged: still off */
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report(dest, 0.5, 0));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report(dest, 0.5, 0));
     CHECK_U64(1, memobs__g.trk.peak_on.v);
     /* device 5 is used by no other test: its maximum starts at 0 */
     for (i = 1; i <= steps; i++) {
@@ -1528,14 +1528,14 @@ static void test_peak_report(void) {
         free(t);
     }
     /* off: no more lines */
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report(NULL, 0, 0));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report(NULL, 0, 0));
     CHECK_U64(0, memobs__g.trk.peak_on.v);
     for (i = steps + 1; i <= 2 * steps; i++)
         memobs_track_alloc_full(FP(P + (uintptr_t)i * MiB), MiB, DEVICE, dev, NULL, "peak_step", 0);
     CHECK_U64(nexp, parse_peaks(path, max, prev, &tables));
     for (i = 1; i <= 2 * steps; i++) MEMOBS_TRACK_FREE(FP(P + (uintptr_t)i * MiB));
     /* on again with "off" as the word for off, and min_bytes: nothing below it */
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report(dest, 0.0, (uint64_t)100 * MiB));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report(dest, 0.0, (uint64_t)100 * MiB));
     memobs_track_alloc_full(FP(P), 50 * (uint64_t)MiB, DEVICE, 6, NULL, NULL, 0);
     CHECK_U64(nexp, parse_peaks(path, max, prev, &tables));
     memobs_track_alloc_full(FP(P + 16), 50 * (uint64_t)MiB, DEVICE, 6, NULL, NULL, 0); /* 100 MiB: reported */
@@ -1544,7 +1544,7 @@ static void test_peak_report(void) {
         CHECK_U64(100 * (uint64_t)MiB, max[nexp]);
         CHECK_U64(50 * (uint64_t)MiB, prev[nexp]); /* the maximum just before this allocation */
     }
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report("off", 0, 0));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report("off", 0, 0));
     CHECK_U64(0, memobs__g.trk.peak_on.v);
     MEMOBS_TRACK_FREE(FP(P));
     MEMOBS_TRACK_FREE(FP(P + 16));
@@ -1555,7 +1555,7 @@ static void test_peak_report(void) {
 static void test_peak_report_unwritable(void) {
     const uintptr_t P = 0x1b000000;
     memobs_reset();
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report("/nonexistent/dir/x", 0, 0));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report("/nonexistent/dir/x", 0, 0));
     log_start();
     memobs_track_alloc_full(FP(P), 4096, DEVICE, 9, NULL, "unwritable", 0);
     log_stop();
@@ -1564,7 +1564,7 @@ static void test_peak_report_unwritable(void) {
     CHECK(find_alloc(FP(P)) != NULL); /* tracked all the same */
     snap();
     CHECK_U64(1, S.mem[DEVICE].allocs);
-    CHECK_U64(MEMOBS_OK, memobs_set_peak_report(NULL, 0, 0));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_peak_report(NULL, 0, 0));
     MEMOBS_TRACK_FREE(FP(P));
     CHECK_U64(0, nlive());
 }
@@ -2005,7 +2005,7 @@ static void env_frames_full(void) {
     memset(&p, 0, sizeof p);
     p.capture = frames_capture;
     p.format = prov_format;
-    CHECK_U64(MEMOBS_OK, memobs_set_tag_provider(&p));
+    CHECK_U64(MEMOBS_OK, memobs_track_set_tag_provider(&p));
     log_start();
     for (i = 0; i < want + 10; i++) MEMOBS_TRACK_ALLOC(FP(0x100000 + i * 16), 1, HOST);
     log_stop();
@@ -2015,7 +2015,7 @@ static void env_frames_full(void) {
     CHECK_U64(1, log_count);
     CHECK_U64(want - 1, trace_of(FP(0x100000 + (want - 1) * 16)));
     CHECK_U64(MEMOBS_NO_TRACE, trace_of(FP(0x100000 + want * 16)));
-    memobs_set_tag_provider(NULL);
+    memobs_track_set_tag_provider(NULL);
 }
 
 /* Writes a JSON summary to argv[2] for the script's json parser. */

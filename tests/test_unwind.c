@@ -1,6 +1,6 @@
 /* Tests of the tracker's frame-pointer unwinder (memobs_track_set_unwinder,
    MEMOBS_UNWIND): the same return addresses as backtrace() through a deep
-   recursion, traces that tell the unwinders apart (ids, memobs_trace_text,
+   recursion, traces that tell the unwinders apart (ids, memobs_format_trace,
    report boxes), frame pointers that fail a check (garbage, misaligned,
    below the current frame, off the stack, a loop, a null return address)
    stopping the walk without a crash and marking the stack cut short, the
@@ -91,8 +91,8 @@ static const memobs_frame_t *c_frames(uint32_t id, unsigned *nc, unsigned *how) 
 
 static char *trace_text(uint32_t id) {
     static char buf[8192];
-    int n = memobs_trace_text(id, buf, sizeof buf);
-    if (n < 0) snprintf(buf, sizeof buf, "(memobs_trace_text: %d)", n);
+    int n = memobs_format_trace(buf, sizeof buf, id);
+    if (n < 0) snprintf(buf, sizeof buf, "(memobs_format_trace: %d)", n);
     return buf;
 }
 

@@ -38,6 +38,12 @@ default). An exit by an uncaught KeyboardInterrupt ends in SIGINT, which
 CPython raises again after finalizing, past C's exit handlers: an atexit
 hook of the package writes the outputs then (flush()). set_signals(False)
 or MEMOBS_SIGNALS=0 turns the handlers off.
+
+Names: the C names minus "memobs_" (set_enabled / get_enabled,
+region_set_timing / region_get_timing, get_device_bytes, record_ttft...).
+The names before 1.0 still work and are deprecated (docs/naming.md):
+enable (set_enabled), is_enabled (get_enabled), region_timing
+(region_set_timing / region_get_timing), device_bytes (get_device_bytes).
 """
 import atexit as _atexit
 import os as _os
@@ -88,8 +94,11 @@ __all__ = [
     "enable",
     "flush",
     "get_allocations",
+    "get_device_bytes",
+    "get_enabled",
     "get_phase",
     "get_regions",
+    "get_signals",
     "get_summary",
     "instance",
     "is_enabled",
@@ -105,11 +114,14 @@ __all__ = [
     "record_ttft",
     "region",
     "region_depth",
+    "region_get_timing",
+    "region_set_timing",
     "region_timing",
     "request_begin",
     "request_end",
     "request_token",
     "reset",
+    "set_enabled",
     "set_phase",
     "set_signals",
     "stack_text",

@@ -407,13 +407,24 @@ static PyObject *pymod_enable(PyObject *self, PyObject *const *args, Py_ssize_t 
     (void)self;
     if (pymod_args("enable", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
     if (a[0] && (on = PyObject_IsTrue(a[0])) < 0) return NULL;
-    memobs_enable(on);
+    (void)memobs_set_enabled(on);
     Py_RETURN_NONE;
+}
+
+/* set_enabled(on): memobs_set_enabled, the previous setting returned. */
+static PyObject *pymod_set_enabled(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"on"};
+    PyObject *a[1];
+    int on;
+    (void)self;
+    if (pymod_args("set_enabled", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    return PyBool_FromLong(memobs_set_enabled(on));
 }
 
 static PyObject *pymod_is_enabled(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    return PyBool_FromLong(memobs_is_enabled());
+    return PyBool_FromLong(memobs_get_enabled());
 }
 
 static PyObject *pymod_reset(PyObject *self, PyObject *unused) {
@@ -444,6 +455,11 @@ static PyObject *pymod_set_signals(PyObject *self, PyObject *const *args, Py_ssi
     return PyBool_FromLong(memobs_set_signals(on));
 }
 
+static PyObject *pymod_get_signals(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyBool_FromLong(memobs_get_signals());
+}
+
 /* Functions of no argument that return None. */
 #define PYMOD_VOID(name, call)                                   \
     static PyObject *pymod_##name(PyObject *self, PyObject *unused) { \
@@ -465,8 +481,8 @@ PYMOD_VOID(tpot_stop, memobs_tpot_stop())
         cname(ns);                                                                                   \
         Py_RETURN_NONE;                                                                              \
     }
-PYMOD_LATENCY(record_ttft, memobs_ttft_record)
-PYMOD_LATENCY(record_tpot, memobs_tpot_record)
+PYMOD_LATENCY(record_ttft, memobs_record_ttft)
+PYMOD_LATENCY(record_tpot, memobs_record_tpot)
 
 /* Functions of one request id. */
 #define PYMOD_REQUEST(name)                                         \
@@ -606,7 +622,7 @@ static PyObject *pymod_region_make(PyTypeObject *type, PyObject *name) {
         return NULL;
     }
     if (pymod_name_text(name, "region", text, sizeof text) < 0) return NULL;
-    id = memobs_region_name(text); /* >= 0: the text is not empty */
+    id = memobs_region_intern(text); /* >= 0: the text is not empty */
     if (id < 0 || !(label = memobs_region_label(id))) {
         PyErr_Format(PyExc_ValueError, "region(): memobs refused the name %R", name);
         return NULL;
@@ -873,9 +889,24 @@ static PyObject *pymod_region_timing(PyObject *self, PyObject *const *args, Py_s
     int on;
     (void)self;
     if (pymod_args("region_timing", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
-    if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_timing(-1));
+    if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_get_timing());
     if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
-    return PyBool_FromLong(memobs_region_timing(on));
+    return PyBool_FromLong(memobs_region_set_timing(on));
+}
+
+static PyObject *pymod_region_set_timing(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[1] = {"on"};
+    PyObject *a[1];
+    int on;
+    (void)self;
+    if (pymod_args("region_set_timing", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    return PyBool_FromLong(memobs_region_set_timing(on));
+}
+
+static PyObject *pymod_region_get_timing(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyBool_FromLong(memobs_region_get_timing());
 }
 
 /* For the tests: memobs_region_end() as C code would call it, unmatched or not. */
@@ -1046,7 +1077,7 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
         goto fail;
-    /* the program's own records, apart from the observed ones (memobs_manual_apart: the LD_PRELOAD library) */
+    /* the program's own records, apart from the observed ones (memobs_set_manual_apart: the LD_PRELOAD library) */
     if (!(x = PyDict_New()) || pymod_put(d, "manual", x) < 0) goto fail;
     if (pymod_put(x, "apart", PyBool_FromLong(s->manual.apart)) < 0 ||
         pymod_put(x, "total", pymod_dirs(&s->manual.total)) < 0 ||
@@ -1268,7 +1299,7 @@ static PyObject *pymod_get_allocations(PyObject *self, PyObject *unused) {
     }
     if (!(list = PyList_New(0))) goto fail;
     for (i = 0; i < n; i++) {
-        int len = a[i].trace == MEMOBS_NO_TRACE ? -1 : memobs_trace_text(a[i].trace, text, sizeof text);
+        int len = a[i].trace == MEMOBS_NO_TRACE ? -1 : memobs_format_trace(text, sizeof text, a[i].trace);
         PyObject *d = Py_BuildValue(
             "{s:K,s:K,s:s,s:i,s:s,s:K,s:K,s:N,s:O,s:N}", "ptr", PYMOD_ULL((uintptr_t)a[i].ptr), "nbytes",
             PYMOD_ULL(a[i].bytes), "kind", (unsigned)a[i].kind < MEMOBS_MEM_KINDS ? kname[a[i].kind] : "?", "device",
@@ -1290,13 +1321,13 @@ fail:
     return NULL;
 }
 
-/* device_bytes(device): (tracked now, the most there ever were). */
+/* get_device_bytes(device): (tracked now, the most there ever were). */
 static PyObject *pymod_device_bytes(PyObject *self, PyObject *arg) {
     int dev;
     uint64_t now, most = 0;
     (void)self;
-    if (pymod_int(arg, "device_bytes", "device", 0, 1 << 20, &dev) < 0) return NULL;
-    now = memobs_track_device_bytes(dev, &most);
+    if (pymod_int(arg, "get_device_bytes", "device", 0, 1 << 20, &dev) < 0) return NULL;
+    now = memobs_get_device_bytes(dev, &most);
     return Py_BuildValue("(KK)", PYMOD_ULL(now), PYMOD_ULL(most));
 }
 
@@ -1571,11 +1602,19 @@ static PyMethodDef pymod_methods[] = {
      "non-empty str (interned on each call) or a region (its name, no lookup)."},
     {"region_depth", pymod_region_depth, METH_NOARGS,
      "region_depth()\n--\n\nRegions open on the calling thread (an int >= 0)."},
+    {"region_set_timing", PYMOD_FN(pymod_region_set_timing), PYMOD_KW,
+     "region_set_timing(on)\n--\n\nRegion timing on (True) or off (False), for every thread; returns the setting "
+     "before the call. On (the default; MEMOBS_REGION_TIMING=0 turns it off at start): two clock reads per region, "
+     "its time in total_ns and max_ns. Off: regions are counted, not timed (\"timed\" stops growing), unless the "
+     "timeline is on or the name is a collective."},
+    {"region_get_timing", pymod_region_get_timing, METH_NOARGS,
+     "region_get_timing()\n--\n\nTrue while regions are timed (see region_set_timing)."},
     {"region_timing", PYMOD_FN(pymod_region_timing), PYMOD_KW,
      "region_timing(on=None)\n--\n\nRegion timing on (True) or off (False), for every thread; returns the setting "
      "before the call (on=None: returns it, changes nothing). On (the default; MEMOBS_REGION_TIMING=0 turns it off "
      "at start): two clock reads per region, its time in total_ns and max_ns. Off: regions are counted, not timed "
-     "(\"timed\" stops growing), unless the timeline is on or the name is a collective."},
+     "(\"timed\" stops growing), unless the timeline is on or the name is a collective. Deprecated name: "
+     "region_set_timing(on) / region_get_timing()."},
     {"get_regions", pymod_get_regions, METH_NOARGS,
      "get_regions()\n--\n\nThe names used in the window (a region ended or a marker set), in the order they were "
      "first interned: a list of dicts with \"name\", \"count\" (regions ended), \"timed\" (of those, timed), "
@@ -1608,10 +1647,14 @@ static PyMethodDef pymod_methods[] = {
      "reset()\n--\n\nStarts a new window: every figure back to zero (in-flight requests, clocks and phases are "
      "kept)."},
     {"complete_reset", pymod_reset, METH_NOARGS, "complete_reset()\n--\n\nnano-vllm's name for reset()."},
-    {"enable", PYMOD_FN(pymod_enable), PYMOD_KW, "enable(on=True)\n--\n\nSwitches recording on or off."},
+    {"set_enabled", PYMOD_FN(pymod_set_enabled), PYMOD_KW,
+     "set_enabled(on)\n--\n\nSwitches recording on (True) or off (False); returns the setting before the call."},
+    {"get_enabled", pymod_is_enabled, METH_NOARGS, "get_enabled()\n--\n\nTrue when recording is on."},
+    {"enable", PYMOD_FN(pymod_enable), PYMOD_KW,
+     "enable(on=True)\n--\n\nSwitches recording on or off. Deprecated name: set_enabled(on)."},
     {"flush", pymod_flush, METH_NOARGS,
      "flush()\n--\n\nWrites every output the environment asks for at exit (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, "
-     "MEMOBS_TRACE, MEMOBS_HTML...) now, as exit would: for an engine's own shutdown path. The package calls it "
+     "MEMOBS_TIMELINE, MEMOBS_HTML...) now, as exit would: for an engine's own shutdown path. The package calls it "
      "at an exit by an uncaught KeyboardInterrupt (which ends in SIGINT, past C's exit handlers). OSError if a "
      "writer failed."},
     {"set_signals", PYMOD_FN(pymod_set_signals), PYMOD_KW,
@@ -1620,7 +1663,10 @@ static PyMethodDef pymod_methods[] = {
      "SIGHUP and SIGQUIT write the outputs, then end the process as they would have; SIGINT is left to Python "
      "(KeyboardInterrupt: an exit by it is written by the package's exit hook); crashes call the crash writer. "
      "Returns the setting before the call."},
-    {"is_enabled", pymod_is_enabled, METH_NOARGS, "is_enabled()\n--\n\nTrue when recording is on."},
+    {"is_enabled", pymod_is_enabled, METH_NOARGS,
+     "is_enabled()\n--\n\nTrue when recording is on. Deprecated name: get_enabled()."},
+    {"get_signals", pymod_get_signals, METH_NOARGS,
+     "get_signals()\n--\n\nTrue while memobs' stop and crash signal handlers are wanted (see set_signals)."},
     {"track_python_stacks", PYMOD_FN(pymod_track_python_stacks), PYMOD_KW,
      "track_python_stacks(priority=None, skip=None, root=None, max_frames=None, head=None, tail=None, "
      "source_width=None, take_gil=None)\n--\n\nEvery tracked allocation gets the Python stack of the thread that "
@@ -1653,9 +1699,11 @@ static PyMethodDef pymod_methods[] = {
      "get_allocations()\n--\n\nThe live tracked allocations: a list of dicts with \"ptr\", \"nbytes\", \"kind\", "
      "\"device\", \"phase\", \"stream\" (an int; 0: none), \"time_ns\", \"trace\" (an id or None), "
      "\"pending_free\" and \"stack\" (the trace's text: its tag, then one line per frame; None without one)."},
-    {"device_bytes", pymod_device_bytes, METH_O,
-     "device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device now, and the most "
+    {"get_device_bytes", pymod_device_bytes, METH_O,
+     "get_device_bytes(device)\n--\n\n(now, most): tracked bytes of kind \"device\" on device now, and the most "
      "there ever were in this process (reset() keeps it)."},
+    {"device_bytes", pymod_device_bytes, METH_O,
+     "device_bytes(device)\n--\n\nDeprecated name of get_device_bytes(device)."},
     {"_preload_abi", pymod_preload_abi, METH_NOARGS,
      "_preload_abi()\n--\n\nmemobs_preload_abi() of the LD_PRELOAD library in the process (its MEMOBS__ABI_KEY), "
      "or None without one; compare _abi_key."},

@@ -351,12 +351,12 @@ static void memobs_torch__setup(void) {
     p.capture = memobs_torch__capture;
     p.format = memobs_torch__format;
     p.title = "Python Stack Trace";
-    if (memobs_py_configure(&c) == MEMOBS_OK) (void)memobs_set_tag_provider(&p); /* errors were warned about */
+    if (memobs_py_configure(&c) == MEMOBS_OK) (void)memobs_track_set_tag_provider(&p); /* errors were warned about */
 
     /* Growth and minimum as memobs_init() read them from MEMOBS_PEAK_GROWTH
        and MEMOBS_PEAK_MIN (or its defaults, 0.10 and 64M). */
     if (!getenv("MEMOBS_PEAK_REPORT"))
-        (void)memobs_set_peak_report("stderr", (double)MEMOBS__LOAD(&MEMOBS__TRK.peak_growth_ppm.v) / 1e6,
+        (void)memobs_track_set_peak_report("stderr", (double)MEMOBS__LOAD(&MEMOBS__TRK.peak_growth_ppm.v) / 1e6,
                                      MEMOBS__LOAD(&MEMOBS__TRK.peak_min.v));
 }
 
@@ -374,7 +374,7 @@ static void memobs_torch__capture_now(void) {
     PyGILState_STATE st = PyGILState_UNLOCKED;
     int gil = 0, n;
     memobs_torch__tls.n = 0;
-    if (!memobs_is_enabled()) return;
+    if (!memobs_get_enabled()) return;
     if (memobs_torch__g.take_gil && memobs_py_status() == MEMOBS_PY_NO_GIL &&
         PyGILState_GetThisThreadState() != NULL) { /* NULL: a C/C++ thread, it runs no Python code */
         st = PyGILState_Ensure();

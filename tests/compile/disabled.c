@@ -39,17 +39,17 @@ int main(void) {
     memobs_timeline_stats_t tl;
     int x = 0;
     all_macros(&x);
-    memobs_enable(1); /* cannot switch a compiled-out build on */
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 5);
+    memobs_set_enabled(1); /* cannot switch a compiled-out build on */
+    memobs_record_xfer(MEMOBS_DIR_H2D, 5, MEMOBS_PHASE_DECODE);
     memobs_request_begin(1);
     memobs_track_alloc_full(&x, 8, MEMOBS_MEM_DEVICE, 0, NULL, "t", 0);
     memobs_get_summary(&s);
-    if (memobs_timeline_enable(16) != MEMOBS_OK) return printf("    # memobs_timeline_enable failed\n"), 1;
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 5);
-    memobs_timeline_stats(&tl);
+    if (memobs_timeline_start(16) != MEMOBS_OK) return printf("    # memobs_timeline_start failed\n"), 1;
+    memobs_record_xfer(MEMOBS_DIR_H2D, 5, MEMOBS_PHASE_DECODE);
+    memobs_timeline_get_stats(&tl);
     if (tl.capacity || tl.recorded) return printf("    # the timeline was switched on\n"), 1;
     if (x != 0) return printf("    # macro arguments were evaluated (%d increments)\n", x), 1;
-    if (memobs_is_enabled()) return printf("    # enabled after memobs_enable(1)\n"), 1;
+    if (memobs_get_enabled()) return printf("    # enabled after memobs_set_enabled(1)\n"), 1;
     if (s.total.h2d.bytes || s.requests_begun || s.tracking || s.mem[0].allocs) return printf("    # something was recorded\n"), 1;
     memobs_region_begin("fn");
     memobs_mark("fn");

@@ -22,7 +22,7 @@
            periodic.prom (a copy of the first periodic Prometheus write)
            when CRASH_PERIODIC names the file to wait for.
    Other variables: CRASH_APART=1 counts the plain records apart as manual
-   (memobs_manual_apart), CRASH_EXIT_OFF=1 calls memobs_set_exit_outputs(0),
+   (memobs_set_manual_apart), CRASH_EXIT_OFF=1 calls memobs_set_exit_outputs(0),
    CRASH_MARK=1 writes "crash-begin"/"crash-end" to fd -1 around the
    writer (for strace). */
 #ifndef _GNU_SOURCE
@@ -137,7 +137,7 @@ static void record_thread(unsigned t) {
         for (d = 0; d < 3; d++) {
             for (i = 0; i < REC; i++) {
                 if (apart && i % 2 == 0) memobs_observer_enter();
-                memobs_record((memobs_dir_t)d, (memobs_phase_t)p, rec_bytes(t, d, p));
+                memobs_record_xfer((memobs_dir_t)d, rec_bytes(t, d, p), (memobs_phase_t)p);
                 if (apart && i % 2 == 0) memobs_observer_leave();
             }
         }
@@ -187,17 +187,17 @@ static void record_all(void) {
     memobs_request_begin(2); /* in flight */
     memobs_request_begin(3);
     memobs_request_end(3); /* aborted */
-    memobs_ttft_record(1000000);
-    memobs_ttft_record(2000000);
-    memobs_ttft_record(3000000);
-    memobs_ttft_record(50000000);
-    memobs_tpot_record(10000000);
-    memobs_tpot_record(10000000);
-    memobs_tpot_record(12000000);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 1u << 20, 100000);
-    memobs_record_timed(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, 4096, 2500);
+    memobs_record_ttft(1000000);
+    memobs_record_ttft(2000000);
+    memobs_record_ttft(3000000);
+    memobs_record_ttft(50000000);
+    memobs_record_tpot(10000000);
+    memobs_record_tpot(10000000);
+    memobs_record_tpot(12000000);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 1u << 20, MEMOBS_PHASE_PREFILL, 100000);
+    memobs_record_xfer_timed(MEMOBS_DIR_D2H, 4096, MEMOBS_PHASE_DECODE, 2500);
     memobs_timed_in_flight(2, 8192);
-    memobs_record((memobs_dir_t)7, MEMOBS_PHASE_DECODE, 5); /* a bad record */
+    memobs_record_xfer((memobs_dir_t)7, 5, MEMOBS_PHASE_DECODE); /* a bad record */
     for (t = 0; t < NT; t++) pthread_create(&th[t], NULL, exit_main, (void *)(uintptr_t)t);
     for (t = 0; t < NT; t++) pthread_join(th[t], NULL);
     for (t = NT; t < NT + NKEEP; t++) pthread_create(&th[t], NULL, keep_main, (void *)(uintptr_t)t);
@@ -312,11 +312,11 @@ static void *busy_main(void *arg) {
     uintptr_t base = (uintptr_t)0x40000000u + (uintptr_t)t * 0x1000000u;
     while (!stop_busy) {
         void *p = (void *)(base + (i % 512u) * 64u);
-        memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 4096);
+        memobs_record_xfer(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_DECODE);
         MEMOBS_COUNTER_ADD("busy_ops", 1);
         MEMOBS_TRACK_ALLOC(p, 256, MEMOBS_MEM_HOST);
         MEMOBS_TRACK_FREE(p);
-        memobs_ttft_record(1000 + i % 5000u);
+        memobs_record_ttft(1000 + i % 5000u);
         __atomic_fetch_add(&busy_ops, 1u, __ATOMIC_RELAXED);
         i++;
     }
@@ -407,7 +407,7 @@ static void test_floats(void) {
     CHECK_U64(0, bad);
 }
 
-/* memobs_fmt_bytes and memobs_fmt_ns against the same rules by snprintf. */
+/* memobs_format_bytes and memobs_format_ns against the same rules by snprintf. */
 static void test_units(void) {
     static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
     char a[48], b[48];
@@ -432,20 +432,20 @@ static void test_units(void) {
                 while (d >= 999.995 && u < 5) d /= 1000.0, u++;
                 if (v < 1000) snprintf(a, sizeof a, "%llu B", (unsigned long long)v);
                 else snprintf(a, sizeof a, "%.2f %s", d, unit[u]);
-                memobs_fmt_bytes(v, b, sizeof b);
+                memobs_format_bytes(b, sizeof b, v);
             } else {
                 if (v < 1000) snprintf(a, sizeof a, "%llu ns", (unsigned long long)v);
                 else if (v < 999995ull) snprintf(a, sizeof a, "%.2f us", (double)v / 1e3);
                 else if (v < 999995000ull) snprintf(a, sizeof a, "%.2f ms", (double)v / 1e6);
                 else snprintf(a, sizeof a, "%.2f s", (double)v / 1e9);
-                memobs_fmt_ns(v, b, sizeof b);
+                memobs_format_ns(b, sizeof b, v);
             }
             if (strcmp(a, b) != 0 && bad++ < 10) printf("    # %s(%llu): snprintf %s, memobs %s\n",
                                                         k ? "ns" : "bytes", (unsigned long long)v, a, b);
         }
     }
     CHECK_U64(0, bad);
-    CHECK_STR("1.2", memobs_fmt_bytes(1234, b, 4)); /* cut as snprintf cuts */
+    CHECK_STR("1.2", memobs_format_bytes(b, 4, 1234)); /* cut as snprintf cuts */
 }
 
 /* memobs__out_printf against snprintf, for the forms the writers use. */
@@ -533,7 +533,7 @@ static void test_after_write(void) {
     if (!prom) return;
     before = slurp(prom);
     CHECK(strstr(before, "\nmemobs_crash_signal{") != NULL);
-    memobs_record(MEMOBS_DIR_D2D, MEMOBS_PHASE_DECODE, 777);
+    memobs_record_xfer(MEMOBS_DIR_D2D, 777, MEMOBS_PHASE_DECODE);
     memobs__prom_tick(0); /* held off: the crash's file stays */
     after = slurp(prom);
     CHECK(strcmp(before, after) == 0);
@@ -646,14 +646,14 @@ int main(int argc, char **argv) {
     dir_arg = argv[2];
     apart = getenv("CRASH_APART") != NULL;
     memobs_set_log(quiet, NULL);
-    if (apart) memobs_manual_apart(1);
+    if (apart) memobs_set_manual_apart(1);
     if (getenv("CRASH_EXIT_OFF")) memobs_set_exit_outputs(0);
     record_all();
     if (getenv("CRASH_PERIODIC")) {
         keep_periodic(); /* then more: the crash's counters are above the periodic write's */
         extra = 1;
-        memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_PREFILL, 100000);
-        memobs_ttft_record(7000000);
+        memobs_record_xfer(MEMOBS_DIR_D2H, 100000, MEMOBS_PHASE_PREFILL);
+        memobs_record_ttft(7000000);
         MEMOBS_COUNTER_ADD("evictions", 1);
     }
     write_refs();

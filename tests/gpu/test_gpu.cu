@@ -4,14 +4,14 @@
    cudaMemcpyDefault resolved for device, pinned, pageable and managed
    memory; allocations in the tracker with their kind and device; a
    cudaFreeAsync pending until its stream gets there; CUDA-event timing
-   beside a measurement of our own; memobs_cuda_mem_info against memory
+   beside a measurement of our own; memobs_cuda_get_mem_info against memory
    allocated around the wrappers; the out-of-memory flight recorder.
    And tests/test_capture.c's cases (there against the runtime double),
    here against the real runtime and driver:
      - test_graph_decode_step: a decode step captured in global mode with
        timing on (H2D, D2D, D2H, cudaMemcpyDefault), ended with cudaSuccess,
        nothing counted at capture, 100 launches counted 100 times per
-       direction, the bytes arrived, memobs_cuda_graph_stats.
+       direction, the bytes arrived, memobs_cuda_get_graph_stats.
      - test_capture_{global,thread_local,relaxed}_busy: a capture in each
        mode while a second thread makes timed wrapped copies on its own
        stream, polls and summarizes (at least 3 rounds while the capture is
@@ -380,8 +380,8 @@ static void test_alloc_tracked_and_freed(void) {
     CHECK_U64(before.mem[MEMOBS_MEM_PINNED].current_bytes + 12 * KIB + regn, S.mem[MEMOBS_MEM_PINNED].current_bytes);
     CHECK_U64(before.mem[MEMOBS_MEM_MANAGED].current_bytes + 11 * KIB, S.mem[MEMOBS_MEM_MANAGED].current_bytes);
     CHECK_U64(before.track.frees_unknown, S.track.frees_unknown);
-    /* memobs_track_device_bytes: the device blocks */
-    CHECK(memobs_track_device_bytes(dev, NULL) >= 3 * MIB + 13 * KIB);
+    /* memobs_get_device_bytes: the device blocks */
+    CHECK(memobs_get_device_bytes(dev, NULL) >= 3 * MIB + 13 * KIB);
 
     CUOK(memobs_cudaFree(d));
     CUOK(memobs_cudaFreeHost(h));
@@ -510,7 +510,7 @@ static void test_timing_matches_own_events(void) {
     CHECK_U64((uint64_t)reps * n, S.prefill.h2d.bytes); /* the raw copies are not recorded */
     gbs = ours > 0 ? (double)reps * n / ours : 0.0;
     printf("    # timing: memobs %.3f ms, own events %.3f ms (per 256 MiB copy), %.2f GB/s, untimed %llu\n",
-           ours / reps / 1e6, theirs / reps / 1e6, gbs, (unsigned long long)memobs_cuda_untimed());
+           ours / reps / 1e6, theirs / reps / 1e6, gbs, (unsigned long long)memobs_cuda_get_untimed());
     CHECK(theirs > 0);
     CHECK(ours >= theirs * 0.9 && ours <= theirs * 1.1);
     CHECK(gbs > 1.0);
@@ -561,7 +561,7 @@ static void test_timing_matches_own_events(void) {
     CUOK(memobs_cudaFreeHost(h));
 }
 
-/* memobs_cuda_mem_info: driver used covers what is tracked; 1 GiB
+/* memobs_cuda_get_mem_info: driver used covers what is tracked; 1 GiB
    allocated around the wrappers shows as outside; 256 MiB through them
    does not. */
 static void test_mem_info_outside(void) {
@@ -569,21 +569,21 @@ static void test_mem_info_outside(void) {
     void *raw = NULL, *tracked = NULL;
     const double tol = 64.0 * MIB; /* driver granularity, other users of the GPU */
     settle();
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m0));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m0, dev));
     CHECK_U64(dev, m0.device);
     CHECK(m0.driver_total > 0);
     CHECK(m0.driver_used + m0.driver_free == m0.driver_total);
     CHECK(m0.driver_used >= m0.tracked);
-    CHECK_U64(memobs_track_device_bytes(dev, NULL), m0.tracked);
+    CHECK_U64(memobs_get_device_bytes(dev, NULL), m0.tracked);
 
     CUOK(memobs_cudaMalloc(&tracked, 256 * MIB));
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m1));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m1, dev));
     CHECK_U64(m0.tracked + 256 * MIB, m1.tracked);
     CHECK(m1.driver_used >= m1.tracked);
     CHECK_NEAR(m1.outside, m0.outside, tol);
 
     CUOK(cudaMalloc(&raw, GIB)); /* around memobs */
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m2));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m2, dev));
     CHECK_U64(m1.tracked, m2.tracked);
     CHECK_NEAR(m2.outside - m1.outside, (double)GIB, tol);
     CHECK_NEAR(m2.driver_used - m1.driver_used, (double)GIB, tol);
@@ -594,10 +594,10 @@ static void test_mem_info_outside(void) {
 
     CUOK(cudaFree(raw));
     CUOK(memobs_cudaFree(tracked));
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m3));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m3, dev));
     CHECK_U64(m0.tracked, m3.tracked);
     CHECK_NEAR(m3.outside, m0.outside, tol);
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_cuda_mem_info(dev, NULL));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_cuda_get_mem_info(NULL, dev));
     {
         char buf[4096];
         FILE *f = fmemopen(buf, sizeof buf, "w");
@@ -618,20 +618,20 @@ static void test_oom_flight_recorder(void) {
     memobs_cuda_mem_t m;
     void *p = NULL;
     size_t want_bytes;
-    uint64_t oom0 = memobs_cuda_oom_count(), live0;
+    uint64_t oom0 = memobs_cuda_get_oom_count(), live0;
     FILE *f;
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     if (fd < 0) return;
     close(fd);
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m, dev));
     want_bytes = (size_t)m.driver_total + 4 * GIB;
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_oom_report(path));
     snap();
     live0 = S.mem[MEMOBS_MEM_DEVICE].live;
     CHECK_ERR(cudaErrorMemoryAllocation, memobs_cudaMalloc(&p, want_bytes));
     (void)cudaGetLastError();
-    CHECK_U64(oom0 + 1, memobs_cuda_oom_count());
+    CHECK_U64(oom0 + 1, memobs_cuda_get_oom_count());
     snap();
     CHECK_U64(live0, S.mem[MEMOBS_MEM_DEVICE].live);
     CHECK_U64(MEMOBS_OK, memobs_cuda_set_oom_report("off"));
@@ -683,7 +683,7 @@ static void log_hook(int level, const char *msg, void *user) {
 static memobs_cuda_graph_stats_t gstats(void) {
     memobs_cuda_graph_stats_t g;
     memset(&g, 0, sizeof g);
-    CHECK_U64(MEMOBS_OK, memobs_cuda_graph_stats(&g));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_graph_stats(&g));
     return g;
 }
 
@@ -715,7 +715,7 @@ static void test_graph_decode_step(void) {
     fill(h, 11, 8192);
     memset(h2, 0, 8192);
     g0 = gstats();
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     memobs_reset();
     memobs_cuda_set_timing(1);
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
@@ -761,7 +761,7 @@ static void test_graph_decode_step(void) {
     CHECK_U64(0, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count + S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].count +
                      S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2D].count); /* graph copies are not timed */
     CHECK_U64(0, S.timed_in_flight_copies);
-    CHECK_U64(untimed0, memobs_cuda_untimed());
+    CHECK_U64(untimed0, memobs_cuda_get_untimed());
     g1 = gstats();
     CHECK_U64(100, g1.launches - g0.launches);
     CHECK_U64(500, g1.launched_copies - g0.launched_copies);
@@ -859,7 +859,7 @@ static void capture_while_busy(enum cudaStreamCaptureMode mode) {
     memset(h2, 0, 4096);
     fill(w.h, 22, 4096);
     g0 = gstats();
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     memobs_reset();
     memobs_set_phase(MEMOBS_PHASE_NONE);
     memobs_cuda_set_timing(1);
@@ -902,7 +902,7 @@ static void capture_while_busy(enum cudaStreamCaptureMode mode) {
     CHECK_U64((uint64_t)rounds * 32, S.decode.d2h.bytes);
     CHECK_U64(rounds, S.decode.d2h.count);
     CHECK_U64(0, S.timed_in_flight_copies);
-    CHECK_U64(untimed0, memobs_cuda_untimed());
+    CHECK_U64(untimed0, memobs_cuda_get_untimed());
     CHECK_U64(rounds, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count);
     CHECK_U64(rounds, S.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_D2H].count);
     CHECK_U64(0, S.unphased.h2d.count); /* the captured copies counted nothing at capture */
@@ -1004,7 +1004,7 @@ static void every_wrapper(cudaError_t e) {
     CHECK_ERR(e, cudaPeekAtLastError());
     CHECK_U64(MEMOBS_OK, memobs_cuda_print_mem(f));
     CHECK_ERR(e, cudaPeekAtLastError());
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &mi));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&mi, dev));
     CHECK_ERR(e, cudaPeekAtLastError());
     CHECK_U64(MEMOBS_OK, memobs_write_summary(f, MEMOBS_FORMAT_TEXT));
     CHECK_ERR(e, cudaPeekAtLastError());
@@ -1065,7 +1065,7 @@ static const memobs_sample_dev_t *sample_dev(const memobs_sample_t *smp, int d) 
     return NULL;
 }
 
-/* memobs_cuda_print_mem, memobs_cuda_mem_info and memobs_sample_now (a
+/* memobs_cuda_print_mem, memobs_cuda_get_mem_info and memobs_sample_now (a
    block recorded by hand on the device) leave device `other`'s primary
    context inactive; `other` is a device this process never used. */
 static void check_no_context_on(int other, int used) {
@@ -1092,7 +1092,7 @@ static void check_no_context_on(int other, int used) {
     }
     CHECK_U64(0, primary_active(other));
     logs0 = log_lines;
-    CHECK_U64(MEMOBS_ERR_INVALID, memobs_cuda_mem_info(other, &m));
+    CHECK_U64(MEMOBS_ERR_INVALID, memobs_cuda_get_mem_info(&m, other));
     CHECK_U64(logs0, log_lines); /* quietly */
     CHECK_U64(0, primary_active(other));
     /* the sampler asks the devices memobs saw memory on: this one now */
@@ -1111,7 +1111,7 @@ static void check_no_context_on(int other, int used) {
         if (sd) CHECK(sd->used != MEMOBS_UNKNOWN && sd->used > 0);
     }
     memobs_track_free(fake);
-    CHECK_U64(0, memobs_track_device_bytes(other, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(other, NULL));
     CHECK_U64(0, primary_active(other));
 }
 
@@ -1182,7 +1182,7 @@ static int child_no_context(void) {
         CUOK(cudaSetDevice(0));
         CUOK(cudaFree(0));
         CHECK_U64(1, primary_active(0));
-        CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(0, &m));
+        CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m, 0));
         CHECK(m.driver_total > 0);
     }
     printf("    # child: %d device(s), %d failed check(s)\n", n, check__failed_checks);
@@ -1362,7 +1362,7 @@ static void test_device_reset(void) {
         CHECK(!"allocations");
         return;
     }
-    CHECK(memobs_track_device_bytes(dev, NULL) >= 3 * MIB);
+    CHECK(memobs_get_device_bytes(dev, NULL) >= 3 * MIB);
     memobs_reset();
     memobs_cuda_set_timing(1);
     spin(st, 50ull * 1000 * 1000);
@@ -1370,14 +1370,14 @@ static void test_device_reset(void) {
     CUOK(memobs_cudaMemcpyAsync(h + MIB, d, 1 * MIB, cudaMemcpyDeviceToHost, st));
     snap();
     CHECK_U64(2, S.timed_in_flight_copies); /* the premise: still behind the kernel */
-    untimed0 = memobs_cuda_untimed();
+    untimed0 = memobs_cuda_get_untimed();
     CHECK_ERR(cudaSuccess, memobs_cudaDeviceReset());
-    CHECK_U64(untimed0 + 2, memobs_cuda_untimed());
+    CHECK_U64(untimed0 + 2, memobs_cuda_get_untimed());
     snap();
     CHECK_U64(0, S.timed_in_flight_copies);
     CHECK_U64(0, S.timed_in_flight_bytes);
     CHECK_U64(0, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].count + S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_D2H].count);
-    CHECK_U64(0, memobs_track_device_bytes(dev, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(dev, NULL));
     CHECK(find(d) == NULL);
     CHECK(find(a) == NULL);
     /* the pinned block went with the context; memobs keeps pinned blocks
@@ -1395,7 +1395,7 @@ static void test_device_reset(void) {
         CHECK(!"allocations after the reset");
         return;
     }
-    CHECK_U64(1 * MIB, memobs_track_device_bytes(dev, NULL));
+    CHECK_U64(1 * MIB, memobs_get_device_bytes(dev, NULL));
     fill(h, 31, 1 * MIB);
     memobs_reset();
     CUOK(memobs_cudaMemcpyAsync(d, h, 1 * MIB, cudaMemcpyHostToDevice, st));
@@ -1406,17 +1406,17 @@ static void test_device_reset(void) {
     CHECK_U64(1 * MIB, S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].bytes);
     CHECK(S.timed[MEMOBS_PHASE_NONE][MEMOBS_DIR_H2D].ns > 0);
     CHECK_U64(0, S.timed_in_flight_copies);
-    CHECK_U64(untimed0 + 2, memobs_cuda_untimed());
+    CHECK_U64(untimed0 + 2, memobs_cuda_get_untimed());
     memobs_cuda_set_timing(0);
     CUOK(cudaMemcpy(h2, d, 1 * MIB, cudaMemcpyDeviceToHost));
     CHECK(memcmp(h2, h, 1 * MIB) == 0);
-    CHECK_U64(MEMOBS_OK, memobs_cuda_mem_info(dev, &m));
+    CHECK_U64(MEMOBS_OK, memobs_cuda_get_mem_info(&m, dev));
     CHECK_U64(1 * MIB, m.tracked);
     CHECK_ERR(cudaSuccess, cudaGetLastError());
     CUOK(memobs_cudaFree(d));
     CUOK(memobs_cudaFreeHost(h));
     CUOK(memobs_cudaFreeHost(h2));
-    CHECK_U64(0, memobs_track_device_bytes(dev, NULL));
+    CHECK_U64(0, memobs_get_device_bytes(dev, NULL));
 }
 
 

@@ -82,7 +82,7 @@ extern "C" int gpu_ptds_capture(int dev) {
     memset(h2, 0, 4096);
     memset(&g0, 0, sizeof g0);
     memset(&g1, 0, sizeof g1);
-    PCHECK_U64(MEMOBS_OK, memobs_cuda_graph_stats(&g0));
+    PCHECK_U64(MEMOBS_OK, memobs_cuda_get_graph_stats(&g0));
     memobs_cuda_set_timing(1);
     memobs_set_phase(MEMOBS_PHASE_NONE);
     memobs_reset();
@@ -97,7 +97,7 @@ extern "C" int gpu_ptds_capture(int dev) {
     PCHECK_U64(0, PS.total.h2d.count + PS.total.d2h.count + PS.total.d2d.count);
     PCHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(0, &g));
     PCHECK(g != NULL);
-    PCHECK_U64(MEMOBS_OK, memobs_cuda_graph_stats(&g1));
+    PCHECK_U64(MEMOBS_OK, memobs_cuda_get_graph_stats(&g1));
     PCHECK_U64(2, g1.captured_copies - g0.captured_copies);
     PCHECK_U64(4096 + 1000, g1.captured_bytes - g0.captured_bytes);
     PCHECK_U64(g0.captures, g1.captures);
@@ -115,7 +115,7 @@ extern "C" int gpu_ptds_capture(int dev) {
         PCHECK_U64(0, PS.decode.d2d.count + PS.unphased.h2d.count + PS.unphased.d2h.count);
         PCHECK_U64(0, PS.timed[MEMOBS_PHASE_DECODE][MEMOBS_DIR_H2D].count); /* graph copies are not timed */
         PCHECK(memcmp(h, h2, 1000) == 0);
-        PCHECK_U64(MEMOBS_OK, memobs_cuda_graph_stats(&g1));
+        PCHECK_U64(MEMOBS_OK, memobs_cuda_get_graph_stats(&g1));
         PCHECK_U64(3, g1.launches - g0.launches);
         PCHECK_U64(6, g1.launched_copies - g0.launched_copies);
         PCHECK_U64(g0.unknown_launches, g1.unknown_launches);

@@ -86,11 +86,11 @@ static volatile sig_atomic_t h_track = 1;     /* the handler tracks an alloc+fre
 static void handler_body(void) {
     uint64_t a = 0x70000000u + (ADD(&h_addr, 1u) % 4096u) * 0x10000u;
     MEMOBS_RECORD_H2D(SIG_BYTES, 1);
-    memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, SIG_BYTES);
+    memobs_record_xfer(MEMOBS_DIR_D2H, SIG_BYTES, MEMOBS_PHASE_DECODE);
     MEMOBS_RECORD_XFER(MEMOBS_DIR_D2D, SIG_BYTES, MEMOBS_PHASE_NONE);
     memobs_counter_add(h_counter, 1);
     MEMOBS_COUNTER_ADD("hs_sig_site", 2);
-    memobs_ttft_record(1000);
+    memobs_record_ttft(1000);
     if (h_track) {
         MEMOBS_TRACK_ALLOC((const void *)(uintptr_t)a, 64, MEMOBS_MEM_HOST);
         MEMOBS_TRACK_FREE((const void *)(uintptr_t)a);
@@ -189,14 +189,14 @@ static void check_totals(const loop_t *L, uint64_t calls, int requests_in_handle
     }
     EXPECT("H2D prefill records (loop + handler)", L->recs + calls, s.prefill.h2d.count);
     EXPECT("H2D prefill bytes", L->bytes + SIG_BYTES * calls, s.prefill.h2d.bytes);
-    EXPECT("D2H decode records (memobs_record)", L->recs + calls, s.decode.d2h.count);
+    EXPECT("D2H decode records (memobs_record_xfer)", L->recs + calls, s.decode.d2h.count);
     EXPECT("D2H decode bytes", L->bytes + SIG_BYTES * calls, s.decode.d2h.bytes);
     EXPECT("D2D unphased records (_CUR, _XFER)", L->recs + calls, s.unphased.d2d.count);
     EXPECT("D2D unphased bytes", L->bytes + SIG_BYTES * calls, s.unphased.d2d.bytes);
     EXPECT("counter hs_sig (memobs_counter_add in the handler)", calls, hs);
     EXPECT("counter hs_sig_site (MEMOBS_COUNTER_ADD in the handler)", 2 * calls, hsite);
     EXPECT("counter hs_loop", L->counter, hloop);
-    EXPECT("TTFT samples (memobs_ttft_record; a request's first token)", L->ttft + L->requests + calls, s.ttft.count);
+    EXPECT("TTFT samples (memobs_record_ttft; a request's first token)", L->ttft + L->requests + calls, s.ttft.count);
     EXPECT("TPOT samples", L->tpot, s.tpot.count);
     /* a handler's pair is refused whole or kept whole: the handler runs
        inside one state of its thread */
@@ -241,15 +241,15 @@ static void *storm_worker(void *arg) {
     for (i = 0; i < STORM_MAX_ITERS && (i < STORM_ITERS || LOAD(&h_calls) < storm_min_calls); i++) {
         uint64_t b = (i & 0xff) + 1, a = base + (i & 3) * 64;
         MEMOBS_RECORD_H2D(b, 1);
-        memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, b);
+        memobs_record_xfer(MEMOBS_DIR_D2H, b, MEMOBS_PHASE_DECODE);
         MEMOBS_RECORD_D2D_CUR(b);
         MEMOBS_COUNTER_ADD("hs_loop", 3);
         w->L.recs++;
         w->L.bytes += b;
         w->L.counter += 3;
         if ((i & 15) == 0) {
-            memobs_ttft_record(500 + i);
-            memobs_tpot_record(100 + i);
+            memobs_record_ttft(500 + i);
+            memobs_record_tpot(100 + i);
             w->L.ttft++;
             w->L.tpot++;
         }
@@ -352,7 +352,7 @@ static int mode_storm(int rounds) {
 static void *race_thread(void *arg) {
     (void)arg;
     MEMOBS_RECORD_H2D(3, 1); /* the first record, raced by a SIGUSR1 */
-    memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, 3);
+    memobs_record_xfer(MEMOBS_DIR_D2H, 3, MEMOBS_PHASE_DECODE);
     MEMOBS_RECORD_D2D_CUR(3);
     MEMOBS_COUNTER_ADD("hs_loop", 1);
     return NULL;
@@ -570,7 +570,7 @@ static void *sat_thread(void *arg) {
     uint64_t n = *(const uint64_t *)arg, i, a = 0x6300000u + n * 0x10000u;
     memobs_counter_t c = memobs_counter_register("hs_sat", NULL);
     for (i = 0; i < n; i++) {
-        memobs_record(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, MAXB);
+        memobs_record_xfer(MEMOBS_DIR_D2H, MAXB, MEMOBS_PHASE_DECODE);
         memobs_counter_add(c, MAXB);
         MEMOBS_TRACK_ALLOC((const void *)(uintptr_t)a, MAXB, MEMOBS_MEM_HOST);
         MEMOBS_TRACK_FREE((const void *)(uintptr_t)a);
@@ -587,14 +587,14 @@ static int mode_bounds(void) {
     pthread_t t[2];
 
     memobs_reset();
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, UINT64_MAX);
-    memobs_record(MEMOBS_DIR_H2D, MEMOBS_PHASE_DECODE, 2);
+    memobs_record_xfer(MEMOBS_DIR_H2D, UINT64_MAX, MEMOBS_PHASE_DECODE);
+    memobs_record_xfer(MEMOBS_DIR_H2D, 2, MEMOBS_PHASE_DECODE);
     memobs_get_summary(&s);
-    EXPECT("memobs_record(H2D, DECODE, UINT64_MAX) then 2 bytes: decode H2D bytes", 2, s.decode.h2d.bytes);
+    EXPECT("memobs_record_xfer(H2D, UINT64_MAX, DECODE) then 2 bytes: decode H2D bytes", 2, s.decode.h2d.bytes);
     EXPECT("decode H2D records", 1, s.decode.h2d.count);
     EXPECT("total H2D bytes", 2, s.total.h2d.bytes);
     EXPECT("bad records", 1, s.bad_records);
-    tap("memobs_record above MEMOBS_MAX_BYTES refused, a bad record; total bytes 2, not 1", before);
+    tap("memobs_record_xfer above MEMOBS_MAX_BYTES refused, a bad record; total bytes 2, not 1", before);
 
     before = failed;
     memobs_reset();
@@ -602,8 +602,8 @@ static int mode_bounds(void) {
     MEMOBS_RECORD_D2H(MAXB + 1, 0);
     MEMOBS_RECORD_D2D_CUR(UINT64_MAX - 1);
     MEMOBS_RECORD_XFER(MEMOBS_DIR_H2D, MAXB + 1, MEMOBS_PHASE_PREFILL);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, MAXB + 1, 10);
-    memobs_record_timed(MEMOBS_DIR_H2D, MEMOBS_PHASE_PREFILL, 10, UINT64_MAX);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, MAXB + 1, MEMOBS_PHASE_PREFILL, 10);
+    memobs_record_xfer_timed(MEMOBS_DIR_H2D, 10, MEMOBS_PHASE_PREFILL, UINT64_MAX);
     MEMOBS_RECORD_H2D(MAXB, 1); /* the limit itself passes */
     memobs_get_summary(&s);
     EXPECT("bad records (4 macros, 2 timed copies)", 6, s.bad_records);
@@ -612,7 +612,7 @@ static int mode_bounds(void) {
     EXPECT("decode D2H records", 0, s.decode.d2h.count);
     EXPECT("unphased D2D records", 0, s.unphased.d2d.count);
     EXPECT("timed copies", 0, s.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D].count);
-    tap("the record macros and memobs_record_timed refuse values above MEMOBS_MAX_BYTES / MEMOBS_MAX_NS", before);
+    tap("the record macros and memobs_record_xfer_timed refuse values above MEMOBS_MAX_BYTES / MEMOBS_MAX_NS", before);
 
     before = failed;
     memobs_reset();
@@ -646,10 +646,10 @@ static int mode_bounds(void) {
 
     before = failed;
     memobs_reset();
-    memobs_ttft_record(UINT64_MAX);
-    memobs_ttft_record(5);
-    memobs_tpot_record(MEMOBS_MAX_NS + 1);
-    memobs_tpot_record(7);
+    memobs_record_ttft(UINT64_MAX);
+    memobs_record_ttft(5);
+    memobs_record_tpot(MEMOBS_MAX_NS + 1);
+    memobs_record_tpot(7);
     memobs_get_summary(&s);
     EXPECT("TTFT: UINT64_MAX refused, then 5: count", 1, s.ttft.count);
     EXPECT("TTFT mean", 5, s.ttft.mean_ns);
@@ -666,8 +666,8 @@ static int mode_bounds(void) {
     for (k = 0; k < 2; k++) pthread_create(&t[k], NULL, sat_thread, k ? &n100 : &n200);
     for (k = 0; k < 2; k++) pthread_join(t[k], NULL);
     pthread_barrier_destroy(&sat_barrier);
-    for (k = 0; k < 300; k++) memobs_ttft_record(MEMOBS_MAX_NS);
-    for (k = 0; k < 300; k++) memobs_record_timed(MEMOBS_DIR_D2H, MEMOBS_PHASE_DECODE, MAXB, MEMOBS_MAX_NS);
+    for (k = 0; k < 300; k++) memobs_record_ttft(MEMOBS_MAX_NS);
+    for (k = 0; k < 300; k++) memobs_record_xfer_timed(MEMOBS_DIR_D2H, MAXB, MEMOBS_PHASE_DECODE, MEMOBS_MAX_NS);
     memobs_get_summary(&s);
     EXPECT("200 + 100 records of 2^56 bytes on two threads: decode D2H bytes saturate", UINT64_MAX,
            s.decode.d2h.bytes);
@@ -698,7 +698,7 @@ static int mode_bounds(void) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 1;
-    memobs_enable(1);
+    memobs_set_enabled(1);
     memobs_track_set_callstack(0);
     if (argc > 3 && atoi(argv[3]) > 0) storm_min_calls = (uint64_t)atoi(argv[3]);
     if (!strcmp(mode, "storm")) return mode_storm(n > 0 ? n : 1);

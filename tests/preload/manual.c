@@ -1,6 +1,6 @@
 /* A program that counts its own KV-cache copies by hand, as the nano-vllm
    seed did, for tests/test_preload.sh: under the preload its
-   memobs_record calls (memobs' API of the preloaded library, found with
+   memobs_record_xfer calls (memobs' API of the preloaded library, found with
    dlsym) are the manual figures and the copies the interposers see are
    the observed ones. Its hand count has the seed's two mistakes: the
    decode step's D2H offload is filed as prefill (one copy) and one H2D
@@ -15,11 +15,11 @@
 #define BLOCK 4096
 #define BLOCKS 8
 
-typedef void (*record_fn)(int dir, int phase, unsigned long long bytes);
+typedef void (*record_fn)(int dir, unsigned long long bytes, int phase);
 typedef int (*phase_fn)(int phase);
 
 int main(void) {
-    record_fn record = (record_fn)(void (*)(void))dlsym(RTLD_DEFAULT, "memobs_record");
+    record_fn record = (record_fn)(void (*)(void))dlsym(RTLD_DEFAULT, "memobs_record_xfer");
     phase_fn set_phase = (phase_fn)(void (*)(void))dlsym(RTLD_DEFAULT, "memobs_set_phase");
     static char host[BLOCKS * BLOCK];
     void *dev = NULL;
@@ -29,18 +29,18 @@ int main(void) {
     if (set_phase) set_phase(1);
     for (i = 0; i < BLOCKS; i++) {
         bad |= cudaMemcpyAsync((char *)dev + i * BLOCK, host + i * BLOCK, BLOCK, cudaMemcpyHostToDevice, 0);
-        if (record) record(0, 1, BLOCK);
+        if (record) record(0, BLOCK, 1);
     }
     /* decode: 2 blocks out (D2H), the hand count files them under prefill;
        3 back in (H2D), one of them never counted */
     if (set_phase) set_phase(2);
     for (i = 0; i < 2; i++) {
         bad |= cudaMemcpy(host + i * BLOCK, (char *)dev + i * BLOCK, BLOCK, cudaMemcpyDeviceToHost);
-        if (record) record(1, 1, BLOCK);
+        if (record) record(1, BLOCK, 1);
     }
     for (i = 0; i < 3; i++) {
         bad |= cudaMemcpyAsync((char *)dev + i * BLOCK, host + i * BLOCK, BLOCK, cudaMemcpyHostToDevice, 0);
-        if (record && i != 2) record(0, 2, BLOCK);
+        if (record && i != 2) record(0, BLOCK, 2);
     }
     bad |= cudaDeviceSynchronize();
     bad |= cudaFree(dev);

@@ -238,15 +238,15 @@ elif SCENARIO == "off":
            not X and not I and not C and (other.get("capacity"), other.get("recorded"), other.get("in_trace")) ==
            (0, 0, 0), other)
     report("timeline off: otherData says so and how to turn it on",
-           other.get("timeline") == "off" and "memobs_timeline_enable(N)" in other.get("note", "") and
-           "MEMOBS_TRACE=PATH" in other.get("note", ""), other)
+           other.get("timeline") == "off" and "memobs_timeline_start(N)" in other.get("note", "") and
+           "MEMOBS_TIMELINE=PATH" in other.get("note", ""), other)
 
 elif SCENARIO == "env":
     h2d, d2h = slices("H2D copies"), slices("D2H copies")
     ps = [e["name"] for e in sorted(X, key=lambda e: ns(e["ts"])) if names.get(e["tid"], "").startswith("phase, thread ")]
     got = ([(e["name"], e["args"]["bytes"]) for e in h2d], [(e["name"], e["args"]["bytes"]) for e in d2h], ps)
     if other.get("capacity") == 2:
-        report("MEMOBS_TRACE_EVENTS=2, written at exit: the newest 2 of 5 events (decode, D2H 33), 3 dropped",
+        report("MEMOBS_TIMELINE_EVENTS=2, written at exit: the newest 2 of 5 events (decode, D2H 33), 3 dropped",
                got == ([], [("D2H decode", 33)], ["decode"]) and
                (other.get("recorded"), other.get("dropped"), other.get("in_trace")) == (5, 3, 2), got, other)
     else:

@@ -12,7 +12,7 @@ laid out). --tmpfs: this process may mount a small tmpfs (root, in a mount
 namespace of its own: test_stops.sh runs it under `unshare -m`).
 
 Every case runs a program with every output variable set (MEMOBS_SUMMARY
-with MEMOBS_FORMAT=json, MEMOBS_PROM_FILE, MEMOBS_TRACE, MEMOBS_STORMLOG,
+with MEMOBS_FORMAT=json, MEMOBS_PROM_FILE, MEMOBS_TIMELINE, MEMOBS_STORMLOG,
 MEMOBS_HTML, MEMOBS_LEAKS, MEMOBS_TORCH_SNAPSHOT; MEMOBS_SAMPLE_MS=5,
 MEMOBS_PROM_INTERVAL_MS=0 so that the Prometheus file is written at the
 end only) into a folder of its own, stops it one way, and finds for each
@@ -53,7 +53,7 @@ LIMIT = 120  # seconds: a bound on every wait, never a synchronisation
 OUTPUTS = (  # (column, variable, file name)
     ("summary", "MEMOBS_SUMMARY", "summary.json"),
     ("prom", "MEMOBS_PROM_FILE", "metrics.prom"),
-    ("trace", "MEMOBS_TRACE", "trace.json"),
+    ("trace", "MEMOBS_TIMELINE", "trace.json"),
     ("stormlog", "MEMOBS_STORMLOG", "stormlog.json"),
     ("html", "MEMOBS_HTML", "report.html"),
     ("leaks", "MEMOBS_LEAKS", "leaks.txt"),
@@ -657,7 +657,7 @@ def midwrite_case(suite):
     try:
         prev = previous_from_run(suite, d, [suite.b("stops"), "return"])
         env = dict(suite.base, **suite.out_env(d))
-        env["MEMOBS_TRACE_EVENTS"] = "4M"
+        env["MEMOBS_TIMELINE_EVENTS"] = "4M"
         r = Run([suite.b("stops"), "big"], env, d, d + ".err")
         try:
             r.expect("exiting")

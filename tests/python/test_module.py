@@ -91,7 +91,7 @@ def check(name):
 
 def fresh():
     """A new window, recording on, no phase on this thread."""
-    memobs.enable(True)
+    memobs.set_enabled(True)
     memobs.set_phase(None)
     memobs.reset()
 
@@ -370,6 +370,21 @@ def _(c):
     memobs.enable(on=False)
     c.eq("enable(on=False)", memobs.is_enabled(), False)
     memobs.enable(on=True)
+
+
+@check("set_enabled(on) returns the previous setting, get_enabled() reads it (enable/is_enabled: their old names)")
+def _(c):
+    fresh()
+    c.eq("get_enabled() at the start", memobs.get_enabled(), True)
+    c.eq("set_enabled(False) returns True (it was on)", memobs.set_enabled(False), True)
+    c.eq("get_enabled() after set_enabled(False)", memobs.get_enabled(), False)
+    memobs.record_h2d(1000, True)
+    c.eq("nothing recorded while off", memobs.get_summary()["total"]["h2d_bytes"], 0)
+    c.eq("set_enabled(on=True) returns False", memobs.set_enabled(on=True), False)
+    memobs.record_h2d(7, True)
+    c.eq("recorded once on again", memobs.get_summary()["total"]["h2d_bytes"], 7)
+    c.raises("set_enabled() (on is required)", TypeError, memobs.set_enabled)
+    c.eq("get_enabled is is_enabled's function", memobs.get_enabled(), memobs.is_enabled())
 
 
 # ---------------------------------------------------------------------------
@@ -704,10 +719,10 @@ def _(c):
     c.raises("mark('')", ValueError, memobs.mark, "")
     c.raises("mark('a\\0b')", ValueError, memobs.mark, "a\0b")
     c.raises("mark()", TypeError, memobs.mark)
-    memobs.enable(False)
+    memobs.set_enabled(False)
     memobs.mark("pymod_mark")
     c.raises("mark(1) while disabled: still a TypeError", TypeError, memobs.mark, 1)
-    memobs.enable(True)
+    memobs.set_enabled(True)
     c.eq("pymod_mark marks: none while disabled", region_stats("pymod_mark")["marks"], 3)
 
 
@@ -810,6 +825,12 @@ def _(c):
     c.eq("region_timing(1)", memobs.region_timing(on=1), False)
     c.raises("region_timing(1, 2)", TypeError, memobs.region_timing, 1, 2)
     c.eq("on at the end", memobs.region_timing(), True)
+    c.eq("region_get_timing() (the 1.0 name)", memobs.region_get_timing(), True)
+    c.eq("region_set_timing(False) returns the previous setting", memobs.region_set_timing(False), True)
+    c.eq("region_get_timing() now", memobs.region_get_timing(), False)
+    c.eq("region_timing() agrees", memobs.region_timing(), False)
+    c.eq("region_set_timing(on=True)", memobs.region_set_timing(on=True), False)
+    c.raises("region_set_timing() (on is required)", TypeError, memobs.region_set_timing)
 
 
 @check("get_summary(): 'regions' == get_regions(), the three region problems, reset, enable(False)")
@@ -841,11 +862,11 @@ def _(c):
     with a:
         pass
     c.eq("a region object still works after reset()", region_count("pymod_sum_a"), 1)
-    memobs.enable(False)
+    memobs.set_enabled(False)
     with a:
         c.eq("disabled: the stack still kept", memobs.region_depth(), 1)
     memobs.mark(a)
-    memobs.enable(True)
+    memobs.set_enabled(True)
     c.eq("disabled: nothing counted", (region_count("pymod_sum_a"), region_stats("pymod_sum_a")["marks"]), (1, 0))
     c.eq("depth", memobs.region_depth(), 0)
 
@@ -991,6 +1012,8 @@ def _(c):
          ([], (0, 1 << 20)))
     c.raises("device_bytes(-1)", ValueError, memobs.device_bytes, -1)
     c.raises("device_bytes('0')", TypeError, memobs.device_bytes, "0")
+    c.eq("get_device_bytes(5) == device_bytes(5)", memobs.get_device_bytes(5), memobs.device_bytes(5))
+    c.raises("get_device_bytes(-1)", ValueError, memobs.get_device_bytes, -1)
 
 
 @check("track_alloc/track_free: bad arguments raise, nothing tracked")

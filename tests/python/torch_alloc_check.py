@@ -193,7 +193,7 @@ def trace_lines(ptr):
 
 
 def device_bytes(dev):
-    return memobs.device_bytes(dev)[0]
+    return memobs.get_device_bytes(dev)[0]
 
 
 def settle():

@@ -272,10 +272,10 @@ def run_allocator():
     check("one summary: the copy beside the allocation (device memory 1 MiB in 1 block, prefill H2D 1 MiB)",
           delta(t0, traffic()) == {("prefill", "h2d"): (1 << 20, 1)} and
           s["memory"]["device"]["current_bytes"] == 1 << 20 and s["memory"]["device"]["live"] == 1 and
-          memobs.device_bytes(0) == (1 << 20, 1 << 20), delta(t0, traffic()), s["memory"]["device"])
+          memobs.get_device_bytes(0) == (1 << 20, 1 << 20), delta(t0, traffic()), s["memory"]["device"])
     a.free(p, 1 << 20, 0, None)
     check("the free through PyTorch's handle: gone", p not in {d["ptr"] for d in memobs.get_allocations()} and
-          memobs.device_bytes(0) == (0, 1 << 20))
+          memobs.get_device_bytes(0) == (0, 1 << 20))
 
 
 def site_line(name):

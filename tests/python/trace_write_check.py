@@ -61,7 +61,7 @@ if left:
 else:
     report("otherData: no times when nothing was left out", "left_out_from_us" not in other, other)
 lines = [l for l in ERR.splitlines() if l]
-w = ("memobs: warning: memobs_write_chrome_trace: the trace's write limit (MEMOBS_TRACE_WRITE_S=%.9g) left out "
+w = ("memobs: warning: memobs_write_timeline: the trace's write limit (MEMOBS_TIMELINE_WRITE_S=%.9g) left out "
      "%d of its %d events (older than the newest that fit, or all the rest once the limit passed); "
      "otherData.left_out says so" % (limit / 1e9, left, n))
 report("one warning when events were left out, else none", lines == ([w] if left else []), lines, w)

@@ -92,7 +92,7 @@ def outputs_env(d):
     env = clean_env()
     env.update(MEMOBS_FORMAT="json", MEMOBS_SUMMARY=os.path.join(d, "summary.json"),
                MEMOBS_PROM_FILE=os.path.join(d, "m.prom"), MEMOBS_PROM_INTERVAL_MS="0",
-               MEMOBS_TRACE=os.path.join(d, "trace.json"), MEMOBS_LEAKS=os.path.join(d, "leaks.txt"))
+               MEMOBS_TIMELINE=os.path.join(d, "trace.json"), MEMOBS_LEAKS=os.path.join(d, "leaks.txt"))
     return env
 
 
@@ -536,7 +536,7 @@ def kill_segv():
 def stress(n):
     d = fresh("stress")
     env = outputs_env(d)
-    for k in ("MEMOBS_PROM_FILE", "MEMOBS_TRACE", "MEMOBS_LEAKS", "MEMOBS_PROM_INTERVAL_MS"):
+    for k in ("MEMOBS_PROM_FILE", "MEMOBS_TIMELINE", "MEMOBS_LEAKS", "MEMOBS_PROM_INTERVAL_MS"):
         env.pop(k)
     rng = random.Random(25)
     problems = []
