@@ -1112,9 +1112,9 @@ MEMOBS_API int memobs_write_timeline_file(const char *path);
    validly, otherData says how many of the timeline's events were left
    out ("left_out", with "left_out_from_us" and "left_out_to_us", the
    times of the oldest and newest of them, and "write_limit_s"), and one
-   warning is logged. A trace takes about 235 bytes per event in the file
-   (48 in memory); the write ran at 2-2.5 M events/s, 470-580 MB/s, to a
-   file here (16M events: 6.5 s; README). Returns the previous limit
+   warning is logged. A timeline takes about 200-250 bytes per event in
+   the file (48 in memory); 16M events are written in about 6.5 s to a
+   local disk (docs/performance.md). Returns the previous limit
    (at most 1e9 s: larger values are clamped);
    memobs_timeline_get_write_limit() reads it. */
 MEMOBS_API uint64_t memobs_timeline_set_write_limit(uint64_t ns);

@@ -24,14 +24,6 @@ import urllib.parse
 
 HEADERS = ["memobs.h", "memobs_cuda.h", "memobs_python.h"]
 
-# Names that the 1.0 rename adds to the code (docs/naming.md) and that
-# docs/configuration.md lists already. Counted as present in the sources;
-# a name found in the sources too is reported as a note, so that this list
-# can be emptied once the rename is in.
-PENDING_ENV = {"MEMOBS_TIMELINE", "MEMOBS_TIMELINE_EVENTS", "MEMOBS_TIMELINE_WRITE_S",  # the names helper
-               "MEMOBS_PRELOAD_LIB"}  # the layout helper (preload/memobs-run)
-PENDING_MACROS = {"MEMOBS_NO_DEPRECATED"}
-
 NAME = re.compile(r"\bMEMOBS[A-Z0-9_]*\b")
 
 
@@ -225,18 +217,15 @@ def check_config(root):
         for name in NAME.findall(cell):
             listed[kind].setdefault(name, n)
     bad = 0
-    for kind, found, pending, what in (("env", env, PENDING_ENV, "environment variable"),
-                                       ("macro", macros, PENDING_MACROS, "compile-time option")):
+    for kind, found, what in (("env", env, "environment variable"),
+                              ("macro", macros, "compile-time option")):
         for name in sorted(set(found) - set(listed[kind])):
             print("%s: %s %s is not listed in docs/configuration.md (a '%s' table)"
                   % (found[name], what, name, "Variable" if kind == "env" else "Macro"))
             bad += 1
-        for name in sorted(set(listed[kind]) - set(found) - pending):
+        for name in sorted(set(listed[kind]) - set(found)):
             print("docs/configuration.md:%d: %s %s is not in the sources (stale)" % (listed[kind][name], what, name))
             bad += 1
-        for name in sorted(pending & set(found)):
-            print("note: %s is in the sources now: drop it from docs_check.py's PENDING list" % name,
-                  file=sys.stderr)
     return 1 if bad else 0
 
 
