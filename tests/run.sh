@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# Test runner: runs every step, shows its ok/not ok lines, and ends with
-# "N passed, N failed" (a step that dies without reporting counts as failed).
+# Test runner (make test): runs the suites below side by side, as many at a
+# time as there are cores, the longest first, and ends with one line
+# "N passed, N failed" (a suite that dies without reporting counts as one
+# failure).
+#
+#   bash tests/run.sh                 every suite
+#   bash tests/run.sh core track      only those suites (names as in `step`)
+#   MEMOBS_TEST_JOBS=1 make test      one suite at a time (default: nproc)
+#   BUILD=/tmp/b make test            build and log under /tmp/b/tests
+#
+# Each suite's whole output (stdout and stderr) goes to
+# $BUILD/tests/logs/NAME.log; its ok/not ok lines are shown as it ends.
+# Then a table of each suite's wall and CPU time (slowest first; kept in
+# $BUILD/tests/logs/times.txt, which orders the next run), the full log of
+# every failing suite, and the closing line.
 cd "$(dirname "$0")/.." || exit 2
 export BUILD=${BUILD:-build}/tests
-mkdir -p "$BUILD"
+LOGS=$BUILD/logs
+mkdir -p "$LOGS"
+JOBS=${MEMOBS_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+case $JOBS in '' | *[!0-9]* | 0) echo "tests/run.sh: MEMOBS_TEST_JOBS='$JOBS' is not a positive number" >&2; exit 2 ;; esac
 
-bash tests/deps.sh
-pass=0
-fail=0
-step() { # step NAME CMD...
-    local name=$1 out rc p f
-    shift
-    out=$("$@" 2>&1)
-    rc=$?
-    printf '%s\n' "$out" | grep -E '^(not )?ok - '
-    p=$(printf '%s\n' "$out" | grep -c '^ok - ')
-    f=$(printf '%s\n' "$out" | grep -c '^not ok - ')
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "not ok - $name: exited with status $rc"
-        printf '%s\n' "$out" | tail -n 30 | sed 's/^/    # /'
-        f=1
-    elif [ "$f" -ne 0 ]; then
-        printf '%s\n' "$out" | grep -E '^    # ' | head -n 60
-    fi
-    pass=$((pass + p))
-    fail=$((fail + f))
+names=()
+declare -A cmd
+step() { # step NAME CMD...: a suite
+    names+=("$1")
+    cmd[$1]=$(printf '%q ' "${@:2}")
 }
 
 step compile bash tests/test_compile.sh
@@ -63,6 +64,114 @@ step demo bash tests/test_demo.sh
 step html bash tests/test_html.sh
 step install bash tests/test_install.sh
 step gpu-build bash tests/test_gpu_build.sh
+
+# The suites asked for (all by default), in the order given
+if [ $# -gt 0 ]; then
+    for n in "$@"; do
+        if [ -z "${cmd[$n]+x}" ]; then
+            echo "tests/run.sh: no suite '$n'; the suites: ${names[*]}" >&2
+            exit 2
+        fi
+    done
+    names=("$@")
+fi
+
+bash tests/deps.sh
+
+# Longest first: the wall times of the last run here (times.txt), else these
+# estimates (seconds alone on an idle 2-core machine; a suite not listed
+# counts as 30).
+declare -A est=(
+)
+if [ -f "$LOGS/times.txt" ]; then
+    while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"
+fi
+order=($(for n in "${names[@]}"; do echo "${est[$n]:-30} $n"; done | sort -s -k1,1nr | awk '{ print $2 }'))
+
+# A compile that several suites (or one suite twice) make alike is made once
+# per run: the compilers on PATH are tests/build_once.sh, which keeps each
+# compile's output in $BUILD/build-once, emptied here.
+if [ "${MEMOBS_TEST_BUILD_ONCE:-1}" != 0 ]; then
+    bin=$(cd "$BUILD" && pwd)/bin
+    rm -rf "$BUILD/build-once" "$bin" && mkdir -p "$bin" || exit 2
+    for c in cc gcc g++ c++ clang clang++; do ln -s "$PWD/tests/build_once.sh" "$bin/$c" || exit 2; done
+    export PATH=$bin:$PATH
+fi
+
+# run_suite NAME: runs it, its output to $LOGS/NAME.log; then writes
+# $LOGS/NAME.time ("NAME wall-seconds cpu-seconds status") and says NAME
+# on the queue of ended suites (fd 3)
+run_suite() {
+    local n=$1 t0=$EPOCHREALTIME st
+    eval "${cmd[$n]}" >"$LOGS/$n.log" 2>&1 </dev/null
+    st=$?
+    # the CPU time (user + sys) of this subshell's children: the suite's processes
+    times >"$LOGS/$n.cpu" # (a builtin in this shell: a pipe would run it in another)
+    awk -v n="$n" -v t0="$t0" -v t1="$EPOCHREALTIME" -v st=$st 'NR == 2 {
+        split($1, u, /[ms]/); split($2, s, /[ms]/)
+        printf "%s %.1f %.1f %d\n", n, t1 - t0, u[1] * 60 + u[2] + s[1] * 60 + s[2], st }' "$LOGS/$n.cpu" >"$LOGS/$n.time"
+    rm -f "$LOGS/$n.cpu"
+    echo "$n" >&3
+}
+
+pass=0
+fail=0
+failed=()
+# report NAME: its ok/not ok lines, counted
+report() {
+    local n=$1 log=$LOGS/$1.log st p f
+    read -r _ _ _ st <"$LOGS/$n.time"
+    grep -aE '^(not )?ok - ' "$log"
+    p=$(grep -ac '^ok - ' "$log")
+    f=$(grep -ac '^not ok - ' "$log")
+    if [ "${st:-1}" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "not ok - $n: exited with status $st"
+        f=1
+    fi
+    [ "$f" -eq 0 ] || failed+=("$n")
+    pass=$((pass + p))
+    fail=$((fail + f))
+}
+
+T0=$EPOCHREALTIME
+fifo=$LOGS/.ended
+rm -f "$fifo" && mkfifo "$fifo" && exec 3<>"$fifo" && rm -f "$fifo" || exit 2
+next=0
+running=0
+while [ $next -lt ${#order[@]} ] || [ $running -gt 0 ]; do
+    while [ $next -lt ${#order[@]} ] && [ $running -lt "$JOBS" ]; do
+        rm -f "$LOGS/${order[$next]}.time"
+        run_suite "${order[$next]}" &
+        next=$((next + 1))
+        running=$((running + 1))
+    done
+    read -r n <&3
+    running=$((running - 1))
+    report "$n"
+done
+wait
+exec 3<&-
+T1=$EPOCHREALTIME
+
+# The times, slowest first; times.txt keeps every suite's last figures
+declare -A row=()
+if [ -f "$LOGS/times.txt" ]; then
+    while read -r n rest; do [ -n "${cmd[$n]+x}" ] && row[$n]=$rest; done <"$LOGS/times.txt"
+fi
+for n in "${order[@]}"; do read -r _ w c _ <"$LOGS/$n.time" && row[$n]="$w $c"; done
+for n in "${!row[@]}"; do echo "$n ${row[$n]}"; done | sort -k2,2nr >"$LOGS/times.txt"
+echo
+echo "# suite             wall s    cpu s   (logs: $LOGS/NAME.log)"
+for n in "${order[@]}"; do cat "$LOGS/$n.time"; done | sort -k2,2nr |
+    awk -v el="$T1" -v t0="$T0" -v j="$JOBS" '{ printf "# %-16s %7.1f  %7.1f%s\n", $1, $2, $3, $4 ? "   (exit " $4 ")" : ""; w += $2; c += $3 }
+        END { printf "# %-16s %7.1f  %7.1f\n# %-16s %7.1f            (%d at a time)\n", "sum", w, c, "elapsed", el - t0, j }'
+
+for n in "${failed[@]}"; do
+    echo
+    echo "=== $n: the full log ($LOGS/$n.log) ==="
+    sed 's/^/  | /' "$LOGS/$n.log"
+done
+[ ${#failed[@]} -eq 0 ] || echo
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
