@@ -64,6 +64,10 @@ step demo bash tests/test_demo.sh
 step html bash tests/test_html.sh
 step install bash tests/test_install.sh
 step gpu-build bash tests/test_gpu_build.sh
+step names bash tests/test_names.sh
+step docs bash tests/test_docs.sh
+step launcher bash tests/test_launcher.sh
+step examples bash tests/test_examples.sh
 
 # The suites asked for (all by default), in the order given
 if [ $# -gt 0 ]; then
@@ -82,6 +86,12 @@ bash tests/deps.sh
 # estimates (seconds alone on an idle 2-core machine; a suite not listed
 # counts as 30).
 declare -A est=(
+    [compile]=91 [signals]=64 [outputs]=61 [timeline]=60 [cuda-stops]=52 [cuda]=51 [names]=50 [nvtx]=45
+    [stops]=43 [pymodule]=41 [crash]=41 [sampler]=39 [python]=37 [churn]=36 [examples]=34 [prom]=31
+    [capture]=31 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [handlers]=27
+    [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
+    [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
+    [preload-driver]=2
 )
 if [ -f "$LOGS/times.txt" ]; then
     while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"
