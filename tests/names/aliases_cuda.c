@@ -9,25 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef NAMES_SUITE
-#define NAMES_SUITE "names"
-#endif
 #define MIB ((size_t)1 << 20)
-
-static int failed;
-
-static void check(int ok, const char *what, unsigned long long want, unsigned long long got) {
-    printf("%s - " NAMES_SUITE ": %s\n", ok ? "ok" : "not ok", what);
-    if (!ok) {
-        printf("    # expected %llu, got %llu\n", want, got);
-        failed = 1;
-    }
-}
-#define EQ(what, want, got)                                                                 \
-    do {                                                                                    \
-        unsigned long long w_ = (unsigned long long)(want), g_ = (unsigned long long)(got); \
-        check(w_ == g_, what, w_, g_);                                                      \
-    } while (0)
+#include "eq.h"
 
 int main(void) {
     memobs_cuda_mem_t m, m2;
