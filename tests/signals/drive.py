@@ -48,6 +48,10 @@ import time
 
 BIN, REF, DIR = (os.path.abspath(a) for a in sys.argv[1:4])
 SUITE, STRESS = sys.argv[4], int(sys.argv[5])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from tap import Tap  # noqa: E402
+
+TAP = Tap(SUITE)
 CORE = len(sys.argv) > 6 and sys.argv[6] == "core"
 DEADLINE_S = 60.0  # a failure bound on a busy machine, never an expected time
 # ThreadSanitizer runs signal handlers at its own points, and loses about 1
@@ -56,7 +60,6 @@ DEADLINE_S = 60.0  # a failure bound on a busy machine, never an expected time
 # outlived its deadline runs again, twice at most, and the line says so.
 TSAN = "tsan" in SUITE
 HANG = "no exit within"
-failed = 0
 
 
 def run_case(fn, *args, **kw):
@@ -71,14 +74,8 @@ def run_case(fn, *args, **kw):
 
 
 def report(name, problems):
-    global failed
-    if problems:
-        failed += 1
-        print("not ok - %s: %s" % (SUITE, name))
-        for p in problems[:12]:
-            print("    # " + str(p).replace("\n", "\n    # "))
-    else:
-        print("ok - %s: %s" % (SUITE, name))
+    """One check's line through tests/python/tap.py, with its first 12 problems."""
+    TAP(name, not problems, *problems[:12])
     sys.stdout.flush()
 
 
@@ -617,7 +614,7 @@ def main():
     run_case(kill_segv)
     if STRESS:
         stress(STRESS)
-    sys.exit(1 if failed else 0)
+    sys.exit(TAP.failed)
 
 
 main()

@@ -27,21 +27,18 @@ import sys
 import time
 
 PKG, DIR, SUITE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from tap import Tap  # noqa: E402
+
+TAP = Tap(SUITE)
 PRELOAD = sys.argv[4] if len(sys.argv) > 4 else ""
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_stop.py")
 DEADLINE_S = 60.0
-failed = 0
 
 
 def report(name, problems):
-    global failed
-    if problems:
-        failed += 1
-        print("not ok - %s: %s" % (SUITE, name))
-        for p in problems[:12]:
-            print("    # " + str(p).replace("\n", "\n    # "))
-    else:
-        print("ok - %s: %s" % (SUITE, name))
+    """One check's line through tests/python/tap.py, with its first 12 problems."""
+    TAP(name, not problems, *problems[:12])
     sys.stdout.flush()
 
 
@@ -168,7 +165,7 @@ def main():
              preload=True)
         case("under the LD_PRELOAD library Ctrl-C is still Python's: caught, then a normal exit writes", "caught",
              signal.SIGINT, preload=True)
-    sys.exit(1 if failed else 0)
+    sys.exit(TAP.failed)
 
 
 main()
