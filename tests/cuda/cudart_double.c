@@ -10,6 +10,28 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign under -std=c11 */
 #endif
+/* ---- RUNTIME MAJORS (prologue): -DCUDADBL_MAJOR=11|12|13, default 13 ----
+   The functions whose signature that major has not (or which it lacks)
+   are defined under private names (cudadbl_v13_*); the major's own, where
+   it has one, is at the end (RUNTIME MAJORS). */
+#ifndef CUDADBL_MAJOR
+#define CUDADBL_MAJOR 13
+#endif
+#if CUDADBL_MAJOR != 11 && CUDADBL_MAJOR != 12 && CUDADBL_MAJOR != 13
+#error "CUDADBL_MAJOR: 11, 12 or 13"
+#endif
+#if CUDADBL_MAJOR < 13
+#define cudaMemcpyBatchAsync cudadbl_v13_cudaMemcpyBatchAsync
+#define cudaMemcpyBatchAsync_ptsz cudadbl_v13_cudaMemcpyBatchAsync_ptsz
+#define cudaMemcpy3DBatchAsync cudadbl_v13_cudaMemcpy3DBatchAsync
+#define cudaMemcpy3DBatchAsync_ptsz cudadbl_v13_cudaMemcpy3DBatchAsync_ptsz
+#endif
+#if CUDADBL_MAJOR == 11
+#define cudaGraphInstantiate cudadbl_v13_cudaGraphInstantiate
+#define cudaGraphInstantiateWithParams cudadbl_v13_cudaGraphInstantiateWithParams
+#define cudaGraphInstantiateWithParams_ptsz cudadbl_v13_cudaGraphInstantiateWithParams_ptsz
+#endif
+
 /* The plain names are defined below, the per-thread default stream ones at
    the end, whatever the build asks of the header. */
 #undef CUDA_API_PER_THREAD_DEFAULT_STREAM
@@ -4017,6 +4039,88 @@ void *memobs_cuda_driver_symbol(const char *name) {
         if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
     return NULL;
 }
+
+/* ======================================================================== */
+/* RUNTIME MAJORS: the calls whose signature is not 13's                    */
+/* ======================================================================== */
+
+/* Built with -DCUDADBL_MAJOR=11 or 12 (soname libcudart.so.11.0 or
+   libcudart.so.12, mk/cudart_double.<soname>.map), the double exports that
+   major's signature under the plain name (an asm label: the CUDA 13 header
+   here declares 13's) and counts it as the plain name. */
+#if CUDADBL_MAJOR == 12
+/* 12.8: failIdx, "the index of the copy where a failure was encountered";
+   SIZE_MAX when the error pertains to no copy (always here: the double's
+   checks do not say which copy failed). Strict reading: a NULL failIdx is
+   cudaErrorInvalidValue (the call is counted: it goes to the 13 body with
+   no copies, which refuses it so). */
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                             size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+                                             size_t numAttrs, size_t *failIdx,
+                                             cudaStream_t stream) __asm__("cudaMemcpyBatchAsync");
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                             size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+                                             size_t numAttrs, size_t *failIdx, cudaStream_t stream) {
+    cudaError_t e = cudaMemcpyBatchAsync(dsts, srcs, sizes, failIdx ? count : 0, attrs, attrsIdxs, numAttrs, stream);
+    if (e != cudaSuccess && failIdx) *failIdx = SIZE_MAX;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                                  size_t count, struct cudaMemcpyAttributes *attrs,
+                                                  size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                                  cudaStream_t stream) __asm__("cudaMemcpyBatchAsync_ptsz");
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                                  size_t count, struct cudaMemcpyAttributes *attrs,
+                                                  size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                                  cudaStream_t stream) {
+    cudaError_t e;
+    t_ptds = 1;
+    e = cudadbl_v12_cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, stream);
+    t_ptds = 0;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, size_t *failIdx,
+                                               unsigned long long flags,
+                                               cudaStream_t stream) __asm__("cudaMemcpy3DBatchAsync");
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, size_t *failIdx,
+                                               unsigned long long flags, cudaStream_t stream) {
+    cudaError_t e = cudaMemcpy3DBatchAsync(failIdx ? numOps : 0, opList, flags, stream);
+    if (e != cudaSuccess && failIdx) *failIdx = SIZE_MAX;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                                    size_t *failIdx, unsigned long long flags,
+                                                    cudaStream_t stream) __asm__("cudaMemcpy3DBatchAsync_ptsz");
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                                    size_t *failIdx, unsigned long long flags, cudaStream_t stream) {
+    cudaError_t e;
+    t_ptds = 1;
+    e = cudadbl_v12_cudaMemcpy3DBatchAsync(numOps, opList, failIdx, flags, stream);
+    t_ptds = 0;
+    return e;
+}
+#endif
+
+#if CUDADBL_MAJOR == 11
+/* 11: no flags (instantiated as with 0); on failure *pErrorNode is NULL
+   (the double's graphs fail as a whole, never at a node) and the log
+   (bufferSize > 0) holds a line, cut to fit; on success an empty log. */
+cudaError_t cudadbl_v11_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             cudaGraphNode_t *pErrorNode, char *pLogBuffer,
+                                             size_t bufferSize) __asm__("cudaGraphInstantiate");
+cudaError_t cudadbl_v11_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             cudaGraphNode_t *pErrorNode, char *pLogBuffer, size_t bufferSize) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphInstantiate, NEED_CONTEXT);
+    c.src = graph;
+    if (e == cudaSuccess) e = instantiate(pGraphExec, graph, 0);
+    if (e == cudaSuccess) c.dst = *pGraphExec;
+    else if (pErrorNode) *pErrorNode = NULL;
+    if (pLogBuffer && bufferSize)
+        snprintf(pLogBuffer, bufferSize, "%s", e == cudaSuccess ? "" : "cudart_double: instantiation failed");
+    return leave(F_cudaGraphInstantiate, &c, e);
+}
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */
