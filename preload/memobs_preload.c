@@ -5,12 +5,10 @@
        make preload
        LD_PRELOAD=build/libmemobs_preload.so MEMOBS_SUMMARY=stderr program
 
-   Each intercepted call is forwarded to the real runtime (found with
-   dlvsym(RTLD_NEXT, name, "libcudart.so.13"), then dlsym(RTLD_NEXT, name),
-   then in a libcudart.so.13 already loaded with RTLD_LOCAL) and returns its
-   result unchanged; what it records is what memobs_cuda.h's wrappers
-   record (this file calls their helpers), only when the real call
-   succeeded. A failed call is counted in the user counter
+   Each intercepted call is forwarded to the real runtime its caller bound
+   (RUNTIME MAJORS below) and returns its result unchanged; what it records
+   is what memobs_cuda.h's wrappers record (this file calls their helpers),
+   only when the real call succeeded. A failed call is counted in the user counter
    "preload_failed_calls".
 
    Intercepted (MEMOBS_PL__FNS below, less the last two, which are only
@@ -29,8 +27,7 @@
    memobs_cuda.h's wrappers) and cudaDeviceReset; and the per-thread
    default stream entry points (_ptds, _ptsz) the runtime exports for
    them. The driver API's copies and allocations too: its section, at the
-   end. The runtime's interposers carry its symbol version
-   (libcudart.so.13, preload/memobs_preload.map); memobs' whole C API is
+   end. memobs' whole C API is
    exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
    this instance. Records made through that API are the program's own,
@@ -58,6 +55,21 @@
    figures read, and nothing calls the driver. A forked child of a process
    that used CUDA makes no CUDA call of memobs' own (memobs_cuda.h, EXIT
    AND FORK).
+
+   RUNTIME MAJORS: each runtime interposer is defined once per major a
+   program may bind (the bodies in preload/memobs_preload_runtime.inc,
+   compiled once per major with that major's signatures) and exported, by
+   .symver, as name@libcudart.so.11.0, name@libcudart.so.12 or
+   name@libcudart.so.13 (hidden versions: only a lookup of that version
+   binds them). A major's interposer forwards to that major's runtime:
+   dlvsym(RTLD_NEXT, name, "libcudart.so.N"), else the library of that
+   soname loaded with RTLD_LOCAL; never an unversioned lookup, which may
+   find another major's. The calls of one signature in every major are
+   also the default version (name@@memobs_cudart_default), which an
+   unversioned dlsym gets: forwarded to what dlsym(RTLD_NEXT, name) finds.
+   Those whose signature differs (cudaGraphInstantiate, the batches) have
+   no default: such a lookup passes over this library. docs/preload.md
+   lists the calls and signatures by major.
 
    LICENSE: MIT. */
 #define _GNU_SOURCE

@@ -329,6 +329,21 @@
                exit handler): "cudart double: pid N: teardown ran|did not
                run; A calls after it; B calls in a forked child; C waits
                forever".
+     Majors    built with -DCUDADBL_MAJOR=11, 12 or 13 (default 13) as
+               that major's runtime: soname and version node
+               libcudart.so.11.0, .12 or .13 (mk/cudart_double.map for 13,
+               mk/cudart_double.<soname suffix>.map for the others).
+               11: cudaGraphInstantiate has 11's signature (pErrorNode:
+               NULL on failure, the double failing a graph as a whole;
+               pLogBuffer: one line on failure, empty on success, cut to
+               bufferSize); no cudaGraphInstantiateWithParams(_ptsz) nor
+               batches. 12: the batches have 12.8's signatures, failIdx
+               before the stream (SIZE_MAX after a failure, the double
+               not telling which copy failed; strict reading: NULL is
+               cudaErrorInvalidValue). The other functions keep 13's
+               signature in every build (cudaStreamGetCaptureInfo among
+               them, which differs in 11 and 12: not for a program of
+               those majors to call).
 
    Also defined: cudaStreamGetDevice, the per-thread default stream names
    (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function above
