@@ -78,7 +78,10 @@ if (
         $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" -DCUDADBL_MAJOR=$m tests/cuda/cudart_double.c \
             -o "$B/$so" -Wl,-soname,$so -Wl,--version-script=$map -pthread &&
             $CC -std=c11 -O2 -g $W -Itests -Itests/preload/majors -I"$CUDA_INC" -DMAJOR=$m \
-                tests/preload/majors/prog.c -o "$B/prog$m" -L"$B" -l:$so -ldl || exit 1
+                tests/preload/majors/prog.c -o "$B/prog$m" -L"$B" -l:$so -ldl &&
+            $CC -std=c11 -O2 -g $W -Itests -Itests/preload/majors -I"$CUDA_INC" -DMAJOR=$m \
+                -DCUDA_API_PER_THREAD_DEFAULT_STREAM tests/preload/majors/prog.c -o "$B/prog${m}_pt" -L"$B" -l:$so \
+                -ldl || exit 1
     done
     $CC -std=c11 -O2 -g -fPIC -shared $W -Itests/preload/majors -I"$CUDA_INC" -DMAJOR=12 tests/preload/majors/worker.c \
         -o "$B/libworker12.so" -L"$B" -l:$SO12
@@ -87,9 +90,10 @@ if (
     bind="$(nm -D --with-symbol-versions "$B/prog11" | grep -o 'cudaGraphInstantiate@.*')"
     bind="$bind $(nm -D --with-symbol-versions "$B/prog12" | grep -o 'cudaMemcpyBatchAsync@.*')"
     bind="$bind $(nm -D --with-symbol-versions "$B/$SO12" | grep -o ' cudaMemcpyBatchAsync@.*')"
-    if [ "$bind" = "cudaGraphInstantiate@libcudart.so.11.0 cudaMemcpyBatchAsync@libcudart.so.12  cudaMemcpyBatchAsync@@libcudart.so.12" ] &&
+    bind="$bind $(nm -D --with-symbol-versions "$B/prog12_pt" | grep -o 'cudaMemcpy3*D*BatchAsync_ptsz@.*' | tr '\n' ' ')"
+    if [ "$bind" = "cudaGraphInstantiate@libcudart.so.11.0 cudaMemcpyBatchAsync@libcudart.so.12  cudaMemcpyBatchAsync@@libcudart.so.12 cudaMemcpy3DBatchAsync_ptsz@libcudart.so.12 cudaMemcpyBatchAsync_ptsz@libcudart.so.12 " ] &&
         ! nm -D "$B/$SO11" | grep -q 'BatchAsync\|WithParams\|cudadbl_v13'; then
-        ok "build: the double as $SO11, $SO12, $SO13 from one source; prog11 ($u11 calls @libcudart.so.11.0), prog12, prog13 linked to them; the CUDA 12 worker library; 11.0 has no batch nor WithParams"
+        ok "build: the double as $SO11, $SO12, $SO13 from one source; prog11 ($u11 calls @libcudart.so.11.0), prog12, prog13 linked to them, and built for the per-thread default stream (prog12_pt: the batches' _ptsz @libcudart.so.12); the CUDA 12 worker library; 11.0 has no batch nor WithParams"
     else
         bad "build: each program binds its major's version" "$bind"
     fi
@@ -121,14 +125,15 @@ same() {
     fi
 }
 
-# 3. each major's program with and without the preload
-for m in 11 12 13; do
+# 3. each major's program with and without the preload, built plainly and for the per-thread default stream
+for m in 11 12 13 11_pt 12_pt 13_pt; do
     run main${m}0 prog$m main "" MEMOBS_SUMMARY="$PWD/$B/main${m}0.json"
     run main${m}1 prog$m main "" "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/main${m}1.json"
     case $m in
     11) what="CUDA 11 (libcudart.so.11.0): H2D/D2H/D2D bytes and counts, prefill/decode, device and pinned current/peak/allocs/frees exact; a capture instantiated with 11's cudaGraphInstantiate (error node, log) launched 3 times; 2 errors counted" ;;
     12) what="CUDA 12: the same, with 12's cudaGraphInstantiate, 12.8's cudaMemcpyBatchAsync (H2D 50 + D2H 70) and cudaMemcpy3DBatchAsync (D2D 128) with failIdx on a stream (read right: the double refuses any other), failIdx SIZE_MAX after a failure; 4 errors counted" ;;
     13) what="CUDA 13: the same, with 13's batches (no failIdx); 3 errors counted" ;;
+    *) what="CUDA ${m%_pt} built for the per-thread default stream (the _ptds/_ptsz interposers of that major): the same figures and return codes" ;;
     esac
     same main$m "$what"
 done

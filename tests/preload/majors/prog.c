@@ -154,20 +154,22 @@ static int mode_dlsym(void) {
         op.dst.op.ptr.ptr = d + 4096;
         op.extent.width = 64, op.extent.height = 2, op.extent.depth = 1;
         op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-        snprintf(where, sizeof where, "batch %s, 3D batch %s, batch@libcudart.so.12 %s, cudaMemcpy %s", owner((void *)b),
-                 owner((void *)b3), owner((void *)bv), owner((void *)cp));
+        snprintf(where, sizeof where, "batch %s, 3D batch %s, batch@libcudart.so.12 %s, cudaMemcpy %s",
+                 owner((void *)b), owner((void *)b3), owner((void *)bv), owner((void *)cp));
         if (!b || !bv || !b3 || !cp) {
             fprintf(stderr, "a lookup found nothing: %s\n", where);
             return 1;
         }
-        check("dlsym'd cudaMemcpyBatchAsync (12.8's nine arguments) H2D 40", b(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, s), 0);
+        check("dlsym'd cudaMemcpyBatchAsync (12.8's nine arguments) H2D 40",
+              b(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, s), 0);
         check("failIdx untouched by a success", fi != 7, 0);
         check("dlsym'd cudaMemcpy3DBatchAsync (12.8's five) D2D 128", b3(1, &op, &fi, 0, s), 0);
-        check("dlsym'd cudaMemcpyBatchAsync on the legacy stream", b(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, cudaStreamLegacy),
-              cudaErrorInvalidValue);
+        check("dlsym'd cudaMemcpyBatchAsync on the legacy stream",
+              b(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, cudaStreamLegacy), cudaErrorInvalidValue);
         check("failIdx of that failure: SIZE_MAX", fi != SIZE_MAX, 0);
         sizes[0] = 60;
-        check("dlvsym'd cudaMemcpyBatchAsync@libcudart.so.12 H2D 60", bv(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, s), 0);
+        check("dlvsym'd cudaMemcpyBatchAsync@libcudart.so.12 H2D 60",
+              bv(dsts, srcs, sizes, 1, &attr, &idx0, 1, &fi, s), 0);
         check("dlsym'd cudaMemcpy H2D 10", cp(d + 100, h, 10, cudaMemcpyHostToDevice), 0);
         check("cudaStreamSynchronize", cudaStreamSynchronize(s), 0);
         check("cudaMemcpy D2H 40 (the batch's bytes back)", cudaMemcpy(back, d, 40, cudaMemcpyDeviceToHost), 0);
