@@ -281,7 +281,6 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
    the legacy stream for the plain names, the calling thread's per-thread
    stream for the _ptds/_ptsz ones. */
 #define MEMOBS_PL__LEG(s) ((s) ? (s) : cudaStreamLegacy)
-
 #define MEMOBS_PL__PT(s) ((s) ? (s) : cudaStreamPerThread)
 
 /* One shape for the copies whose op memobs_cuda.h's helpers prepare:
