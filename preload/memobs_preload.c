@@ -945,3 +945,185 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
     MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync_ptsz, dptr, hStream ? hStream : cudaStreamPerThread, real(dptr, hStream))
 }
+
+/* ======================================================================== */
+/* Driver entry points (cuGetProcAddress, cudaGetDriverEntryPoint)          */
+/* ======================================================================== */
+
+/* PyTorch (its DriverAPI, expandable segments), Triton and others take
+   driver functions as pointers: cuGetProcAddress (libcuda exports the
+   CUDA 11.3 one, 4 arguments, as cuGetProcAddress and CUDA 12.0's, with
+   symbolStatus, as cuGetProcAddress_v2; cuda.h names the latter
+   cuGetProcAddress) and the runtime's cudaGetDriverEntryPoint,
+   cudaGetDriverEntryPointByVersion (12.5) and their _ptsz names. Each is
+   intercepted: when the real call succeeded and handed out a driver
+   function this library intercepts (MEMOBS_PL__CU_FNS, and the two
+   cuGetProcAddress themselves), the caller gets this library's
+   interposer, which counts calls made through the pointer as linked
+   calls; any other function stays the driver's own pointer; return
+   codes, *symbolStatus / *driverStatus and NULL results are the driver's,
+   unchanged (these lookups record nothing and count in no counter).
+
+   Which interposer: first by address, the pointer the driver handed out
+   against each intercepted function's real address (memobs_pl__cu_get's
+   slots): exact whatever name, version and flags were asked. Else by
+   name: the exported function the request resolves to (cuda.h: the base
+   name, "_v2" from the version that introduced it, 3.2 for the memory
+   calls, 12.0 for cuGetProcAddress_v2; "_ptds"/"_ptsz" with
+   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, or a runtime _ptsz
+   lookup with cudaEnableDefault, from CUDA 7.0), when it is intercepted:
+   its slot, if still empty (the driver, or a runtime double defining the
+   driver, loaded with RTLD_LOCAL where neither dlsym(RTLD_NEXT) nor
+   libcuda.so.1 finds it), is seeded with the pointer the driver handed
+   out; if filled with another address (a driver whose lookups hand out
+   other entry points than its exports) the interposer still stands for
+   that function and forwards to its export.
+
+   The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
+   from a library named libcudart* gets the driver's pointer unchanged. The
+   runtime calls the functions of its driver table inside runtime calls
+   memobs does not intercept (cudaMallocPitch, cudaMemset, ...) and on its
+   own threads, where the re-entry guard cannot tell them apart: counted
+   there they would be driver calls nobody made. (libcudart takes
+   cuGetProcAddress from its own handle on libcuda, which no LD_PRELOAD
+   library meets; a runtime that took it from the global scope gets the
+   same answer here.) */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* cudaGetDriverEntryPoint, deprecated in CUDA 13.0 */
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+
+#define MEMOBS_PL__EP_CU_FNS(X) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+#define MEMOBS_PL__EP_RT_FNS(X)                                                                              \
+    X(cudaGetDriverEntryPoint) X(cudaGetDriverEntryPoint_ptsz) X(cudaGetDriverEntryPointByVersion)          \
+    X(cudaGetDriverEntryPointByVersion_ptsz)
+
+static struct {
+#define MEMOBS_PL__FIELD(name) void *name;
+    MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__FIELD)
+    MEMOBS_PL__EP_RT_FNS(MEMOBS_PL__FIELD)
+#undef MEMOBS_PL__FIELD
+} memobs_pl__ep_real;
+
+/* An intercepted driver function: its name, its real slot, its interposer. */
+typedef struct {
+    const char *name;
+    void **real;
+    void *ours;
+} memobs_pl__ep_t;
+#define MEMOBS_PL__EP_ROW(name) {#name, &memobs_pl__cu_real.name, (void *)(uintptr_t)&name},
+#define MEMOBS_PL__EP_OWN_ROW(name) {#name, &memobs_pl__ep_real.name, (void *)(uintptr_t)&name},
+static const memobs_pl__ep_t memobs_pl__ep_map[] = {MEMOBS_PL__CU_FNS(MEMOBS_PL__EP_ROW)
+                                                        MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__EP_OWN_ROW)};
+#undef MEMOBS_PL__EP_ROW
+#undef MEMOBS_PL__EP_OWN_ROW
+
+/* How `name` answers `symbol` asked at `version` (symbol [+ "_v2"]
+   [+ "_ptds" / "_ptsz"]): 2 the per-thread function (`pt`: asked with
+   the per-thread flag), 1 the legacy one, 0 not at all. */
+static int memobs_pl__ep_named(const char *name, const char *symbol, int version, int pt) {
+    size_t n = strlen(symbol);
+    const char *rest = name + n;
+    int v2, has_pt;
+    if (strncmp(name, symbol, n) != 0) return 0;
+    v2 = strncmp(rest, "_v2", 3) == 0;
+    if (v2) rest += 3;
+    has_pt = strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0;
+    if ((*rest && !has_pt) || v2 != (version >= (strcmp(symbol, "cuGetProcAddress") == 0 ? 12000 : 3020))) return 0;
+    if (has_pt) return pt && version >= 7000 ? 2 : 0;
+    return 1;
+}
+
+/* What the caller gets for the driver's answer `p` to (symbol, version,
+   per-thread flag pt). */
+static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
+    const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
+    size_t i;
+    if (!p) return p;
+    for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
+        e = &memobs_pl__ep_map[i];
+        if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
+        if (symbol) named[memobs_pl__ep_named(e->name, symbol, version, pt)] = e;
+    }
+    e = named[2] ? named[2] : named[1]; /* no per-thread function: the driver answers with the legacy one */
+    if (!e) return p;
+    if (!__atomic_load_n(e->real, __ATOMIC_ACQUIRE)) {
+        void *none = NULL;
+        __atomic_compare_exchange_n(e->real, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    return e->ours;
+}
+
+/* 1 when the code at `ra` lies in a CUDA runtime (libcudart*). */
+static int memobs_pl__from_runtime(const void *ra) {
+    Dl_info i;
+    const char *base;
+    if (!dladdr(ra, &i) || !i.dli_fname) return 0;
+    base = strrchr(i.dli_fname, '/');
+    return strncmp(base ? base + 1 : i.dli_fname, "libcudart", 9) == 0;
+}
+
+#define MEMOBS_PL__PT_FLAG(flags) (((flags) & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0)
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    __typeof__(cuGetProcAddress) *real =
+        (__typeof__(cuGetProcAddress) *)memobs_pl__cu_get(&memobs_pl__ep_real.cuGetProcAddress, "cuGetProcAddress");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress");
+    rc = real(symbol, pfn, cudaVersion, flags);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus) {
+    __typeof__(cuGetProcAddress_v2) *real = (__typeof__(cuGetProcAddress_v2) *)memobs_pl__cu_get(
+        &memobs_pl__ep_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress_v2");
+    rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+
+/* The runtime's: cudaGetDriverEntryPoint asks at the runtime's version
+   (the interposers here carry CUDA 13's signature and version). */
+#define MEMOBS_PL__EP_RT_VERSION 13000
+#define MEMOBS_PL__EP_RT(name, version, ptsz, args)                                                          \
+    __typeof__(name) *real = (__typeof__(name) *)memobs_pl__get(&memobs_pl__ep_real.name, #name);            \
+    cudaError_t rc;                                                                                          \
+    if (!real) return memobs_pl__missing(#name);                                                             \
+    rc = real args;                                                                                          \
+    if (rc == cudaSuccess && funcPtr)                                                                        \
+        *funcPtr = memobs_pl__ep_wrap(*funcPtr, symbol, (int)(version),                                      \
+                                      MEMOBS_PL__PT_FLAG(flags) || ((ptsz) && flags == cudaEnableDefault)); \
+    return rc
+
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus) {
+    MEMOBS_PL__EP_RT(cudaGetDriverEntryPoint, MEMOBS_PL__EP_RT_VERSION, 0, (symbol, funcPtr, flags, driverStatus));
+}
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus) {
+    MEMOBS_PL__EP_RT(cudaGetDriverEntryPoint_ptsz, MEMOBS_PL__EP_RT_VERSION, 1,
+                     (symbol, funcPtr, flags, driverStatus));
+}
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus) {
+    MEMOBS_PL__EP_RT(cudaGetDriverEntryPointByVersion, cudaVersion, 0,
+                     (symbol, funcPtr, cudaVersion, flags, driverStatus));
+}
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus) {
+    MEMOBS_PL__EP_RT(cudaGetDriverEntryPointByVersion_ptsz, cudaVersion, 1,
+                     (symbol, funcPtr, cudaVersion, flags, driverStatus));
+}
+#pragma GCC diagnostic pop
