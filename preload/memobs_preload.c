@@ -29,7 +29,8 @@
    memobs_cuda.h's wrappers) and cudaDeviceReset; and the per-thread
    default stream entry points (_ptds, _ptsz) the runtime exports for
    them. The driver API's copies and allocations too: its section, at the
-   end. The runtime's interposers carry its symbol version
+   end, then the driver entry points' (cuGetProcAddress,
+   cudaGetDriverEntryPoint). The runtime's interposers carry its symbol version
    (libcudart.so.13, preload/memobs_preload.map); memobs' whole C API is
    exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
@@ -711,9 +712,9 @@ __attribute__((destructor)) static void memobs_pl__fini(void) {
    driver infers (cuMemcpy, cuMemcpyAsync) are classified as memobs_cuda.h
    classifies cudaMemcpyDefault: by the driver's pointer attributes. An
    allocation's device is the current context's (a stream-ordered one: its
-   stream's context's). Calls that reach the driver through
-   cuGetProcAddress / cudaGetDriverEntryPoint (the CUDA runtime itself
-   does), or through dlsym on a handle of libcuda.so.1, are not seen. */
+   stream's context's). Pointers from cuGetProcAddress /
+   cudaGetDriverEntryPoint are the interposers (the entry points' section,
+   below); calls through dlsym on a handle of libcuda.so.1 are not seen. */
 #include <cuda.h>
 
 /* memobs_cuda.h's helpers take and return runtime codes; they test only

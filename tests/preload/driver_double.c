@@ -647,7 +647,8 @@ DD_PROCS(DD_OWN)
 static CUresult dd_proc(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                         CUdriverProcAddressQueryResult *status, int v1) {
     static const procaddr_t rows[] = {DD_PROCS(PROCADDR_ROW)};
-    if (__atomic_load_n(&torn_down, __ATOMIC_ACQUIRE) || forked) return refused(v1 ? "cuGetProcAddress" : "cuGetProcAddress_v2");
+    if (__atomic_load_n(&torn_down, __ATOMIC_ACQUIRE) || forked)
+        return refused(v1 ? "cuGetProcAddress" : "cuGetProcAddress_v2");
     return procaddr_find(rows, sizeof rows / sizeof rows[0], 13000, symbol, pfn, cudaVersion, flags, status, v1);
 }
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {

@@ -15,9 +15,10 @@
      v1       the 4-argument cuGetProcAddress export, CUDA 11.3, flags 0
      ptds     cuGetProcAddress_v2, CUDA 13.0, the per-thread flag: the
               _ptds / _ptsz functions where the driver has them
-     nested   cuGetProcAddress_v2 and cuGetProcAddress fetched through
-              cuGetProcAddress_v2 (12.0 and 11.3), then v2's table through
-              the fetched _v2 and the 4-argument one's through the other
+     nested2  cuGetProcAddress_v2 fetched through cuGetProcAddress_v2 (at
+              12.0), then v2's table through it
+     nested1  the 4-argument cuGetProcAddress fetched through
+              cuGetProcAddress_v2 (at 11.3), then v1's table through it
      rules    versions and errors: cuMemAlloc below 3.2 (the 32-bit
               cuMemAlloc, the driver's), at 3.2 (cuMemAlloc_v2); per-thread
               below 7.0 (the legacy function); a function asked before its
@@ -186,8 +187,8 @@ static int mode_rules(void) {
     rule("cuMemcpyHtoD legacy at 13000", "cuMemcpyHtoD", 13000, L, CUDA_SUCCESS, 0, "cuMemcpyHtoD_v2");
     rule("cuMemAlloc per-thread (none: the legacy one)", "cuMemAlloc", 12000, PT, CUDA_SUCCESS, 0, "cuMemAlloc_v2");
     rule("cuMemFreeAsync per-thread", "cuMemFreeAsync", 11020, PT, CUDA_SUCCESS, 0, "cuMemFreeAsync_ptsz");
-    rule("cuMemAllocAsync at 11010", "cuMemAllocAsync", 11010, 0, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
-         NULL);
+    rule("cuMemAllocAsync at 11010", "cuMemAllocAsync", 11010, 0, CUDA_SUCCESS,
+         CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, NULL);
     rule("unknown name", "cuNoSuchFunction", 12000, 0, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, NULL);
     rule("NULL symbol", NULL, 12000, 0, CUDA_ERROR_INVALID_VALUE, 7, NULL);
     rule("flags 4", "cuMemAlloc", 12000, 4, CUDA_ERROR_INVALID_VALUE, 7, NULL);
@@ -198,19 +199,19 @@ static int mode_rules(void) {
     check("NULL pfn", cuGetProcAddress_v2("cuMemAlloc", NULL, 12000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
     check("no symbolStatus", cuGetProcAddress_v2("cuMemAlloc", &p, 12000, 0, NULL), 0);
     check("cuMemAlloc_v2", whose("cuMemAlloc_v2", p) ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS, 0);
-    return done("{\"total\": {\"h2d_count\": 0}, \"memory\": {\"device\": {\"allocs\": 0}}}");
+    return done(NULL);
 }
 
 int main(int argc, char **argv) {
+    const cuuint64_t L = CU_GET_PROC_ADDRESS_LEGACY_STREAM, PT = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
     const char *mode = argc > 1 ? argv[1] : "";
     fns_t f = {cuMemAlloc, cuMemAllocHost, cuMemAllocAsync, cuMemFree, cuMemFreeHost, cuMemFreeAsync,
                cuMemcpyHtoD, cuMemcpyHtoDAsync, cuMemcpyDtoH, cuMemcpyDtoD, cuMemcpy};
     if (!strcmp(mode, "linked")) return sequence(&f);
     memset(&f, 0, sizeof f);
-    if (!strcmp(mode, "v2")) fetch(&f, (void *)(uintptr_t)&cuGetProcAddress_v2, 0, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-    else if (!strcmp(mode, "v1")) fetch(&f, (void *)(uintptr_t)&cuGetProcAddress, 1, 11030, CU_GET_PROC_ADDRESS_DEFAULT);
-    else if (!strcmp(mode, "ptds"))
-        fetch(&f, (void *)(uintptr_t)&cuGetProcAddress_v2, 0, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    if (!strcmp(mode, "v2")) fetch(&f, (void *)(uintptr_t)&cuGetProcAddress_v2, 0, 12000, L);
+    else if (!strcmp(mode, "v1")) fetch(&f, (void *)(uintptr_t)&cuGetProcAddress, 1, 11030, 0);
+    else if (!strcmp(mode, "ptds")) fetch(&f, (void *)(uintptr_t)&cuGetProcAddress_v2, 0, 13000, PT);
     else if (!strcmp(mode, "nested2")) return mode_nested(&f, 0);
     else if (!strcmp(mode, "nested1")) return mode_nested(&f, 1);
     else if (!strcmp(mode, "rules")) return mode_rules();
