@@ -973,12 +973,14 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
    calls, 12.0 for cuGetProcAddress_v2; "_ptds"/"_ptsz" with
    CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, or a runtime _ptsz
    lookup with cudaEnableDefault, from CUDA 7.0), when it is intercepted:
-   its slot, if still empty (the driver, or a runtime double defining the
-   driver, loaded with RTLD_LOCAL where neither dlsym(RTLD_NEXT) nor
-   libcuda.so.1 finds it), is seeded with the pointer the driver handed
-   out; if filled with another address (a driver whose lookups hand out
-   other entry points than its exports) the interposer still stands for
-   that function and forwards to its export.
+   its slot, if still empty (the driver functions in a library loaded
+   with RTLD_LOCAL, where neither dlsym(RTLD_NEXT) nor libcuda.so.1 finds
+   them), is seeded with the pointer the driver handed out; if filled with
+   another address (a driver whose lookups hand out other entry points
+   than its exports) the interposer still stands for that function and
+   forwards to its export. A name added to MEMOBS_PL__CU_FNS whose "_v2"
+   (or a later version) came after CUDA 3.2 needs its version in
+   memobs_pl__ep_named.
 
    The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
    from a library named libcudart* gets the driver's pointer unchanged. The
@@ -1045,7 +1047,7 @@ static int memobs_pl__ep_named(const char *name, const char *symbol, int version
 static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
     const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
     size_t i;
-    if (!p) return p;
+    if (!p || memobs_pl__ours(p)) return p; /* already an interposer: never a real slot's */
     for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
         e = &memobs_pl__ep_map[i];
         if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
