@@ -27,7 +27,8 @@
    memobs_cuda.h's wrappers) and cudaDeviceReset; and the per-thread
    default stream entry points (_ptds, _ptsz) the runtime exports for
    them. The driver API's copies and allocations too: its section, at the
-   end. memobs' whole C API is
+   end, then the driver entry points' (cuGetProcAddress,
+   cudaGetDriverEntryPoint). memobs' whole C API is
    exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
    this instance. Records made through that API are the program's own,
@@ -111,20 +112,30 @@
    none is the default. */
 #define MEMOBS_PL__RT_BATCH(X)                                                                               \
     X(cudaMemcpyBatchAsync) X(cudaMemcpyBatchAsync_ptsz) X(cudaMemcpy3DBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz)
+/* The runtime's driver entry points (DRIVER ENTRY POINTS below):
+   cudaGetDriverEntryPoint (11.3) took (symbol, funcPtr, flags) and 12.0
+   added driverStatus: 11, 12, 13, none the default; its _ptsz name with
+   12's signature: 12 and 13 only; cudaGetDriverEntryPointByVersion(_ptsz),
+   new in 12.5, one signature: 12, 13 and the default node. */
+#define MEMOBS_PL__RT_EP(X) X(cudaGetDriverEntryPoint)
+#define MEMOBS_PL__RT_EP12(X) X(cudaGetDriverEntryPoint_ptsz)
+#define MEMOBS_PL__RT_EPV(X) X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)
 
 /* Each version node's interposers. The default node answers an
    unversioned lookup (dlsym(RTLD_DEFAULT, name)): calls of one signature
    only, forwarded to what that lookup finds past this library. */
-#define MEMOBS_PL__NODE_0(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X)
-#define MEMOBS_PL__NODE_11(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_GRAPH(X)
-#define MEMOBS_PL__NODE_12(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X)
+#define MEMOBS_PL__NODE_0(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_EPV(X)
+#define MEMOBS_PL__NODE_11(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_EP(X)
+#define MEMOBS_PL__NODE_12(X)                                                                                \
+    MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X) MEMOBS_PL__RT_EP(X) \
+    MEMOBS_PL__RT_EP12(X) MEMOBS_PL__RT_EPV(X)
 #define MEMOBS_PL__NODE_13(X) MEMOBS_PL__NODE_12(X)
 
 /* Every runtime function a major's table holds: the interposers' and the
    two memobs_cuda.h only calls. */
 #define MEMOBS_PL__FNS(X)                                                                                    \
     MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X)                   \
-    X(cudaGetErrorString) X(cudaGetErrorName)
+    MEMOBS_PL__RT_EP(X) MEMOBS_PL__RT_EP12(X) MEMOBS_PL__RT_EPV(X) X(cudaGetErrorString) X(cudaGetErrorName)
 
 /* The runtimes, one table each: slot 0 the default node's (the runtime an
    unversioned lookup finds), 1 to 3 the majors' (the runtime of that
@@ -334,6 +345,10 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
 #define MEMOBS_PL__SYMVER(name)                                                                              \
     __asm__(".symver " MEMOBS_PL__STR(MEMOBS_PL__E(name)) ", " #name MEMOBS_PL__NODE_NAME);
 
+/* DRIVER ENTRY POINTS, below: what a caller of cudaGetDriverEntryPoint
+   gets for the runtime's answer p to (symbol, version, per-thread). */
+static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt);
+
 #define MEMOBS_PL__MAJOR 0
 #define MEMOBS_PL__SLOT 0
 #define MEMOBS_PL__PFX memobs_pl__0_
@@ -490,9 +505,9 @@ __attribute__((destructor)) static void memobs_pl__fini(void) {
    driver infers (cuMemcpy, cuMemcpyAsync) are classified as memobs_cuda.h
    classifies cudaMemcpyDefault: by the driver's pointer attributes. An
    allocation's device is the current context's (a stream-ordered one: its
-   stream's context's). Calls that reach the driver through
-   cuGetProcAddress / cudaGetDriverEntryPoint (the CUDA runtime itself
-   does), or through dlsym on a handle of libcuda.so.1, are not seen. */
+   stream's context's). Pointers from cuGetProcAddress /
+   cudaGetDriverEntryPoint are the interposers (the entry points' section,
+   below); calls through dlsym on a handle of libcuda.so.1 are not seen. */
 #include <cuda.h>
 
 /* memobs_cuda.h's helpers take and return runtime codes; they test only
@@ -724,3 +739,144 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
     MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync_ptsz, dptr, hStream ? hStream : cudaStreamPerThread, real(dptr, hStream))
 }
+
+/* ======================================================================== */
+/* Driver entry points (cuGetProcAddress, cudaGetDriverEntryPoint)          */
+/* ======================================================================== */
+
+/* PyTorch (its DriverAPI, expandable segments), Triton and others take
+   driver functions as pointers: cuGetProcAddress (libcuda exports the
+   CUDA 11.3 one, 4 arguments, as cuGetProcAddress and CUDA 12.0's, with
+   symbolStatus, as cuGetProcAddress_v2; cuda.h names the latter
+   cuGetProcAddress) and the runtime's cudaGetDriverEntryPoint,
+   cudaGetDriverEntryPointByVersion (12.5) and their _ptsz names. Each is
+   intercepted: when the real call succeeded and handed out a driver
+   function this library intercepts (MEMOBS_PL__CU_FNS, and the two
+   cuGetProcAddress themselves), the caller gets this library's
+   interposer, which counts calls made through the pointer as linked
+   calls; any other function stays the driver's own pointer; return
+   codes, *symbolStatus / *driverStatus and NULL results are the driver's,
+   unchanged (these lookups record nothing and count in no counter).
+
+   Which interposer: first by address, the pointer the driver handed out
+   against each intercepted function's real address (memobs_pl__cu_get's
+   slots): exact whatever name, version and flags were asked. Else by
+   name: the exported function the request resolves to (cuda.h: the base
+   name, "_v2" from the version that introduced it, 3.2 for the memory
+   calls, 12.0 for cuGetProcAddress_v2; "_ptds"/"_ptsz" with
+   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, or a runtime _ptsz
+   lookup with cudaEnableDefault, from CUDA 7.0), when it is intercepted:
+   its slot, if still empty (the driver functions in a library loaded
+   with RTLD_LOCAL, where neither dlsym(RTLD_NEXT) nor libcuda.so.1 finds
+   them), is seeded with the pointer the driver handed out; if filled with
+   another address (a driver whose lookups hand out other entry points
+   than its exports) the interposer still stands for that function and
+   forwards to its export. A name added to MEMOBS_PL__CU_FNS whose "_v2"
+   (or a later version) came after CUDA 3.2 needs its version in
+   memobs_pl__ep_named.
+
+   The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
+   from a library named libcudart* gets the driver's pointer unchanged. The
+   runtime calls the functions of its driver table inside runtime calls
+   memobs does not intercept (cudaMallocPitch, cudaMemset, ...) and on its
+   own threads, where the re-entry guard cannot tell them apart: counted
+   there they would be driver calls nobody made. (libcudart takes
+   cuGetProcAddress from its own handle on libcuda, which no LD_PRELOAD
+   library meets; a runtime that took it from the global scope gets the
+   same answer here.) */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+#define MEMOBS_PL__EP_CU_FNS(X) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+static struct {
+#define MEMOBS_PL__FIELD(name) void *name;
+    MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__FIELD)
+#undef MEMOBS_PL__FIELD
+} memobs_pl__ep_real;
+
+/* An intercepted driver function: its name, its real slot, its interposer. */
+typedef struct {
+    const char *name;
+    void **real;
+    void *ours;
+} memobs_pl__ep_t;
+#define MEMOBS_PL__EP_ROW(name) {#name, &memobs_pl__cu_real.name, (void *)(uintptr_t)&name},
+#define MEMOBS_PL__EP_OWN_ROW(name) {#name, &memobs_pl__ep_real.name, (void *)(uintptr_t)&name},
+static const memobs_pl__ep_t memobs_pl__ep_map[] = {MEMOBS_PL__CU_FNS(MEMOBS_PL__EP_ROW)
+                                                        MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__EP_OWN_ROW)};
+#undef MEMOBS_PL__EP_ROW
+#undef MEMOBS_PL__EP_OWN_ROW
+
+/* How `name` answers `symbol` asked at `version` (symbol [+ "_v2"]
+   [+ "_ptds" / "_ptsz"]): 2 the per-thread function (`pt`: asked with
+   the per-thread flag), 1 the legacy one, 0 not at all. */
+static int memobs_pl__ep_named(const char *name, const char *symbol, int version, int pt) {
+    size_t n = strlen(symbol);
+    const char *rest = name + n;
+    int v2, has_pt;
+    if (strncmp(name, symbol, n) != 0) return 0;
+    v2 = strncmp(rest, "_v2", 3) == 0;
+    if (v2) rest += 3;
+    has_pt = strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0;
+    if ((*rest && !has_pt) || v2 != (version >= (strcmp(symbol, "cuGetProcAddress") == 0 ? 12000 : 3020))) return 0;
+    if (has_pt) return pt && version >= 7000 ? 2 : 0;
+    return 1;
+}
+
+/* What the caller gets for the driver's answer `p` to (symbol, version,
+   per-thread flag pt). */
+static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
+    const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
+    size_t i;
+    if (!p || memobs_pl__ours(p)) return p; /* already an interposer: never a real slot's */
+    for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
+        e = &memobs_pl__ep_map[i];
+        if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
+        if (symbol) named[memobs_pl__ep_named(e->name, symbol, version, pt)] = e;
+    }
+    e = named[2] ? named[2] : named[1]; /* no per-thread function: the driver answers with the legacy one */
+    if (!e) return p;
+    if (!__atomic_load_n(e->real, __ATOMIC_ACQUIRE)) {
+        void *none = NULL;
+        __atomic_compare_exchange_n(e->real, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    return e->ours;
+}
+
+/* 1 when the code at `ra` lies in a CUDA runtime (libcudart*). */
+static int memobs_pl__from_runtime(const void *ra) {
+    Dl_info i;
+    const char *base;
+    if (!dladdr(ra, &i) || !i.dli_fname) return 0;
+    base = strrchr(i.dli_fname, '/');
+    return strncmp(base ? base + 1 : i.dli_fname, "libcudart", 9) == 0;
+}
+
+#define MEMOBS_PL__PT_FLAG(flags) (((flags) & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0)
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    __typeof__(cuGetProcAddress) *real =
+        (__typeof__(cuGetProcAddress) *)memobs_pl__cu_get(&memobs_pl__ep_real.cuGetProcAddress, "cuGetProcAddress");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress");
+    rc = real(symbol, pfn, cudaVersion, flags);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus) {
+    __typeof__(cuGetProcAddress_v2) *real = (__typeof__(cuGetProcAddress_v2) *)memobs_pl__cu_get(
+        &memobs_pl__ep_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress_v2");
+    rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+
+/* The runtime's four (cudaGetDriverEntryPoint(ByVersion)(_ptsz)) are
+   interposed once per major (preload/memobs_preload_runtime.inc, lists
+   MEMOBS_PL__RT_EP*), each forwarding to its own major's runtime and
+   handing its answer to memobs_pl__ep_wrap. */

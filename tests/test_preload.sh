@@ -55,7 +55,8 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
         cudaMemcpy3DBatchAsync cudaMemcpy3DBatchAsync_ptsz cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
         cudaStreamEndCapture cudaStreamEndCapture_ptsz cudaGraphInstantiate cudaGraphInstantiateWithFlags
         cudaGraphInstantiateWithParams cudaGraphInstantiateWithParams_ptsz cudaGraphLaunch cudaGraphLaunch_ptsz
-        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset"
+        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset
+        cudaGetDriverEntryPoint cudaGetDriverEntryPoint_ptsz cudaGetDriverEntryPointByVersion cudaGetDriverEntryPointByVersion_ptsz"
     for f in $want; do
         echo "$syms" | grep -q " T $f@libcudart.so.13\$" || miss="$miss $f"
     done

@@ -176,6 +176,37 @@
                attribute: CUDA_ERROR_INVALID_VALUE (not modelled).
                cuGetErrorName of an unknown code: CUDA_ERROR_INVALID_VALUE
                and NULL.
+     Entry     (section "Driver memory and entry points") the driver's
+               cuMemAlloc_v2 (0 bytes: CUDA_ERROR_INVALID_VALUE),
+               cuMemAllocPitch_v2 (element size 4, 8 or 16, nonzero width
+               and height, else CUDA_ERROR_INVALID_VALUE; the pitch: the
+               width rounded up to 512), cuMemFree_v2 (the start of a
+               device or managed block, else CUDA_ERROR_INVALID_VALUE; it
+               synchronizes as cudaFree), cuMemcpyHtoD_v2 / cuMemcpyDtoH_v2
+               (and _ptds) with cudaMemcpy's rules, on the runtime's table.
+               cuGetProcAddress (11.3's 4 arguments) and
+               cuGetProcAddress_v2 over these and cuGetProcAddress,
+               cuMemGetInfo, cuCtxGetCurrent, cuDeviceGet(Count),
+               cuGetErrorName, as a 13.0 driver, with the rules of
+               tests/preload/procaddr.h (versions, per-thread flag, NULL
+               symbol or pfn, flags, not found: CUDA_ERROR_NOT_FOUND from
+               the 11.3 export, CUDA_SUCCESS + NULL + status from _v2); they
+               work before the driver's initialization and hand out the
+               double's own addresses even where a preloaded library
+               defines the same names. cudaGetDriverEntryPoint(_ptsz)
+               (at the runtime's version, 13000) and
+               cudaGetDriverEntryPointByVersion(_ptsz) initialize the
+               runtime and follow the same rules (cudaErrorInvalidValue for
+               the errors, cudaSuccess + NULL + driverStatus when not
+               found; the _ptsz names take cudaEnableDefault as the
+               per-thread flag); counted together as
+               "cudaGetDriverEntryPoint". cudaMallocPitch allocates with
+               the driver's cuMemAllocPitch_v2 (elements of 16 bytes) from
+               the runtime's driver table, fetched once through
+               cuGetProcAddress_v2: the double's own, as libcudart takes it
+               from its handle on libcuda; with CUDADBL_DRIVER_LOOKUP=global
+               in the environment the one dlsym(RTLD_DEFAULT) finds (a
+               preloaded library's).
      Errors    every runtime error returned except cudaErrorNotReady
                becomes the calling thread's last error (cudaGetLastError
                clears it, cudaPeekAtLastError does not). cudaGetErrorName/
