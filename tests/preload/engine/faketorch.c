@@ -112,10 +112,10 @@ void *ft_malloc(size_t n) {
     void *p = NULL;
     int rc = FT_CALL(cudaMalloc, &p, size);
     if (rc == (int)cudaErrorMemoryAllocation) {
-        FT_CALL(cudaGetLastError); /* the OOM is handled here: clear it, free the cache, try again */
+        ft__rc("cudaGetLastError", (int)cudaGetLastError()); /* the OOM is handled here: clear it, free the cache, try again */
         ft_empty_cache();
         rc = FT_CALL(cudaMalloc, &p, size);
-        if (rc != 0) FT_CALL(cudaGetLastError);
+        if (rc != 0) ft__rc("cudaGetLastError", (int)cudaGetLastError());
     }
     if (rc != 0) return NULL;
     ft__blocks[freeslot].p = p;
@@ -154,7 +154,7 @@ int ft_copy(void *dst, const void *src, size_t n, int kind, int copy_stream) {
     cudaStream_t s = copy_stream ? ft__copy_stream : NULL;
     int rc = FT_CALL(cudaMemcpyAsync, dst, src, n, (enum cudaMemcpyKind)kind, s);
     if (rc != 0) {
-        FT_CALL(cudaGetLastError); /* raised to Python; the error is cleared, as c10 does */
+        ft__rc("cudaGetLastError", (int)cudaGetLastError()); /* raised to Python; the error is cleared, as c10 does */
         return rc;
     }
     return FT_CALL(cudaStreamSynchronize, s);
@@ -196,10 +196,17 @@ static struct {
 
 #if FT_MAJOR >= 12
 #define FT_ENTRY(name, fn, st) cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, st)
-#else /* CUDA 11's cudaGetDriverEntryPoint has no status argument */
+#else
+/* CUDA 11's cudaGetDriverEntryPoint has no status argument: called with
+   that type (the header here declares 12's and 13's) */
 typedef cudaError_t ft__entry11_t(const char *, void **, unsigned long long);
-#define FT_ENTRY(name, fn, st)                                                                               \
-    ((void)(st), ((ft__entry11_t *)(void (*)(void))cudaGetDriverEntryPoint)(name, fn, cudaEnableDefault))
+static cudaError_t ft__entry11(const char *name, void **fn) {
+    ft__entry11_t *f;
+    void *p = (void *)(uintptr_t)&cudaGetDriverEntryPoint;
+    memcpy(&f, &p, sizeof f);
+    return f(name, fn, cudaEnableDefault);
+}
+#define FT_ENTRY(name, fn, st) ((void)(st), ft__entry11(name, fn))
 #endif
 
 /* The driver function `name` into *slot: through cudaGetDriverEntryPoint,
