@@ -273,8 +273,8 @@ if VMM:
             led.note()
         return rc
 
-    def shrink_segment(n, released=0):
-        """n handles unmapped from the end (`released` of them released while mapped)"""
+    def shrink_segment(n):
+        """n handles unmapped from the end and released (those released already: unmapped only)"""
         rc = result("ft_vmm_shrink(%d)" % n, ft.ft_vmm_shrink(n))
         if rc == 0:
             led.vmm_live -= n
@@ -314,7 +314,7 @@ if VMM:
         tap("cuMemCreate of half the granularity fails", rc != 0, rc)
         led.failed += rc != 0
         check("a cuMemCreate that failed: nothing recorded")
-        shrink_segment(2, released=1)
+        shrink_segment(2)  # handle 4 was released already
         check("expandable segment shrunk by 2 (one released before): 3 handles")
         grow_segment(1)
         shrink_segment(2)
@@ -329,6 +329,11 @@ if result("ft_empty_cache", ft.ft_empty_cache()) == 0:
     led.empty_cache()
 result("ft_shutdown", ft.ft_shutdown())
 check("at shutdown")
+
+reserved, _, segs, frees = led.stats()
+tap("the allocator's own figures (%d B reserved in %d segments) are the engine's blocks" % (reserved, segs - frees),
+    reserved == sum(n for n, _ in led.where.values()) and segs - frees == len(led.where),
+    "allocator: %d B in %d segments; engine: %s" % (reserved, segs - frees, sorted(led.where.values())))
 
 regions = {"load_weights": 1, "prefill": 1, "decode_step": 3, "kv_offload": 3}
 if VMM:

@@ -112,7 +112,8 @@ void *ft_malloc(size_t n) {
     void *p = NULL;
     int rc = FT_CALL(cudaMalloc, &p, size);
     if (rc == (int)cudaErrorMemoryAllocation) {
-        ft__rc("cudaGetLastError", (int)cudaGetLastError()); /* the OOM is handled here: clear it, free the cache, try again */
+        /* the out of memory is handled here: the error cleared, the cache freed, once more */
+        ft__rc("cudaGetLastError", (int)cudaGetLastError());
         ft_empty_cache();
         rc = FT_CALL(cudaMalloc, &p, size);
         if (rc != 0) ft__rc("cudaGetLastError", (int)cudaGetLastError());
@@ -289,7 +290,8 @@ int ft_vmm_grow(size_t n) {
     memset(&desc, 0, sizeof desc);
     desc.location = prop.location;
     desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return ft__rc("cuMemSetAccess", ft__drv.set_access(ft__seg.base + first * ft__seg.gran, n * ft__seg.gran, &desc, 1));
+    return ft__rc("cuMemSetAccess",
+                  ft__drv.set_access(ft__seg.base + first * ft__seg.gran, n * ft__seg.gran, &desc, 1));
 }
 
 /* cuMemRelease of handle i while it stays mapped: its memory lives until
