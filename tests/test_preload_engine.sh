@@ -69,8 +69,10 @@ engine() {
     local m=$1 v=$1 d=$B/$1 map flags="" vmm="" need miss="" bind out
     [ "$m" = 11 ] && v=11.0
     mkdir -p "$d"
-    # the double's version script: the one in mk/ naming the node libcudart.so.V, else one made here
-    map=$(grep -l "^libcudart\.so\.$v *{" mk/cudart_double*.map 2>/dev/null | head -n 1)
+    # the double's version script: mk/cudart_double.V.map, or the one in mk/ naming the node
+    # libcudart.so.V, else one made here
+    map=mk/cudart_double.$v.map
+    [ -f "$map" ] || map=$(grep -l "^libcudart\.so\.$v *{" mk/cudart_double*.map 2>/dev/null | head -n 1)
     if [ -z "$map" ]; then
         map=$d/cudart_double.map
         printf 'libcudart.so.%s {\n  global: *;\n};\n' "$v" >"$map"
