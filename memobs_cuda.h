@@ -92,8 +92,11 @@
      The driver's virtual memory management, which PyTorch's expandable
      segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) and
      vLLM's sleep-mode allocator use, is recorded where the LD_PRELOAD
-     library intercepts it (docs/preload.md); memobs_cuda.h has no
-     wrappers for it. A physical allocation (cuMemCreate) is a block in
+     library intercepts it (docs/preload.md), and where a program calls
+     memobs_cuMemCreate, memobs_cuMemRelease, memobs_cuMemMap,
+     memobs_cuMemUnmap, memobs_cuMemAddressReserve and
+     memobs_cuMemAddressFree (inline, the driver's signatures; declared
+     where <cuda.h> is included before memobs_cuda.h). A physical allocation (cuMemCreate) is a block in
      the allocation tracker with its stack and phase: MEMOBS_MEM_DEVICE on
      the device of its CUmemAllocationProp location, MEMOBS_MEM_PINNED for
      a host-located one (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA, CUDA
@@ -740,6 +743,52 @@ static inline cudaError_t memobs_cudaDeviceReset(void) {
     void *ctx = memobs_cuda__reset_pre();
     return memobs_cuda__reset_post(cudaDeviceReset(), ctx);
 }
+
+/* ======================================================================== */
+/* Virtual memory management wrappers (inline; with <cuda.h> included first)*/
+/* ======================================================================== */
+
+/* For C/C++ code that calls the driver's virtual memory management itself
+   (vLLM's sleep-mode allocator does): the driver's signatures, its
+   CUresult unchanged, recorded as VIRTUAL MEMORY says. Declared where
+   <cuda.h> was included before memobs_cuda.h; the caller links the
+   driver (-lcuda), as it does for the calls themselves. */
+#ifdef __cuda_cuda_h__
+#ifdef __cplusplus
+#define MEMOBS_CUDA__AS(T, x) static_cast<T>(x)
+#else
+#define MEMOBS_CUDA__AS(T, x) ((T)(x))
+#endif
+static inline CUresult memobs_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                          const CUmemAllocationProp *prop, unsigned long long flags) {
+    CUresult rc = cuMemCreate(handle, size, prop, flags);
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_created(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *handle : 0,
+                                                              size, prop ? MEMOBS_CUDA__AS(int, prop->location.type) : 0,
+                                                              prop ? prop->location.id : 0));
+}
+static inline CUresult memobs_cuMemRelease(CUmemGenericAllocationHandle handle) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_released(MEMOBS_CUDA__AS(int, cuMemRelease(handle)), handle, token));
+}
+static inline CUresult memobs_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_mapped(MEMOBS_CUDA__AS(int, cuMemMap(ptr, size, offset, handle, flags)),
+                                                             ptr, size, offset, handle));
+}
+static inline CUresult memobs_cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_unmapped(MEMOBS_CUDA__AS(int, cuMemUnmap(ptr, size)), ptr, size, token));
+}
+static inline CUresult memobs_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                                  unsigned long long flags) {
+    CUresult rc = cuMemAddressReserve(ptr, size, alignment, addr, flags);
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_reserved(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *ptr : 0, size));
+}
+static inline CUresult memobs_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_freed(MEMOBS_CUDA__AS(int, cuMemAddressFree(ptr, size)), ptr, size, token));
+}
+#endif
 
 /* ======================================================================== */
 /* Deprecated names (before 1.0)                                            */
