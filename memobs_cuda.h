@@ -103,7 +103,8 @@
      12.2+), its size as created. The driver frees it when it is released
      (cuMemRelease) and no mapping of it remains; it leaves the tracker
      then: at the release, or at the cuMemUnmap (or cuMemAddressFree) of
-     its last mapping. Mappings (cuMemMap) are remembered by address
+     its last mapping (memobs_cudaDeviceReset leaves it). Mappings
+     (cuMemMap) are remembered by address
      range, so a cudaMemcpyDefault copy into or out of a mapped range
      takes its direction from the handle behind it (device, or host for a
      host-located one) without asking the driver. Its tracker key (shown
@@ -1102,6 +1103,7 @@ static void memobs_cuda__poll_hook(void);
 static void memobs_cuda__vmm_fork(int after);
 static int memobs_cuda__vmm_where(const void *p);
 static void memobs_cuda__vmm_report(FILE *f);
+static int memobs_cuda__vmm_key(const void *p);
 
 /* fork(): every lock of this file held across it (taken before memobs.h's,
    whose handlers were registered first), so the child never inherits one
@@ -2197,7 +2199,8 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
     if (!n || (a = (memobs_alloc_info_t *)MEMOBS_MALLOC(n * sizeof *a)) == NULL) return rc;
     n = memobs_get_allocations(a, n);
     for (i = 0; i < n; i++)
-        if (a[i].device == device && (a[i].kind == MEMOBS_MEM_DEVICE || a[i].kind == MEMOBS_MEM_MANAGED))
+        if (a[i].device == device && (a[i].kind == MEMOBS_MEM_DEVICE || a[i].kind == MEMOBS_MEM_MANAGED) &&
+            !memobs_cuda__vmm_key(a[i].ptr)) /* cuMemCreate handles: their release and unmaps say */
             memobs_track_free(a[i].ptr);
     MEMOBS_FREE(a);
     return rc;
@@ -2488,6 +2491,12 @@ typedef struct {
    pages are never touched). */
 static char memobs_cuda__vmm_keys[MEMOBS_CUDA_MAX_VMM];
 #define MEMOBS_CUDA__VKEY(i) ((const void *)&memobs_cuda__vmm_keys[(i)])
+
+/* 1 when p is a handle's tracker key. */
+static int memobs_cuda__vmm_key(const void *p) {
+    uintptr_t a = (uintptr_t)p, k = (uintptr_t)memobs_cuda__vmm_keys;
+    return a >= k && a - k < MEMOBS_CUDA_MAX_VMM;
+}
 
 static pthread_once_t memobs_cuda__v_once = PTHREAD_ONCE_INIT;
 static struct {
