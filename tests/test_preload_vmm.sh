@@ -73,7 +73,7 @@ else
     bad "main without LD_PRELOAD: return codes as documented" "status $(cat "$B/plain.st")" \
         "steps: $(line steps "$B/plain.out")" "$(head -c 1500 "$B/plain.err")"
 fi
-run pre main "${PRE[@]}" MEMOBS_SUMMARY="$D/pre.json"
+run pre main "${PRE[@]}" MEMOBS_SUMMARY="$D/pre.json" MEMOBS_TORCH_SNAPSHOT="$D/pre.pickle"
 if [ "$(cat "$B/pre.st")" = 0 ] && [ ! -s "$B/pre.err" ] && [ "$(line rcs "$B/pre.out")" = "$(line rcs "$B/plain.out")" ]; then
     ok "main with LD_PRELOAD: exit 0, the same $n return codes, nothing on stderr"
 else
@@ -89,6 +89,25 @@ if out=$(expect_check "$B/pre.json" "$(line expect "$B/pre.out")"); then
     ok "main: 18 device handles and 1 pinned (host-located) allocated and freed, device peak 12 MiB; cudaMemcpyDefault into and out of mapped ranges as H2D/D2H/D2D, bytes exact; 11 failed calls counted, not recorded"
 else
     bad "main: the summary exact" "$out"
+fi
+
+# PyTorch's snapshot: each device handle a segment of its device, its size as created
+if out=$(python3 - "$B/pre.pickle" <<'PY'
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+allocs = [sorted(e["size"] for e in t if e["action"] == "alloc") for t in s["device_traces"]]
+frees = [sum(1 for e in t if e["action"] == "free_completed") for t in s["device_traces"]]
+G = 2 << 20
+want = [sorted([G] * 16 + [2 * G]), [4 * G]]
+if s["segments"] or allocs != want or frees != [17, 1]:
+    print("live segments %s (none expected); allocations by device %s, expected %s; frees %s, expected [17, 1]"
+          % (s["segments"], allocs, want, frees))
+    sys.exit(1)
+PY
+); then
+    ok "main: the torch snapshot's device traces hold every handle on its device (device 0: 16 of 2 MiB and one of 4 MiB; device 1: one of 8 MiB), each freed once"
+else
+    bad "main: the torch snapshot's device traces hold every handle" "$out"
 fi
 
 # 3. threads
