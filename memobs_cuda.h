@@ -2506,6 +2506,9 @@ static struct {
     uint32_t icap;            /* a power of two >= 2 * MEMOBS_CUDA_MAX_VMM */
     uint32_t *free_slots;     /* a stack */
     uint32_t nfree;
+    uint32_t *limbo;          /* slots forgotten, their tracker records not yet out (outside the lock) */
+    uint32_t nlimbo;
+    const char *warn_now;     /* a full table's warning, logged outside the lock */
     memobs_cuda__vm_t *m;     /* mappings sorted by va, disjoint; MEMOBS_CUDA_MAX_VMM */
     uint32_t nm;
     memobs__u32_t any;        /* nm != 0, read without the lock */
@@ -2529,7 +2532,10 @@ static int memobs_cuda__vmm_tables(void) {
     memobs_cuda__v.idx = (uint32_t *)MEMOBS_MALLOC(memobs_cuda__v.icap * sizeof *memobs_cuda__v.idx);
     memobs_cuda__v.free_slots = (uint32_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof(uint32_t));
     memobs_cuda__v.m = (memobs_cuda__vm_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof *memobs_cuda__v.m);
-    if (!memobs_cuda__v.h || !memobs_cuda__v.idx || !memobs_cuda__v.free_slots || !memobs_cuda__v.m) {
+    memobs_cuda__v.limbo = (uint32_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof(uint32_t));
+    if (!memobs_cuda__v.h || !memobs_cuda__v.idx || !memobs_cuda__v.free_slots || !memobs_cuda__v.m ||
+        !memobs_cuda__v.limbo) {
+        if (memobs_cuda__v.limbo) MEMOBS_FREE(memobs_cuda__v.limbo);
         if (memobs_cuda__v.h) MEMOBS_FREE(memobs_cuda__v.h);
         if (memobs_cuda__v.idx) MEMOBS_FREE(memobs_cuda__v.idx);
         if (memobs_cuda__v.free_slots) MEMOBS_FREE(memobs_cuda__v.free_slots);
@@ -2538,6 +2544,7 @@ static int memobs_cuda__vmm_tables(void) {
         memobs_cuda__v.idx = NULL;
         memobs_cuda__v.free_slots = NULL;
         memobs_cuda__v.m = NULL;
+        memobs_cuda__v.limbo = NULL;
         return 0;
     }
     memset(memobs_cuda__v.idx, 0, memobs_cuda__v.icap * sizeof *memobs_cuda__v.idx);
@@ -2551,12 +2558,32 @@ static void memobs_cuda__vmm_lock(void) {
     pthread_once(&memobs_cuda__v_once, memobs_cuda__vmm_init);
     pthread_mutex_lock(&memobs_cuda__v.lock);
 }
-static void memobs_cuda__vmm_unlock(void) { pthread_mutex_unlock(&memobs_cuda__v.lock); }
+/* Unlocks, after taking the forgotten handles' records out of the
+   tracker, with the lock released around each (memobs_track_free may log,
+   and a log hook may ask memobs_cuda_get_vmm_stats); a slot is handed out
+   again only after its record is out. Then logs a full table's warning. */
+static void memobs_cuda__vmm_unlock(void) {
+    const char *warn = memobs_cuda__v.warn_now;
+    memobs_cuda__v.warn_now = NULL;
+    while (memobs_cuda__v.nlimbo) {
+        uint32_t slot = memobs_cuda__v.limbo[--memobs_cuda__v.nlimbo];
+        pthread_mutex_unlock(&memobs_cuda__v.lock);
+        memobs_track_free(MEMOBS_CUDA__VKEY(slot));
+        pthread_mutex_lock(&memobs_cuda__v.lock);
+        memobs_cuda__v.free_slots[memobs_cuda__v.nfree++] = slot;
+    }
+    pthread_mutex_unlock(&memobs_cuda__v.lock);
+    if (warn)
+        memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_VMM=%u %s (or no memory for the table); further "
+                    "ones are not tracked (counted: memobs_cuda_get_vmm_stats().dropped)",
+                    (unsigned)MEMOBS_CUDA_MAX_VMM, warn);
+}
 
-/* fork(): the lock held across it (0: prepare, 1: after, in either process). */
+/* fork(): the lock held across it (0: prepare, 1: after, in either
+   process); a slot in limbo there is settled by the thread that put it. */
 static void memobs_cuda__vmm_fork(int after) {
     if (!after) memobs_cuda__vmm_lock();
-    else memobs_cuda__vmm_unlock();
+    else pthread_mutex_unlock(&memobs_cuda__v.lock);
 }
 
 /* Under the lock: something was not remembered (a full table, no memory
@@ -2565,9 +2592,7 @@ static void memobs_cuda__vmm_drop(const char *what) {
     memobs_cuda__v.st.dropped++;
     if (memobs_cuda__v.warned) return;
     memobs_cuda__v.warned = 1;
-    memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_VMM=%u %s (or no memory for the table); further "
-                "ones are not tracked (counted: memobs_cuda_get_vmm_stats().dropped)", (unsigned)MEMOBS_CUDA_MAX_VMM,
-                what);
+    memobs_cuda__v.warn_now = what; /* logged at the unlock */
 }
 
 static uint32_t memobs_cuda__vhash(unsigned long long h) {
@@ -2592,11 +2617,10 @@ static uint32_t memobs_cuda__vpos(unsigned long long h) {
 static void memobs_cuda__vforget(uint32_t i) {
     uint32_t mask = memobs_cuda__v.icap - 1, slot = memobs_cuda__v.idx[i] - 1, j = i, k;
     memobs_cuda__vh_t *e = &memobs_cuda__v.h[slot];
-    memobs_track_free(MEMOBS_CUDA__VKEY(slot)); /* before the slot can be handed out again */
+    memobs_cuda__v.limbo[memobs_cuda__v.nlimbo++] = slot; /* its record out at the unlock */
     memobs_cuda__v.st.handles--;
     memobs_cuda__v.st.handle_bytes -= e->size;
     if (e->released) memobs_cuda__v.st.released--;
-    memobs_cuda__v.free_slots[memobs_cuda__v.nfree++] = slot;
     memobs_cuda__v.idx[i] = 0;
     for (;;) {
         j = (j + 1) & mask;
