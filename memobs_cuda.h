@@ -90,33 +90,35 @@
 
    VIRTUAL MEMORY (cuMemCreate, cuMemMap, ...)
      The driver's virtual memory management, which PyTorch's expandable
-     segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) and
-     vLLM's sleep-mode allocator use, is recorded where the LD_PRELOAD
-     library intercepts it (docs/preload.md), and where a program calls
+     segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) and vLLM's
+     sleep-mode allocator use, is recorded where the LD_PRELOAD library
+     intercepts it (docs/preload.md), and where a program calls
      memobs_cuMemCreate, memobs_cuMemRelease, memobs_cuMemMap,
      memobs_cuMemUnmap, memobs_cuMemAddressReserve and
      memobs_cuMemAddressFree (inline, the driver's signatures; declared
-     where <cuda.h> is included before memobs_cuda.h). A physical allocation (cuMemCreate) is a block in
-     the allocation tracker with its stack and phase: MEMOBS_MEM_DEVICE on
-     the device of its CUmemAllocationProp location, MEMOBS_MEM_PINNED for
-     a host-located one (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA, CUDA
-     12.2+), its size as created. The driver frees it when it is released
-     (cuMemRelease) and no mapping of it remains; it leaves the tracker
-     then: at the release, or at the cuMemUnmap (or cuMemAddressFree) of
-     its last mapping (memobs_cudaDeviceReset leaves it). Mappings
-     (cuMemMap) are remembered by address
-     range, so a cudaMemcpyDefault copy into or out of a mapped range
-     takes its direction from the handle behind it (device, or host for a
-     host-located one) without asking the driver. Its tracker key (shown
-     as its address in reports and snapshots) is not an address the
-     program uses: it is the address of a byte of a static array of
+     where <cuda.h> is included before memobs_cuda.h). A physical
+     allocation (cuMemCreate) is a block in the allocation tracker with its
+     stack and phase: MEMOBS_MEM_DEVICE on the device of its
+     CUmemAllocationProp location, MEMOBS_MEM_PINNED for a host-located one
+     (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA, CUDA 12.2+), its size as
+     created. The driver frees it when it is released (cuMemRelease) and no
+     mapping of it remains; it leaves the tracker then: at the release, or
+     at the cuMemUnmap (or cuMemAddressFree) of its last mapping
+     (memobs_cudaDeviceReset leaves it). Mappings (cuMemMap) are remembered
+     by address range, so a cudaMemcpyDefault copy into or out of a mapped
+     range takes its direction from the handle behind it (device, or host
+     for a host-located one) without asking the driver. A handle's tracker
+     key (shown as its address in reports and snapshots) is not an address
+     the program uses: it is the address of a byte of a static array of
      memobs' own, one per handle slot, which no allocator can ever hand
-     out, so it never collides with a real block. The out-of-memory
-     flight recorder also runs when cuMemCreate fails with
-     CUDA_ERROR_OUT_OF_MEMORY, with a line on the live handles, mappings
-     and reservations. At most MEMOBS_CUDA_MAX_VMM handles and as many
-     mappings are remembered (tables allocated at the first call); beyond,
-     a handle is not tracked and a mapping not remembered, counted
+     out, so it never collides with a real block (in PyTorch's snapshot each
+     handle is a segment of its own at its key; keys are a byte apart, so
+     their ranges overlap there). The out-of-memory flight recorder
+     also runs when cuMemCreate fails with CUDA_ERROR_OUT_OF_MEMORY, with a
+     line on the live handles, mappings and reservations. At most
+     MEMOBS_CUDA_MAX_VMM handles and as many mappings are remembered
+     (tables allocated at the first call); beyond, a handle is not tracked
+     and a mapping not remembered, counted
      (memobs_cuda_get_vmm_stats().dropped) and warned once.
      memobs_cuda_get_vmm_stats() says what is remembered now.
 

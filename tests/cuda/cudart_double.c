@@ -1199,7 +1199,9 @@ static cudaError_t check_peer_side(const void *p, int dev, size_t count) {
     cudaError_t e = check_side(p, count, 1);
     if (e != cudaSuccess) return e;
     a = find(p);
-    if (a->kind == CUDADBL_DEVICE && a->device != dev) return cudaErrorInvalidValue;
+    if ((a->kind == CUDADBL_DEVICE || (a->kind == CUDADBL_MAPPED && !(a->flags & DBL_VMM_HOST))) /* VMM: its handle's */
+        && a->device != dev)
+        return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 

@@ -2068,6 +2068,8 @@ static void vmm(void) {
     CHECK_ERR(CUDA_SUCCESS, cuPointerGetAttributes(2, at, data, r + G));
     CHECK_U64(CU_MEMORYTYPE_DEVICE, type);
     CHECK_U64(0, (unsigned)ord);
+    /* a peer copy: the mapped side must be on the device named */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyPeer((void *)(uintptr_t)r, 1, buf, 0, 100));
     /* one handle mapped twice: the same bytes */
     CHECK_ERR(CUDA_SUCCESS, cuMemMap(r2, 2 * G, 0, h, 0));
     CHECK_ERR(CUDA_SUCCESS, vmm_access(r2, 2 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
