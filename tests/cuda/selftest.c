@@ -2069,7 +2069,14 @@ static void vmm(void) {
     CHECK_U64(CU_MEMORYTYPE_DEVICE, type);
     CHECK_U64(0, (unsigned)ord);
     /* a peer copy: the mapped side must be on the device named */
-    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyPeer((void *)(uintptr_t)r, 1, buf, 0, 100));
+    {
+        void *d0 = NULL;
+        CHECK_ERR(cudaSuccess, cudaMalloc(&d0, 100));
+        CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyPeer((void *)(uintptr_t)r, 1, d0, 0, 100));
+        CHECK_ERR(cudaSuccess, cudaMemcpyPeer((void *)(uintptr_t)r, 0, d0, 0, 100));
+        (void)cudaGetLastError();
+        CHECK_ERR(cudaSuccess, cudaFree(d0));
+    }
     /* one handle mapped twice: the same bytes */
     CHECK_ERR(CUDA_SUCCESS, cuMemMap(r2, 2 * G, 0, h, 0));
     CHECK_ERR(CUDA_SUCCESS, vmm_access(r2, 2 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
