@@ -115,7 +115,7 @@ static void find_memobs(void) {
 static int run_main(void) {
     static char host[3 * (2 << 20)], back[3 * (2 << 20)];
     seg_t s;
-    CUdeviceptr r = 0, other = 0, hv = 0, dv = 0;
+    CUdeviceptr r = 0, other = 0;
     CUmemGenericAllocationHandle h1 = 0, hh = 0, hx = 0, hbig = 0;
     CUmemAllocationProp p0 = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0), p1 = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 1),
                         ph = prop_of(CU_MEM_LOCATION_TYPE_HOST, 0);
@@ -248,8 +248,6 @@ static int run_main(void) {
     check("cuMemRelease dv", cuMemRelease(hbig), 0);
     check("cuMemRelease dv twice", cuMemRelease(hbig), CUDA_ERROR_INVALID_VALUE);
     step("dv released", 0, 0, peak);
-    (void)dv;
-    (void)hv;
 
     /* the end: device 1's handle unmapped and released, ranges freed */
     check("cuMemUnmap device-1 handle", cuMemUnmap(other, 4 * G), 0);
