@@ -544,7 +544,8 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
     X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2)                     \
     X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)    \
     X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeHost)              \
-    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)
+    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)                                                                \
+    X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemAddressReserve) X(cuMemAddressFree) /* VMM, below */
 
 static struct {
 #define MEMOBS_PL__FIELD(name) void *name;
@@ -883,3 +884,67 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
    interposed once per major (preload/memobs_preload_runtime.inc, lists
    MEMOBS_PL__RT_EP*), each forwarding to its own major's runtime and
    handing its answer to memobs_pl__ep_wrap. */
+/* Virtual memory management (cuMemCreate, cuMemMap, ...)                   */
+/* ======================================================================== */
+
+/* PyTorch's expandable segments and vLLM's sleep-mode allocator allocate
+   device memory with the driver's virtual memory management: reserve an
+   address range (cuMemAddressReserve), create physical allocations
+   (cuMemCreate), map them into the range (cuMemMap, then cuMemSetAccess),
+   unmap (cuMemUnmap), release (cuMemRelease), free the range
+   (cuMemAddressFree). Intercepted: those six (cuMemSetAccess changes no
+   memory and is left to the driver). These names carry no _v2 in cuda.h
+   and no version in libcuda; exported unversioned, in MEMOBS_PL__CU_FNS,
+   so a pointer fetched with cuGetProcAddress is one of these too. What
+   each records is memobs_cuda.h's (VIRTUAL MEMORY): a handle is a
+   tracked block (device memory on its location's device, pinned for a
+   host-located one) from its creation until the driver frees it (its
+   release with no mapping left, or the unmap of its last mapping after
+   the release); mappings are remembered by range, for the direction of
+   cudaMemcpyDefault copies. A call that fails records nothing (counted in
+   preload_failed_calls like every other). The release, unmap and free
+   calls take a token before the driver's call, so a handle or mapping
+   made by another thread while the call runs (the driver may hand out
+   the same value or range at once) is not taken for the old one. */
+
+/* The shape of every interposer here: `pre` before the call (may set
+   token), `post` with its CUresult `rc`. */
+#define MEMOBS_PL__VMM(name, call, pre, post)                                                               \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
+    {                                                                                                        \
+        unsigned long long token = 0;                                                                        \
+        CUresult rc;                                                                                         \
+        pre;                                                                                                 \
+        rc = call;                                                                                           \
+        return memobs_pl__cu_end((cudaError_t)(post));                                                       \
+    }
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemCreate, real(handle, size, prop, flags), (void)token,
+                   memobs_cuda__vmm_created((int)rc, rc == CUDA_SUCCESS ? (unsigned long long)*handle : 0ULL, size,
+                                            prop ? (int)prop->location.type : 0, prop ? prop->location.id : 0))
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    MEMOBS_PL__VMM(cuMemRelease, real(handle), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_released((int)rc, (unsigned long long)handle, token))
+}
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemMap, real(ptr, size, offset, handle, flags), (void)token,
+                   memobs_cuda__vmm_mapped((int)rc, (unsigned long long)ptr, size, offset, (unsigned long long)handle))
+}
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    MEMOBS_PL__VMM(cuMemUnmap, real(ptr, size), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_unmapped((int)rc, (unsigned long long)ptr, size, token))
+}
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemAddressReserve, real(ptr, size, alignment, addr, flags), (void)token,
+                   memobs_cuda__vmm_reserved((int)rc, rc == CUDA_SUCCESS ? (unsigned long long)*ptr : 0ULL, size))
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    MEMOBS_PL__VMM(cuMemAddressFree, real(ptr, size), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_freed((int)rc, (unsigned long long)ptr, size, token))
+}
