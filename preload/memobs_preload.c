@@ -777,7 +777,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
    than its exports) the interposer still stands for that function and
    forwards to its export. A name added to MEMOBS_PL__CU_FNS whose "_v2"
    (or a later version) came after CUDA 3.2 needs its version in
-   memobs_pl__ep_named.
+   memobs_pl__ep_wrap.
 
    The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
    from a library named libcudart* gets the driver's pointer unchanged. The
@@ -811,34 +811,41 @@ static const memobs_pl__ep_t memobs_pl__ep_map[] = {MEMOBS_PL__CU_FNS(MEMOBS_PL_
 #undef MEMOBS_PL__EP_ROW
 #undef MEMOBS_PL__EP_OWN_ROW
 
-/* How `name` answers `symbol` asked at `version` (symbol [+ "_v2"]
-   [+ "_ptds" / "_ptsz"]): 2 the per-thread function (`pt`: asked with
-   the per-thread flag), 1 the legacy one, 0 not at all. */
-static int memobs_pl__ep_named(const char *name, const char *symbol, int version, int pt) {
+/* How `name` is a form of `symbol` (symbol [+ "_v2"] [+ "_ptds" /
+   "_ptsz"]): -1 not at all, else 1 if it has the "_v2", + 2 if it is the
+   per-thread function. */
+static int memobs_pl__ep_form(const char *name, const char *symbol) {
     size_t n = strlen(symbol);
     const char *rest = name + n;
-    int v2, has_pt;
-    if (strncmp(name, symbol, n) != 0) return 0;
-    v2 = strncmp(rest, "_v2", 3) == 0;
-    if (v2) rest += 3;
-    has_pt = strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0;
-    if ((*rest && !has_pt) || v2 != (version >= (strcmp(symbol, "cuGetProcAddress") == 0 ? 12000 : 3020))) return 0;
-    if (has_pt) return pt && version >= 7000 ? 2 : 0;
-    return 1;
+    int k = 0;
+    if (strncmp(name, symbol, n) != 0) return -1;
+    if (strncmp(rest, "_v2", 3) == 0) {
+        k = 1;
+        rest += 3;
+    }
+    if (strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0) return k | 2;
+    return *rest ? -1 : k;
 }
 
 /* What the caller gets for the driver's answer `p` to (symbol, version,
-   per-thread flag pt). */
+   per-thread flag pt). By name: of the intercepted forms of symbol, the
+   "_v2" ones from the version that introduced them (3.2; 12.0 for
+   cuGetProcAddress) when symbol has any (cuMemCreate, cuMemcpy have
+   none: their base name at every version; below 3.2 cuMemAlloc is the
+   32-bit function, not intercepted), the per-thread one when asked from
+   CUDA 7.0 and there is one (else the legacy one, as the driver answers). */
 static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
-    const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
+    const memobs_pl__ep_t *form[4] = {NULL, NULL, NULL, NULL}, *e;
     size_t i;
+    int k, v2;
     if (!p || memobs_pl__ours(p)) return p; /* already an interposer: never a real slot's */
     for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
         e = &memobs_pl__ep_map[i];
         if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
-        if (symbol) named[memobs_pl__ep_named(e->name, symbol, version, pt)] = e;
+        if (symbol && (k = memobs_pl__ep_form(e->name, symbol)) >= 0) form[k] = e;
     }
-    e = named[2] ? named[2] : named[1]; /* no per-thread function: the driver answers with the legacy one */
+    v2 = (form[1] || form[3]) && version >= (strcmp(symbol ? symbol : "", "cuGetProcAddress") == 0 ? 12000 : 3020);
+    e = pt && version >= 7000 && form[v2 | 2] ? form[v2 | 2] : form[v2];
     if (!e) return p;
     if (!__atomic_load_n(e->real, __ATOMIC_ACQUIRE)) {
         void *none = NULL;
