@@ -537,6 +537,17 @@ long cudadbl_calls_after_teardown(void);
 long cudadbl_calls_in_child(void);
 long cudadbl_hangs(void);
 
+/* review: contexts and pools (see "Created contexts" and "Pools" above).
+   The last holder of device's primary context releases it right before
+   the next cuDevicePrimaryCtxRetain of device acts (as another thread's
+   cudaDeviceReset between a cuDevicePrimaryCtxGetState and that retain
+   would): the context is destroyed there and the retain makes a new one
+   (counted by cudadbl_contexts_created). Once; cleared by cudadbl_reset. */
+void cudadbl_release_at_retain(int device);
+/* Driver calls given an event of a destroyed context (each returned
+   CUDA_ERROR_CONTEXT_IS_DESTROYED) since the last reset. */
+long cudadbl_dead_event_uses(void);
+
 #ifdef __cplusplus
 }
 #endif
