@@ -2216,6 +2216,7 @@ cudaError_t memobs_cudaHostUnregister(void *ptr) {
 void *memobs_cuda__reset_pre(void) {
     void *ctx;
     if (!memobs_cuda__on() || !(ctx = memobs_cuda__cur_ctx())) return NULL;
+    (void)memobs_cuda__ctx_device(ctx); /* remembered while it can be asked: reset_post needs it */
     pthread_mutex_lock(&memobs_cuda__g.tlock);
     memobs_cuda__drop_ctx_locked(ctx, 0, 0);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
@@ -2231,10 +2232,11 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
     int device;
     memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !ctx) return rc;
-    device = memobs_cuda__ctx_device(ctx);
+    device = -1; /* the context is gone: its device as remembered by reset_pre */
     pthread_mutex_lock(&memobs_cuda__g.tlock);
     for (j = k = 0; j < memobs_cuda__g.nctx; j++)
-        if (memobs_cuda__g.ctxs[j].ctx != ctx) memobs_cuda__g.ctxs[k++] = memobs_cuda__g.ctxs[j];
+        if (memobs_cuda__g.ctxs[j].ctx == ctx) device = memobs_cuda__g.ctxs[j].device;
+        else memobs_cuda__g.ctxs[k++] = memobs_cuda__g.ctxs[j];
     memobs_cuda__g.nctx = k;
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (device < 0) return rc;
