@@ -43,6 +43,10 @@
        is timed as one copy of all its bytes.
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
        device of the current context or of the stream, and the stream),
+       cudaMallocFromPoolAsync (with the stream; the memory type and
+       device from the pointer's attributes after the call, not from the
+       stream: a host-located pool, CUDA 12.2+, gives PINNED memory, a
+       peer device's pool that device's DEVICE memory),
        cudaMallocManaged (MANAGED), cudaMallocHost, cudaHostAlloc,
        cudaHostRegister (PINNED) go into the allocation tracker; cudaFree,
        cudaFreeAsync, cudaFreeHost, cudaHostUnregister take them out. A
@@ -112,8 +116,19 @@
      graphs it does not know (memobs_cuda_get_graph_stats().unknown_launches
      counts those) are not counted. At most MEMOBS_CUDA_MAX_GRAPHS graphs
      and as many executable graphs are remembered (more: warned once, not
-     counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once (the
-     oldest is dropped, counted).
+     counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once.
+     A capture is remembered by its stream from its beginning
+     (memobs_cudaStreamBeginCapture notes the stream and the capture's id;
+     a new capture on that stream replaces what memobs had of it). The
+     driver's capture id is used only while the capture is active (cuda.h:
+     the other outputs of cuStreamGetCaptureInfo are valid only then); an
+     invalidated capture is found by its stream, so ending it through the
+     wrapper forgets it and it never fills the table. A capture begun
+     outside the wrappers is known by the stream of its first copy. When
+     the table is full, a capture that is over (its stream, asked, no
+     longer captures it: ended outside the wrappers) makes room; one still
+     open is never dropped: the new capture is then not remembered
+     (memobs_cuda_get_graph_stats().dropped counts it).
      Every other CUDA call memobs makes on its own (event create, record,
      query, elapsed time, memory info, pointer attributes, contexts) goes
      through the driver API in the thread's relaxed capture interaction
@@ -139,12 +154,26 @@
      so once.
 
    CONTEXTS
-     memobs never creates a CUDA context: it reads memory figures of a
+     memobs never keeps a CUDA context alive: it reads memory figures of a
      device only while that device's primary context is active (or the
-     context current on the thread is that device's); for a device this
-     process has not used, memobs_cuda_get_mem_info() returns
-     MEMOBS_ERR_INVALID quietly and memobs_cuda_print_mem() says "not
-     used". Events are made in the stream's own context.
+     context current on the thread is that device's), holding it with
+     cuDevicePrimaryCtxRetain while it reads; for a device this process
+     has not used, memobs_cuda_get_mem_info() returns MEMOBS_ERR_INVALID
+     quietly and memobs_cuda_print_mem() says "not used". The last holder
+     may release the context between memobs' look at its state and its
+     retain, which then makes a new one: memobs' release destroys it
+     again, and the state asked after that release (inactive: memobs' hold
+     was the only one) makes the device "not used" rather than figures of
+     a context the program never made.
+     Events are made in the stream's own context. Contexts are known by
+     address and id (cuCtxGetId, CUDA 12.0+): after cuCtxDestroy,
+     cuDevicePrimaryCtxReset or cudaDeviceReset a new context may come at
+     the same address, of another device; memobs tells it by its id, so
+     its allocations go to its own device, and memobs' events of the dead
+     context are forgotten, never used (its timed copies in flight become
+     untimed, its pending frees settle) once memobs sees the new one. With
+     a driver older than 12.0 (no cuCtxGetId) the address alone is the
+     key, as before.
      memobs_cudaDeviceReset() drops memobs' events of the device's context
      before the reset (timed copies in flight there become untimed,
      pending frees settle) and, when the reset succeeds, takes the
@@ -224,7 +253,7 @@
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
                               default 4096 (32 bytes and two events each).
      MEMOBS_CUDA_MAX_GRAPHS   implementation only. Graphs, and executable
-                              graphs, remembered; default 1024 (56 bytes
+                              graphs, remembered; default 1024 (64 bytes
                               each, allocated at the first use).
      MEMOBS_CUDA_MAX_CAPTURES implementation only. Capture sequences open
                               at once; default 64.
@@ -281,7 +310,8 @@ MEMOBS_API cudaError_t memobs_cudaFreeHost(void *ptr);
 MEMOBS_API cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
-/* memobs_cudaMallocAsync, memobs_cudaFreeAsync: inline, below. */
+/* memobs_cudaMallocAsync, memobs_cudaMallocFromPoolAsync, memobs_cudaFreeAsync:
+   inline, below. */
 
 /* ======================================================================== */
 /* Memory outside memobs, out-of-memory reports, checks                     */

@@ -65,11 +65,11 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
     X(cuMemGetInfo_v2) X(cuPointerGetAttributes) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxRetain)  \
     X(cuDevicePrimaryCtxRelease_v2) X(cuDeviceGetCount) X(cuDeviceGet) X(cuThreadExchangeStreamCaptureMode) \
     X(cuGetErrorName)                                                                                       \
-    DBL_FUNCS_REVIEW(X)
+    DBL_FUNCS_CTX_POOL(X)
 
-/* review: created contexts, their ids, primary context reset, pools with a
+/* Created contexts, their ids, primary context reset, pools with a
    location (the section "Contexts created and destroyed, pools" below). */
-#define DBL_FUNCS_REVIEW(X)                                                                                 \
+#define DBL_FUNCS_CTX_POOL(X)                                                                                 \
     X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxGetId) X(cuDevicePrimaryCtxReset_v2) X(cuMemPoolCreate)     \
     X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy)               \
     X(cudaMallocFromPoolAsync)
@@ -169,7 +169,7 @@ struct CUevent_st {
     int captured;    /* last recorded in a capturing stream */
     capture_t *capture;
     unsigned rec_ver; /* rec_stream's cap_ver at the captured record */
-    struct CUctx_st *ctx; /* review: the context current at its creation (NULL: none) ... */
+    struct CUctx_st *ctx; /* the context current at its creation (NULL: none) ... */
     unsigned ctx_inc;     /* ... and that context's incarnation */
     struct CUevent_st *next;
 };
@@ -207,16 +207,16 @@ struct CUctx_st {
     unsigned inc; /* incarnation: changes at every activation; also the context's id (cuCtxGetId) */
     long retains; /* cuDevicePrimaryCtxRetain minus releases */
     int created;  /* activations since cudadbl_reset */
-    int rt_held;  /* review: the runtime holds it (it activated it, or used it since); see cuDevicePrimaryCtxRelease_v2 */
-    int user;     /* review: made by cuCtxCreate (not a primary context) */
+    int rt_held;  /* the runtime holds it (it activated it, or used it since); see cuDevicePrimaryCtxRelease_v2 */
+    int user;     /* made by cuCtxCreate (not a primary context) */
 };
 
 typedef struct {
     struct CUctx_st *ctx;
     unsigned inc;
 } ctxref_t;
-#define DBL_POOLED 0x80000000u /* review: alloc_t.flags of a block from a memory pool */
-static void review_reset(void); /* review: below */
+#define DBL_POOLED 0x80000000u /* alloc_t.flags of a block from a memory pool */
+static void ctx_pool_reset(void); /* below */
 #define DBL_STACK_MAX 16
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -249,9 +249,9 @@ static unsigned long g_ntid; /* thread ids handed out (never reset) */
 static unsigned long long g_seq; /* op numbers handed out */
 static unsigned long long g_capture_id; /* capture ids handed out (never reset: never reused) */
 static int g_invalidated;
-static unsigned long long g_bad_id; /* review: ids handed out for invalidated captures (no capture's) */
-static long g_dead_uses;              /* review: driver calls given an event of a destroyed context */
-static int g_release_at_retain[CUDADBL_MAX_DEVICES]; /* review: cudadbl_release_at_retain */
+static unsigned long long g_bad_id; /* ids handed out for invalidated captures (no capture's) */
+static long g_dead_uses;              /* driver calls given an event of a destroyed context */
+static int g_release_at_retain[CUDADBL_MAX_DEVICES]; /* cudadbl_release_at_retain */
 static long g_hazards, g_launches, g_graph_bytes;
 /* Process facts, never reset (CUDA cannot be un-initialized nor its
    teardown undone). */
@@ -355,7 +355,7 @@ static cudaError_t need_context(void) {
     t_cur = t_dev;
     if (!valid_device(t_dev)) return cudaErrorInvalidDevice;
     activate(t_dev);
-    g_ctx[t_dev].rt_held = 1; /* review: the runtime retains the primary context it uses */
+    g_ctx[t_dev].rt_held = 1; /* the runtime retains the primary context it uses */
     t_bound.ctx = &g_ctx[t_dev];
     t_bound.inc = g_ctx[t_dev].inc;
     return cudaSuccess;
@@ -1307,7 +1307,7 @@ cudaError_t cudaFreeHost(void *ptr) {
     if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && ptr) {
         alloc_t *a = find_base(ptr);
-        if (!a || a->kind != CUDADBL_PINNED || (a->flags & DBL_POOLED)) e = cudaErrorInvalidValue; /* review */
+        if (!a || a->kind != CUDADBL_PINNED || (a->flags & DBL_POOLED)) e = cudaErrorInvalidValue;
         else {
             c.bytes = a->size;
             release_alloc(a, 1);
@@ -1361,7 +1361,7 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
     if (e == cudaSuccess) e = legacy_check(s, 1);
     if (e == cudaSuccess && devPtr) {
         alloc_t *a = find_base(devPtr);
-        /* review: a block of a host-located pool is pinned memory freed stream-ordered */
+        /* a block of a host-located pool is pinned memory freed stream-ordered */
         if (!a || a->pending_free || (a->kind != CUDADBL_DEVICE && !(a->flags & DBL_POOLED))) e = cudaErrorInvalidValue;
         else if ((e = reserve_op(s)) == cudaSuccess) {
             op_t o = new_op(OP_FREE);
@@ -2106,7 +2106,7 @@ cudaError_t cudaSetDevice(int device) {
     if (e == cudaSuccess) {
         t_dev = device;
         activate(device); /* since CUDA 12 it initializes the primary context */
-        g_ctx[device].rt_held = 1; /* review */
+        g_ctx[device].rt_held = 1;
         t_bound.ctx = &g_ctx[device];
         t_bound.inc = g_ctx[device].inc;
     }
@@ -2431,7 +2431,7 @@ static cudaError_t create_event(cudaEvent_t *event, unsigned flags) {
     if (!ev) return cudaErrorMemoryAllocation;
     ev->device = t_cur;
     ev->flags = flags;
-    if (cur_ref()) { /* review: events belong to the context they were made in */
+    if (cur_ref()) { /* events belong to the context they were made in */
         ev->ctx = cur_ref()->ctx;
         ev->ctx_inc = cur_ref()->inc;
     }
@@ -2682,7 +2682,7 @@ static void reset_device(int d) {
         }
     reap_streams();
     for (ev = g_events; ev; ev = ev->next)
-        if (ev->device == d && (!ev->ctx || !ev->ctx->user)) { /* review: a created context's events live on */
+        if (ev->device == d && (!ev->ctx || !ev->ctx->user)) { /* a created context's events live on */
             detach_event(ev);
             ev->dead = 1;
         }
@@ -2708,7 +2708,7 @@ static void reset_device(int d) {
         }
     g_ctx[d].active = 0;
     g_ctx[d].retains = 0;
-    g_ctx[d].rt_held = 0; /* review */
+    g_ctx[d].rt_held = 0;
 }
 
 cudaError_t cudaDeviceReset(void) {
@@ -2826,7 +2826,7 @@ static void capture_info(struct CUstream_st *s, int *status, unsigned long long 
                    : cap->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
     *id = cap ? cap->id : 0;
     *graph = cap ? cap->graph : NULL;
-    /* review: cuda.h (cuStreamGetCaptureInfo): "Valid data (other than
+    /* cuda.h (cuStreamGetCaptureInfo): "Valid data (other than
        capture status) is returned only if both of the following are true:
        the call returns CUDA_SUCCESS; the returned capture status is
        CU_STREAM_CAPTURE_STATUS_ACTIVE". Strict reading: an invalidated
@@ -3170,12 +3170,12 @@ static int ctx_index(CUcontext ctx) {
         if (ctx == &g_ctx[d]) return d;
     return -1;
 }
-static struct CUctx_st *any_ctx(CUcontext ctx); /* review: below */
+static struct CUctx_st *any_ctx(CUcontext ctx); /* below */
 
 CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
     cudadbl_call_t c = blank_call();
     CUresult r = drv_enter(F_cuCtxPushCurrent_v2, DRV_HEALTHY);
-    struct CUctx_st *x = any_ctx(ctx); /* review: a primary or a created context */
+    struct CUctx_st *x = any_ctx(ctx); /* a primary or a created context */
     c.dst = ctx;
     if (r == CUDA_SUCCESS && (!x || !x->active)) r = CUDA_ERROR_INVALID_CONTEXT;
     if (r == CUDA_SUCCESS && t_nstack == DBL_STACK_MAX) r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -3226,7 +3226,7 @@ static CUresult drv_event(CUevent h, struct CUevent_st **out) {
     struct CUevent_st *ev = find_event_any(h);
     if (!ev) return CUDA_ERROR_INVALID_HANDLE;
     if (ev->dead) {
-        g_dead_uses++; /* review: cudadbl_dead_event_uses */
+        g_dead_uses++; /* cudadbl_dead_event_uses */
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     }
     *out = ev;
@@ -3240,7 +3240,7 @@ CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
     c.stream = hStream;
     if (r == CUDA_SUCCESS) r = drv_stream(hStream, &s);
     if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
-    /* review: a default handle is the current context's (checked live above) */
+    /* a default handle is the current context's (checked live above) */
     if (r == CUDA_SUCCESS && !default_handle(hStream) && !g_ctx[s->device].active) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (r == CUDA_SUCCESS) {
         *pctx = default_handle(hStream) ? cur_ref()->ctx : &g_ctx[s->device];
@@ -3433,7 +3433,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     c.flags = (unsigned)dev;
     if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
     if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS && g_release_at_retain[dev]) { /* review: cudadbl_release_at_retain */
+    if (r == CUDA_SUCCESS && g_release_at_retain[dev]) { /* cudadbl_release_at_retain */
         g_release_at_retain[dev] = 0;
         if (g_ctx[dev].active) reset_device(dev); /* the last holder let it go: destroyed */
     }
@@ -3453,7 +3453,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
     if (r == CUDA_SUCCESS && g_ctx[dev].retains <= 0) r = CUDA_ERROR_INVALID_CONTEXT; /* not retained */
     if (r == CUDA_SUCCESS && --g_ctx[dev].retains == 0 && !g_ctx[dev].rt_held)
-        reset_device(dev); /* review: the last release of a context the runtime does not hold destroys it */
+        reset_device(dev); /* the last release of a context the runtime does not hold destroys it */
     return drv_leave(F_cuDevicePrimaryCtxRelease_v2, &c, r);
 }
 
@@ -3508,7 +3508,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
 }
 
 /* ============================================================================ */
-/* Contexts created and destroyed, primary context reset, pools (review)        */
+/* Contexts created and destroyed, primary context reset, pools                 */
 /* ============================================================================ */
 
 /* Contexts made by cuCtxCreate live in DBL_UCTX_MAX slots; a new one takes
@@ -3536,7 +3536,7 @@ static struct CUctx_st *any_ctx(CUcontext ctx) {
     return NULL;
 }
 
-static void review_reset(void) {
+static void ctx_pool_reset(void) {
     memset(g_uctx, 0, sizeof g_uctx);
     while (g_pools) {
         struct CUmemPoolHandle_st *p = g_pools;
@@ -3848,9 +3848,9 @@ void cudadbl_reset(void) {
         g_ctx[d].active = 0;
         g_ctx[d].retains = 0;
         g_ctx[d].created = 0;
-        g_ctx[d].rt_held = 0; /* review */
+        g_ctx[d].rt_held = 0;
     }
-    review_reset(); /* review: created contexts, pools, the retain hook, dead uses */
+    ctx_pool_reset(); /* created contexts, pools, the retain hook, dead uses */
     memset(g_fn, 0, sizeof g_fn);
     g_ndev = CUDADBL_DEFAULT_DEVICES;
     g_clock = 0;
@@ -4231,7 +4231,7 @@ DBL_PT(cudaEventRecord, _ptsz, (cudaEvent_t event, cudaStream_t stream), (event,
 DBL_PT(cudaMallocAsync, _ptsz, (void **devPtr, size_t size, cudaStream_t hStream), (devPtr, size, hStream))
 DBL_PT(cudaFreeAsync, _ptsz, (void *devPtr, cudaStream_t hStream), (devPtr, hStream))
 DBL_PT(cudaMallocFromPoolAsync, _ptsz, (void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream),
-       (ptr, size, memPool, stream)) /* review */
+       (ptr, size, memPool, stream))
 DBL_PT(cudaStreamWaitEvent, _ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),
        (stream, event, flags))
 DBL_PT(cudaStreamBeginCapture, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
@@ -4318,7 +4318,7 @@ DBL_DRV_PT(cuStreamGetCaptureInfo_v2,
            (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
             const CUgraphNode **dependencies_out, size_t *numDependencies_out),
            (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))
-/* review */
+
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
 DBL_DRV_PT(cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
            (dptr, bytesize, pool, hStream))
@@ -4346,12 +4346,12 @@ void *memobs_cuda_driver_symbol(const char *name) {
                 DBL_SYM(cuPointerGetAttributes) DBL_SYM(cuDevicePrimaryCtxGetState)
                 DBL_SYM(cuDevicePrimaryCtxRetain) DBL_SYM(cuDevicePrimaryCtxRelease_v2) DBL_SYM(cuDeviceGetCount)
                 DBL_SYM(cuDeviceGet) DBL_SYM(cuThreadExchangeStreamCaptureMode) DBL_SYM(cuGetErrorName)
-                DBL_SYM(cuCtxGetId) /* review */};
+                DBL_SYM(cuCtxGetId)};
 #undef DBL_SYM
     size_t i;
     const char *off = getenv("CUDADBL_NO_DRIVER");
     if (off && strcmp(off, "1") == 0) return NULL;
-    off = getenv("CUDADBL_NO_CTXID"); /* review: a driver older than CUDA 12.0 (no cuCtxGetId) */
+    off = getenv("CUDADBL_NO_CTXID"); /* a driver older than CUDA 12.0 (no cuCtxGetId) */
     if (off && strcmp(off, "1") == 0 && name && strcmp(name, "cuCtxGetId") == 0) return NULL;
     for (i = 0; name && i < sizeof syms / sizeof syms[0]; i++)
         if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
