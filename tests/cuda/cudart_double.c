@@ -2857,7 +2857,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCapture
         capture_info(s, &st, &id, &g);
         *captureStatus_out = (enum cudaStreamCaptureStatus)st;
         if (id_out) *id_out = id;
-        if (graph_out && st != cudaStreamCaptureStatusNone) *graph_out = g;
+        if (graph_out && st == cudaStreamCaptureStatusActive) *graph_out = g; /* valid only while active */
         c.flags = (unsigned)st;
         c.bytes = (size_t)id;
     }
@@ -3266,7 +3266,7 @@ static CUresult drv_capture_info(int f, CUstream hStream, CUstreamCaptureStatus 
         capture_info(s, &st, &cid, &g);
         *status = (CUstreamCaptureStatus)st;
         if (id) *id = (cuuint64_t)cid;
-        if (graph && st != cudaStreamCaptureStatusNone) *graph = g;
+        if (graph && st == cudaStreamCaptureStatusActive) *graph = g; /* valid only while active */
         c->flags = (unsigned)st;
         c->bytes = (size_t)cid;
     }
