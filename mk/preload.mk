@@ -12,6 +12,6 @@ CUDA_INC ?= /usr/local/cuda/include
 .PHONY: preload
 preload: $(BUILD)/libmemobs_preload.so
 
-$(BUILD)/libmemobs_preload.so: preload/memobs_preload.c memobs.h memobs_cuda.h preload/memobs_preload.map | $(BUILD)
+$(BUILD)/libmemobs_preload.so: preload/memobs_preload.c preload/memobs_preload_runtime.inc memobs.h memobs_cuda.h preload/memobs_preload.map | $(BUILD)
 	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -shared -ftls-model=initial-exec -DMEMOBS_TLS_INITIAL_EXEC -I. -I$(CUDA_INC) $< -o $@ \
 	    -Wl,--version-script=preload/memobs_preload.map -Wl,-z,defs -Wl,-Bsymbolic -pthread -ldl -lm

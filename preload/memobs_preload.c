@@ -5,12 +5,10 @@
        make preload
        LD_PRELOAD=build/libmemobs_preload.so MEMOBS_SUMMARY=stderr program
 
-   Each intercepted call is forwarded to the real runtime (found with
-   dlvsym(RTLD_NEXT, name, "libcudart.so.13"), then dlsym(RTLD_NEXT, name),
-   then in a libcudart.so.13 already loaded with RTLD_LOCAL) and returns its
-   result unchanged; what it records is what memobs_cuda.h's wrappers
-   record (this file calls their helpers), only when the real call
-   succeeded. A failed call is counted in the user counter
+   Each intercepted call is forwarded to the real runtime its caller bound
+   (RUNTIME MAJORS below) and returns its result unchanged; what it records
+   is what memobs_cuda.h's wrappers record (this file calls their helpers),
+   only when the real call succeeded. A failed call is counted in the user counter
    "preload_failed_calls".
 
    Intercepted (MEMOBS_PL__FNS below, less the last two, which are only
@@ -29,8 +27,8 @@
    memobs_cuda.h's wrappers) and cudaDeviceReset; and the per-thread
    default stream entry points (_ptds, _ptsz) the runtime exports for
    them. The driver API's copies and allocations too: its section, at the
-   end. The runtime's interposers carry its symbol version
-   (libcudart.so.13, preload/memobs_preload.map); memobs' whole C API is
+   end, then the driver entry points' (cuGetProcAddress,
+   cudaGetDriverEntryPoint). memobs' whole C API is
    exported as well (unversioned, default visibility): a program finds
    memobs_set_phase with dlsym(RTLD_DEFAULT, ...) and sets the phase on
    this instance. Records made through that API are the program's own,
@@ -59,6 +57,21 @@
    that used CUDA makes no CUDA call of memobs' own (memobs_cuda.h, EXIT
    AND FORK).
 
+   RUNTIME MAJORS: each runtime interposer is defined once per major a
+   program may bind (the bodies in preload/memobs_preload_runtime.inc,
+   compiled once per major with that major's signatures) and exported, by
+   .symver, as name@libcudart.so.11.0, name@libcudart.so.12 or
+   name@libcudart.so.13 (hidden versions: only a lookup of that version
+   binds them). A major's interposer forwards to that major's runtime:
+   dlvsym(RTLD_NEXT, name, "libcudart.so.N"), else the library of that
+   soname loaded with RTLD_LOCAL; never an unversioned lookup, which may
+   find another major's. The calls of one signature in every major are
+   also the default version (name@@memobs_cudart_default), which an
+   unversioned dlsym gets: forwarded to what dlsym(RTLD_NEXT, name) finds.
+   Those whose signature differs (cudaGraphInstantiate, the batches) have
+   no default: such a lookup passes over this library. docs/preload.md
+   lists the calls and signatures by major.
+
    LICENSE: MIT. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -69,30 +82,12 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 
-/* The per-thread default stream entry points: declared by the runtime's
-   header only in units built for that stream; each has the type of the
-   function it stands for. */
-#define MEMOBS_PL__PTDS(X)                                                                                   \
-    X(cudaMemcpy_ptds, cudaMemcpy) X(cudaMemcpyAsync_ptsz, cudaMemcpyAsync) X(cudaMemcpy2D_ptds, cudaMemcpy2D)  \
-    X(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync) X(cudaMallocAsync_ptsz, cudaMallocAsync)                   \
-    X(cudaFreeAsync_ptsz, cudaFreeAsync) X(cudaMemcpy3D_ptds, cudaMemcpy3D)                                 \
-    X(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync) X(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer)                 \
-    X(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync) X(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol)     \
-    X(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync) X(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol) \
-    X(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync)                                            \
-    X(cudaMemcpy2DToArray_ptds, cudaMemcpy2DToArray) X(cudaMemcpy2DToArrayAsync_ptsz, cudaMemcpy2DToArrayAsync) \
-    X(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray)                                                    \
-    X(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync)                                          \
-    X(cudaMemcpy2DArrayToArray_ptds, cudaMemcpy2DArrayToArray)                                              \
-    X(cudaMemcpyBatchAsync_ptsz, cudaMemcpyBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz, cudaMemcpy3DBatchAsync) \
-    X(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture) X(cudaStreamEndCapture_ptsz, cudaStreamEndCapture) \
-    X(cudaGraphInstantiateWithParams_ptsz, cudaGraphInstantiateWithParams)                                 \
-    X(cudaGraphLaunch_ptsz, cudaGraphLaunch)
-#define MEMOBS_PL__DECL(pt, name) __typeof__(name) pt;
-MEMOBS_PL__PTDS(MEMOBS_PL__DECL)
-#undef MEMOBS_PL__DECL
-
-#define MEMOBS_PL__FNS(X)                                                                                    \
+/* The runtime's interposers, by major. Each list names the interposers
+   exported under the version nodes it says (preload/memobs_preload.map);
+   preload/memobs_preload_runtime.inc holds their bodies, compiled once per
+   major. Adding a function: its name in one list, its body in the .inc. */
+/* One signature in every major; in all three and the default node. */
+#define MEMOBS_PL__RT_ALL(X)                                                                                 \
     X(cudaMemcpy) X(cudaMemcpyAsync) X(cudaMemcpy2D) X(cudaMemcpy2DAsync) X(cudaMemcpyPeer)                  \
     X(cudaMemcpyPeerAsync) X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaFreeHost) X(cudaHostAlloc)      \
     X(cudaMallocManaged) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMemcpy_ptds) X(cudaMemcpyAsync_ptsz)     \
@@ -105,46 +100,98 @@ MEMOBS_PL__PTDS(MEMOBS_PL__DECL)
     X(cudaMemcpy2DToArray) X(cudaMemcpy2DToArray_ptds) X(cudaMemcpy2DToArrayAsync)                          \
     X(cudaMemcpy2DToArrayAsync_ptsz) X(cudaMemcpy2DFromArray) X(cudaMemcpy2DFromArray_ptds)                 \
     X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpy2DFromArrayAsync_ptsz) X(cudaMemcpy2DArrayToArray)            \
-    X(cudaMemcpy2DArrayToArray_ptds) X(cudaMemcpyBatchAsync) X(cudaMemcpyBatchAsync_ptsz)                   \
-    X(cudaMemcpy3DBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz) X(cudaStreamBeginCapture)                      \
-    X(cudaStreamBeginCapture_ptsz) X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz)                     \
-    X(cudaGraphInstantiate) X(cudaGraphInstantiateWithFlags) X(cudaGraphInstantiateWithParams)              \
-    X(cudaGraphInstantiateWithParams_ptsz) X(cudaGraphLaunch) X(cudaGraphLaunch_ptsz)                       \
-    X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaDeviceReset) X(cudaGetErrorString) X(cudaGetErrorName)
+    X(cudaMemcpy2DArrayToArray_ptds) X(cudaStreamBeginCapture) X(cudaStreamBeginCapture_ptsz)               \
+    X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz) X(cudaGraphInstantiateWithFlags) X(cudaGraphLaunch) \
+    X(cudaGraphLaunch_ptsz) X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaDeviceReset)
+/* New in 12.0, one signature since: 12, 13 and the default node. */
+#define MEMOBS_PL__RT_12(X) X(cudaGraphInstantiateWithParams) X(cudaGraphInstantiateWithParams_ptsz)
+/* 11's signature differs from 12's (pErrorNode, pLogBuffer, bufferSize
+   for 12's flags): 11, 12, 13; none is the default. */
+#define MEMOBS_PL__RT_GRAPH(X) X(cudaGraphInstantiate)
+/* New in 12.8; 12's signature has a failIdx that 13's has not: 12, 13;
+   none is the default. */
+#define MEMOBS_PL__RT_BATCH(X)                                                                               \
+    X(cudaMemcpyBatchAsync) X(cudaMemcpyBatchAsync_ptsz) X(cudaMemcpy3DBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz)
+/* The runtime's driver entry points (DRIVER ENTRY POINTS below):
+   cudaGetDriverEntryPoint (11.3) took (symbol, funcPtr, flags) and 12.0
+   added driverStatus: 11, 12, 13, none the default; its _ptsz name with
+   12's signature: 12 and 13 only; cudaGetDriverEntryPointByVersion(_ptsz),
+   new in 12.5, one signature: 12, 13 and the default node. */
+#define MEMOBS_PL__RT_EP(X) X(cudaGetDriverEntryPoint)
+#define MEMOBS_PL__RT_EP12(X) X(cudaGetDriverEntryPoint_ptsz)
+#define MEMOBS_PL__RT_EPV(X) X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)
 
-#define MEMOBS_PL__SYM_VERSION "libcudart.so.13"
+/* Each version node's interposers. The default node answers an
+   unversioned lookup (dlsym(RTLD_DEFAULT, name)): calls of one signature
+   only, forwarded to what that lookup finds past this library. */
+#define MEMOBS_PL__NODE_0(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_EPV(X)
+#define MEMOBS_PL__NODE_11(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_EP(X)
+#define MEMOBS_PL__NODE_12(X)                                                                                \
+    MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X) MEMOBS_PL__RT_EP(X) \
+    MEMOBS_PL__RT_EP12(X) MEMOBS_PL__RT_EPV(X)
+#define MEMOBS_PL__NODE_13(X) MEMOBS_PL__NODE_12(X)
 
+/* Every runtime function a major's table holds: the interposers' and the
+   two memobs_cuda.h only calls. */
+#define MEMOBS_PL__FNS(X)                                                                                    \
+    MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X)                   \
+    MEMOBS_PL__RT_EP(X) MEMOBS_PL__RT_EP12(X) MEMOBS_PL__RT_EPV(X) X(cudaGetErrorString) X(cudaGetErrorName)
+
+/* The runtimes, one table each: slot 0 the default node's (the runtime an
+   unversioned lookup finds), 1 to 3 the majors' (the runtime of that
+   version: never another's). */
+#define MEMOBS_PL__SLOTS 4
+static const char *const memobs_pl__version[MEMOBS_PL__SLOTS] = {NULL, "libcudart.so.11.0", "libcudart.so.12",
+                                                                 "libcudart.so.13"};
 static struct {
 #define MEMOBS_PL__FIELD(name) void *name;
     MEMOBS_PL__FNS(MEMOBS_PL__FIELD)
 #undef MEMOBS_PL__FIELD
-} memobs_pl__real;
+} memobs_pl__real[MEMOBS_PL__SLOTS];
+/* The slot of the interposer running on this thread: memobs_cuda.h's own
+   runtime calls (cudaMalloc in memobs_cudaMalloc...) go to its runtime. */
+static __thread int memobs_pl__slot;
 
-/* The real function, or NULL while none is loaded (looked up again at the
-   next call: a runtime may be dlopen'ed later). */
-static void *memobs_pl__find(const char *name) {
-    void *p = dlvsym(RTLD_NEXT, name, MEMOBS_PL__SYM_VERSION), *h;
-    if (!p) p = dlsym(RTLD_NEXT, name);
-    if (!p && (h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
-        p = dlvsym(h, name, MEMOBS_PL__SYM_VERSION);
-        if (!p) p = dlsym(h, name);
+/* The real function of a slot, or NULL while none is loaded (looked up
+   again at the next call: a runtime may be dlopen'ed later). A major's:
+   its version past this library, else in the library of that soname (the
+   version's name) loaded with RTLD_LOCAL; never an unversioned lookup,
+   which may find another major's. The default node's: the unversioned
+   lookup past this library. */
+static void *memobs_pl__find(int slot, const char *name) {
+    const char *v = memobs_pl__version[slot];
+    void *p, *h;
+    if (!v) return dlsym(RTLD_NEXT, name);
+    if ((p = dlvsym(RTLD_NEXT, name, v)) == NULL && (h = dlopen(v, RTLD_NOW | RTLD_NOLOAD)) != NULL) {
+        p = dlvsym(h, name, v);
         dlclose(h); /* RTLD_NOLOAD took a reference */
     }
     return p;
 }
 
-static void *memobs_pl__get(void **slot, const char *name) {
-    void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!p && (p = memobs_pl__find(name)) != NULL) __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+/* 1 when a runtime of any major is in the process. */
+static int memobs_pl__any_runtime(void) {
+    int i;
+    for (i = 0; i < MEMOBS_PL__SLOTS; i++)
+        if (memobs_pl__find(i, "cudaMalloc")) return 1;
+    return 0;
+}
+
+static void *memobs_pl__get(int slot, void **field, const char *name) {
+    void *p = __atomic_load_n(field, __ATOMIC_ACQUIRE);
+    if (!p && (p = memobs_pl__find(slot, name)) != NULL) __atomic_store_n(field, p, __ATOMIC_RELEASE);
     return p;
 }
-#define MEMOBS_PL__REAL(name) ((__typeof__(name) *)memobs_pl__get(&memobs_pl__real.name, #name))
+#define MEMOBS_PL__REAL(slot, name) memobs_pl__get(slot, &memobs_pl__real[slot].name, #name)
 
 /* memobs_cuda.h's implementation calls the runtime by name; here those
-   names are the real functions (never this library's own). */
+   names are the real functions of the calling interposer's runtime (never
+   this library's own). */
 static cudaError_t memobs_pl__missing(const char *name);
 #define MEMOBS_PL__CALL(name, ...)                                                                           \
-    (MEMOBS_PL__REAL(name) ? ((__typeof__(name) *)memobs_pl__real.name)(__VA_ARGS__) : memobs_pl__missing(#name))
+    (MEMOBS_PL__REAL(memobs_pl__slot, name)                                                                  \
+         ? ((__typeof__(name) *)memobs_pl__real[memobs_pl__slot].name)(__VA_ARGS__)                          \
+         : memobs_pl__missing(#name))
 #define cudaMalloc(...) MEMOBS_PL__CALL(cudaMalloc, __VA_ARGS__)
 #define cudaFree(...) MEMOBS_PL__CALL(cudaFree, __VA_ARGS__)
 #define cudaMallocHost(...) MEMOBS_PL__CALL(cudaMallocHost, __VA_ARGS__)
@@ -154,9 +201,13 @@ static cudaError_t memobs_pl__missing(const char *name);
 #define cudaHostRegister(...) MEMOBS_PL__CALL(cudaHostRegister, __VA_ARGS__)
 #define cudaHostUnregister(...) MEMOBS_PL__CALL(cudaHostUnregister, __VA_ARGS__)
 #define cudaGetErrorString(e)                                                                                \
-    (MEMOBS_PL__REAL(cudaGetErrorString) ? ((__typeof__(cudaGetErrorString) *)memobs_pl__real.cudaGetErrorString)(e) : "?")
+    (MEMOBS_PL__REAL(memobs_pl__slot, cudaGetErrorString)                                                    \
+         ? ((__typeof__(cudaGetErrorString) *)memobs_pl__real[memobs_pl__slot].cudaGetErrorString)(e)        \
+         : "?")
 #define cudaGetErrorName(e)                                                                                  \
-    (MEMOBS_PL__REAL(cudaGetErrorName) ? ((__typeof__(cudaGetErrorName) *)memobs_pl__real.cudaGetErrorName)(e) : "?")
+    (MEMOBS_PL__REAL(memobs_pl__slot, cudaGetErrorName)                                                      \
+         ? ((__typeof__(cudaGetErrorName) *)memobs_pl__real[memobs_pl__slot].cudaGetErrorName)(e)            \
+         : "?")
 
 #define MEMOBS_IMPLEMENTATION
 #include "memobs_cuda.h"
@@ -181,9 +232,10 @@ static struct {
 static __thread int memobs_pl__busy; /* inside an intercepted call on this thread */
 
 static cudaError_t memobs_pl__missing(const char *name) {
+    const char *v = memobs_pl__version[memobs_pl__slot];
     if (!__atomic_exchange_n(&memobs_pl__g.missing_said, 1, __ATOMIC_RELAXED))
-        fprintf(stderr, "memobs preload: %s called but no CUDA runtime defines it; returning "
-                        "cudaErrorInitializationError\n", name);
+        fprintf(stderr, "memobs preload: %s called but no CUDA runtime (%s) defines it; returning "
+                        "cudaErrorInitializationError\n", name, v ? v : "any version");
     return cudaErrorInitializationError;
 }
 
@@ -211,9 +263,19 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
     return rc;
 }
 
-/* The interposers: `real` is the real function; without one, an error and one line. */
+
+/* The interposers of one slot: `real` is the real function (the type of
+   the interposer itself, so a major's own signature); without one, an
+   error and one line. */
+#define MEMOBS_PL__CAT_(a, b) a##b
+#define MEMOBS_PL__CAT(a, b) MEMOBS_PL__CAT_(a, b)
+#define MEMOBS_PL__STR_(a) #a
+#define MEMOBS_PL__STR(a) MEMOBS_PL__STR_(a)
+#define MEMOBS_PL__E(name) MEMOBS_PL__CAT(MEMOBS_PL__PFX, name)
 #define MEMOBS_PL__GET(name)                                                                                 \
-    __typeof__(name) *real = MEMOBS_PL__REAL(name);                                                          \
+    __typeof__(MEMOBS_PL__E(name)) *real;                                                                    \
+    memobs_pl__slot = MEMOBS_PL__SLOT;                                                                       \
+    real = (__typeof__(MEMOBS_PL__E(name)) *)MEMOBS_PL__REAL(MEMOBS_PL__SLOT, name);                         \
     if (!real) return memobs_pl__missing(#name)
 
 /* Copies: one shape for all; `call` is the real call. */
@@ -225,54 +287,6 @@ static cudaError_t memobs_pl__end(cudaError_t rc) {
         memobs_cuda__copy_pre(&op, dst, src, bytes, kind, stream, how);                                      \
         return memobs_pl__end(memobs_cuda__copy_post(&op, call));                                            \
     }
-
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__COPY(cudaMemcpy, dst, src, count, kind, NULL, 0, real(dst, src, count, kind))
-}
-cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__COPY(cudaMemcpy_ptds, dst, src, count, kind, NULL, 0, real(dst, src, count, kind))
-}
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                            cudaStream_t stream) {
-    MEMOBS_PL__COPY(cudaMemcpyAsync, dst, src, count, kind, stream ? stream : cudaStreamLegacy, 1,
-                    real(dst, src, count, kind, stream))
-}
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                                 cudaStream_t stream) {
-    MEMOBS_PL__COPY(cudaMemcpyAsync_ptsz, dst, src, count, kind, stream ? stream : cudaStreamPerThread, 1,
-                    real(dst, src, count, kind, stream))
-}
-cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
-                         enum cudaMemcpyKind kind) {
-    MEMOBS_PL__COPY(cudaMemcpy2D, dst, src, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, dpitch, src, spitch, width, height, kind))
-}
-cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__COPY(cudaMemcpy2D_ptds, dst, src, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, dpitch, src, spitch, width, height, kind))
-}
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__COPY(cudaMemcpy2DAsync, dst, src, (uint64_t)width * height, kind,
-                    stream ? stream : cudaStreamLegacy, 1, real(dst, dpitch, src, spitch, width, height, kind, stream))
-}
-cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__COPY(cudaMemcpy2DAsync_ptsz, dst, src, (uint64_t)width * height, kind,
-                    stream ? stream : cudaStreamPerThread, 1,
-                    real(dst, dpitch, src, spitch, width, height, kind, stream))
-}
-/* As memobs_cudaMemcpyPeer: its events go on the legacy stream. */
-cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
-    MEMOBS_PL__COPY(cudaMemcpyPeer, dst, src, count, cudaMemcpyDeviceToDevice, cudaStreamLegacy, 1,
-                    real(dst, dstDevice, src, srcDevice, count))
-}
-cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
-                                cudaStream_t stream) {
-    MEMOBS_PL__COPY(cudaMemcpyPeerAsync, dst, src, count, cudaMemcpyDeviceToDevice,
-                    stream ? stream : cudaStreamLegacy, 1, real(dst, dstDevice, src, srcDevice, count, stream))
-}
 
 /* The stream memobs names for a call's stream 0 (or its implicit one):
    the legacy stream for the plain names, the calling thread's per-thread
@@ -291,33 +305,6 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
         return memobs_pl__end(memobs_cuda__copy_post(&op, call));                                            \
     }
 
-/* 3D copies: as memobs_cudaMemcpy3D(Async), memobs_cudaMemcpy3DPeer(Async). */
-cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
-    MEMOBS_PL__OP(cudaMemcpy3D, memobs_cuda__copy3d_pre(&op, p, NULL, 0), real(p))
-}
-cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
-    MEMOBS_PL__OP(cudaMemcpy3D_ptds, memobs_cuda__copy3d_pre(&op, p, NULL, 0), real(p))
-}
-cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-    MEMOBS_PL__OP(cudaMemcpy3DAsync, memobs_cuda__copy3d_pre(&op, p, MEMOBS_PL__LEG(stream), 1), real(p, stream))
-}
-cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-    MEMOBS_PL__OP(cudaMemcpy3DAsync_ptsz, memobs_cuda__copy3d_pre(&op, p, MEMOBS_PL__PT(stream), 1), real(p, stream))
-}
-cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
-    MEMOBS_PL__OP(cudaMemcpy3DPeer, memobs_cuda__peer3d_pre(&op, p, cudaStreamLegacy, 1), real(p))
-}
-cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p) {
-    MEMOBS_PL__OP(cudaMemcpy3DPeer_ptds, memobs_cuda__peer3d_pre(&op, p, cudaStreamPerThread, 1), real(p))
-}
-cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
-    MEMOBS_PL__OP(cudaMemcpy3DPeerAsync, memobs_cuda__peer3d_pre(&op, p, MEMOBS_PL__LEG(stream), 1), real(p, stream))
-}
-cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
-    MEMOBS_PL__OP(cudaMemcpy3DPeerAsync_ptsz, memobs_cuda__peer3d_pre(&op, p, MEMOBS_PL__PT(stream), 1),
-                  real(p, stream))
-}
-
 /* Copies with device memory named by a symbol or a CUDA array on one side
    (dd, sd: the destination, the source is device memory). */
 #define MEMOBS_PL__SIDE(name, dd, dst, sd, src, bytes, kind, stream, how, call)                             \
@@ -325,102 +312,6 @@ cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cu
                   memobs_cuda__copy_pre(&op, dst, src, bytes, memobs_cuda__side_kind(dd, dst, sd, src, kind), \
                                         stream, how),                                                        \
                   call)
-
-cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
-                               enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpyToSymbol, 1, NULL, 0, src, count, kind, NULL, 0, real(symbol, src, count, offset, kind))
-}
-cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
-                                    enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpyToSymbol_ptds, 1, NULL, 0, src, count, kind, NULL, 0,
-                    real(symbol, src, count, offset, kind))
-}
-cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
-                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpyToSymbolAsync, 1, NULL, 0, src, count, kind, MEMOBS_PL__LEG(stream), 1,
-                    real(symbol, src, count, offset, kind, stream))
-}
-cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset,
-                                         enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpyToSymbolAsync_ptsz, 1, NULL, 0, src, count, kind, MEMOBS_PL__PT(stream), 1,
-                    real(symbol, src, count, offset, kind, stream))
-}
-cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
-                                 enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpyFromSymbol, 0, dst, 1, NULL, count, kind, NULL, 0, real(dst, symbol, count, offset, kind))
-}
-cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
-                                      enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpyFromSymbol_ptds, 0, dst, 1, NULL, count, kind, NULL, 0,
-                    real(dst, symbol, count, offset, kind))
-}
-cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
-                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpyFromSymbolAsync, 0, dst, 1, NULL, count, kind, MEMOBS_PL__LEG(stream), 1,
-                    real(dst, symbol, count, offset, kind, stream))
-}
-cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset,
-                                           enum cudaMemcpyKind kind, cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpyFromSymbolAsync_ptsz, 0, dst, 1, NULL, count, kind, MEMOBS_PL__PT(stream), 1,
-                    real(dst, symbol, count, offset, kind, stream))
-}
-
-cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch,
-                                size_t width, size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DToArray, 1, NULL, 0, src, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, wOffset, hOffset, src, spitch, width, height, kind))
-}
-cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DToArray_ptds, 1, NULL, 0, src, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, wOffset, hOffset, src, spitch, width, height, kind))
-}
-cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DToArrayAsync, 1, NULL, 0, src, (uint64_t)width * height, kind,
-                    MEMOBS_PL__LEG(stream), 1, real(dst, wOffset, hOffset, src, spitch, width, height, kind, stream))
-}
-cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src,
-                                          size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                          cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DToArrayAsync_ptsz, 1, NULL, 0, src, (uint64_t)width * height, kind,
-                    MEMOBS_PL__PT(stream), 1, real(dst, wOffset, hOffset, src, spitch, width, height, kind, stream))
-}
-cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,
-                                  size_t width, size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DFromArray, 0, dst, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, dpitch, src, wOffset, hOffset, width, height, kind))
-}
-cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DFromArray_ptds, 0, dst, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, dpitch, src, wOffset, hOffset, width, height, kind))
-}
-cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                       size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                       cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DFromArrayAsync, 0, dst, 1, NULL, (uint64_t)width * height, kind,
-                    MEMOBS_PL__LEG(stream), 1, real(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream))
-}
-cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
-                                            size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind,
-                                            cudaStream_t stream) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DFromArrayAsync_ptsz, 0, dst, 1, NULL, (uint64_t)width * height, kind,
-                    MEMOBS_PL__PT(stream), 1, real(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream))
-}
-cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
-                                     size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,
-                                     enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DArrayToArray, 1, NULL, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind))
-}
-cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
-                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width,
-                                          size_t height, enum cudaMemcpyKind kind) {
-    MEMOBS_PL__SIDE(cudaMemcpy2DArrayToArray_ptds, 1, NULL, 1, NULL, (uint64_t)width * height, kind, NULL, 0,
-                    real(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind))
-}
 
 /* Batches: as memobs_cudaMemcpyBatchAsync, memobs_cudaMemcpy3DBatchAsync. */
 #define MEMOBS_PL__BATCH(name, dsts, srcs, sizes, ops, count, stream, call)                                 \
@@ -431,28 +322,6 @@ cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, si
         memobs_cuda__batch_pre(op, dsts, srcs, sizes, ops, count, stream);                                   \
         return memobs_pl__end(memobs_cuda__batch_post(op, call));                                            \
     }
-cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
-                                 struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                 cudaStream_t stream) {
-    MEMOBS_PL__BATCH(cudaMemcpyBatchAsync, dsts, srcs, sizes, NULL, count, MEMOBS_PL__LEG(stream),
-                     real(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream))
-}
-cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
-                                      struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                      cudaStream_t stream) {
-    MEMOBS_PL__BATCH(cudaMemcpyBatchAsync_ptsz, dsts, srcs, sizes, NULL, count, MEMOBS_PL__PT(stream),
-                     real(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream))
-}
-cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
-                                   cudaStream_t stream) {
-    MEMOBS_PL__BATCH(cudaMemcpy3DBatchAsync, NULL, NULL, NULL, opList, numOps, MEMOBS_PL__LEG(stream),
-                     real(numOps, opList, flags, stream))
-}
-cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags,
-                                        cudaStream_t stream) {
-    MEMOBS_PL__BATCH(cudaMemcpy3DBatchAsync_ptsz, NULL, NULL, NULL, opList, numOps, MEMOBS_PL__PT(stream),
-                     real(numOps, opList, flags, stream))
-}
 
 /* Capture and graphs: what memobs_cuda.h's capture and graph wrappers do.
    A copy issued into a capturing stream is remembered with its capture;
@@ -463,86 +332,6 @@ cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchO
     if (!memobs_pl__begin()) return call;                                                                    \
     return memobs_pl__end(wrapped)
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-    MEMOBS_PL__WRAP(cudaStreamBeginCapture, memobs_cuda__capture_begun(real(stream, mode), MEMOBS_PL__LEG(stream)),
-                    real(stream, mode));
-}
-cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-    MEMOBS_PL__WRAP(cudaStreamBeginCapture_ptsz,
-                    memobs_cuda__capture_begun(real(stream, mode), MEMOBS_PL__PT(stream)), real(stream, mode));
-}
-/* The capture's id is asked before it ends (after, the stream has none). */
-cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
-    MEMOBS_PL__GET(cudaStreamEndCapture);
-    if (!memobs_pl__begin()) return real(stream, pGraph);
-    {
-        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__LEG(stream));
-        return memobs_pl__end(memobs_cuda__capture_ended(real(stream, pGraph), id, pGraph));
-    }
-}
-cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
-    MEMOBS_PL__GET(cudaStreamEndCapture_ptsz);
-    if (!memobs_pl__begin()) return real(stream, pGraph);
-    {
-        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__PT(stream));
-        return memobs_pl__end(memobs_cuda__capture_ended(real(stream, pGraph), id, pGraph));
-    }
-}
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-    MEMOBS_PL__WRAP(cudaGraphInstantiate,
-                    memobs_cuda__instantiated(real(pGraphExec, graph, flags), pGraphExec, graph),
-                    real(pGraphExec, graph, flags));
-}
-cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-    MEMOBS_PL__WRAP(cudaGraphInstantiateWithFlags,
-                    memobs_cuda__instantiated(real(pGraphExec, graph, flags), pGraphExec, graph),
-                    real(pGraphExec, graph, flags));
-}
-cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                           cudaGraphInstantiateParams *params) {
-    MEMOBS_PL__WRAP(cudaGraphInstantiateWithParams,
-                    memobs_cuda__instantiated(real(pGraphExec, graph, params), pGraphExec, graph),
-                    real(pGraphExec, graph, params));
-}
-cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                                cudaGraphInstantiateParams *params) {
-    MEMOBS_PL__WRAP(cudaGraphInstantiateWithParams_ptsz,
-                    memobs_cuda__instantiated(real(pGraphExec, graph, params), pGraphExec, graph),
-                    real(pGraphExec, graph, params));
-}
-/* A launch into a capturing stream adds the graph's copies to that capture. */
-cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    MEMOBS_PL__GET(cudaGraphLaunch);
-    if (!memobs_pl__begin()) return real(graphExec, stream);
-    {
-        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__LEG(stream));
-        return memobs_pl__end(memobs_cuda__launched(real(graphExec, stream), graphExec, id));
-    }
-}
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-    MEMOBS_PL__GET(cudaGraphLaunch_ptsz);
-    if (!memobs_pl__begin()) return real(graphExec, stream);
-    {
-        unsigned long long id = memobs_cuda__capture_id(MEMOBS_PL__PT(stream));
-        return memobs_pl__end(memobs_cuda__launched(real(graphExec, stream), graphExec, id));
-    }
-}
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-    MEMOBS_PL__WRAP(cudaGraphExecDestroy, memobs_cuda__forget(real(graphExec), graphExec, 1), real(graphExec));
-}
-cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-    MEMOBS_PL__WRAP(cudaGraphDestroy, memobs_cuda__forget(real(graph), graph, 0), real(graph));
-}
-/* As memobs_cudaDeviceReset: the device's blocks leave the tracker. */
-cudaError_t cudaDeviceReset(void) {
-    MEMOBS_PL__GET(cudaDeviceReset);
-    if (!memobs_pl__begin()) return real();
-    {
-        void *ctx = memobs_cuda__reset_pre();
-        return memobs_pl__end(memobs_cuda__reset_post(real(), ctx));
-    }
-}
-
 /* Allocations: memobs_cuda.h's wrappers, whose runtime calls are the real
    functions (the macros above). */
 #define MEMOBS_PL__VIA(name, wrapped, call)                                                                 \
@@ -550,56 +339,59 @@ cudaError_t cudaDeviceReset(void) {
     if (!memobs_pl__begin()) return call;                                                                    \
     return memobs_pl__end(wrapped)
 
-cudaError_t cudaMalloc(void **devPtr, size_t size) {
-    MEMOBS_PL__VIA(cudaMalloc, memobs_cudaMalloc(devPtr, size), real(devPtr, size));
-}
-cudaError_t cudaFree(void *devPtr) { MEMOBS_PL__VIA(cudaFree, memobs_cudaFree(devPtr), real(devPtr)); }
-cudaError_t cudaMallocHost(void **ptr, size_t size) {
-    MEMOBS_PL__VIA(cudaMallocHost, memobs_cudaMallocHost(ptr, size), real(ptr, size));
-}
-cudaError_t cudaFreeHost(void *ptr) { MEMOBS_PL__VIA(cudaFreeHost, memobs_cudaFreeHost(ptr), real(ptr)); }
-cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
-    MEMOBS_PL__VIA(cudaHostAlloc, memobs_cudaHostAlloc(pHost, size, flags), real(pHost, size, flags));
-}
-cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
-    MEMOBS_PL__VIA(cudaMallocManaged, memobs_cudaMallocManaged(devPtr, size, flags), real(devPtr, size, flags));
-}
-cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-    MEMOBS_PL__VIA(cudaHostRegister, memobs_cudaHostRegister(ptr, size, flags), real(ptr, size, flags));
-}
-cudaError_t cudaHostUnregister(void *ptr) {
-    MEMOBS_PL__VIA(cudaHostUnregister, memobs_cudaHostUnregister(ptr), real(ptr));
-}
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
-    MEMOBS_PL__VIA(cudaMallocAsync,
-                   memobs_cuda__malloc_async_post(real(devPtr, size, hStream), devPtr, size,
-                                                  hStream ? hStream : cudaStreamLegacy),
-                   real(devPtr, size, hStream));
-}
-cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
-    MEMOBS_PL__VIA(cudaMallocAsync_ptsz,
-                   memobs_cuda__malloc_async_post(real(devPtr, size, hStream), devPtr, size,
-                                                  hStream ? hStream : cudaStreamPerThread),
-                   real(devPtr, size, hStream));
-}
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
-    MEMOBS_PL__GET(cudaFreeAsync);
-    if (!memobs_pl__begin()) return real(devPtr, hStream);
-    {
-        int marked = memobs_cuda__free_pre(devPtr);
-        return memobs_pl__end(memobs_cuda__free_async_post(real(devPtr, hStream), devPtr, marked,
-                                                           hStream ? hStream : cudaStreamLegacy));
-    }
-}
-cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
-    MEMOBS_PL__GET(cudaFreeAsync_ptsz);
-    if (!memobs_pl__begin()) return real(devPtr, hStream);
-    {
-        int marked = memobs_cuda__free_pre(devPtr);
-        return memobs_pl__end(memobs_cuda__free_async_post(real(devPtr, hStream), devPtr, marked,
-                                                           hStream ? hStream : cudaStreamPerThread));
-    }
-}
+/* Each slot's interposers, MEMOBS_PL__PFX##name, exported as name under
+   its node (a major's hidden, name@version: only a lookup of that version
+   binds it; the default node's name@@memobs_cudart_default). */
+#define MEMOBS_PL__SYMVER(name)                                                                              \
+    __asm__(".symver " MEMOBS_PL__STR(MEMOBS_PL__E(name)) ", " #name MEMOBS_PL__NODE_NAME);
+
+/* DRIVER ENTRY POINTS, below: what a caller of cudaGetDriverEntryPoint
+   gets for the runtime's answer p to (symbol, version, per-thread). */
+static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt);
+
+#define MEMOBS_PL__MAJOR 0
+#define MEMOBS_PL__SLOT 0
+#define MEMOBS_PL__PFX memobs_pl__0_
+#define MEMOBS_PL__NODE_NAME "@@memobs_cudart_default"
+#include "memobs_preload_runtime.inc"
+MEMOBS_PL__NODE_0(MEMOBS_PL__SYMVER)
+#undef MEMOBS_PL__MAJOR
+#undef MEMOBS_PL__SLOT
+#undef MEMOBS_PL__PFX
+#undef MEMOBS_PL__NODE_NAME
+
+#define MEMOBS_PL__MAJOR 11
+#define MEMOBS_PL__SLOT 1
+#define MEMOBS_PL__PFX memobs_pl__11_
+#define MEMOBS_PL__NODE_NAME "@libcudart.so.11.0"
+#include "memobs_preload_runtime.inc"
+MEMOBS_PL__NODE_11(MEMOBS_PL__SYMVER)
+#undef MEMOBS_PL__MAJOR
+#undef MEMOBS_PL__SLOT
+#undef MEMOBS_PL__PFX
+#undef MEMOBS_PL__NODE_NAME
+
+#define MEMOBS_PL__MAJOR 12
+#define MEMOBS_PL__SLOT 2
+#define MEMOBS_PL__PFX memobs_pl__12_
+#define MEMOBS_PL__NODE_NAME "@libcudart.so.12"
+#include "memobs_preload_runtime.inc"
+MEMOBS_PL__NODE_12(MEMOBS_PL__SYMVER)
+#undef MEMOBS_PL__MAJOR
+#undef MEMOBS_PL__SLOT
+#undef MEMOBS_PL__PFX
+#undef MEMOBS_PL__NODE_NAME
+
+#define MEMOBS_PL__MAJOR 13
+#define MEMOBS_PL__SLOT 3
+#define MEMOBS_PL__PFX memobs_pl__13_
+#define MEMOBS_PL__NODE_NAME "@libcudart.so.13"
+#include "memobs_preload_runtime.inc"
+MEMOBS_PL__NODE_13(MEMOBS_PL__SYMVER)
+#undef MEMOBS_PL__MAJOR
+#undef MEMOBS_PL__SLOT
+#undef MEMOBS_PL__PFX
+#undef MEMOBS_PL__NODE_NAME
 
 /* memobs' driver calls: the driver functions already in the global scope,
    else libcuda.so.1, else those of a runtime library loaded with
@@ -610,14 +402,16 @@ static int memobs_pl__ours(const void *p); /* the driver section, below */
 void *memobs_cuda_driver_symbol(const char *name) {
     static void *h;
     void *p = dlsym(RTLD_DEFAULT, name), *rt;
+    int i;
     if (p && !memobs_pl__ours(p)) return p; /* never a driver interposer of ours */
     p = NULL;
     if (!h) h = dlopen(MEMOBS_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL); /* never closed */
     if (h && (p = dlsym(h, name)) != NULL) return p;
-    if ((rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
-        p = dlsym(rt, name);
-        dlclose(rt); /* RTLD_NOLOAD took a reference; the library stays */
-    }
+    for (i = MEMOBS_PL__SLOTS - 1; i > 0 && !p; i--)
+        if ((rt = dlopen(memobs_pl__version[i], RTLD_NOW | RTLD_NOLOAD)) != NULL) {
+            p = dlsym(rt, name);
+            dlclose(rt); /* RTLD_NOLOAD took a reference; the library stays */
+        }
     return p;
 }
 
@@ -679,7 +473,7 @@ __attribute__((destructor)) static void memobs_pl__fini(void) {
     if (none && memobs_pl__root())
         fprintf(stderr, "memobs preload: no CUDA call was intercepted in pid %ld (%s): %s\n", (long)getpid(),
                 program_invocation_short_name,
-                memobs_pl__find("cudaMalloc") || memobs_pl__cu_find("cuMemAlloc_v2")
+                memobs_pl__any_runtime() || memobs_pl__cu_find("cuMemAlloc_v2")
                     ? "the program made none through the dynamic runtime or driver"
                     : "no dynamic CUDA runtime (libcudart.so) or driver (libcuda.so) in the process: a program "
                       "linked with the static runtime, or none, has nothing to intercept");
@@ -711,9 +505,9 @@ __attribute__((destructor)) static void memobs_pl__fini(void) {
    driver infers (cuMemcpy, cuMemcpyAsync) are classified as memobs_cuda.h
    classifies cudaMemcpyDefault: by the driver's pointer attributes. An
    allocation's device is the current context's (a stream-ordered one: its
-   stream's context's). Calls that reach the driver through
-   cuGetProcAddress / cudaGetDriverEntryPoint (the CUDA runtime itself
-   does), or through dlsym on a handle of libcuda.so.1, are not seen. */
+   stream's context's). Pointers from cuGetProcAddress /
+   cudaGetDriverEntryPoint are the interposers (the entry points' section,
+   below); calls through dlsym on a handle of libcuda.so.1 are not seen. */
 #include <cuda.h>
 
 /* memobs_cuda.h's helpers take and return runtime codes; they test only
@@ -956,3 +750,144 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
     MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync_ptsz, dptr, hStream ? hStream : cudaStreamPerThread, real(dptr, hStream))
 }
+
+/* ======================================================================== */
+/* Driver entry points (cuGetProcAddress, cudaGetDriverEntryPoint)          */
+/* ======================================================================== */
+
+/* PyTorch (its DriverAPI, expandable segments), Triton and others take
+   driver functions as pointers: cuGetProcAddress (libcuda exports the
+   CUDA 11.3 one, 4 arguments, as cuGetProcAddress and CUDA 12.0's, with
+   symbolStatus, as cuGetProcAddress_v2; cuda.h names the latter
+   cuGetProcAddress) and the runtime's cudaGetDriverEntryPoint,
+   cudaGetDriverEntryPointByVersion (12.5) and their _ptsz names. Each is
+   intercepted: when the real call succeeded and handed out a driver
+   function this library intercepts (MEMOBS_PL__CU_FNS, and the two
+   cuGetProcAddress themselves), the caller gets this library's
+   interposer, which counts calls made through the pointer as linked
+   calls; any other function stays the driver's own pointer; return
+   codes, *symbolStatus / *driverStatus and NULL results are the driver's,
+   unchanged (these lookups record nothing and count in no counter).
+
+   Which interposer: first by address, the pointer the driver handed out
+   against each intercepted function's real address (memobs_pl__cu_get's
+   slots): exact whatever name, version and flags were asked. Else by
+   name: the exported function the request resolves to (cuda.h: the base
+   name, "_v2" from the version that introduced it, 3.2 for the memory
+   calls, 12.0 for cuGetProcAddress_v2; "_ptds"/"_ptsz" with
+   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, or a runtime _ptsz
+   lookup with cudaEnableDefault, from CUDA 7.0), when it is intercepted:
+   its slot, if still empty (the driver functions in a library loaded
+   with RTLD_LOCAL, where neither dlsym(RTLD_NEXT) nor libcuda.so.1 finds
+   them), is seeded with the pointer the driver handed out; if filled with
+   another address (a driver whose lookups hand out other entry points
+   than its exports) the interposer still stands for that function and
+   forwards to its export. A name added to MEMOBS_PL__CU_FNS whose "_v2"
+   (or a later version) came after CUDA 3.2 needs its version in
+   memobs_pl__ep_named.
+
+   The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
+   from a library named libcudart* gets the driver's pointer unchanged. The
+   runtime calls the functions of its driver table inside runtime calls
+   memobs does not intercept (cudaMallocPitch, cudaMemset, ...) and on its
+   own threads, where the re-entry guard cannot tell them apart: counted
+   there they would be driver calls nobody made. (libcudart takes
+   cuGetProcAddress from its own handle on libcuda, which no LD_PRELOAD
+   library meets; a runtime that took it from the global scope gets the
+   same answer here.) */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+#define MEMOBS_PL__EP_CU_FNS(X) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+static struct {
+#define MEMOBS_PL__FIELD(name) void *name;
+    MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__FIELD)
+#undef MEMOBS_PL__FIELD
+} memobs_pl__ep_real;
+
+/* An intercepted driver function: its name, its real slot, its interposer. */
+typedef struct {
+    const char *name;
+    void **real;
+    void *ours;
+} memobs_pl__ep_t;
+#define MEMOBS_PL__EP_ROW(name) {#name, &memobs_pl__cu_real.name, (void *)(uintptr_t)&name},
+#define MEMOBS_PL__EP_OWN_ROW(name) {#name, &memobs_pl__ep_real.name, (void *)(uintptr_t)&name},
+static const memobs_pl__ep_t memobs_pl__ep_map[] = {MEMOBS_PL__CU_FNS(MEMOBS_PL__EP_ROW)
+                                                        MEMOBS_PL__EP_CU_FNS(MEMOBS_PL__EP_OWN_ROW)};
+#undef MEMOBS_PL__EP_ROW
+#undef MEMOBS_PL__EP_OWN_ROW
+
+/* How `name` answers `symbol` asked at `version` (symbol [+ "_v2"]
+   [+ "_ptds" / "_ptsz"]): 2 the per-thread function (`pt`: asked with
+   the per-thread flag), 1 the legacy one, 0 not at all. */
+static int memobs_pl__ep_named(const char *name, const char *symbol, int version, int pt) {
+    size_t n = strlen(symbol);
+    const char *rest = name + n;
+    int v2, has_pt;
+    if (strncmp(name, symbol, n) != 0) return 0;
+    v2 = strncmp(rest, "_v2", 3) == 0;
+    if (v2) rest += 3;
+    has_pt = strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0;
+    if ((*rest && !has_pt) || v2 != (version >= (strcmp(symbol, "cuGetProcAddress") == 0 ? 12000 : 3020))) return 0;
+    if (has_pt) return pt && version >= 7000 ? 2 : 0;
+    return 1;
+}
+
+/* What the caller gets for the driver's answer `p` to (symbol, version,
+   per-thread flag pt). */
+static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
+    const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
+    size_t i;
+    if (!p || memobs_pl__ours(p)) return p; /* already an interposer: never a real slot's */
+    for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
+        e = &memobs_pl__ep_map[i];
+        if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
+        if (symbol) named[memobs_pl__ep_named(e->name, symbol, version, pt)] = e;
+    }
+    e = named[2] ? named[2] : named[1]; /* no per-thread function: the driver answers with the legacy one */
+    if (!e) return p;
+    if (!__atomic_load_n(e->real, __ATOMIC_ACQUIRE)) {
+        void *none = NULL;
+        __atomic_compare_exchange_n(e->real, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    return e->ours;
+}
+
+/* 1 when the code at `ra` lies in a CUDA runtime (libcudart*). */
+static int memobs_pl__from_runtime(const void *ra) {
+    Dl_info i;
+    const char *base;
+    if (!dladdr(ra, &i) || !i.dli_fname) return 0;
+    base = strrchr(i.dli_fname, '/');
+    return strncmp(base ? base + 1 : i.dli_fname, "libcudart", 9) == 0;
+}
+
+#define MEMOBS_PL__PT_FLAG(flags) (((flags) & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0)
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    __typeof__(cuGetProcAddress) *real =
+        (__typeof__(cuGetProcAddress) *)memobs_pl__cu_get(&memobs_pl__ep_real.cuGetProcAddress, "cuGetProcAddress");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress");
+    rc = real(symbol, pfn, cudaVersion, flags);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus) {
+    __typeof__(cuGetProcAddress_v2) *real = (__typeof__(cuGetProcAddress_v2) *)memobs_pl__cu_get(
+        &memobs_pl__ep_real.cuGetProcAddress_v2, "cuGetProcAddress_v2");
+    CUresult rc;
+    if (!real) return memobs_pl__cu_missing("cuGetProcAddress_v2");
+    rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn && !memobs_pl__from_runtime(__builtin_return_address(0)))
+        *pfn = memobs_pl__ep_wrap(*pfn, symbol, cudaVersion, MEMOBS_PL__PT_FLAG(flags));
+    return rc;
+}
+
+/* The runtime's four (cudaGetDriverEntryPoint(ByVersion)(_ptsz)) are
+   interposed once per major (preload/memobs_preload_runtime.inc, lists
+   MEMOBS_PL__RT_EP*), each forwarding to its own major's runtime and
+   handing its answer to memobs_pl__ep_wrap. */

@@ -55,12 +55,13 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
         cudaMemcpy3DBatchAsync cudaMemcpy3DBatchAsync_ptsz cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
         cudaStreamEndCapture cudaStreamEndCapture_ptsz cudaGraphInstantiate cudaGraphInstantiateWithFlags
         cudaGraphInstantiateWithParams cudaGraphInstantiateWithParams_ptsz cudaGraphLaunch cudaGraphLaunch_ptsz
-        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset"
+        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset
+        cudaGetDriverEntryPoint cudaGetDriverEntryPoint_ptsz cudaGetDriverEntryPointByVersion cudaGetDriverEntryPointByVersion_ptsz"
     for f in $want; do
-        echo "$syms" | grep -q " T $f@@libcudart.so.13\$" || miss="$miss $f"
+        echo "$syms" | grep -q " T $f@libcudart.so.13\$" || miss="$miss $f"
     done
     # each versioned cuda* symbol is one of those (none forgotten in the list)
-    extra=$(echo "$syms" | awk '/ T cuda.*@@libcudart.so.13$/ {sub(/@@.*/, "", $3); print $3}' | sort |
+    extra=$(echo "$syms" | awk '/ T cuda.*@libcudart.so.13$/ {sub(/@.*/, "", $3); print $3}' | sort |
         comm -23 - <(echo $want | tr ' ' '\n' | sort) | tr '\n' ' ')
     nwant=$(echo $want | wc -w)
     [ -n "$extra" ] && miss="$miss (not in the list: $extra)"
@@ -68,9 +69,9 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
         echo "$syms" | grep -q " T $f\$" || miss="$miss $f"
     done
     if [ -z "$miss" ] && [ -z "$und" ] && ! echo "$need" | grep -q cuda; then
-        ok "make preload: $nwant interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed"
+        ok "make preload: $nwant interposers as name@libcudart.so.13, memobs' C API exported, no libcudart needed"
     else
-        bad "make preload: $nwant interposers as name@@libcudart.so.13, memobs' C API exported, no libcudart needed" \
+        bad "make preload: $nwant interposers as name@libcudart.so.13, memobs' C API exported, no libcudart needed" \
             "missing:$miss" "undefined cu*: $und" "NEEDED: $need"
     fi
 else

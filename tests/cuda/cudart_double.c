@@ -10,6 +10,32 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_memalign under -std=c11 */
 #endif
+/* ---- RUNTIME MAJORS (prologue): -DCUDADBL_MAJOR=11|12|13, default 13 ----
+   The functions whose signature that major has not (or which it lacks)
+   are defined under private names (cudadbl_v13_*); the major's own, where
+   it has one, is at the end (RUNTIME MAJORS). */
+#ifndef CUDADBL_MAJOR
+#define CUDADBL_MAJOR 13
+#endif
+#if CUDADBL_MAJOR != 11 && CUDADBL_MAJOR != 12 && CUDADBL_MAJOR != 13
+#error "CUDADBL_MAJOR: 11, 12 or 13"
+#endif
+#if CUDADBL_MAJOR < 13
+#define cudaMemcpyBatchAsync cudadbl_v13_cudaMemcpyBatchAsync
+#define cudaMemcpyBatchAsync_ptsz cudadbl_v13_cudaMemcpyBatchAsync_ptsz
+#define cudaMemcpy3DBatchAsync cudadbl_v13_cudaMemcpy3DBatchAsync
+#define cudaMemcpy3DBatchAsync_ptsz cudadbl_v13_cudaMemcpy3DBatchAsync_ptsz
+#endif
+#if CUDADBL_MAJOR == 11
+#define cudaGraphInstantiate cudadbl_v13_cudaGraphInstantiate
+#define cudaGraphInstantiateWithParams cudadbl_v13_cudaGraphInstantiateWithParams
+#define cudaGraphInstantiateWithParams_ptsz cudadbl_v13_cudaGraphInstantiateWithParams_ptsz
+#define cudaGetDriverEntryPoint cudadbl_v13_cudaGetDriverEntryPoint
+#define cudaGetDriverEntryPoint_ptsz cudadbl_v13_cudaGetDriverEntryPoint_ptsz
+#define cudaGetDriverEntryPointByVersion cudadbl_v13_cudaGetDriverEntryPointByVersion
+#define cudaGetDriverEntryPointByVersion_ptsz cudadbl_v13_cudaGetDriverEntryPointByVersion_ptsz
+#endif
+
 /* The plain names are defined below, the per-thread default stream ones at
    the end, whatever the build asks of the header. */
 #undef CUDA_API_PER_THREAD_DEFAULT_STREAM
@@ -64,12 +90,14 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)               \
     X(cuMemGetInfo_v2) X(cuPointerGetAttributes) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxRetain)  \
     X(cuDevicePrimaryCtxRelease_v2) X(cuDeviceGetCount) X(cuDeviceGet) X(cuThreadExchangeStreamCaptureMode) \
-    X(cuGetErrorName)                                                                                       \
-    DBL_FUNCS_CTX_POOL(X)
-
+    X(cuGetErrorName) DBL_FUNCS_ENTRY(X) DBL_FUNCS_CTX_POOL(X)
+/* Driver memory and entry points (their section, near the end). */
+#define DBL_FUNCS_ENTRY(X)                                                                                  \
+    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)            \
+    X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cudaGetDriverEntryPoint) X(cudaMallocPitch)
 /* Created contexts, their ids, primary context reset, pools with a
    location (the section "Contexts created and destroyed, pools" below). */
-#define DBL_FUNCS_CTX_POOL(X)                                                                                 \
+#define DBL_FUNCS_CTX_POOL(X)                                                                               \
     X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxGetId) X(cuDevicePrimaryCtxReset_v2) X(cuMemPoolCreate)     \
     X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy)               \
     X(cudaMallocFromPoolAsync)
@@ -4324,6 +4352,244 @@ DBL_DRV_PT(cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemor
            (dptr, bytesize, pool, hStream))
 
 /* ============================================================================ */
+/* Driver memory and entry points                                               */
+/* ============================================================================ */
+
+/* The driver's allocations and copies a program reaches through an entry
+   point (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2, cuMemcpyHtoD_v2,
+   cuMemcpyDtoH_v2 and the copies' _ptds names) on the runtime's allocation
+   table; cuGetProcAddress (11.3, 4 arguments) and cuGetProcAddress_v2
+   (12.0) over the driver functions this double defines, with the rules of
+   tests/preload/procaddr.h, as a CUDA 13.0 driver; the runtime's
+   cudaGetDriverEntryPoint(ByVersion)(_ptsz), which go through those rules
+   as libcudart goes through the driver's cuGetProcAddress; and
+   cudaMallocPitch, which allocates through the runtime's own driver table
+   (fetched once through cuGetProcAddress_v2, as libcudart fetches its
+   driver table). */
+#include <dlfcn.h>
+#include "../preload/procaddr.h"
+#undef cuGetProcAddress
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+
+/* The runtime's version (CUDART_VERSION of the major built) and the driver's. */
+#ifdef CUDADBL_MAJOR
+#define DBL_RT_VERSION (CUDADBL_MAJOR * 1000)
+#else
+#define DBL_RT_VERSION 13000
+#endif
+#define DBL_DRV_VERSION 13000
+
+#define DBL_P(x) ((void *)(uintptr_t)(x))
+
+/* cuMemAlloc: 0 bytes is CUDA_ERROR_INVALID_VALUE (cuda.h); beyond the
+   device's free memory CUDA_ERROR_OUT_OF_MEMORY. Device memory of the
+   current context's device. */
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemAlloc_v2, DRV_CONTEXT);
+    void *p = NULL;
+    c.bytes = bytesize;
+    if (r == CUDA_SUCCESS && (!dptr || !bytesize)) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = drv(do_alloc(&p, bytesize, CUDADBL_DEVICE, t_cur, 0));
+    if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)(c.dst = p);
+    return drv_leave(F_cuMemAlloc_v2, &c, r);
+}
+
+/* The pitch: the width rounded up to 512 bytes. ElementSizeBytes other
+   than 4, 8 or 16, a zero width or height: CUDA_ERROR_INVALID_VALUE
+   (cuda.h). */
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                    unsigned int ElementSizeBytes) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemAllocPitch_v2, DRV_CONTEXT);
+    size_t pitch = (WidthInBytes + 511) / 512 * 512;
+    void *p = NULL;
+    if (r == CUDA_SUCCESS && (!dptr || !pPitch || !WidthInBytes || !Height ||
+                              (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && Height > (size_t)-1 / pitch) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) r = drv(do_alloc(&p, c.bytes = pitch * Height, CUDADBL_DEVICE, t_cur, 0));
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr)(uintptr_t)(c.dst = p);
+        *pPitch = pitch;
+    }
+    return drv_leave(F_cuMemAllocPitch_v2, &c, r);
+}
+
+/* As cudaFree (it synchronizes the device), for the start of a device or
+   managed block; anything else, 0 included: CUDA_ERROR_INVALID_VALUE
+   (strict reading). */
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemFree_v2, DRV_CONTEXT);
+    alloc_t *a = r == CUDA_SUCCESS ? find_base(DBL_P(dptr)) : NULL;
+    c.dst = DBL_P(dptr);
+    if (r == CUDA_SUCCESS && (!a || a->pending_free || (a->kind != CUDADBL_DEVICE && a->kind != CUDADBL_MANAGED)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        int dev = a->device;
+        c.bytes = a->size;
+        if (!complete_device(t_cur)) hang();
+        if (dev != t_cur && !complete_device(dev)) hang();
+        a = find_base(DBL_P(dptr));
+        count_hazards((const char *)DBL_P(dptr), NULL, 0); /* work of other devices still on it */
+        release_alloc(a, 1);
+    }
+    return drv_leave(F_cuMemFree_v2, &c, r);
+}
+
+/* Synchronous copies with the rules of cudaMemcpy of that kind (the
+   _ptds names: ordered after the calling thread's per-thread stream). */
+static CUresult drv_copy(int f, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, int ptds) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(f, DRV_CONTEXT);
+    c.dst = dst;
+    c.src = src;
+    c.bytes = n;
+    c.kind = (int)kind;
+    t_ptds = ptds;
+    if (r == CUDA_SUCCESS) r = drv(sync_copy(dst, n, src, n, n, 1, kind));
+    t_ptds = 0;
+    return drv_leave(f, &c, r);
+}
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    return drv_copy(F_cuMemcpyHtoD_v2, DBL_P(dst), src, n, cudaMemcpyHostToDevice, 0);
+}
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) {
+    return drv_copy(F_cuMemcpyHtoD_v2, DBL_P(dst), src, n, cudaMemcpyHostToDevice, 1);
+}
+CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    return drv_copy(F_cuMemcpyDtoH_v2, dst, DBL_P(src), n, cudaMemcpyDeviceToHost, 0);
+}
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
+    return drv_copy(F_cuMemcpyDtoH_v2, dst, DBL_P(src), n, cudaMemcpyDeviceToHost, 1);
+}
+
+/* The functions cuGetProcAddress hands out (introduced in: cuda.h). */
+#define DBL_PROCS(X)                                                                                         \
+    X("cuGetProcAddress", 11030, 0, cuGetProcAddress) X("cuGetProcAddress", 12000, 0, cuGetProcAddress_v2)   \
+    X("cuMemAlloc", 3020, 0, cuMemAlloc_v2) X("cuMemAllocPitch", 3020, 0, cuMemAllocPitch_v2)                \
+    X("cuMemFree", 3020, 0, cuMemFree_v2) X("cuMemcpyHtoD", 3020, 0, cuMemcpyHtoD_v2)                        \
+    X("cuMemcpyHtoD", 7000, 1, cuMemcpyHtoD_v2_ptds) X("cuMemcpyDtoH", 3020, 0, cuMemcpyDtoH_v2)             \
+    X("cuMemcpyDtoH", 7000, 1, cuMemcpyDtoH_v2_ptds) X("cuMemGetInfo", 3020, 0, cuMemGetInfo_v2)             \
+    X("cuCtxGetCurrent", 4000, 0, cuCtxGetCurrent) X("cuDeviceGet", 2000, 0, cuDeviceGet)                    \
+    X("cuDeviceGetCount", 2000, 0, cuDeviceGetCount) X("cuGetErrorName", 6000, 0, cuGetErrorName)
+#define DBL_OWN(s, v, pt, fn) PROCADDR_OWN(fn)
+DBL_PROCS(DBL_OWN)
+#undef DBL_OWN
+
+/* Under the lock; works before the driver's initialization (the runtime
+   fetches cuInit through it). */
+static CUresult dbl_proc(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                         CUdriverProcAddressQueryResult *status, int v1) {
+    static const procaddr_t rows[] = {DBL_PROCS(PROCADDR_ROW)};
+    return procaddr_find(rows, sizeof rows / sizeof rows[0], DBL_DRV_VERSION, symbol, pfn, cudaVersion, flags, status,
+                         v1);
+}
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuGetProcAddress, DRV_ANY);
+    if (r == CUDA_SUCCESS) r = dbl_proc(symbol, pfn, cudaVersion, flags, NULL, 1);
+    return drv_leave(F_cuGetProcAddress, &c, r);
+}
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *symbolStatus) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuGetProcAddress_v2, DRV_ANY);
+    if (r == CUDA_SUCCESS) r = dbl_proc(symbol, pfn, cudaVersion, flags, symbolStatus, 0);
+    return drv_leave(F_cuGetProcAddress_v2, &c, r);
+}
+
+/* The runtime's entry points: they initialize the runtime; flags as the
+   driver's (cudaEnableDefault is the legacy stream in the plain names, the
+   per-thread one in the _ptsz names, which code built with
+   CUDA_API_PER_THREAD_DEFAULT_STREAM calls); cudaGetDriverEntryPoint asks
+   at the runtime's version; a cudaVersion above the driver's, a NULL
+   symbol or funcPtr, other flags: cudaErrorInvalidValue; not found:
+   cudaSuccess, *funcPtr NULL and the status (CUDA 12.0's contract). */
+static cudaError_t dbl_entry(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+                             enum cudaDriverEntryPointQueryResult *driverStatus, int ptsz) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGetDriverEntryPoint, NEED_INIT);
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+    if (ptsz && flags == cudaEnableDefault) flags = cudaEnablePerThreadDefaultStream;
+    if (e == cudaSuccess && cudaVersion > (unsigned)DBL_DRV_VERSION) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) e = (cudaError_t)dbl_proc(symbol, funcPtr, (int)cudaVersion, flags, &st, 0);
+    if (e == cudaSuccess && driverStatus) *driverStatus = (enum cudaDriverEntryPointQueryResult)st;
+    if (e == cudaSuccess) c.dst = *funcPtr;
+    c.flags = (unsigned)flags;
+    return leave(F_cudaGetDriverEntryPoint, &c, e);
+}
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus) {
+    return dbl_entry(symbol, funcPtr, DBL_RT_VERSION, flags, driverStatus, 0);
+}
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus) {
+    return dbl_entry(symbol, funcPtr, DBL_RT_VERSION, flags, driverStatus, 1);
+}
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus) {
+    return dbl_entry(symbol, funcPtr, cudaVersion, flags, driverStatus, 0);
+}
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus) {
+    return dbl_entry(symbol, funcPtr, cudaVersion, flags, driverStatus, 1);
+}
+
+/* The runtime's driver table (here: one function). libcudart takes
+   cuGetProcAddress_v2 from its own handle on libcuda, so its lookups never
+   meet an LD_PRELOAD library; CUDADBL_DRIVER_LOOKUP=global takes it from
+   the global scope instead (dlsym(RTLD_DEFAULT)), as a runtime that found
+   its driver there would, for a test of what an interposer does then.
+   Called without the lock. */
+typedef CUresult (*dbl_pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+static dbl_pitch_fn dbl_driver_pitch(void) {
+    typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+    static dbl_pitch_fn cached;
+    dbl_pitch_fn f = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    gpa_fn gpa = &procaddr_own_cuGetProcAddress_v2;
+    const char *how = getenv("CUDADBL_DRIVER_LOOKUP");
+    void *p = NULL;
+    if (f) return f;
+    if (how && strcmp(how, "global") == 0 && (p = dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2")) != NULL)
+        gpa = (gpa_fn)(uintptr_t)p;
+    if (gpa("cuMemAllocPitch", &p, DBL_RT_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) != CUDA_SUCCESS || !p)
+        return NULL;
+    f = (dbl_pitch_fn)(uintptr_t)p;
+    __atomic_store_n(&cached, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+/* cudaMallocPitch: the driver's pitched allocation (elements of 16 bytes,
+   its pitch rule), made through the runtime's driver table. */
+cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMallocPitch, NEED_CONTEXT);
+    CUdeviceptr d = 0;
+    dbl_pitch_fn f;
+    if (e == cudaSuccess && (!devPtr || !pitch)) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) e = unsafe_check();
+    if (e != cudaSuccess) return leave(F_cudaMallocPitch, &c, e);
+    unlock();
+    f = dbl_driver_pitch();
+    e = f ? (cudaError_t)f(&d, pitch, width, height, 16) : cudaErrorInitializationError;
+    lock();
+    if (e == cudaSuccess) *devPtr = c.dst = DBL_P(d);
+    c.bytes = e == cudaSuccess ? *pitch * height : width * height;
+    return leave(F_cudaMallocPitch, &c, e);
+}
+
+/* ============================================================================ */
 /* The driver for memobs                                                        */
 /* ============================================================================ */
 
@@ -4357,6 +4623,99 @@ void *memobs_cuda_driver_symbol(const char *name) {
         if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
     return NULL;
 }
+
+/* ======================================================================== */
+/* RUNTIME MAJORS: the calls whose signature is not 13's                    */
+/* ======================================================================== */
+
+/* Built with -DCUDADBL_MAJOR=11 or 12 (soname libcudart.so.11.0 or
+   libcudart.so.12, mk/cudart_double.<soname>.map), the double exports that
+   major's signature under the plain name (an asm label: the CUDA 13 header
+   here declares 13's) and counts it as the plain name. */
+#if CUDADBL_MAJOR == 12
+/* 12.8: failIdx, "the index of the copy where a failure was encountered";
+   SIZE_MAX when the error pertains to no copy (always here: the double's
+   checks do not say which copy failed). Strict reading: a NULL failIdx is
+   cudaErrorInvalidValue (the call is counted: it goes to the 13 body with
+   no copies, which refuses it so). */
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                             size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+                                             size_t numAttrs, size_t *failIdx,
+                                             cudaStream_t stream) __asm__("cudaMemcpyBatchAsync");
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                             size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs,
+                                             size_t numAttrs, size_t *failIdx, cudaStream_t stream) {
+    cudaError_t e = cudaMemcpyBatchAsync(dsts, srcs, sizes, failIdx ? count : 0, attrs, attrsIdxs, numAttrs, stream);
+    if (e != cudaSuccess && failIdx) *failIdx = SIZE_MAX;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                                  size_t count, struct cudaMemcpyAttributes *attrs,
+                                                  size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                                  cudaStream_t stream) __asm__("cudaMemcpyBatchAsync_ptsz");
+cudaError_t cudadbl_v12_cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes,
+                                                  size_t count, struct cudaMemcpyAttributes *attrs,
+                                                  size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                                  cudaStream_t stream) {
+    cudaError_t e;
+    t_ptds = 1;
+    e = cudadbl_v12_cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, stream);
+    t_ptds = 0;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, size_t *failIdx,
+                                               unsigned long long flags,
+                                               cudaStream_t stream) __asm__("cudaMemcpy3DBatchAsync");
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, size_t *failIdx,
+                                               unsigned long long flags, cudaStream_t stream) {
+    cudaError_t e = cudaMemcpy3DBatchAsync(failIdx ? numOps : 0, opList, flags, stream);
+    if (e != cudaSuccess && failIdx) *failIdx = SIZE_MAX;
+    return e;
+}
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                                    size_t *failIdx, unsigned long long flags,
+                                                    cudaStream_t stream) __asm__("cudaMemcpy3DBatchAsync_ptsz");
+cudaError_t cudadbl_v12_cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList,
+                                                    size_t *failIdx, unsigned long long flags, cudaStream_t stream) {
+    cudaError_t e;
+    t_ptds = 1;
+    e = cudadbl_v12_cudaMemcpy3DBatchAsync(numOps, opList, failIdx, flags, stream);
+    t_ptds = 0;
+    return e;
+}
+#endif
+
+#if CUDADBL_MAJOR == 11
+/* 11: no flags (instantiated as with 0); on failure *pErrorNode is NULL
+   (the double's graphs fail as a whole, never at a node) and the log
+   (bufferSize > 0) holds a line, cut to fit; on success an empty log. */
+cudaError_t cudadbl_v11_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             cudaGraphNode_t *pErrorNode, char *pLogBuffer,
+                                             size_t bufferSize) __asm__("cudaGraphInstantiate");
+cudaError_t cudadbl_v11_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             cudaGraphNode_t *pErrorNode, char *pLogBuffer, size_t bufferSize) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaGraphInstantiate, NEED_CONTEXT);
+    c.src = graph;
+    if (e == cudaSuccess) e = instantiate(pGraphExec, graph, 0);
+    if (e == cudaSuccess) c.dst = *pGraphExec;
+    else if (pErrorNode) *pErrorNode = NULL;
+    if (pLogBuffer && bufferSize)
+        snprintf(pLogBuffer, bufferSize, "%s", e == cudaSuccess ? "" : "cudart_double: instantiation failed");
+    return leave(F_cudaGraphInstantiate, &c, e);
+}
+/* 11.3: cudaGetDriverEntryPoint(symbol, funcPtr, flags), no driverStatus;
+   not found: cudaErrorSymbolNotFound (12.0 made it cudaSuccess and a
+   status); no ByVersion (12.5) and no _ptsz name (strict reading). */
+cudaError_t cudadbl_v11_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                                unsigned long long flags) __asm__("cudaGetDriverEntryPoint");
+cudaError_t cudadbl_v11_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags) {
+    enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSuccess;
+    cudaError_t e = dbl_entry(symbol, funcPtr, DBL_RT_VERSION, flags, &st, 0);
+    if (e == cudaSuccess && st != cudaDriverEntryPointSuccess) e = cudaErrorSymbolNotFound;
+    return e;
+}
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

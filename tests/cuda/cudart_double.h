@@ -215,6 +215,37 @@
                cudaErrorInvalidValue. cudaMemPoolDestroy /
                cuMemPoolDestroy: the blocks stay until freed. No pool
                attributes, access control or reuse.
+     Entry     (section "Driver memory and entry points") the driver's
+               cuMemAlloc_v2 (0 bytes: CUDA_ERROR_INVALID_VALUE),
+               cuMemAllocPitch_v2 (element size 4, 8 or 16, nonzero width
+               and height, else CUDA_ERROR_INVALID_VALUE; the pitch: the
+               width rounded up to 512), cuMemFree_v2 (the start of a
+               device or managed block, else CUDA_ERROR_INVALID_VALUE; it
+               synchronizes as cudaFree), cuMemcpyHtoD_v2 / cuMemcpyDtoH_v2
+               (and _ptds) with cudaMemcpy's rules, on the runtime's table.
+               cuGetProcAddress (11.3's 4 arguments) and
+               cuGetProcAddress_v2 over these and cuGetProcAddress,
+               cuMemGetInfo, cuCtxGetCurrent, cuDeviceGet(Count),
+               cuGetErrorName, as a 13.0 driver, with the rules of
+               tests/preload/procaddr.h (versions, per-thread flag, NULL
+               symbol or pfn, flags, not found: CUDA_ERROR_NOT_FOUND from
+               the 11.3 export, CUDA_SUCCESS + NULL + status from _v2); they
+               work before the driver's initialization and hand out the
+               double's own addresses even where a preloaded library
+               defines the same names. cudaGetDriverEntryPoint(_ptsz)
+               (at the runtime's version, 13000) and
+               cudaGetDriverEntryPointByVersion(_ptsz) initialize the
+               runtime and follow the same rules (cudaErrorInvalidValue for
+               the errors, cudaSuccess + NULL + driverStatus when not
+               found; the _ptsz names take cudaEnableDefault as the
+               per-thread flag); counted together as
+               "cudaGetDriverEntryPoint". cudaMallocPitch allocates with
+               the driver's cuMemAllocPitch_v2 (elements of 16 bytes) from
+               the runtime's driver table, fetched once through
+               cuGetProcAddress_v2: the double's own, as libcudart takes it
+               from its handle on libcuda; with CUDADBL_DRIVER_LOOKUP=global
+               in the environment the one dlsym(RTLD_DEFAULT) finds (a
+               preloaded library's).
      Errors    every runtime error returned except cudaErrorNotReady
                becomes the calling thread's last error (cudaGetLastError
                clears it, cudaPeekAtLastError does not). cudaGetErrorName/
@@ -371,6 +402,21 @@
                exit handler): "cudart double: pid N: teardown ran|did not
                run; A calls after it; B calls in a forked child; C waits
                forever".
+     Majors    built with -DCUDADBL_MAJOR=11, 12 or 13 (default 13) as
+               that major's runtime: soname and version node
+               libcudart.so.11.0, .12 or .13 (mk/cudart_double.map for 13,
+               mk/cudart_double.<soname suffix>.map for the others).
+               11: cudaGraphInstantiate has 11's signature (pErrorNode:
+               NULL on failure, the double failing a graph as a whole;
+               pLogBuffer: one line on failure, empty on success, cut to
+               bufferSize); no cudaGraphInstantiateWithParams(_ptsz) nor
+               batches. 12: the batches have 12.8's signatures, failIdx
+               before the stream (SIZE_MAX after a failure, the double
+               not telling which copy failed; strict reading: NULL is
+               cudaErrorInvalidValue). The other functions keep 13's
+               signature in every build (cudaStreamGetCaptureInfo among
+               them, which differs in 11 and 12: not for a program of
+               those majors to call).
 
    Also defined: cudaStreamGetDevice, the per-thread default stream names
    (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz, ... for every function above

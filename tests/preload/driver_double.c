@@ -593,3 +593,68 @@ CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, 
 CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
     return cuMemcpyPeer(dst, dctx, src, sctx, n);
 }
+
+/* ---- entry points: cuGetProcAddress ---- */
+
+/* cuGetProcAddress (the 11.3 export, 4 arguments) and cuGetProcAddress_v2
+   (12.0, with symbolStatus): the rules of procaddr.h, over the functions
+   this double defines, as a CUDA 13.0 driver (a cudaVersion above 13000:
+   CUDA_ERROR_INVALID_VALUE). They work before cuInit (the runtime fetches
+   cuInit through them); after the teardown and in a forked child they
+   fail as every call. cuMemAlloc, the 32-bit allocation that a cudaVersion
+   below 3020 gets, is here only to be handed out: no 32-bit device
+   address space is modelled, it fails with CUDA_ERROR_NOT_SUPPORTED. */
+#include "procaddr.h"
+#undef cuGetProcAddress
+#undef cuMemAlloc
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult CUDAAPI cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
+CUresult CUDAAPI cuMemAlloc(unsigned int *dptr, unsigned int bytesize) {
+    ENTER(1);
+    (void)dptr;
+    (void)bytesize;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#define DD_PROCS(X)                                                                                          \
+    X("cuGetProcAddress", 11030, 0, cuGetProcAddress) X("cuGetProcAddress", 12000, 0, cuGetProcAddress_v2)   \
+    X("cuInit", 2000, 0, cuInit) X("cuCtxGetCurrent", 4000, 0, cuCtxGetCurrent)                              \
+    X("cuMemGetInfo", 3020, 0, cuMemGetInfo_v2) X("cuMemAlloc", 2000, 0, cuMemAlloc)                         \
+    X("cuMemAlloc", 3020, 0, cuMemAlloc_v2) X("cuMemAllocPitch", 3020, 0, cuMemAllocPitch_v2)                \
+    X("cuMemAllocHost", 3020, 0, cuMemAllocHost_v2) X("cuMemHostAlloc", 2020, 0, cuMemHostAlloc)             \
+    X("cuMemAllocManaged", 6000, 0, cuMemAllocManaged) X("cuMemFree", 3020, 0, cuMemFree_v2)                 \
+    X("cuMemFreeHost", 2000, 0, cuMemFreeHost) X("cuMemAllocAsync", 11020, 0, cuMemAllocAsync)               \
+    X("cuMemAllocAsync", 11020, 1, cuMemAllocAsync_ptsz)                                                     \
+    X("cuMemAllocFromPoolAsync", 11020, 0, cuMemAllocFromPoolAsync)                                          \
+    X("cuMemAllocFromPoolAsync", 11020, 1, cuMemAllocFromPoolAsync_ptsz)                                     \
+    X("cuMemFreeAsync", 11020, 0, cuMemFreeAsync) X("cuMemFreeAsync", 11020, 1, cuMemFreeAsync_ptsz)         \
+    X("cuMemcpyHtoD", 3020, 0, cuMemcpyHtoD_v2) X("cuMemcpyHtoD", 7000, 1, cuMemcpyHtoD_v2_ptds)             \
+    X("cuMemcpyDtoH", 3020, 0, cuMemcpyDtoH_v2) X("cuMemcpyDtoH", 7000, 1, cuMemcpyDtoH_v2_ptds)             \
+    X("cuMemcpyDtoD", 3020, 0, cuMemcpyDtoD_v2) X("cuMemcpyDtoD", 7000, 1, cuMemcpyDtoD_v2_ptds)             \
+    X("cuMemcpyHtoDAsync", 3020, 0, cuMemcpyHtoDAsync_v2)                                                    \
+    X("cuMemcpyHtoDAsync", 7000, 1, cuMemcpyHtoDAsync_v2_ptsz)                                               \
+    X("cuMemcpyDtoHAsync", 3020, 0, cuMemcpyDtoHAsync_v2)                                                    \
+    X("cuMemcpyDtoHAsync", 7000, 1, cuMemcpyDtoHAsync_v2_ptsz)                                               \
+    X("cuMemcpyDtoDAsync", 3020, 0, cuMemcpyDtoDAsync_v2)                                                    \
+    X("cuMemcpyDtoDAsync", 7000, 1, cuMemcpyDtoDAsync_v2_ptsz) X("cuMemcpy", 4000, 0, cuMemcpy)              \
+    X("cuMemcpy", 7000, 1, cuMemcpy_ptds) X("cuMemcpyAsync", 4000, 0, cuMemcpyAsync)                         \
+    X("cuMemcpyAsync", 7000, 1, cuMemcpyAsync_ptsz) X("cuMemcpyPeer", 4000, 0, cuMemcpyPeer)                 \
+    X("cuMemcpyPeer", 7000, 1, cuMemcpyPeer_ptds) X("cuMemcpyPeerAsync", 4000, 0, cuMemcpyPeerAsync)         \
+    X("cuMemcpyPeerAsync", 7000, 1, cuMemcpyPeerAsync_ptsz)
+#define DD_OWN(s, v, pt, fn) PROCADDR_OWN(fn)
+DD_PROCS(DD_OWN)
+
+static CUresult dd_proc(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status, int v1) {
+    static const procaddr_t rows[] = {DD_PROCS(PROCADDR_ROW)};
+    if (__atomic_load_n(&torn_down, __ATOMIC_ACQUIRE) || forked)
+        return refused(v1 ? "cuGetProcAddress" : "cuGetProcAddress_v2");
+    return procaddr_find(rows, sizeof rows / sizeof rows[0], 13000, symbol, pfn, cudaVersion, flags, status, v1);
+}
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags) {
+    return dd_proc(symbol, pfn, cudaVersion, flags, NULL, 1);
+}
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *symbolStatus) {
+    return dd_proc(symbol, pfn, cudaVersion, flags, symbolStatus, 0);
+}
