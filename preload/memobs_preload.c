@@ -114,9 +114,12 @@
     X(cudaMemcpyBatchAsync) X(cudaMemcpyBatchAsync_ptsz) X(cudaMemcpy3DBatchAsync) X(cudaMemcpy3DBatchAsync_ptsz)
 /* The runtime's driver entry points (DRIVER ENTRY POINTS below):
    cudaGetDriverEntryPoint (11.3) took (symbol, funcPtr, flags) and 12.0
-   added driverStatus: 11, 12, 13, none the default; its _ptsz name with
-   12's signature: 12 and 13 only; cudaGetDriverEntryPointByVersion(_ptsz),
-   new in 12.5, one signature: 12, 13 and the default node. */
+   added driverStatus: 11, 12, 13; its _ptsz name with 12's signature: 12
+   and 13; cudaGetDriverEntryPointByVersion(_ptsz), new in 12.5, one
+   signature: 12, 13. All four are in the default node too, with 12's
+   signature: the interposer never reads nor writes driverStatus, so an 11
+   caller's three arguments reach its own runtime (the one an unversioned
+   lookup finds) as they were. */
 #define MEMOBS_PL__RT_EP(X) X(cudaGetDriverEntryPoint)
 #define MEMOBS_PL__RT_EP12(X) X(cudaGetDriverEntryPoint_ptsz)
 #define MEMOBS_PL__RT_EPV(X) X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)
@@ -124,7 +127,7 @@
 /* Each version node's interposers. The default node answers an
    unversioned lookup (dlsym(RTLD_DEFAULT, name)): calls of one signature
    only, forwarded to what that lookup finds past this library. */
-#define MEMOBS_PL__NODE_0(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_EPV(X)
+#define MEMOBS_PL__NODE_0(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_EP(X) MEMOBS_PL__RT_EP12(X) MEMOBS_PL__RT_EPV(X)
 #define MEMOBS_PL__NODE_11(X) MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_EP(X)
 #define MEMOBS_PL__NODE_12(X)                                                                                \
     MEMOBS_PL__RT_ALL(X) MEMOBS_PL__RT_12(X) MEMOBS_PL__RT_GRAPH(X) MEMOBS_PL__RT_BATCH(X) MEMOBS_PL__RT_EP(X) \

@@ -46,10 +46,12 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
     done
     for f in cudaGetDriverEntryPoint cudaGetDriverEntryPoint_ptsz cudaGetDriverEntryPointByVersion \
         cudaGetDriverEntryPointByVersion_ptsz; do
-        echo "$syms" | grep -q " T $f@@libcudart.so.13\$" || miss="$miss $f"
+        for v in @libcudart.so.12 @libcudart.so.13 @@memobs_cudart_default; do
+            echo "$syms" | grep -q " T $f$v\$" || miss="$miss $f$v"
+        done
     done
     if [ -z "$miss" ]; then
-        ok "make preload: cuGetProcAddress, cuGetProcAddress_v2 exported unversioned, cudaGetDriverEntryPoint(ByVersion)(_ptsz) as libcudart.so.13"
+        ok "make preload: cuGetProcAddress, cuGetProcAddress_v2 exported unversioned, cudaGetDriverEntryPoint(ByVersion)(_ptsz) under libcudart.so.12, .13 and the default node (tests/test_preload_majors.sh checks every node)"
     else
         bad "make preload: the entry point interposers exported" "missing or misversioned:$miss"
     fi

@@ -53,7 +53,7 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
     node() { echo "$syms" | awk -v v="$1" '$2 == "T" && $3 ~ /^cuda/ { n = index($3, "@"); if (substr($3, n) == v) print substr($3, 1, n - 1) }' | sort; }
     miss=""
     for n in "@libcudart.so.11.0|$ALL $GRAPH $EP" "@libcudart.so.12|$ALL $NEW12 $GRAPH $BATCH $EP $EP12 $EPV" \
-        "@libcudart.so.13|$ALL $NEW12 $GRAPH $BATCH $EP $EP12 $EPV" "@@memobs_cudart_default|$ALL $NEW12 $EPV"; do
+        "@libcudart.so.13|$ALL $NEW12 $GRAPH $BATCH $EP $EP12 $EPV" "@@memobs_cudart_default|$ALL $NEW12 $EP $EP12 $EPV"; do
         v=${n%%|*}
         d=$(diff <(node "$v") <(sorted ${n#*|}) | grep '^[<>]' | tr '\n' ' ')
         [ -n "$d" ] && miss="$miss [$v: < exported, > expected: $d]"
@@ -63,7 +63,7 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
     [ -n "$other" ] && miss="$miss [other versions or private names exported: $other]"
     nall=$(echo $ALL | wc -w)
     if [ -z "$miss" ]; then
-        ok "nm --with-symbol-versions: $nall interposers under every node; cudaGraphInstantiate under 11.0 (11's), 12, 13; WithParams(_ptsz) under 12, 13 and the default; the 4 batches under 12 and 13 only; cudaGetDriverEntryPoint under 11.0 (11's), 12, 13, its _ptsz under 12, 13, ByVersion(_ptsz) under 12, 13 and the default; no other cuda* symbol, no memobs_pl__*"
+        ok "nm --with-symbol-versions: $nall interposers under every node; cudaGraphInstantiate under 11.0 (11's), 12, 13; WithParams(_ptsz) under 12, 13 and the default; the 4 batches under 12 and 13 only; cudaGetDriverEntryPoint under 11.0 (11's), 12, 13 and the default, its _ptsz and ByVersion(_ptsz) under 12, 13 and the default; no other cuda* symbol, no memobs_pl__*"
     else
         bad "nm --with-symbol-versions: each node holds its major's interposers" "$miss"
     fi
