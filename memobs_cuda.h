@@ -117,8 +117,9 @@
      counts those) are not counted. At most MEMOBS_CUDA_MAX_GRAPHS graphs
      and as many executable graphs are remembered (more: warned once, not
      counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once.
-     A capture is remembered by its stream from its beginning
-     (memobs_cudaStreamBeginCapture notes the stream and the capture's id;
+     A capture is remembered by its stream from its beginning (the
+     per-thread default stream: the calling thread's own;
+     memobs_cudaStreamBeginCapture notes the stream and the capture's id;
      a new capture on that stream replaces what memobs had of it). The
      driver's capture id is used only while the capture is active (cuda.h:
      the other outputs of cuStreamGetCaptureInfo are valid only then); an
@@ -1268,6 +1269,16 @@ static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
 
 static unsigned long long memobs_cuda__stream_capture(cudaStream_t stream, int forget);
 
+/* The key a capture is remembered by: the stream handle, except the
+   per-thread default stream's handle, which names another stream in each
+   thread: that of the calling thread is told apart by the address of a
+   thread-local variable (tagged with the low bit, which no stream has). */
+static __thread char memobs_cuda__pts_tag;
+static cudaStream_t memobs_cuda__stream_key(cudaStream_t s) {
+    return s == cudaStreamPerThread ? (cudaStream_t)((uintptr_t)&memobs_cuda__pts_tag | 1u) : s;
+}
+static int memobs_cuda__pts_key(cudaStream_t k) { return ((uintptr_t)k & 1u) && k != cudaStreamLegacy; }
+
 /* The capture sequence of a stream, for an end of capture or a launch: an
    active capture's id; an invalidated capture's from what memobs
    remembered of that stream at its beginning; 0: none (a capture memobs
@@ -1278,8 +1289,8 @@ unsigned long long memobs_cuda__capture_id(cudaStream_t stream) {
     if (!memobs_cuda__on()) return 0;
     st = memobs_cuda__capture_state(stream, &id);
     if (st == MEMOBS_CUDA__CAPTURING) return id;
-    if (st == MEMOBS_CUDA__INVALIDATED) return memobs_cuda__stream_capture(stream, 0);
-    if (st == 0) (void)memobs_cuda__stream_capture(stream, 1);
+    if (st == MEMOBS_CUDA__INVALIDATED) return memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 0);
+    if (st == 0) (void)memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 1);
     return 0;
 }
 
@@ -1543,12 +1554,12 @@ static memobs_cuda__gent_t *memobs_cuda__gfind(memobs_cuda__gtab_t *t, unsigned 
 /* Caller holds glock, the captures' table full. Takes out the oldest
    capture that is over (its stream no longer captures it: ended or
    invalidated outside the wrappers); 0 when every one is still open (or
-   cannot be asked: a per-thread default stream is another thread's). */
+   cannot be asked from here: a thread's per-thread default stream). */
 static int memobs_cuda__cap_evict(memobs_cuda__gtab_t *t) {
     uint32_t i;
     for (i = 0; i < t->n; i++) {
         unsigned long long id = 0;
-        if (t->e[i].stream == cudaStreamPerThread) continue;
+        if (memobs_cuda__pts_key(t->e[i].stream)) continue; /* a thread's own: not asked from here */
         if (memobs_cuda__capture_state(t->e[i].stream, &id) == MEMOBS_CUDA__CAPTURING && id == t->e[i].key) continue;
         memmove(t->e + i, t->e + i + 1, (t->n - i - 1) * sizeof *t->e);
         t->n--;
@@ -1613,7 +1624,7 @@ static void memobs_cuda__captured(unsigned long long id, cudaStream_t stream, in
     pthread_mutex_lock(&memobs_cuda__g.glock);
     e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
     if (e) {
-        if (!e->stream) e->stream = stream; /* a capture begun outside the wrappers: by its first copy's */
+        if (!e->stream) e->stream = memobs_cuda__stream_key(stream); /* begun outside the wrappers: its first copy's */
         e->m.bytes[dir] += bytes;
         e->m.n[dir] += n;
     }
@@ -1630,9 +1641,10 @@ cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream) {
     memobs_cuda__gent_t *e;
     memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return rc;
-    (void)memobs_cuda__stream_capture(stream, 1);
+    (void)memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 1);
     pthread_mutex_lock(&memobs_cuda__g.glock);
-    if ((e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES)) != NULL) e->stream = stream;
+    if ((e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES)) != NULL)
+        e->stream = memobs_cuda__stream_key(stream);
     pthread_mutex_unlock(&memobs_cuda__g.glock);
     return rc;
 }

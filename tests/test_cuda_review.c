@@ -30,6 +30,7 @@
 #include "check.h"
 #include "cuda_test.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #ifndef TEST_SUITE
@@ -87,6 +88,53 @@ static void captures(void) {
     CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s1));
     CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
     CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+}
+
+/* Two threads capture their own per-thread default streams (one handle,
+   two streams): one thread's capture invalidated and ended, and a new one
+   begun there, leave the other thread's capture and its copies alone. */
+static pthread_barrier_t pt_bar;
+static void *pt_worker(void *arg) {
+    void *d = arg;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    int bad = 0;
+    bad |= memobs_cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed) != cudaSuccess;
+    bad |= memobs_cudaMemcpyAsync(d, host, 100, cudaMemcpyHostToDevice, cudaStreamPerThread) != cudaSuccess;
+    pthread_barrier_wait(&pt_bar); /* the main thread's captures now */
+    pthread_barrier_wait(&pt_bar);
+    bad |= memobs_cudaMemcpyAsync(d, host, 20, cudaMemcpyHostToDevice, cudaStreamPerThread) != cudaSuccess;
+    bad |= memobs_cudaStreamEndCapture(cudaStreamPerThread, &g) != cudaSuccess;
+    bad |= memobs_cudaGraphInstantiate(&x, g, 0) != cudaSuccess;
+    bad |= memobs_cudaGraphLaunch(x, cudaStreamPerThread) != cudaSuccess;
+    bad |= cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess;
+    bad |= memobs_cudaGraphExecDestroy(x) != cudaSuccess;
+    bad |= memobs_cudaGraphDestroy(g) != cudaSuccess;
+    return bad ? arg : NULL;
+}
+static void captures_per_thread(void) {
+    pthread_t t;
+    void *d = NULL, *bad = &bad;
+    cudaGraph_t g;
+    int i;
+    fresh();
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&d, 1024));
+    pthread_barrier_init(&pt_bar, NULL, 2);
+    CHECK(pthread_create(&t, NULL, pt_worker, d) == 0);
+    pthread_barrier_wait(&pt_bar);
+    for (i = 0; i < 2; i++) {
+        CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
+        CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamSynchronize(cudaStreamPerThread));
+        CHECK_ERR(cudaErrorStreamCaptureInvalidated, memobs_cudaStreamEndCapture(cudaStreamPerThread, &g));
+    }
+    (void)cudaGetLastError();
+    pthread_barrier_wait(&pt_bar);
+    CHECK(pthread_join(t, &bad) == 0);
+    CHECK(bad == NULL);
+    pthread_barrier_destroy(&pt_bar);
+    snap();
+    CHECK_XFER(S.total, MEMOBS_DIR_H2D, 120, 2);
     CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
 }
 
@@ -221,6 +269,7 @@ static void contexts(void) {
     cudadbl_complete_all();
     CHECK_U64(1, memobs_cuda_poll());
     CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxReset(1));
+    memobs_track_free(p); /* the reset freed it; memobs sees only memobs_cudaDeviceReset */
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc(&p, 128)); /* a new context at the old address */
     CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(p, host, 16, cudaMemcpyHostToDevice, 0));
     cudadbl_complete_all();
@@ -281,6 +330,7 @@ int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
     cudadbl_reset();
     if (!strcmp(mode, "captures")) RUN(captures);
+    else if (!strcmp(mode, "captures_per_thread")) RUN(captures_per_thread);
     else if (!strcmp(mode, "captures_full")) RUN(captures_full);
     else if (!strcmp(mode, "peer_legacy")) RUN(peer_legacy);
     else if (!strcmp(mode, "retain_race")) RUN(retain_race);

@@ -2,8 +2,8 @@
 # Five rules of NVIDIA's documentation that memobs_cuda.h follows, each
 # enforced by the CUDA runtime double (tests/test_cuda_review.c: captures by
 # stream, the legacy stream of peer copies, the retain race, contexts at a
-# reused address, pool allocations), built as C11, C++17, ASan+UBSan and
-# with per-thread default streams (CUDA_API_PER_THREAD_DEFAULT_STREAM),
+# reused address, pool allocations), built as C11, C++17, ASan+UBSan, TSan
+# and with per-thread default streams (CUDA_API_PER_THREAD_DEFAULT_STREAM),
 # never with libcudart; each test in a fresh process, stderr empty. Then
 # the same without cuCtxGetId (a driver before CUDA 12.0: contexts known by
 # address alone) for the tests that do not need it.
@@ -22,7 +22,7 @@ if [ ! -f "$CUDA_INC/cuda_runtime_api.h" ]; then
 fi
 unset CUDADBL_NO_DRIVER CUDADBL_NO_CTXID CUDADBL_REPORT MEMOBS_CUDA_TIMING
 
-TESTS="captures captures_full peer_legacy retain_race contexts pools"
+TESTS="captures captures_per_thread captures_full peer_legacy retain_race contexts pools"
 
 # run NAME BIN [VAR=VALUE...] -- TESTS...: each test in a fresh process
 run() {
@@ -66,6 +66,7 @@ variant c11 "$CC -std=c11" "$CC -std=c11" "$CC" -O2 -g
 variant cxx17 "$CXX -x c++ -std=c++17" "$CXX -x c++ -std=c++17" "$CXX" -O2 -g
 variant asan "$CC -std=c11" "$CC -std=c11" "$CC" -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
     -fno-sanitize-recover=undefined
+variant tsan "$CC -std=c11" "$CC -std=c11" "$CC" -O1 -g -fsanitize=thread
 variant ptds "$CC -std=c11" "$CC -std=c11" "$CC" -O2 -g -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 # no cuCtxGetId: the tests that do not tell two contexts at one address apart
 [ -x "$B/review_c11" ] && run c11-no-ctxid "$B/review_c11" CUDADBL_NO_CTXID=1 -- captures peer_legacy retain_race pools
