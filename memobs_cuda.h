@@ -92,6 +92,40 @@
        (a cudaMallocAsync that gets the same address back first retires it
        at once). Without an event to spare it leaves at once.
 
+   VIRTUAL MEMORY (cuMemCreate, cuMemMap, ...)
+     The driver's virtual memory management, which PyTorch's expandable
+     segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) and vLLM's
+     sleep-mode allocator use, is recorded where the LD_PRELOAD library
+     intercepts it (docs/preload.md), and where a program calls
+     memobs_cuMemCreate, memobs_cuMemRelease, memobs_cuMemMap,
+     memobs_cuMemUnmap, memobs_cuMemAddressReserve and
+     memobs_cuMemAddressFree (inline, the driver's signatures; declared
+     where <cuda.h> is included before memobs_cuda.h). A physical
+     allocation (cuMemCreate) is a block in the allocation tracker with its
+     stack and phase: MEMOBS_MEM_DEVICE on the device of its
+     CUmemAllocationProp location, MEMOBS_MEM_PINNED for a host-located one
+     (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA, CUDA 12.2+), its size as
+     created. The driver frees it when it is released (cuMemRelease) and no
+     mapping of it remains; it leaves the tracker then: at the release, or
+     at the cuMemUnmap (or cuMemAddressFree) of its last mapping
+     (memobs_cudaDeviceReset leaves it). Mappings (cuMemMap) are remembered
+     by address range, so a cudaMemcpyDefault copy into or out of a mapped
+     range takes its direction from the handle behind it (device, or host
+     for a host-located one) without asking the driver. A handle's tracker
+     key (shown as its address in reports and snapshots) is not an address
+     the program uses: it is the address of a byte of a static array of
+     memobs' own, one per handle slot, which no allocator can ever hand
+     out, so it never collides with a real block (in PyTorch's snapshot each
+     handle is a segment of its own at its key; keys are a byte apart, so
+     their ranges overlap there). The out-of-memory flight recorder
+     also runs when cuMemCreate fails with CUDA_ERROR_OUT_OF_MEMORY, with a
+     line on the live handles, mappings and reservations. At most
+     MEMOBS_CUDA_MAX_VMM handles and as many mappings are remembered
+     (tables allocated at the first call); beyond, a handle is not tracked
+     and a mapping not remembered, counted
+     (memobs_cuda_get_vmm_stats().dropped) and warned once.
+     memobs_cuda_get_vmm_stats() says what is remembered now.
+
    CUDA GRAPHS AND STREAM CAPTURE
      Before each async copy, stream-ordered allocation, free and graph
      launch memobs asks the driver whether the stream is capturing (a query
@@ -258,6 +292,11 @@
                               each, allocated at the first use).
      MEMOBS_CUDA_MAX_CAPTURES implementation only. Capture sequences open
                               at once; default 64.
+     MEMOBS_CUDA_MAX_VMM      implementation only. Physical allocations
+                              (cuMemCreate) tracked, and mapped ranges
+                              remembered, each; default 16384 (about 100
+                              bytes per handle and mapping, allocated at
+                              the first call).
      MEMOBS_CUDA_DRIVER       implementation only. The driver library
                               opened when the program does not link one,
                               default "libcuda.so.1".
@@ -397,6 +436,25 @@ MEMOBS_API int memobs_cuda_set_nvtx(int on);
 MEMOBS_API int memobs_cuda_get_nvtx(void);
 
 /* ======================================================================== */
+/* Virtual memory management (cuMemCreate, cuMemMap, ...)                   */
+/* ======================================================================== */
+
+/* What memobs remembers of the driver's virtual memory management (see
+   VIRTUAL MEMORY above). */
+typedef struct {
+    uint32_t handles;         /* physical allocations live now (the driver has not freed them) */
+    uint32_t released;        /* of those, released but still mapped */
+    uint32_t mappings;        /* mapped ranges remembered now */
+    uint32_t reservations;    /* address ranges reserved now */
+    uint64_t handle_bytes;    /* bytes of those handles */
+    uint64_t mapped_bytes;    /* bytes of those mappings */
+    uint64_t reserved_bytes;  /* bytes of those reservations */
+    uint64_t dropped;         /* handles and mappings not remembered: the table was full */
+} memobs_cuda_vmm_stats_t;
+/* MEMOBS_OK, or MEMOBS_ERR_INVALID for NULL. */
+MEMOBS_API int memobs_cuda_get_vmm_stats(memobs_cuda_vmm_stats_t *out);
+
+/* ======================================================================== */
 /* Private: what the inline wrappers call around the runtime's own call     */
 /* ======================================================================== */
 
@@ -459,6 +517,18 @@ MEMOBS_API cudaError_t memobs_cuda__launched(cudaError_t rc, cudaGraphExec_t exe
 MEMOBS_API cudaError_t memobs_cuda__forget(cudaError_t rc, const void *handle, int exec);
 MEMOBS_API void *memobs_cuda__reset_pre(void);
 MEMOBS_API cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx);
+/* Virtual memory management: what the LD_PRELOAD library (and
+   memobs_cuMemCreate...) calls around the driver's calls. rc is the
+   CUresult; each returns it. loc_type, loc_id: the CUmemLocation of the
+   CUmemAllocationProp. A *_pre returns a token for its *_post. */
+MEMOBS_API int memobs_cuda__vmm_created(int rc, unsigned long long handle, size_t size, int loc_type, int loc_id);
+MEMOBS_API unsigned long long memobs_cuda__vmm_pre(void);
+MEMOBS_API int memobs_cuda__vmm_released(int rc, unsigned long long handle, unsigned long long token);
+MEMOBS_API int memobs_cuda__vmm_mapped(int rc, unsigned long long va, size_t size, size_t offset,
+                                       unsigned long long handle);
+MEMOBS_API int memobs_cuda__vmm_unmapped(int rc, unsigned long long va, size_t size, unsigned long long token);
+MEMOBS_API int memobs_cuda__vmm_reserved(int rc, unsigned long long va, size_t size);
+MEMOBS_API int memobs_cuda__vmm_freed(int rc, unsigned long long va, size_t size, unsigned long long token);
 
 #ifdef __cplusplus
 #define MEMOBS_CUDA__U64(x) static_cast<uint64_t>(x)
@@ -731,6 +801,52 @@ static inline cudaError_t memobs_cudaDeviceReset(void) {
 }
 
 /* ======================================================================== */
+/* Virtual memory management wrappers (inline; with <cuda.h> included first)*/
+/* ======================================================================== */
+
+/* For C/C++ code that calls the driver's virtual memory management itself
+   (vLLM's sleep-mode allocator does): the driver's signatures, its
+   CUresult unchanged, recorded as VIRTUAL MEMORY says. Declared where
+   <cuda.h> was included before memobs_cuda.h; the caller links the
+   driver (-lcuda), as it does for the calls themselves. */
+#ifdef __cuda_cuda_h__
+#ifdef __cplusplus
+#define MEMOBS_CUDA__AS(T, x) static_cast<T>(x)
+#else
+#define MEMOBS_CUDA__AS(T, x) ((T)(x))
+#endif
+static inline CUresult memobs_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                          const CUmemAllocationProp *prop, unsigned long long flags) {
+    CUresult rc = cuMemCreate(handle, size, prop, flags);
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_created(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *handle : 0,
+                                                              size, prop ? MEMOBS_CUDA__AS(int, prop->location.type) : 0,
+                                                              prop ? prop->location.id : 0));
+}
+static inline CUresult memobs_cuMemRelease(CUmemGenericAllocationHandle handle) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_released(MEMOBS_CUDA__AS(int, cuMemRelease(handle)), handle, token));
+}
+static inline CUresult memobs_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_mapped(MEMOBS_CUDA__AS(int, cuMemMap(ptr, size, offset, handle, flags)),
+                                                             ptr, size, offset, handle));
+}
+static inline CUresult memobs_cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_unmapped(MEMOBS_CUDA__AS(int, cuMemUnmap(ptr, size)), ptr, size, token));
+}
+static inline CUresult memobs_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                                  unsigned long long flags) {
+    CUresult rc = cuMemAddressReserve(ptr, size, alignment, addr, flags);
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_reserved(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *ptr : 0, size));
+}
+static inline CUresult memobs_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    unsigned long long token = memobs_cuda__vmm_pre();
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_freed(MEMOBS_CUDA__AS(int, cuMemAddressFree(ptr, size)), ptr, size, token));
+}
+#endif
+
+/* ======================================================================== */
 /* Deprecated names (before 1.0)                                            */
 /* ======================================================================== */
 
@@ -802,6 +918,9 @@ extern "C" {
 #endif
 #ifndef MEMOBS_CUDA_EXIT_WAIT_MS
 #define MEMOBS_CUDA_EXIT_WAIT_MS 2000
+#endif
+#ifndef MEMOBS_CUDA_MAX_VMM
+#define MEMOBS_CUDA_MAX_VMM 16384
 #endif
 #define MEMOBS_CUDA__OOM_REPORTS 3 /* flight recorder runs per process */
 #define MEMOBS_CUDA__CTXS 32       /* contexts whose device is remembered */
@@ -1042,11 +1161,17 @@ static void memobs_cuda__unrelax(int m) {
 }
 
 static void memobs_cuda__poll_hook(void);
+/* Virtual memory management: its section, at the end of the file. */
+static void memobs_cuda__vmm_fork(int after);
+static int memobs_cuda__vmm_where(const void *p);
+static void memobs_cuda__vmm_report(FILE *f);
+static int memobs_cuda__vmm_key(const void *p);
 
 /* fork(): every lock of this file held across it (taken before memobs.h's,
    whose handlers were registered first), so the child never inherits one
    held by a thread that does not exist there. */
 static void memobs_cuda__fork_prepare(void) {
+    memobs_cuda__vmm_fork(0); /* the VMM tables' lock, first */
     pthread_mutex_lock(&memobs_cuda__g.lock);
     pthread_mutex_lock(&memobs_cuda__g.glock);
     pthread_mutex_lock(&memobs_cuda__g.tlock);
@@ -1063,6 +1188,7 @@ static void memobs_cuda__fork_parent(void) {
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     pthread_mutex_unlock(&memobs_cuda__g.glock);
     pthread_mutex_unlock(&memobs_cuda__g.lock);
+    memobs_cuda__vmm_fork(1); /* the VMM tables' lock, last */
 }
 /* CUDA is not fork-safe: a child of a process that used it must not call
    the driver, least of all on its parent's contexts and events. There
@@ -1752,6 +1878,7 @@ static int memobs_cuda__on_device(const void *p) {
     void *data[2];
     data[0] = &type;
     data[1] = &managed;
+    if ((r = memobs_cuda__vmm_where(p)) >= 0) return r; /* a mapping of a tracked cuMemCreate handle */
     /* in relaxed mode: NVIDIA does not say whether it is "potentially unsafe" */
     if (!memobs_cuda__drv() || !memobs_cuda__relax(&m)) return 0;
     r = memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)p);
@@ -2078,6 +2205,7 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
         fprintf(f, "  device %d: driver %llu bytes free of %llu, %llu used; memobs tracks %llu; outside memobs %lld\n",
                 m.device, (unsigned long long)m.driver_free, (unsigned long long)m.driver_total,
                 (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
+    memobs_cuda__vmm_report(f); /* cuMemCreate handles, mappings, reservations */
     memobs_write_summary(f, MEMOBS_FORMAT_TEXT);
     memobs_print_allocations(f);
     (void)memobs__append_end(&ap); /* one write: reports never interleave */
@@ -2286,7 +2414,8 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
     if (!n || (a = (memobs_alloc_info_t *)MEMOBS_MALLOC(n * sizeof *a)) == NULL) return rc;
     n = memobs_get_allocations(a, n);
     for (i = 0; i < n; i++)
-        if (a[i].device == device && (a[i].kind == MEMOBS_MEM_DEVICE || a[i].kind == MEMOBS_MEM_MANAGED))
+        if (a[i].device == device && (a[i].kind == MEMOBS_MEM_DEVICE || a[i].kind == MEMOBS_MEM_MANAGED) &&
+            !memobs_cuda__vmm_key(a[i].ptr)) /* cuMemCreate handles: their release and unmaps say */
             memobs_track_free(a[i].ptr);
     MEMOBS_FREE(a);
     return rc;
@@ -2548,6 +2677,388 @@ __attribute__((constructor)) static void memobs_cuda__nvtx_ctor(void) {
 #endif
 }
 #endif
+
+/* ======================================================================== */
+/* Private: virtual memory management (cuMemCreate, cuMemMap, ...)          */
+/* ======================================================================== */
+
+/* A physical allocation (cuMemCreate) memobs tracks. */
+typedef struct {
+    unsigned long long handle;
+    uint64_t size;
+    unsigned long long seq; /* when it was remembered (memobs_cuda__v.seq) */
+    uint32_t maps;          /* mappings of it remembered now */
+    int device;             /* -1: host-located (pinned) */
+    int released;           /* cuMemRelease succeeded; the driver frees it at its last unmap */
+} memobs_cuda__vh_t;
+
+/* A mapped range (cuMemMap) and the handle slot behind it. */
+typedef struct {
+    unsigned long long va, size, seq;
+    uint32_t slot;
+    unsigned long long hseq; /* that handle's seq: a slot used again since is another handle */
+} memobs_cuda__vm_t;
+
+/* The tracker key of handle slot i: the address of byte i of this array.
+   memobs' own static storage, which no allocator (malloc, cudaMalloc,
+   mmap, the driver's reservations) can ever hand out while memobs is
+   loaded: no real pointer equals it. The array is never written (its
+   pages are never touched). */
+static char memobs_cuda__vmm_keys[MEMOBS_CUDA_MAX_VMM];
+#define MEMOBS_CUDA__VKEY(i) ((const void *)&memobs_cuda__vmm_keys[(i)])
+
+/* 1 when p is a handle's tracker key. */
+static int memobs_cuda__vmm_key(const void *p) {
+    uintptr_t a = (uintptr_t)p, k = (uintptr_t)memobs_cuda__vmm_keys;
+    return a >= k && a - k < MEMOBS_CUDA_MAX_VMM;
+}
+
+static pthread_once_t memobs_cuda__v_once = PTHREAD_ONCE_INIT;
+static struct {
+    pthread_mutex_t lock;     /* everything below */
+    memobs_cuda__vh_t *h;     /* by slot, MEMOBS_CUDA_MAX_VMM */
+    uint32_t *idx;            /* open addressing by handle value: slot + 1, 0 empty; icap entries */
+    uint32_t icap;            /* a power of two >= 2 * MEMOBS_CUDA_MAX_VMM */
+    uint32_t *free_slots;     /* a stack */
+    uint32_t nfree;
+    uint32_t *limbo;          /* slots forgotten, their tracker records not yet out (outside the lock) */
+    uint32_t nlimbo;
+    const char *warn_now;     /* a full table's warning, logged outside the lock */
+    memobs_cuda__vm_t *m;     /* mappings sorted by va, disjoint; MEMOBS_CUDA_MAX_VMM */
+    uint32_t nm;
+    memobs__u32_t any;        /* nm != 0, read without the lock */
+    unsigned long long seq;   /* handed out to handles and mappings, from 1 */
+    memobs_cuda_vmm_stats_t st;
+    int ok, warned;           /* tables allocated; the full table warned */
+} memobs_cuda__v;
+
+static void memobs_cuda__vmm_init(void) {
+    pthread_mutex_init(&memobs_cuda__v.lock, NULL);
+    for (memobs_cuda__v.icap = 2; memobs_cuda__v.icap < 2u * MEMOBS_CUDA_MAX_VMM; memobs_cuda__v.icap *= 2) {
+    }
+}
+
+/* Under the lock: the tables, allocated at the first VMM call; 0 when
+   memory for them was refused (nothing remembered, counted). */
+static int memobs_cuda__vmm_tables(void) {
+    uint32_t i;
+    if (memobs_cuda__v.ok) return 1;
+    memobs_cuda__v.h = (memobs_cuda__vh_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof *memobs_cuda__v.h);
+    memobs_cuda__v.idx = (uint32_t *)MEMOBS_MALLOC(memobs_cuda__v.icap * sizeof *memobs_cuda__v.idx);
+    memobs_cuda__v.free_slots = (uint32_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof(uint32_t));
+    memobs_cuda__v.m = (memobs_cuda__vm_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof *memobs_cuda__v.m);
+    memobs_cuda__v.limbo = (uint32_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_VMM * sizeof(uint32_t));
+    if (!memobs_cuda__v.h || !memobs_cuda__v.idx || !memobs_cuda__v.free_slots || !memobs_cuda__v.m ||
+        !memobs_cuda__v.limbo) {
+        if (memobs_cuda__v.limbo) MEMOBS_FREE(memobs_cuda__v.limbo);
+        if (memobs_cuda__v.h) MEMOBS_FREE(memobs_cuda__v.h);
+        if (memobs_cuda__v.idx) MEMOBS_FREE(memobs_cuda__v.idx);
+        if (memobs_cuda__v.free_slots) MEMOBS_FREE(memobs_cuda__v.free_slots);
+        if (memobs_cuda__v.m) MEMOBS_FREE(memobs_cuda__v.m);
+        memobs_cuda__v.h = NULL;
+        memobs_cuda__v.idx = NULL;
+        memobs_cuda__v.free_slots = NULL;
+        memobs_cuda__v.m = NULL;
+        memobs_cuda__v.limbo = NULL;
+        return 0;
+    }
+    memset(memobs_cuda__v.idx, 0, memobs_cuda__v.icap * sizeof *memobs_cuda__v.idx);
+    for (i = 0; i < MEMOBS_CUDA_MAX_VMM; i++) memobs_cuda__v.free_slots[i] = MEMOBS_CUDA_MAX_VMM - 1 - i;
+    memobs_cuda__v.nfree = MEMOBS_CUDA_MAX_VMM;
+    memobs_cuda__v.ok = 1;
+    return 1;
+}
+
+static void memobs_cuda__vmm_lock(void) {
+    pthread_once(&memobs_cuda__v_once, memobs_cuda__vmm_init);
+    pthread_mutex_lock(&memobs_cuda__v.lock);
+}
+/* Unlocks, after taking the forgotten handles' records out of the
+   tracker, with the lock released around each (memobs_track_free may log,
+   and a log hook may ask memobs_cuda_get_vmm_stats); a slot is handed out
+   again only after its record is out. Then logs a full table's warning. */
+static void memobs_cuda__vmm_unlock(void) {
+    const char *warn = memobs_cuda__v.warn_now;
+    memobs_cuda__v.warn_now = NULL;
+    while (memobs_cuda__v.nlimbo) {
+        uint32_t slot = memobs_cuda__v.limbo[--memobs_cuda__v.nlimbo];
+        pthread_mutex_unlock(&memobs_cuda__v.lock);
+        memobs_track_free(MEMOBS_CUDA__VKEY(slot));
+        pthread_mutex_lock(&memobs_cuda__v.lock);
+        memobs_cuda__v.free_slots[memobs_cuda__v.nfree++] = slot;
+    }
+    pthread_mutex_unlock(&memobs_cuda__v.lock);
+    if (warn)
+        memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_VMM=%u %s (or no memory for the table); further "
+                    "ones are not tracked (counted: memobs_cuda_get_vmm_stats().dropped)",
+                    (unsigned)MEMOBS_CUDA_MAX_VMM, warn);
+}
+
+/* fork(): the lock held across it (0: prepare, 1: after, in either
+   process); a slot in limbo there is settled by the thread that put it. */
+static void memobs_cuda__vmm_fork(int after) {
+    if (!after) memobs_cuda__vmm_lock();
+    else pthread_mutex_unlock(&memobs_cuda__v.lock);
+}
+
+/* Under the lock: something was not remembered (a full table, no memory
+   for the tables): counted, warned once. */
+static void memobs_cuda__vmm_drop(const char *what) {
+    memobs_cuda__v.st.dropped++;
+    if (memobs_cuda__v.warned) return;
+    memobs_cuda__v.warned = 1;
+    memobs_cuda__v.warn_now = what; /* logged at the unlock */
+}
+
+static uint32_t memobs_cuda__vhash(unsigned long long h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (uint32_t)h & (memobs_cuda__v.icap - 1);
+}
+
+/* Under the lock: the index position holding handle h, or icap. */
+static uint32_t memobs_cuda__vpos(unsigned long long h) {
+    uint32_t i = memobs_cuda__vhash(h), s;
+    while ((s = memobs_cuda__v.idx[i]) != 0) {
+        if (memobs_cuda__v.h[s - 1].handle == h) return i;
+        i = (i + 1) & (memobs_cuda__v.icap - 1);
+    }
+    return memobs_cuda__v.icap;
+}
+
+/* Under the lock: the handle at index position i is forgotten and leaves
+   the tracker (the driver freed its memory): backward-shift deletion. */
+static void memobs_cuda__vforget(uint32_t i) {
+    uint32_t mask = memobs_cuda__v.icap - 1, slot = memobs_cuda__v.idx[i] - 1, j = i, k;
+    memobs_cuda__vh_t *e = &memobs_cuda__v.h[slot];
+    memobs_cuda__v.limbo[memobs_cuda__v.nlimbo++] = slot; /* its record out at the unlock */
+    memobs_cuda__v.st.handles--;
+    memobs_cuda__v.st.handle_bytes -= e->size;
+    if (e->released) memobs_cuda__v.st.released--;
+    memobs_cuda__v.idx[i] = 0;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!memobs_cuda__v.idx[j]) return;
+        k = memobs_cuda__vhash(memobs_cuda__v.h[memobs_cuda__v.idx[j] - 1].handle);
+        /* the entry at j may move to the hole at i when its home k is not in (i, j] */
+        if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+            memobs_cuda__v.idx[i] = memobs_cuda__v.idx[j];
+            memobs_cuda__v.idx[j] = 0;
+            i = j;
+        }
+    }
+}
+
+/* Under the lock: the first mapping whose end is above va. */
+static uint32_t memobs_cuda__vfirst(unsigned long long va) {
+    uint32_t lo = 0, hi = memobs_cuda__v.nm;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (memobs_cuda__v.m[mid].va + memobs_cuda__v.m[mid].size <= va) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Under the lock: the mappings overlapping [va, va + size) with seq <=
+   token go (the driver unmapped them); a released handle whose last
+   mapping goes leaves the tracker. */
+static void memobs_cuda__vunmap(unsigned long long va, unsigned long long size, unsigned long long token) {
+    uint32_t i = memobs_cuda__vfirst(va), k = i;
+    for (; i < memobs_cuda__v.nm && memobs_cuda__v.m[i].va < va + size; i++) {
+        memobs_cuda__vm_t mp = memobs_cuda__v.m[i];
+        memobs_cuda__vh_t *e = &memobs_cuda__v.h[mp.slot];
+        if (mp.seq > token) { /* mapped after the call began: not this call's */
+            memobs_cuda__v.m[k++] = mp;
+            continue;
+        }
+        memobs_cuda__v.st.mappings--;
+        memobs_cuda__v.st.mapped_bytes -= mp.size;
+        if (e->seq != mp.hseq || !e->maps) continue; /* that handle was forgotten since */
+        if (--e->maps == 0 && e->released) memobs_cuda__vforget(memobs_cuda__vpos(e->handle));
+    }
+    memmove(&memobs_cuda__v.m[k], &memobs_cuda__v.m[i], (memobs_cuda__v.nm - i) * sizeof *memobs_cuda__v.m);
+    memobs_cuda__v.nm -= i - k;
+    MEMOBS__STORE(&memobs_cuda__v.any.v, memobs_cuda__v.nm != 0);
+}
+
+int memobs_cuda__vmm_created(int rc, unsigned long long handle, size_t size, int loc_type, int loc_id) {
+    /* CU_MEM_LOCATION_TYPE_DEVICE (1): id is the device; HOST, HOST_NUMA,
+       HOST_NUMA_CURRENT (2, 3, 4): pinned host memory */
+    int host = loc_type >= 2 && loc_type <= 4, device = host ? -1 : loc_id, on = memobs_cuda__on();
+    uint32_t slot = 0, i;
+    int have = 0;
+    if (on && rc == 0) {
+        memobs_cuda__vmm_lock();
+        /* the driver handed this value out: a handle of that value memobs
+           still has is gone (its release or last unmap raced this call) */
+        if (memobs_cuda__vmm_tables()) {
+            if ((i = memobs_cuda__vpos(handle)) != memobs_cuda__v.icap) memobs_cuda__vforget(i);
+            if (!memobs_cuda__v.nfree) {
+                memobs_cuda__vmm_drop("physical allocations (cuMemCreate)");
+            } else {
+                memobs_cuda__vh_t *e;
+                slot = memobs_cuda__v.free_slots[--memobs_cuda__v.nfree];
+                e = &memobs_cuda__v.h[slot];
+                e->handle = handle;
+                e->size = size;
+                e->seq = ++memobs_cuda__v.seq;
+                e->maps = 0;
+                e->device = device;
+                e->released = 0;
+                for (i = memobs_cuda__vhash(handle); memobs_cuda__v.idx[i]; i = (i + 1) & (memobs_cuda__v.icap - 1)) {
+                }
+                memobs_cuda__v.idx[i] = slot + 1;
+                memobs_cuda__v.st.handles++;
+                memobs_cuda__v.st.handle_bytes += size;
+                have = 1;
+            }
+        } else {
+            memobs_cuda__vmm_drop("physical allocations (cuMemCreate)");
+        }
+        memobs_cuda__vmm_unlock();
+    }
+    /* the tracker record (stack, phase), and the flight recorder on out of
+       memory (CUDA_ERROR_OUT_OF_MEMORY is cudaErrorMemoryAllocation's 2) */
+    return (int)memobs_cuda__allocated((cudaError_t)rc, "cuMemCreate", have ? MEMOBS_CUDA__VKEY(slot) : NULL, size,
+                                       host ? MEMOBS_MEM_PINNED : MEMOBS_MEM_DEVICE,
+                                       host ? -1 : device < 0 ? 0 : device, NULL);
+}
+
+unsigned long long memobs_cuda__vmm_pre(void) {
+    unsigned long long t;
+    memobs_cuda__vmm_lock();
+    t = memobs_cuda__v.seq;
+    memobs_cuda__vmm_unlock();
+    return t;
+}
+
+int memobs_cuda__vmm_released(int rc, unsigned long long handle, unsigned long long token) {
+    uint32_t i;
+    memobs_cuda__seen(rc);
+    if (rc != 0) return rc;
+    memobs_cuda__vmm_lock();
+    if (memobs_cuda__v.ok && (i = memobs_cuda__vpos(handle)) != memobs_cuda__v.icap) {
+        memobs_cuda__vh_t *e = &memobs_cuda__v.h[memobs_cuda__v.idx[i] - 1];
+        if (e->seq <= token && !e->released) { /* not a handle created since the call began */
+            if (!e->maps) memobs_cuda__vforget(i); /* unmapped: the driver freed it now */
+            else {
+                e->released = 1;
+                memobs_cuda__v.st.released++;
+            }
+        }
+    }
+    memobs_cuda__vmm_unlock();
+    return rc;
+}
+
+int memobs_cuda__vmm_mapped(int rc, unsigned long long va, size_t size, size_t offset, unsigned long long handle) {
+    uint32_t i, at;
+    (void)offset;
+    memobs_cuda__seen(rc);
+    if (rc != 0 || !size) return rc;
+    memobs_cuda__vmm_lock();
+    /* what memobs still has there was unmapped (a call racing this one) */
+    if (memobs_cuda__v.ok) memobs_cuda__vunmap(va, size, memobs_cuda__v.seq);
+    if (memobs_cuda__v.ok && (i = memobs_cuda__vpos(handle)) != memobs_cuda__v.icap) {
+        uint32_t slot = memobs_cuda__v.idx[i] - 1;
+        memobs_cuda__vh_t *e = &memobs_cuda__v.h[slot];
+        if (memobs_cuda__v.nm == MEMOBS_CUDA_MAX_VMM) {
+            memobs_cuda__vmm_drop("mapped ranges (cuMemMap)");
+        } else {
+            at = memobs_cuda__vfirst(va);
+            memmove(&memobs_cuda__v.m[at + 1], &memobs_cuda__v.m[at],
+                    (memobs_cuda__v.nm - at) * sizeof *memobs_cuda__v.m);
+            memobs_cuda__v.m[at].va = va;
+            memobs_cuda__v.m[at].size = size;
+            memobs_cuda__v.m[at].seq = ++memobs_cuda__v.seq;
+            memobs_cuda__v.m[at].slot = slot;
+            memobs_cuda__v.m[at].hseq = e->seq;
+            memobs_cuda__v.nm++;
+            e->maps++;
+            memobs_cuda__v.st.mappings++;
+            memobs_cuda__v.st.mapped_bytes += size;
+            MEMOBS__STORE(&memobs_cuda__v.any.v, 1u);
+        }
+    }
+    memobs_cuda__vmm_unlock();
+    return rc;
+}
+
+int memobs_cuda__vmm_unmapped(int rc, unsigned long long va, size_t size, unsigned long long token) {
+    memobs_cuda__seen(rc);
+    if (rc != 0) return rc;
+    memobs_cuda__vmm_lock();
+    if (memobs_cuda__v.ok) memobs_cuda__vunmap(va, size, token);
+    memobs_cuda__vmm_unlock();
+    return rc;
+}
+
+int memobs_cuda__vmm_reserved(int rc, unsigned long long va, size_t size) {
+    (void)va;
+    memobs_cuda__seen(rc);
+    if (rc != 0) return rc;
+    memobs_cuda__vmm_lock();
+    memobs_cuda__v.st.reservations++;
+    memobs_cuda__v.st.reserved_bytes += size;
+    memobs_cuda__vmm_unlock();
+    return rc;
+}
+
+/* A reservation freed: what memobs still has mapped in it is gone too. */
+int memobs_cuda__vmm_freed(int rc, unsigned long long va, size_t size, unsigned long long token) {
+    memobs_cuda__seen(rc);
+    if (rc != 0) return rc;
+    memobs_cuda__vmm_lock();
+    if (memobs_cuda__v.ok) memobs_cuda__vunmap(va, size, token);
+    if (memobs_cuda__v.st.reservations) { /* one reserved before memobs saw it: not counted */
+        memobs_cuda__v.st.reservations--;
+        memobs_cuda__v.st.reserved_bytes -= size < memobs_cuda__v.st.reserved_bytes ? size
+                                                                                     : memobs_cuda__v.st.reserved_bytes;
+    }
+    memobs_cuda__vmm_unlock();
+    return rc;
+}
+
+/* memobs_cuda__on_device's first question: 1 when p lies in a mapping of
+   a device handle memobs tracks, 0 in one of a host-located handle, -1
+   when memobs has no mapping there (one relaxed load when it has none). */
+static int memobs_cuda__vmm_where(const void *p) {
+    unsigned long long a = (unsigned long long)(uintptr_t)p;
+    uint32_t i;
+    int r = -1;
+    if (!MEMOBS__LOAD(&memobs_cuda__v.any.v)) return -1;
+    memobs_cuda__vmm_lock();
+    i = memobs_cuda__vfirst(a);
+    if (i < memobs_cuda__v.nm && memobs_cuda__v.m[i].va <= a) {
+        const memobs_cuda__vh_t *e = &memobs_cuda__v.h[memobs_cuda__v.m[i].slot];
+        if (e->seq == memobs_cuda__v.m[i].hseq) r = e->device >= 0;
+    }
+    memobs_cuda__vmm_unlock();
+    return r;
+}
+
+/* The flight recorder's line (memobs_cuda__oom). */
+static void memobs_cuda__vmm_report(FILE *f) {
+    memobs_cuda_vmm_stats_t s;
+    if (memobs_cuda_get_vmm_stats(&s) != MEMOBS_OK || (!s.handles && !s.reservations)) return;
+    fprintf(f, "  virtual memory (cuMemCreate/cuMemMap): %u physical allocations, %llu bytes (%u released, still "
+            "mapped); %u mapped ranges, %llu bytes; %u reservations, %llu bytes\n", s.handles,
+            (unsigned long long)s.handle_bytes, s.released, s.mappings, (unsigned long long)s.mapped_bytes,
+            s.reservations, (unsigned long long)s.reserved_bytes);
+}
+
+int memobs_cuda_get_vmm_stats(memobs_cuda_vmm_stats_t *out) {
+    if (!out) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_cuda_get_vmm_stats: NULL output");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_cuda__vmm_lock();
+    *out = memobs_cuda__v.st;
+    memobs_cuda__vmm_unlock();
+    return MEMOBS_OK;
+}
 
 
 #ifdef __cplusplus

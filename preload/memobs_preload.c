@@ -544,7 +544,8 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
     X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2)                     \
     X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)    \
     X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeHost)              \
-    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)
+    X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)                                                                \
+    X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemAddressReserve) X(cuMemAddressFree) /* VMM, below */
 
 static struct {
 #define MEMOBS_PL__FIELD(name) void *name;
@@ -787,7 +788,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
    than its exports) the interposer still stands for that function and
    forwards to its export. A name added to MEMOBS_PL__CU_FNS whose "_v2"
    (or a later version) came after CUDA 3.2 needs its version in
-   memobs_pl__ep_named.
+   memobs_pl__ep_wrap.
 
    The CUDA runtime's own lookups are left alone: a cuGetProcAddress called
    from a library named libcudart* gets the driver's pointer unchanged. The
@@ -821,34 +822,41 @@ static const memobs_pl__ep_t memobs_pl__ep_map[] = {MEMOBS_PL__CU_FNS(MEMOBS_PL_
 #undef MEMOBS_PL__EP_ROW
 #undef MEMOBS_PL__EP_OWN_ROW
 
-/* How `name` answers `symbol` asked at `version` (symbol [+ "_v2"]
-   [+ "_ptds" / "_ptsz"]): 2 the per-thread function (`pt`: asked with
-   the per-thread flag), 1 the legacy one, 0 not at all. */
-static int memobs_pl__ep_named(const char *name, const char *symbol, int version, int pt) {
+/* How `name` is a form of `symbol` (symbol [+ "_v2"] [+ "_ptds" /
+   "_ptsz"]): -1 not at all, else 1 if it has the "_v2", + 2 if it is the
+   per-thread function. */
+static int memobs_pl__ep_form(const char *name, const char *symbol) {
     size_t n = strlen(symbol);
     const char *rest = name + n;
-    int v2, has_pt;
-    if (strncmp(name, symbol, n) != 0) return 0;
-    v2 = strncmp(rest, "_v2", 3) == 0;
-    if (v2) rest += 3;
-    has_pt = strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0;
-    if ((*rest && !has_pt) || v2 != (version >= (strcmp(symbol, "cuGetProcAddress") == 0 ? 12000 : 3020))) return 0;
-    if (has_pt) return pt && version >= 7000 ? 2 : 0;
-    return 1;
+    int k = 0;
+    if (strncmp(name, symbol, n) != 0) return -1;
+    if (strncmp(rest, "_v2", 3) == 0) {
+        k = 1;
+        rest += 3;
+    }
+    if (strcmp(rest, "_ptds") == 0 || strcmp(rest, "_ptsz") == 0) return k | 2;
+    return *rest ? -1 : k;
 }
 
 /* What the caller gets for the driver's answer `p` to (symbol, version,
-   per-thread flag pt). */
+   per-thread flag pt). By name: of the intercepted forms of symbol, the
+   "_v2" ones from the version that introduced them (3.2; 12.0 for
+   cuGetProcAddress) when symbol has any (cuMemCreate, cuMemcpy have
+   none: their base name at every version; below 3.2 cuMemAlloc is the
+   32-bit function, not intercepted), the per-thread one when asked from
+   CUDA 7.0 and there is one (else the legacy one, as the driver answers). */
 static void *memobs_pl__ep_wrap(void *p, const char *symbol, int version, int pt) {
-    const memobs_pl__ep_t *named[3] = {NULL, NULL, NULL}, *e;
+    const memobs_pl__ep_t *form[4] = {NULL, NULL, NULL, NULL}, *e;
     size_t i;
+    int k, v2;
     if (!p || memobs_pl__ours(p)) return p; /* already an interposer: never a real slot's */
     for (i = 0; i < sizeof memobs_pl__ep_map / sizeof memobs_pl__ep_map[0]; i++) {
         e = &memobs_pl__ep_map[i];
         if (memobs_pl__cu_get(e->real, e->name) == p) return e->ours;
-        if (symbol) named[memobs_pl__ep_named(e->name, symbol, version, pt)] = e;
+        if (symbol && (k = memobs_pl__ep_form(e->name, symbol)) >= 0) form[k] = e;
     }
-    e = named[2] ? named[2] : named[1]; /* no per-thread function: the driver answers with the legacy one */
+    v2 = (form[1] || form[3]) && version >= (strcmp(symbol ? symbol : "", "cuGetProcAddress") == 0 ? 12000 : 3020);
+    e = pt && version >= 7000 && form[v2 | 2] ? form[v2 | 2] : form[v2];
     if (!e) return p;
     if (!__atomic_load_n(e->real, __ATOMIC_ACQUIRE)) {
         void *none = NULL;
@@ -894,3 +902,67 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
    interposed once per major (preload/memobs_preload_runtime.inc, lists
    MEMOBS_PL__RT_EP*), each forwarding to its own major's runtime and
    handing its answer to memobs_pl__ep_wrap. */
+/* Virtual memory management (cuMemCreate, cuMemMap, ...)                   */
+/* ======================================================================== */
+
+/* PyTorch's expandable segments and vLLM's sleep-mode allocator allocate
+   device memory with the driver's virtual memory management: reserve an
+   address range (cuMemAddressReserve), create physical allocations
+   (cuMemCreate), map them into the range (cuMemMap, then cuMemSetAccess),
+   unmap (cuMemUnmap), release (cuMemRelease), free the range
+   (cuMemAddressFree). Intercepted: those six (cuMemSetAccess changes no
+   memory and is left to the driver). These names carry no _v2 in cuda.h
+   and no version in libcuda; exported unversioned, in MEMOBS_PL__CU_FNS,
+   so a pointer fetched with cuGetProcAddress is one of these too. What
+   each records is memobs_cuda.h's (VIRTUAL MEMORY): a handle is a
+   tracked block (device memory on its location's device, pinned for a
+   host-located one) from its creation until the driver frees it (its
+   release with no mapping left, or the unmap of its last mapping after
+   the release); mappings are remembered by range, for the direction of
+   cudaMemcpyDefault copies. A call that fails records nothing (counted in
+   preload_failed_calls like every other). The release, unmap and free
+   calls take a token before the driver's call, so a handle or mapping
+   made by another thread while the call runs (the driver may hand out
+   the same value or range at once) is not taken for the old one. */
+
+/* The shape of every interposer here: `pre` before the call (may set
+   token), `post` with its CUresult `rc`. */
+#define MEMOBS_PL__VMM(name, call, pre, post)                                                               \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
+    {                                                                                                        \
+        unsigned long long token = 0;                                                                        \
+        CUresult rc;                                                                                         \
+        pre;                                                                                                 \
+        rc = call;                                                                                           \
+        return memobs_pl__cu_end((cudaError_t)(post));                                                       \
+    }
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemCreate, real(handle, size, prop, flags), (void)token,
+                   memobs_cuda__vmm_created((int)rc, rc == CUDA_SUCCESS ? (unsigned long long)*handle : 0ULL, size,
+                                            prop ? (int)prop->location.type : 0, prop ? prop->location.id : 0))
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    MEMOBS_PL__VMM(cuMemRelease, real(handle), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_released((int)rc, (unsigned long long)handle, token))
+}
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemMap, real(ptr, size, offset, handle, flags), (void)token,
+                   memobs_cuda__vmm_mapped((int)rc, (unsigned long long)ptr, size, offset, (unsigned long long)handle))
+}
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    MEMOBS_PL__VMM(cuMemUnmap, real(ptr, size), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_unmapped((int)rc, (unsigned long long)ptr, size, token))
+}
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+    MEMOBS_PL__VMM(cuMemAddressReserve, real(ptr, size, alignment, addr, flags), (void)token,
+                   memobs_cuda__vmm_reserved((int)rc, rc == CUDA_SUCCESS ? (unsigned long long)*ptr : 0ULL, size))
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    MEMOBS_PL__VMM(cuMemAddressFree, real(ptr, size), token = memobs_cuda__vmm_pre(),
+                   memobs_cuda__vmm_freed((int)rc, (unsigned long long)ptr, size, token))
+}

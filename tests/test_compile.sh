@@ -47,15 +47,19 @@ CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 if [ -f "$CUDA_INC/cuda_runtime_api.h" ]; then
     printf '#define MEMOBS_IMPLEMENTATION\n#include "memobs_cuda.h"\n' >"$B/cuda_impl.c"
     printf '#include "memobs_cuda.h"\ncudaError_t use_cuda(void *d, const void *s);\ncudaError_t use_cuda(void *d, const void *s) { return MEMOBS_CUDA_CHECK(memobs_cudaMemcpy(d, s, 8, cudaMemcpyHostToDevice)); }\n' >"$B/cuda_use.c"
+    # the VMM wrappers, declared where <cuda.h> comes first
+    printf '#include <cuda.h>\n#include "memobs_cuda.h"\nCUresult use_vmm(CUmemGenericAllocationHandle *h, const CUmemAllocationProp *p, CUdeviceptr *va);\nCUresult use_vmm(CUmemGenericAllocationHandle *h, const CUmemAllocationProp *p, CUdeviceptr *va) {\n    CUresult r = memobs_cuMemAddressReserve(va, 4u << 20, 0, 0, 0);\n    if (r == CUDA_SUCCESS) r = memobs_cuMemCreate(h, 2u << 20, p, 0);\n    if (r == CUDA_SUCCESS) r = memobs_cuMemMap(*va, 2u << 20, 0, *h, 0);\n    if (r == CUDA_SUCCESS) r = memobs_cuMemUnmap(*va, 2u << 20);\n    if (r == CUDA_SUCCESS) r = memobs_cuMemRelease(*h);\n    return r == CUDA_SUCCESS ? memobs_cuMemAddressFree(*va, 4u << 20) : r;\n}\n' >"$B/cuda_vmm.c"
     cp "$B/cuda_impl.c" "$B/cuda_impl.cu"
     for def in "" -DMEMOBS_DISABLE; do
         for cc in "gcc -std=c99" "gcc -std=c11" "clang -std=c99"; do
             try compile "memobs_cuda.h: $cc $def" sh -c "$cc $WC -Wstrict-prototypes $def -I. -isystem $CUDA_INC -c $B/cuda_impl.c -o $B/ci.o &&
-                $cc $WC $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o"
+                $cc $WC $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o &&
+                $cc $WC $def -I. -isystem $CUDA_INC -c $B/cuda_vmm.c -o $B/cv.o"
         done
         for cxx in "g++ -std=c++11" "g++ -std=c++17" "clang++ -std=c++17"; do
             try compile "memobs_cuda.h: $cxx $def" sh -c "$cxx -x c++ $WC $def -I. -isystem $CUDA_INC -c $B/cuda_impl.c -o $B/ci.o &&
-                $cxx -x c++ $WC -Wold-style-cast $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o"
+                $cxx -x c++ $WC -Wold-style-cast $def -I. -isystem $CUDA_INC -c $B/cuda_use.c -o $B/cu.o &&
+                $cxx -x c++ $WC -Wold-style-cast $def -I. -isystem $CUDA_INC -c $B/cuda_vmm.c -o $B/cv.o"
         done
         if [ $have_nvcc = 1 ]; then
             try compile "memobs_cuda.h: nvcc $def" $NVCC -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror $def -I. \

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h> /* virtual memory management: reservations, memfd mappings */
 
 /* cuda.h maps these names to their newest versions; libcuda still exports
    the older symbols, which the double defines with their documented
@@ -90,7 +91,10 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)               \
     X(cuMemGetInfo_v2) X(cuPointerGetAttributes) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxRetain)  \
     X(cuDevicePrimaryCtxRelease_v2) X(cuDeviceGetCount) X(cuDeviceGet) X(cuThreadExchangeStreamCaptureMode) \
-    X(cuGetErrorName) DBL_FUNCS_ENTRY(X) DBL_FUNCS_CTX_POOL(X)
+    X(cuGetErrorName)                                                                                       \
+    X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease) X(cuMemAddressReserve) X(cuMemAddressFree) \
+    X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) /* virtual memory management: its section, at the end */       \
+    DBL_FUNCS_ENTRY(X) DBL_FUNCS_CTX_POOL(X)
 /* Driver memory and entry points (their section, near the end). */
 #define DBL_FUNCS_ENTRY(X)                                                                                  \
     X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)            \
@@ -673,7 +677,7 @@ static void release_alloc(alloc_t *a, int cache_ok) {
         } else {
             free(a->base);
         }
-    } else if (a->kind != CUDADBL_REGISTERED) {
+    } else if (a->kind != CUDADBL_REGISTERED && a->kind != CUDADBL_MAPPED) { /* MAPPED: the VMM section's */
         free(a->base);
     }
     memmove(&g_alloc[i], &g_alloc[i + 1], (g_nalloc - i - 1) * sizeof *g_alloc);
@@ -1183,6 +1187,13 @@ static void end_capture(capture_t *c, int keep_graph) {
 
 /* ---- copies ------------------------------------------------------------------ */
 
+/* Virtual memory management (its section, at the end): a CUDADBL_MAPPED
+   entry's flags (access granted: read and write; a host-located handle). */
+#define DBL_VMM_RW 3u
+#define DBL_VMM_HOST 4u
+static cudaError_t vmm_side(const void *p, size_t span);
+static void vmm_reset(void);
+
 /* One side of a copy or set: [p, p + span) with span > 0. If must_be_table,
    p must lie in a table allocation; any p that does must fit in it. */
 static cudaError_t check_side(const void *p, size_t span, int must_be_table) {
@@ -1190,6 +1201,7 @@ static cudaError_t check_side(const void *p, size_t span, int must_be_table) {
     if (!p) return cudaErrorInvalidValue;
     a = find(p);
     if (!a) return must_be_table ? cudaErrorInvalidValue : cudaSuccess;
+    if (a->kind == CUDADBL_MAPPED) return vmm_side(p, span); /* access granted; may span mappings back to back */
     if (span > a->size - (size_t)((const char *)p - a->base)) return cudaErrorInvalidValue;
     return cudaSuccess;
 }
@@ -1234,7 +1246,9 @@ static cudaError_t check_peer_side(const void *p, int dev, size_t count) {
     cudaError_t e = check_side(p, count, 1);
     if (e != cudaSuccess) return e;
     a = find(p);
-    if (a->kind == CUDADBL_DEVICE && a->device != dev) return cudaErrorInvalidValue;
+    if ((a->kind == CUDADBL_DEVICE || (a->kind == CUDADBL_MAPPED && !(a->flags & DBL_VMM_HOST))) /* VMM: its handle's */
+        && a->device != dev)
+        return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 
@@ -2095,6 +2109,10 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
                 attributes->hostPointer = NULL;
                 break;
             case CUDADBL_MANAGED: attributes->type = cudaMemoryTypeManaged; break;
+            case CUDADBL_MAPPED: /* a cuMemMap range: its handle's memory */
+                attributes->type = a->flags & DBL_VMM_HOST ? cudaMemoryTypeHost : cudaMemoryTypeDevice;
+                if (!(a->flags & DBL_VMM_HOST)) attributes->hostPointer = NULL;
+                break;
             default: attributes->type = cudaMemoryTypeHost; break;
             }
             c.bytes = a->size;
@@ -2730,7 +2748,7 @@ static void reset_device(int d) {
         }
     i = g_nalloc;
     while (i-- > 0)
-        if (g_alloc[i].device == d) {
+        if (g_alloc[i].device == d && g_alloc[i].kind != CUDADBL_MAPPED) { /* VMM mappings stay (not modelled) */
             forget_touches(g_alloc[i].base); /* ops of other devices: dropped with it */
             release_alloc(&g_alloc[i], 0);
         }
@@ -3428,8 +3446,10 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
             switch (attributes[i]) {
             case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
                 unsigned t = 0;
-                if (a) t = a->kind == CUDADBL_DEVICE || a->kind == CUDADBL_MANAGED ? (unsigned)CU_MEMORYTYPE_DEVICE
-                                                                                  : (unsigned)CU_MEMORYTYPE_HOST;
+                if (a) t = a->kind == CUDADBL_DEVICE || a->kind == CUDADBL_MANAGED ||
+                                   (a->kind == CUDADBL_MAPPED && !(a->flags & DBL_VMM_HOST)) /* a device handle's */
+                               ? (unsigned)CU_MEMORYTYPE_DEVICE
+                               : (unsigned)CU_MEMORYTYPE_HOST;
                 *(unsigned *)data[i] = t;
                 break;
             }
@@ -3833,8 +3853,9 @@ void cudadbl_reset(void) {
     size_t i;
     int d;
     slock();
+    vmm_reset(); /* reservations unmapped, handles closed: the MAPPED entries' memory */
     for (i = 0; i < g_nalloc; i++)
-        if (g_alloc[i].kind != CUDADBL_REGISTERED) free(g_alloc[i].base);
+        if (g_alloc[i].kind != CUDADBL_REGISTERED && g_alloc[i].kind != CUDADBL_MAPPED) free(g_alloc[i].base);
     free(g_alloc);
     g_alloc = NULL;
     g_nalloc = g_capalloc = 0;
@@ -4480,7 +4501,12 @@ CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) {
     X("cuMemcpyHtoD", 7000, 1, cuMemcpyHtoD_v2_ptds) X("cuMemcpyDtoH", 3020, 0, cuMemcpyDtoH_v2)             \
     X("cuMemcpyDtoH", 7000, 1, cuMemcpyDtoH_v2_ptds) X("cuMemGetInfo", 3020, 0, cuMemGetInfo_v2)             \
     X("cuCtxGetCurrent", 4000, 0, cuCtxGetCurrent) X("cuDeviceGet", 2000, 0, cuDeviceGet)                    \
-    X("cuDeviceGetCount", 2000, 0, cuDeviceGetCount) X("cuGetErrorName", 6000, 0, cuGetErrorName)
+    X("cuDeviceGetCount", 2000, 0, cuDeviceGetCount) X("cuGetErrorName", 6000, 0, cuGetErrorName)          \
+    X("cuMemGetAllocationGranularity", 10020, 0, cuMemGetAllocationGranularity)                               \
+    X("cuMemCreate", 10020, 0, cuMemCreate) X("cuMemRelease", 10020, 0, cuMemRelease)                        \
+    X("cuMemMap", 10020, 0, cuMemMap) X("cuMemUnmap", 10020, 0, cuMemUnmap)                                  \
+    X("cuMemSetAccess", 10020, 0, cuMemSetAccess) X("cuMemAddressReserve", 10020, 0, cuMemAddressReserve)     \
+    X("cuMemAddressFree", 10020, 0, cuMemAddressFree) /* virtual memory management: 10.2 */
 #define DBL_OWN(s, v, pt, fn) PROCADDR_OWN(fn)
 DBL_PROCS(DBL_OWN)
 #undef DBL_OWN
@@ -4716,6 +4742,376 @@ cudaError_t cudadbl_v11_cudaGetDriverEntryPoint(const char *symbol, void **funcP
     return e;
 }
 #endif
+/* ============================================================================ */
+/* Virtual memory management (cuMemCreate, cuMemMap, ...)                       */
+/* ============================================================================ */
+
+/* A physical allocation (cuMemCreate): a memfd of its size, mapped with
+   MAP_SHARED|MAP_FIXED wherever cuMemMap puts it, so copies through any
+   mapping move real bytes. */
+typedef struct {
+    unsigned long long handle; /* 0: a free entry */
+    size_t size;
+    int device; /* -1: host-located */
+    int fd;
+    int released;
+    long maps;
+} vmm_handle_t;
+
+/* A reservation (cuMemAddressReserve): host address space mapped
+   PROT_NONE; a mapping replaces part of it, an unmap puts it back. */
+typedef struct {
+    char *base;
+    size_t size;
+} vmm_resv_t;
+
+/* A mapping: also a CUDADBL_MAPPED table allocation (which answers
+   pointer attributes and copies); here, its handle. */
+typedef struct {
+    char *va;
+    size_t size;
+    size_t h; /* index in g_vh */
+} vmm_map_t;
+
+static vmm_handle_t *g_vh;
+static size_t g_nvh, g_capvh;
+static unsigned long long g_vh_next; /* handle values handed out; a released one's value comes back first */
+static unsigned long long *g_vh_freed;
+static size_t g_nvh_freed, g_capvh_freed;
+static vmm_resv_t *g_resv;
+static size_t g_nresv, g_capresv;
+static vmm_map_t *g_vmap;
+static size_t g_nvmap, g_capvmap;
+
+/* Grows an array of n elements of sz bytes to hold one more; 0 or -1. */
+static int vmm_grow(void **arr, size_t *cap, size_t n, size_t sz) {
+    void *p;
+    size_t c;
+    if (n < *cap) return 0;
+    c = *cap ? *cap * 2 : 16;
+    if ((p = realloc(*arr, c * sz)) == NULL) return -1;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static vmm_handle_t *vmm_find_handle(unsigned long long h) {
+    size_t i;
+    for (i = 0; h && i < g_nvh; i++)
+        if (g_vh[i].handle == h) return &g_vh[i];
+    return NULL;
+}
+
+/* The reservation holding [p, p + n), or NULL. */
+static vmm_resv_t *vmm_find_resv(const char *p, size_t n) {
+    size_t i;
+    for (i = 0; i < g_nresv; i++)
+        if (p >= g_resv[i].base && n <= g_resv[i].size && (size_t)(p - g_resv[i].base) <= g_resv[i].size - n)
+            return &g_resv[i];
+    return NULL;
+}
+
+/* The memory goes back: the driver frees a handle when it is released and
+   unmapped. Its value may be handed out again. */
+static void vmm_free_handle(vmm_handle_t *e) {
+    if (e->device >= 0) g_used[e->device] -= e->size;
+    close(e->fd);
+    if (!vmm_grow((void **)&g_vh_freed, &g_capvh_freed, g_nvh_freed, sizeof *g_vh_freed))
+        g_vh_freed[g_nvh_freed++] = e->handle;
+    e->handle = 0;
+}
+
+/* A location cuMemCreate / cuMemGetAllocationGranularity accept: 0, or
+   the error. */
+static CUresult vmm_check_prop(const CUmemAllocationProp *prop) {
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return valid_device(prop->location.id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST: /* not IPC capable: no handle types */
+        return prop->requestedHandleTypes ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA: /* no NUMA here: node 0 only */
+        return prop->location.id == 0 && !prop->requestedHandleTypes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE; /* HOST_NUMA_CURRENT included, as cuda.h says */
+    }
+}
+
+static int vmm_aligned(unsigned long long v) { return v % CUDADBL_VMM_GRANULARITY == 0; }
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                               CUmemAllocationGranularity_flags option) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemGetAllocationGranularity, DRV_HEALTHY);
+    c.flags = (unsigned)option;
+    if (r == CUDA_SUCCESS && (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                                               option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = vmm_check_prop(prop);
+    if (r == CUDA_SUCCESS) *granularity = c.bytes = CUDADBL_VMM_GRANULARITY;
+    return drv_leave(F_cuMemGetAllocationGranularity, &c, r);
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                             unsigned long long flags) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemCreate, DRV_HEALTHY);
+    int dev = -1, fd = -1;
+    size_t i;
+    c.bytes = size;
+    c.flags = (unsigned)flags;
+    if (r == CUDA_SUCCESS && (!handle || flags || !size || !vmm_aligned(size))) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = vmm_check_prop(prop);
+    if (r == CUDA_SUCCESS && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        dev = prop->location.id;
+        if (size > free_bytes(dev)) r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS && ((fd = memfd_create("cudadbl-vmm", MFD_CLOEXEC)) < 0 || ftruncate(fd, (off_t)size))) {
+        if (fd >= 0) close(fd);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (i = 0; i < g_nvh && g_vh[i].handle; i++) { /* a free entry (entries never move: mappings point at them) */
+    }
+    if (r == CUDA_SUCCESS && i == g_nvh && vmm_grow((void **)&g_vh, &g_capvh, g_nvh, sizeof *g_vh)) {
+        close(fd);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS) {
+        vmm_handle_t *e = &g_vh[i];
+        if (i == g_nvh) g_nvh++;
+        e->handle = g_nvh_freed ? g_vh_freed[--g_nvh_freed] : ++g_vh_next;
+        e->size = size;
+        e->device = dev;
+        e->fd = fd;
+        e->released = 0;
+        e->maps = 0;
+        if (dev >= 0) g_used[dev] += size;
+        *handle = e->handle;
+        c.dst = (void *)(uintptr_t)e->handle;
+        c.device = dev;
+    }
+    return drv_leave(F_cuMemCreate, &c, r);
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemRelease, DRV_HEALTHY);
+    vmm_handle_t *e = NULL;
+    c.dst = (void *)(uintptr_t)handle;
+    /* cuda.h: undefined for an invalid handle; strict reading: an error */
+    if (r == CUDA_SUCCESS && ((e = vmm_find_handle(handle)) == NULL || e->released)) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        c.bytes = e->size;
+        e->released = 1;
+        if (!e->maps) vmm_free_handle(e); /* freed when released and unmapped */
+    }
+    return drv_leave(F_cuMemRelease, &c, r);
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemAddressReserve, DRV_HEALTHY);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), al = alignment ? alignment : CUDADBL_VMM_GRANULARITY;
+    char *p = NULL, *b;
+    c.bytes = size;
+    c.flags = (unsigned)flags;
+    if (r == CUDA_SUCCESS && (!ptr || !size || size % page || addr % page || flags || (alignment & (alignment - 1))))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (al < page) al = page;
+    /* addr is a hint: not followed */
+    if (r == CUDA_SUCCESS &&
+        (p = (char *)mmap(NULL, size + al, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        b = (char *)(((uintptr_t)p + al - 1) / al * al);
+        if (b > p) munmap(p, (size_t)(b - p));
+        if (b + size < p + size + al) munmap(b + size, (size_t)(p + size + al - (b + size)));
+        if (vmm_grow((void **)&g_resv, &g_capresv, g_nresv, sizeof *g_resv)) {
+            munmap(b, size);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            g_resv[g_nresv].base = b;
+            g_resv[g_nresv++].size = size;
+            *ptr = (CUdeviceptr)(uintptr_t)b;
+            c.dst = b;
+        }
+    }
+    return drv_leave(F_cuMemAddressReserve, &c, r);
+}
+
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemAddressFree, DRV_HEALTHY);
+    char *p = (char *)(uintptr_t)ptr;
+    vmm_resv_t *v = NULL;
+    size_t i;
+    c.dst = p;
+    c.bytes = size;
+    /* the ptr and size reserved; strict reading: nothing mapped in it */
+    if (r == CUDA_SUCCESS && ((v = vmm_find_resv(p, size)) == NULL || v->base != p || v->size != size))
+        r = CUDA_ERROR_INVALID_VALUE;
+    for (i = 0; r == CUDA_SUCCESS && i < g_nvmap; i++)
+        if (g_vmap[i].va >= p && g_vmap[i].va < p + size) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        munmap(p, size);
+        *v = g_resv[--g_nresv];
+    }
+    return drv_leave(F_cuMemAddressFree, &c, r);
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemMap, DRV_HEALTHY);
+    char *p = (char *)(uintptr_t)ptr;
+    vmm_handle_t *e = NULL;
+    c.dst = p;
+    c.bytes = size;
+    c.flags = (unsigned)flags;
+    c.src = (const void *)(uintptr_t)handle;
+    /* cuda.h: ptr, size, offset multiples of the granularity, offset "currently
+       must be zero", offset + size within the allocation, inside a
+       reservation, on a range not mapped now; a released handle is gone */
+    if (r == CUDA_SUCCESS && (flags || !size || offset || !vmm_aligned(ptr) || !vmm_aligned(size) ||
+                              (e = vmm_find_handle(handle)) == NULL || e->released || size > e->size ||
+                              !vmm_find_resv(p, size) || find_overlap(p, size)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && (vmm_grow((void **)&g_vmap, &g_capvmap, g_nvmap, sizeof *g_vmap) ||
+                              mmap(p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, e->fd, 0) == MAP_FAILED))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS && add_alloc(p, size, CUDADBL_MAPPED, e->device < 0 ? t_cur : e->device,
+                                       e->device < 0 ? DBL_VMM_HOST : 0)) {
+        mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS) {
+        g_vmap[g_nvmap].va = p;
+        g_vmap[g_nvmap].size = size;
+        g_vmap[g_nvmap++].h = (size_t)(e - g_vh);
+        e->maps++;
+        c.device = e->device;
+    }
+    return drv_leave(F_cuMemMap, &c, r);
+}
+
+/* The table allocation of the mapping at exactly p, or NULL. */
+static alloc_t *vmm_mapping_at(const char *p) {
+    alloc_t *a = find_base(p);
+    return a && a->kind == CUDADBL_MAPPED ? a : NULL;
+}
+
+/* The mappings from p cover [p, p + size) exactly, back to back: how many, or 0. */
+static size_t vmm_run(char *p, size_t size, int whole) {
+    size_t n = 0, done = 0;
+    alloc_t *a;
+    while (done < size && (a = vmm_mapping_at(p + done)) != NULL) {
+        done += a->size;
+        n++;
+    }
+    if (whole ? done != size : done < size) return 0;
+    return n;
+}
+
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemSetAccess, DRV_HEALTHY);
+    char *p = (char *)(uintptr_t)ptr;
+    unsigned bits = 0;
+    size_t i, done;
+    c.dst = p;
+    c.bytes = size;
+    if (r == CUDA_SUCCESS && (!desc || !count || !size)) r = CUDA_ERROR_INVALID_VALUE;
+    for (i = 0; r == CUDA_SUCCESS && i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) r = CUDA_ERROR_INVALID_VALUE; /* not modelled */
+        else if (!valid_device(desc[i].location.id)) r = CUDA_ERROR_INVALID_DEVICE;
+        else if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+                 desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) bits |= DBL_VMM_RW;
+    }
+    /* "a fully mapped address range": whole mappings, back to back (strict reading) */
+    if (r == CUDA_SUCCESS && !vmm_run(p, size, 1)) r = CUDA_ERROR_INVALID_VALUE;
+    for (done = 0; r == CUDA_SUCCESS && done < size;) {
+        alloc_t *a = vmm_mapping_at(p + done);
+        a->flags = (a->flags & ~(unsigned)DBL_VMM_RW) | bits;
+        mprotect(a->base, a->size, bits ? PROT_READ | PROT_WRITE : PROT_NONE);
+        done += a->size;
+    }
+    c.flags = bits;
+    return drv_leave(F_cuMemSetAccess, &c, r);
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemUnmap, DRV_HEALTHY);
+    char *p = (char *)(uintptr_t)ptr;
+    size_t done, i;
+    c.dst = p;
+    c.bytes = size;
+    /* cuda.h: "the entire contiguous address range that was mapped", never a
+       sub-range of a mapping: whole mappings, back to back */
+    if (r == CUDA_SUCCESS && (!size || !vmm_run(p, size, 1))) r = CUDA_ERROR_INVALID_VALUE;
+    for (done = 0; r == CUDA_SUCCESS && done < size;) {
+        alloc_t *a = vmm_mapping_at(p + done);
+        char *va = a->base;
+        size_t n = a->size;
+        release_alloc(a, 0); /* a CUDADBL_MAPPED entry: nothing freed */
+        mmap(va, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0); /* reserved again */
+        for (i = 0; i < g_nvmap; i++)
+            if (g_vmap[i].va == va) {
+                vmm_handle_t *e = &g_vh[g_vmap[i].h];
+                g_vmap[i] = g_vmap[--g_nvmap];
+                if (--e->maps == 0 && e->released) vmm_free_handle(e);
+                break;
+            }
+        done += n;
+    }
+    return drv_leave(F_cuMemUnmap, &c, r);
+}
+
+/* A copy side in a mapped range (check_side): mappings back to back from
+   p, each with read-write access, hold the span; 0, or the error. */
+static cudaError_t vmm_side(const void *p, size_t span) {
+    char *q = (char *)(uintptr_t)p;
+    alloc_t *a = find(q);
+    size_t have = 0;
+    while (a && a->kind == CUDADBL_MAPPED && (a->flags & DBL_VMM_RW) == DBL_VMM_RW) {
+        have += a->size - (size_t)(q + have - a->base);
+        if (have >= span) return cudaSuccess;
+        a = vmm_mapping_at(q + have);
+    }
+    return cudaErrorInvalidValue; /* no access granted: strict reading, the copy fails */
+}
+
+/* cudadbl_reset: every mapping, handle and reservation goes. */
+static void vmm_reset(void) {
+    size_t i;
+    for (i = 0; i < g_nvh; i++)
+        if (g_vh[i].handle) close(g_vh[i].fd);
+    for (i = 0; i < g_nresv; i++) munmap(g_resv[i].base, g_resv[i].size);
+    g_nvh = g_nresv = g_nvmap = g_nvh_freed = 0;
+    g_vh_next = 0;
+}
+
+size_t cudadbl_vmm_live(size_t *bytes) {
+    size_t i, n = 0, b = 0;
+    lock();
+    for (i = 0; i < g_nvh; i++)
+        if (g_vh[i].handle) {
+            n++;
+            b += g_vh[i].size;
+        }
+    unlock();
+    if (bytes) *bytes = b;
+    return n;
+}
+
+size_t cudadbl_vmm_mappings(void) {
+    size_t n;
+    lock();
+    n = g_nvmap;
+    unlock();
+    return n;
+}
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -397,6 +397,51 @@
                cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree, the
                synchronous copies) says so on stderr ("... waits forever")
                and blocks forever (cudadbl_hangs counts them).
+     VMM       the driver's virtual memory management, as cuda.h documents
+               it (the new section at the end of cudart_double.c).
+               cuMemGetAllocationGranularity: CUDADBL_VMM_GRANULARITY (2 MiB)
+               for both options (others: CUDA_ERROR_INVALID_VALUE), for a
+               valid prop only. cuMemCreate: flags 0, prop->type
+               CU_MEM_ALLOCATION_TYPE_PINNED, size a nonzero multiple of the
+               granularity (else CUDA_ERROR_INVALID_VALUE); location DEVICE
+               with a valid ordinal (else CUDA_ERROR_INVALID_DEVICE), HOST
+               (no handle types), HOST_NUMA (node 0: no NUMA here);
+               HOST_NUMA_CURRENT and others CUDA_ERROR_INVALID_VALUE. A
+               device handle's bytes count against its device from the
+               create (cudaMemGetInfo / cuMemGetInfo_v2 free drop;
+               cudadbl_device_used includes them); beyond free:
+               CUDA_ERROR_OUT_OF_MEMORY. Handles are small numbers; a freed
+               one's value is handed out again first (latest freed first).
+               cuMemAddressReserve: size and addr multiples of the page
+               size, alignment 0 (the granularity) or a power of two, flags
+               0; addr is a hint, not followed. cuMemMap: ptr and size
+               multiples of the granularity, offset 0 ("currently must be
+               zero"), size within the handle, flags 0, the range inside one
+               reservation and not mapped now, a handle not released (else
+               CUDA_ERROR_INVALID_VALUE); the range then is a CUDADBL_MAPPED
+               table allocation of the handle's device (its bytes shared by
+               every mapping of the handle: real memory). It is not
+               accessible until cuMemSetAccess grants
+               CU_MEM_ACCESS_FLAGS_PROT_READWRITE to a device (PROT_READ
+               alone is not enough for any copy: stricter than the driver);
+               cuMemSetAccess needs whole mappings back to back covering its
+               range (strict reading) and DEVICE locations (others not
+               modelled: CUDA_ERROR_INVALID_VALUE). A copy side in a mapped
+               range without access: cudaErrorInvalidValue (strict reading);
+               one spanning mappings back to back, all accessible, works.
+               cudaPointerGetAttributes / cuPointerGetAttributes answer a
+               mapped address as device memory of the handle's device (host
+               memory for a host-located handle). cuMemUnmap: whole mappings
+               back to back, exactly (never a sub-range:
+               CUDA_ERROR_INVALID_VALUE). cuMemRelease: an unknown or
+               released handle is CUDA_ERROR_INVALID_VALUE (cuda.h:
+               undefined; strict reading); the memory is freed when the
+               handle is released and no mapping of it remains.
+               cuMemAddressFree: exactly a reservation's ptr and size, with
+               nothing mapped in it (strict reading). None needs a current
+               context; sticky errors apply. cudaDeviceReset leaves VMM
+               handles and mappings alone (not modelled); cudadbl_reset
+               frees them all.
      Report    with CUDADBL_REPORT=1 in the environment, one line on stderr
                at the very end of the process (a destructor, after every
                exit handler): "cudart double: pid N: teardown ran|did not
@@ -456,8 +501,9 @@ typedef enum {
     CUDADBL_PINNED = 1,     /* cudaMallocHost, cudaHostAlloc: cudaMemoryTypeHost */
     CUDADBL_MANAGED = 2,    /* cudaMallocManaged: cudaMemoryTypeManaged */
     CUDADBL_REGISTERED = 3, /* cudaHostRegister (memory the double does not own): cudaMemoryTypeHost */
-    CUDADBL_KINDS = 4,
-    CUDADBL_ALL = 4 /* for cudadbl_live: every kind */
+    CUDADBL_MAPPED = 4,     /* a cuMemMap range: its handle's device memory (host for a host-located one) */
+    CUDADBL_KINDS = 5,
+    CUDADBL_ALL = 5 /* for cudadbl_live: every kind */
 } cudadbl_kind_t;
 
 /* Back to the start state: frees every allocation the double made (a
@@ -611,6 +657,13 @@ long cudadbl_graph_copy_bytes(void);
    handed out again while an op of another stream that touches it was
    still pending (use after free on the device). */
 long cudadbl_hazards(void);
+
+/* Virtual memory management (see VMM above): the granularity; live
+   physical allocations (released but still mapped ones included) and
+   their bytes (*bytes may be NULL); live mappings. */
+#define CUDADBL_VMM_GRANULARITY ((size_t)2 << 20)
+size_t cudadbl_vmm_live(size_t *bytes);
+size_t cudadbl_vmm_mappings(void);
 
 /* Stuck streams (see WHAT IT MODELS): on != 0 makes the ops of s (NULL,
    cudaStreamLegacy, cudaStreamPerThread: the calling thread's device's)

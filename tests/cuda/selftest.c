@@ -1971,6 +1971,152 @@ static void teardown_at_exit(void) {
 /* A stuck stream's work never completes: queries say not ready, the
    completion calls leave it, work waiting on it waits; a synchronization
    on it blocks forever, and says so first. */
+/* Virtual memory management, as cuda.h documents it: each rule alone. */
+static CUmemAllocationProp vmm_prop(CUmemLocationType type, int id) {
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = type;
+    p.location.id = id;
+    return p;
+}
+static CUresult vmm_access(CUdeviceptr va, size_t n, unsigned long long flags) {
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = 0;
+    a.flags = (CUmemAccess_flags)flags;
+    return cuMemSetAccess(va, n, &a, 1);
+}
+static void vmm(void) {
+    const size_t G = CUDADBL_VMM_GRANULARITY;
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0), bad = p,
+                        host = vmm_prop(CU_MEM_LOCATION_TYPE_HOST, 0);
+    CUmemGenericAllocationHandle h = 0, h2 = 0, hh = 0;
+    CUdeviceptr r = 0, r2 = 0;
+    size_t g = 0, f0 = 0, f = 0, t = 0;
+    char buf[8192], back[8192];
+    struct cudaPointerAttributes a;
+    unsigned type = 0;
+    int ord = -1;
+    CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[2];
+    data[0] = &type;
+    data[1] = &ord;
+    cudadbl_reset();
+    memset(buf, 7, sizeof buf);
+    /* before the runtime initialized the driver */
+    CHECK_ERR(CUDA_ERROR_NOT_INITIALIZED, cuMemCreate(&h, G, &p, 0));
+    CHECK_ERR(cudaSuccess, cudaMemGetInfo(&f0, &t));
+    /* granularity */
+    CHECK_ERR(CUDA_SUCCESS, cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CHECK_U64(G, g);
+    CHECK_ERR(CUDA_SUCCESS, cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationGranularity(&g, &p, (CUmemAllocationGranularity_flags)2));
+    bad.type = CU_MEM_ALLOCATION_TYPE_INVALID;
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationGranularity(&g, &bad, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    /* create: a multiple of the granularity, a valid location, counted at once */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, G / 2, &p, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, G, &p, 1));
+    bad = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 5);
+    CHECK_ERR(CUDA_ERROR_INVALID_DEVICE, cuMemCreate(&h, G, &bad, 0));
+    bad = vmm_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, G, &bad, 0));
+    CHECK_ERR(CUDA_ERROR_OUT_OF_MEMORY, cuMemCreate(&h, 17 * GIB, &p, 0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemCreate(&h, 2 * G, &p, 0));
+    CHECK_ERR(cudaSuccess, cudaMemGetInfo(&f, &t));
+    CHECK_U64(f0 - 2 * G, f);
+    CHECK_U64(2 * G, cudadbl_device_used(0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemCreate(&hh, G, &host, 0));
+    CHECK_U64(2 * G, cudadbl_device_used(0)); /* host-located: not device memory */
+    CHECK_U64(2, cudadbl_vmm_live(NULL));
+    /* reservations */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&r, 4 * G + 1, 0, 0, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemAddressReserve(&r, 4 * G, 3 * 4096, 0, 0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemAddressReserve(&r, 4 * G, 0, 0, 0));
+    CHECK_U64(0, r % G);
+    CHECK_ERR(CUDA_SUCCESS, cuMemAddressReserve(&r2, 4 * G, 0, 0, 0));
+    /* map: inside a reservation, aligned, offset 0, within the handle, not mapped */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap((CUdeviceptr)(uintptr_t)buf, G, 0, h, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r + 4096, G, 0, h, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r, 3 * G, 0, h, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r, G, G, h, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r + 3 * G, 2 * G, 0, h, 0)); /* past the reservation */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r, G, 0, 12345, 0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemMap(r, 2 * G, 0, h, 0));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r + G, G, 0, hh, 0)); /* mapped now */
+    CHECK_ERR(CUDA_SUCCESS, cuMemMap(r + 2 * G, G, 0, hh, 0));
+    CHECK_U64(2, cudadbl_vmm_mappings());
+    CHECK_U64(2 * G, cudadbl_device_used(0)); /* counted at create, not at map */
+    /* access: none until granted; copies then work across mappings back to back */
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy((void *)(uintptr_t)r, buf, 100, cudaMemcpyDefault));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, vmm_access(r, 4 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)); /* a hole */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, vmm_access(r, G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)); /* part of a mapping */
+    CHECK_ERR(CUDA_SUCCESS, vmm_access(r, 2 * G, CU_MEM_ACCESS_FLAGS_PROT_READ));
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy((void *)(uintptr_t)r, buf, 100, cudaMemcpyDefault)); /* read only */
+    CHECK_ERR(CUDA_SUCCESS, vmm_access(r, 3 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    CHECK_ERR(cudaSuccess, cudaMemcpy((char *)(uintptr_t)r + 2 * G - 4096, buf, sizeof buf, cudaMemcpyDefault));
+    CHECK_ERR(cudaSuccess, cudaMemcpy(back, (char *)(uintptr_t)r + 2 * G - 4096, sizeof back, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(buf, back, sizeof buf) == 0);
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemcpy((char *)(uintptr_t)r + 3 * G - 10, buf, 100, cudaMemcpyDefault));
+    /* pointer attributes: the handle's memory */
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, (char *)(uintptr_t)r + 5));
+    CHECK_U64(cudaMemoryTypeDevice, a.type);
+    CHECK_U64(0, (unsigned)a.device);
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, (char *)(uintptr_t)r + 2 * G));
+    CHECK_U64(cudaMemoryTypeHost, a.type);
+    CHECK_ERR(CUDA_SUCCESS, cuPointerGetAttributes(2, at, data, r + G));
+    CHECK_U64(CU_MEMORYTYPE_DEVICE, type);
+    CHECK_U64(0, (unsigned)ord);
+    /* a peer copy: the mapped side must be on the device named */
+    {
+        void *d0 = NULL;
+        CHECK_ERR(cudaSuccess, cudaMalloc(&d0, 100));
+        CHECK_ERR(cudaErrorInvalidValue, cudaMemcpyPeer((void *)(uintptr_t)r, 1, d0, 0, 100));
+        CHECK_ERR(cudaSuccess, cudaMemcpyPeer((void *)(uintptr_t)r, 0, d0, 0, 100));
+        (void)cudaGetLastError();
+        CHECK_ERR(cudaSuccess, cudaFree(d0));
+    }
+    /* one handle mapped twice: the same bytes */
+    CHECK_ERR(CUDA_SUCCESS, cuMemMap(r2, 2 * G, 0, h, 0));
+    CHECK_ERR(CUDA_SUCCESS, vmm_access(r2, 2 * G, CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    CHECK_ERR(cudaSuccess, cudaMemcpy(back, (char *)(uintptr_t)r2 + 2 * G - 4096, 100, cudaMemcpyDefault));
+    CHECK(memcmp(buf, back, 100) == 0);
+    /* unmap: whole mappings only; release frees when unmapped */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemUnmap(r, G));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(r, 4 * G)); /* mapped in it */
+    CHECK_ERR(CUDA_SUCCESS, cuMemRelease(h));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemRelease(h));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemMap(r2 + 2 * G, 2 * G, 0, h, 0)); /* released */
+    CHECK_U64(2 * G, cudadbl_device_used(0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemUnmap(r, 3 * G)); /* two mappings back to back */
+    CHECK_U64(2 * G, cudadbl_device_used(0)); /* still mapped at r2 */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemUnmap(r, 2 * G));
+    CHECK_ERR(CUDA_SUCCESS, cuMemUnmap(r2, 2 * G));
+    CHECK_U64(0, cudadbl_device_used(0));
+    CHECK_U64(1, cudadbl_vmm_live(NULL)); /* hh: unmapped, not released */
+    CHECK_ERR(CUDA_SUCCESS, cuMemRelease(hh));
+    CHECK_U64(0, cudadbl_vmm_live(NULL));
+    /* a freed handle's value comes back */
+    CHECK_ERR(CUDA_SUCCESS, cuMemCreate(&h2, G, &p, 0));
+    CHECK_U64(hh, h2);
+    CHECK_ERR(CUDA_SUCCESS, cuMemRelease(h2));
+    /* address free: exactly a reservation */
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(r, 2 * G));
+    CHECK_ERR(CUDA_SUCCESS, cuMemAddressFree(r, 4 * G));
+    CHECK_ERR(CUDA_ERROR_INVALID_VALUE, cuMemAddressFree(r, 4 * G));
+    CHECK_ERR(CUDA_SUCCESS, cuMemAddressFree(r2, 4 * G));
+    CHECK_U64(0, cudadbl_vmm_mappings());
+    CHECK_U64(0, live(CUDADBL_MAPPED));
+    /* cudadbl_reset frees what is left */
+    CHECK_ERR(CUDA_SUCCESS, cuMemCreate(&h, G, &p, 0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemAddressReserve(&r, 2 * G, 0, 0, 0));
+    CHECK_ERR(CUDA_SUCCESS, cuMemMap(r, G, 0, h, 0));
+    cudadbl_reset();
+    CHECK_U64(0, cudadbl_vmm_live(NULL));
+    CHECK_U64(0, cudadbl_vmm_mappings());
+}
+
 static void stuck_streams(void) {
     cudaStream_t s = NULL, t = NULL;
     cudaEvent_t e = NULL, f = NULL;
@@ -2259,6 +2405,7 @@ int main(int argc, char **argv) {
     RUN(teardown_at_exit);
     RUN(stuck_streams);
     RUN(fork_child_calls);
+    RUN(vmm);
     RUN(capture_invalidated_id);
     RUN(primary_release_and_race);
     RUN(created_contexts);
