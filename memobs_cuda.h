@@ -43,6 +43,10 @@
        is timed as one copy of all its bytes.
      Allocations: cudaMalloc, cudaMallocAsync (MEMOBS_MEM_DEVICE, with the
        device of the current context or of the stream, and the stream),
+       cudaMallocFromPoolAsync (with the stream; the memory type and
+       device from the pointer's attributes after the call, not from the
+       stream: a host-located pool, CUDA 12.2+, gives PINNED memory, a
+       peer device's pool that device's DEVICE memory),
        cudaMallocManaged (MANAGED), cudaMallocHost, cudaHostAlloc,
        cudaHostRegister (PINNED) go into the allocation tracker; cudaFree,
        cudaFreeAsync, cudaFreeHost, cudaHostUnregister take them out. A
@@ -146,8 +150,20 @@
      graphs it does not know (memobs_cuda_get_graph_stats().unknown_launches
      counts those) are not counted. At most MEMOBS_CUDA_MAX_GRAPHS graphs
      and as many executable graphs are remembered (more: warned once, not
-     counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once (the
-     oldest is dropped, counted).
+     counted), and MEMOBS_CUDA_MAX_CAPTURES captures open at once.
+     A capture is remembered by its stream from its beginning (the
+     per-thread default stream: the calling thread's own;
+     memobs_cudaStreamBeginCapture notes the stream and the capture's id;
+     a new capture on that stream replaces what memobs had of it). The
+     driver's capture id is used only while the capture is active (cuda.h:
+     the other outputs of cuStreamGetCaptureInfo are valid only then); an
+     invalidated capture is found by its stream, so ending it through the
+     wrapper forgets it and it never fills the table. A capture begun
+     outside the wrappers is known by the stream of its first copy. When
+     the table is full, a capture that is over (its stream, asked, no
+     longer captures it: ended outside the wrappers) makes room; one still
+     open is never dropped: the new capture is then not remembered
+     (memobs_cuda_get_graph_stats().dropped counts it).
      Every other CUDA call memobs makes on its own (event create, record,
      query, elapsed time, memory info, pointer attributes, contexts) goes
      through the driver API in the thread's relaxed capture interaction
@@ -173,12 +189,26 @@
      so once.
 
    CONTEXTS
-     memobs never creates a CUDA context: it reads memory figures of a
+     memobs never keeps a CUDA context alive: it reads memory figures of a
      device only while that device's primary context is active (or the
-     context current on the thread is that device's); for a device this
-     process has not used, memobs_cuda_get_mem_info() returns
-     MEMOBS_ERR_INVALID quietly and memobs_cuda_print_mem() says "not
-     used". Events are made in the stream's own context.
+     context current on the thread is that device's), holding it with
+     cuDevicePrimaryCtxRetain while it reads; for a device this process
+     has not used, memobs_cuda_get_mem_info() returns MEMOBS_ERR_INVALID
+     quietly and memobs_cuda_print_mem() says "not used". The last holder
+     may release the context between memobs' look at its state and its
+     retain, which then makes a new one: memobs' release destroys it
+     again, and the state asked after that release (inactive: memobs' hold
+     was the only one) makes the device "not used" rather than figures of
+     a context the program never made.
+     Events are made in the stream's own context. Contexts are known by
+     address and id (cuCtxGetId, CUDA 12.0+): after cuCtxDestroy,
+     cuDevicePrimaryCtxReset or cudaDeviceReset a new context may come at
+     the same address, of another device; memobs tells it by its id, so
+     its allocations go to its own device, and memobs' events of the dead
+     context are forgotten, never used (its timed copies in flight become
+     untimed, its pending frees settle) once memobs sees the new one. With
+     a driver older than 12.0 (no cuCtxGetId) the address alone is the
+     key, as before.
      memobs_cudaDeviceReset() drops memobs' events of the device's context
      before the reset (timed copies in flight there become untimed,
      pending frees settle) and, when the reset succeeds, takes the
@@ -230,7 +260,11 @@
      a unit built with nvcc --default-stream per-thread (or
      CUDA_API_PER_THREAD_DEFAULT_STREAM), the legacy stream otherwise.
      memobs' own calls get that stream by its explicit handle
-     (cudaStreamPerThread or cudaStreamLegacy).
+     (cudaStreamPerThread or cudaStreamLegacy). The calls the runtime
+     header does not remap keep the legacy stream in a per-thread build,
+     and so does memobs for them: cudaMemcpyPeer and cudaMemcpyPeerAsync
+     (stream 0 there is the legacy stream; libcudart has no
+     cudaMemcpyPeerAsync_ptsz), as the LD_PRELOAD library does.
 
    NVTX RANGES (Nsight Systems)
      Where the implementation is built and the CUDA Toolkit's header-only
@@ -254,7 +288,7 @@
      MEMOBS_CUDA_MAX_TIMED    implementation only. Timed copies in flight,
                               default 4096 (32 bytes and two events each).
      MEMOBS_CUDA_MAX_GRAPHS   implementation only. Graphs, and executable
-                              graphs, remembered; default 1024 (56 bytes
+                              graphs, remembered; default 1024 (64 bytes
                               each, allocated at the first use).
      MEMOBS_CUDA_MAX_CAPTURES implementation only. Capture sequences open
                               at once; default 64.
@@ -316,7 +350,8 @@ MEMOBS_API cudaError_t memobs_cudaFreeHost(void *ptr);
 MEMOBS_API cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags);
 MEMOBS_API cudaError_t memobs_cudaHostUnregister(void *ptr);
-/* memobs_cudaMallocAsync, memobs_cudaFreeAsync: inline, below. */
+/* memobs_cudaMallocAsync, memobs_cudaMallocFromPoolAsync, memobs_cudaFreeAsync:
+   inline, below. */
 
 /* ======================================================================== */
 /* Memory outside memobs, out-of-memory reports, checks                     */
@@ -426,6 +461,7 @@ MEMOBS_API int memobs_cuda_get_vmm_stats(memobs_cuda_vmm_stats_t *out);
 typedef struct {
     void *ev[2];                /* start and end event (CUevent) when timed on the device */
     void *ctx;                  /* their context */
+    unsigned long long ctx_id;  /* its id (cuCtxGetId; 0 where the driver lacks it) */
     cudaStream_t stream;        /* with stream 0 resolved */
     unsigned long long capture; /* the capture sequence the copy went into; 0: none */
     uint64_t bytes, t0;         /* t0: host clock before a synchronous copy */
@@ -467,6 +503,12 @@ MEMOBS_API int memobs_cuda__free_pre(const void *p);
 MEMOBS_API cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked);
 MEMOBS_API cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int marked, cudaStream_t stream);
 MEMOBS_API cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size, cudaStream_t stream);
+/* An allocation from a memory pool (cudaMallocFromPoolAsync,
+   cuMemAllocFromPoolAsync: call names it): its memory type and device from
+   the pointer's attributes (a host-located pool gives pinned memory, a
+   peer's pool that peer's), not from the stream. */
+MEMOBS_API cudaError_t memobs_cuda__pool_alloc_post(cudaError_t rc, const char *call, void **p, size_t size,
+                                                    cudaStream_t stream);
 MEMOBS_API unsigned long long memobs_cuda__capture_id(cudaStream_t stream);
 MEMOBS_API cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream);
 MEMOBS_API cudaError_t memobs_cuda__capture_ended(cudaError_t rc, unsigned long long id, const cudaGraph_t *graph);
@@ -544,10 +586,13 @@ static inline cudaError_t memobs_cudaMemcpyPeer(void *dst, int dstDevice, const 
     return memobs_cuda__copy_post(&op, cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count));
 }
 
+/* cuda_runtime_api.h maps no peer copy but cudaMemcpy3DPeer(Async) to a
+   per-thread entry point (libcudart exports no cudaMemcpyPeerAsync_ptsz):
+   stream 0 here is the legacy stream in every build. */
 static inline cudaError_t memobs_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                                      size_t count, cudaStream_t stream) {
     memobs_cuda__op_t op;
-    memobs_cuda__copy_pre(&op, dst, src, count, cudaMemcpyDeviceToDevice, MEMOBS_CUDA__STREAM(stream), 1);
+    memobs_cuda__copy_pre(&op, dst, src, count, cudaMemcpyDeviceToDevice, stream ? stream : cudaStreamLegacy, 1);
     return memobs_cuda__copy_post(&op, cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream));
 }
 
@@ -685,6 +730,14 @@ static inline cudaError_t memobs_cudaMemcpy3DBatchAsync(size_t numOps, struct cu
 static inline cudaError_t memobs_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
     return memobs_cuda__malloc_async_post(cudaMallocAsync(devPtr, size, hStream), devPtr, size,
                                           MEMOBS_CUDA__STREAM(hStream));
+}
+
+/* From a pool: device memory of the pool's device, or pinned host memory
+   of a host-located pool (CUDA 12.2+), as the pointer's attributes say. */
+static inline cudaError_t memobs_cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                         cudaStream_t stream) {
+    return memobs_cuda__pool_alloc_post(cudaMallocFromPoolAsync(ptr, size, memPool, stream),
+                                        "cudaMallocFromPoolAsync", ptr, size, MEMOBS_CUDA__STREAM(stream));
 }
 
 /* The block stays tracked, pending, until an event recorded on its stream
@@ -888,6 +941,7 @@ extern "C" {
     X(ctx_push, "cuCtxPushCurrent_v2", (void *ctx))                                                          \
     X(ctx_pop, "cuCtxPopCurrent_v2", (void **ctx))                                                           \
     X(ctx_device, "cuCtxGetDevice", (int *device))                                                           \
+    X(ctx_id, "cuCtxGetId", (void *ctx, unsigned long long *id))                                             \
     X(stream_ctx, "cuStreamGetCtx", (cudaStream_t s, void **ctx))                                            \
     X(capture2, "cuStreamGetCaptureInfo_v2",                                                                 \
       (cudaStream_t s, int *status, unsigned long long *id, void **graph, const void **deps, size_t *ndeps)) \
@@ -914,9 +968,12 @@ extern "C" {
 #define MEMOBS_CUDA__NOT_READY 600     /* CUDA_ERROR_NOT_READY */
 #define MEMOBS_CUDA__RELAXED 2         /* CU_STREAM_CAPTURE_MODE_RELAXED */
 #define MEMOBS_CUDA__CAPTURING 1       /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+#define MEMOBS_CUDA__INVALIDATED 2     /* CU_STREAM_CAPTURE_STATUS_INVALIDATED */
 #define MEMOBS_CUDA__ATTR_TYPE 2       /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
 #define MEMOBS_CUDA__ATTR_MANAGED 8    /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
 #define MEMOBS_CUDA__MEM_DEVICE 2      /* CU_MEMORYTYPE_DEVICE */
+#define MEMOBS_CUDA__MEM_HOST 1        /* CU_MEMORYTYPE_HOST */
+#define MEMOBS_CUDA__ATTR_ORDINAL 9    /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
 
 #if !defined(MEMOBS_DISABLE)
 extern void *memobs_cuda_driver_symbol(const char *name) __attribute__((weak));
@@ -964,7 +1021,8 @@ static int memobs_cuda__drv(void) {
 
 typedef struct {
     cudaEvent_t start, end;
-    void *ctx; /* events belong to the context they were made in */
+    void *ctx;                 /* events belong to the context they were made in, */
+    unsigned long long ctx_id; /* its id: a context at the same address later is another */
 } memobs_cuda__pair_t;
 
 typedef struct {
@@ -985,6 +1043,7 @@ typedef struct {
 typedef struct {
     unsigned long long key; /* capture id, or the graph / executable handle */
     memobs_cuda__moves_t m;
+    cudaStream_t stream;    /* a capture: the stream it began on (or its first copy's); graphs: NULL */
 } memobs_cuda__gent_t;
 typedef struct {
     memobs_cuda__gent_t *e;
@@ -1008,8 +1067,9 @@ static struct {
     memobs__u64_t untimed;
     struct {
         void *ctx;
+        unsigned long long id;   /* cuCtxGetId (0 where the driver lacks it: the address alone) */
         int device;
-    } ctxs[MEMOBS_CUDA__CTXS];   /* context -> device */
+    } ctxs[MEMOBS_CUDA__CTXS];   /* context -> device, oldest first */
     uint32_t nctx;
     /* exit and fork (see memobs_cuda__exit_stop) */
     memobs__u32_t stop;          /* MEMOBS_CUDA__STOP_*: memobs makes no CUDA call any more; 0 while it may */
@@ -1187,15 +1247,82 @@ static int memobs_cuda__on(void) {
 /* Private: contexts                                                        */
 /* ======================================================================== */
 
-/* The device of a context (-1 if the driver cannot say); remembered. */
+/* Contexts are known by address and id: after cuCtxDestroy,
+   cuDevicePrimaryCtxReset or cudaDeviceReset a new context (of any
+   device) may get the old one's address, never its id (cuCtxGetId, CUDA
+   12.0: unique for the life of the process). Where the driver lacks
+   cuCtxGetId the id is 0 and the address alone is the key. */
+
+/* In a section. 1 and *id (0 without cuCtxGetId); 0 when the driver would
+   not say (a destroyed context). */
+static int memobs_cuda__ctx_key(void *ctx, unsigned long long *id) {
+    *id = 0;
+    return !memobs_cuda__d.ctx_id || memobs_cuda__d.ctx_id(ctx, id) == 0;
+}
+
+/* Caller holds tlock. memobs' events of context ctx (with dead_only: of
+   its earlier incarnations, ids other than live) are forgotten, never
+   used again: pooled pairs leave the pool, timed copies in flight become
+   untimed, pending frees settle. Forgotten, not destroyed: a dead
+   context's events are invalid handles. */
+static void memobs_cuda__drop_ctx_locked(void *ctx, int dead_only, unsigned long long live) {
+    uint32_t i, k;
+#define MEMOBS_CUDA__DOOMED(p) ((p).ctx == ctx && (!dead_only || (p).ctx_id != live))
+    if (!memobs_cuda__g.queue) return;
+    for (i = k = 0; i < memobs_cuda__g.npool; i++)
+        if (!MEMOBS_CUDA__DOOMED(memobs_cuda__g.pool[i])) memobs_cuda__g.pool[k++] = memobs_cuda__g.pool[i];
+    memobs_cuda__g.created -= memobs_cuda__g.npool - k;
+    memobs_cuda__g.npool = k;
+    /* the rings, compacted in order */
+    for (i = k = 0; i < memobs_cuda__g.n; i++) {
+        memobs_cuda__timed_t e = memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED];
+        if (MEMOBS_CUDA__DOOMED(e.ev)) {
+            MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
+            memobs_timed_in_flight(-1, -(int64_t)e.bytes);
+            memobs_cuda__g.created--;
+        } else {
+            memobs_cuda__g.queue[(memobs_cuda__g.head + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+        }
+    }
+    memobs_cuda__g.n = k;
+    for (i = k = 0; i < memobs_cuda__g.fn; i++) {
+        memobs_cuda__pfree_t e = memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED];
+        if (MEMOBS_CUDA__DOOMED(e.ev)) {
+            memobs_track_free_settled(e.ptr);
+            memobs_cuda__g.created--;
+        } else {
+            memobs_cuda__g.frees[(memobs_cuda__g.fhead + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
+        }
+    }
+    memobs_cuda__g.fn = k;
+#undef MEMOBS_CUDA__DOOMED
+}
+
+/* The device of a context (-1 if the driver cannot say); remembered by
+   address and id. A remembered context at the same address with another
+   id is dead: forgotten, and memobs' events of it with it. */
 static int memobs_cuda__ctx_device(void *ctx) {
-    int d = -1;
+    int d = -1, keyed;
     uint32_t i;
+    unsigned long long id = 0;
     void *top = NULL;
-    if (!ctx) return -1;
+    if (!ctx || !memobs_cuda__in()) return -1;
+    keyed = memobs_cuda__ctx_key(ctx, &id);
+    memobs_cuda__out();
+    if (!keyed) return -1;
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    for (i = 0; i < memobs_cuda__g.nctx; i++)
-        if (memobs_cuda__g.ctxs[i].ctx == ctx) d = memobs_cuda__g.ctxs[i].device;
+    for (i = 0; i < memobs_cuda__g.nctx; i++) {
+        if (memobs_cuda__g.ctxs[i].ctx != ctx) continue;
+        if (memobs_cuda__g.ctxs[i].id == id) {
+            d = memobs_cuda__g.ctxs[i].device;
+            break;
+        }
+        memobs_cuda__drop_ctx_locked(ctx, 1, id);
+        memmove(&memobs_cuda__g.ctxs[i], &memobs_cuda__g.ctxs[i + 1],
+                (memobs_cuda__g.nctx - i - 1) * sizeof memobs_cuda__g.ctxs[0]);
+        memobs_cuda__g.nctx--;
+        break;
+    }
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (d >= 0) return d;
     if (!memobs_cuda__in()) return -1;
@@ -1207,10 +1334,13 @@ static int memobs_cuda__ctx_device(void *ctx) {
     memobs_cuda__out();
     if (d < 0) return -1;
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (memobs_cuda__g.nctx < MEMOBS_CUDA__CTXS) {
-        memobs_cuda__g.ctxs[memobs_cuda__g.nctx].ctx = ctx;
-        memobs_cuda__g.ctxs[memobs_cuda__g.nctx++].device = d;
+    if (memobs_cuda__g.nctx == MEMOBS_CUDA__CTXS) { /* the oldest goes */
+        memmove(&memobs_cuda__g.ctxs[0], &memobs_cuda__g.ctxs[1], (MEMOBS_CUDA__CTXS - 1) * sizeof memobs_cuda__g.ctxs[0]);
+        memobs_cuda__g.nctx--;
     }
+    memobs_cuda__g.ctxs[memobs_cuda__g.nctx].ctx = ctx;
+    memobs_cuda__g.ctxs[memobs_cuda__g.nctx].id = id;
+    memobs_cuda__g.ctxs[memobs_cuda__g.nctx++].device = d;
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     return d;
 }
@@ -1237,27 +1367,57 @@ static int memobs_cuda__cur_device(void) {
     return d < 0 ? 0 : d;
 }
 
-/* 1 and *id when the stream is capturing, 0 when not, -1 when the driver
-   will not say (the legacy stream while another stream captures:
-   touching it would break that capture) or the capture was invalidated. */
-static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
+/* The capture status of a stream (CU_STREAM_CAPTURE_STATUS_*: 0 none, 1
+   active, 2 invalidated) and, when active only, *id: cuda.h says the
+   other outputs are valid only then (an invalidated capture's id is not
+   its id). -1 when the driver will not say (the legacy stream while
+   another stream captures: touching it would break that capture); 0 when
+   memobs makes no CUDA call (stopped: counted at issue). */
+static int memobs_cuda__capture_state(cudaStream_t s, unsigned long long *id) {
     int st = 0, r;
     unsigned long long i = 0;
-    if (!memobs_cuda__drv() || !memobs_cuda__in()) return 0; /* stopped: counted at issue */
+    if (!memobs_cuda__drv() || !memobs_cuda__in()) return 0;
     r = memobs_cuda__d.capture2 ? memobs_cuda__d.capture2(s, &st, &i, NULL, NULL, NULL)
                                 : memobs_cuda__d.capture1(s, &st, &i);
     memobs_cuda__out();
     if (r != 0) return -1;
     memobs_cuda__answered();
-    if (st != 0) *id = i; /* an invalidated capture keeps its id */
+    if (st == MEMOBS_CUDA__CAPTURING) *id = i;
+    return st;
+}
+
+/* 1 and *id when the stream is capturing, 0 when not, -1 when the driver
+   will not say or the capture was invalidated. */
+static int memobs_cuda__capturing(cudaStream_t s, unsigned long long *id) {
+    int st = memobs_cuda__capture_state(s, id);
     return st == MEMOBS_CUDA__CAPTURING ? 1 : st == 0 ? 0 : -1;
 }
 
-/* The capture sequence of a stream, active or invalidated; 0: none. */
+static unsigned long long memobs_cuda__stream_capture(cudaStream_t stream, int forget);
+
+/* The key a capture is remembered by: the stream handle, except the
+   per-thread default stream's handle, which names another stream in each
+   thread: that of the calling thread is told apart by the address of a
+   thread-local variable (tagged with the low bit, which no stream has). */
+static __thread char memobs_cuda__pts_tag;
+static cudaStream_t memobs_cuda__stream_key(cudaStream_t s) {
+    return s == cudaStreamPerThread ? (cudaStream_t)((uintptr_t)&memobs_cuda__pts_tag | 1u) : s;
+}
+static int memobs_cuda__pts_key(cudaStream_t k) { return ((uintptr_t)k & 1u) && k != cudaStreamLegacy; }
+
+/* The capture sequence of a stream, for an end of capture or a launch: an
+   active capture's id; an invalidated capture's from what memobs
+   remembered of that stream at its beginning; 0: none (a capture memobs
+   remembers of a stream that no longer captures is over: forgotten). */
 unsigned long long memobs_cuda__capture_id(cudaStream_t stream) {
     unsigned long long id = 0;
-    if (!memobs_cuda__on() || memobs_cuda__capturing(stream, &id) == 0) return 0;
-    return id;
+    int st;
+    if (!memobs_cuda__on()) return 0;
+    st = memobs_cuda__capture_state(stream, &id);
+    if (st == MEMOBS_CUDA__CAPTURING) return id;
+    if (st == MEMOBS_CUDA__INVALIDATED) return memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 0);
+    if (st == 0) (void)memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 1);
+    return 0;
 }
 
 /* ======================================================================== */
@@ -1333,8 +1493,9 @@ static void memobs_cuda__poll_hook(void) { (void)memobs_cuda_poll(); }
 static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
     uint32_t i;
     void *top = NULL;
+    unsigned long long id = 0;
     int ok;
-    if (!ctx) return 0;
+    if (!ctx || !memobs_cuda__ctx_key(ctx, &id)) return 0;
     if (!memobs_cuda__g.queue) {
         memobs_cuda__g.queue = (memobs_cuda__timed_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__timed_t));
         memobs_cuda__g.pool = (memobs_cuda__pair_t *)MEMOBS_MALLOC(MEMOBS_CUDA_MAX_TIMED * sizeof(memobs_cuda__pair_t));
@@ -1349,9 +1510,10 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
             return 0;
         }
     }
+    memobs_cuda__drop_ctx_locked(ctx, 1, id); /* events of a dead context at this address: never used */
     (void)memobs_cuda__poll_locked(0);
     for (i = memobs_cuda__g.npool; i-- > 0;) {
-        if (memobs_cuda__g.pool[i].ctx != ctx) continue;
+        if (memobs_cuda__g.pool[i].ctx != ctx || memobs_cuda__g.pool[i].ctx_id != id) continue;
         *ev = memobs_cuda__g.pool[i];
         memobs_cuda__g.pool[i] = memobs_cuda__g.pool[--memobs_cuda__g.npool];
         return 1;
@@ -1365,6 +1527,7 @@ static int memobs_cuda__pair_get(memobs_cuda__pair_t *ev, void *ctx) {
     (void)memobs_cuda__d.ctx_pop(&top);
     if (!ok) return 0;
     ev->ctx = ctx;
+    ev->ctx_id = id;
     memobs_cuda__g.created++;
     return 1;
 }
@@ -1514,8 +1677,26 @@ static memobs_cuda__gent_t *memobs_cuda__gfind(memobs_cuda__gtab_t *t, unsigned 
     return NULL;
 }
 
+/* Caller holds glock, the captures' table full. Takes out the oldest
+   capture that is over (its stream no longer captures it: ended or
+   invalidated outside the wrappers); 0 when every one is still open (or
+   cannot be asked from here: a thread's per-thread default stream). */
+static int memobs_cuda__cap_evict(memobs_cuda__gtab_t *t) {
+    uint32_t i;
+    for (i = 0; i < t->n; i++) {
+        unsigned long long id = 0;
+        if (memobs_cuda__pts_key(t->e[i].stream)) continue; /* a thread's own: not asked from here */
+        if (memobs_cuda__capture_state(t->e[i].stream, &id) == MEMOBS_CUDA__CAPTURING && id == t->e[i].key) continue;
+        memmove(t->e + i, t->e + i + 1, (t->n - i - 1) * sizeof *t->e);
+        t->n--;
+        return 1;
+    }
+    return 0;
+}
+
 /* Caller holds glock. A new entry of key (zero moves), or NULL when the
-   table is full: captures drop their oldest, graphs are not remembered. */
+   table is full: a capture takes the place of one that is over (never of
+   one still open), graphs are not remembered. */
 static memobs_cuda__gent_t *memobs_cuda__gadd(memobs_cuda__gtab_t *t, unsigned long long key, uint32_t max) {
     memobs_cuda__gent_t *e = memobs_cuda__gfind(t, key);
     if (e) return e;
@@ -1524,18 +1705,14 @@ static memobs_cuda__gent_t *memobs_cuda__gadd(memobs_cuda__gtab_t *t, unsigned l
         if (!t->e) return NULL;
         t->cap = max;
     }
-    if (t->n == t->cap) {
+    if (t->n == t->cap && (t != &memobs_cuda__g.caps || !memobs_cuda__cap_evict(t))) {
         memobs_cuda__g.gst.dropped++;
-        if (t != &memobs_cuda__g.caps) {
-            if (!memobs_cuda__g.graphs_full_warned) {
-                memobs_cuda__g.graphs_full_warned = 1;
-                memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_GRAPHS=%u graphs; the copies of further "
-                            "graphs are not counted", (unsigned)max);
-            }
-            return NULL;
+        if (t != &memobs_cuda__g.caps && !memobs_cuda__g.graphs_full_warned) {
+            memobs_cuda__g.graphs_full_warned = 1;
+            memobs__log(MEMOBS_LOG_WARN, "more than MEMOBS_CUDA_MAX_GRAPHS=%u graphs; the copies of further "
+                        "graphs are not counted", (unsigned)max);
         }
-        memmove(t->e, t->e + 1, (t->n - 1) * sizeof *t->e); /* the oldest capture goes */
-        t->n--;
+        return NULL;
     }
     e = &t->e[t->n++];
     memset(e, 0, sizeof *e);
@@ -1543,16 +1720,37 @@ static memobs_cuda__gent_t *memobs_cuda__gadd(memobs_cuda__gtab_t *t, unsigned l
     return e;
 }
 
+/* The id of the capture memobs remembers for stream (0: none); with
+   forget, that capture is forgotten (it is over). */
+static unsigned long long memobs_cuda__stream_capture(cudaStream_t stream, int forget) {
+    unsigned long long id = 0;
+    uint32_t i;
+    memobs_cuda__gtab_t *t = &memobs_cuda__g.caps;
+    pthread_mutex_lock(&memobs_cuda__g.glock);
+    for (i = t->n; i-- > 0;)
+        if (t->e[i].stream == stream) {
+            id = t->e[i].key;
+            if (forget) {
+                memmove(t->e + i, t->e + i + 1, (t->n - i - 1) * sizeof *t->e);
+                t->n--;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&memobs_cuda__g.glock);
+    return id;
+}
+
 static void memobs_cuda__gdel(memobs_cuda__gtab_t *t, memobs_cuda__gent_t *e) {
     *e = t->e[--t->n];
 }
 
-/* n copies of dir went into capture id. */
-static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes, uint64_t n) {
+/* n copies of dir went into capture id, on stream. */
+static void memobs_cuda__captured(unsigned long long id, cudaStream_t stream, int dir, uint64_t bytes, uint64_t n) {
     memobs_cuda__gent_t *e;
     pthread_mutex_lock(&memobs_cuda__g.glock);
     e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
     if (e) {
+        if (!e->stream) e->stream = memobs_cuda__stream_key(stream); /* begun outside the wrappers: its first copy's */
         e->m.bytes[dir] += bytes;
         e->m.n[dir] += n;
     }
@@ -1561,12 +1759,18 @@ static void memobs_cuda__captured(unsigned long long id, int dir, uint64_t bytes
     pthread_mutex_unlock(&memobs_cuda__g.glock);
 }
 
+/* A capture is remembered by its stream from its beginning: a new one on
+   a stream replaces what memobs remembered of that stream (that capture is
+   over, ended outside the wrappers). */
 cudaError_t memobs_cuda__capture_begun(cudaError_t rc, cudaStream_t stream) {
     unsigned long long id = 0;
+    memobs_cuda__gent_t *e;
     memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !memobs_cuda__on() || memobs_cuda__capturing(stream, &id) <= 0) return rc;
+    (void)memobs_cuda__stream_capture(memobs_cuda__stream_key(stream), 1);
     pthread_mutex_lock(&memobs_cuda__g.glock);
-    (void)memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES);
+    if ((e = memobs_cuda__gadd(&memobs_cuda__g.caps, id, MEMOBS_CUDA_MAX_CAPTURES)) != NULL)
+        e->stream = memobs_cuda__stream_key(stream);
     pthread_mutex_unlock(&memobs_cuda__g.glock);
     return rc;
 }
@@ -1745,6 +1949,7 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     op->ev[0] = (void *)ev.start;
     op->ev[1] = (void *)ev.end;
     op->ctx = ctx;
+    op->ctx_id = ev.ctx_id;
 }
 
 cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
@@ -1757,6 +1962,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
         ev.start = (cudaEvent_t)op->ev[0];
         ev.end = (cudaEvent_t)op->ev[1];
         ev.ctx = op->ctx;
+        ev.ctx_id = op->ctx_id;
         /* the first thing after the copy call */
         recorded = rc == cudaSuccess && MEMOBS_CUDA__CALL(event_record, (ev.end, op->stream)) == 0;
     }
@@ -1769,7 +1975,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
         return rc;
     }
     if (op->capture) {
-        memobs_cuda__captured(op->capture, op->dir, op->bytes, op->n);
+        memobs_cuda__captured(op->capture, op->stream, op->dir, op->bytes, op->n);
         return rc;
     }
     phase = memobs__tls.phase;
@@ -1940,7 +2146,16 @@ static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_
             (void)memobs_cuda__d.ctx_pop(&top);
         }
     }
-    if (retained) (void)memobs_cuda__d.primary_release(dev);
+    if (retained) {
+        /* Between the state (active) and the retain the last holder may have
+           released the context, and the retain then made a new one: memobs'
+           release undoes it (the last release destroys a primary context),
+           and if the context is inactive now, memobs' retain was its only
+           hold: the program has none on this device, so the figures (of a
+           context memobs made) are not kept. */
+        (void)memobs_cuda__d.primary_release(dev);
+        if (memobs_cuda__d.primary_state(dev, &flags, &active) == 0 && !active) rc = -2;
+    }
     memobs_cuda__unrelax(m);
     if (rc == 0 && free_b > total_b) {
         rc = -1;
@@ -2091,6 +2306,30 @@ cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size
                                   MEMOBS_MEM_DEVICE, device < 0 ? 0 : device, (const void *)stream);
 }
 
+cudaError_t memobs_cuda__pool_alloc_post(cudaError_t rc, const char *call, void **p, size_t size,
+                                         cudaStream_t stream) {
+    unsigned long long id = 0;
+    int attrs[2] = {MEMOBS_CUDA__ATTR_TYPE, MEMOBS_CUDA__ATTR_ORDINAL};
+    unsigned type = 0;
+    int ordinal = -1, device, m;
+    void *data[2];
+    memobs_cuda__seen((int)rc);
+    if (!memobs_cuda__on() || (rc != cudaSuccess && rc != cudaErrorMemoryAllocation)) return rc;
+    if (rc == cudaSuccess && memobs_cuda__capturing(stream, &id) > 0) return rc; /* a graph memory node */
+    device = memobs_cuda__ctx_device(memobs_cuda__stream_ctx(stream)); /* what a failure is reported against */
+    if (rc == cudaSuccess && p && *p && memobs_cuda__drv() && memobs_cuda__relax(&m)) {
+        data[0] = &type;
+        data[1] = &ordinal;
+        if (memobs_cuda__d.ptr_attrs(2, attrs, data, (unsigned long long)(uintptr_t)*p) != 0) type = 0;
+        memobs_cuda__unrelax(m);
+        if (type == MEMOBS_CUDA__MEM_HOST)
+            return memobs_cuda__allocated(rc, call, *p, size, MEMOBS_MEM_PINNED, -1, (const void *)stream);
+        if (type == MEMOBS_CUDA__MEM_DEVICE && ordinal >= 0) device = ordinal;
+    }
+    return memobs_cuda__allocated(rc, call, rc == cudaSuccess && p ? *p : NULL, size, MEMOBS_MEM_DEVICE,
+                                  device < 0 ? 0 : device, (const void *)stream);
+}
+
 cudaError_t memobs_cudaMalloc(void **devPtr, size_t size) {
     cudaError_t rc = cudaMalloc(devPtr, size);
     if (rc != cudaSuccess && rc != cudaErrorMemoryAllocation) return rc;
@@ -2146,37 +2385,10 @@ cudaError_t memobs_cudaHostUnregister(void *ptr) {
    its pairs leave the pool; the context is forgotten. Returns it. */
 void *memobs_cuda__reset_pre(void) {
     void *ctx;
-    uint32_t i, k;
     if (!memobs_cuda__on() || !(ctx = memobs_cuda__cur_ctx())) return NULL;
+    (void)memobs_cuda__ctx_device(ctx); /* remembered while it can be asked: reset_post needs it */
     pthread_mutex_lock(&memobs_cuda__g.tlock);
-    if (memobs_cuda__g.queue) {
-        for (i = k = 0; i < memobs_cuda__g.npool; i++)
-            if (memobs_cuda__g.pool[i].ctx != ctx) memobs_cuda__g.pool[k++] = memobs_cuda__g.pool[i];
-        memobs_cuda__g.created -= memobs_cuda__g.npool - k;
-        memobs_cuda__g.npool = k;
-        /* the rings, compacted in order */
-        for (i = k = 0; i < memobs_cuda__g.n; i++) {
-            memobs_cuda__timed_t e = memobs_cuda__g.queue[(memobs_cuda__g.head + i) % MEMOBS_CUDA_MAX_TIMED];
-            if (e.ev.ctx == ctx) {
-                MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
-                memobs_timed_in_flight(-1, -(int64_t)e.bytes);
-                memobs_cuda__g.created--;
-            } else {
-                memobs_cuda__g.queue[(memobs_cuda__g.head + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
-            }
-        }
-        memobs_cuda__g.n = k;
-        for (i = k = 0; i < memobs_cuda__g.fn; i++) {
-            memobs_cuda__pfree_t e = memobs_cuda__g.frees[(memobs_cuda__g.fhead + i) % MEMOBS_CUDA_MAX_TIMED];
-            if (e.ev.ctx == ctx) {
-                memobs_track_free_settled(e.ptr);
-                memobs_cuda__g.created--;
-            } else {
-                memobs_cuda__g.frees[(memobs_cuda__g.fhead + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
-            }
-        }
-        memobs_cuda__g.fn = k;
-    }
+    memobs_cuda__drop_ctx_locked(ctx, 0, 0);
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     return ctx;
 }
@@ -2190,10 +2402,11 @@ cudaError_t memobs_cuda__reset_post(cudaError_t rc, void *ctx) {
     int device;
     memobs_cuda__seen((int)rc);
     if (rc != cudaSuccess || !ctx) return rc;
-    device = memobs_cuda__ctx_device(ctx);
+    device = -1; /* the context is gone: its device as remembered by reset_pre */
     pthread_mutex_lock(&memobs_cuda__g.tlock);
     for (j = k = 0; j < memobs_cuda__g.nctx; j++)
-        if (memobs_cuda__g.ctxs[j].ctx != ctx) memobs_cuda__g.ctxs[k++] = memobs_cuda__g.ctxs[j];
+        if (memobs_cuda__g.ctxs[j].ctx == ctx) device = memobs_cuda__g.ctxs[j].device;
+        else memobs_cuda__g.ctxs[k++] = memobs_cuda__g.ctxs[j];
     memobs_cuda__g.nctx = k;
     pthread_mutex_unlock(&memobs_cuda__g.tlock);
     if (device < 0) return rc;

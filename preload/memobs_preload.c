@@ -727,13 +727,24 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStre
     MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocAsync_ptsz, real(dptr, bytesize, hStream), dptr, bytesize,
                               hStream ? hStream : cudaStreamPerThread)
 }
+/* From a pool: the memory type and device from the pointer's attributes
+   (a host-located pool's pinned memory, a peer's pool's device), not from
+   the stream. */
+#define MEMOBS_PL__CU_POOL_ALLOC(name, call, dptr, size, stream)                                            \
+    MEMOBS_PL__CU_GET(name);                                                                                 \
+    if (!memobs_pl__cu_begin()) return call;                                                                 \
+    {                                                                                                        \
+        CUresult rc = call;                                                                                  \
+        void *p = rc == CUDA_SUCCESS ? (void *)(uintptr_t)*(dptr) : NULL;                                    \
+        return memobs_pl__cu_end(memobs_cuda__pool_alloc_post((cudaError_t)rc, #name, &p, size, stream));    \
+    }
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocFromPoolAsync, real(dptr, bytesize, pool, hStream), dptr, bytesize,
-                              hStream ? hStream : cudaStreamLegacy)
+    MEMOBS_PL__CU_POOL_ALLOC(cuMemAllocFromPoolAsync, real(dptr, bytesize, pool, hStream), dptr, bytesize,
+                             hStream ? hStream : cudaStreamLegacy)
 }
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-    MEMOBS_PL__CU_ALLOC_ASYNC(cuMemAllocFromPoolAsync_ptsz, real(dptr, bytesize, pool, hStream), dptr, bytesize,
-                              hStream ? hStream : cudaStreamPerThread)
+    MEMOBS_PL__CU_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, real(dptr, bytesize, pool, hStream), dptr, bytesize,
+                             hStream ? hStream : cudaStreamPerThread)
 }
 CUresult cuMemFree_v2(CUdeviceptr dptr) { MEMOBS_PL__CU_FREE(cuMemFree_v2, dptr, real(dptr)) }
 CUresult cuMemFreeHost(void *p) { MEMOBS_PL__CU_FREE(cuMemFreeHost, p, real(p)) }

@@ -94,11 +94,17 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
     X(cuGetErrorName)                                                                                       \
     X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease) X(cuMemAddressReserve) X(cuMemAddressFree) \
     X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) /* virtual memory management: its section, at the end */       \
-    DBL_FUNCS_ENTRY(X)
+    DBL_FUNCS_ENTRY(X) DBL_FUNCS_CTX_POOL(X)
 /* Driver memory and entry points (their section, near the end). */
 #define DBL_FUNCS_ENTRY(X)                                                                                  \
     X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)            \
     X(cuGetProcAddress) X(cuGetProcAddress_v2) X(cudaGetDriverEntryPoint) X(cudaMallocPitch)
+/* Created contexts, their ids, primary context reset, pools with a
+   location (the section "Contexts created and destroyed, pools" below). */
+#define DBL_FUNCS_CTX_POOL(X)                                                                               \
+    X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxGetId) X(cuDevicePrimaryCtxReset_v2) X(cuMemPoolCreate)     \
+    X(cuMemPoolDestroy) X(cuMemAllocFromPoolAsync) X(cudaMemPoolCreate) X(cudaMemPoolDestroy)               \
+    X(cudaMallocFromPoolAsync)
 
 #define DBL_ENUM(n) F_##n,
 #define DBL_NAME(n) #n,
@@ -195,6 +201,8 @@ struct CUevent_st {
     int captured;    /* last recorded in a capturing stream */
     capture_t *capture;
     unsigned rec_ver; /* rec_stream's cap_ver at the captured record */
+    struct CUctx_st *ctx; /* the context current at its creation (NULL: none) ... */
+    unsigned ctx_inc;     /* ... and that context's incarnation */
     struct CUevent_st *next;
 };
 
@@ -228,15 +236,19 @@ struct CUgraphExec_st {
 struct CUctx_st {
     int device;
     int active;
-    unsigned inc; /* incarnation: changes at every activation */
+    unsigned inc; /* incarnation: changes at every activation; also the context's id (cuCtxGetId) */
     long retains; /* cuDevicePrimaryCtxRetain minus releases */
     int created;  /* activations since cudadbl_reset */
+    int rt_held;  /* the runtime holds it (it activated it, or used it since); see cuDevicePrimaryCtxRelease_v2 */
+    int user;     /* made by cuCtxCreate (not a primary context) */
 };
 
 typedef struct {
     struct CUctx_st *ctx;
     unsigned inc;
 } ctxref_t;
+#define DBL_POOLED 0x80000000u /* alloc_t.flags of a block from a memory pool */
+static void ctx_pool_reset(void); /* below */
 #define DBL_STACK_MAX 16
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -269,6 +281,9 @@ static unsigned long g_ntid; /* thread ids handed out (never reset) */
 static unsigned long long g_seq; /* op numbers handed out */
 static unsigned long long g_capture_id; /* capture ids handed out (never reset: never reused) */
 static int g_invalidated;
+static unsigned long long g_bad_id; /* ids handed out for invalidated captures (no capture's) */
+static long g_dead_uses;              /* driver calls given an event of a destroyed context */
+static int g_release_at_retain[CUDADBL_MAX_DEVICES]; /* cudadbl_release_at_retain */
 static long g_hazards, g_launches, g_graph_bytes;
 /* Process facts, never reset (CUDA cannot be un-initialized nor its
    teardown undone). */
@@ -372,6 +387,7 @@ static cudaError_t need_context(void) {
     t_cur = t_dev;
     if (!valid_device(t_dev)) return cudaErrorInvalidDevice;
     activate(t_dev);
+    g_ctx[t_dev].rt_held = 1; /* the runtime retains the primary context it uses */
     t_bound.ctx = &g_ctx[t_dev];
     t_bound.inc = g_ctx[t_dev].inc;
     return cudaSuccess;
@@ -1333,7 +1349,7 @@ cudaError_t cudaFreeHost(void *ptr) {
     if (e == cudaSuccess) e = unsafe_check();
     if (e == cudaSuccess && ptr) {
         alloc_t *a = find_base(ptr);
-        if (!a || a->kind != CUDADBL_PINNED) e = cudaErrorInvalidValue;
+        if (!a || a->kind != CUDADBL_PINNED || (a->flags & DBL_POOLED)) e = cudaErrorInvalidValue;
         else {
             c.bytes = a->size;
             release_alloc(a, 1);
@@ -1387,7 +1403,8 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
     if (e == cudaSuccess) e = legacy_check(s, 1);
     if (e == cudaSuccess && devPtr) {
         alloc_t *a = find_base(devPtr);
-        if (!a || a->pending_free || a->kind != CUDADBL_DEVICE) e = cudaErrorInvalidValue;
+        /* a block of a host-located pool is pinned memory freed stream-ordered */
+        if (!a || a->pending_free || (a->kind != CUDADBL_DEVICE && !(a->flags & DBL_POOLED))) e = cudaErrorInvalidValue;
         else if ((e = reserve_op(s)) == cudaSuccess) {
             op_t o = new_op(OP_FREE);
             c.bytes = a->size;
@@ -2135,6 +2152,7 @@ cudaError_t cudaSetDevice(int device) {
     if (e == cudaSuccess) {
         t_dev = device;
         activate(device); /* since CUDA 12 it initializes the primary context */
+        g_ctx[device].rt_held = 1;
         t_bound.ctx = &g_ctx[device];
         t_bound.inc = g_ctx[device].inc;
     }
@@ -2459,6 +2477,10 @@ static cudaError_t create_event(cudaEvent_t *event, unsigned flags) {
     if (!ev) return cudaErrorMemoryAllocation;
     ev->device = t_cur;
     ev->flags = flags;
+    if (cur_ref()) { /* events belong to the context they were made in */
+        ev->ctx = cur_ref()->ctx;
+        ev->ctx_inc = cur_ref()->inc;
+    }
     ev->next = g_events;
     g_events = ev;
     *event = ev;
@@ -2706,7 +2728,7 @@ static void reset_device(int d) {
         }
     reap_streams();
     for (ev = g_events; ev; ev = ev->next)
-        if (ev->device == d) {
+        if (ev->device == d && (!ev->ctx || !ev->ctx->user)) { /* a created context's events live on */
             detach_event(ev);
             ev->dead = 1;
         }
@@ -2732,6 +2754,7 @@ static void reset_device(int d) {
         }
     g_ctx[d].active = 0;
     g_ctx[d].retains = 0;
+    g_ctx[d].rt_held = 0;
 }
 
 cudaError_t cudaDeviceReset(void) {
@@ -2849,6 +2872,15 @@ static void capture_info(struct CUstream_st *s, int *status, unsigned long long 
                    : cap->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
     *id = cap ? cap->id : 0;
     *graph = cap ? cap->graph : NULL;
+    /* cuda.h (cuStreamGetCaptureInfo): "Valid data (other than
+       capture status) is returned only if both of the following are true:
+       the call returns CUDA_SUCCESS; the returned capture status is
+       CU_STREAM_CAPTURE_STATUS_ACTIVE". Strict reading: an invalidated
+       capture gives an id that is no capture's, and no graph. */
+    if (cap && cap->invalidated) {
+        *id = 0xbad0000000000000ull | ++g_bad_id;
+        *graph = NULL;
+    }
 }
 
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
@@ -2871,7 +2903,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCapture
         capture_info(s, &st, &id, &g);
         *captureStatus_out = (enum cudaStreamCaptureStatus)st;
         if (id_out) *id_out = id;
-        if (graph_out && st != cudaStreamCaptureStatusNone) *graph_out = g;
+        if (graph_out && st == cudaStreamCaptureStatusActive) *graph_out = g; /* valid only while active */
         c.flags = (unsigned)st;
         c.bytes = (size_t)id;
     }
@@ -3184,17 +3216,18 @@ static int ctx_index(CUcontext ctx) {
         if (ctx == &g_ctx[d]) return d;
     return -1;
 }
+static struct CUctx_st *any_ctx(CUcontext ctx); /* below */
 
 CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
     cudadbl_call_t c = blank_call();
     CUresult r = drv_enter(F_cuCtxPushCurrent_v2, DRV_HEALTHY);
-    int d = ctx_index(ctx);
+    struct CUctx_st *x = any_ctx(ctx); /* a primary or a created context */
     c.dst = ctx;
-    if (r == CUDA_SUCCESS && (d < 0 || !g_ctx[d].active)) r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS && (!x || !x->active)) r = CUDA_ERROR_INVALID_CONTEXT;
     if (r == CUDA_SUCCESS && t_nstack == DBL_STACK_MAX) r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        t_stack[t_nstack].ctx = &g_ctx[d];
-        t_stack[t_nstack].inc = g_ctx[d].inc;
+        t_stack[t_nstack].ctx = x;
+        t_stack[t_nstack].inc = x->inc;
         t_nstack++;
     }
     return drv_leave(F_cuCtxPushCurrent_v2, &c, r);
@@ -3238,7 +3271,10 @@ static CUresult drv_stream(CUstream h, struct CUstream_st **out) {
 static CUresult drv_event(CUevent h, struct CUevent_st **out) {
     struct CUevent_st *ev = find_event_any(h);
     if (!ev) return CUDA_ERROR_INVALID_HANDLE;
-    if (ev->dead) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (ev->dead) {
+        g_dead_uses++; /* cudadbl_dead_event_uses */
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
     *out = ev;
     return CUDA_SUCCESS;
 }
@@ -3250,7 +3286,8 @@ CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
     c.stream = hStream;
     if (r == CUDA_SUCCESS) r = drv_stream(hStream, &s);
     if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS && !g_ctx[s->device].active) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    /* a default handle is the current context's (checked live above) */
+    if (r == CUDA_SUCCESS && !default_handle(hStream) && !g_ctx[s->device].active) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (r == CUDA_SUCCESS) {
         *pctx = default_handle(hStream) ? cur_ref()->ctx : &g_ctx[s->device];
         c.dst = *pctx;
@@ -3275,7 +3312,7 @@ static CUresult drv_capture_info(int f, CUstream hStream, CUstreamCaptureStatus 
         capture_info(s, &st, &cid, &g);
         *status = (CUstreamCaptureStatus)st;
         if (id) *id = (cuuint64_t)cid;
-        if (graph && st != cudaStreamCaptureStatusNone) *graph = g;
+        if (graph && st == cudaStreamCaptureStatusActive) *graph = g; /* valid only while active */
         c->flags = (unsigned)st;
         c->bytes = (size_t)cid;
     }
@@ -3444,6 +3481,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     c.flags = (unsigned)dev;
     if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
     if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && g_release_at_retain[dev]) { /* cudadbl_release_at_retain */
+        g_release_at_retain[dev] = 0;
+        if (g_ctx[dev].active) reset_device(dev); /* the last holder let it go: destroyed */
+    }
     if (r == CUDA_SUCCESS) {
         activate(dev);
         g_ctx[dev].retains++;
@@ -3459,7 +3500,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     c.flags = (unsigned)dev;
     if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
     if (r == CUDA_SUCCESS && g_ctx[dev].retains <= 0) r = CUDA_ERROR_INVALID_CONTEXT; /* not retained */
-    if (r == CUDA_SUCCESS) g_ctx[dev].retains--;
+    if (r == CUDA_SUCCESS && --g_ctx[dev].retains == 0 && !g_ctx[dev].rt_held)
+        reset_device(dev); /* the last release of a context the runtime does not hold destroys it */
     return drv_leave(F_cuDevicePrimaryCtxRelease_v2, &c, r);
 }
 
@@ -3511,6 +3553,290 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
             }
     }
     return drv_leave(F_cuGetErrorName, &c, r);
+}
+
+/* ============================================================================ */
+/* Contexts created and destroyed, primary context reset, pools                 */
+/* ============================================================================ */
+
+/* Contexts made by cuCtxCreate live in DBL_UCTX_MAX slots; a new one takes
+   the lowest free slot, so a context destroyed and another created (on any
+   device) get the same address, as a real allocator may hand it out: only
+   the id (cuCtxGetId: the incarnation, never reused) tells them apart. */
+#define DBL_UCTX_MAX 4
+static struct CUctx_st g_uctx[DBL_UCTX_MAX];
+
+/* Pools: a location (device d, or the host) and nothing else (no
+   attributes, no reuse, no access control). */
+struct CUmemPoolHandle_st {
+    int host; /* CU_MEM_LOCATION_TYPE_HOST / HOST_NUMA / HOST_NUMA_CURRENT */
+    int device; /* a device pool's device */
+    int dead;
+    struct CUmemPoolHandle_st *next;
+};
+static struct CUmemPoolHandle_st *g_pools;
+
+static struct CUctx_st *any_ctx(CUcontext ctx) {
+    int d = ctx_index(ctx), i;
+    if (d >= 0) return &g_ctx[d];
+    for (i = 0; i < DBL_UCTX_MAX; i++)
+        if (ctx == &g_uctx[i] && g_uctx[i].user) return &g_uctx[i];
+    return NULL;
+}
+
+static void ctx_pool_reset(void) {
+    memset(g_uctx, 0, sizeof g_uctx);
+    while (g_pools) {
+        struct CUmemPoolHandle_st *p = g_pools;
+        g_pools = p->next;
+        free(p);
+    }
+    g_dead_uses = 0;
+    memset(g_release_at_retain, 0, sizeof g_release_at_retain);
+}
+
+/* cuCtxCreate (cuda.h maps it to _v4): a new context on dev, pushed on the
+   calling thread's stack ("if a context is already current to the thread,
+   it is supplanted by the newly created context"). ctxCreateParams (exec
+   affinity, CIG) is not modelled: non-NULL gives CUDA_ERROR_NOT_SUPPORTED;
+   flags beyond the scheduling and map-host ones CUDA_ERROR_INVALID_VALUE;
+   no free slot CUDA_ERROR_OUT_OF_MEMORY. The runtime follows it while it is
+   current (its device's memory, its legacy stream). */
+CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                                CUdevice dev) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxCreate_v4, DRV_HEALTHY);
+    int i;
+    c.flags = (unsigned)dev;
+    if (r == CUDA_SUCCESS && !pctx) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS && ctxCreateParams) r = CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS && (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && t_nstack == DBL_STACK_MAX) r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (i = 0; r == CUDA_SUCCESS && i < DBL_UCTX_MAX && g_uctx[i].user; i++) {
+    }
+    if (r == CUDA_SUCCESS && i == DBL_UCTX_MAX) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        struct CUctx_st *x = &g_uctx[i];
+        memset(x, 0, sizeof *x);
+        x->device = dev;
+        x->active = 1;
+        x->user = 1;
+        x->inc = ++g_inc;
+        x->created = 1;
+        t_stack[t_nstack].ctx = x;
+        t_stack[t_nstack].inc = x->inc;
+        t_nstack++;
+        *pctx = x;
+        c.dst = x;
+    }
+    return drv_leave(F_cuCtxCreate_v4, &c, r);
+}
+
+/* cuCtxDestroy (_v2): a context made by cuCtxCreate. Popped from the
+   calling thread's stack if on top there ("as though cuCtxPopCurrent()
+   were called"); current elsewhere it is a destroyed context
+   (CUDA_ERROR_CONTEXT_IS_DESTROYED). Its events die with it: driver calls
+   given one return CUDA_ERROR_CONTEXT_IS_DESTROYED (counted:
+   cudadbl_dead_event_uses). A primary context, an unknown or destroyed
+   one: CUDA_ERROR_INVALID_CONTEXT (strict reading). Not modelled: the
+   allocations and streams made in it (a test frees them first). */
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxDestroy_v2, DRV_INIT);
+    struct CUctx_st *x = any_ctx(ctx);
+    c.dst = ctx;
+    if (r == CUDA_SUCCESS && (!x || !x->user || !x->active)) r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS) {
+        struct CUevent_st *ev;
+        for (ev = g_events; ev; ev = ev->next)
+            if (ev->ctx == x && ev->ctx_inc == x->inc) {
+                detach_event(ev);
+                ev->dead = 1;
+            }
+        if (t_nstack && t_stack[t_nstack - 1].ctx == x && t_stack[t_nstack - 1].inc == x->inc) t_nstack--;
+        x->active = 0;
+        x->user = 0; /* the slot is free: its address may come back */
+    }
+    return drv_leave(F_cuCtxDestroy_v2, &c, r);
+}
+
+/* cuCtxGetId: the context's id, unique for the life of the process; NULL:
+   the current context's (none: CUDA_ERROR_INVALID_CONTEXT). An inactive
+   primary context or a destroyed one: CUDA_ERROR_CONTEXT_IS_DESTROYED
+   (a freed slot: CUDA_ERROR_INVALID_CONTEXT). */
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuCtxGetId, DRV_INIT);
+    struct CUctx_st *x = NULL;
+    unsigned inc = 0;
+    c.dst = ctx;
+    if (r == CUDA_SUCCESS && !ctxId) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && !ctx) {
+        const ctxref_t *ref = cur_ref();
+        if (!ref) r = CUDA_ERROR_INVALID_CONTEXT;
+        else if (!ref_live(ref)) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        else {
+            x = ref->ctx;
+            inc = ref->inc;
+        }
+    } else if (r == CUDA_SUCCESS) {
+        if (!(x = any_ctx(ctx))) r = CUDA_ERROR_INVALID_CONTEXT;
+        else if (!x->active) r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        else inc = x->inc;
+    }
+    if (r == CUDA_SUCCESS) {
+        *ctxId = inc;
+        c.bytes = inc;
+    }
+    return drv_leave(F_cuCtxGetId, &c, r);
+}
+
+/* cuDevicePrimaryCtxReset (_v2): as cudaDeviceReset of dev (see Reset in
+   cudart_double.h): the primary context and everything made in it
+   destroyed; the next activation is a new context (new id) at the same
+   address. */
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuDevicePrimaryCtxReset_v2, DRV_HEALTHY);
+    c.flags = (unsigned)dev;
+    if (r == CUDA_SUCCESS && !valid_device(dev)) r = CUDA_ERROR_INVALID_DEVICE;
+    if (r == CUDA_SUCCESS && g_ctx[dev].active) reset_device(dev);
+    return drv_leave(F_cuDevicePrimaryCtxReset_v2, &c, r);
+}
+
+/* A pool's location: 0, or the error (CUresult numbers are the runtime's:
+   CUDA_ERROR_INVALID_VALUE is cudaErrorInvalidValue). */
+static cudaError_t pool_create(struct CUmemPoolHandle_st **out, int alloc_type, int loc_type, int loc_id) {
+    struct CUmemPoolHandle_st *p;
+    if (!out || alloc_type != (int)CU_MEM_ALLOCATION_TYPE_PINNED) return cudaErrorInvalidValue;
+    if (loc_type == (int)CU_MEM_LOCATION_TYPE_DEVICE ? !valid_device(loc_id)
+        : loc_type == (int)CU_MEM_LOCATION_TYPE_HOST_NUMA ? loc_id != 0 /* one NUMA node: 0 */
+        : loc_type != (int)CU_MEM_LOCATION_TYPE_HOST && loc_type != (int)CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+        return cudaErrorInvalidValue;
+    if (!(p = (struct CUmemPoolHandle_st *)calloc(1, sizeof *p))) return cudaErrorMemoryAllocation;
+    p->host = loc_type != (int)CU_MEM_LOCATION_TYPE_DEVICE;
+    p->device = p->host ? -1 : loc_id;
+    p->next = g_pools;
+    g_pools = p;
+    *out = p;
+    return cudaSuccess;
+}
+
+static struct CUmemPoolHandle_st *find_pool(const void *h) {
+    struct CUmemPoolHandle_st *p;
+    for (p = g_pools; p; p = p->next)
+        if (p == h && !p->dead) return p;
+    return NULL;
+}
+
+/* The allocation of cudaMallocFromPoolAsync / cuMemAllocFromPoolAsync on
+   stream s (resolved): from the pool's location, whatever the stream's
+   device: a device pool's device memory (counted against that device), a
+   host pool's pinned memory (cudaMemoryTypeHost, CU_MEMORYTYPE_HOST).
+   Into a capture: cudaErrorNotSupported, as cudaMallocAsync. */
+static cudaError_t pool_alloc(void **out, size_t size, const void *pool, struct CUstream_st *s) {
+    struct CUmemPoolHandle_st *p = find_pool(pool);
+    cudaError_t e = cudaSuccess;
+    if (!out || !p) return cudaErrorInvalidValue;
+    if (s->capture && !s->capture->ended) return cudaErrorNotSupported;
+    if ((e = legacy_check(s, 1)) != cudaSuccess) return e;
+    if ((e = reserve_op(s)) != cudaSuccess) return e;
+    e = p->host ? do_alloc(out, size, CUDADBL_PINNED, s->device, DBL_POOLED)
+                : do_alloc(out, size, CUDADBL_DEVICE, p->device, DBL_POOLED);
+    if (e == cudaSuccess) {
+        push_op(s, new_op(OP_WORK), NULL, 0);
+        reap_streams();
+    }
+    return e;
+}
+
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemPoolCreate, DRV_HEALTHY);
+    if (r == CUDA_SUCCESS && !poolProps) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        r = drv(pool_create((struct CUmemPoolHandle_st **)pool, (int)poolProps->allocType,
+                            (int)poolProps->location.type, poolProps->location.id));
+    if (r == CUDA_SUCCESS) c.dst = *pool;
+    return drv_leave(F_cuMemPoolCreate, &c, r);
+}
+
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemPoolDestroy, DRV_HEALTHY);
+    struct CUmemPoolHandle_st *p = find_pool(pool);
+    c.dst = pool;
+    if (r == CUDA_SUCCESS && !p) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) p->dead = 1; /* its blocks stay until freed, as documented */
+    return drv_leave(F_cuMemPoolDestroy, &c, r);
+}
+
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    cudadbl_call_t c = blank_call();
+    CUresult r = drv_enter(F_cuMemAllocFromPoolAsync, DRV_HEALTHY);
+    struct CUstream_st *s = NULL;
+    void *p = NULL;
+    c.bytes = bytesize;
+    c.stream = hStream;
+    if (r == CUDA_SUCCESS) r = drv_stream(hStream, &s);
+    if (r == CUDA_SUCCESS && !dptr) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = drv(pool_alloc(&p, bytesize, pool, s));
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+        c.dst = p;
+    }
+    return drv_leave(F_cuMemAllocFromPoolAsync, &c, r);
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemPoolCreate, NEED_CONTEXT);
+    if (e == cudaSuccess && !poolProps) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = pool_create((struct CUmemPoolHandle_st **)memPool, (int)poolProps->allocType,
+                        (int)poolProps->location.type, poolProps->location.id);
+    if (e == cudaSuccess) c.dst = *memPool;
+    return leave(F_cudaMemPoolCreate, &c, e);
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMemPoolDestroy, NEED_CONTEXT);
+    struct CUmemPoolHandle_st *p = find_pool(memPool);
+    c.dst = memPool;
+    if (e == cudaSuccess && !p) e = cudaErrorInvalidValue;
+    if (e == cudaSuccess) p->dead = 1;
+    return leave(F_cudaMemPoolDestroy, &c, e);
+}
+
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+    cudadbl_call_t c = blank_call();
+    cudaError_t e = enter(F_cudaMallocFromPoolAsync, NEED_CONTEXT);
+    struct CUstream_st *s = NULL;
+    c.bytes = size;
+    c.stream = stream;
+    if (e == cudaSuccess && !(s = resolve(stream, 0))) e = cudaErrorInvalidResourceHandle;
+    if (e == cudaSuccess) e = pool_alloc(ptr, size, memPool, s);
+    if (e == cudaSuccess) c.dst = *ptr;
+    return leave(F_cudaMallocFromPoolAsync, &c, e);
+}
+
+/* Scripting (cudart_double.h). */
+void cudadbl_release_at_retain(int device) {
+    if (device < 0 || device >= CUDADBL_MAX_DEVICES) return;
+    lock();
+    g_release_at_retain[device] = 1;
+    unlock();
+}
+
+long cudadbl_dead_event_uses(void) {
+    long n;
+    lock();
+    n = g_dead_uses;
+    unlock();
+    return n;
 }
 
 /* ============================================================================ */
@@ -3571,7 +3897,9 @@ void cudadbl_reset(void) {
         g_ctx[d].active = 0;
         g_ctx[d].retains = 0;
         g_ctx[d].created = 0;
+        g_ctx[d].rt_held = 0;
     }
+    ctx_pool_reset(); /* created contexts, pools, the retain hook, dead uses */
     memset(g_fn, 0, sizeof g_fn);
     g_ndev = CUDADBL_DEFAULT_DEVICES;
     g_clock = 0;
@@ -3951,6 +4279,8 @@ DBL_PT(cudaStreamGetDevice, _ptsz, (cudaStream_t hStream, int *device), (hStream
 DBL_PT(cudaEventRecord, _ptsz, (cudaEvent_t event, cudaStream_t stream), (event, stream))
 DBL_PT(cudaMallocAsync, _ptsz, (void **devPtr, size_t size, cudaStream_t hStream), (devPtr, size, hStream))
 DBL_PT(cudaFreeAsync, _ptsz, (void *devPtr, cudaStream_t hStream), (devPtr, hStream))
+DBL_PT(cudaMallocFromPoolAsync, _ptsz, (void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream),
+       (ptr, size, memPool, stream))
 DBL_PT(cudaStreamWaitEvent, _ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),
        (stream, event, flags))
 DBL_PT(cudaStreamBeginCapture, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
@@ -4037,6 +4367,10 @@ DBL_DRV_PT(cuStreamGetCaptureInfo_v2,
            (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
             const CUgraphNode **dependencies_out, size_t *numDependencies_out),
            (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))
+
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+DBL_DRV_PT(cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+           (dptr, bytesize, pool, hStream))
 
 /* ============================================================================ */
 /* Driver memory and entry points                                               */
@@ -4288,7 +4622,8 @@ cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t h
 /* memobs_cuda.h takes the driver's functions from a program that defines
    this (else it opens libcuda.so.1): the double hands it its own, by their
    exported names; none when CUDADBL_NO_DRIVER=1 is in the environment (a
-   process without a driver library, for a test of that case). */
+   process without a driver library, for a test of that case), and no
+   cuCtxGetId with CUDADBL_NO_CTXID=1 (a driver before CUDA 12.0). */
 void *memobs_cuda_driver_symbol(const char *name);
 void *memobs_cuda_driver_symbol(const char *name) {
 #define DBL_SYM(fn) {#fn, (void *)(uintptr_t)&fn},
@@ -4302,11 +4637,14 @@ void *memobs_cuda_driver_symbol(const char *name) {
                 DBL_SYM(cuEventElapsedTime_v2) DBL_SYM(cuEventDestroy_v2) DBL_SYM(cuMemGetInfo_v2)
                 DBL_SYM(cuPointerGetAttributes) DBL_SYM(cuDevicePrimaryCtxGetState)
                 DBL_SYM(cuDevicePrimaryCtxRetain) DBL_SYM(cuDevicePrimaryCtxRelease_v2) DBL_SYM(cuDeviceGetCount)
-                DBL_SYM(cuDeviceGet) DBL_SYM(cuThreadExchangeStreamCaptureMode) DBL_SYM(cuGetErrorName)};
+                DBL_SYM(cuDeviceGet) DBL_SYM(cuThreadExchangeStreamCaptureMode) DBL_SYM(cuGetErrorName)
+                DBL_SYM(cuCtxGetId)};
 #undef DBL_SYM
     size_t i;
     const char *off = getenv("CUDADBL_NO_DRIVER");
     if (off && strcmp(off, "1") == 0) return NULL;
+    off = getenv("CUDADBL_NO_CTXID"); /* a driver older than CUDA 12.0 (no cuCtxGetId) */
+    if (off && strcmp(off, "1") == 0 && name && strcmp(name, "cuCtxGetId") == 0) return NULL;
     for (i = 0; name && i < sizeof syms / sizeof syms[0]; i++)
         if (strcmp(syms[i].name, name) == 0) return syms[i].fn;
     return NULL;

@@ -71,10 +71,33 @@
                cudaGetLastError, cudaPeekAtLastError,
                cudaThreadExchangeStreamCaptureMode, cudaDeviceReset of an
                inactive device, nor by any driver call but
-               cuDevicePrimaryCtxRetain. Release drops a retain of
+               cuDevicePrimaryCtxRetain. The runtime holds the context it
+               activated or used (until a reset). Release drops a retain of
                cuDevicePrimaryCtxRetain (CUDA_ERROR_INVALID_CONTEXT without
-               one, strict reading) and never deactivates: only
-               cudaDeviceReset does. Per thread, a push stack
+               one, strict reading); the last release of a context the
+               runtime does not hold destroys it (as a reset; cuda.h: the
+               context is destroyed when its usage count reaches zero).
+               cudadbl_release_at_retain(d) makes the last holder release
+               d's context right before the next retain acts (the race
+               between cuDevicePrimaryCtxGetState and
+               cuDevicePrimaryCtxRetain that the double's lock otherwise
+               hides): that retain then makes a new context.
+               Created contexts (cuCtxCreate, _v4: ctxCreateParams must be
+               NULL, CUDA_ERROR_NOT_SUPPORTED otherwise) are pushed on the
+               calling thread's stack; cuCtxDestroy (_v2) pops one that is on
+               top there and destroys it (a primary, unknown or destroyed
+               one: CUDA_ERROR_INVALID_CONTEXT): its events die (driver calls
+               given one: CUDA_ERROR_CONTEXT_IS_DESTROYED, counted by
+               cudadbl_dead_event_uses), and its address is handed to the
+               next cuCtxCreate, of any device (at most 4 created contexts
+               live). Every context has an id (cuCtxGetId; NULL: the current
+               one), new at each creation or activation, never reused; a
+               destroyed one: CUDA_ERROR_CONTEXT_IS_DESTROYED. Not modelled:
+               allocations and streams made in a created context (they
+               belong to its device, not to it). cuDevicePrimaryCtxReset
+               (_v2) is cudaDeviceReset of that device (below): the next
+               activation is a new context, new id, same address. Events
+               belong to the context current at their creation. Per thread, a push stack
                (cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2; popping an empty
                one, or pushing an inactive or unknown context:
                CUDA_ERROR_INVALID_CONTEXT) sits above the runtime's primary
@@ -175,7 +198,23 @@
                _IS_MANAGED (unsigned int), _DEVICE_ORDINAL (int); any other
                attribute: CUDA_ERROR_INVALID_VALUE (not modelled).
                cuGetErrorName of an unknown code: CUDA_ERROR_INVALID_VALUE
-               and NULL.
+               and NULL. memobs_cuda_driver_symbol (below) hands no
+               cuCtxGetId with CUDADBL_NO_CTXID=1 in the environment (a
+               driver before CUDA 12.0).
+     Pools     cudaMemPoolCreate / cuMemPoolCreate with a location:
+               pinned allocation type only; a device (valid ordinal), the
+               host, host NUMA node 0 or the current thread's host NUMA node
+               (else cudaErrorInvalidValue). cudaMallocFromPoolAsync
+               (+ _ptsz) / cuMemAllocFromPoolAsync (+ _ptsz) allocate from
+               the pool's location whatever the stream's device: a device
+               pool's device memory (counted against that device), a host
+               pool's pinned memory (cudaMemoryTypeHost, CU_MEMORYTYPE_HOST;
+               freed with cudaFreeAsync, not cudaFreeHost); as
+               cudaMallocAsync otherwise (a stream op; into a capture:
+               cudaErrorNotSupported). An unknown or destroyed pool:
+               cudaErrorInvalidValue. cudaMemPoolDestroy /
+               cuMemPoolDestroy: the blocks stay until freed. No pool
+               attributes, access control or reuse.
      Entry     (section "Driver memory and entry points") the driver's
                cuMemAlloc_v2 (0 bytes: CUDA_ERROR_INVALID_VALUE),
                cuMemAllocPitch_v2 (element size 4, 8 or 16, nonzero width
@@ -297,7 +336,10 @@
                    cudaErrorStreamCaptureWrongThread.
                cudaStreamIsCapturing / cudaStreamGetCaptureInfo /
                cuStreamGetCaptureInfo(_v2): status and id (0 when none);
-               graph_out: the graph being built; the dependency outputs are
+               graph_out: the graph being built; for an invalidated
+               capture the id is a value that is no capture's and the graph
+               is not written (cuda.h: data other than the status is valid
+               only when the status is ACTIVE; strict reading); the dependency outputs are
                not modelled: asking for them gives cudaErrorNotSupported /
                CUDA_ERROR_NOT_SUPPORTED.
      Graphs    cudaStreamEndCapture hands out the graph;
@@ -635,6 +677,17 @@ int cudadbl_torn_down(void);
 long cudadbl_calls_after_teardown(void);
 long cudadbl_calls_in_child(void);
 long cudadbl_hangs(void);
+
+/* Contexts and pools (see "Contexts" and "Pools" above).
+   The last holder of device's primary context releases it right before
+   the next cuDevicePrimaryCtxRetain of device acts (as another thread's
+   cudaDeviceReset between a cuDevicePrimaryCtxGetState and that retain
+   would): the context is destroyed there and the retain makes a new one
+   (counted by cudadbl_contexts_created). Once; cleared by cudadbl_reset. */
+void cudadbl_release_at_retain(int device);
+/* Driver calls given an event of a destroyed context (each returned
+   CUDA_ERROR_CONTEXT_IS_DESTROYED) since the last reset. */
+long cudadbl_dead_event_uses(void);
 
 #ifdef __cplusplus
 }

@@ -2199,6 +2199,174 @@ static void fork_child_calls(void) {
     CHECK_STR("", out);
 }
 
+/* ---- contexts created and destroyed, the retain race, pools, capture ids ---- */
+
+/* An invalidated capture's id is no capture's (cuda.h: only the status is
+   valid then), and no graph is handed out. */
+static void capture_invalidated_id(void) {
+    cudaStream_t s;
+    enum cudaStreamCaptureStatus st;
+    CUstreamCaptureStatus cst;
+    unsigned long long id = 0, id2 = 0;
+    cuuint64_t cid = 0;
+    CUgraph g = (CUgraph)(uintptr_t)1;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL));
+    CHECK_U64(cudaStreamCaptureStatusActive, st);
+    CHECK_ERR(cudaErrorStreamCaptureUnsupported, cudaStreamSynchronize(s));
+    CHECK_ERR(cudaSuccess, cudaStreamGetCaptureInfo(s, &st, &id2, NULL, NULL, NULL, NULL));
+    CHECK_U64(cudaStreamCaptureStatusInvalidated, st);
+    CHECK(id2 != id && id2 != 0);
+    CHECK_U64(CUDA_SUCCESS, cuStreamGetCaptureInfo_v2(s, &cst, &cid, &g, NULL, NULL));
+    CHECK_U64(CU_STREAM_CAPTURE_STATUS_INVALIDATED, cst);
+    CHECK(cid != id && cid != id2);
+    CHECK(g == (CUgraph)(uintptr_t)1); /* not written */
+    (void)cudaGetLastError();
+}
+
+/* The last release of a context the runtime does not hold destroys it;
+   cudadbl_release_at_retain: the context goes right before that retain,
+   which makes a new one. */
+static void primary_release_and_race(void) {
+    CUcontext c = NULL;
+    unsigned flags = 0;
+    int active = -1;
+    void *p = NULL;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaGetDeviceCount(&active)); /* initializes, creates nothing */
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c, 1));
+    CHECK_U64(1, cudadbl_contexts_created(1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxGetState(1, &flags, &active));
+    CHECK_U64(0, active); /* only the retain held it */
+    /* held by the runtime: a release leaves it */
+    CHECK_ERR(cudaSuccess, cudaSetDevice(1));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&p, 64));
+    CHECK_U64(2, cudadbl_contexts_created(1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c, 1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(1));
+    CHECK_U64(1, cudadbl_context_active(1));
+    /* the last holder lets go right before the retain */
+    cudadbl_release_at_retain(1);
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c, 1));
+    CHECK_U64(3, cudadbl_contexts_created(1));
+    CHECK_U64(0, cudadbl_live(CUDADBL_DEVICE, NULL)); /* the old context's memory went with it */
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(1));
+    CHECK_U64(0, cudadbl_context_active(1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c, 1)); /* once only */
+    CHECK_U64(4, cudadbl_contexts_created(1));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(1));
+}
+
+/* cuCtxCreate / cuCtxDestroy: a new context takes the address of a
+   destroyed one, on any device, with a new id; the dead one's events are
+   invalid; a primary context reset keeps the address, not the id. */
+static void created_contexts(void) {
+    CUcontext c1 = NULL, c2 = NULL, cur = NULL, p0 = NULL;
+    CUevent e1 = NULL;
+    CUdevice d = -1;
+    unsigned long long id1 = 0, id2 = 0, idp = 0, idp2 = 0;
+    void *m = NULL;
+    cudadbl_reset();
+    CHECK_ERR(cudaSuccess, cudaFree(NULL)); /* device 0's primary context */
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&p0));
+    CHECK_U64(CUDA_ERROR_NOT_SUPPORTED, cuCtxCreate(&c1, (CUctxCreateParams *)(uintptr_t)8, 0, 0));
+    CHECK_U64(CUDA_ERROR_INVALID_DEVICE, cuCtxCreate(&c1, NULL, 0, 5));
+    CHECK_U64(CUDA_SUCCESS, cuCtxCreate(&c1, NULL, 0, 0));
+    CHECK(c1 != NULL && c1 != p0);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&cur));
+    CHECK(cur == c1);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetId(c1, &id1));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetId(NULL, &id2));
+    CHECK_U64(id1, id2);
+    CHECK_U64(CUDA_SUCCESS, cuEventCreate(&e1, 0));
+    CHECK_ERR(cudaSuccess, cudaMalloc(&m, 100)); /* the runtime follows it */
+    CHECK_ERR(cudaSuccess, cudaFree(m));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxDestroy(p0)); /* a primary context */
+    CHECK_U64(CUDA_SUCCESS, cuCtxDestroy(c1));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&cur));
+    CHECK(cur == p0); /* popped */
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxDestroy(c1));
+    CHECK_U64(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetId(c1, &id2));
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuEventRecord(e1, CU_STREAM_LEGACY));
+    CHECK_U64(1, cudadbl_dead_event_uses());
+    CHECK_U64(CUDA_SUCCESS, cuCtxCreate(&c2, NULL, 0, 1));
+    CHECK(c2 == c1); /* the address again */
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetId(c2, &id2));
+    CHECK(id2 != id1);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetDevice(&d));
+    CHECK_U64(1, d);
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuEventQuery(e1)); /* still the dead one's */
+    CHECK_U64(2, cudadbl_dead_event_uses());
+    CHECK_ERR(cudaSuccess, cudaMalloc(&m, 100));
+    CHECK_U64(100, cudadbl_device_used(1));
+    CHECK_ERR(cudaSuccess, cudaFree(m));
+    CHECK_U64(CUDA_SUCCESS, cuCtxDestroy(c2));
+    /* a primary context reset: same address, new id */
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetId(p0, &idp));
+    CHECK_U64(CUDA_SUCCESS, cuDevicePrimaryCtxReset(0));
+    CHECK_U64(0, cudadbl_context_active(0));
+    CHECK_U64(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetId(p0, &idp2));
+    CHECK_ERR(cudaSuccess, cudaFree(NULL));
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetCurrent(&cur));
+    CHECK(cur == p0);
+    CHECK_U64(CUDA_SUCCESS, cuCtxGetId(p0, &idp2));
+    CHECK(idp2 != idp && idp2 != id1 && idp2 != id2);
+}
+
+/* Pools with a location: the pool's, not the stream's device. */
+static void pools_located(void) {
+    struct cudaMemPoolProps pp;
+    CUmemPoolProps cp;
+    cudaMemPool_t hp = NULL, dp = NULL;
+    CUmemoryPool cpool = NULL;
+    cudaStream_t s;
+    void *h = NULL, *d = NULL;
+    CUdeviceptr dc = 0;
+    struct cudaPointerAttributes a;
+    cudadbl_reset();
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = cudaMemAllocationTypePinned;
+    pp.location.type = cudaMemLocationTypeHost;
+    CHECK_ERR(cudaSuccess, cudaMemPoolCreate(&hp, &pp));
+    pp.location.type = cudaMemLocationTypeDevice;
+    pp.location.id = 7;
+    CHECK_ERR(cudaErrorInvalidValue, cudaMemPoolCreate(&dp, &pp));
+    pp.location.id = 1;
+    CHECK_ERR(cudaSuccess, cudaMemPoolCreate(&dp, &pp));
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMallocFromPoolAsync(&h, 1000, hp, s));
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, h));
+    CHECK_U64(cudaMemoryTypeHost, a.type);
+    CHECK_ERR(cudaSuccess, cudaMallocFromPoolAsync(&d, 2000, dp, s));
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, d));
+    CHECK_U64(cudaMemoryTypeDevice, a.type);
+    CHECK_U64(1, a.device);
+    CHECK_U64(2000, cudadbl_device_used(1));
+    CHECK_U64(0, cudadbl_device_used(0));
+    CHECK_ERR(cudaErrorInvalidValue, cudaFreeHost(h)); /* pool memory: stream-ordered frees only */
+    memset(&cp, 0, sizeof cp);
+    cp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    cp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    cp.location.id = 0;
+    CHECK_U64(CUDA_SUCCESS, cuMemPoolCreate(&cpool, &cp));
+    CHECK_U64(CUDA_SUCCESS, cuMemAllocFromPoolAsync(&dc, 300, cpool, s));
+    CHECK_ERR(cudaSuccess, cudaPointerGetAttributes(&a, (void *)(uintptr_t)dc));
+    CHECK_U64(cudaMemoryTypeHost, a.type);
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(h, s));
+    CHECK_ERR(cudaSuccess, cudaFreeAsync(d, s));
+    CHECK_ERR(cudaSuccess, cudaFreeAsync((void *)(uintptr_t)dc, s));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(s));
+    CHECK_U64(0, cudadbl_live(CUDADBL_ALL, NULL));
+    CHECK_ERR(cudaSuccess, cudaMemPoolDestroy(hp));
+    CHECK_ERR(cudaErrorInvalidValue, cudaMallocFromPoolAsync(&h, 10, hp, s)); /* destroyed */
+    CHECK_ERR(cudaSuccess, cudaMemPoolDestroy(dp));
+    CHECK_U64(CUDA_SUCCESS, cuMemPoolDestroy(cpool));
+    (void)cudaGetLastError();
+}
+
 int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
     if (argc > 1) {
@@ -2238,5 +2406,9 @@ int main(int argc, char **argv) {
     RUN(stuck_streams);
     RUN(fork_child_calls);
     RUN(vmm);
+    RUN(capture_invalidated_id);
+    RUN(primary_release_and_race);
+    RUN(created_contexts);
+    RUN(pools_located);
     return CHECK_DONE();
 }
