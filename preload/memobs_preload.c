@@ -18,8 +18,9 @@
    cudaMemcpy2DToArray(Async), cudaMemcpy2DFromArray(Async),
    cudaMemcpy2DArrayToArray, cudaMemcpyBatchAsync, cudaMemcpy3DBatchAsync;
    the allocations cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost,
-   cudaHostAlloc, cudaMallocManaged, cudaMallocAsync, cudaFreeAsync,
-   cudaHostRegister, cudaHostUnregister; capture and graphs
+   cudaHostAlloc, cudaMallocManaged, cudaMallocAsync,
+   cudaMallocFromPoolAsync, cudaFreeAsync, cudaHostRegister,
+   cudaHostUnregister; capture and graphs
    (cudaStreamBeginCapture, cudaStreamEndCapture, cudaGraphInstantiate,
    cudaGraphInstantiateWithFlags, cudaGraphInstantiateWithParams,
    cudaGraphLaunch, cudaGraphExecDestroy, cudaGraphDestroy: a copy
@@ -102,7 +103,8 @@
     X(cudaMemcpy2DFromArrayAsync) X(cudaMemcpy2DFromArrayAsync_ptsz) X(cudaMemcpy2DArrayToArray)            \
     X(cudaMemcpy2DArrayToArray_ptds) X(cudaStreamBeginCapture) X(cudaStreamBeginCapture_ptsz)               \
     X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz) X(cudaGraphInstantiateWithFlags) X(cudaGraphLaunch) \
-    X(cudaGraphLaunch_ptsz) X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaDeviceReset)
+    X(cudaGraphLaunch_ptsz) X(cudaGraphExecDestroy) X(cudaGraphDestroy) X(cudaDeviceReset)                  \
+    X(cudaMallocFromPoolAsync) X(cudaMallocFromPoolAsync_ptsz)
 /* New in 12.0, one signature since: 12, 13 and the default node. */
 #define MEMOBS_PL__RT_12(X) X(cudaGraphInstantiateWithParams) X(cudaGraphInstantiateWithParams_ptsz)
 /* 11's signature differs from 12's (pErrorNode, pLogBuffer, bufferSize

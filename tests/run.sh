@@ -53,6 +53,7 @@ step preload-entry bash tests/test_preload_entry.sh
 step preload-vmm bash tests/test_preload_vmm.sh
 step preload-engine bash tests/test_preload_engine.sh
 step vmm bash tests/test_vmm.sh
+step cuda-review bash tests/test_cuda_review.sh
 step sampler bash tests/test_sampler.sh
 step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh
@@ -97,7 +98,7 @@ declare -A est=(
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45
-    [preload-engine]=20 [vmm]=55
+    [preload-engine]=20 [vmm]=55 [cuda-review]=45
 )
 if [ -f "$LOGS/times.txt" ]; then
     while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"

@@ -95,6 +95,27 @@ static int mode_main(void) {
     check("cudaStreamSynchronize", cudaStreamSynchronize(s), 0);
     check("cudaFree d2", cudaFree(d2), 0);
     check("cudaFreeHost h2", cudaFreeHost(h2), 0);
+    /* pools: a device-1 pool's block is device memory, a host pool's pinned
+       (as the pointer's attributes say, whatever the stream's device) */
+    {
+        struct cudaMemPoolProps pp;
+        cudaMemPool_t hpool, dpool;
+        char *hq, *dq;
+        memset(&pp, 0, sizeof pp);
+        pp.allocType = cudaMemAllocationTypePinned;
+        pp.location.type = cudaMemLocationTypeHost;
+        check("cudaMemPoolCreate (host)", cudaMemPoolCreate(&hpool, &pp), 0);
+        pp.location.type = cudaMemLocationTypeDevice;
+        pp.location.id = 1;
+        check("cudaMemPoolCreate (device 1)", cudaMemPoolCreate(&dpool, &pp), 0);
+        check("cudaMallocFromPoolAsync (host pool)", cudaMallocFromPoolAsync((void **)&hq, 4096, hpool, s), 0);
+        check("cudaMallocFromPoolAsync (device 1 pool)", cudaMallocFromPoolAsync((void **)&dq, 8192, dpool, s), 0);
+        check("cudaFreeAsync (host pool)", cudaFreeAsync(hq, s), 0);
+        check("cudaFreeAsync (device 1 pool)", cudaFreeAsync(dq, s), 0);
+        check("cudaStreamSynchronize (pools)", cudaStreamSynchronize(s), 0);
+        check("cudaMemPoolDestroy (host)", cudaMemPoolDestroy(hpool), 0);
+        check("cudaMemPoolDestroy (device 1)", cudaMemPoolDestroy(dpool), 0);
+    }
     check("cudaStreamDestroy", cudaStreamDestroy(s), 0);
     snprintf(e, sizeof e,
              "{\"total\": {\"h2d_bytes\": %llu, \"h2d_count\": %llu, \"d2h_bytes\": %llu, \"d2h_count\": %llu, "
@@ -104,8 +125,8 @@ static int mode_main(void) {
              "\"d2d_bytes\": %llu, \"d2d_count\": 3}, "
              "\"unphased\": {\"h2d_count\": 0, \"d2h_count\": 0, \"d2d_count\": 0}, "
              "\"memory\": {\"device\": {\"current_bytes\": %llu, \"peak_bytes\": %llu, \"live\": 2, "
-             "\"allocs\": 4, \"frees\": 2, \"pending_frees\": 0}, "
-             "\"pinned\": {\"current_bytes\": %llu, \"peak_bytes\": %llu, \"live\": 1, \"allocs\": 2, \"frees\": 1}, "
+             "\"allocs\": 5, \"frees\": 3, \"pending_frees\": 0}, "
+             "\"pinned\": {\"current_bytes\": %llu, \"peak_bytes\": %llu, \"live\": 1, \"allocs\": 3, \"frees\": 2}, "
              "\"managed\": {\"current_bytes\": 8192, \"peak_bytes\": 8192, \"live\": 1, \"allocs\": 1, \"frees\": 0}}, "
              "\"counters\": {\"preload_failed_calls\": 3}}",
              h2d, nh2d, d2h, nd2h, d2d, nd2d, ph2d, dd2h, dd2d, (1ull << 20) + 65536, (2ull << 20) + 65536 + 4096,

@@ -55,7 +55,7 @@ if make -s BUILD="$B" preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [
         cudaMemcpy3DBatchAsync cudaMemcpy3DBatchAsync_ptsz cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
         cudaStreamEndCapture cudaStreamEndCapture_ptsz cudaGraphInstantiate cudaGraphInstantiateWithFlags
         cudaGraphInstantiateWithParams cudaGraphInstantiateWithParams_ptsz cudaGraphLaunch cudaGraphLaunch_ptsz
-        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset
+        cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
         cudaGetDriverEntryPoint cudaGetDriverEntryPoint_ptsz cudaGetDriverEntryPointByVersion cudaGetDriverEntryPointByVersion_ptsz"
     for f in $want; do
         echo "$syms" | grep -q " T $f@libcudart.so.13\$" || miss="$miss $f"
@@ -95,8 +95,8 @@ if { $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_do
     $CC -std=c11 -O2 $W -I"$CUDA_INC" tests/preload/static_runtime.c -o "$B/static_runtime" \
         "$CUDA_LIB/libcudart_static.a" -ldl -pthread -lrt; } >"$B/build.log" 2>&1 && [ ! -s "$B/build.log" ] &&
     nm -D --with-symbol-versions "$P" | grep -q ' U cudaMemcpy@libcudart.so.13$' &&
-    [ "$(nm -D "${P}_pt" | grep -c ' U cuda.*_pt[sd][sz]@libcudart.so.13$')" = 24 ]; then
-    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it, and built for the per-thread default stream (24 _ptds/_ptsz calls); a static program; one with libcudart_static.a"
+    [ "$(nm -D "${P}_pt" | grep -c ' U cuda.*_pt[sd][sz]@libcudart.so.13$')" = 25 ]; then
+    ok "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it, and built for the per-thread default stream (25 _ptds/_ptsz calls); a static program; one with libcudart_static.a"
 else
     bad "build: the double as libcudart.so.13 (symbols @@libcudart.so.13), test_preload linked to it" \
         "$(head -c 3000 "$B/build.log")"
@@ -124,9 +124,9 @@ fi
 # 4. with it: figures exact, rcs unchanged, errors counted, phases from the program
 run pre main "${PRE[@]}" MEMOBS_SUMMARY="$PWD/$B/pre.json"
 if [ "$(cat "$B/pre.st")" = 0 ] && [ ! -s "$B/pre.err" ] && [ "$(line rcs "$B/pre.out")" = "$(line rcs "$B/plain.out")" ]; then
-    ok "main with LD_PRELOAD: exit 0, the same 29 return codes as without (3 injected errors), nothing on stderr"
+    ok "main with LD_PRELOAD: exit 0, the same 38 return codes as without (3 injected errors), nothing on stderr"
 else
-    bad "main with LD_PRELOAD: exit 0, the same 29 return codes as without (3 injected errors), nothing on stderr" \
+    bad "main with LD_PRELOAD: exit 0, the same 38 return codes as without (3 injected errors), nothing on stderr" \
         "status $(cat "$B/pre.st")" "with:    $(line rcs "$B/pre.out")" "without: $(line rcs "$B/plain.out")" \
         "$(head -c 1500 "$B/pre.err")"
 fi

@@ -39,7 +39,7 @@ ALL="cudaMemcpy cudaMemcpyAsync cudaMemcpy2D cudaMemcpy2DAsync cudaMemcpyPeer cu
     cudaMemcpy2DFromArray cudaMemcpy2DFromArray_ptds cudaMemcpy2DFromArrayAsync cudaMemcpy2DFromArrayAsync_ptsz
     cudaMemcpy2DArrayToArray cudaMemcpy2DArrayToArray_ptds cudaStreamBeginCapture cudaStreamBeginCapture_ptsz
     cudaStreamEndCapture cudaStreamEndCapture_ptsz cudaGraphInstantiateWithFlags cudaGraphLaunch cudaGraphLaunch_ptsz
-    cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset"
+    cudaGraphExecDestroy cudaGraphDestroy cudaDeviceReset cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz"
 NEW12="cudaGraphInstantiateWithParams cudaGraphInstantiateWithParams_ptsz"
 GRAPH="cudaGraphInstantiate"
 BATCH="cudaMemcpyBatchAsync cudaMemcpyBatchAsync_ptsz cudaMemcpy3DBatchAsync cudaMemcpy3DBatchAsync_ptsz"
