@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #endif
 #include <cuda.h>
+#include "cuda/vmm_util.h"
 #define MEMOBS_IMPLEMENTATION
 #include "../memobs_cuda.h"
 #include "cuda/cudart_double.h"
@@ -39,23 +40,6 @@ __attribute__((unused)) static int no_transfers(void) {
     return 1;
 }
 
-static CUmemAllocationProp prop_of(CUmemLocationType type, int id) {
-    CUmemAllocationProp p;
-    memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = type;
-    p.location.id = id;
-    return p;
-}
-
-static CUresult set_access(CUdeviceptr va, size_t n, int dev) {
-    CUmemAccessDesc a;
-    memset(&a, 0, sizeof a);
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = dev;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return cuMemSetAccess(va, n, &a, 1);
-}
 
 static uint64_t dev_now(int d) { return memobs_get_device_bytes(d, NULL); }
 __attribute__((unused)) static uint64_t dev_peak(int d) {
@@ -85,13 +69,13 @@ typedef struct {
 
 /* PyTorch's expandable segment: create and map each new handle, one set-access over them; unmap and release from the top */
 __attribute__((unused)) static int seg_resize(seg_t *s, int n) {
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     int bad = 0, from = s->n;
     for (; s->n < n; s->n++) {
         bad |= memobs_cuMemCreate(&s->h[s->n], G, &p, 0) != CUDA_SUCCESS;
         bad |= memobs_cuMemMap(s->base + (size_t)s->n * G, G, 0, s->h[s->n], 0) != CUDA_SUCCESS;
     }
-    if (n > from) bad |= set_access(s->base + (size_t)from * G, (size_t)(n - from) * G, 0) != CUDA_SUCCESS;
+    if (n > from) bad |= vmm_set_access(s->base + (size_t)from * G, (size_t)(n - from) * G, 0) != CUDA_SUCCESS;
     while (s->n > n) {
         s->n--;
         bad |= memobs_cuMemUnmap(s->base + (size_t)s->n * G, G) != CUDA_SUCCESS;
@@ -157,7 +141,7 @@ static void test_expandable_segment(void) {
 static void test_release_while_mapped(void) {
     CUdeviceptr a = 0, b = 0;
     CUmemGenericAllocationHandle h = 0;
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 1);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 1);
     memobs_alloc_info_t info[4];
     fresh();
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemAddressReserve(&a, 4 * G, 0, 0, 0));
@@ -193,7 +177,7 @@ static void test_host_located(void) {
     static char host[4096];
     CUdeviceptr a = 0;
     CUmemGenericAllocationHandle h = 0;
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_HOST, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_HOST, 0);
     size_t free0;
     fresh();
     free0 = dbl_free();
@@ -201,7 +185,7 @@ static void test_host_located(void) {
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemCreate(&h, G, &p, 0));
     CHECK_U64(free0, dbl_free());
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemMap(a, G, 0, h, 0));
-    CHECK_ERR(CUDA_SUCCESS, set_access(a, G, 0));
+    CHECK_ERR(CUDA_SUCCESS, vmm_set_access(a, G, 0));
     snap();
     CHECK_U64(G, S.mem[MEMOBS_MEM_PINNED].current_bytes);
     CHECK_U64(0, S.mem[MEMOBS_MEM_DEVICE].current_bytes);
@@ -219,7 +203,7 @@ static void test_host_located(void) {
 static void test_value_again(void) {
     CUdeviceptr a = 0;
     CUmemGenericAllocationHandle h = 0, h2 = 0;
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     fresh();
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemAddressReserve(&a, 2 * G, 0, 0, 0));
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemCreate(&h, G, &p, 0));
@@ -246,8 +230,8 @@ static void test_bad_calls(void) {
     static char host[64];
     CUdeviceptr a = 0;
     CUmemGenericAllocationHandle h = 0, x = 0;
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0), pn = prop_of(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
-                        pd = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 7);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0), pn = vmm_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
+                        pd = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 7);
     memobs_cuda_vmm_stats_t v;
     fresh();
     CHECK_ERR(CUDA_SUCCESS, memobs_cuMemAddressReserve(&a, 4 * G, 0, 0, 0));
@@ -291,7 +275,7 @@ static void test_bad_calls(void) {
 static void test_oom(void) {
     CUdeviceptr a = 0;
     CUmemGenericAllocationHandle h = 0, x = 0;
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     uint64_t n0 = memobs_cuda_get_oom_count();
     FILE *f = tmpfile();
     char path[64], *txt;
@@ -377,7 +361,7 @@ static void test_threads(void) {
 static void test_full_tables(void) {
     CUdeviceptr a = 0;
     CUmemGenericAllocationHandle h[6];
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     memobs_cuda_vmm_stats_t v;
     int i;
     fresh();

@@ -15,6 +15,7 @@
      full     more handles and mappings than the library built with
               MEMOBS_CUDA_MAX_VMM=4 remembers: counted, warned once. */
 #include <cuda.h>
+#include "../cuda/vmm_util.h"
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -61,23 +62,6 @@ static void ck(const char *what, int rc, int want) {
     else if (rc != want) worker_bad++;
 }
 
-static CUmemAllocationProp prop_of(int type, int id) {
-    CUmemAllocationProp p;
-    memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = (CUmemLocationType)type;
-    p.location.id = id;
-    return p;
-}
-
-static int set_access(CUdeviceptr va, size_t n, int dev) {
-    CUmemAccessDesc a;
-    memset(&a, 0, sizeof a);
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = dev;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return cuMemSetAccess(va, n, &a, 1);
-}
 
 /* A segment at base growing and shrinking by handles of G bytes on device 0. */
 typedef struct {
@@ -88,13 +72,13 @@ typedef struct {
 
 /* grows s to n handles: create and map each, then one cuMemSetAccess over the new ones (as PyTorch does) */
 static void grow(seg_t *s, int n) {
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     int i, from = s->n;
     for (i = from; i < n; i++) {
         ck("cuMemCreate", cuMemCreate(&s->h[i], G, &p, 0), 0);
         ck("cuMemMap", cuMemMap(s->base + i * G, G, 0, s->h[i], 0), 0);
     }
-    if (n > from) ck("cuMemSetAccess", set_access(s->base + from * G, (size_t)(n - from) * G, 0), 0);
+    if (n > from) ck("cuMemSetAccess", vmm_set_access(s->base + from * G, (size_t)(n - from) * G, 0), 0);
     s->n = n > from ? n : from;
 }
 
@@ -117,8 +101,8 @@ static int run_main(void) {
     seg_t s;
     CUdeviceptr r = 0, other = 0;
     CUmemGenericAllocationHandle h1 = 0, hh = 0, hx = 0, hbig = 0;
-    CUmemAllocationProp p0 = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0), p1 = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 1),
-                        ph = prop_of(CU_MEM_LOCATION_TYPE_HOST, 0);
+    CUmemAllocationProp p0 = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0), p1 = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 1),
+                        ph = vmm_prop(CU_MEM_LOCATION_TYPE_HOST, 0);
     size_t gran = 0, i;
     uint64_t peak = 0, cur;
     vmm_stats_t st;
@@ -194,8 +178,8 @@ static int run_main(void) {
     if (2 * G > peak) peak = 2 * G;
     check("cuMemMap h1 at r", cuMemMap(r, 2 * G, 0, h1, 0), 0);
     check("cuMemMap h1 at other", cuMemMap(other + 2 * G, 2 * G, 0, h1, 0), 0);
-    check("cuMemSetAccess r", set_access(r, 2 * G, 0), 0);
-    check("cuMemSetAccess other", set_access(other + 2 * G, 2 * G, 0), 0);
+    check("cuMemSetAccess r", vmm_set_access(r, 2 * G, 0), 0);
+    check("cuMemSetAccess other", vmm_set_access(other + 2 * G, 2 * G, 0), 0);
     step("one handle, two mappings", 0, 2 * G, peak);
     phase(DECODE);
     check("cudaMemcpy H2D into the second mapping", cudaMemcpy(P(other) + 2 * G + 100, host, 5000, cudaMemcpyDefault), 0);
@@ -214,7 +198,7 @@ static int run_main(void) {
     /* a host-located handle: pinned memory; copies from host memory into it cross no bus */
     check("cuMemCreate on the host", cuMemCreate(&hh, G, &ph, 0), 0);
     check("cuMemMap host handle", cuMemMap(r, G, 0, hh, 0), 0);
-    check("cuMemSetAccess host handle", set_access(r, G, 0), 0);
+    check("cuMemSetAccess host handle", vmm_set_access(r, G, 0), 0);
     check("cudaMemcpy into host-located memory", cudaMemcpy(P(r), host, 3000, cudaMemcpyDefault), 0);
     step("a host-located handle is not device memory", 0, 0, peak);
     check("cuMemUnmap host handle", cuMemUnmap(r, G), 0);
@@ -222,7 +206,7 @@ static int run_main(void) {
     /* a handle on device 1 */
     check("cuMemCreate on device 1", cuMemCreate(&hx, 4 * G, &p1, 0), 0);
     check("cuMemMap device-1 handle", cuMemMap(other, 4 * G, 0, hx, 0), 0);
-    check("cuMemSetAccess device-1 handle", set_access(other, 4 * G, 1), 0);
+    check("cuMemSetAccess device-1 handle", vmm_set_access(other, 4 * G, 1), 0);
     check("cudaMemcpy H2D into device 1's handle", cudaMemcpy(P(other) + 10, host, 777, cudaMemcpyDefault), 0);
     h2d += 777;
     nh2d++;
@@ -324,7 +308,7 @@ static int run_threads(void) {
 static int run_full(void) {
     CUdeviceptr r = 0;
     CUmemGenericAllocationHandle h[6];
-    CUmemAllocationProp p = prop_of(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+    CUmemAllocationProp p = vmm_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
     vmm_stats_t st;
     int i;
     memset(&st, 0, sizeof st);
@@ -335,7 +319,7 @@ static int run_full(void) {
         check("cuMemMap a", cuMemMap(r + (size_t)i * G, G, 0, h[i], 0), 0);
         check("cuMemMap b", cuMemMap(r + (size_t)(6 + i) * G, G, 0, h[i], 0), 0);
     }
-    check("cuMemSetAccess", set_access(r, 12 * G, 0), 0);
+    check("cuMemSetAccess", vmm_set_access(r, 12 * G, 0), 0);
     if (vmm_stats) vmm_stats(&st);
     printf("full: handles %u mappings %u dropped %llu\n", st.handles, st.mappings, (unsigned long long)st.dropped);
     if (dev_bytes) printf("full: device %llu\n", (unsigned long long)dev_bytes(0, NULL));
