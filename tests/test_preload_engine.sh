@@ -15,7 +15,7 @@
 # the regions, the pinned buffer and the failed calls; every CUDA call's
 # return code is the same with and without the preload; nothing on stderr.
 #
-#   ENGINE_MAJOR=12          the runtime's major: 11, 12 or 13, or several
+#   ENGINE_MAJOR="12 11 13"  the runtime's majors: 11, 12 or 13, each in turn (default: all three)
 #                            ("12 13"): each in turn (default 12)
 #   ENGINE_DRIVER_ENTRY=1    also an expandable segment (PyTorch's
 #                            expandable_segments:True): cuMemCreate, cuMemMap,
@@ -30,7 +30,7 @@ B=$(cd "$B" && pwd)
 CC=${CC:-cc}
 PYTHON=${PYTHON:-python3}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
-MAJORS=${ENGINE_MAJOR:-12}
+MAJORS=${ENGINE_MAJOR:-12 11 13}
 ENTRY=${ENGINE_DRIVER_ENTRY:-1}
 W="-Wall -Wextra -Werror"
 
