@@ -16,7 +16,6 @@
 # return code is the same with and without the preload; nothing on stderr.
 #
 #   ENGINE_MAJOR="12 11 13"  the runtime's majors: 11, 12 or 13, each in turn (default: all three)
-#                            ("12 13"): each in turn (default 12)
 #   ENGINE_DRIVER_ENTRY=1    also an expandable segment (PyTorch's
 #                            expandable_segments:True): cuMemCreate, cuMemMap,
 #                            cuMemSetAccess, cuMemUnmap, cuMemRelease,
