@@ -12,7 +12,16 @@
 #                    run it: wrapper overhead and bandwidth tables
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
 #                    and run it: the offload engine on the GPU
-#   make gpu-build   build all three, run nothing (no GPU needed:
+#   make gpu-preload-test
+#                    the LD_PRELOAD library on the GPU: tests/gpu/
+#                    test_gpu_preload.sh builds `make preload` and
+#                    $(BUILD)/gpu/preload_gpu (tests/gpu/preload_gpu.cu, a
+#                    program that knows nothing of memobs, linked with
+#                    libcudart.so and libcuda.so.1), runs it without and
+#                    with LD_PRELOAD and checks the JSON summary: ok/not ok
+#                    lines, "N passed, N failed"; exits 1 on a failure or
+#                    when there is no CUDA device
+#   make gpu-build   build all four programs, run nothing (no GPU needed:
 #                    tests/test_gpu_build.sh)
 #
 # GPU_ARCH: the code generated; default SASS for sm_90 (H100) plus PTX for
@@ -35,9 +44,9 @@ GPU_NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 GPU_CUDA_HOME ?= $(if $(GPU_NVCC_PATH),$(abspath $(dir $(GPU_NVCC_PATH))..),/usr/local/cuda)
 GPU_DRV_LIBS ?= -L$(GPU_CUDA_HOME)/lib64/stubs -lcuda
 
-.PHONY: gpu-test gpu-bench gpu-build cuda-demo
+.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test
 
-gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload
+gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload $(GPU_OUT)/preload_gpu
 
 cuda-demo: $(GPU_OUT)/cuda_offload
 	./$(GPU_OUT)/cuda_offload
@@ -47,6 +56,9 @@ gpu-test: $(GPU_OUT)/test_gpu
 
 gpu-bench: $(GPU_OUT)/gpu_bench
 	./$(GPU_OUT)/gpu_bench
+
+gpu-preload-test:
+	BUILD=$(BUILD) NVCC=$(NVCC) bash tests/gpu/test_gpu_preload.sh
 
 # A second unit where stream 0 is the per-thread default stream.
 $(GPU_OUT)/test_gpu_ptds.o: tests/gpu/test_gpu_ptds.cu memobs.h memobs_cuda.h $(GPU_MK)
@@ -64,3 +76,9 @@ $(GPU_OUT)/gpu_bench: bench/gpu_bench.cu memobs.h memobs_cuda.h $(GPU_MK)
 $(GPU_OUT)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h $(GPU_MK)
 	@mkdir -p $(@D)
 	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS)
+
+# Knows nothing of memobs (it is run under LD_PRELOAD): no memobs header.
+# The driver's cuGetProcAddress and version are taken with dlsym (-ldl).
+$(GPU_OUT)/preload_gpu: tests/gpu/preload_gpu.cu $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS) -ldl $(GPU_DRV_LIBS)
