@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Compile-only check of the GPU tests and bench (no GPU needed): `make
 # gpu-build` (mk/gpu.mk) with nvcc, -Werror all-warnings. Running them is
-# `make gpu-test` / `make gpu-bench`, on a machine with a CUDA device.
+# `make gpu-test` / `make gpu-preload-test` / `make gpu-bench`, on a machine
+# with a CUDA device.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
+name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu, preload_gpu.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
 if ! command -v "$NVCC" >/dev/null 2>&1; then
     echo "ok - gpu-build: # SKIP no nvcc at $NVCC (set NVCC)"
     exit 0
@@ -25,6 +26,20 @@ if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
             rc=1
             out="$out
 test_gpu_ptds.o does not reference $s: not built with --default-stream per-thread"
+        fi
+    done
+fi
+# tests/gpu/preload_gpu (run under LD_PRELOAD by make gpu-preload-test)
+# must bind its runtime calls to the shared libcudart, where the preload
+# can see them, and its driver calls to the names it intercepts.
+if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
+    syms=$(nm -D --with-symbol-versions "${BUILD:-build}/gpu/preload_gpu" 2>&1)
+    for s in 'cudaMalloc@libcudart.so.1[0-9.]*' 'cudaGetDriverEntryPointByVersion@libcudart.so.1[0-9.]*' \
+        cuGetProcAddress_v2 cuMemCreate cuMemMap; do
+        if ! printf '%s\n' "$syms" | grep -q " U $s\$"; then
+            rc=1
+            out="$out
+preload_gpu does not import $s from the shared runtime or driver"
         fi
     done
 fi
