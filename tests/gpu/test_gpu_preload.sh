@@ -116,7 +116,7 @@ else
         "$(grep '^fetched' "$B/entry.pre.out" "$B/vmm_entry.pre.out" | grep -v ': ours$')"
 fi
 # for the record: the driver's own answers, and the same lookups without the preload
-sed -n 's/^\(driver: .*\)/    # \1/p' "$B/entry.plain.out"
+sed -n 's/^\(driver: .*\)/    # \1/p' "$B/entry.plain.out" "$B/vmm.plain.out"
 grep '^fetched' "$B/entry.plain.out" | sed 's/^fetched \([^ ]*\) by \(.*\): \(.*\)/\3 \1/' | sort | uniq -c |
     sed 's/^ */    # without the preload, fetched: /'
 sed -n 's/^granularity: /    # VMM granularity (minimum): /p' "$B/vmm.plain.out"
