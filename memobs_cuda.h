@@ -817,32 +817,34 @@ static inline cudaError_t memobs_cudaDeviceReset(void) {
 #endif
 static inline CUresult memobs_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                           const CUmemAllocationProp *prop, unsigned long long flags) {
-    CUresult rc = cuMemCreate(handle, size, prop, flags);
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_created(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *handle : 0,
-                                                              size, prop ? MEMOBS_CUDA__AS(int, prop->location.type) : 0,
-                                                              prop ? prop->location.id : 0));
+    int rc = MEMOBS_CUDA__AS(int, cuMemCreate(handle, size, prop, flags));
+    int loc_type = prop ? MEMOBS_CUDA__AS(int, prop->location.type) : 0, loc_id = prop ? prop->location.id : 0;
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_created(rc, rc == 0 ? *handle : 0, size, loc_type, loc_id));
 }
 static inline CUresult memobs_cuMemRelease(CUmemGenericAllocationHandle handle) {
     unsigned long long token = memobs_cuda__vmm_pre();
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_released(MEMOBS_CUDA__AS(int, cuMemRelease(handle)), handle, token));
+    int rc = MEMOBS_CUDA__AS(int, cuMemRelease(handle));
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_released(rc, handle, token));
 }
 static inline CUresult memobs_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                        CUmemGenericAllocationHandle handle, unsigned long long flags) {
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_mapped(MEMOBS_CUDA__AS(int, cuMemMap(ptr, size, offset, handle, flags)),
-                                                             ptr, size, offset, handle));
+    int rc = MEMOBS_CUDA__AS(int, cuMemMap(ptr, size, offset, handle, flags));
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_mapped(rc, ptr, size, offset, handle));
 }
 static inline CUresult memobs_cuMemUnmap(CUdeviceptr ptr, size_t size) {
     unsigned long long token = memobs_cuda__vmm_pre();
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_unmapped(MEMOBS_CUDA__AS(int, cuMemUnmap(ptr, size)), ptr, size, token));
+    int rc = MEMOBS_CUDA__AS(int, cuMemUnmap(ptr, size));
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_unmapped(rc, ptr, size, token));
 }
 static inline CUresult memobs_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                                   unsigned long long flags) {
-    CUresult rc = cuMemAddressReserve(ptr, size, alignment, addr, flags);
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_reserved(MEMOBS_CUDA__AS(int, rc), rc == CUDA_SUCCESS ? *ptr : 0, size));
+    int rc = MEMOBS_CUDA__AS(int, cuMemAddressReserve(ptr, size, alignment, addr, flags));
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_reserved(rc, rc == 0 ? *ptr : 0, size));
 }
 static inline CUresult memobs_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
     unsigned long long token = memobs_cuda__vmm_pre();
-    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_freed(MEMOBS_CUDA__AS(int, cuMemAddressFree(ptr, size)), ptr, size, token));
+    int rc = MEMOBS_CUDA__AS(int, cuMemAddressFree(ptr, size));
+    return MEMOBS_CUDA__AS(CUresult, memobs_cuda__vmm_freed(rc, ptr, size, token));
 }
 #endif
 
