@@ -51,36 +51,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PREFILL 1 /* MEMOBS_PHASE_PREFILL */
+#include "../preload/rc_check.h" /* check, done, phase, PREFILL, DECODE */
+
 #define U(p) ((CUdeviceptr)(uintptr_t)(p))
 #define P(d) ((char *)(uintptr_t)(d))
-
-static int fails;
-static char rcs[8192];
-
-/* rc must be want; every rc is printed, so that the runs with and without
-   the preload can be compared */
-static void check(const char *what, int rc, int want) {
-    size_t n = strlen(rcs);
-    snprintf(rcs + n, sizeof rcs - n, " %d", rc);
-    if (rc != want) {
-        fprintf(stderr, "%s: rc %d, expected %d\n", what, rc, want);
-        fails++;
-    }
-}
 
 static void expect_true(const char *what, bool ok) {
     if (!ok) {
         fprintf(stderr, "%s: false\n", what);
         fails++;
     }
-}
-
-static int done(const char *expect) {
-    printf("rcs:%s\n", rcs);
-    if (expect) printf("expect: %s\n", expect);
-    fflush(stdout);
-    return fails ? 1 : 0;
 }
 
 /* memobs' API, where the preload is there */
@@ -90,13 +70,6 @@ static int steps, step_bad;
 static void find_memobs(void) {
     void *f = dlsym(RTLD_DEFAULT, "memobs_get_device_bytes");
     memcpy(&dev_bytes, &f, sizeof f);
-}
-
-static void phase(int p) {
-    void *f = dlsym(RTLD_DEFAULT, "memobs_set_phase");
-    int (*set)(int);
-    memcpy(&set, &f, sizeof f);
-    if (set) set(p);
 }
 
 /* after a step: memobs holds cur bytes of device 0, with peak */

@@ -1,5 +1,6 @@
-/* rc_check.h - what tests/test_preload.c (the runtime) and
-   tests/preload/driver_user.c (the driver) share: each return code is
+/* rc_check.h - what tests/test_preload.c (the runtime),
+   tests/preload/driver_user.c (the driver) and the other programs run with
+   and without the preload (tests/preload/, tests/gpu/preload_gpu.cu) share: each return code is
    checked against the one the double documents and printed, so the
    scripts can compare runs with and without the preload, and the phase is
    set through memobs' API when the preload is there (dlsym finds it). One
