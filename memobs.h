@@ -763,6 +763,196 @@ MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char
 /* memobs_counter_add(handle, n) is an inline function declared below. */
 
 /* ======================================================================== */
+/* Collectives and peers                                                    */
+/* ======================================================================== */
+
+/* Traffic between processes: collectives of a communicator (NCCL's, seen
+   by the profiler plugin libnccl-profiler-memobs.so, or any backend that
+   records them itself) and bytes sent to or received from a peer (a rank
+   of a communicator, or a named instance: an engine's own KV transfers
+   over NIXL, UCX, RDMA or TCP). docs/collectives.md has the whole story.
+
+   Communicators: memobs_coll_register_comm(name, id, rank, nranks, nnodes)
+   returns a handle; the same id and rank give the same handle (NCCL inits
+   once per communicator; a split gets a new id). nranks 0 = unknown: bytes
+   and ops are kept, bus bandwidth is not (never guessed). At most
+   MEMOBS_MAX_COMMS; beyond it the handle of "(other)" (comms_dropped).
+
+   Kinds: fixed ids for the collectives NCCL names, and any other name
+   interned once (memobs_coll_kind_intern("AllGatherV") -> "other:AllGatherV"
+   style ids up to MEMOBS_MAX_COLL_KINDS; beyond it MEMOBS_COLL_OTHER).
+
+   One record per operation when it completes: bytes = count x datatype
+   size, NCCL's message size (per rank for all_gather/reduce_scatter, per
+   peer for all_to_all); ns its duration (GPU time where known), 0 =
+   untimed. memobs derives the algorithm size S and the bus factor as
+   nccl-tests defines them from the kind and the communicator's nranks:
+   S = bytes x nranks for all_gather, reduce_scatter and all_to_all, else
+   bytes; busbw factor 2(n-1)/n all_reduce, (n-1)/n all_gather,
+   reduce_scatter, all_to_all, 1 broadcast, reduce, send, recv; none for
+   gather, scatter and other kinds. algbw = S / t, busbw = S x factor / t,
+   over timed operations only. */
+#define MEMOBS_MAX_COMMS 64      /* communicators a process keeps, "(other)" included */
+#define MEMOBS_MAX_COLL_KINDS 16 /* collective kinds, the fixed ones included */
+#define MEMOBS_MAX_PEERS 256     /* named peers and ranks of communicators */
+
+typedef int32_t memobs_comm_t;      /* a communicator; negative: none */
+typedef int32_t memobs_coll_kind_t; /* a collective kind; negative: none */
+typedef int32_t memobs_peer_t;      /* a peer; negative: none */
+
+enum {
+    MEMOBS_COLL_ALL_REDUCE = 0, /* "all_reduce" */
+    MEMOBS_COLL_ALL_GATHER,     /* "all_gather" */
+    MEMOBS_COLL_REDUCE_SCATTER, /* "reduce_scatter" */
+    MEMOBS_COLL_BROADCAST,      /* "broadcast" */
+    MEMOBS_COLL_REDUCE,         /* "reduce" */
+    MEMOBS_COLL_ALL_TO_ALL,     /* "all_to_all" */
+    MEMOBS_COLL_GATHER,         /* "gather" */
+    MEMOBS_COLL_SCATTER,        /* "scatter" */
+    MEMOBS_COLL_SEND,           /* "send" */
+    MEMOBS_COLL_RECV,           /* "recv" */
+    MEMOBS_COLL_SEND_RECV,      /* "send_recv" */
+    MEMOBS_COLL_OTHER,          /* "other": a name that did not fit */
+    MEMOBS_COLL_FIXED_KINDS     /* first id interned from a name */
+};
+
+typedef enum { MEMOBS_PEER_SEND = 0, MEMOBS_PEER_RECV = 1 } memobs_peer_dir_t;
+#define MEMOBS_PEER_DIRS 2
+
+/* Returns the communicator's handle; MEMOBS_ERR_INVALID for rank < 0 or
+   rank >= nranks (when nranks > 0). name NULL or "" reads "comm <id hex>". */
+MEMOBS_API memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank, int nranks,
+                                                   int nnodes);
+/* A kind from a name: NCCL's ("AllReduce", "AllGather", "ReduceScatter",
+   "Broadcast", "Reduce", "AlltoAll", "Gather", "Scatter", "Send", "Recv",
+   "SendRecv") or memobs' own ("all_reduce", ...) give the fixed ids; any
+   other gets an id of its own, labelled "other:<name>". */
+MEMOBS_API memobs_coll_kind_t memobs_coll_kind_intern(const char *name);
+/* The label of a kind ("all_reduce", "other:AllGatherV"), NULL if unknown. */
+MEMOBS_API const char *memobs_coll_kind_label(memobs_coll_kind_t kind);
+
+/* One completed collective (or p2p operation) of comm. */
+MEMOBS_API void memobs_record_coll(memobs_comm_t comm, memobs_coll_kind_t kind, uint64_t bytes,
+                                   memobs_phase_t phase, uint64_t ns);
+/* The same with what the timeline slice and Stormlog event show. */
+typedef struct {
+    memobs_comm_t comm;
+    memobs_coll_kind_t kind;
+    memobs_phase_t phase;
+    uint64_t bytes;    /* count x datatype size */
+    uint64_t ns;       /* duration, 0 = untimed */
+    uint64_t start_ns; /* memobs_now_ns() when issued; 0 = now - ns */
+    uint64_t seq;      /* the backend's sequence number, 0 = none */
+    const char *algo;  /* "RING", "TREE", ... or NULL */
+    const char *proto; /* "SIMPLE", "LL", "LL128" or NULL */
+    int nchannels;     /* 0 = unknown */
+    int captured;      /* issued inside a CUDA graph capture (a replay) */
+} memobs_coll_record_t;
+MEMOBS_API void memobs_record_coll_ex(const memobs_coll_record_t *rec);
+
+/* Peers. memobs_peer_intern(name) interns a named peer ("decode-3",
+   "10.0.0.7:5600"), as memobs_region_intern: cut to 63 bytes, UTF-8;
+   NULL/"" is MEMOBS_ERR_INVALID; a full table gives MEMOBS_ERR_FULL
+   (peers_dropped, one warning). memobs_peer_rank(comm, rank) is a rank of
+   a communicator as a peer (its label "<comm name> r<rank>"). */
+MEMOBS_API memobs_peer_t memobs_peer_intern(const char *name);
+MEMOBS_API memobs_peer_t memobs_peer_rank(memobs_comm_t comm, int rank);
+/* bytes sent to (MEMOBS_PEER_SEND) or received from (MEMOBS_PEER_RECV) a
+   peer, in a phase; _timed adds the duration the caller measured (ns, 0
+   = untimed). A bad peer, dir, phase or bytes > MEMOBS_MAX_BYTES is a bad
+   record (nothing kept). */
+MEMOBS_API void memobs_record_peer_xfer(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t bytes,
+                                        memobs_phase_t phase);
+MEMOBS_API void memobs_record_peer_xfer_timed(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t bytes,
+                                              memobs_phase_t phase, uint64_t ns);
+
+/* Snapshots. One row per (communicator, kind, phase) with ops > 0, in
+   that order; returns how many there are (at most max written; out may be
+   NULL when max is 0). algo_bytes and bus_bytes cover timed operations
+   only, as ns does: algbw = algo_bytes / ns, busbw = bus_bytes / ns. */
+typedef struct {
+    memobs_comm_t comm;
+    const char *comm_name; /* valid for the life of the process */
+    uint64_t comm_id;
+    int rank, nranks, nnodes;
+    memobs_coll_kind_t kind;
+    const char *kind_name;
+    memobs_phase_t phase;
+    uint64_t ops, bytes;       /* every operation */
+    uint64_t timed_ops, ns;    /* those with a duration, and its sum */
+    uint64_t algo_bytes;       /* S of the timed operations */
+    uint64_t bus_bytes;        /* S x bus factor of the timed operations (0: no factor) */
+    double algbw_gbs, busbw_gbs; /* 1e9 bytes/s; 0 when nothing timed or no factor */
+} memobs_coll_stats_t;
+MEMOBS_API size_t memobs_coll_get_stats(memobs_coll_stats_t *out, size_t max);
+
+/* One row per peer used (bytes or ops nonzero), id order. */
+typedef struct {
+    memobs_peer_t id;
+    const char *name;  /* the named peer, or the rank's label */
+    memobs_comm_t comm; /* -1 for a named peer */
+    int rank;           /* -1 for a named peer */
+    uint64_t bytes[MEMOBS_PEER_DIRS][MEMOBS_PHASES]; /* [dir][phase] */
+    uint64_t ops[MEMOBS_PEER_DIRS][MEMOBS_PHASES];
+    uint64_t ns[MEMOBS_PEER_DIRS][MEMOBS_PHASES];    /* summed durations of timed records */
+} memobs_peer_stats_t;
+MEMOBS_API size_t memobs_peer_get_stats(memobs_peer_stats_t *out, size_t max);
+
+/* Where the collective figures come from, set by the backend (the NCCL
+   plugin) and shown in every output. */
+typedef enum {
+    MEMOBS_COLL_NOTE_EVENTS_DROPPED = 0, /* events the backend's pool could not hold */
+    MEMOBS_COLL_NOTE_BAD_EVENTS,         /* stops of unknown or stopped events */
+    MEMOBS_COLL_NOTE_CAPTURED_CALLS,     /* calls made during a CUDA graph capture */
+    MEMOBS_COLL_NOTE_CAPTURED_REPLAYS,   /* their replays seen (counted operations) */
+    MEMOBS_COLL_NOTES
+} memobs_coll_note_t;
+typedef struct {
+    char source[32];   /* "nccl-profiler", "" when no backend said */
+    char instance[16]; /* whose memobs the backend records into: "preload", "python", "program", "own" */
+    char level[16];    /* the backend's level: "api", "coll", "proxy", "net" */
+    int api_version;   /* NCCL profiler API version NCCL chose (1..6), 0 none */
+    uint64_t notes[MEMOBS_COLL_NOTES];
+    uint64_t comms_dropped, kinds_dropped, peers_dropped; /* full tables (memobs' own) */
+} memobs_coll_info_t;
+/* Strings are copied (NULL keeps the old one); notes are added with
+   memobs_coll_note. */
+MEMOBS_API void memobs_coll_set_source(const char *source, const char *instance, const char *level,
+                                       int api_version);
+MEMOBS_API void memobs_coll_note(memobs_coll_note_t what, uint64_t n);
+MEMOBS_API void memobs_coll_get_info(memobs_coll_info_t *out);
+
+/* What a module that records into another module's memobs needs (the
+   NCCL plugin, loaded RTLD_LOCAL by NCCL): a table of function pointers
+   and the ABI key. Defined by the implementation with default visibility
+   when MEMOBS_EXPORT_HOST is defined (the LD_PRELOAD library and the
+   Python package define it; an engine that wants the plugin to record
+   into its own memobs defines it and exports the symbol:
+   -Wl,--export-dynamic-symbol=memobs_host_api). A module uses the table
+   only when abi_key equals its own MEMOBS__ABI_KEY and size is at least
+   its sizeof(memobs_host_api_t). */
+typedef struct {
+    uint64_t abi_key;
+    uint32_t size;        /* sizeof(memobs_host_api_t) of the instance */
+    const char *instance; /* "preload", "python", "program" */
+    int (*get_enabled)(void);
+    memobs_phase_t (*get_phase)(void);
+    uint64_t (*now_ns)(void);
+    memobs_comm_t (*coll_register_comm)(const char *, uint64_t, int, int, int);
+    memobs_coll_kind_t (*coll_kind_intern)(const char *);
+    void (*record_coll_ex)(const memobs_coll_record_t *);
+    memobs_peer_t (*peer_intern)(const char *);
+    memobs_peer_t (*peer_rank)(memobs_comm_t, int);
+    void (*record_peer_xfer_timed)(memobs_peer_t, memobs_peer_dir_t, uint64_t, memobs_phase_t, uint64_t);
+    void (*coll_set_source)(const char *, const char *, const char *, int);
+    void (*coll_note)(memobs_coll_note_t, uint64_t);
+    void (*get_identity)(memobs_identity_t *);
+} memobs_host_api_t;
+#ifdef MEMOBS_EXPORT_HOST
+__attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(void);
+#endif
+
+/* ======================================================================== */
 /* Allocation tracker                                                       */
 /* ======================================================================== */
 
@@ -1402,6 +1592,9 @@ MEMOBS_API int memobs_write_html_file(const char *path);
 #define MEMOBS_TRACK_FREE(ptr) ((void)sizeof(ptr))
 #define MEMOBS_REGION_BEGIN(name) ((void)sizeof(name))
 #define MEMOBS_REGION_END() ((void)0)
+#define MEMOBS_RECORD_PEER_XFER(peer, dir, bytes, phase) \
+    ((void)sizeof(peer), (void)sizeof(dir), (void)sizeof(bytes), (void)sizeof(phase))
+#define MEMOBS_RECORD_PEER_XFER_CUR(peer, dir, bytes) ((void)sizeof(peer), (void)sizeof(dir), (void)sizeof(bytes))
 #define MEMOBS_MARK(name) ((void)sizeof(name))
 #ifdef __cplusplus
 #define MEMOBS_REGION(name) ((void)sizeof(name))
@@ -1435,6 +1628,12 @@ MEMOBS_API int memobs_write_html_file(const char *path);
 #define MEMOBS_RECORD_D2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2D, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_XFER(dir, bytes, phase) \
     memobs__xfer(MEMOBS__UNS(dir), MEMOBS__UNS(phase), MEMOBS__U64(bytes))
+/* Bytes sent to / received from a peer (memobs_peer_intern, memobs_peer_rank);
+   _CUR takes the phase of this thread. */
+#define MEMOBS_RECORD_PEER_XFER(peer, dir, bytes, phase) \
+    memobs_record_peer_xfer(peer, dir, MEMOBS__U64(bytes), phase)
+#define MEMOBS_RECORD_PEER_XFER_CUR(peer, dir, bytes) \
+    memobs_record_peer_xfer(peer, dir, MEMOBS__U64(bytes), memobs_get_phase())
 #define MEMOBS_SET_PHASE(phase) ((void)memobs_set_phase(phase))
 #define MEMOBS_TTFT_START() memobs_ttft_start()
 #define MEMOBS_TTFT_STOP() memobs_ttft_stop()
