@@ -41,6 +41,56 @@ for v in "c99|$CC -std=c99 -O2 -g" "c++17|$CXX -x c++ -std=c++17 -O2 -g" \
     build "${v%%|*}" ${v#*|} && run "${v%%|*}"
 done
 
+# memobs_host_api under MEMOBS_HIDDEN and -fvisibility=hidden (the Python
+# package's private instance): the one exported memobs symbol, with the
+# instance MEMOBS_HOST_INSTANCE names; found by dlsym, its table records.
+cat >"$B/host.c" <<'EOF'
+#define MEMOBS_IMPLEMENTATION
+#define MEMOBS_HIDDEN
+#define MEMOBS_EXPORT_HOST
+#define MEMOBS_HOST_INSTANCE "preload"
+#include "memobs.h"
+EOF
+cat >"$B/host_main.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "memobs.h"
+int main(int argc, char **argv) {
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    const memobs_host_api_t *(*get)(void);
+    const memobs_host_api_t *api;
+    memobs_coll_record_t r;
+    (void)argc;
+    if (!h) return printf("dlopen: %s\n", dlerror()), 1;
+    *(void **)&get = dlsym(h, "memobs_host_api");
+    if (!get) return printf("no memobs_host_api\n"), 1;
+    if (dlsym(h, "memobs_record_coll_ex") || dlsym(h, "memobs_init")) return printf("other symbols exported\n"), 1;
+    api = get();
+    if (api->abi_key != MEMOBS__ABI_KEY || api->size != sizeof *api || strcmp(api->instance, "preload"))
+        return printf("table: key %llx size %u instance %s\n", (unsigned long long)api->abi_key, api->size,
+                      api->instance), 1;
+    memset(&r, 0, sizeof r);
+    r.comm = api->coll_register_comm("tp", 7u, 0, 2, 1);
+    r.kind = api->coll_kind_intern("AllReduce");
+    r.bytes = 10;
+    api->record_coll_ex(&r);
+    printf("%d %d %d\n", (int)r.comm, (int)r.kind, api->get_enabled());
+    return 0;
+}
+EOF
+if $CC -std=c99 $W -fPIC -shared -fvisibility=hidden -o "$B/libhost.so" "$B/host.c" -pthread >"$B/host.log" 2>&1 &&
+    $CC -std=c99 $W -o "$B/host_main" "$B/host_main.c" -ldl >>"$B/host.log" 2>&1; then
+    if out=$("$B/host_main" "$(pwd)/$B/libhost.so" 2>&1) && [ "$out" = "1 0 1" ] &&
+        [ "$(nm -D --defined-only "$B/libhost.so" | grep -c ' memobs')" = 1 ]; then
+        ok "host api: MEMOBS_EXPORT_HOST in a MEMOBS_HIDDEN .so exports memobs_host_api alone (instance \"preload\" from MEMOBS_HOST_INSTANCE, the ABI key, the size); its table records"
+    else
+        bad "host api: exported from a hidden instance" "$out" "$(nm -D --defined-only "$B/libhost.so" | grep ' memobs')"
+    fi
+else
+    bad "host api: build" "$(head -n 20 "$B/host.log")"
+fi
+
 bin=$B/coll_c99
 [ -x "$bin" ] || exit 1
 rm -rf "$B/out"
