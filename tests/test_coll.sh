@@ -265,4 +265,26 @@ if grep -q '<section id="collectives"><h2>Collectives</h2>' "$H" && grep -q '<ta
 else
     bad "html: collectives and peer tables" "$(grep -o '<section id="collectives">.*' "$H" | head -c 1500)"
 fi
+# A crash: the crash writer's summary and exposition (async-signal-safe,
+# lock-free reads) carry the collectives and peers.
+rm -f "$B/crash.json" "$B/crash.prom"
+MEMOBS_SUMMARY="$B/crash.json" MEMOBS_FORMAT=json MEMOBS_PROM_FILE="$B/crash.prom" \
+    sh -c '"$0" crash; exit 0' "$bin" >/dev/null 2>&1 # dies of SIGABRT, quietly
+if out=$(python3 - "$B/crash.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+errs = []
+if not d.get("partial"): errs.append("not the crash writer's summary")
+ar = d.get("collectives", {}).get("comms", [{}])[0].get("kinds", {}).get("all_reduce", {}).get("prefill", {})
+if (ar.get("ops"), ar.get("bus_bytes")) != (1, 3145728): errs.append("all_reduce %s" % ar)
+if [p["name"] for p in d.get("peers", [])] != ["tp r2"]: errs.append("peers %s" % d.get("peers"))
+for e in errs: print(e)
+sys.exit(1 if errs else 0)
+PY
+) && grep -q '^memobs_collective_bus_bytes_total{.*,comm="tp",comm_rank="1",nranks="4",kind="all_reduce",phase="prefill"} 3145728$' "$B/crash.prom" &&
+    grep -q '^memobs_crash_signal{' "$B/crash.prom"; then
+    ok "crash: the crash writer's JSON summary and Prometheus file carry the collectives and peers"
+else
+    bad "crash: collectives in the crash outputs" "$out" "$(grep collective "$B/crash.prom" | head -n 5)"
+fi
 exit $rc
