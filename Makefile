@@ -10,6 +10,8 @@
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
 #   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code
 #                 change); preload/memobs-run PROGRAM runs PROGRAM with it
+#   make nccl-plugin  build/libnccl-profiler-memobs.so: NCCL's collectives and bytes
+#                 per peer in memobs (NCCL_PROFILER_PLUGIN=memobs)
 #   make examples the small examples: build/examples/hello (examples/hello.c), hello_cuda
 #                 (nvcc), and the Python package and preload library that hello.py and
 #                 hello_preload.sh use
