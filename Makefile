@@ -3,7 +3,8 @@
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
-#                 library (lib/libmemobs_preload.so) and its launcher (bin/memobs-run)
+#                 library (lib/libmemobs_preload.so), its launcher (bin/memobs-run) and the
+#                 NCCL profiler plugin (lib/libnccl-profiler-memobs.so)
 #   make uninstall PREFIX=/usr/local   what install put there
 #   make cuda-demo / gpu-test / gpu-preload-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
