@@ -582,15 +582,26 @@ static void mnp_emit(const memobs_coll_record_t *rec) {
 }
 
 /* One task of an AlltoAll call: every 2 x nranks of a comm make one
-   all_to_all record. */
-static void mnp_a2a_add(mnp_comm_t *c, uint64_t bytes, memobs_phase_t phase, uint64_t start, uint64_t ns,
-                        int captured) {
+   all_to_all record. A comm of unknown size ("(other)") keeps each task
+   as its own kind (alone: the P2p's send or recv). */
+static void mnp_a2a_add(mnp_comm_t *c, memobs_coll_kind_t alone, uint64_t bytes, memobs_phase_t phase,
+                        uint64_t start, uint64_t ns, int captured) {
     memobs_coll_record_t rec;
     uint32_t n;
     int emit = 0;
-    if (!c || c->nranks <= 0) return;
-    n = 2u * (uint32_t)c->nranks;
     memset(&rec, 0, sizeof rec);
+    if (!c || c->nranks <= 0) {
+        rec.comm = c ? c->h : -1;
+        rec.kind = alone;
+        rec.phase = phase;
+        rec.bytes = bytes;
+        rec.ns = ns;
+        rec.start_ns = start;
+        rec.captured = captured;
+        mnp_emit(&rec);
+        return;
+    }
+    n = 2u * (uint32_t)c->nranks;
     pthread_mutex_lock(&c->a2a_lock);
     if (c->a2a_tasks == 0) {
         c->a2a_phase = phase;
@@ -621,7 +632,7 @@ static void mnp_a2a_add(mnp_comm_t *c, uint64_t bytes, memobs_phase_t phase, uin
 static void mnp_complete(mnp_slot_t *s) {
     uint64_t ns = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
     if (s->a2a) {
-        mnp_a2a_add(mnp_comm_at(s->comm_ix), s->bytes, (memobs_phase_t)s->phase, s->start_ns, ns, s->captured);
+        mnp_a2a_add(mnp_comm_at(s->comm_ix), s->kind, s->bytes, (memobs_phase_t)s->phase, s->start_ns, ns, s->captured);
     } else {
         memobs_coll_record_t rec;
         memset(&rec, 0, sizeof rec);
@@ -711,7 +722,7 @@ static void *mnp_start_task(void *context, const mnp_task_t *t) {
     if (!s) {
         mnp_note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
         if (a2a) {
-            mnp_a2a_add(c, bytes, phase, mnp.host->now_ns(), 0, captured);
+            mnp_a2a_add(c, kind, bytes, phase, mnp.host->now_ns(), 0, captured);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
@@ -758,7 +769,7 @@ static void *mnp_start_api(void *context, int p2p, const char *func, uint64_t co
         unsigned esize = mnp_dtype_size(dtype);
         if (!esize) mnp_note(MEMOBS_COLL_NOTE_BAD_EVENTS);
         if (a2a) {
-            mnp_a2a_add(c, count * esize, phase, mnp.host->now_ns(), 0, 0);
+            mnp_a2a_add(c, MEMOBS_COLL_ALL_TO_ALL, count * esize, phase, mnp.host->now_ns(), 0, 0);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
