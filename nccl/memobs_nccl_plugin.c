@@ -487,7 +487,8 @@ static mnp_comm_t *mnp_comm_get(const char *name, uint64_t id, int rank, int nra
 }
 
 static int mnp_comm_ix(const mnp_comm_t *c) {
-    return c >= mnp.comms && c < mnp.comms + MNP_MAX_COMMS ? (int)(c - mnp.comms) : c == &mnp.other ? MNP_MAX_COMMS : -1;
+    if (c >= mnp.comms && c < mnp.comms + MNP_MAX_COMMS) return (int)(c - mnp.comms);
+    return c == &mnp.other ? MNP_MAX_COMMS : -1;
 }
 static mnp_comm_t *mnp_comm_at(int ix) {
     return ix >= 0 && ix < MNP_MAX_COMMS ? &mnp.comms[ix] : ix == MNP_MAX_COMMS ? &mnp.other : NULL;
