@@ -133,6 +133,8 @@ static const char *const memobs_nccl__level_names[] = {"off", "api", "coll", "pr
 enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMOBS_NCCL__EV_KCH, MEMOBS_NCCL__EV_POP };
 
 #define MEMOBS_NCCL__MAX_COMMS 64
+#define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
+#define MEMOBS_NCCL__PEER_UNSET INT32_MIN
 #define MEMOBS_NCCL__DEFAULT_EVENTS 4096u
 #define MEMOBS_NCCL__MAX_EVENTS (1u << 20)
 #define MEMOBS_NCCL__SLOT_SHIFT 7
@@ -155,6 +157,8 @@ typedef struct {
     int a2a_captured;
     memobs_phase_t a2a_phase;
     uint64_t a2a_bytes, a2a_ns, a2a_start;
+    int32_t *peers; /* atomic entries: memobs_peer_rank of ranks < npeers, MEMOBS_NCCL__PEER_UNSET before */
+    int npeers;
 } memobs_nccl__comm_t;
 
 typedef struct __attribute__((aligned(128))) {
@@ -469,6 +473,23 @@ static void memobs_nccl__comm_fill(memobs_nccl__comm_t *c, const char *name, uin
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     pthread_mutex_init(&c->a2a_lock, NULL);
     c->h = memobs_nccl__g.host->coll_register_comm(name, id, rank, nranks, nnodes);
+    c->npeers = nranks < MEMOBS_NCCL__PEER_CACHE ? nranks : MEMOBS_NCCL__PEER_CACHE;
+    c->peers = c->npeers > 0 ? (int32_t *)malloc((size_t)c->npeers * sizeof *c->peers) : NULL;
+    if (!c->peers) c->npeers = 0;
+    for (int i = 0; i < c->npeers; i++) c->peers[i] = MEMOBS_NCCL__PEER_UNSET;
+}
+
+/* The peer of a rank of comm h (entry c, when known), looked up once per
+   rank: memobs_peer_rank takes memobs' table lock and formats a label. */
+static memobs_peer_t memobs_nccl__peer(memobs_nccl__comm_t *c, memobs_comm_t h, int rank) {
+    int32_t p;
+    if (!c || rank < 0 || rank >= c->npeers) return memobs_nccl__g.host->peer_rank(h, rank);
+    p = __atomic_load_n(&c->peers[rank], __ATOMIC_RELAXED);
+    if (p == MEMOBS_NCCL__PEER_UNSET) {
+        p = memobs_nccl__g.host->peer_rank(h, rank);
+        __atomic_store_n(&c->peers[rank], p, __ATOMIC_RELAXED);
+    }
+    return p;
 }
 
 /* The entry of (id, rank), created on first sight. Lookups are lock-free
@@ -867,7 +888,8 @@ static void *memobs_nccl__start_pop(void *context, void *parent, int version, pi
     s->comm = comm;
     s->comm_ix = comm_ix;
     s->dir = (uint8_t)(is_send ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV);
-    s->peer = memobs_nccl__g.level >= MEMOBS_NCCL__PROXY ? memobs_nccl__g.host->peer_rank(comm, peer) : -1;
+    s->peer =
+        memobs_nccl__g.level >= MEMOBS_NCCL__PROXY ? memobs_nccl__peer(memobs_nccl__comm_at(comm_ix), comm, peer) : -1;
     s->t0 = memobs_nccl__g.host->now_ns();
     return memobs_nccl__publish(s, 1);
 }
