@@ -135,6 +135,7 @@ enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMO
 #define MEMOBS_NCCL__MAX_COMMS 64
 #define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
 #define MEMOBS_NCCL__PEER_UNSET INT32_MIN
+#define MEMOBS_NCCL__LATE_NS 10000000000ull /* announced KernelCh still missing 10 s after the stop */
 #define MEMOBS_NCCL__DEFAULT_EVENTS 4096u
 #define MEMOBS_NCCL__MAX_EVENTS (1u << 20)
 #define MEMOBS_NCCL__SLOT_SHIFT 7
@@ -209,6 +210,7 @@ static struct {
     memobs_nccl__comm_t other;        /* beyond MEMOBS_NCCL__MAX_COMMS */
     memobs_nccl__comm_t legacy;       /* the context of v1-v3 inits (no comm at init) */
     uint64_t net_events, ctrl_events; /* atomic: level net's counts */
+    uint32_t hand;                    /* atomic: the sweep's next slot */
     void *self;                       /* dlopen handle pinning the plugin */
 } memobs_nccl__g;
 
@@ -668,10 +670,12 @@ static void memobs_nccl__a2a_add(memobs_nccl__comm_t *c, memobs_coll_kind_t alon
     if (emit) memobs_nccl__emit(&rec);
 }
 
-/* The last reference of a Coll/P2p went: its record, then the slot back. */
+/* The last reference went: a Coll/P2p's record, then the slot back. */
 static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
     uint64_t ns = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
-    if (s->a2a) {
+    if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P) {
+        /* KernelCh, ProxyOp: nothing of their own to record */
+    } else if (s->a2a) {
         memobs_nccl__a2a_add(memobs_nccl__comm_at(s->comm_ix), s->kind, s->bytes, (memobs_phase_t)s->phase, s->start_ns,
                              ns, s->captured);
     } else {
@@ -696,6 +700,33 @@ static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
 static void memobs_nccl__unref(memobs_nccl__slot_t *s) {
     uint64_t w = __atomic_fetch_sub(&s->word, (uint64_t)1, __ATOMIC_ACQ_REL);
     if ((uint32_t)w == 1) memobs_nccl__complete(s);
+}
+
+/* A Coll/P2p holds a reference for each KernelCh its nChannels announced
+   (v4+). Should fewer come, the sweep gives the missing ones back once the
+   Coll was stopped MEMOBS_NCCL__LATE_NS ago (finalize: at once), so that
+   the operation is recorded late rather than never. Safe on any slot: it
+   holds a reference of its own while it looks. */
+static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int comm_ix) {
+    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE), stopped_at;
+    uint32_t e;
+    if ((uint32_t)w == 0 || !memobs_nccl__ref(s, (uint32_t)(w >> 32) & MEMOBS_NCCL__GEN_MASK)) return;
+    stopped_at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+    e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
+    if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P) && e > 0 && stopped_at &&
+        (comm_ix < 0 ? now > stopped_at && now - stopped_at > MEMOBS_NCCL__LATE_NS : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
+        __atomic_compare_exchange_n(&s->expect, &e, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        while (e--) memobs_nccl__unref(s);
+    }
+    memobs_nccl__unref(s);
+}
+
+/* One slot per Coll/P2p start, in turn (a few more when the pool is full). */
+static void memobs_nccl__sweep(uint64_t now, unsigned n) {
+    while (n--) {
+        uint32_t i = __atomic_fetch_add(&memobs_nccl__g.hand, 1u, __ATOMIC_RELAXED);
+        if (memobs_nccl__g.nslots) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i % memobs_nccl__g.nslots], now, -1);
+    }
 }
 
 /* ======================================================================== */
@@ -733,6 +764,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     int captured = 0, a2a = 0;
     memobs_nccl__slot_t *s;
     uint32_t expect = 0;
+    uint64_t now;
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
     kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
     esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
@@ -759,11 +791,17 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
         memobs_nccl__emit(&rec);
         return (void *)(uintptr_t)MEMOBS_NCCL__API_TAG;
     }
+    now = memobs_nccl__g.host->now_ns();
+    if (t->version >= 4) memobs_nccl__sweep(now, 1);
     s = memobs_nccl__alloc();
+    if (!s && t->version >= 4) {
+        memobs_nccl__sweep(now, 8);
+        s = memobs_nccl__alloc();
+    }
     if (!s) {
         memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
         if (a2a) {
-            memobs_nccl__a2a_add(c, kind, bytes, phase, memobs_nccl__g.host->now_ns(), 0, captured);
+            memobs_nccl__a2a_add(c, kind, bytes, phase, now, 0, captured);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
@@ -771,7 +809,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
             rec.kind = kind;
             rec.phase = phase;
             rec.bytes = bytes;
-            rec.start_ns = memobs_nccl__g.host->now_ns();
+            rec.start_ns = now;
             rec.seq = t->seq;
             rec.algo = t->algo;
             rec.proto = t->proto;
@@ -790,7 +828,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     s->kind = kind;
     s->nchannels = t->nchannels ? t->nchannels : t->max_channels;
     s->bytes = bytes;
-    s->start_ns = memobs_nccl__g.host->now_ns();
+    s->start_ns = now;
     s->aux = t->seq;
     memobs_nccl__copy(s->algo, sizeof s->algo, t->algo);
     memobs_nccl__copy(s->proto, sizeof s->proto, t->proto);
@@ -946,7 +984,10 @@ static void memobs_nccl__stop(void *handle) {
     }
     switch (s->type) {
     case MEMOBS_NCCL__EV_COLL:
-    case MEMOBS_NCCL__EV_P2P: memobs_nccl__unref(s); return;
+    case MEMOBS_NCCL__EV_P2P:
+        __atomic_store_n(&s->t1, memobs_nccl__g.host->now_ns() | 1u, __ATOMIC_RELAXED); /* stopped at, never 0 */
+        memobs_nccl__unref(s);
+        return;
     case MEMOBS_NCCL__EV_KCH:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
         if (p) {
@@ -955,8 +996,8 @@ static void memobs_nccl__stop(void *handle) {
             if (t1 > s->t0) ns = t1 - s->t0;
             memobs_nccl__atomic_max(&p->ns, ns);
         }
-        memobs_nccl__free(s);
         if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
     case MEMOBS_NCCL__EV_POP:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
@@ -964,8 +1005,8 @@ static void memobs_nccl__stop(void *handle) {
             uint64_t now = memobs_nccl__g.host->now_ns();
             if (now > s->t0) memobs_nccl__atomic_max(&p->ns, now - s->t0);
         }
-        memobs_nccl__free(s);
         if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
     default: memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS); return;
     }
@@ -1014,8 +1055,14 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
     return ncclSuccess;
 }
 
+/* The comm goes: operations still waiting for announced KernelCh are
+   recorded now. Its entry stays (memobs keeps the comm's figures). */
 static ncclResult_t memobs_nccl__finalize(void *context) {
-    (void)context; /* entries stay: memobs keeps the comm's figures */
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    uint32_t i;
+    if (!context || memobs_nccl__g.level < MEMOBS_NCCL__COLL) return ncclSuccess;
+    for (i = 0; i < memobs_nccl__g.nslots; i++)
+        memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i], 0, c ? memobs_nccl__comm_ix(c) : INT32_MAX);
     return ncclSuccess;
 }
 
