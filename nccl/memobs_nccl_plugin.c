@@ -58,7 +58,11 @@
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
        for each of its nChannels KernelCh from the start (children that
        come after NCCL stopped the Coll still count; more KernelCh than
-       nChannels take a reference each while the Coll lives). ns = the
+       nChannels take a reference each while the Coll lives; when fewer
+       come, the operation is recorded 10 s after its stop, when the
+       sweep (one slot per Coll/P2p start) passes it, or at its comm's
+       finalize, with the time of those that came). v1-v3: a child
+       started after NCCL stopped its Coll is not waited for. ns = the
        longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
        GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
        the longest ProxyOp's CPU span at proxy level, else untimed (0).
