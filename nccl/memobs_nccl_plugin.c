@@ -140,6 +140,8 @@ enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMO
 #define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
 #define MEMOBS_NCCL__PEER_UNSET INT32_MIN
 #define MEMOBS_NCCL__LATE_NS 10000000000ull /* announced KernelCh still missing 10 s after the stop */
+#define MEMOBS_NCCL__GRACE_NS 100000000ull  /* v1-v3: how long a stopped Coll waits for children */
+#define MEMOBS_NCCL__GRACE 0x80000000u      /* expect's bit: the v1-v3 grace reference */
 #define MEMOBS_NCCL__DEFAULT_EVENTS 4096u
 #define MEMOBS_NCCL__MAX_EVENTS (1u << 20)
 #define MEMOBS_NCCL__SLOT_SHIFT 7
@@ -177,7 +179,7 @@ typedef struct __attribute__((aligned(128))) {
     uint8_t a2a; /* P2p task of an AlltoAll call */
     uint8_t version;
     uint8_t pad[2];
-    uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started */
+    uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started; | GRACE */
     int32_t comm_ix; /* index in memobs_nccl__g.comms, -1 none */
     memobs_comm_t comm;
     memobs_coll_kind_t kind;
@@ -333,6 +335,8 @@ static uint32_t memobs_nccl__parse_events(void) {
     return (uint32_t)n;
 }
 
+static void memobs_nccl__at_exit(void);
+
 static void memobs_nccl__setup(void) {
     Dl_info self;
     const char *self_path = NULL;
@@ -368,6 +372,7 @@ static void memobs_nccl__setup(void) {
         memobs_nccl__g.slots[i].word = 0;
     }
     __atomic_store_n(&memobs_nccl__g.free_head, memobs_nccl__g.nslots ? 1u : 0u, __ATOMIC_RELEASE);
+    atexit(memobs_nccl__at_exit);
 }
 
 /* ======================================================================== */
@@ -709,8 +714,12 @@ static void memobs_nccl__unref(memobs_nccl__slot_t *s) {
 /* A Coll/P2p holds a reference for each KernelCh its nChannels announced
    (v4+). Should fewer come, the sweep gives the missing ones back once the
    Coll was stopped MEMOBS_NCCL__LATE_NS ago (finalize: at once), so that
-   the operation is recorded late rather than never. Safe on any slot: it
-   holds a reference of its own while it looks. */
+   the operation is recorded late rather than never. v1-v3 announce no
+   count: a Coll that may have children (v3 KernelCh, proxy level
+   ProxyOp) holds one grace reference instead, given back
+   MEMOBS_NCCL__GRACE_NS after its stop, so that children NCCL starts
+   after the stop (the proxy thread picks them up later) still find it.
+   Safe on any slot: it holds a reference of its own while it looks. */
 static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int comm_ix) {
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE), stopped_at;
     uint32_t e;
@@ -718,12 +727,26 @@ static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int co
     stopped_at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
     e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
     if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P) && e > 0 && stopped_at &&
-        (comm_ix < 0 ? now > stopped_at && now - stopped_at > MEMOBS_NCCL__LATE_NS : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
+        (comm_ix < 0 ? now > stopped_at &&
+                           now - stopped_at > ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS)
+                     : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
         __atomic_compare_exchange_n(&s->expect, &e, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        while (e--) memobs_nccl__unref(s);
+        uint32_t n = (e & ~MEMOBS_NCCL__GRACE) + (e >> 31);
+        while (n--) memobs_nccl__unref(s);
     }
     memobs_nccl__unref(s);
 }
+
+/* Every stopped operation of comm entry comm_ix (INT32_MAX: all) still
+   waiting for children is recorded now. */
+static void memobs_nccl__flush(int comm_ix) {
+    uint32_t i;
+    for (i = 0; i < memobs_nccl__g.nslots; i++) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i], 0, comm_ix);
+}
+
+/* At exit (before the exit handlers of the memobs it records into, which
+   were registered earlier): a program that never destroys its comms. */
+static void memobs_nccl__at_exit(void) { memobs_nccl__flush(INT32_MAX); }
 
 /* One slot per Coll/P2p start, in turn (a few more when the pool is full). */
 static void memobs_nccl__sweep(uint64_t now, unsigned n) {
@@ -767,8 +790,9 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     memobs_phase_t phase;
     int captured = 0, a2a = 0;
     memobs_nccl__slot_t *s;
-    uint32_t expect = 0;
+    uint32_t expect = 0, refs;
     uint64_t now;
+    int waits;
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
     kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
     esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
@@ -795,10 +819,13 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
         memobs_nccl__emit(&rec);
         return (void *)(uintptr_t)MEMOBS_NCCL__API_TAG;
     }
+    /* Children to wait for: KernelCh (v3+), ProxyOp (proxy level). */
+    waits =
+        memobs_nccl__g.level >= MEMOBS_NCCL__PROXY || (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->version >= 3);
     now = memobs_nccl__g.host->now_ns();
-    if (t->version >= 4) memobs_nccl__sweep(now, 1);
+    if (waits) memobs_nccl__sweep(now, 1);
     s = memobs_nccl__alloc();
-    if (!s && t->version >= 4) {
+    if (!s && waits) {
         memobs_nccl__sweep(now, 8);
         s = memobs_nccl__alloc();
     }
@@ -838,8 +865,11 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     memobs_nccl__copy(s->proto, sizeof s->proto, t->proto);
     if (t->version >= 4 && memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->nchannels > 0)
         expect = (uint32_t)t->nchannels;
+    else if (t->version <= 3 && waits)
+        expect = MEMOBS_NCCL__GRACE;
+    refs = 1 + (expect & ~MEMOBS_NCCL__GRACE) + (expect >> 31);
     __atomic_store_n(&s->expect, expect, __ATOMIC_RELAXED);
-    return memobs_nccl__publish(s, 1 + expect);
+    return memobs_nccl__publish(s, refs);
 }
 
 /* API events (v5+): a tagged number; at level api also the record. */
@@ -877,7 +907,7 @@ static void *memobs_nccl__start_kch(void *parent, int version, int has_timer, ui
     if (!p || (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P)) return NULL;
     /* A reference announced by nChannels, else a new one. */
     e = __atomic_load_n(&p->expect, __ATOMIC_RELAXED);
-    while (e > 0 && !held)
+    while ((e & ~MEMOBS_NCCL__GRACE) > 0 && !held)
         held = __atomic_compare_exchange_n(&p->expect, &e, e - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     if (!held && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) return NULL;
     s = memobs_nccl__alloc();
@@ -1063,10 +1093,8 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
    recorded now. Its entry stays (memobs keeps the comm's figures). */
 static ncclResult_t memobs_nccl__finalize(void *context) {
     memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
-    uint32_t i;
-    if (!context || memobs_nccl__g.level < MEMOBS_NCCL__COLL) return ncclSuccess;
-    for (i = 0; i < memobs_nccl__g.nslots; i++)
-        memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i], 0, c ? memobs_nccl__comm_ix(c) : INT32_MAX);
+    if (context && memobs_nccl__g.level >= MEMOBS_NCCL__API)
+        memobs_nccl__flush(c ? memobs_nccl__comm_ix(c) : INT32_MAX);
     return ncclSuccess;
 }
 
