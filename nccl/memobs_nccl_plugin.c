@@ -24,7 +24,7 @@
      api     CollApi|P2pApi                  Coll|P2p            Coll|P2p
      coll    CollApi|P2pApi|Coll|P2p|KernelCh Coll|P2p|KernelCh  Coll|P2p
      proxy   coll + ProxyOp|ProxyStep        same                same
-     net     proxy + ProxyCtrl|NetPlugin     same (v3+: NetPlugin) proxy + ProxyCtrl
+     net     proxy + ProxyCtrl|NetPlugin     same                proxy + ProxyCtrl
    Refusal (MEMOBS_NCCL=off/0, or memobs disabled when that init runs):
    *eActivationMask = 0, *context = NULL, returns ncclInternalError. Calls
    with a NULL context return ncclSuccess and a NULL handle.
@@ -61,9 +61,11 @@
        nChannels take a reference each while the Coll lives; when fewer
        come, the operation is recorded 10 s after its stop, when the
        sweep (one slot per Coll/P2p start) passes it, or at its comm's
-       finalize, with the time of those that came). v1-v3: a child
-       started after NCCL stopped its Coll is not waited for. ns = the
-       longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
+       finalize, with the time of those that came). v1-v3 give no
+       count: a Coll that may have children (v3 at coll level, any at
+       proxy level) waits 100 ms after its stop, then is recorded when the
+       sweep passes it. Operations still waiting are recorded at their
+       comm's finalize and at exit. ns = the longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
        GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
        the longest ProxyOp's CPU span at proxy level, else untimed (0).
        Also seq (seqNumber), algo, proto (v1 numbers turned into NCCL's
@@ -77,7 +79,9 @@
        thread). graphCaptured API calls: CAPTURED_CALLS +1 and no record;
        a task event whose API parent was captured is a replay:
        CAPTURED_REPLAYS +1 per record and the record says captured.
-       Unknown datatype: 0 bytes and BAD_EVENTS +1. Unknown func: kind
+       Datatype sizes: NCCL's names (ncclInt8 ... ncclFloat8e5m2) and
+       "Unknown", which NCCL 2.24-2.30 say for ncclUint8 (1 byte); any
+       other: 0 bytes and BAD_EVENTS +1. Unknown func: kind
        "other:<func>".
      level proxy: ProxyStep states SendWait (sent) and RecvFlushWait
        (received) with transSize (v4+: proxyStep args) ->
@@ -100,7 +104,10 @@
    handle is a small tagged number (phase, captured, AlltoAll), never
    dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
    full pool: NULL handle, EVENTS_DROPPED +1; a Coll/P2p without a slot is
-   recorded at once (ops, bytes, untimed). A stop of an unknown, stale or
+   recorded at once (ops, bytes, untimed); a KernelCh without one leaves
+   its Coll untimed (if no other times it), a ProxyOp without one loses
+   its peer bytes. v1-v4 at level api: Coll/P2p get a tagged number as
+   well (recorded at start, nothing to stop). A stop of an unknown, stale or
    stopped handle: ncclSuccess and BAD_EVENTS +1.
 
    THREADS: startEvent/stopEvent/recordEventState from any thread (user,
@@ -586,14 +593,16 @@ static memobs_coll_kind_t memobs_nccl__kind_num(unsigned f) {
     return f < 8 ? k[f] : MEMOBS_COLL_OTHER;
 }
 
-/* Bytes of one element; 0 unknown. */
+/* Bytes of one element; 0 unknown. NCCL's ncclDatatypeToString (2.24 to
+   2.30) has no case for ncclUint8 and gives "Unknown" for it; NCCL refuses
+   an invalid datatype before any event, so "Unknown" is ncclUint8. */
 static unsigned memobs_nccl__dtype_size(const char *d) {
     static const struct {
         const char *name;
         unsigned size;
-    } t[] = {{"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclInt32", 4},      {"ncclUint32", 4},
-             {"ncclInt64", 8},   {"ncclUint64", 8},   {"ncclFloat16", 2},    {"ncclFloat32", 4},
-             {"ncclFloat64", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
+    } t[] = {{"ncclInt8", 1},       {"ncclUint8", 1},      {"ncclInt32", 4},   {"ncclUint32", 4},  {"ncclInt64", 8},
+             {"ncclUint64", 8},     {"ncclFloat16", 2},    {"ncclFloat32", 4}, {"ncclFloat64", 8}, {"ncclBfloat16", 2},
+             {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}, {"Unknown", 1}};
     size_t i;
     if (!d) return 0;
     for (i = 0; i < sizeof t / sizeof t[0]; i++)
