@@ -802,6 +802,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     uint32_t expect = 0, refs;
     uint64_t now;
     int waits;
+    if (memobs_nccl__g.level == MEMOBS_NCCL__API && t->version >= 5) return NULL; /* counted by the API event */
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
     kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
     esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
