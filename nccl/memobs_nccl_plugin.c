@@ -107,7 +107,12 @@
    recorded at once (ops, bytes, untimed); a KernelCh without one leaves
    its Coll untimed (if no other times it), a ProxyOp without one loses
    its peer bytes. v1-v4 at level api: Coll/P2p get a tagged number as
-   well (recorded at start, nothing to stop). A stop of an unknown, stale or
+   well (recorded at start, nothing to stop). Example, v4, pool of 8: 64
+   Colls (nChannels 1) started and stopped, then a KernelCh for each of
+   the 8 with a handle: the first finds the pool full (dropped; its Coll
+   gives the announced reference back, completes untimed and frees its
+   slot), the next 7 get slots and time their Colls: ops 64, timed 7,
+   events_dropped 57. A stop of an unknown, stale or
    stopped handle: ncclSuccess and BAD_EVENTS +1.
 
    THREADS: startEvent/stopEvent/recordEventState from any thread (user,
