@@ -218,7 +218,6 @@ static struct {
     const memobs_host_api_t *host;
     const char *instance;
     int level;
-    int version; /* API version of the first init */
     uint32_t nslots;
     memobs_nccl__slot_t *slots;
     uintptr_t lo, hi;   /* pool address range */
@@ -1091,7 +1090,6 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
         if (mask) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
         return ncclInternalError;
     }
-    if (!memobs_nccl__g.version) memobs_nccl__g.version = version;
     memobs_nccl__g.host->coll_set_source("nccl-profiler", memobs_nccl__g.instance,
                                          memobs_nccl__level_names[memobs_nccl__g.level], version);
     c = version >= 4 ? memobs_nccl__comm_get(name, id, rank, nranks, nnodes) : &memobs_nccl__g.legacy;
