@@ -5,8 +5,8 @@
 # It exports only ncclProfiler_v1 ... v6 (nccl/memobs_nccl.map) and carries
 # its own hidden memobs, used when the process has none to attach to
 # (docs/collectives.md). No CUDA or NCCL header is needed: nccl/profiler_api.h
-# declares the interface. -z defs proves it needs only libc, libpthread and
-# libdl. make install puts it in $(PREFIX)/lib (mk/install.mk).
+# declares the interface. -z defs proves it needs only libc, libpthread, libdl
+# and libm. make install puts it in $(PREFIX)/lib (mk/install.mk).
 .PHONY: nccl-plugin
 nccl-plugin: $(BUILD)/libnccl-profiler-memobs.so
 
