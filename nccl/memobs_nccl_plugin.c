@@ -94,7 +94,7 @@
        ProxyOp records peer bytes against the init's comm (v4+; v1-v3:
        none) in that comm's last phase.
      level net: NetPlugin and ProxyCtrl events are accepted (NULL handle)
-       and only counted inside the plugin.
+       and counted; the counts are logged at exit (one info line).
 
    HANDLES AND POOL: one fixed pool of MEMOBS_NCCL_EVENTS slots of 128
    bytes, a lock-free free list (index + tag word). Coll, P2p, KernelCh
@@ -759,7 +759,13 @@ static void memobs_nccl__flush(int comm_ix) {
 
 /* At exit (before the exit handlers of the memobs it records into, which
    were registered earlier): a program that never destroys its comms. */
-static void memobs_nccl__at_exit(void) { memobs_nccl__flush(INT32_MAX); }
+static void memobs_nccl__at_exit(void) {
+    memobs_nccl__flush(INT32_MAX);
+    if (memobs_nccl__g.level == MEMOBS_NCCL__NET)
+        memobs__log(MEMOBS_LOG_INFO, "NCCL profiler: %llu network plugin events, %llu proxy control events",
+                    (unsigned long long)__atomic_load_n(&memobs_nccl__g.net_events, __ATOMIC_RELAXED),
+                    (unsigned long long)__atomic_load_n(&memobs_nccl__g.ctrl_events, __ATOMIC_RELAXED));
+}
 
 /* One slot per Coll/P2p start, in turn (a few more when the pool is full). */
 static void memobs_nccl__sweep(uint64_t now, unsigned n) {
