@@ -88,8 +88,9 @@
        memobs_record_peer_xfer_timed(rank peer of the comm, SEND/RECV,
        transSize, the op's phase, 0): one peer op per step. No other
        state counts (NCCL passes transSize with all of them). v1-v3:
-       ProxyOp states SendTransmitted / RecvReceived carry the op's running
-       total: the increase since the last one is recorded. PXN: parentObj
+       ProxyOp states SendTransmitted, SendDone / RecvReceived, RecvDone
+       carry the op's running total: each increase over the largest seen
+       is recorded (NCCL 2.23 shows a send step's bytes one state late). PXN: parentObj
        of a ProxyOp is read only when proxyOp.pid == getpid(); a foreign
        ProxyOp records peer bytes against the init's comm (v4+; v1-v3:
        none) in that comm's last phase.
@@ -1017,12 +1018,17 @@ static void memobs_nccl__record_state(void *handle, int state, const ncclProfile
     if (s->type == MEMOBS_NCCL__EV_KCH && state == ncclProfilerKernelChStop && a4) {
         __atomic_store_n(&s->t1, a4->kernelCh.pTimer, __ATOMIC_RELAXED);
     } else if (s->type == MEMOBS_NCCL__EV_POP && a1 &&
-               (state == ncclProfilerProxyOpSendTransmitted || state == ncclProfilerProxyOpRecvReceived)) {
-        /* v1-v3: the op's running total; count what it grew by. */
+               (state == ncclProfilerProxyOpSendTransmitted || state == ncclProfilerProxyOpSendDone ||
+                state == ncclProfilerProxyOpRecvReceived || state == ncclProfilerProxyOpRecvDone)) {
+        /* v1-v3: the op's running total; count what it grew by. 2.23 gives
+           SendTransmitted the total before the step, so the last step shows
+           only at SendDone; later versions after it (Done adds nothing). */
         uint64_t total = a1->proxyOp.transSize, seen = __atomic_load_n(&s->aux, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->aux, total, __ATOMIC_RELAXED);
-        memobs_nccl__peer_bytes(s, state == ncclProfilerProxyOpSendTransmitted ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV,
-                                total >= seen ? total - seen : total);
+        if (total > seen) {
+            __atomic_store_n(&s->aux, total, __ATOMIC_RELAXED);
+            memobs_nccl__peer_bytes(s, state <= ncclProfilerProxyOpSendDone ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV,
+                                    total - seen);
+        }
     }
 }
 
