@@ -51,8 +51,10 @@
        bytes = count x datatype size, untimed); each P2pApi likewise; a
        P2pApi "AlltoAll" is one task of 2 x nranks (a Send and a Recv per
        rank): the plugin emits one all_to_all record (bytes = count x size)
-       per 2 x nranks such events of a comm. v1-v4: each Coll/P2p is one
-       untimed record at start.
+       per 2 x nranks such events of a comm. Gather and Scatter (split
+       into sends and recvs by NCCL like AlltoAll, with no root in the
+       P2pApi): kind gather/scatter, one op per task event. v1-v4: each
+       Coll/P2p is one untimed record at start.
      level coll and above: each Coll/P2p is one record when it completes:
        when its own stopEvent (NCCL: enqueued) and every child it counts
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
@@ -72,7 +74,8 @@
        names), nChannels (v4+; v1-v3 nMaxChannels). A P2p whose P2pApi
        parent says "AlltoAll" goes to the comm's all_to_all: one record
        per 2 x nranks such P2p (bytes = their sum / 2n; ns = their
-       longest). Phase: the CollApi/P2pApi's (read with the host's
+       longest); under a Gather or Scatter P2pApi a P2p keeps its own kind
+       (send, recv). Phase: the CollApi/P2pApi's (read with the host's
        memobs_get_phase on the user thread at the API call; v5+); without
        an API parent the starting thread's phase, and when that is unphased
        the comm's last phase seen (best effort on the CUDA callback
