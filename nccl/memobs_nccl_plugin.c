@@ -231,7 +231,6 @@ static struct {
     memobs_nccl__comm_t other;        /* beyond MEMOBS_NCCL__MAX_COMMS */
     memobs_nccl__comm_t legacy;       /* the context of v1-v3 inits (no comm at init) */
     uint64_t net_events, ctrl_events; /* atomic: level net's counts */
-    uint32_t hand;                    /* atomic: the sweep's next slot */
     void *self;                       /* dlopen handle pinning the plugin */
 } memobs_nccl__g;
 
@@ -442,7 +441,8 @@ static void memobs_nccl__clear(memobs_nccl__slot_t *s, int type, int version) {
     s->parent = 0;
     s->bytes = 0;
     s->start_ns = 0;
-    s->t0 = s->t1 = 0;
+    s->t0 = 0;
+    __atomic_store_n(&s->t1, (uint64_t)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->ns, (uint64_t)0, __ATOMIC_RELAXED);
     s->aux = 0;
     s->algo[0] = 0;
@@ -771,11 +771,20 @@ static void memobs_nccl__at_exit(void) {
                     (unsigned long long)__atomic_load_n(&memobs_nccl__g.ctrl_events, __ATOMIC_RELAXED));
 }
 
-/* One slot per Coll/P2p start, in turn (a few more when the pool is full). */
+/* One slot per Coll/P2p start, in turn (a few more when the pool is full):
+   each thread has its own hand, and a slot is only read (two loads, no
+   write to a line another thread may be using) unless its time is up. */
 static void memobs_nccl__sweep(uint64_t now, unsigned n) {
-    while (n--) {
-        uint32_t i = __atomic_fetch_add(&memobs_nccl__g.hand, 1u, __ATOMIC_RELAXED);
-        if (memobs_nccl__g.nslots) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i % memobs_nccl__g.nslots], now, -1);
+    static __thread uint32_t hand;
+    while (n-- && memobs_nccl__g.nslots) {
+        memobs_nccl__slot_t *s = &memobs_nccl__g.slots[hand++ % memobs_nccl__g.nslots];
+        uint32_t e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
+        uint64_t at;
+        if (!e) continue;
+        at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+        if (!at || now <= at || now - at <= ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS))
+            continue;
+        memobs_nccl__sweep_slot(s, now, -1);
     }
 }
 
