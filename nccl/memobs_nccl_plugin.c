@@ -359,6 +359,7 @@ static void memobs_nccl__setup(void) {
     void *p;
     if (dladdr((void *)&memobs_nccl__g, &self) && self.dli_fname) self_path = self.dli_fname;
     memobs_nccl__g.level = memobs_nccl__parse_level();
+    if (memobs_nccl__g.level == MEMOBS_NCCL__OFF) return; /* every init refuses: no host, no pool */
     memobs_nccl__g.host = memobs_nccl__find_host(self_path);
     if (!memobs_nccl__g.host) {
         memobs_init(); /* the own instance reads MEMOBS_* now (MEMOBS_NO_AUTOINIT) */
