@@ -1466,16 +1466,14 @@ done:
     return list;
 }
 
-/* {phase: {"bytes", "ops", "ns"}} of one direction of a peer; every
-   phase (all) or those with operations. */
-static PyObject *pymod_peer_dir_dict(const memobs_peer_stats_t *x, int dir, int all) {
+/* {phase: {"bytes", "ops", "ns"}} of one direction of a peer, every phase. */
+static PyObject *pymod_peer_dir_dict(const memobs_peer_stats_t *x, int dir) {
     static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
     PyObject *d = PyDict_New();
     unsigned i;
     if (!d) return NULL;
     for (i = 0; i < MEMOBS_PHASES; i++) {
         unsigned p = order[i];
-        if (!all && !x->ops[dir][p]) continue;
         if (pymod_put(d, pymod_phase_names[p],
                       Py_BuildValue("{s:K,s:K,s:K}", "bytes", PYMOD_ULL(x->bytes[dir][p]), "ops",
                                     PYMOD_ULL(x->ops[dir][p]), "ns", PYMOD_ULL(x->ns[dir][p]))) < 0) {
@@ -1486,34 +1484,25 @@ static PyObject *pymod_peer_dir_dict(const memobs_peer_stats_t *x, int dir, int 
     return d;
 }
 
-/* One peer as a dict: "name", "comm" and "rank" (None for a named peer),
-   "send", "recv"; with_id (peer_get_stats) adds "id" and gives every phase,
-   else (get_summary) only the phases with operations, as the JSON summary. */
-static PyObject *pymod_peer_dict(const memobs_peer_stats_t *x, int with_id) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    if ((with_id && pymod_put(d, "id", PyLong_FromLong((long)x->id)) < 0) ||
-        pymod_put(d, "name", pymod_text(x->name ? x->name : "", 0)) < 0 ||
-        pymod_put(d, "comm", x->comm >= 0 ? PyLong_FromLong((long)x->comm) : (Py_INCREF(Py_None), Py_None)) < 0 ||
-        pymod_put(d, "rank", x->comm >= 0 ? PyLong_FromLong(x->rank) : (Py_INCREF(Py_None), Py_None)) < 0 ||
-        pymod_put(d, "send", pymod_peer_dir_dict(x, MEMOBS_PEER_SEND, with_id)) < 0 ||
-        pymod_put(d, "recv", pymod_peer_dir_dict(x, MEMOBS_PEER_RECV, with_id)) < 0) {
-        Py_DECREF(d);
-        return NULL;
-    }
-    return d;
-}
-
-/* A list of pymod_peer_dict of every peer used. */
-static PyObject *pymod_peers_list(int with_id) {
+/* peer_get_stats(): one dict per peer used: "id", "name", "comm" (the
+   communicator's handle) and "rank" (None for a named peer), "send" and
+   "recv" with every phase. */
+static PyObject *pymod_peer_get_stats(PyObject *self, PyObject *unused) {
     size_t n, i;
     memobs_peer_stats_t *r = pymod_peer_rows(&n);
     PyObject *list = NULL;
+    (void)self, (void)unused;
     if (!r) return NULL;
     if (!(list = PyList_New(0))) goto done;
     for (i = 0; i < n; i++) {
-        PyObject *d = pymod_peer_dict(&r[i], with_id);
-        if (!d || PyList_Append(list, d) < 0) {
+        const memobs_peer_stats_t *x = &r[i];
+        PyObject *d = PyDict_New();
+        if (!d || pymod_put(d, "id", PyLong_FromLong((long)x->id)) < 0 ||
+            pymod_put(d, "name", pymod_text(x->name ? x->name : "", 0)) < 0 ||
+            pymod_put(d, "comm", x->comm >= 0 ? PyLong_FromLong((long)x->comm) : (Py_INCREF(Py_None), Py_None)) < 0 ||
+            pymod_put(d, "rank", x->comm >= 0 ? PyLong_FromLong(x->rank) : (Py_INCREF(Py_None), Py_None)) < 0 ||
+            pymod_put(d, "send", pymod_peer_dir_dict(x, MEMOBS_PEER_SEND)) < 0 ||
+            pymod_put(d, "recv", pymod_peer_dir_dict(x, MEMOBS_PEER_RECV)) < 0 || PyList_Append(list, d) < 0) {
             Py_XDECREF(d);
             Py_CLEAR(list);
             goto done;
@@ -1523,11 +1512,6 @@ static PyObject *pymod_peers_list(int with_id) {
 done:
     PyMem_Free(r);
     return list;
-}
-
-static PyObject *pymod_peer_get_stats(PyObject *self, PyObject *unused) {
-    (void)self, (void)unused;
-    return pymod_peers_list(1);
 }
 
 /* The source's fields and the drop counters, as the JSON summary's
@@ -1551,50 +1535,58 @@ static PyObject *pymod_coll_get_info(PyObject *self, PyObject *unused) {
     return pymod_coll_info_dict(&in);
 }
 
-/* get_summary()'s "collectives" and "peers", the JSON summary's keys:
-   added to d only when something was recorded or a source was set. */
+/* get_summary()'s "collectives" and "peers": the JSON summary's, read
+   from it (one writer, so the two never disagree: every communicator
+   registered, algbw_gbs None when nothing was timed, busbw_gbs None
+   without a bus factor, a peer's phases with bytes or operations), added
+   to d only when something was recorded or a source was set. */
+static PyObject *pymod_json_loads; /* json.loads, imported at the first use */
+
 static int pymod_coll_summary(PyObject *d) {
+    static const char *const keys[2] = {"collectives", "peers"};
     memobs_coll_info_t in;
-    memobs_coll_stats_t *r;
-    size_t n, i, j;
-    PyObject *coll = NULL, *comms = NULL, *peers;
-    int rc = -1;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    int rc, i;
+    PyObject *text, *j;
     memset(&in, 0, sizeof in);
     memobs_coll_get_info(&in);
-    if (!(r = pymod_coll_rows(&n))) return -1;
-    if (!(peers = pymod_peers_list(0))) goto done;
-    if (n || in.source[0] || PyList_GET_SIZE(peers)) {
-        if (!(coll = pymod_coll_info_dict(&in)) || !(comms = PyList_New(0))) goto done;
-        /* rows come in (communicator, kind, phase) order: one entry per communicator */
-        for (i = 0; i < n; i = j) {
-            PyObject *c, *kinds;
-            for (j = i; j < n && r[j].comm == r[i].comm; j++) {}
-            c = Py_BuildValue("{s:N,s:K,s:i,s:i,s:i}", "name", pymod_text(r[i].comm_name ? r[i].comm_name : "", 0),
-                              "id", PYMOD_ULL(r[i].comm_id), "rank", r[i].rank, "nranks", r[i].nranks, "nnodes",
-                              r[i].nnodes);
-            if (!c || PyList_Append(comms, c) < 0 || pymod_put(c, "kinds", kinds = PyDict_New()) < 0) {
-                Py_XDECREF(c);
-                goto done;
-            }
-            Py_DECREF(c); /* comms holds it, and it holds kinds */
-            for (; i < j; i++) {
-                const char *kn = r[i].kind_name ? r[i].kind_name : "?";
-                PyObject *k = PyDict_GetItemString(kinds, kn); /* borrowed */
-                if (!k && (pymod_put(kinds, kn, PyDict_New()) < 0 || !(k = PyDict_GetItemString(kinds, kn))))
-                    goto done;
-                if (pymod_put(k, pymod_phase_name(r[i].phase), pymod_coll_figures(&r[i])) < 0) goto done;
-            }
-        }
-        if (PyDict_SetItemString(coll, "comms", comms) < 0 || PyDict_SetItemString(d, "collectives", coll) < 0 ||
-            PyDict_SetItemString(d, "peers", peers) < 0)
-            goto done;
+    if (!in.source[0] && !in.instance[0] && !in.level[0] && !in.api_version && !memobs_coll_get_stats(NULL, 0) &&
+        !memobs_peer_get_stats(NULL, 0))
+        return 0;
+    if (!pymod_json_loads) {
+        PyObject *mod = PyImport_ImportModule("json");
+        if (!mod) return -1;
+        pymod_json_loads = PyObject_GetAttrString(mod, "loads");
+        Py_DECREF(mod);
+        if (!pymod_json_loads) return -1;
     }
-    rc = 0;
-done:
-    Py_XDECREF(coll);
-    Py_XDECREF(comms);
-    Py_XDECREF(peers);
-    PyMem_Free(r);
+    if (!(f = open_memstream(&buf, &len))) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS /* the writer takes memobs' locks: never with the GIL held */
+    rc = memobs_write_summary(f, MEMOBS_FORMAT_JSON);
+    if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    Py_END_ALLOW_THREADS
+    if (rc != MEMOBS_OK) {
+        free(buf);
+        PyErr_Format(PyExc_RuntimeError, "get_summary(): the JSON summary could not be written: %s",
+                     memobs_strerror(rc));
+        return -1;
+    }
+    text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
+    free(buf); /* open_memstream's, from malloc */
+    if (!text) return -1;
+    j = PyObject_CallFunctionObjArgs(pymod_json_loads, text, NULL);
+    Py_DECREF(text);
+    if (!j) return -1;
+    for (i = 0, rc = 0; i < 2 && rc == 0; i++) {
+        PyObject *v = PyDict_Check(j) ? PyDict_GetItemString(j, keys[i]) : NULL; /* borrowed */
+        if (v) rc = PyDict_SetItemString(d, keys[i], v);
+    }
+    Py_DECREF(j);
     return rc;
 }
 
@@ -2051,8 +2043,9 @@ static PyMethodDef pymod_methods[] = {
      "get_regions()), \"identity\", "
      "\"enabled\", \"window_ns\", \"memobs_version\"; and, once a collective or a peer transfer was recorded "
      "or NCCL's profiler plugin set its source, \"collectives\" (coll_get_info()'s keys and \"comms\": name, id, "
-     "rank, nranks, nnodes and \"kinds\": {kind: {phase: figures}}) and \"peers\" (as peer_get_stats() without "
-     "\"id\", only the phases with operations), the JSON summary's keys."},
+     "rank, nranks, nnodes and \"kinds\": {kind: {phase: figures}}, algbw_gbs None when untimed, busbw_gbs None "
+     "without a bus factor) and \"peers\" (name, comm name, rank, send and recv: the phases with bytes or "
+     "operations), as the JSON summary has them."},
     {"instance", pymod_instance, METH_NOARGS,
      "instance()\n--\n\nWhose memobs the package records into: \"private\" (its own, in this extension) or "
      "\"preload\" (the LD_PRELOAD library's, libmemobs_preload.so, chosen at import when that library is in the "
