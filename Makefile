@@ -49,4 +49,5 @@ include mk/python.mk
 include mk/pymodule.mk
 include mk/torch.mk
 include mk/preload.mk
+include mk/nccl.mk
 include mk/examples.mk
