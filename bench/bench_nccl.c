@@ -32,12 +32,21 @@
    libcudart.so.13 and libcuda.so.1 built from bench/bench_nccl_stubs.c,
    loaded first so Inspector binds to them (no GPU needed).
 
+   The bench builds memobs in and exports memobs_host_api, so the plugin
+   records into the bench's memobs ("program", the path under the
+   LD_PRELOAD library or the Python package): the "counted" column is the
+   all_reduce operations memobs holds after the runs, against those
+   played, and the timed ones.
+
    Each figure: BENCH_NCCL_RUNS runs (default 7) of BENCH_NCCL_OPS
    collectives (default 20000), ns per collective: median beside best.
    Figures are printed, never asserted.
 
    bench_nccl PLUGIN.so */
 #define _GNU_SOURCE
+#define MEMOBS_IMPLEMENTATION
+#define MEMOBS_EXPORT_HOST
+#include "memobs.h"
 #include "nccl/profiler_api.h"
 
 #include <dlfcn.h>
@@ -321,7 +330,7 @@ static int bench_nccl_child(const char *path, const char *level, int inspector)
     const char *stubs = getenv("BENCH_NCCL_CUDA_STUBS");
     bench_nccl_plug_t plug, empty;
     const ncclProfiler_v5_t *p;
-    uint64_t seq = 1, calls;
+    uint64_t seq = 1, eseq = 1, calls;
     unsigned r;
     if (inspector && stubs && *stubs) {
         char lib[1024];
@@ -340,13 +349,22 @@ static int bench_nccl_child(const char *path, const char *level, int inspector)
     calls = plug.calls;
     printf("calls %llu mask 0x%x\n", (unsigned long long)calls, plug.mask);
     bench_nccl_run(&plug, ops / 4 + 1, &seq); /* warm */
-    bench_nccl_run(&empty, ops / 4 + 1, &seq);
+    bench_nccl_run(&empty, ops / 4 + 1, &eseq);
     for (r = 0; r < runs; r++) {
-        double e = bench_nccl_run(&empty, ops, &seq);
+        double e = bench_nccl_run(&empty, ops, &eseq);
         double t = bench_nccl_run(&plug, ops, &seq);
         printf("t %.2f %.2f\n", e, t);
     }
     p->finalize(plug.ctx);
+    if (!inspector) {
+        memobs_coll_stats_t rows[8];
+        size_t i, n = memobs_coll_get_stats(rows, 8);
+        uint64_t ops = 0, timed = 0;
+        for (i = 0; i < n && i < 8; i++)
+            if (rows[i].kind == MEMOBS_COLL_ALL_REDUCE) ops += rows[i].ops, timed += rows[i].timed_ops;
+        printf("counted %llu %llu %llu\n", (unsigned long long)ops, (unsigned long long)timed,
+               (unsigned long long)(seq - 1));
+    }
     return 0;
 }
 
@@ -362,7 +380,7 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     int fd[2], st = 0;
     char line[512], err[512] = "";
     double e[BENCH_NCCL_MAX_RUNS], t[BENCH_NCCL_MAX_RUNS];
-    unsigned long long calls = 0;
+    unsigned long long calls = 0, counted = 0, timed = 0, played = 0;
     unsigned mask = 0;
     int n = 0;
     pid_t pid;
@@ -381,6 +399,7 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     f = fdopen(fd[0], "r");
     while (f && fgets(line, sizeof line, f)) {
         if (sscanf(line, "calls %llu mask %x", &calls, &mask) == 2) continue;
+        if (sscanf(line, "counted %llu %llu %llu", &counted, &timed, &played) == 3) continue;
         if (n < BENCH_NCCL_MAX_RUNS && sscanf(line, "t %lf %lf", &e[n], &t[n]) == 2) n++;
         else if (strncmp(line, "error ", 6) == 0) snprintf(err, sizeof err, "%s", line + 6);
     }
@@ -395,8 +414,10 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     qsort(t, n, sizeof t[0], bench_nccl_cmp);
     {
         double me = e[n / 2], mt = t[n / 2];
-        printf("  %-10s %5llu 0x%04x  %9.1f %9.1f  %9.1f %9.1f  %+9.1f ns %+7.2f ns  %5.1fx\n", label, calls, mask,
-               me, e[0], mt, t[0], mt - me, (mt - me) / (double)calls, mt / me);
+        char cnt[64] = "";
+        if (played) snprintf(cnt, sizeof cnt, "%llu/%llu, %llu timed", counted, played, timed);
+        printf("  %-10s %5llu 0x%04x  %9.1f %9.1f  %9.1f %9.1f  %+9.1f ns %+7.2f ns  %5.1fx  %s\n", label, calls, mask,
+               me, e[0], mt, t[0], mt - me, (mt - me) / (double)calls, mt / me, cnt);
     }
 }
 
@@ -412,8 +433,8 @@ int main(int argc, char **argv)
            "channels; at proxy %d ProxyOps x %d steps), one thread; median and best of %u runs x %u ==\n",
            BENCH_NCCL_CHANNELS, 2 * BENCH_NCCL_CHANNELS, BENCH_NCCL_STEPS,
            bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS), bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000));
-    printf("  %-10s %5s %6s  %9s %9s  %9s %9s  %12s %10s  %6s\n", "level", "calls", "mask", "empty", "best", "plugin",
-           "best", "added/coll", "added/call", "ratio");
+    printf("  %-10s %5s %6s  %9s %9s  %9s %9s  %12s %10s  %6s  %s\n", "level", "calls", "mask", "empty", "best",
+           "plugin", "best", "added/coll", "added/call", "ratio", "counted by memobs");
     bench_nccl_row(argv[1], "api", 0, "api");
     bench_nccl_row(argv[1], "coll", 0, "coll");
     bench_nccl_row(argv[1], "proxy", 0, "proxy");
@@ -432,7 +453,7 @@ int main(int argc, char **argv)
                "plugins/profiler/inspector; BENCH_NCCL_CUDA_STUBS without a GPU)\n",
                "inspector");
     }
-    printf("  (empty: a plugin that returns at once, asked for the same mask; added/call = added/coll over the "
-           "calls NCCL makes per collective at that mask)\n");
+    printf("  (empty: a plugin that returns at once, given the same mask; calls: the plugin's per collective (NCCL "
+           "skips the stop and states of a NULL handle); added/call = added/coll / calls)\n");
     return 0;
 }

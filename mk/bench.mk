@@ -175,9 +175,10 @@ $(BENCH_OUT)/stops_bench: bench/bench_stops.c bench/bench.h memobs.h $(BENCH_MK)
 bench-nccl: $(BENCH_OUT)/bench_nccl $(BENCH_NCCL_STUBS) nccl-plugin
 	BENCH_NCCL_CUDA_STUBS=$(BENCH_OUT)/nccl_stubs $(BENCH_OUT)/bench_nccl $(BUILD)/libnccl-profiler-memobs.so
 
-$(BENCH_OUT)/bench_nccl: bench/bench_nccl.c nccl/profiler_api.h $(BENCH_MK)
+# memobs built in, memobs_host_api exported: the plugin records into it.
+$(BENCH_OUT)/bench_nccl: bench/bench_nccl.c nccl/profiler_api.h memobs.h $(BENCH_MK)
 	@mkdir -p $(@D)
-	$(BENCH_COMPILE) -std=gnu11 $< -o $@ -ldl
+	$(BENCH_COMPILE) -std=gnu11 $< -o $@ -ldl -lm -Wl,--export-dynamic-symbol=memobs_host_api
 
 # Inspector links libcudart.so.13 by its version node; it dlopens libcuda.so.1.
 $(BENCH_OUT)/nccl_stubs/libcudart.so.13: bench/bench_nccl_stubs.c $(BENCH_MK)
