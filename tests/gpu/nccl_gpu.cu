@@ -67,9 +67,9 @@
 #include <unistd.h>
 
 #define AR_OPS 20
-#define AR_COUNT (1u << 20) /* floats: 4 MiB a call */
+#define AR_COUNT (1u << 18) /* floats: 1 MiB a call */
 #define SR_OPS 10
-#define SR_COUNT (1u << 18) /* floats: 1 MiB a call */
+#define SR_COUNT (1u << 16) /* floats: 256 KiB a call */
 #define COMM_NAME "memobs-gpu"
 #define SOLO_NAME "memobs-solo"
 #define WAIT_S 20
@@ -497,7 +497,9 @@ int main(int argc, char **argv)
             return 1;
         }
         struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) printf("devices: %d (0: %s)\n", ndev, prop.name);
+        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+            printf("devices: %d (0: %s, compute mode %d%s)\n", ndev, prop.name, prop.computeMode,
+                   prop.computeMode == cudaComputeModeDefault ? ": shared by processes" : ": 2 ranks may not share it");
         if (nccl_open()) return 1;
         printf("nccl: %d %s\n", nccl.version, nccl.path);
         return 0;

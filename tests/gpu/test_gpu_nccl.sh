@@ -107,7 +107,7 @@ start() {
     local mode=(rank "$rank" "$D/$name.id")
     [ "$rank" = solo ] && mode=(solo)
     (
-        timeout 45 env "${COMMON[@]}" NCCL_DEBUG_FILE="$D/$name.$rank.nccl" MEMOBS_SUMMARY="$D/$name.$rank.json" \
+        timeout 40 env "${COMMON[@]}" NCCL_DEBUG_FILE="$D/$name.$rank.nccl" MEMOBS_SUMMARY="$D/$name.$rank.json" \
             "$@" "$P" "${mode[@]}" >"$D/$name.$rank.out" 2>&1
         echo $? >"$D/$name.$rank.st"
     ) &
@@ -131,7 +131,7 @@ judge() {
     npass=$((npass + $(grep -c '^ok - ' "$D/$1.$2.out")))
     nfail=$((nfail + $(grep -c '^not ok - ' "$D/$1.$2.out")))
     if [ "$st" != 0 ] && ! grep -q '^not ok - ' "$D/$1.$2.out"; then
-        bad "$1 $2: exit status $st (124: over 45 s)" "$(tail -n 15 "$D/$1.$2.nccl"* 2>/dev/null)"
+        bad "$1 $2: exit status $st (124: over 40 s)" "$(tail -n 15 "$D/$1.$2.nccl"* 2>/dev/null)"
     fi
     [ "$st" = 0 ]
 }
@@ -171,8 +171,8 @@ for run in proxy coll own; do
         case $run in
         proxy | coll)
             # the program's memobs wrote the figures at exit
-            if json_check "$D/$run.$r.json" '[c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["all_reduce"]["prefill"]["ops"] == 20 and [c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["send"]["decode"]["bytes"] == 10485760 and s["collectives"]["instance"] == "program"' collectives >"$D/json.log" 2>&1; then
-                ok "$run $r: the JSON summary at exit: instance program, all_reduce prefill 20 ops, send decode 10485760 bytes"
+            if json_check "$D/$run.$r.json" '[c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["all_reduce"]["prefill"]["ops"] == 20 and [c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["send"]["decode"]["bytes"] == 2621440 and s["collectives"]["instance"] == "program"' collectives >"$D/json.log" 2>&1; then
+                ok "$run $r: the JSON summary at exit: instance program, all_reduce prefill 20 ops, send decode 2621440 bytes"
             else
                 bad "$run $r: the JSON summary at exit" "$(cat "$D/json.log")"
             fi
