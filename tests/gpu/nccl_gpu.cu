@@ -497,9 +497,11 @@ int main(int argc, char **argv)
             return 1;
         }
         struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-            printf("devices: %d (0: %s, compute mode %d%s)\n", ndev, prop.name, prop.computeMode,
-                   prop.computeMode == cudaComputeModeDefault ? ": shared by processes" : ": 2 ranks may not share it");
+        int mode = -1;
+        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
+            cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, 0) == cudaSuccess)
+            printf("devices: %d (0: %s, compute mode %d%s)\n", ndev, prop.name, mode,
+                   mode == cudaComputeModeDefault ? ": processes share it" : ": 2 ranks may not share it");
         if (nccl_open()) return 1;
         printf("nccl: %d %s\n", nccl.version, nccl.path);
         return 0;
