@@ -103,8 +103,9 @@ $(GPU_OUT)/preload_gpu: tests/gpu/preload_gpu.cu $(GPU_MK)
 # NCCL is opened with dlopen at run time (never linked: it often lives only
 # in a Python environment's nvidia-nccl wheel); nccl.h, the toolkit's, only
 # declares it. memobs_host_api exported so the profiler plugin records into
-# this program's memobs.
+# this program's memobs. The runtime linked statically (as NCCL links its
+# own): built here, it runs where only the driver is installed.
 $(GPU_OUT)/nccl_gpu: tests/gpu/nccl_gpu.cu memobs.h $(GPU_MK)
 	@mkdir -p $(@D)
-	$(GPU_COMPILE) -isystem $(GPU_CUDA_HOME)/include $< -o $@ $(GPU_LIBS) -ldl \
+	$(GPU_COMPILE) -isystem $(GPU_CUDA_HOME)/include $< -o $@ -cudart static -lpthread -ldl -lrt \
 	    -Xlinker --export-dynamic-symbol=memobs_host_api
