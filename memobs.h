@@ -4390,10 +4390,11 @@ static int memobs__coll_factor(int kind, int nranks, uint64_t *num, uint64_t *de
 }
 
 /* a x num / den, rounded down, exact in integers (num < 2^33, den < 2^32),
-   saturating. */
+   saturating; a saturated a (UINT64_MAX) stays so. */
 static uint64_t memobs__coll_muldiv(uint64_t a, uint64_t num, uint64_t den) {
     uint64_t q = a / den, r = a % den, hi;
     if (!num) return 0;
+    if (a == UINT64_MAX) return UINT64_MAX;
     if (q > UINT64_MAX / num) return UINT64_MAX;
     hi = q * num;
     return memobs__sat(hi, r * num / den); /* r < den < 2^32, num < 2^33: no overflow */
@@ -7023,11 +7024,11 @@ static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e,
     p = MEMOBS__TL_LIT(p, ",\"seq\":");
     p = memobs__tl_dec(p, e->c);
     p = MEMOBS__TL_LIT(p, ",\"algbw\":");
-    if (e->a) p += snprintf(p, 64, "%.6g", (double)s / (double)e->a);
+    if (e->a) p += snprintf(p, 64, "%.9g", (double)s / (double)e->a);
     else p = MEMOBS__TL_LIT(p, "null");
     p = MEMOBS__TL_LIT(p, ",\"busbw\":");
     if (e->a && memobs__coll_factor((int)k, nranks, &num, &den))
-        p += snprintf(p, 64, "%.6g", (double)memobs__coll_muldiv(s, num, den) / (double)e->a);
+        p += snprintf(p, 64, "%.9g", (double)memobs__coll_muldiv(s, num, den) / (double)e->a);
     else p = MEMOBS__TL_LIT(p, "null");
     p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
     p = memobs__tl_str(p, memobs__tl_ph[ph]);

@@ -10,6 +10,7 @@
 .PHONY: nccl-plugin
 nccl-plugin: $(BUILD)/libnccl-profiler-memobs.so
 
-$(BUILD)/libnccl-profiler-memobs.so: nccl/memobs_nccl_plugin.c nccl/profiler_api.h nccl/memobs_nccl.map memobs.h | $(BUILD)
+$(BUILD)/libnccl-profiler-memobs.so: nccl/memobs_nccl_plugin.c nccl/profiler_api.h nccl/memobs_nccl.map memobs.h \
+    | $(BUILD)
 	$(CC) -std=c99 $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden -I. $< -o $@ \
 	    -Wl,--version-script=nccl/memobs_nccl.map -Wl,-z,defs -pthread -ldl -lm
