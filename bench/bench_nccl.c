@@ -66,10 +66,9 @@
 
 /* What NCCL 2.28.9 starts for each event type: the type's own bit or a
    descendant's (src/plugin/profiler.cc). */
-#define BENCH_NCCL_TASK_BITS                                                                                  \
-    (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin)
-#define BENCH_NCCL_GROUP_API_BITS                                                                             \
-    (ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi | ncclProfileKernelLaunch | ncclProfileGroup | \
+#define BENCH_NCCL_TASK_BITS (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin)
+#define BENCH_NCCL_GROUP_API_BITS                                                                                      \
+    (ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi | ncclProfileKernelLaunch | ncclProfileGroup |       \
      ncclProfileColl | ncclProfileP2p | BENCH_NCCL_TASK_BITS)
 #define BENCH_NCCL_COLL_API_BITS (ncclProfileCollApi | ncclProfileColl | BENCH_NCCL_TASK_BITS)
 #define BENCH_NCCL_GROUP_BITS (ncclProfileGroup | ncclProfileColl | ncclProfileP2p | BENCH_NCCL_TASK_BITS)
@@ -86,32 +85,27 @@ static int bench_nccl_empty_mask;
 static int bench_nccl_empty_ctx;
 
 static ncclResult_t bench_nccl_empty_init(void **context, uint64_t commId, int *eActivationMask, const char *commName,
-                                          int nNodes, int nranks, int rank, ncclDebugLogger_t logfn)
-{
+                                          int nNodes, int nranks, int rank, ncclDebugLogger_t logfn) {
     (void)commId, (void)commName, (void)nNodes, (void)nranks, (void)rank, (void)logfn;
     *context = &bench_nccl_empty_ctx;
     *eActivationMask = bench_nccl_empty_mask;
     return ncclSuccess;
 }
-static ncclResult_t bench_nccl_empty_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *eDescr)
-{
+static ncclResult_t bench_nccl_empty_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *eDescr) {
     (void)eDescr;
     *eHandle = context;
     return ncclSuccess;
 }
-static ncclResult_t bench_nccl_empty_stop(void *eHandle)
-{
+static ncclResult_t bench_nccl_empty_stop(void *eHandle) {
     (void)eHandle;
     return ncclSuccess;
 }
 static ncclResult_t bench_nccl_empty_record(void *eHandle, ncclProfilerEventState_v5_t eState,
-                                            ncclProfilerEventStateArgs_v5_t *eStateArgs)
-{
+                                            ncclProfilerEventStateArgs_v5_t *eStateArgs) {
     (void)eHandle, (void)eState, (void)eStateArgs;
     return ncclSuccess;
 }
-static ncclResult_t bench_nccl_empty_finalize(void *context)
-{
+static ncclResult_t bench_nccl_empty_finalize(void *context) {
     (void)context;
     return ncclSuccess;
 }
@@ -133,27 +127,28 @@ typedef struct {
     uint64_t calls; /* plugin calls made */
 } bench_nccl_plug_t;
 
-static void *bench_nccl_start(bench_nccl_plug_t *pl, ncclProfilerEventDescr_v5_t *d)
-{
+static void *bench_nccl_start(bench_nccl_plug_t *pl, ncclProfilerEventDescr_v5_t *d) {
     void *h = NULL;
     pl->p->startEvent(pl->ctx, &h, d);
     pl->calls++;
     return h;
 }
-static void bench_nccl_stop(bench_nccl_plug_t *pl, void *h)
-{
-    if (!h) return;
+static void bench_nccl_stop(bench_nccl_plug_t *pl, void *h) {
+    if (!h)
+        return;
     pl->p->stopEvent(h);
     pl->calls++;
 }
 static void bench_nccl_record(bench_nccl_plug_t *pl, void *h, ncclProfilerEventState_v5_t s, size_t size,
-                              uint64_t timer)
-{
+                              uint64_t timer) {
     ncclProfilerEventStateArgs_v5_t a;
-    if (!h) return;
+    if (!h)
+        return;
     memset(&a, 0, sizeof a);
-    if (s == ncclProfilerKernelChStop) a.kernelCh.pTimer = timer;
-    else a.proxyStep.transSize = size;
+    if (s == ncclProfilerKernelChStop)
+        a.kernelCh.pTimer = timer;
+    else
+        a.proxyStep.transSize = size;
     pl->p->recordEventState(h, s, &a);
     pl->calls++;
 }
@@ -162,8 +157,7 @@ static char bench_nccl_sendbuf[64], bench_nccl_recvbuf[64];
 static pid_t bench_nccl_pid; /* NCCL keeps getpid() from the plugin's load */
 
 /* One collective, seq its sequence number. */
-static void bench_nccl_play(bench_nccl_plug_t *pl, uint64_t seq)
-{
+static void bench_nccl_play(bench_nccl_plug_t *pl, uint64_t seq) {
     const int m = pl->mask;
     ncclProfilerEventDescr_v5_t d;
     void *gapi = NULL, *capi = NULL, *group = NULL, *coll = NULL;
@@ -228,7 +222,8 @@ static void bench_nccl_play(bench_nccl_plug_t *pl, uint64_t seq)
         }
         for (dir = 0; dir < 2; dir++) {
             op[c][dir] = NULL;
-            if (!(m & BENCH_NCCL_PROXY_OP_BITS)) continue;
+            if (!(m & BENCH_NCCL_PROXY_OP_BITS))
+                continue;
             memset(&d, 0, sizeof d);
             d.type = ncclProfileProxyOp;
             d.parentObj = coll;
@@ -261,7 +256,8 @@ static void bench_nccl_play(bench_nccl_plug_t *pl, uint64_t seq)
         }
     }
     for (c = 0; c < BENCH_NCCL_CHANNELS; c++) {
-        for (dir = 0; dir < 2; dir++) bench_nccl_stop(pl, op[c][dir]);
+        for (dir = 0; dir < 2; dir++)
+            bench_nccl_stop(pl, op[c][dir]);
         bench_nccl_record(pl, kch[c], ncclProfilerKernelChStop, 0, seq * 4000000u + 1000000u + c * 250000u);
         bench_nccl_stop(pl, kch[c]);
     }
@@ -271,46 +267,42 @@ static void bench_nccl_play(bench_nccl_plug_t *pl, uint64_t seq)
 /* Runs                                                                     */
 /* ======================================================================== */
 
-static double bench_nccl_now(void)
-{
+static double bench_nccl_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static unsigned bench_nccl_env(const char *name, unsigned dflt, unsigned max)
-{
+static unsigned bench_nccl_env(const char *name, unsigned dflt, unsigned max) {
     const char *v = getenv(name);
     unsigned long n = v && *v ? strtoul(v, NULL, 10) : dflt;
     return n == 0 ? dflt : n > max ? max : (unsigned)n;
 }
 
 /* ns per collective of one run of n. */
-static double bench_nccl_run(bench_nccl_plug_t *pl, unsigned n, uint64_t *seq)
-{
+static double bench_nccl_run(bench_nccl_plug_t *pl, unsigned n, uint64_t *seq) {
     double t0 = bench_nccl_now();
     unsigned i;
-    for (i = 0; i < n; i++) bench_nccl_play(pl, (*seq)++);
+    for (i = 0; i < n; i++)
+        bench_nccl_play(pl, (*seq)++);
     return (bench_nccl_now() - t0) / n;
 }
 
 /* NCCL always passes its logger (which returns at once below its level). */
 static void bench_nccl_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line, const char *fmt,
-                           ...)
-{
+                           ...) {
     (void)level, (void)flags, (void)file, (void)line, (void)fmt;
 }
 
-static int bench_nccl_init(bench_nccl_plug_t *pl, const ncclProfiler_v5_t *p)
-{
+static int bench_nccl_init(bench_nccl_plug_t *pl, const ncclProfiler_v5_t *p) {
     memset(pl, 0, sizeof *pl);
     pl->p = p;
-    if (p->init(&pl->ctx, 0x6d656d6f6273ull, &pl->mask, "bench", 1, 4, 0, bench_nccl_log) != ncclSuccess) pl->mask = 0;
+    if (p->init(&pl->ctx, 0x6d656d6f6273ull, &pl->mask, "bench", 1, 4, 0, bench_nccl_log) != ncclSuccess)
+        pl->mask = 0;
     return pl->mask;
 }
 
-static const ncclProfiler_v5_t *bench_nccl_load(const char *path)
-{
+static const ncclProfiler_v5_t *bench_nccl_load(const char *path) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     const ncclProfiler_v5_t *p;
     if (!h) {
@@ -318,13 +310,13 @@ static const ncclProfiler_v5_t *bench_nccl_load(const char *path)
         return NULL;
     }
     p = (const ncclProfiler_v5_t *)dlsym(h, "ncclProfiler_v5");
-    if (!p) printf("error %s has no ncclProfiler_v5\n", path);
+    if (!p)
+        printf("error %s has no ncclProfiler_v5\n", path);
     return p;
 }
 
 /* In a child: "calls N mask M", then per run "t EMPTY_NS PLUGIN_NS". */
-static int bench_nccl_child(const char *path, const char *level, int inspector)
-{
+static int bench_nccl_child(const char *path, const char *level, int inspector) {
     unsigned runs = bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS);
     unsigned ops = bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000);
     const char *stubs = getenv("BENCH_NCCL_CUDA_STUBS");
@@ -335,14 +327,19 @@ static int bench_nccl_child(const char *path, const char *level, int inspector)
     if (inspector && stubs && *stubs) {
         char lib[1024];
         snprintf(lib, sizeof lib, "%s/libcudart.so.13", stubs);
-        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) return printf("error %s\n", dlerror()), 1;
+        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL))
+            return printf("error %s\n", dlerror()), 1;
         snprintf(lib, sizeof lib, "%s/libcuda.so.1", stubs);
-        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) return printf("error %s\n", dlerror()), 1;
+        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL))
+            return printf("error %s\n", dlerror()), 1;
     }
     bench_nccl_pid = getpid();
-    if (!inspector) setenv("MEMOBS_NCCL", level, 1);
-    if (!(p = bench_nccl_load(path))) return 1;
-    if (!bench_nccl_init(&plug, p)) return printf("error %s: init gave mask 0\n", path), 1;
+    if (!inspector)
+        setenv("MEMOBS_NCCL", level, 1);
+    if (!(p = bench_nccl_load(path)))
+        return 1;
+    if (!bench_nccl_init(&plug, p))
+        return printf("error %s: init gave mask 0\n", path), 1;
     bench_nccl_empty_mask = plug.mask;
     bench_nccl_init(&empty, &bench_nccl_empty);
     bench_nccl_play(&plug, seq++); /* the calls one collective makes */
@@ -361,22 +358,21 @@ static int bench_nccl_child(const char *path, const char *level, int inspector)
         size_t i, n = memobs_coll_get_stats(rows, 8);
         uint64_t ops = 0, timed = 0;
         for (i = 0; i < n && i < 8; i++)
-            if (rows[i].kind == MEMOBS_COLL_ALL_REDUCE) ops += rows[i].ops, timed += rows[i].timed_ops;
+            if (rows[i].kind == MEMOBS_COLL_ALL_REDUCE)
+                ops += rows[i].ops, timed += rows[i].timed_ops;
         printf("counted %llu %llu %llu\n", (unsigned long long)ops, (unsigned long long)timed,
                (unsigned long long)(seq - 1));
     }
     return 0;
 }
 
-static int bench_nccl_cmp(const void *a, const void *b)
-{
+static int bench_nccl_cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Runs a child; prints its row. */
-static void bench_nccl_row(const char *path, const char *level, int inspector, const char *label)
-{
+static void bench_nccl_row(const char *path, const char *level, int inspector, const char *label) {
     int fd[2], st = 0;
     char line[512], err[512] = "";
     double e[BENCH_NCCL_MAX_RUNS], t[BENCH_NCCL_MAX_RUNS];
@@ -398,16 +394,22 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     close(fd[1]);
     f = fdopen(fd[0], "r");
     while (f && fgets(line, sizeof line, f)) {
-        if (sscanf(line, "calls %llu mask %x", &calls, &mask) == 2) continue;
-        if (sscanf(line, "counted %llu %llu %llu", &counted, &timed, &played) == 3) continue;
-        if (n < BENCH_NCCL_MAX_RUNS && sscanf(line, "t %lf %lf", &e[n], &t[n]) == 2) n++;
-        else if (strncmp(line, "error ", 6) == 0) snprintf(err, sizeof err, "%s", line + 6);
+        if (sscanf(line, "calls %llu mask %x", &calls, &mask) == 2)
+            continue;
+        if (sscanf(line, "counted %llu %llu %llu", &counted, &timed, &played) == 3)
+            continue;
+        if (n < BENCH_NCCL_MAX_RUNS && sscanf(line, "t %lf %lf", &e[n], &t[n]) == 2)
+            n++;
+        else if (strncmp(line, "error ", 6) == 0)
+            snprintf(err, sizeof err, "%s", line + 6);
     }
-    if (f) fclose(f);
+    if (f)
+        fclose(f);
     waitpid(pid, &st, 0);
     if (n == 0) {
         err[strcspn(err, "\n")] = 0;
-        printf("  %-10s failed: %s (exit %d)\n", label, *err ? err : "no figures", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        printf("  %-10s failed: %s (exit %d)\n", label, *err ? err : "no figures",
+               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
         return;
     }
     qsort(e, n, sizeof e[0], bench_nccl_cmp);
@@ -415,14 +417,14 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     {
         double me = e[n / 2], mt = t[n / 2];
         char cnt[64] = "";
-        if (played) snprintf(cnt, sizeof cnt, "%llu/%llu, %llu timed", counted, played, timed);
+        if (played)
+            snprintf(cnt, sizeof cnt, "%llu/%llu, %llu timed", counted, played, timed);
         printf("  %-10s %5llu 0x%04x  %9.1f %9.1f  %9.1f %9.1f  %+9.1f ns %+7.2f ns  %5.1fx  %s\n", label, calls, mask,
                me, e[0], mt, t[0], mt - me, (mt - me) / (double)calls, mt / me, cnt);
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *ins = getenv("BENCH_NCCL_INSPECTOR");
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
@@ -432,7 +434,8 @@ int main(int argc, char **argv)
     printf("== NCCL profiler plugin: ns per collective played as NCCL 2.28.9 does (v5 API; AllReduce, ring, %d "
            "channels; at proxy %d ProxyOps x %d steps), one thread; median and best of %u runs x %u ==\n",
            BENCH_NCCL_CHANNELS, 2 * BENCH_NCCL_CHANNELS, BENCH_NCCL_STEPS,
-           bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS), bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000));
+           bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS),
+           bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000));
     printf("  %-10s %5s %6s  %9s %9s  %9s %9s  %12s %10s  %6s  %s\n", "level", "calls", "mask", "empty", "best",
            "plugin", "best", "added/coll", "added/call", "ratio", "counted by memobs");
     bench_nccl_row(argv[1], "api", 0, "api");
@@ -446,7 +449,8 @@ int main(int argc, char **argv)
             setenv("NCCL_INSPECTOR_DUMP_DIR", dir, 1);
             bench_nccl_row(ins, "", 1, "inspector");
             snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-            if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
+            if (system(cmd) != 0)
+                printf("  (could not remove %s)\n", dir);
         }
     } else {
         printf("  %-10s not built (BENCH_NCCL_INSPECTOR=path of libnccl-profiler-inspector.so, from NCCL's "

@@ -17,11 +17,15 @@ int cudaGetDevice(int *device) {
     *device = 0;
     return 0;
 }
-const char *cudaGetErrorString(int error) { return error ? "bench stub: error" : "no error"; }
+const char *cudaGetErrorString(int error) {
+    return error ? "bench stub: error" : "no error";
+}
 #endif
 
 #ifdef BENCH_STUB_DRIVER
-typedef struct { char bytes[16]; } bench_stub_uuid_t;
+typedef struct {
+    char bytes[16];
+} bench_stub_uuid_t;
 int cuGetErrorString(int error, const char **str);
 int cuDeviceGet(int *device, int ordinal);
 int cuDeviceGetUuid(bench_stub_uuid_t *uuid, int device);

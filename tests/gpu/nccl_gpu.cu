@@ -79,16 +79,17 @@ static char who[16] = ""; /* "r0: ", "solo: " */
 static int my_rank;
 
 static void result(int good, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int good, const char *fmt, ...)
-{
+static void result(int good, const char *fmt, ...) {
     va_list ap;
     printf("%s - nccl-gpu: %s", good ? "ok" : "not ok", who);
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
     printf("\n");
-    if (good) npass++;
-    else nfail++;
+    if (good)
+        npass++;
+    else
+        nfail++;
 }
 
 /* NCCL's functions, from nccl.h, looked up in the library. */
@@ -110,27 +111,26 @@ static struct {
     int version;
 } nccl;
 
-#define NCCL_FN(field, name)                                                       \
-    do {                                                                           \
-        *(void **)&nccl.field = dlsym(nccl.lib, name);                             \
-        if (!nccl.field) {                                                         \
-            printf("not ok - nccl-gpu: %s missing in %s\n", name, nccl.path);     \
-            return -1;                                                             \
-        }                                                                          \
+#define NCCL_FN(field, name)                                                                                           \
+    do {                                                                                                               \
+        *(void **)&nccl.field = dlsym(nccl.lib, name);                                                                 \
+        if (!nccl.field) {                                                                                             \
+            printf("not ok - nccl-gpu: %s missing in %s\n", name, nccl.path);                                          \
+            return -1;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
-static int nccl_open(void)
-{
+static int nccl_open(void) {
     const char *path = getenv("NCCL_LIB");
-    if (!path || !*path) path = "libnccl.so.2";
+    if (!path || !*path)
+        path = "libnccl.so.2";
     nccl.lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!nccl.lib) {
         printf("not ok - nccl-gpu: dlopen(%s): %s (set NCCL_LIB)\n", path, dlerror());
         return -1;
     }
     struct link_map *lm = NULL;
-    snprintf(nccl.path, sizeof nccl.path, "%s",
-             dlinfo(nccl.lib, RTLD_DI_LINKMAP, &lm) == 0 && lm ? lm->l_name : path);
+    snprintf(nccl.path, sizeof nccl.path, "%s", dlinfo(nccl.lib, RTLD_DI_LINKMAP, &lm) == 0 && lm ? lm->l_name : path);
     NCCL_FN(get_version, "ncclGetVersion");
     NCCL_FN(get_unique_id, "ncclGetUniqueId");
     NCCL_FN(init_rank_config, "ncclCommInitRankConfig");
@@ -143,72 +143,74 @@ static int nccl_open(void)
     NCCL_FN(group_end, "ncclGroupEnd");
     NCCL_FN(error_string, "ncclGetErrorString");
     NCCL_FN(last_error, "ncclGetLastError");
-    if (nccl.get_version(&nccl.version) != ncclSuccess) nccl.version = 0;
+    if (nccl.get_version(&nccl.version) != ncclSuccess)
+        nccl.version = 0;
     return 0;
 }
 
 /* The profiler API version NCCL asks for first, newest first: 2.29+ v6,
    2.28 v5, 2.27 v4, 2.26 v3, 2.24-2.25 v2, 2.23 v1 (each NCCL's
    src/plugin/profiler.cc, src/misc/profiler.cc before 2.26). */
-static int expected_api_version(int v)
-{
-    if (v >= 22900) return 6;
-    if (v >= 22800) return 5;
-    if (v >= 22700) return 4;
-    if (v >= 22600) return 3;
-    if (v >= 22400) return 2;
+static int expected_api_version(int v) {
+    if (v >= 22900)
+        return 6;
+    if (v >= 22800)
+        return 5;
+    if (v >= 22700)
+        return 4;
+    if (v >= 22600)
+        return 3;
+    if (v >= 22400)
+        return 2;
     return 1;
 }
 
-static const char *level(void)
-{
+static const char *level(void) {
     const char *l = getenv("MEMOBS_NCCL");
     return l && *l ? l : "coll";
 }
 
-static int attached(void)
-{
+static int attached(void) {
     const char *a = getenv("MEMOBS_NCCL_ATTACH");
     return !(a && strcmp(a, "0") == 0);
 }
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define CUDA_OK(call)                                                                             \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            result(0, "%s: %s", #call, cudaGetErrorString(e_));                                   \
-            return 1;                                                                             \
-        }                                                                                         \
+#define CUDA_OK(call)                                                                                                  \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            result(0, "%s: %s", #call, cudaGetErrorString(e_));                                                        \
+            return 1;                                                                                                  \
+        }                                                                                                              \
     } while (0)
-#define NCCL_OK(comm, call)                                                                       \
-    do {                                                                                          \
-        ncclResult_t r_ = (call);                                                                 \
-        if (r_ != ncclSuccess) {                                                                  \
-            result(0, "%s: %d %s (%s)", #call, (int)r_, nccl.error_string(r_), nccl.last_error(comm)); \
-            return 1;                                                                             \
-        }                                                                                         \
+#define NCCL_OK(comm, call)                                                                                            \
+    do {                                                                                                               \
+        ncclResult_t r_ = (call);                                                                                      \
+        if (r_ != ncclSuccess) {                                                                                       \
+            result(0, "%s: %d %s (%s)", #call, (int)r_, nccl.error_string(r_), nccl.last_error(comm));                 \
+            return 1;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
-__global__ void fill(float *p, size_t n, float v)
-{
+__global__ void fill(float *p, size_t n, float v) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n) p[i] = v;
+    if (i < n)
+        p[i] = v;
 }
 
 /* Every element of the device buffer d (n floats) equals want. */
-static int all_equal(const float *d, size_t n, float want, float *bad_value)
-{
+static int all_equal(const float *d, size_t n, float want, float *bad_value) {
     float *h = (float *)malloc(n * sizeof(float));
     int good = h && cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
     for (size_t i = 0; good && i < n; i++)
-        if (h[i] != want) *bad_value = h[i], good = 0;
+        if (h[i] != want)
+            *bad_value = h[i], good = 0;
     free(h);
     return good;
 }
@@ -219,16 +221,16 @@ static size_t nrows;
 static memobs_peer_stats_t peers[16];
 static size_t npeers;
 
-static void snapshot(void)
-{
+static void snapshot(void) {
     nrows = memobs_coll_get_stats(rows, 64);
-    if (nrows > 64) nrows = 64;
+    if (nrows > 64)
+        nrows = 64;
     npeers = memobs_peer_get_stats(peers, 16);
-    if (npeers > 16) npeers = 16;
+    if (npeers > 16)
+        npeers = 16;
 }
 
-static const memobs_coll_stats_t *row(const char *comm, const char *kind, memobs_phase_t phase)
-{
+static const memobs_coll_stats_t *row(const char *comm, const char *kind, memobs_phase_t phase) {
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].comm_name && strcmp(rows[i].comm_name, comm) == 0 && rows[i].kind_name &&
             strcmp(rows[i].kind_name, kind) == 0 && rows[i].phase == phase)
@@ -236,8 +238,7 @@ static const memobs_coll_stats_t *row(const char *comm, const char *kind, memobs
     return NULL;
 }
 
-static void show_rows(void)
-{
+static void show_rows(void) {
     for (size_t i = 0; i < nrows; i++)
         printf("    # row: %s r%d/%d nodes %d %s phase %d: ops %llu bytes %llu timed %llu ns %llu algo %llu bus %llu "
                "busbw %.3f GB/s\n",
@@ -257,8 +258,7 @@ static void show_rows(void)
 }
 
 /* The plugin's source line: set at its first init, attached or not. */
-static void check_info(void)
-{
+static void check_info(void) {
     memobs_coll_info_t info;
     memset(&info, 0, sizeof info);
     memobs_coll_get_info(&info);
@@ -286,8 +286,7 @@ static void check_info(void)
            (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS]);
 }
 
-static int run_solo(void)
-{
+static int run_solo(void) {
     snprintf(who, sizeof who, "solo: ");
     ncclUniqueId id;
     ncclComm_t comm = NULL;
@@ -301,7 +300,8 @@ static int run_solo(void)
     NCCL_OK(NULL, nccl.get_unique_id(&id));
     NCCL_OK(NULL, nccl.init_rank_config(&comm, 1, id, 0, &cfg));
     memobs_set_phase(MEMOBS_PHASE_PREFILL);
-    for (int i = 0; i < AR_OPS; i++) NCCL_OK(comm, nccl.all_reduce(buf, buf, AR_COUNT, ncclFloat, ncclSum, comm, st));
+    for (int i = 0; i < AR_OPS; i++)
+        NCCL_OK(comm, nccl.all_reduce(buf, buf, AR_COUNT, ncclFloat, ncclSum, comm, st));
     CUDA_OK(cudaStreamSynchronize(st));
     NCCL_OK(comm, nccl.finalize(comm));
     NCCL_OK(comm, nccl.destroy(comm));
@@ -319,8 +319,7 @@ static int run_solo(void)
 }
 
 /* Rank 0 writes the id (a temporary, then rename); rank 1 waits for it. */
-static int exchange_id(int rank, const char *file, ncclUniqueId *id)
-{
+static int exchange_id(int rank, const char *file, ncclUniqueId *id) {
     char tmp[1024];
     if (rank == 0) {
         NCCL_OK(NULL, nccl.get_unique_id(id));
@@ -338,7 +337,8 @@ static int exchange_id(int rank, const char *file, ncclUniqueId *id)
         if (f) {
             size_t n = fread(id, sizeof *id, 1, f);
             fclose(f);
-            if (n == 1) return 0;
+            if (n == 1)
+                return 0;
         }
         if (now_s() > until) {
             result(0, "no unique id from rank 0 in %s after %d s", file, WAIT_S);
@@ -351,22 +351,21 @@ static int exchange_id(int rank, const char *file, ncclUniqueId *id)
 
 /* Operations are recorded as they complete (the last KernelCh or ProxyOp
    stop, on NCCL's proxy thread): wait until the expected ones are in. */
-static void wait_for_ops(void)
-{
+static void wait_for_ops(void) {
     double until = now_s() + WAIT_S;
     for (;;) {
         snapshot();
         const memobs_coll_stats_t *a = row(COMM_NAME, "all_reduce", MEMOBS_PHASE_PREFILL);
         const memobs_coll_stats_t *s = row(COMM_NAME, "send", MEMOBS_PHASE_DECODE);
         const memobs_coll_stats_t *r = row(COMM_NAME, "recv", MEMOBS_PHASE_DECODE);
-        if ((a && a->ops >= AR_OPS && s && s->ops >= SR_OPS && r && r->ops >= SR_OPS) || now_s() > until) return;
+        if ((a && a->ops >= AR_OPS && s && s->ops >= SR_OPS && r && r->ops >= SR_OPS) || now_s() > until)
+            return;
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }
 }
 
-static void check_row(const char *kind, memobs_phase_t phase, uint64_t ops, uint64_t bytes)
-{
+static void check_row(const char *kind, memobs_phase_t phase, uint64_t ops, uint64_t bytes) {
     const memobs_coll_stats_t *r = row(COMM_NAME, kind, phase);
     const char *ph = phase == MEMOBS_PHASE_PREFILL ? "prefill" : "decode";
     if (!r) {
@@ -396,11 +395,11 @@ static void check_row(const char *kind, memobs_phase_t phase, uint64_t ops, uint
    the payload (ring all-reduce over 2 ranks sends and receives S each
    call; a send or recv its count), at most twice it (the LL and LL128
    protocols carry flags beside the data). */
-static void check_peer(int rank)
-{
+static void check_peer(int rank) {
     const memobs_peer_stats_t *p = NULL;
     for (size_t i = 0; i < npeers; i++)
-        if (peers[i].rank == 1 - rank && peers[i].name && strstr(peers[i].name, COMM_NAME)) p = &peers[i];
+        if (peers[i].rank == 1 - rank && peers[i].name && strstr(peers[i].name, COMM_NAME))
+            p = &peers[i];
     if (strcmp(level(), "proxy") != 0 && strcmp(level(), "net") != 0) {
         result(npeers == 0, "level %s: no bytes per peer (%zu peer rows)", level(), npeers);
         return;
@@ -421,8 +420,7 @@ static void check_peer(int rank)
     }
 }
 
-static int run_rank(int rank, const char *idfile)
-{
+static int run_rank(int rank, const char *idfile) {
     snprintf(who, sizeof who, "r%d: ", rank);
     my_rank = rank;
     const int peer = 1 - rank;
@@ -437,7 +435,8 @@ static int run_rank(int rank, const char *idfile)
     CUDA_OK(cudaMalloc((void **)&ar, AR_COUNT * sizeof(float)));
     CUDA_OK(cudaMalloc((void **)&sbuf, SR_COUNT * sizeof(float)));
     CUDA_OK(cudaMalloc((void **)&rbuf, SR_COUNT * sizeof(float)));
-    if (exchange_id(rank, idfile, &id)) return 1;
+    if (exchange_id(rank, idfile, &id))
+        return 1;
     double t0 = now_s();
     NCCL_OK(NULL, nccl.init_rank_config(&comm, 2, id, rank, &cfg));
     printf("    # ncclCommInitRankConfig: %.2f s\n", now_s() - t0);
@@ -469,11 +468,14 @@ static int run_rank(int rank, const char *idfile)
     NCCL_OK(comm, nccl.finalize(comm));
     NCCL_OK(comm, nccl.destroy(comm));
 
-    if (attached()) wait_for_ops();
-    else snapshot();
+    if (attached())
+        wait_for_ops();
+    else
+        snapshot();
     show_rows();
     check_info();
-    if (!attached()) return 0;
+    if (!attached())
+        return 0;
     check_row("all_reduce", MEMOBS_PHASE_PREFILL, AR_OPS, (uint64_t)AR_OPS * AR_COUNT * 4);
     check_row("send", MEMOBS_PHASE_DECODE, SR_OPS, (uint64_t)SR_OPS * SR_COUNT * 4);
     check_row("recv", MEMOBS_PHASE_DECODE, SR_OPS, (uint64_t)SR_OPS * SR_COUNT * 4);
@@ -486,8 +488,7 @@ static int run_rank(int rank, const char *idfile)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
@@ -502,7 +503,8 @@ int main(int argc, char **argv)
             cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, 0) == cudaSuccess)
             printf("devices: %d (0: %s, compute mode %d%s)\n", ndev, prop.name, mode,
                    mode == cudaComputeModeDefault ? ": processes share it" : ": 2 ranks may not share it");
-        if (nccl_open()) return 1;
+        if (nccl_open())
+            return 1;
         printf("nccl: %d %s\n", nccl.version, nccl.path);
         return 0;
     }
@@ -510,9 +512,11 @@ int main(int argc, char **argv)
         printf("not ok - nccl-gpu: no CUDA device\n");
         return 1;
     }
-    if (nccl_open()) return 1;
+    if (nccl_open())
+        return 1;
     int rc;
-    if (argc == 2 && strcmp(argv[1], "solo") == 0) rc = run_solo();
+    if (argc == 2 && strcmp(argv[1], "solo") == 0)
+        rc = run_solo();
     else if (argc == 4 && strcmp(argv[1], "rank") == 0 && (argv[2][0] == '0' || argv[2][0] == '1') && !argv[2][1])
         rc = run_rank(argv[2][0] - '0', argv[3]);
     else {

@@ -158,6 +158,8 @@ show solo solo
 judge solo solo
 loaded solo solo
 
+# the kinds of the communicator memobs-gpu in a summary (json_check's s)
+K='[c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]'
 go_on=1
 for run in proxy coll own; do
     [ "$go_on" = 1 ] || break
@@ -180,7 +182,9 @@ for run in proxy coll own; do
         case $run in
         proxy | coll)
             # the program's memobs wrote the figures at exit
-            if json_check "$D/$run.$r.json" '[c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["all_reduce"]["prefill"]["ops"] == 20 and [c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["send"]["decode"]["bytes"] == 2621440 and s["collectives"]["instance"] == "program"' collectives >"$D/json.log" 2>&1; then
+            if json_check "$D/$run.$r.json" "($K[\"all_reduce\"][\"prefill\"][\"ops\"] == 20 and
+                $K[\"send\"][\"decode\"][\"bytes\"] == 2621440 and s[\"collectives\"][\"instance\"] == \"program\")" \
+                collectives >"$D/json.log" 2>&1; then
                 ok "$run $r: the JSON summary at exit: instance program, all_reduce prefill 20 ops, send decode 2621440 bytes"
             else
                 bad "$run $r: the JSON summary at exit" "$(cat "$D/json.log")"
@@ -190,7 +194,9 @@ for run in proxy coll own; do
             # the plugin's own memobs wrote a second summary; the phases
             # were set in the program's memobs, not in that one: unphased
             f=$(ls "$D/$run.$r".*.json 2>/dev/null | head -n 1)
-            if [ -n "$f" ] && json_check "$f" 's["collectives"]["instance"] == "own" and s["collectives"]["level"] == "api" and [c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["all_reduce"]["unphased"]["ops"] == 20 and [c for c in s["collectives"]["comms"] if c["name"] == "memobs-gpu"][0]["kinds"]["recv"]["unphased"]["ops"] == 10' collectives >"$D/json.log" 2>&1 &&
+            if [ -n "$f" ] && json_check "$f" "(s[\"collectives\"][\"instance\"] == \"own\" and
+                s[\"collectives\"][\"level\"] == \"api\" and $K[\"all_reduce\"][\"unphased\"][\"ops\"] == 20 and
+                $K[\"recv\"][\"unphased\"][\"ops\"] == 10)" collectives >"$D/json.log" 2>&1 &&
                 json_check "$D/$run.$r.json" '"collectives" not in s' >>"$D/json.log" 2>&1; then
                 ok "$run $r: MEMOBS_NCCL_ATTACH=0: the plugin's own summary ($(basename "$f")): instance own, level api, all_reduce 20 ops, recv 10 ops (unphased: the phases are the program's memobs'); none in the program's"
             else

@@ -36,8 +36,7 @@ typedef struct {
     void *fn[5];
 } profiler_head_t;
 
-static int mapped_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
+static int mapped_cb(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     if (info->dlpi_name && strstr(info->dlpi_name, "libnccl-profiler-memobs")) {
         snprintf((char *)data, 512, "%s", info->dlpi_name);
@@ -47,16 +46,14 @@ static int mapped_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* The path of a libnccl-profiler-memobs.so mapped in this process, or "". */
-static const char *plugin_mapped(void)
-{
+static const char *plugin_mapped(void) {
     static char path[512];
     path[0] = 0;
     dl_iterate_phdr(mapped_cb, path);
     return path;
 }
 
-static void *nccl_sym(void *lib, const char *name)
-{
+static void *nccl_sym(void *lib, const char *name) {
     void *f = dlsym(lib, name);
     if (!f) {
         printf("error: %s not found in libnccl: %s\n", name, dlerror());
@@ -65,17 +62,18 @@ static void *nccl_sym(void *lib, const char *name)
     return f;
 }
 
-static int run_init(void)
-{
+static int run_init(void) {
     const char *path = getenv("NCCL_LIB");
-    if (!path || !*path) path = "libnccl.so.2";
+    if (!path || !*path)
+        path = "libnccl.so.2";
     void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!lib) {
         printf("error: dlopen(%s): %s\n", path, dlerror());
         return 2;
     }
     struct link_map *lm = NULL;
-    if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0 && lm) printf("libnccl: %s\n", lm->l_name);
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0 && lm)
+        printf("libnccl: %s\n", lm->l_name);
 
     ncclResult_t (*get_version)(int *) = (ncclResult_t(*)(int *))nccl_sym(lib, "ncclGetVersion");
     ncclResult_t (*get_unique_id)(ncclUniqueId *) = (ncclResult_t(*)(ncclUniqueId *))nccl_sym(lib, "ncclGetUniqueId");
@@ -108,8 +106,7 @@ static int run_init(void)
     return 0;
 }
 
-static int run_loader(const char *value)
-{
+static int run_loader(const char *value) {
     char name[256];
     void *h = dlopen(value, RTLD_NOW | RTLD_LOCAL);
     printf("open %s: %s\n", value, h ? "loaded" : dlerror());
@@ -124,7 +121,8 @@ static int run_loader(const char *value)
         return 1;
     }
     struct link_map *lm = NULL;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm) printf("path: %s\n", lm->l_name);
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm)
+        printf("path: %s\n", lm->l_name);
     for (int v = 6; v >= 1; v--) {
         snprintf(name, sizeof name, "ncclProfiler_v%d", v);
         printf("%s: %s\n", name, dlsym(h, name) ? "found" : "missing");
@@ -141,16 +139,18 @@ static int run_loader(const char *value)
         return 1;
     }
     int nfn = 0;
-    for (int i = 0; i < 5; i++) nfn += p->fn[i] != NULL;
+    for (int i = 0; i < 5; i++)
+        nfn += p->fn[i] != NULL;
     printf("chosen: ncclProfiler_v%d name %s functions %d\n", used, p->name ? p->name : "(null)", nfn);
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc == 2 && strcmp(argv[1], "init") == 0) return run_init();
-    if (argc == 3 && strcmp(argv[1], "loader") == 0) return run_loader(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "init") == 0)
+        return run_init();
+    if (argc == 3 && strcmp(argv[1], "loader") == 0)
+        return run_loader(argv[2]);
     fprintf(stderr, "usage: %s init | loader VALUE\n", argv[0]);
     return 2;
 }
