@@ -22,8 +22,8 @@
 #    (NCCL 2.23-2.25 take only that or a path), and "memobs" with no
 #    LD_LIBRARY_PATH (not found: the plugin must be on the loader's path).
 #
-# A missing libnccl.so.2 or nccl.h fails (the CUDA toolkit's NCCL:
-# tests/deps.sh). NCCL_LIB=/path/libnccl.so.2 tests another NCCL.
+# A missing libnccl.so.2 or nccl.h fails (the NCCL installed with the CUDA
+# toolkit in /usr/local/cuda). NCCL_LIB=/path/libnccl.so.2 tests another.
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/real_nccl
 rm -rf "$B" && mkdir -p "$B"
@@ -47,7 +47,7 @@ bad() {
 note() { printf '%s\n' "$@" | sed 's/^/    # /'; }
 
 if [ ! -f "$NCCL_LIB" ] || [ ! -f "$CUDA_INC/nccl.h" ]; then
-    bad "NCCL missing: $NCCL_LIB or $CUDA_INC/nccl.h (the CUDA toolkit's NCCL, tests/deps.sh; or set NCCL_LIB, CUDA_INC)"
+    bad "NCCL missing: $NCCL_LIB or $CUDA_INC/nccl.h (the NCCL installed with the CUDA toolkit; or set NCCL_LIB, CUDA_INC)"
     exit 1
 fi
 
