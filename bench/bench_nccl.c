@@ -22,8 +22,10 @@
 
    Rows: the levels of MEMOBS_NCCL (api, coll, proxy), each in a child
    process of its own (the plugin reads its level at its first init), the
-   empty plugin answering with the same mask, runs alternating: memobs,
-   empty, memobs, ... Inspector (BENCH_NCCL_INSPECTOR=path of
+   empty plugin answering with the same mask, runs alternating: empty,
+   memobs, empty, ...; "coll x2": two threads playing collectives of the
+   one communicator at once (the shared rows' atomic adds under
+   contention), ns per collective per thread. Inspector (BENCH_NCCL_INSPECTOR=path of
    libnccl-profiler-inspector.so, else "not built") with the mask its own
    init chooses (Coll | KernelCh | P2p, which NCCL plays like memobs'
    coll level), NCCL_INSPECTOR_ENABLE=1, its output in a temporary folder.
@@ -50,6 +52,7 @@
 #include "nccl/profiler_api.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,15 +318,46 @@ static const ncclProfiler_v5_t *bench_nccl_load(const char *path) {
     return p;
 }
 
-/* In a child: "calls N mask M", then per run "t EMPTY_NS PLUGIN_NS". */
-static int bench_nccl_child(const char *path, const char *level, int inspector) {
+/* One thread's share of a child's runs: its own copies of the two
+   plugins' state (the same contexts), its own sequence numbers. */
+typedef struct {
+    bench_nccl_plug_t plug, empty;
+    unsigned ops, runs;
+    uint64_t seq, eseq, first;
+    double e[BENCH_NCCL_MAX_RUNS], t[BENCH_NCCL_MAX_RUNS];
+} bench_nccl_worker_t;
+static pthread_barrier_t bench_nccl_barrier;
+static int bench_nccl_nthreads;
+
+static void *bench_nccl_worker(void *arg) {
+    bench_nccl_worker_t *w = (bench_nccl_worker_t *)arg;
+    unsigned r;
+    bench_nccl_run(&w->plug, w->ops / 4 + 1, &w->seq); /* warm */
+    bench_nccl_run(&w->empty, w->ops / 4 + 1, &w->eseq);
+    for (r = 0; r < w->runs; r++) {
+        if (bench_nccl_nthreads > 1)
+            pthread_barrier_wait(&bench_nccl_barrier);
+        w->e[r] = bench_nccl_run(&w->empty, w->ops, &w->eseq);
+        if (bench_nccl_nthreads > 1)
+            pthread_barrier_wait(&bench_nccl_barrier);
+        w->t[r] = bench_nccl_run(&w->plug, w->ops, &w->seq);
+    }
+    return NULL;
+}
+
+/* In a child: "calls N mask M", then per run "t EMPTY_NS PLUGIN_NS" (ns
+   per collective, the threads' mean), then "counted OPS TIMED PLAYED". */
+static int bench_nccl_child(const char *path, const char *level, int inspector, int nthreads) {
     unsigned runs = bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS);
     unsigned ops = bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000);
     const char *stubs = getenv("BENCH_NCCL_CUDA_STUBS");
+    static bench_nccl_worker_t w[2];
     bench_nccl_plug_t plug, empty;
     const ncclProfiler_v5_t *p;
-    uint64_t seq = 1, eseq = 1, calls;
+    pthread_t th;
+    uint64_t played = 1;
     unsigned r;
+    int k;
     if (inspector && stubs && *stubs) {
         char lib[1024];
         snprintf(lib, sizeof lib, "%s/libcudart.so.13", stubs);
@@ -342,26 +376,42 @@ static int bench_nccl_child(const char *path, const char *level, int inspector) 
         return printf("error %s: init gave mask 0\n", path), 1;
     bench_nccl_empty_mask = plug.mask;
     bench_nccl_init(&empty, &bench_nccl_empty);
-    bench_nccl_play(&plug, seq++); /* the calls one collective makes */
-    calls = plug.calls;
-    printf("calls %llu mask 0x%x\n", (unsigned long long)calls, plug.mask);
-    bench_nccl_run(&plug, ops / 4 + 1, &seq); /* warm */
-    bench_nccl_run(&empty, ops / 4 + 1, &eseq);
+    bench_nccl_play(&plug, 1); /* the calls one collective makes */
+    printf("calls %llu mask 0x%x\n", (unsigned long long)plug.calls, plug.mask);
+    bench_nccl_nthreads = nthreads;
+    for (k = 0; k < nthreads; k++) {
+        w[k].plug = plug;
+        w[k].empty = empty;
+        w[k].ops = ops;
+        w[k].runs = runs;
+        w[k].first = w[k].seq = w[k].eseq = ((uint64_t)k << 40) + 2;
+    }
+    if (nthreads > 1) {
+        pthread_barrier_init(&bench_nccl_barrier, NULL, (unsigned)nthreads);
+        if (pthread_create(&th, NULL, bench_nccl_worker, &w[1]) != 0)
+            return printf("error pthread_create\n"), 1;
+    }
+    bench_nccl_worker(&w[0]);
+    if (nthreads > 1)
+        pthread_join(th, NULL);
     for (r = 0; r < runs; r++) {
-        double e = bench_nccl_run(&empty, ops, &eseq);
-        double t = bench_nccl_run(&plug, ops, &seq);
+        double e = 0, t = 0;
+        for (k = 0; k < nthreads; k++)
+            e += w[k].e[r] / nthreads, t += w[k].t[r] / nthreads;
         printf("t %.2f %.2f\n", e, t);
     }
+    for (k = 0; k < nthreads; k++)
+        played += w[k].seq - w[k].first;
     p->finalize(plug.ctx);
     if (!inspector) {
         memobs_coll_stats_t rows[8];
         size_t i, n = memobs_coll_get_stats(rows, 8);
-        uint64_t ops = 0, timed = 0;
+        uint64_t n_ops = 0, timed = 0;
         for (i = 0; i < n && i < 8; i++)
             if (rows[i].kind == MEMOBS_COLL_ALL_REDUCE)
-                ops += rows[i].ops, timed += rows[i].timed_ops;
-        printf("counted %llu %llu %llu\n", (unsigned long long)ops, (unsigned long long)timed,
-               (unsigned long long)(seq - 1));
+                n_ops += rows[i].ops, timed += rows[i].timed_ops;
+        printf("counted %llu %llu %llu\n", (unsigned long long)n_ops, (unsigned long long)timed,
+               (unsigned long long)played);
     }
     return 0;
 }
@@ -372,7 +422,7 @@ static int bench_nccl_cmp(const void *a, const void *b) {
 }
 
 /* Runs a child; prints its row. */
-static void bench_nccl_row(const char *path, const char *level, int inspector, const char *label) {
+static void bench_nccl_row(const char *path, const char *level, int inspector, int nthreads, const char *label) {
     int fd[2], st = 0;
     char line[512], err[512] = "";
     double e[BENCH_NCCL_MAX_RUNS], t[BENCH_NCCL_MAX_RUNS];
@@ -389,7 +439,7 @@ static void bench_nccl_row(const char *path, const char *level, int inspector, c
     if (pid == 0) {
         close(fd[0]);
         dup2(fd[1], 1);
-        _exit(bench_nccl_child(path, level, inspector) ? 1 : (fflush(stdout), 0));
+        _exit(bench_nccl_child(path, level, inspector, nthreads) ? 1 : (fflush(stdout), 0));
     }
     close(fd[1]);
     f = fdopen(fd[0], "r");
@@ -432,22 +482,23 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("== NCCL profiler plugin: ns per collective played as NCCL 2.28.9 does (v5 API; AllReduce, ring, %d "
-           "channels; at proxy %d ProxyOps x %d steps), one thread; median and best of %u runs x %u ==\n",
+           "channels; at proxy %d ProxyOps x %d steps), one thread but coll x2; median and best of %u runs x %u ==\n",
            BENCH_NCCL_CHANNELS, 2 * BENCH_NCCL_CHANNELS, BENCH_NCCL_STEPS,
            bench_nccl_env("BENCH_NCCL_RUNS", 7, BENCH_NCCL_MAX_RUNS),
            bench_nccl_env("BENCH_NCCL_OPS", 20000, 100000000));
     printf("  %-10s %5s %6s  %9s %9s  %9s %9s  %12s %10s  %6s  %s\n", "level", "calls", "mask", "empty", "best",
            "plugin", "best", "added/coll", "added/call", "ratio", "counted by memobs");
-    bench_nccl_row(argv[1], "api", 0, "api");
-    bench_nccl_row(argv[1], "coll", 0, "coll");
-    bench_nccl_row(argv[1], "proxy", 0, "proxy");
+    bench_nccl_row(argv[1], "api", 0, 1, "api");
+    bench_nccl_row(argv[1], "coll", 0, 1, "coll");
+    bench_nccl_row(argv[1], "proxy", 0, 1, "proxy");
+    bench_nccl_row(argv[1], "coll", 0, 2, "coll x2");
     if (ins && *ins) {
         char dir[] = "/tmp/bench_nccl_inspector.XXXXXX";
         if (mkdtemp(dir)) {
             char cmd[sizeof dir + 16];
             setenv("NCCL_INSPECTOR_ENABLE", "1", 1);
             setenv("NCCL_INSPECTOR_DUMP_DIR", dir, 1);
-            bench_nccl_row(ins, "", 1, "inspector");
+            bench_nccl_row(ins, "", 1, 1, "inspector");
             snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
             if (system(cmd) != 0)
                 printf("  (could not remove %s)\n", dir);
@@ -458,6 +509,7 @@ int main(int argc, char **argv) {
                "inspector");
     }
     printf("  (empty: a plugin that returns at once, given the same mask; calls: the plugin's per collective (NCCL "
-           "skips the stop and states of a NULL handle); added/call = added/coll / calls)\n");
+           "skips the stop and states of a NULL handle); added/call = added/coll / calls; coll x2: two threads "
+           "playing collectives of one communicator at once, ns per collective per thread)\n");
     return 0;
 }
