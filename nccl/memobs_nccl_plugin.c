@@ -24,7 +24,7 @@
      api     CollApi|P2pApi                  Coll|P2p            Coll|P2p
      coll    CollApi|P2pApi|Coll|P2p|KernelCh Coll|P2p|KernelCh  Coll|P2p
      proxy   coll + ProxyOp|ProxyStep        same                same
-     net     proxy + ProxyCtrl|NetPlugin     same (v3+: NetPlugin) proxy + ProxyCtrl
+     net     proxy + ProxyCtrl|NetPlugin     same                proxy + ProxyCtrl
    Refusal (MEMOBS_NCCL=off/0, or memobs disabled when that init runs):
    *eActivationMask = 0, *context = NULL, returns ncclInternalError. Calls
    with a NULL context return ncclSuccess and a NULL handle.
@@ -58,8 +58,14 @@
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
        for each of its nChannels KernelCh from the start (children that
        come after NCCL stopped the Coll still count; more KernelCh than
-       nChannels take a reference each while the Coll lives). ns = the
-       longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
+       nChannels take a reference each while the Coll lives; when fewer
+       come, the operation is recorded 10 s after its stop, when the
+       sweep (one slot per Coll/P2p start) passes it, or at its comm's
+       finalize, with the time of those that came). v1-v3 give no
+       count: a Coll that may have children (v3 at coll level, any at
+       proxy level) waits 100 ms after its stop, then is recorded when the
+       sweep passes it. Operations still waiting are recorded at their
+       comm's finalize and at exit. ns = the longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
        GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
        the longest ProxyOp's CPU span at proxy level, else untimed (0).
        Also seq (seqNumber), algo, proto (v1 numbers turned into NCCL's
@@ -73,7 +79,9 @@
        thread). graphCaptured API calls: CAPTURED_CALLS +1 and no record;
        a task event whose API parent was captured is a replay:
        CAPTURED_REPLAYS +1 per record and the record says captured.
-       Unknown datatype: 0 bytes and BAD_EVENTS +1. Unknown func: kind
+       Datatype sizes: NCCL's names (ncclInt8 ... ncclFloat8e5m2) and
+       "Unknown", which NCCL 2.24-2.30 say for ncclUint8 (1 byte); any
+       other: 0 bytes and BAD_EVENTS +1. Unknown func: kind
        "other:<func>".
      level proxy: ProxyStep states SendWait (sent) and RecvFlushWait
        (received) with transSize (v4+: proxyStep args) ->
@@ -96,7 +104,15 @@
    handle is a small tagged number (phase, captured, AlltoAll), never
    dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
    full pool: NULL handle, EVENTS_DROPPED +1; a Coll/P2p without a slot is
-   recorded at once (ops, bytes, untimed). A stop of an unknown, stale or
+   recorded at once (ops, bytes, untimed); a KernelCh without one leaves
+   its Coll untimed (if no other times it), a ProxyOp without one loses
+   its peer bytes. v1-v4 at level api: Coll/P2p get a tagged number as
+   well (recorded at start, nothing to stop). Example, v4, pool of 8: 64
+   Colls (nChannels 1) started and stopped, then a KernelCh for each of
+   the 8 with a handle: the first finds the pool full (dropped; its Coll
+   gives the announced reference back, completes untimed and frees its
+   slot), the next 7 get slots and time their Colls: ops 64, timed 7,
+   events_dropped 57. A stop of an unknown, stale or
    stopped handle: ncclSuccess and BAD_EVENTS +1.
 
    THREADS: startEvent/stopEvent/recordEventState from any thread (user,
@@ -135,6 +151,9 @@ enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMO
 #define MEMOBS_NCCL__MAX_COMMS 64
 #define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
 #define MEMOBS_NCCL__PEER_UNSET INT32_MIN
+#define MEMOBS_NCCL__LATE_NS 10000000000ull /* announced KernelCh still missing 10 s after the stop */
+#define MEMOBS_NCCL__GRACE_NS 100000000ull  /* v1-v3: how long a stopped Coll waits for children */
+#define MEMOBS_NCCL__GRACE 0x80000000u      /* expect's bit: the v1-v3 grace reference */
 #define MEMOBS_NCCL__DEFAULT_EVENTS 4096u
 #define MEMOBS_NCCL__MAX_EVENTS (1u << 20)
 #define MEMOBS_NCCL__SLOT_SHIFT 7
@@ -172,7 +191,7 @@ typedef struct __attribute__((aligned(128))) {
     uint8_t a2a; /* P2p task of an AlltoAll call */
     uint8_t version;
     uint8_t pad[2];
-    uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started */
+    uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started; | GRACE */
     int32_t comm_ix; /* index in memobs_nccl__g.comms, -1 none */
     memobs_comm_t comm;
     memobs_coll_kind_t kind;
@@ -209,6 +228,7 @@ static struct {
     memobs_nccl__comm_t other;        /* beyond MEMOBS_NCCL__MAX_COMMS */
     memobs_nccl__comm_t legacy;       /* the context of v1-v3 inits (no comm at init) */
     uint64_t net_events, ctrl_events; /* atomic: level net's counts */
+    uint32_t hand;                    /* atomic: the sweep's next slot */
     void *self;                       /* dlopen handle pinning the plugin */
 } memobs_nccl__g;
 
@@ -327,6 +347,8 @@ static uint32_t memobs_nccl__parse_events(void) {
     return (uint32_t)n;
 }
 
+static void memobs_nccl__at_exit(void);
+
 static void memobs_nccl__setup(void) {
     Dl_info self;
     const char *self_path = NULL;
@@ -362,6 +384,7 @@ static void memobs_nccl__setup(void) {
         memobs_nccl__g.slots[i].word = 0;
     }
     __atomic_store_n(&memobs_nccl__g.free_head, memobs_nccl__g.nslots ? 1u : 0u, __ATOMIC_RELEASE);
+    atexit(memobs_nccl__at_exit);
 }
 
 /* ======================================================================== */
@@ -575,14 +598,16 @@ static memobs_coll_kind_t memobs_nccl__kind_num(unsigned f) {
     return f < 8 ? k[f] : MEMOBS_COLL_OTHER;
 }
 
-/* Bytes of one element; 0 unknown. */
+/* Bytes of one element; 0 unknown. NCCL's ncclDatatypeToString (2.24 to
+   2.30) has no case for ncclUint8 and gives "Unknown" for it; NCCL refuses
+   an invalid datatype before any event, so "Unknown" is ncclUint8. */
 static unsigned memobs_nccl__dtype_size(const char *d) {
     static const struct {
         const char *name;
         unsigned size;
-    } t[] = {{"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclInt32", 4},      {"ncclUint32", 4},
-             {"ncclInt64", 8},   {"ncclUint64", 8},   {"ncclFloat16", 2},    {"ncclFloat32", 4},
-             {"ncclFloat64", 8}, {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
+    } t[] = {{"ncclInt8", 1},       {"ncclUint8", 1},      {"ncclInt32", 4},   {"ncclUint32", 4},  {"ncclInt64", 8},
+             {"ncclUint64", 8},     {"ncclFloat16", 2},    {"ncclFloat32", 4}, {"ncclFloat64", 8}, {"ncclBfloat16", 2},
+             {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}, {"Unknown", 1}};
     size_t i;
     if (!d) return 0;
     for (i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -668,10 +693,12 @@ static void memobs_nccl__a2a_add(memobs_nccl__comm_t *c, memobs_coll_kind_t alon
     if (emit) memobs_nccl__emit(&rec);
 }
 
-/* The last reference of a Coll/P2p went: its record, then the slot back. */
+/* The last reference went: a Coll/P2p's record, then the slot back. */
 static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
     uint64_t ns = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
-    if (s->a2a) {
+    if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P) {
+        /* KernelCh, ProxyOp: nothing of their own to record */
+    } else if (s->a2a) {
         memobs_nccl__a2a_add(memobs_nccl__comm_at(s->comm_ix), s->kind, s->bytes, (memobs_phase_t)s->phase, s->start_ns,
                              ns, s->captured);
     } else {
@@ -696,6 +723,51 @@ static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
 static void memobs_nccl__unref(memobs_nccl__slot_t *s) {
     uint64_t w = __atomic_fetch_sub(&s->word, (uint64_t)1, __ATOMIC_ACQ_REL);
     if ((uint32_t)w == 1) memobs_nccl__complete(s);
+}
+
+/* A Coll/P2p holds a reference for each KernelCh its nChannels announced
+   (v4+). Should fewer come, the sweep gives the missing ones back once the
+   Coll was stopped MEMOBS_NCCL__LATE_NS ago (finalize: at once), so that
+   the operation is recorded late rather than never. v1-v3 announce no
+   count: a Coll that may have children (v3 KernelCh, proxy level
+   ProxyOp) holds one grace reference instead, given back
+   MEMOBS_NCCL__GRACE_NS after its stop, so that children NCCL starts
+   after the stop (the proxy thread picks them up later) still find it.
+   Safe on any slot: it holds a reference of its own while it looks. */
+static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int comm_ix) {
+    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE), stopped_at;
+    uint32_t e;
+    if ((uint32_t)w == 0 || !memobs_nccl__ref(s, (uint32_t)(w >> 32) & MEMOBS_NCCL__GEN_MASK)) return;
+    stopped_at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+    e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
+    if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P) && e > 0 && stopped_at &&
+        (comm_ix < 0 ? now > stopped_at &&
+                           now - stopped_at > ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS)
+                     : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
+        __atomic_compare_exchange_n(&s->expect, &e, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        uint32_t n = (e & ~MEMOBS_NCCL__GRACE) + (e >> 31);
+        while (n--) memobs_nccl__unref(s);
+    }
+    memobs_nccl__unref(s);
+}
+
+/* Every stopped operation of comm entry comm_ix (INT32_MAX: all) still
+   waiting for children is recorded now. */
+static void memobs_nccl__flush(int comm_ix) {
+    uint32_t i;
+    for (i = 0; i < memobs_nccl__g.nslots; i++) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i], 0, comm_ix);
+}
+
+/* At exit (before the exit handlers of the memobs it records into, which
+   were registered earlier): a program that never destroys its comms. */
+static void memobs_nccl__at_exit(void) { memobs_nccl__flush(INT32_MAX); }
+
+/* One slot per Coll/P2p start, in turn (a few more when the pool is full). */
+static void memobs_nccl__sweep(uint64_t now, unsigned n) {
+    while (n--) {
+        uint32_t i = __atomic_fetch_add(&memobs_nccl__g.hand, 1u, __ATOMIC_RELAXED);
+        if (memobs_nccl__g.nslots) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i % memobs_nccl__g.nslots], now, -1);
+    }
 }
 
 /* ======================================================================== */
@@ -732,7 +804,10 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     memobs_phase_t phase;
     int captured = 0, a2a = 0;
     memobs_nccl__slot_t *s;
-    uint32_t expect = 0;
+    uint32_t expect = 0, refs;
+    uint64_t now;
+    int waits;
+    if (memobs_nccl__g.level == MEMOBS_NCCL__API && t->version >= 5) return NULL; /* counted by the API event */
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
     kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
     esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
@@ -759,11 +834,20 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
         memobs_nccl__emit(&rec);
         return (void *)(uintptr_t)MEMOBS_NCCL__API_TAG;
     }
+    /* Children to wait for: KernelCh (v3+), ProxyOp (proxy level). */
+    waits =
+        memobs_nccl__g.level >= MEMOBS_NCCL__PROXY || (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->version >= 3);
+    now = memobs_nccl__g.host->now_ns();
+    if (waits) memobs_nccl__sweep(now, 1);
     s = memobs_nccl__alloc();
+    if (!s && waits) {
+        memobs_nccl__sweep(now, 8);
+        s = memobs_nccl__alloc();
+    }
     if (!s) {
         memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
         if (a2a) {
-            memobs_nccl__a2a_add(c, kind, bytes, phase, memobs_nccl__g.host->now_ns(), 0, captured);
+            memobs_nccl__a2a_add(c, kind, bytes, phase, now, 0, captured);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
@@ -771,7 +855,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
             rec.kind = kind;
             rec.phase = phase;
             rec.bytes = bytes;
-            rec.start_ns = memobs_nccl__g.host->now_ns();
+            rec.start_ns = now;
             rec.seq = t->seq;
             rec.algo = t->algo;
             rec.proto = t->proto;
@@ -790,14 +874,17 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     s->kind = kind;
     s->nchannels = t->nchannels ? t->nchannels : t->max_channels;
     s->bytes = bytes;
-    s->start_ns = memobs_nccl__g.host->now_ns();
+    s->start_ns = now;
     s->aux = t->seq;
     memobs_nccl__copy(s->algo, sizeof s->algo, t->algo);
     memobs_nccl__copy(s->proto, sizeof s->proto, t->proto);
     if (t->version >= 4 && memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->nchannels > 0)
         expect = (uint32_t)t->nchannels;
+    else if (t->version <= 3 && waits)
+        expect = MEMOBS_NCCL__GRACE;
+    refs = 1 + (expect & ~MEMOBS_NCCL__GRACE) + (expect >> 31);
     __atomic_store_n(&s->expect, expect, __ATOMIC_RELAXED);
-    return memobs_nccl__publish(s, 1 + expect);
+    return memobs_nccl__publish(s, refs);
 }
 
 /* API events (v5+): a tagged number; at level api also the record. */
@@ -835,7 +922,7 @@ static void *memobs_nccl__start_kch(void *parent, int version, int has_timer, ui
     if (!p || (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P)) return NULL;
     /* A reference announced by nChannels, else a new one. */
     e = __atomic_load_n(&p->expect, __ATOMIC_RELAXED);
-    while (e > 0 && !held)
+    while ((e & ~MEMOBS_NCCL__GRACE) > 0 && !held)
         held = __atomic_compare_exchange_n(&p->expect, &e, e - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     if (!held && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) return NULL;
     s = memobs_nccl__alloc();
@@ -946,7 +1033,10 @@ static void memobs_nccl__stop(void *handle) {
     }
     switch (s->type) {
     case MEMOBS_NCCL__EV_COLL:
-    case MEMOBS_NCCL__EV_P2P: memobs_nccl__unref(s); return;
+    case MEMOBS_NCCL__EV_P2P:
+        __atomic_store_n(&s->t1, memobs_nccl__g.host->now_ns() | 1u, __ATOMIC_RELAXED); /* stopped at, never 0 */
+        memobs_nccl__unref(s);
+        return;
     case MEMOBS_NCCL__EV_KCH:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
         if (p) {
@@ -955,8 +1045,8 @@ static void memobs_nccl__stop(void *handle) {
             if (t1 > s->t0) ns = t1 - s->t0;
             memobs_nccl__atomic_max(&p->ns, ns);
         }
-        memobs_nccl__free(s);
         if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
     case MEMOBS_NCCL__EV_POP:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
@@ -964,8 +1054,8 @@ static void memobs_nccl__stop(void *handle) {
             uint64_t now = memobs_nccl__g.host->now_ns();
             if (now > s->t0) memobs_nccl__atomic_max(&p->ns, now - s->t0);
         }
-        memobs_nccl__free(s);
         if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
     default: memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS); return;
     }
@@ -1014,8 +1104,12 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
     return ncclSuccess;
 }
 
+/* The comm goes: operations still waiting for announced KernelCh are
+   recorded now. Its entry stays (memobs keeps the comm's figures). */
 static ncclResult_t memobs_nccl__finalize(void *context) {
-    (void)context; /* entries stay: memobs keeps the comm's figures */
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    if (context && memobs_nccl__g.level >= MEMOBS_NCCL__API)
+        memobs_nccl__flush(c ? memobs_nccl__comm_ix(c) : INT32_MAX);
     return ncclSuccess;
 }
 
