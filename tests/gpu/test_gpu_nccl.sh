@@ -93,7 +93,7 @@ fi
 export NCCL_LIB
 
 # a device and NCCL, or say why not
-if ! probe=$(timeout 60 "$P" probe 2>&1); then
+if ! probe=$(timeout 30 "$P" probe 2>&1); then
     bad "no CUDA device or NCCL: these checks need both" "${probe:-the program did not start}"
     finish
 fi
