@@ -98,7 +98,7 @@ static int run_init(void) {
     printf("comm_init_rank: %d %s\n", (int)r, error_string(r));
     printf("last_error: %s\n", last_error(NULL));
     const char *mapped = plugin_mapped();
-    printf("plugin_after_init: %s%s%s\n", *mapped ? "mapped " : "not mapped", mapped, "");
+    printf("plugin_after_init: %s%s\n", *mapped ? "mapped " : "not mapped", mapped);
     if (r == ncclSuccess && comm) {
         r = comm_destroy(comm);
         printf("comm_destroy: %d %s\n", (int)r, error_string(r));
