@@ -36,6 +36,16 @@
 #                                stop handling's cost (issue 25): a record
 #                                with the signal handling on and off, the
 #                                write at exit per output, a stop by SIGTERM
+#   bench_nccl                   bench/bench_nccl.c (make bench-nccl): the
+#                                NCCL profiler plugin (make nccl-plugin) per
+#                                collective at MEMOBS_NCCL=api, coll, proxy,
+#                                beside an empty plugin and NCCL Inspector
+#                                (BENCH_NCCL_INSPECTOR=path of its .so, built
+#                                from NCCL's plugins/profiler/inspector, else
+#                                "not built"); nccl_stubs/ holds what
+#                                Inspector's init asks of CUDA
+#                                (bench/bench_nccl_stubs.c), so it runs
+#                                without a GPU
 # The bench prints its targets as PASS/MISS and exits 0 either way.
 #
 # Flags are BENCH_CFLAGS, not CFLAGS: a debug or sanitizer CFLAGS for the
@@ -62,15 +72,17 @@ BENCH_SO_LABEL_ie := MEMOBS_TLS_INITIAL_EXEC
 
 BENCH_SOS := $(BENCH_OUT)/libmemobs_bench_default.so $(BENCH_OUT)/libmemobs_bench_gnu2.so \
              $(BENCH_OUT)/libmemobs_bench_ie.so
+BENCH_NCCL_STUBS := $(BENCH_OUT)/nccl_stubs/libcudart.so.13 $(BENCH_OUT)/nccl_stubs/libcuda.so.1
 
 .PHONY: bench bench-build bench-asm
 
 bench: bench-build
 	$(BENCH_OUT)/memobs_bench
 	$(BENCH_OUT)/memobs_cuda_bench
-	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload bench-stops
+	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload bench-stops bench-nccl
 
-bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench $(BENCH_OUT)/stops_bench
+bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench $(BENCH_OUT)/stops_bench \
+             $(BENCH_OUT)/bench_nccl $(BENCH_NCCL_STUBS)
 
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
@@ -152,3 +164,29 @@ bench-stops: $(BENCH_OUT)/stops_bench
 $(BENCH_OUT)/stops_bench: bench/bench_stops.c bench/bench.h memobs.h $(BENCH_MK)
 	@mkdir -p $(@D)
 	$(BENCH_COMPILE) $< -o $@ -lm
+
+# The NCCL profiler plugin's cost per collective (bench/bench_nccl.c): the
+# events NCCL 2.28.9 plays for an all-reduce at each level, into the plugin
+# and into an empty plugin, in child processes; NCCL Inspector beside them
+# when BENCH_NCCL_INSPECTOR names its .so (e.g. `git -C NCCL archive HEAD
+# plugins/profiler/inspector | tar -x -C /tmp`, make there). Its CUDA
+# calls at init go to the stubs in $(BENCH_OUT)/nccl_stubs. About 5 s.
+.PHONY: bench-nccl
+bench-nccl: $(BENCH_OUT)/bench_nccl $(BENCH_NCCL_STUBS) nccl-plugin
+	BENCH_NCCL_CUDA_STUBS=$(BENCH_OUT)/nccl_stubs $(BENCH_OUT)/bench_nccl $(BUILD)/libnccl-profiler-memobs.so
+
+# memobs built in, memobs_host_api exported: the plugin records into it.
+$(BENCH_OUT)/bench_nccl: bench/bench_nccl.c nccl/profiler_api.h memobs.h $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) -std=gnu11 $< -o $@ -ldl -lm -Wl,--export-dynamic-symbol=memobs_host_api
+
+# Inspector links libcudart.so.13 by its version node; it dlopens libcuda.so.1.
+$(BENCH_OUT)/nccl_stubs/libcudart.so.13: bench/bench_nccl_stubs.c $(BENCH_MK)
+	@mkdir -p $(@D)
+	printf 'libcudart.so.13 {\n global: cudaGetDevice; cudaGetErrorString;\n local: *;\n};\n' >$@.map
+	$(CC) -O2 -fPIC -shared $(BENCH_WARN) -DBENCH_STUB_RUNTIME $< -o $@ -Wl,-soname,libcudart.so.13 \
+	    -Wl,--version-script=$@.map
+
+$(BENCH_OUT)/nccl_stubs/libcuda.so.1: bench/bench_nccl_stubs.c $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(CC) -O2 -fPIC -shared $(BENCH_WARN) -DBENCH_STUB_DRIVER $< -o $@ -Wl,-soname,libcuda.so.1

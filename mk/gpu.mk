@@ -7,7 +7,19 @@
 #                    it: ok/not ok lines, "N passed, N failed"; exits 1 on
 #                    a failure or when there is no CUDA device (where the
 #                    driver itself, libcuda.so.1, is missing, it does not
-#                    start: the loader refuses it)
+#                    start: the loader refuses it); then gpu-nccl-test
+#   make gpu-nccl-test
+#                    the NCCL profiler plugin in the real NCCL:
+#                    tests/gpu/test_gpu_nccl.sh builds `make nccl-plugin`
+#                    and $(BUILD)/gpu/nccl_gpu (tests/gpu/nccl_gpu.cu:
+#                    memobs built in, memobs_host_api exported, NCCL
+#                    opened with dlopen: NCCL_LIB, else the toolkit's, a
+#                    Python environment's nvidia-nccl wheel, the loader's
+#                    cache), runs a 1-rank communicator and 2 ranks on the
+#                    one GPU (two processes, two NCCL_HOSTID "nodes") at the
+#                    proxy, coll and api levels and checks memobs' figures:
+#                    ok/not ok lines, "N passed, N failed"; exits 1 on a
+#                    failure or without a CUDA device or NCCL. About 20 s
 #   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
 #                    run it: wrapper overhead and bandwidth tables
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
@@ -21,7 +33,7 @@
 #                    with LD_PRELOAD and checks the JSON summary: ok/not ok
 #                    lines, "N passed, N failed"; exits 1 on a failure or
 #                    when there is no CUDA device
-#   make gpu-build   build all four programs, run nothing (no GPU needed:
+#   make gpu-build   build all five programs, run nothing (no GPU needed:
 #                    tests/test_gpu_build.sh)
 #
 # GPU_ARCH: the code generated; default SASS for sm_90 (H100) plus PTX for
@@ -44,21 +56,26 @@ GPU_NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 GPU_CUDA_HOME ?= $(if $(GPU_NVCC_PATH),$(abspath $(dir $(GPU_NVCC_PATH))..),/usr/local/cuda)
 GPU_DRV_LIBS ?= -L$(GPU_CUDA_HOME)/lib64/stubs -lcuda
 
-.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test
+.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test gpu-nccl-test
 
-gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload $(GPU_OUT)/preload_gpu
+gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload $(GPU_OUT)/preload_gpu \
+           $(GPU_OUT)/nccl_gpu
 
 cuda-demo: $(GPU_OUT)/cuda_offload
 	./$(GPU_OUT)/cuda_offload
 
 gpu-test: $(GPU_OUT)/test_gpu
 	./$(GPU_OUT)/test_gpu
+	$(MAKE) --no-print-directory BUILD=$(BUILD) NVCC=$(NVCC) gpu-nccl-test
 
 gpu-bench: $(GPU_OUT)/gpu_bench
 	./$(GPU_OUT)/gpu_bench
 
 gpu-preload-test:
 	BUILD=$(BUILD) NVCC=$(NVCC) bash tests/gpu/test_gpu_preload.sh
+
+gpu-nccl-test:
+	BUILD=$(BUILD) NVCC=$(NVCC) bash tests/gpu/test_gpu_nccl.sh
 
 # A second unit where stream 0 is the per-thread default stream.
 $(GPU_OUT)/test_gpu_ptds.o: tests/gpu/test_gpu_ptds.cu memobs.h memobs_cuda.h $(GPU_MK)
@@ -82,3 +99,13 @@ $(GPU_OUT)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h $(GPU_M
 $(GPU_OUT)/preload_gpu: tests/gpu/preload_gpu.cu $(GPU_MK)
 	@mkdir -p $(@D)
 	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS) -ldl $(GPU_DRV_LIBS)
+
+# NCCL is opened with dlopen at run time (never linked: it often lives only
+# in a Python environment's nvidia-nccl wheel); nccl.h, the toolkit's, only
+# declares it. memobs_host_api exported so the profiler plugin records into
+# this program's memobs. The runtime linked statically (as NCCL links its
+# own): built here, it runs where only the driver is installed.
+$(GPU_OUT)/nccl_gpu: tests/gpu/nccl_gpu.cu memobs.h $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_COMPILE) -isystem $(GPU_CUDA_HOME)/include $< -o $@ -cudart static -lpthread -ldl -lrt \
+	    -Xlinker --export-dynamic-symbol=memobs_host_api

@@ -5,7 +5,7 @@
 # with a CUDA device.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu, preload_gpu.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
+name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu, preload_gpu.cu, nccl_gpu.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
 if ! command -v "$NVCC" >/dev/null 2>&1; then
     echo "ok - gpu-build: # SKIP no nvcc at $NVCC (set NVCC)"
     exit 0
@@ -42,6 +42,21 @@ if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
 preload_gpu does not import $s from the shared runtime or driver"
         fi
     done
+fi
+# tests/gpu/nccl_gpu must export memobs_host_api (the NCCL plugin attaches
+# to its memobs) and open NCCL with dlopen, never link it.
+if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
+    f=${BUILD:-build}/gpu/nccl_gpu
+    if ! nm -D --defined-only "$f" 2>&1 | grep -q ' T memobs_host_api$'; then
+        rc=1
+        out="$out
+nccl_gpu does not export memobs_host_api"
+    fi
+    if readelf -d "$f" 2>&1 | grep -q 'NEEDED.*libnccl'; then
+        rc=1
+        out="$out
+nccl_gpu is linked with libnccl (it must dlopen it)"
+    fi
 fi
 if [ "$rc" -eq 0 ]; then
     echo "ok - $name"
