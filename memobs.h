@@ -1790,6 +1790,9 @@ extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
      ((uint64_t)sizeof(memobs_summary_t) << 28) ^ ((uint64_t)sizeof(memobs_alloc_info_t) << 52) ^          \
      ((uint64_t)sizeof(memobs_region_stats_t) << 20) ^ ((uint64_t)sizeof(memobs_tag_provider_t) << 16) ^   \
      ((uint64_t)sizeof(memobs_frame_t) << 8) ^ ((uint64_t)MEMOBS_MAX_COUNTERS << 12) ^                     \
+     (((uint64_t)sizeof(memobs_coll_stats_t) ^ ((uint64_t)sizeof(memobs_peer_stats_t) << 9) ^               \
+       ((uint64_t)sizeof(memobs_coll_info_t) << 18) ^ ((uint64_t)sizeof(memobs_coll_record_t) << 27) ^       \
+       ((uint64_t)sizeof(memobs_host_api_t) << 36)) << 4) ^                                                   \
      (uint64_t)MEMOBS_VERSION_NUM)
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
@@ -2460,6 +2463,12 @@ static void memobs__tl_release(memobs__shard_t *s);
 /* Stormlog's events for regions and markers of collective names (its
    section, at the end). */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
+/* A collective's timeline slice and Stormlog event (their sections). */
+static void memobs__tl_coll(uint64_t t0, uint64_t dur, uint64_t bytes, uint64_t seq, uint64_t meta);
+static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kind, unsigned phase, uint64_t bytes,
+                            uint64_t seq);
+/* The registration lock of the collectives' tables, held across fork(). */
+static void memobs__coll_fork(int lock);
 /* The PyTorch snapshot's history of device allocations and its set-up
    (its section follows the allocation reports'). */
 enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 2 };
@@ -3081,11 +3090,13 @@ static void memobs__atfork_prepare(void) {
     memobs__spin_lock(&memobs__g.trk.esc.lock);
     memobs__esc_lock_all(1);
     memobs__tsn_fork(1);
+    memobs__coll_fork(1);
     memobs__bg_fork(0);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
     memobs__bg_fork(1);
+    memobs__coll_fork(0);
     memobs__tsn_fork(0);
     memobs__esc_lock_all(0);
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
@@ -4087,6 +4098,602 @@ static uint32_t memobs__reg_open(memobs_region_t *out, uint32_t max) {
     pthread_mutex_unlock(&memobs__g.lock);
     return n;
 }
+
+/* ======================================================================== */
+/* Private: collectives and peers                                           */
+/* ======================================================================== */
+
+/* Fixed tables, published entry by entry: a registration (under a spin
+   lock) writes the entry, then the count with release; a record checks its
+   handle against the count (acquire) and adds to its row with relaxed
+   atomic adds (ops, bytes, and for a timed one timed ops, ns and S: five
+   at most; the sums saturate). bus_bytes is not stored: it is S x the bus
+   factor, and the factor depends only on the kind and the communicator's
+   nranks (fixed at registration), so it is computed exactly, in integers,
+   when a row is read. A reset moves per-row baselines under memobs__g.lock,
+   as the regions' do. */
+#define MEMOBS__COLL_NF 5 /* ops, bytes, timed ops, ns, algo bytes (S) */
+#define MEMOBS__PEER_NF 3 /* bytes, ops, ns */
+#define MEMOBS__COLL_LABEL 72 /* "other:" + a 63-byte name */
+#define MEMOBS__PEER_LABEL 80 /* a 63-byte communicator name + " r" + a rank */
+#define MEMOBS__COLL_STRS 32  /* algorithm and protocol names kept for the timeline */
+#define MEMOBS__COLL_SL_GAP_NS 10000000u /* Stormlog: one event per communicator and kind per 10 ms */
+
+enum { MEMOBS__COLL_DROP_COMMS, MEMOBS__COLL_DROP_KINDS, MEMOBS__COLL_DROP_PEERS, MEMOBS__COLL_DROPS };
+
+typedef struct {
+    char name[MEMOBS__REG_NAME];
+    uint64_t id;
+    int32_t rank, nranks, nnodes;
+} memobs__comm_def_t;
+
+typedef struct {
+    char label[MEMOBS__PEER_LABEL];
+    int32_t comm, rank; /* -1, -1: a named peer */
+} memobs__peer_def_t;
+
+static struct {
+    memobs__u32_t lock;                       /* registrations, the source strings */
+    memobs__u32_t ncomms, nkinds, npeers, nstrs; /* entries given out (release after the entry) */
+    memobs__comm_def_t comm[MEMOBS_MAX_COMMS];
+    char kind[MEMOBS_MAX_COLL_KINDS][MEMOBS__COLL_LABEL];
+    memobs__peer_def_t peer[MEMOBS_MAX_PEERS];
+    char strs[MEMOBS__COLL_STRS][MEMOBS__REG_NAME];
+    memobs__u64_t row[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
+    uint64_t row_base[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
+    memobs__u64_t pxf[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
+    uint64_t pxf_base[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
+    memobs__u64_t sl_last[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS]; /* Stormlog's rate cap: last event */
+    memobs__u64_t notes[MEMOBS_COLL_NOTES];
+    uint64_t notes_base[MEMOBS_COLL_NOTES];
+    memobs__u64_t drops[MEMOBS__COLL_DROPS]; /* full tables: kept across resets, as the entries are */
+    memobs__u32_t warned;                    /* warn-once bits, by MEMOBS__COLL_DROP_* */
+    memobs__u32_t source_set;
+    char source[32], instance[16], level[16];
+    memobs__u32_t api_version;
+} memobs__coll;
+
+static const char *const memobs__coll_fixed[MEMOBS_COLL_FIXED_KINDS][2] = {
+    {"all_reduce", "AllReduce"}, {"all_gather", "AllGather"}, {"reduce_scatter", "ReduceScatter"},
+    {"broadcast", "Broadcast"},  {"reduce", "Reduce"},        {"all_to_all", "AlltoAll"},
+    {"gather", "Gather"},        {"scatter", "Scatter"},      {"send", "Send"},
+    {"recv", "Recv"},            {"send_recv", "SendRecv"},   {"other", "other"}};
+
+static void memobs__coll_fork(int lock) {
+    if (lock) memobs__spin_lock(&memobs__coll.lock);
+    else memobs__spin_unlock(&memobs__coll.lock);
+}
+
+static void memobs__str_read(char *to, const char *from, size_t len);
+/* A string other threads may read while it changes: byte by byte, atomic
+   (memobs__str_read reads it). */
+static void memobs__str_write(char *to, const char *from, size_t len) {
+    size_t i;
+    for (i = 0; i + 1 < len && from[i]; i++) __atomic_store_n(&to[i], from[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&to[i], (char)0, __ATOMIC_RELAXED);
+}
+
+/* Caller holds memobs__coll.lock: the fixed kinds and "(other)", once. */
+static void memobs__coll_setup(void) {
+    unsigned k;
+    if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return;
+    for (k = 0; k < MEMOBS_COLL_FIXED_KINDS; k++) strcpy(memobs__coll.kind[k], memobs__coll_fixed[k][0]);
+    strcpy(memobs__coll.comm[0].name, "(other)");
+    memobs__coll.comm[0].rank = -1;
+    __atomic_store_n(&memobs__coll.ncomms.v, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs__coll.nkinds.v, (uint32_t)MEMOBS_COLL_FIXED_KINDS, __ATOMIC_RELEASE);
+}
+
+static void memobs__coll_lock(void) {
+    memobs_init();
+    memobs__spin_lock(&memobs__coll.lock);
+    memobs__coll_setup();
+}
+
+/* A full table: counted, and said once. */
+static void memobs__coll_drop(unsigned which, const char *what, const char *name, int limit, const char *goes) {
+    MEMOBS__ADD(&memobs__coll.drops[which].v, 1u);
+    if (MEMOBS__FETCH_OR(&memobs__coll.warned.v, 1u << which) & (1u << which)) return;
+    memobs__log(MEMOBS_LOG_WARN, "%s '%s' not kept: all %d are taken; %s", what, name, limit, goes);
+}
+
+static uint32_t memobs__coll_n(memobs__u32_t *n, uint32_t max) {
+    uint32_t v = __atomic_load_n(&n->v, __ATOMIC_ACQUIRE);
+    return v < max ? v : max;
+}
+
+memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank, int nranks, int nnodes) {
+    char nm[MEMOBS__REG_NAME], raw[40];
+    uint32_t n, i;
+    memobs_comm_t rc;
+    if (rank < 0 || nranks < 0 || (nranks > 0 && rank >= nranks)) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_coll_register_comm: rank %d of %d ranks is not a rank; not registered",
+                    rank, nranks);
+        return MEMOBS_ERR_INVALID;
+    }
+    if (!name || !*name) {
+        snprintf(raw, sizeof raw, "comm %llx", (unsigned long long)id);
+        name = raw;
+    }
+    memobs__reg_norm(name, nm);
+    memobs__coll_lock();
+    n = MEMOBS__LOAD(&memobs__coll.ncomms.v);
+    for (i = 1; i < n && !(memobs__coll.comm[i].id == id && memobs__coll.comm[i].rank == rank); i++) {
+    }
+    if (i < n) {
+        rc = (memobs_comm_t)i;
+    } else if (n >= MEMOBS_MAX_COMMS) {
+        rc = 0;
+    } else {
+        memobs__comm_def_t *c = &memobs__coll.comm[n];
+        strcpy(c->name, nm);
+        c->id = id;
+        c->rank = rank;
+        c->nranks = nranks;
+        c->nnodes = nnodes > 0 ? nnodes : 0;
+        __atomic_store_n(&memobs__coll.ncomms.v, n + 1, __ATOMIC_RELEASE);
+        rc = (memobs_comm_t)n;
+    }
+    memobs__spin_unlock(&memobs__coll.lock);
+    if (rc == 0)
+        memobs__coll_drop(MEMOBS__COLL_DROP_COMMS, "communicator", nm, MEMOBS_MAX_COMMS - 1,
+                          "its collectives are filed under the communicator \"(other)\" (comms_dropped)");
+    return rc;
+}
+
+/* A fixed kind of the name, memobs' own or NCCL's (any case), else -1. */
+static int memobs__coll_fixed_kind(const char *name) {
+    int k;
+    for (k = 0; k < MEMOBS_COLL_FIXED_KINDS; k++)
+        if (memobs__streq_nocase(name, memobs__coll_fixed[k][0]) || memobs__streq_nocase(name, memobs__coll_fixed[k][1]))
+            return k;
+    return -1;
+}
+
+memobs_coll_kind_t memobs_coll_kind_intern(const char *name) {
+    char nm[MEMOBS__REG_NAME], label[MEMOBS__COLL_LABEL];
+    uint32_t n, i;
+    int k;
+    memobs_coll_kind_t rc;
+    if (!name || !*name) return MEMOBS_ERR_INVALID;
+    if ((k = memobs__coll_fixed_kind(name)) >= 0) return (memobs_coll_kind_t)k;
+    memobs__reg_norm(name, nm);
+    snprintf(label, sizeof label, "other:%s", nm);
+    memobs__coll_lock();
+    n = MEMOBS__LOAD(&memobs__coll.nkinds.v);
+    for (i = MEMOBS_COLL_FIXED_KINDS; i < n && strcmp(memobs__coll.kind[i], label) != 0; i++) {
+    }
+    if (i < n) {
+        rc = (memobs_coll_kind_t)i;
+    } else if (n >= MEMOBS_MAX_COLL_KINDS) {
+        rc = MEMOBS_COLL_OTHER;
+    } else {
+        strcpy(memobs__coll.kind[n], label);
+        __atomic_store_n(&memobs__coll.nkinds.v, n + 1, __ATOMIC_RELEASE);
+        rc = (memobs_coll_kind_t)n;
+    }
+    memobs__spin_unlock(&memobs__coll.lock);
+    if (rc == MEMOBS_COLL_OTHER)
+        memobs__coll_drop(MEMOBS__COLL_DROP_KINDS, "collective kind", nm, MEMOBS_MAX_COLL_KINDS,
+                          "it is counted as \"other\" (kinds_dropped)");
+    return rc;
+}
+
+const char *memobs_coll_kind_label(memobs_coll_kind_t kind) {
+    if (kind < 0) return NULL;
+    if (kind < MEMOBS_COLL_FIXED_KINDS) return memobs__coll_fixed[kind][0];
+    if ((uint32_t)kind >= memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS)) return NULL;
+    return memobs__coll.kind[kind];
+}
+
+/* Caller holds memobs__coll.lock: adds a peer, or finds it; its id, or
+   MEMOBS_ERR_FULL. */
+static memobs_peer_t memobs__peer_add(const char *label, int32_t comm, int32_t rank) {
+    uint32_t n = MEMOBS__LOAD(&memobs__coll.npeers.v), i;
+    for (i = 0; i < n; i++) {
+        const memobs__peer_def_t *p = &memobs__coll.peer[i];
+        if (p->comm == comm && p->rank == rank && (comm >= 0 || strcmp(p->label, label) == 0))
+            return (memobs_peer_t)i;
+    }
+    if (n >= MEMOBS_MAX_PEERS) return MEMOBS_ERR_FULL;
+    snprintf(memobs__coll.peer[n].label, MEMOBS__PEER_LABEL, "%s", label);
+    memobs__coll.peer[n].comm = comm;
+    memobs__coll.peer[n].rank = rank;
+    __atomic_store_n(&memobs__coll.npeers.v, n + 1, __ATOMIC_RELEASE);
+    return (memobs_peer_t)n;
+}
+
+memobs_peer_t memobs_peer_intern(const char *name) {
+    char nm[MEMOBS__REG_NAME];
+    memobs_peer_t rc;
+    if (!name || !*name) return MEMOBS_ERR_INVALID;
+    memobs__reg_norm(name, nm);
+    memobs__coll_lock();
+    rc = memobs__peer_add(nm, -1, -1);
+    memobs__spin_unlock(&memobs__coll.lock);
+    if (rc == MEMOBS_ERR_FULL)
+        memobs__coll_drop(MEMOBS__COLL_DROP_PEERS, "peer", nm, MEMOBS_MAX_PEERS, "its transfers are not kept "
+                          "(peers_dropped)");
+    return rc;
+}
+
+memobs_peer_t memobs_peer_rank(memobs_comm_t comm, int rank) {
+    char label[MEMOBS__PEER_LABEL];
+    memobs_peer_t rc;
+    const memobs__comm_def_t *c;
+    memobs__coll_lock();
+    if (comm < 0 || (uint32_t)comm >= MEMOBS__LOAD(&memobs__coll.ncomms.v) || rank < 0 ||
+        (memobs__coll.comm[comm].nranks > 0 && rank >= memobs__coll.comm[comm].nranks)) {
+        memobs__spin_unlock(&memobs__coll.lock);
+        memobs__log(MEMOBS_LOG_WARN, "memobs_peer_rank(%d, %d): not a communicator and one of its ranks", (int)comm,
+                    rank);
+        return MEMOBS_ERR_INVALID;
+    }
+    c = &memobs__coll.comm[comm];
+    snprintf(label, sizeof label, "%s r%d", c->name, rank);
+    rc = memobs__peer_add(label, (int32_t)comm, (int32_t)rank);
+    memobs__spin_unlock(&memobs__coll.lock);
+    if (rc == MEMOBS_ERR_FULL)
+        memobs__coll_drop(MEMOBS__COLL_DROP_PEERS, "peer", label, MEMOBS_MAX_PEERS, "its transfers are not kept "
+                          "(peers_dropped)");
+    return rc;
+}
+
+/* S, the algorithm's size, of one operation of bytes (saturating). */
+static uint64_t memobs__coll_s(int kind, int nranks, uint64_t bytes) {
+    uint64_t n = nranks > 1 ? (uint64_t)nranks : 1u;
+    if (kind != MEMOBS_COLL_ALL_GATHER && kind != MEMOBS_COLL_REDUCE_SCATTER && kind != MEMOBS_COLL_ALL_TO_ALL)
+        return bytes;
+    return bytes > UINT64_MAX / n ? UINT64_MAX : bytes * n;
+}
+
+/* The bus factor as num / den; 0 when there is none (gather, scatter,
+   other kinds, nranks unknown). */
+static int memobs__coll_factor(int kind, int nranks, uint64_t *num, uint64_t *den) {
+    uint64_t n = nranks > 0 ? (uint64_t)nranks : 0u;
+    *num = 0;
+    *den = 1;
+    if (!n) return 0;
+    switch (kind) {
+    case MEMOBS_COLL_ALL_REDUCE: *num = 2u * (n - 1u); *den = n; return 1;
+    case MEMOBS_COLL_ALL_GATHER:
+    case MEMOBS_COLL_REDUCE_SCATTER:
+    case MEMOBS_COLL_ALL_TO_ALL: *num = n - 1u; *den = n; return 1;
+    case MEMOBS_COLL_BROADCAST:
+    case MEMOBS_COLL_REDUCE:
+    case MEMOBS_COLL_SEND:
+    case MEMOBS_COLL_RECV:
+    case MEMOBS_COLL_SEND_RECV: *num = 1u; *den = 1u; return 1;
+    default: return 0;
+    }
+}
+
+/* a x num / den, rounded down, exact in integers (num < 2^33, den < 2^32),
+   saturating. */
+static uint64_t memobs__coll_muldiv(uint64_t a, uint64_t num, uint64_t den) {
+    uint64_t q = a / den, r = a % den, hi;
+    if (!num) return 0;
+    if (q > UINT64_MAX / num) return UINT64_MAX;
+    hi = q * num;
+    return memobs__sat(hi, r * num / den); /* r < den < 2^32, num < 2^33: no overflow */
+}
+
+static int memobs__coll_bad(const char *what, long long a, long long b) {
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+    memobs__warn_once(MEMOBS__W_BAD_RECORD, "%s with handle %lld / %lld refused (not registered, or a bad "
+                      "direction or phase); counted as a bad record", what, a, b);
+    return 1;
+}
+
+/* Algorithm and protocol names for the timeline: their index + 1 in
+   memobs__coll.strs (0: none, or no room left). */
+static unsigned memobs__coll_str(const char *s) {
+    static const char *const fixed[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE",
+                                        "PAT", "LL", "LL128", "SIMPLE"};
+    uint32_t n, i;
+    char nm[MEMOBS__REG_NAME];
+    if (!s || !*s) return 0;
+    n = memobs__coll_n(&memobs__coll.nstrs, MEMOBS__COLL_STRS);
+    for (i = 0; i < n; i++)
+        if (strcmp(memobs__coll.strs[i], s) == 0) return i + 1u;
+    memobs__reg_norm(s, nm);
+    memobs__spin_lock(&memobs__coll.lock);
+    n = MEMOBS__LOAD(&memobs__coll.nstrs.v);
+    if (n == 0) { /* the known ones first */
+        for (i = 0; i < sizeof fixed / sizeof fixed[0]; i++) strcpy(memobs__coll.strs[i], fixed[i]);
+        n = (uint32_t)(sizeof fixed / sizeof fixed[0]);
+    }
+    for (i = 0; i < n && strcmp(memobs__coll.strs[i], nm) != 0; i++) {
+    }
+    if (i == n && n < MEMOBS__COLL_STRS) strcpy(memobs__coll.strs[n++], nm);
+    __atomic_store_n(&memobs__coll.nstrs.v, n, __ATOMIC_RELEASE);
+    memobs__spin_unlock(&memobs__coll.lock);
+    return i < n ? i + 1u : 0u;
+}
+
+/* The text of memobs__coll_str's index, "" for 0. */
+static const char *memobs__coll_str_text(unsigned i) {
+    return i && i <= memobs__coll_n(&memobs__coll.nstrs, MEMOBS__COLL_STRS) ? memobs__coll.strs[i - 1] : "";
+}
+
+void memobs_record_coll_ex(const memobs_coll_record_t *r) {
+    memobs__u64_t *row;
+    uint64_t s, t0;
+    int nranks;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (!r) {
+        memobs__coll_bad("a collective record (NULL)", -1, -1);
+        return;
+    }
+    if (r->comm < 0 || (uint32_t)r->comm >= memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS) || r->kind < 0 ||
+        (uint32_t)r->kind >= memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS) ||
+        (unsigned)r->phase >= MEMOBS__NPHASE) {
+        memobs__coll_bad("a collective record (communicator / kind)", (long long)r->comm, (long long)r->kind);
+        return;
+    }
+    if (memobs__too_big(r->bytes, 0, "a collective record") || memobs__too_big(r->ns, 1, "a collective record"))
+        return;
+    nranks = memobs__coll.comm[r->comm].nranks;
+    row = memobs__coll.row[r->comm][r->kind][r->phase];
+    MEMOBS__ADD(&row[0].v, 1u);
+    memobs__add_sat_atomic(&row[1], r->bytes);
+    s = memobs__coll_s(r->kind, nranks, r->bytes);
+    if (r->ns) {
+        MEMOBS__ADD(&row[2].v, 1u);
+        memobs__add_sat_atomic(&row[3], r->ns);
+        memobs__add_sat_atomic(&row[4], s);
+    }
+    if (r->start_ns) {
+        t0 = r->start_ns;
+    } else {
+        t0 = memobs_now_ns();
+        t0 = t0 > r->ns ? t0 - r->ns : 0;
+    }
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) {
+        unsigned nch = r->nchannels > 0 ? (r->nchannels < 127 ? (unsigned)r->nchannels : 127u) : 0u;
+        uint64_t meta = (uint64_t)((unsigned)r->phase & 15u) << 8 | (uint64_t)((uint32_t)r->comm & 0xffffu) << 16 |
+                        (uint64_t)((uint32_t)r->kind & 0xffu) << 32 | (uint64_t)memobs__coll_str(r->algo) << 40 |
+                        (uint64_t)memobs__coll_str(r->proto) << 48 | (uint64_t)(r->captured ? 1u : 0u) << 56 |
+                        (uint64_t)nch << 57;
+        memobs__tl_coll(t0, r->ns, r->bytes, r->seq, meta);
+    }
+    {
+        memobs__u64_t *last = &memobs__coll.sl_last[r->comm][r->kind];
+        uint64_t l = MEMOBS__LOAD(&last->v);
+        if ((!l || t0 >= l + MEMOBS__COLL_SL_GAP_NS || t0 < l) && MEMOBS__CAS(&last->v, &l, t0 ? t0 : 1u))
+            memobs__sl_coll(t0, r->ns, r->comm, r->kind, (unsigned)r->phase, r->bytes, r->seq);
+    }
+}
+
+void memobs_record_coll(memobs_comm_t comm, memobs_coll_kind_t kind, uint64_t bytes, memobs_phase_t phase,
+                        uint64_t ns) {
+    memobs_coll_record_t r;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    memset(&r, 0, sizeof r);
+    r.comm = comm;
+    r.kind = kind;
+    r.phase = phase;
+    r.bytes = bytes;
+    r.ns = ns;
+    memobs_record_coll_ex(&r);
+}
+
+void memobs_record_peer_xfer_timed(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t bytes, memobs_phase_t phase,
+                                   uint64_t ns) {
+    memobs__u64_t *c;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if (peer < 0 || (uint32_t)peer >= memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS) ||
+        (unsigned)dir >= MEMOBS_PEER_DIRS || (unsigned)phase >= MEMOBS__NPHASE) {
+        memobs__coll_bad("a peer transfer", (long long)peer, (long long)dir);
+        return;
+    }
+    if (memobs__too_big(bytes, 0, "a peer transfer") || memobs__too_big(ns, 1, "a peer transfer")) return;
+    c = memobs__coll.pxf[peer][dir][phase];
+    memobs__add_sat_atomic(&c[0], bytes);
+    MEMOBS__ADD(&c[1].v, 1u);
+    if (ns) memobs__add_sat_atomic(&c[2], ns);
+}
+
+void memobs_record_peer_xfer(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
+    memobs_record_peer_xfer_timed(peer, dir, bytes, phase, 0);
+}
+
+/* Row (comm, kind, phase) in the window, with atomic loads and no lock (the
+   crash writer reads it so too); returns its ops. */
+static uint64_t memobs__coll_row_read(uint32_t c, uint32_t k, uint32_t ph, memobs_coll_stats_t *out) {
+    const memobs__comm_def_t *d = &memobs__coll.comm[c];
+    const memobs__u64_t *v = memobs__coll.row[c][k][ph];
+    const uint64_t *b = memobs__coll.row_base[c][k][ph];
+    uint64_t num, den;
+    memset(out, 0, sizeof *out);
+    out->comm = (memobs_comm_t)c;
+    out->comm_name = d->name;
+    out->comm_id = d->id;
+    out->rank = d->rank;
+    out->nranks = d->nranks;
+    out->nnodes = d->nnodes;
+    out->kind = (memobs_coll_kind_t)k;
+    out->kind_name = k < MEMOBS_COLL_FIXED_KINDS ? memobs__coll_fixed[k][0] : memobs__coll.kind[k];
+    out->phase = (memobs_phase_t)ph;
+    out->ops = MEMOBS__LOAD(&v[0].v) - MEMOBS__LOAD(&b[0]);
+    out->bytes = memobs__win(MEMOBS__LOAD(&v[1].v), MEMOBS__LOAD(&b[1]));
+    out->timed_ops = MEMOBS__LOAD(&v[2].v) - MEMOBS__LOAD(&b[2]);
+    out->ns = memobs__win(MEMOBS__LOAD(&v[3].v), MEMOBS__LOAD(&b[3]));
+    out->algo_bytes = memobs__win(MEMOBS__LOAD(&v[4].v), MEMOBS__LOAD(&b[4]));
+    if (memobs__coll_factor((int)k, d->nranks, &num, &den)) out->bus_bytes = memobs__coll_muldiv(out->algo_bytes, num, den);
+    if (out->ns) {
+        out->algbw_gbs = (double)out->algo_bytes / (double)out->ns;
+        out->busbw_gbs = (double)out->bus_bytes / (double)out->ns;
+    }
+    return out->ops;
+}
+
+/* Peer i in the window (lock-free, as above); returns 1 when it was used. */
+static int memobs__peer_read(uint32_t i, memobs_peer_stats_t *out) {
+    const memobs__peer_def_t *p = &memobs__coll.peer[i];
+    unsigned d, ph;
+    int used = 0;
+    memset(out, 0, sizeof *out);
+    out->id = (memobs_peer_t)i;
+    out->name = p->label;
+    out->comm = p->comm;
+    out->rank = p->rank;
+    for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+        for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+            const memobs__u64_t *v = memobs__coll.pxf[i][d][ph];
+            const uint64_t *b = memobs__coll.pxf_base[i][d][ph];
+            out->bytes[d][ph] = memobs__win(MEMOBS__LOAD(&v[0].v), MEMOBS__LOAD(&b[0]));
+            out->ops[d][ph] = MEMOBS__LOAD(&v[1].v) - MEMOBS__LOAD(&b[1]);
+            out->ns[d][ph] = memobs__win(MEMOBS__LOAD(&v[2].v), MEMOBS__LOAD(&b[2]));
+            used |= out->bytes[d][ph] != 0 || out->ops[d][ph] != 0;
+        }
+    }
+    return used;
+}
+
+size_t memobs_coll_get_stats(memobs_coll_stats_t *out, size_t max) {
+    uint32_t nc, nk, c, k, ph;
+    size_t n = 0;
+    memobs_coll_stats_t x;
+    memobs_init();
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    pthread_mutex_lock(&memobs__g.lock);
+    for (c = 0; c < nc; c++)
+        for (k = 0; k < nk; k++)
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (out && n < max) out[n] = x;
+                n++;
+            }
+    pthread_mutex_unlock(&memobs__g.lock);
+    return n;
+}
+
+size_t memobs_peer_get_stats(memobs_peer_stats_t *out, size_t max) {
+    uint32_t np, i;
+    size_t n = 0;
+    memobs_peer_stats_t x;
+    memobs_init();
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    pthread_mutex_lock(&memobs__g.lock);
+    for (i = 0; i < np; i++) {
+        if (!memobs__peer_read(i, &x)) continue;
+        if (out && n < max) out[n] = x;
+        n++;
+    }
+    pthread_mutex_unlock(&memobs__g.lock);
+    return n;
+}
+
+void memobs_coll_set_source(const char *source, const char *instance, const char *level, int api_version) {
+#ifdef MEMOBS_DISABLE
+    (void)source;
+    (void)instance;
+    (void)level;
+    (void)api_version;
+    (void)memobs__str_write;
+#else
+    memobs__coll_lock();
+    if (source) memobs__str_write(memobs__coll.source, source, sizeof memobs__coll.source);
+    if (instance) memobs__str_write(memobs__coll.instance, instance, sizeof memobs__coll.instance);
+    if (level) memobs__str_write(memobs__coll.level, level, sizeof memobs__coll.level);
+    MEMOBS__STORE(&memobs__coll.api_version.v, (uint32_t)(api_version > 0 ? api_version : 0));
+    MEMOBS__STORE(&memobs__coll.source_set.v, 1u);
+    memobs__spin_unlock(&memobs__coll.lock);
+#endif
+}
+
+void memobs_coll_note(memobs_coll_note_t what, uint64_t n) {
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    if ((unsigned)what >= MEMOBS_COLL_NOTES) {
+        memobs__coll_bad("a collective note", (long long)what, 0);
+        return;
+    }
+    memobs__add_sat_atomic(&memobs__coll.notes[what], n);
+}
+
+/* Lock-free, as the rows. */
+static void memobs__coll_info_read(memobs_coll_info_t *out) {
+    unsigned i;
+    memset(out, 0, sizeof *out);
+    memobs__str_read(out->source, memobs__coll.source, sizeof out->source);
+    memobs__str_read(out->instance, memobs__coll.instance, sizeof out->instance);
+    memobs__str_read(out->level, memobs__coll.level, sizeof out->level);
+    out->api_version = (int)MEMOBS__LOAD(&memobs__coll.api_version.v);
+    for (i = 0; i < MEMOBS_COLL_NOTES; i++)
+        out->notes[i] = memobs__win(MEMOBS__LOAD(&memobs__coll.notes[i].v), MEMOBS__LOAD(&memobs__coll.notes_base[i]));
+    out->comms_dropped = MEMOBS__LOAD(&memobs__coll.drops[MEMOBS__COLL_DROP_COMMS].v);
+    out->kinds_dropped = MEMOBS__LOAD(&memobs__coll.drops[MEMOBS__COLL_DROP_KINDS].v);
+    out->peers_dropped = MEMOBS__LOAD(&memobs__coll.drops[MEMOBS__COLL_DROP_PEERS].v);
+}
+
+void memobs_coll_get_info(memobs_coll_info_t *out) {
+    if (!out) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL output pointer passed to a memobs_get_* call; ignored");
+        return;
+    }
+    memobs_init();
+    pthread_mutex_lock(&memobs__g.lock);
+    memobs__coll_info_read(out);
+    pthread_mutex_unlock(&memobs__g.lock);
+}
+
+/* The collectives' part of every output: shown when a backend set its
+   source or anything was recorded in the window. Lock-free. */
+static int memobs__coll_shown(void) {
+    uint32_t nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    uint32_t nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    uint32_t np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS), c, k, ph;
+    memobs_coll_stats_t x;
+    memobs_peer_stats_t y;
+    if (MEMOBS__LOAD(&memobs__coll.source_set.v)) return 1;
+    for (c = 0; c < nc; c++)
+        for (k = 0; k < nk; k++)
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++)
+                if (memobs__coll_row_read(c, k, ph, &x)) return 1;
+    for (c = 0; c < np; c++)
+        if (memobs__peer_read(c, &y)) return 1;
+    return 0;
+}
+
+/* Caller holds memobs__g.lock: the window's figures start again. */
+static void memobs__coll_rebase(void) {
+    size_t i, n = sizeof memobs__coll.row_base / sizeof(uint64_t);
+    uint64_t *b = &memobs__coll.row_base[0][0][0][0];
+    const memobs__u64_t *v = &memobs__coll.row[0][0][0][0];
+    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
+    n = sizeof memobs__coll.pxf_base / sizeof(uint64_t);
+    b = &memobs__coll.pxf_base[0][0][0][0];
+    v = &memobs__coll.pxf[0][0][0][0];
+    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
+    for (i = 0; i < MEMOBS_COLL_NOTES; i++)
+        MEMOBS__STORE(&memobs__coll.notes_base[i], MEMOBS__LOAD(&memobs__coll.notes[i].v));
+}
+
+#ifdef MEMOBS_EXPORT_HOST
+#ifndef MEMOBS_HOST_INSTANCE
+#define MEMOBS_HOST_INSTANCE "program"
+#endif
+__attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(void) {
+    static const memobs_host_api_t api = {MEMOBS__ABI_KEY,
+                                          (uint32_t)sizeof(memobs_host_api_t),
+                                          MEMOBS_HOST_INSTANCE,
+                                          memobs_get_enabled,
+                                          memobs_get_phase,
+                                          memobs_now_ns,
+                                          memobs_coll_register_comm,
+                                          memobs_coll_kind_intern,
+                                          memobs_record_coll_ex,
+                                          memobs_peer_intern,
+                                          memobs_peer_rank,
+                                          memobs_record_peer_xfer_timed,
+                                          memobs_coll_set_source,
+                                          memobs_coll_note,
+                                          memobs_get_identity};
+    return &api;
+}
+#endif
 
 /* ======================================================================== */
 /* Private: allocation tracker                                              */
@@ -5515,7 +6122,8 @@ enum {
     MEMOBS__TL_PHASE,
     MEMOBS__TL_SAMPLE,
     MEMOBS__TL_REGION,
-    MEMOBS__TL_MARK
+    MEMOBS__TL_MARK,
+    MEMOBS__TL_COLL
 };
 
 /* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), ts in
@@ -5526,6 +6134,8 @@ enum {
      PHASE  timeline thread number SAMPLE value, -, series (a static string)
      REGION duration, timeline thread number, depth (ts: its begin)
      MARK   -, timeline thread number
+     COLL   duration, bytes, sequence number (ts: its start, ns; the rest
+            of meta: memobs__tl_coll)
    seq: the chunk's generation (bits 32-63), then 2i+1 while slot i is
    written and 2i+2 once it is (0: never written). */
 typedef struct {
@@ -5751,6 +6361,14 @@ static void memobs__tl_region(uint64_t t0, uint64_t dur, int32_t id, uint32_t de
 
 static void memobs__tl_mark(uint64_t ts, int32_t id) {
     memobs__tl_push(ts, 0, memobs__tl_thread_no(), 0, memobs__tl_meta(MEMOBS__TL_MARK, 0, memobs__tls.phase, -1, (uint32_t)id));
+}
+
+/* A collective (memobs_record_coll_ex): t0 its start in ns, dur its
+   duration; meta: phase (8-11), communicator (16-31), kind (32-39),
+   algorithm and protocol (memobs__coll_str: 40-47, 48-55), captured (56),
+   channels (57-63). */
+static void memobs__tl_coll(uint64_t t0, uint64_t dur, uint64_t bytes, uint64_t seq, uint64_t meta) {
+    memobs__tl_push(t0, dur, bytes, seq, meta | MEMOBS__TL_COLL);
 }
 
 /* After the tracker accounted the change, so `live` includes it: exact,
@@ -6099,6 +6717,7 @@ static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
 #define MEMOBS__TL_TID_ALLOC 100
 #define MEMOBS__TL_TID_PHASE 1000  /* + timeline thread slot */
 #define MEMOBS__TL_TID_REGION 3000 /* + timeline thread slot */
+#define MEMOBS__TL_TID_COLL 5000   /* + communicator */
 
 typedef struct {
     uint32_t id;
@@ -6350,6 +6969,51 @@ static void memobs__tl_plan(memobs__tl_cut_t *c, const memobs__tl_ev_t *ev, size
     *from = to;
 }
 
+/* A collective's slice on its communicator's track: "nccl <kind>", its
+   bandwidths in GB/s (null: untimed, or no bus factor). */
+static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e, unsigned char *seen) {
+    uint32_t c = (uint32_t)(e->meta >> 16 & 0xffffu), k = (uint32_t)(e->meta >> 32 & 0xffu);
+    unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
+    const char *kl = memobs_coll_kind_label((memobs_coll_kind_t)k), *algo, *proto;
+    char name[MEMOBS__COLL_LABEL + 8], *p;
+    uint64_t s, num, den;
+    int nranks;
+    if (c >= MEMOBS_MAX_COMMS) return;
+    seen[c] = 1;
+    nranks = memobs__coll.comm[c].nranks;
+    s = memobs__coll_s((int)k, nranks, e->b);
+    algo = memobs__coll_str_text((unsigned)(e->meta >> 40 & 0xffu));
+    proto = memobs__coll_str_text((unsigned)(e->meta >> 48 & 0xffu));
+    snprintf(name, sizeof name, "nccl %s", kl ? kl : "other");
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * (strlen(name) + strlen(algo) + strlen(proto)));
+    p = memobs__tl_head(o, p, "X", name, 0, MEMOBS__TL_TID_COLL + (int)c, e->ts);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, e->a);
+    p = MEMOBS__TL_LIT(p, ",\"cat\":\"collective\",\"args\":{\"bytes\":");
+    p = memobs__tl_dec(p, e->b);
+    p = MEMOBS__TL_LIT(p, ",\"S\":");
+    p = memobs__tl_dec(p, s);
+    p = MEMOBS__TL_LIT(p, ",\"algo\":");
+    p = algo[0] ? memobs__tl_jstr(p, algo) : MEMOBS__TL_LIT(p, "null");
+    p = MEMOBS__TL_LIT(p, ",\"proto\":");
+    p = proto[0] ? memobs__tl_jstr(p, proto) : MEMOBS__TL_LIT(p, "null");
+    p = MEMOBS__TL_LIT(p, ",\"nchannels\":");
+    p = memobs__tl_dec(p, e->meta >> 57);
+    p = MEMOBS__TL_LIT(p, ",\"seq\":");
+    p = memobs__tl_dec(p, e->c);
+    p = MEMOBS__TL_LIT(p, ",\"algbw\":");
+    if (e->a) p += snprintf(p, 64, "%.6g", (double)s / (double)e->a);
+    else p = MEMOBS__TL_LIT(p, "null");
+    p = MEMOBS__TL_LIT(p, ",\"busbw\":");
+    if (e->a && memobs__coll_factor((int)k, nranks, &num, &den))
+        p += snprintf(p, 64, "%.6g", (double)memobs__coll_muldiv(s, num, den) / (double)e->a);
+    else p = MEMOBS__TL_LIT(p, "null");
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = (e->meta >> 56 & 1u) ? MEMOBS__TL_LIT(p, "\",\"captured\":true}}") : MEMOBS__TL_LIT(p, "\",\"captured\":false}}");
+    memobs__tl_end(o, p);
+}
+
 static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
                                     memobs__tl_cut_t *cut) {
     static const char *const xname[3][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
@@ -6366,6 +7030,7 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
+    unsigned char coll_seen[MEMOBS_MAX_COMMS];  /* communicators with a slice: their tracks */
     unsigned lanes[3] = {0, 0, 0}, nthr = 0, d, k;
     size_t i, from = 0; /* events before from are left out (the write limit) */
     char name[64], *p;
@@ -6373,6 +7038,7 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     memset(thr_ph, 0, sizeof thr_ph);
     memset(thr_t0, 0, sizeof thr_t0);
     memset(thr_has, 0, sizeof thr_has);
+    memset(coll_seen, 0, sizeof coll_seen);
     /* Host-side records: end before the next one of the direction. */
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
@@ -6508,6 +7174,9 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
             memobs__tl_end(o, p);
             break;
         }
+        case MEMOBS__TL_COLL:
+            if (out) memobs__tl_coll_slice(o, e, coll_seen);
+            break;
         default: break;
         }
     }
@@ -6527,6 +7196,14 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         }
     }
     memobs__tl_thread_name(o, MEMOBS__TL_TID_ALLOC, "allocations", 100);
+    for (k = 0; k < MEMOBS_MAX_COMMS; k++) {
+        const memobs__comm_def_t *c = &memobs__coll.comm[k];
+        char cn[MEMOBS__REG_NAME + 24];
+        if (!coll_seen[k]) continue;
+        if (c->rank >= 0) snprintf(cn, sizeof cn, "nccl %s r%d", c->name, (int)c->rank);
+        else snprintf(cn, sizeof cn, "nccl %s", c->name);
+        memobs__tl_thread_name(o, MEMOBS__TL_TID_COLL + (int)k, cn, (int)(5000 + k));
+    }
     for (k = 0; k < nthr; k++) {
         const char *last = k + 1 == MEMOBS__TL_THREADS ? "s" : "", *later = k + 1 == MEMOBS__TL_THREADS ? " and later" : "";
         if (thr_has[k] & 1u) {
@@ -7015,6 +7692,7 @@ void memobs_reset(void) {
     memobs__hist_rebase(&memobs__g.tpot);
     memobs__hist_rebase(&memobs__g.e2e);
     memobs__reg_rebase();
+    memobs__coll_rebase();
     MEMOBS__STORE(&memobs__g.window_start_ns.v, memobs_now_ns());
     pthread_mutex_unlock(&memobs__g.lock);
 }
@@ -7747,6 +8425,177 @@ static void memobs__text_regions(memobs__out_t *o, const memobs__figs_t *p) {
     }
 }
 
+/* GB/s of bytes over ns, or "n/a" (untimed, or no bus factor). */
+static const char *memobs__gbs(char *b, size_t len, uint64_t bytes, uint64_t ns, int ok) {
+    if (!ok || !ns) return "n/a";
+    return memobs__out_sprintf(b, len, "%.3f", (double)bytes / (double)ns);
+}
+
+/* Collectives per communicator, peers, and where they come from (only
+   when something was recorded or a backend set its source). Lock-free:
+   the crash writer's too. */
+static void memobs__text_coll(memobs__out_t *o) {
+    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
+    uint32_t nc, nk, np, c, k, ph, d, rows = 0;
+    memobs_coll_info_t info;
+    char b[4][32];
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    for (c = 0; c < nc; c++) {
+        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+        int head = 0;
+        for (k = 0; k < nk; k++) {
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                memobs_coll_stats_t x;
+                uint64_t num, den;
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (!rows++) memobs__out_str(o, "  collectives:\n");
+                if (!head++) {
+                    if (cd->rank >= 0)
+                        memobs__out_printf(o, "    %s  rank %d/%d, %d node%s\n", cd->name, (int)cd->rank,
+                                           (int)cd->nranks, (int)cd->nnodes, cd->nnodes == 1 ? "" : "s");
+                    else memobs__out_printf(o, "    %s\n", cd->name);
+                    memobs__out_printf(o, "      %-18s %-8s %8s %10s %10s %10s %10s\n", "kind", "phase", "ops",
+                                       "bytes", "time", "algbw GB/s", "busbw GB/s");
+                }
+                memobs__out_printf(o, "      %-18s %-8s %8llu %10s %10s %10s %10s\n", x.kind_name, ph_name[ph],
+                                   (unsigned long long)x.ops, memobs_format_bytes(b[0], sizeof b[0], x.bytes),
+                                   x.timed_ops ? memobs_format_ns(b[1], sizeof b[1], x.ns) : "-",
+                                   memobs__gbs(b[2], sizeof b[2], x.algo_bytes, x.ns, 1),
+                                   memobs__gbs(b[3], sizeof b[3], x.bus_bytes, x.ns,
+                                               memobs__coll_factor((int)k, cd->nranks, &num, &den)));
+                if (x.timed_ops < x.ops)
+                    memobs__out_printf(o, "      %-18s %-8s %8llu untimed (not in the bandwidths)\n", "", "",
+                                       (unsigned long long)(x.ops - x.timed_ops));
+            }
+        }
+    }
+    rows = 0;
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                if (!rows++) memobs__out_printf(o, "  peers:\n      %-32s %-4s %-8s %10s %8s %10s\n", "peer", "dir",
+                                                "phase", "bytes", "ops", "time");
+                memobs__out_printf(o, "      %-32s %-4s %-8s %10s %8llu %10s\n", y.name, d ? "recv" : "send",
+                                   ph_name[ph], memobs_format_bytes(b[0], sizeof b[0], y.bytes[d][ph]),
+                                   (unsigned long long)y.ops[d][ph],
+                                   y.ns[d][ph] ? memobs_format_ns(b[1], sizeof b[1], y.ns[d][ph]) : "-");
+            }
+        }
+    }
+    memobs__coll_info_read(&info);
+    memobs__out_printf(o, "  collectives from %s, instance %s, level %s, profiler API v%d; %llu events dropped, %llu "
+                       "bad; captured: %llu calls at capture, %llu replays seen; full tables: %llu comms, %llu kinds, "
+                       "%llu peers\n", info.source[0] ? info.source : "-", info.instance[0] ? info.instance : "-",
+                       info.level[0] ? info.level : "-", info.api_version,
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
+                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
+                       (unsigned long long)info.peers_dropped);
+}
+
+/* "collectives" and "peers" of the JSON summary (see memobs__text_coll). */
+static void memobs__json_coll(memobs__out_t *o) {
+    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
+    uint32_t nc, nk, np, c, k, ph, d, nco = 0, npe = 0;
+    memobs_coll_info_t info;
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    memobs__coll_info_read(&info);
+    memobs__out_str(o, ",\"collectives\":{\"source\":");
+    memobs__out_json_str(o, info.source);
+    memobs__out_str(o, ",\"instance\":");
+    memobs__out_json_str(o, info.instance);
+    memobs__out_str(o, ",\"level\":");
+    memobs__out_json_str(o, info.level);
+    memobs__out_printf(o, ",\"api_version\":%d,\"events_dropped\":%llu,\"bad_events\":%llu,\"captured_calls\":%llu,"
+                       "\"captured_replays\":%llu,\"comms_dropped\":%llu,\"kinds_dropped\":%llu,"
+                       "\"peers_dropped\":%llu,\"comms\":[", info.api_version,
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
+                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
+                       (unsigned long long)info.peers_dropped);
+    for (c = 0; c < nc; c++) {
+        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+        uint32_t nkind = 0;
+        memobs_coll_stats_t x;
+        for (k = 0; k < nk; k++)
+            for (ph = 0; ph < MEMOBS__NPHASE && !nkind; ph++) nkind += memobs__coll_row_read(c, k, ph, &x) != 0;
+        if (c == 0 && !nkind) continue; /* "(other)", unused */
+        memobs__out_str(o, nco++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, cd->name);
+        memobs__out_printf(o, ",\"id\":%llu,\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"kinds\":{",
+                           (unsigned long long)cd->id, (int)cd->rank, (int)cd->nranks, (int)cd->nnodes);
+        nkind = 0;
+        for (k = 0; k < nk; k++) {
+            uint32_t nph = 0;
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                uint64_t num, den;
+                int f;
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (!nph++) {
+                    if (nkind++) memobs__out_write(o, ",", 1);
+                    memobs__out_json_str(o, x.kind_name);
+                    memobs__out_write(o, ":{", 2);
+                } else {
+                    memobs__out_write(o, ",", 1);
+                }
+                f = memobs__coll_factor((int)k, cd->nranks, &num, &den);
+                memobs__out_printf(o, "\"%s\":{\"ops\":%llu,\"bytes\":%llu,\"timed_ops\":%llu,\"ns\":%llu,"
+                                   "\"algo_bytes\":%llu,\"bus_bytes\":%llu,\"algbw_gbs\":", ph_name[ph],
+                                   (unsigned long long)x.ops, (unsigned long long)x.bytes,
+                                   (unsigned long long)x.timed_ops, (unsigned long long)x.ns,
+                                   (unsigned long long)x.algo_bytes, (unsigned long long)x.bus_bytes);
+                if (x.ns) memobs__out_printf(o, "%.9g", x.algbw_gbs);
+                else memobs__out_str(o, "null");
+                memobs__out_str(o, ",\"busbw_gbs\":");
+                if (x.ns && f) memobs__out_printf(o, "%.9g}", x.busbw_gbs);
+                else memobs__out_str(o, "null}");
+            }
+            if (nph) memobs__out_write(o, "}", 1);
+        }
+        memobs__out_str(o, "}}");
+    }
+    memobs__out_str(o, "]},\"peers\":[");
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        memobs__out_str(o, npe++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, y.name);
+        if (y.comm >= 0) {
+            memobs__out_str(o, ",\"comm\":");
+            memobs__out_json_str(o, memobs__coll.comm[y.comm].name);
+            memobs__out_printf(o, ",\"rank\":%d", (int)y.rank);
+        } else {
+            memobs__out_str(o, ",\"comm\":null,\"rank\":null");
+        }
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+            uint32_t nph = 0;
+            memobs__out_str(o, d ? ",\"recv\":{" : ",\"send\":{");
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu,\"ns\":%llu}", nph++ ? "," : "",
+                                   ph_name[ph], (unsigned long long)y.bytes[d][ph], (unsigned long long)y.ops[d][ph],
+                                   (unsigned long long)y.ns[d][ph]);
+            }
+            memobs__out_write(o, "}", 1);
+        }
+        memobs__out_write(o, "}", 1);
+    }
+    memobs__out_write(o, "]", 1);
+}
+
 /* The text summary; at a crash, a first line that says so. */
 static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
@@ -7823,6 +8672,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
                                s->counters[c].help);
     }
     memobs__text_regions(o, p);
+    memobs__text_coll(o);
     memobs__out_str(o, p->host);
     memobs__text_problems(o, s);
 }
@@ -7974,6 +8824,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__out_write(o, ",", 1);
     memobs__json_timed(o, s);
     memobs__json_regions(o, p);
+    memobs__json_coll(o);
     memobs__out_str(o, p->host);
     memobs__out_str(o, "}\n");
 }
@@ -10485,8 +11336,9 @@ enum { MEMOBS__EV_PEAK = 1, MEMOBS__EV_OOM = 2 };
 #define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
 typedef struct {
     uint64_t t0, dur;   /* begin (a marker: its time), duration (0 for a marker) */
-    int32_t id;         /* region id */
-    uint32_t is_mark;
+    int32_t id;         /* region id; a collective: comm << 12 | phase << 8 | kind */
+    uint32_t is_mark;   /* 0 a region, 1 a marker, 2 a collective (one event, at t0) */
+    uint64_t bytes, seq; /* a collective's */
 } memobs__sl_mark_t;
 
 typedef struct {
@@ -10964,6 +11816,25 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
     m.dur = dur;
     m.id = id;
     m.is_mark = (uint32_t)is_mark;
+    m.bytes = m.seq = 0;
+    memobs__spin_lock(&memobs__smp.mk_lock);
+    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
+                                    MEMOBS__SL_MARKS)] = m;
+    memobs__spin_unlock(&memobs__smp.mk_lock);
+}
+
+/* A collective (memobs_record_coll_ex, at most one per communicator and
+   kind per 10 ms): an event of its own, which Stormlog's collective
+   attribution reads as a marker ("nccl" in its type and context). */
+static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kind, unsigned phase, uint64_t bytes,
+                            uint64_t seq) {
+    memobs__sl_mark_t m;
+    m.t0 = t0;
+    m.dur = dur;
+    m.id = comm << 12 | (int32_t)(phase & 15u) << 8 | (kind & 0xff);
+    m.is_mark = 2;
+    m.bytes = bytes;
+    m.seq = seq;
     memobs__spin_lock(&memobs__smp.mk_lock);
     memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
                                     MEMOBS__SL_MARKS)] = m;
@@ -11197,7 +12068,29 @@ static void memobs__sl_sample(FILE *f, int *first, const memobs_identity_t *id, 
    (g; all 0 when there is none), device_total_bytes null. */
 static void memobs__sl_mark_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
                                   const memobs__sl_mark_t *m, int end, int device, const memobs__sl_fig_t *g) {
-    const char *name = memobs_region_label(m->id);
+    const char *name = m->is_mark == 2 ? NULL : memobs_region_label(m->id);
+    if (m->is_mark == 2) {
+        uint32_t c = (uint32_t)m->id >> 12, k = (uint32_t)m->id & 0xffu;
+        const char *kl = memobs_coll_kind_label((memobs_coll_kind_t)k);
+        char ctx[MEMOBS__COLL_LABEL + 8];
+        if (c >= MEMOBS_MAX_COMMS) c = 0;
+        snprintf(ctx, sizeof ctx, "nccl %s", kl ? kl : "other");
+        memobs__sl_head(f, first, id, wall, t, "nccl_collective", 0, device);
+        memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                          g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+        fputs(",\"context\":", f);
+        memobs__json_str(f, ctx);
+        fprintf(f, ",\"metadata\":{\"source\":\"memobs\",\"figures_from\":\"%s\",\"comm\":",
+                g->ok ? "previous sample" : "none");
+        memobs__json_str(f, memobs__coll.comm[c].name);
+        fprintf(f, ",\"comm_rank\":%d,\"nranks\":%d,\"kind\":", (int)memobs__coll.comm[c].rank,
+                (int)memobs__coll.comm[c].nranks);
+        memobs__json_str(f, kl ? kl : "other");
+        fprintf(f, ",\"bytes\":%llu,\"seq\":%llu,\"phase\":\"%s\",\"duration_ns\":%llu}}",
+                (unsigned long long)m->bytes, (unsigned long long)m->seq,
+                memobs__prom_phase[((uint32_t)m->id >> 8 & 15u) % 3u], (unsigned long long)m->dur);
+        return;
+    }
     memobs__sl_head(f, first, id, wall, t, m->is_mark ? "marker" : "region", 0, device);
     memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
                       g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
@@ -11300,7 +12193,7 @@ static int memobs__sl_write(FILE *f, int host_only) {
         edge[nedge].t = mk[j].t0;
         edge[nedge].mark = (uint32_t)j;
         edge[nedge++].end = 0;
-        if (!mk[j].is_mark) {
+        if (mk[j].is_mark == 0) {
             edge[nedge].t = mk[j].t0 + mk[j].dur;
             edge[nedge].mark = (uint32_t)j;
             edge[nedge++].end = 1;

@@ -215,6 +215,8 @@ static cudaError_t memobs_pl__missing(const char *name);
          : "?")
 
 #define MEMOBS_IMPLEMENTATION
+#define MEMOBS_EXPORT_HOST /* memobs_host_api: the NCCL profiler plugin records into this instance */
+#define MEMOBS_HOST_INSTANCE "preload"
 #include "memobs_cuda.h"
 
 #undef cudaMalloc
