@@ -3,13 +3,16 @@
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
-#                 library (lib/libmemobs_preload.so) and its launcher (bin/memobs-run)
+#                 library (lib/libmemobs_preload.so), its launcher (bin/memobs-run) and the
+#                 NCCL profiler plugin (lib/libnccl-profiler-memobs.so)
 #   make uninstall PREFIX=/usr/local   what install put there
 #   make cuda-demo / gpu-test / gpu-preload-test / gpu-bench   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
 #   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code
 #                 change); preload/memobs-run PROGRAM runs PROGRAM with it
+#   make nccl-plugin  build/libnccl-profiler-memobs.so: NCCL's collectives and bytes
+#                 per peer in memobs (NCCL_PROFILER_PLUGIN=memobs)
 #   make examples the small examples: build/examples/hello (examples/hello.c), hello_cuda
 #                 (nvcc), and the Python package and preload library that hello.py and
 #                 hello_preload.sh use
@@ -49,4 +52,5 @@ include mk/python.mk
 include mk/pymodule.mk
 include mk/torch.mk
 include mk/preload.mk
+include mk/nccl.mk
 include mk/examples.mk

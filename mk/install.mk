@@ -13,6 +13,10 @@
 #   lib/libmemobs_preload.so                the LD_PRELOAD library, built by
 #                                           `make preload` (mk/preload.mk)
 #   bin/memobs-run                          its launcher, preload/memobs-run
+#   lib/libnccl-profiler-memobs.so          the NCCL profiler plugin, built by
+#                                           `make nccl-plugin` (mk/nccl.mk); no
+#                                           libnccl-profiler.so link (that name
+#                                           would take over another plugin's)
 # The preload library is built against the CUDA Toolkit's headers
 # (CUDA_INC, default /usr/local/cuda/include): where they are missing, or
 # with MEMOBS_INSTALL_PRELOAD=0, it is left out (one line says so) and the
@@ -67,9 +71,12 @@ MEMOBS_INSTALL_PRELOAD := $(if $(wildcard $(CUDA_INC)/cuda_runtime_api.h),1,0)
 endif
 memobs_install_so := $(if $(filter 1,$(MEMOBS_INSTALL_PRELOAD)),$(memobs_preload_so))
 
+# The NCCL profiler plugin: needs no CUDA or NCCL header, always installed.
+memobs_nccl_so := $(BUILD)/libnccl-profiler-memobs.so
+
 .PHONY: install uninstall
 
-install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_install_so)
+install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_install_so) $(memobs_nccl_so)
 	$(if $(MEMOBS_HEADERS),,$(error memobs install: no memobs*.h in $(MEMOBS_SRCDIR)))
 	install -d '$(memobs_incdir)' '$(memobs_pcdir)' '$(memobs_cmakedir)'
 	install -m 644 $(MEMOBS_HEADERS) '$(memobs_incdir)/'
@@ -83,6 +90,8 @@ install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_instal
 	sed -e 's|^version=.*|version=$(call memobs_sed_escape,$(MEMOBS_VERSION))|' '$(MEMOBS_SRCDIR)/preload/memobs-run' > "$$memobs_tmp/memobs-run" && \
 	install -d '$(memobs_bindir)' && \
 	install -m 755 "$$memobs_tmp/memobs-run" '$(memobs_bindir)/memobs-run'
+	install -d '$(memobs_libdir)'
+	install -m 755 '$(memobs_nccl_so)' '$(memobs_libdir)/libnccl-profiler-memobs.so'
 	$(if $(memobs_install_so),install -m 755 '$(memobs_install_so)' '$(memobs_libdir)/libmemobs_preload.so',\
 	    @echo 'memobs install: libmemobs_preload.so left out ($(if $(wildcard $(CUDA_INC)/cuda_runtime_api.h),MEMOBS_INSTALL_PRELOAD=0,no $(CUDA_INC)/cuda_runtime_api.h: set CUDA_INC)); bin/memobs-run will need --lib PATH' >&2)
 
@@ -92,7 +101,7 @@ uninstall:
 	rm -f $(foreach h,$(notdir $(MEMOBS_HEADERS)),'$(memobs_incdir)/$(h)')
 	rm -f '$(memobs_pcdir)/memobs.pc'
 	rm -f '$(memobs_cmakedir)/memobsConfig.cmake' '$(memobs_cmakedir)/memobsConfigVersion.cmake'
-	rm -f '$(memobs_libdir)/libmemobs_preload.so' '$(memobs_bindir)/memobs-run'
+	rm -f '$(memobs_libdir)/libmemobs_preload.so' '$(memobs_libdir)/libnccl-profiler-memobs.so' '$(memobs_bindir)/memobs-run'
 	if [ -d '$(memobs_cmakedir)' ]; then rmdir '$(memobs_cmakedir)' 2>/dev/null || true; fi
 
 .DEFAULT_GOAL := $(memobs_saved_default_goal)

@@ -87,6 +87,7 @@ expected_files() {
     echo lib/cmake/memobs/memobsConfig.cmake 0644
     echo lib/cmake/memobs/memobsConfigVersion.cmake 0644
     echo lib/libmemobs_preload.so 0755
+    echo lib/libnccl-profiler-memobs.so 0755
     echo bin/memobs-run 0755
 }
 
@@ -153,7 +154,7 @@ cmake_consumer() {
 prefix=$tmp/prefix
 
 # 1. make install
-what="make install PREFIX=<tmp>: headers, memobs.pc, CMake package, lib/libmemobs_preload.so and bin/memobs-run (0755)"
+what="make install PREFIX=<tmp>: headers, memobs.pc, CMake package, lib/libmemobs_preload.so, lib/libnccl-profiler-memobs.so and bin/memobs-run (0755)"
 if ! quiet make -s install PREFIX="$prefix" DESTDIR= BUILD="$tmp/obj"; then
     fail "$what" "make exited non-zero"
     exit 1
