@@ -4226,6 +4226,21 @@ memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank,
         rc = 0;
     } else {
         memobs__comm_def_t *c = &memobs__coll.comm[n];
+        /* A name another communicator of this rank has (or "(other)"):
+           its id added, so that each labels one series everywhere. */
+        for (i = 0; i < n && !(strcmp(memobs__coll.comm[i].name, nm) == 0 && memobs__coll.comm[i].rank == rank); i++) {
+        }
+        if (i < n || strcmp(nm, "(other)") == 0) {
+            char tail[24];
+            size_t k, at = strlen(nm);
+            snprintf(tail, sizeof tail, " %llx", (unsigned long long)id);
+            k = strlen(tail);
+            if (at + k > MEMOBS__REG_NAME - 1) { /* cut at a character boundary */
+                at = MEMOBS__REG_NAME - 1 - k;
+                while (at && ((unsigned char)nm[at] & 0xc0u) == 0x80u) at--;
+            }
+            memcpy(nm + at, tail, k + 1);
+        }
         strcpy(c->name, nm);
         c->id = id;
         c->rank = rank;
@@ -4297,6 +4312,12 @@ static memobs_peer_t memobs__peer_add(const char *label, int32_t comm, int32_t r
     }
     if (n >= MEMOBS_MAX_PEERS) return MEMOBS_ERR_FULL;
     snprintf(memobs__coll.peer[n].label, MEMOBS__PEER_LABEL, "%s", label);
+    /* A label another peer has (two ranks of one communicator in this
+       process, a named peer called like a rank): its id added, so that
+       each labels one series everywhere. */
+    for (i = 0; i < n && strcmp(memobs__coll.peer[i].label, label) != 0; i++) {
+    }
+    if (i < n) snprintf(memobs__coll.peer[n].label, MEMOBS__PEER_LABEL, "%.63s #%u", label, (unsigned)n);
     memobs__coll.peer[n].comm = comm;
     memobs__coll.peer[n].rank = rank;
     __atomic_store_n(&memobs__coll.npeers.v, n + 1, __ATOMIC_RELEASE);
@@ -9789,6 +9810,95 @@ static void memobs__prom_mem(memobs__out_t *o, const memobs__prom_snap_t *p, con
     }
 }
 
+/* The collectives' families (when the summary shows them): counters per
+   communicator, kind and phase, so that rate(algo_bytes) / rate(seconds)
+   is the algorithm bandwidth and rate(bus_bytes) / rate(seconds) the bus
+   bandwidth; per peer, direction and phase; where they come from. The
+   communicator's rank is comm_rank: rank is the process's (identity). */
+static void memobs__prom_coll(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    static const char *const fam[6][2] = {
+        {"memobs_collective_ops_total", "Collective operations completed, by communicator, kind and phase."},
+        {"memobs_collective_bytes_total", "Bytes of those operations (count x datatype size, NCCL's message size)."},
+        {"memobs_collective_timed_ops_total", "Of those, operations with a duration (the bandwidths' base)."},
+        {"memobs_collective_seconds_total", "Summed duration of the timed operations."},
+        {"memobs_collective_algo_bytes_total", "Algorithm bytes S of the timed operations (nccl-tests): algbw = "
+                                               "rate of this / rate of seconds."},
+        {"memobs_collective_bus_bytes_total", "S x the bus factor of the kind (nccl-tests): busbw = rate of this / "
+                                              "rate of seconds; 0 where there is no factor."}};
+    static const char *const pfam[3][2] = {
+        {"memobs_peer_transfer_bytes_total", "Bytes sent to or received from a peer, by direction and phase."},
+        {"memobs_peer_transfer_ops_total", "Transfers to or from a peer."},
+        {"memobs_peer_transfer_seconds_total", "Summed duration of the timed transfers to or from a peer."}};
+    uint32_t nc, nk, np, c, k, ph, d, i;
+    memobs_coll_info_t info;
+    memobs__out_t so;
+    char labels[512];
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    for (i = 0; i < 6; i++) {
+        memobs__prom_family(o, fam[i][0], "counter", fam[i][1]);
+        for (c = 0; c < nc; c++) {
+            const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+            for (k = 0; k < nk; k++) {
+                for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                    memobs_coll_stats_t x;
+                    if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                    memobs__out_string(&so, labels, sizeof labels); /* 63 + 71 bytes, 2 each escaped: fits */
+                    memobs__out_str(&so, "comm=\"");
+                    memobs__out_escaped(&so, cd->name, 1);
+                    memobs__out_printf(&so, "\",comm_rank=\"%d\",nranks=\"%d\",kind=\"", (int)cd->rank,
+                                       (int)cd->nranks);
+                    memobs__out_escaped(&so, x.kind_name, 1);
+                    memobs__out_printf(&so, "\",phase=\"%s\"", memobs__prom_phase[ph]);
+                    memobs__out_end(&so);
+                    if (i == 3) memobs__prom_secs(o, p, fam[i][0], labels, x.ns);
+                    else memobs__prom_u64(o, p, fam[i][0], labels,
+                                          i == 0 ? x.ops : i == 1 ? x.bytes : i == 2 ? x.timed_ops
+                                                         : i == 4 ? x.algo_bytes : x.bus_bytes);
+                }
+            }
+        }
+    }
+    for (i = 0; i < 3; i++) {
+        memobs__prom_family(o, pfam[i][0], "counter", pfam[i][1]);
+        for (c = 0; c < np; c++) {
+            memobs_peer_stats_t y;
+            if (!memobs__peer_read(c, &y)) continue;
+            for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+                for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                    if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                    memobs__out_string(&so, labels, sizeof labels);
+                    memobs__out_str(&so, "peer=\"");
+                    memobs__out_escaped(&so, y.name, 1);
+                    memobs__out_printf(&so, "\",dir=\"%s\",phase=\"%s\"", d ? "recv" : "send",
+                                       memobs__prom_phase[ph]);
+                    memobs__out_end(&so);
+                    if (i == 2) memobs__prom_secs(o, p, pfam[i][0], labels, y.ns[d][ph]);
+                    else memobs__prom_u64(o, p, pfam[i][0], labels, i == 0 ? y.bytes[d][ph] : y.ops[d][ph]);
+                }
+            }
+        }
+    }
+    memobs__coll_info_read(&info);
+    memobs__prom_family(o, "memobs_collective_events_dropped_total", "counter", "Events the collectives' backend "
+                        "could not hold (their operations counted untimed).");
+    memobs__prom_u64(o, p, "memobs_collective_events_dropped_total", "",
+                     info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED]);
+    memobs__prom_family(o, "memobs_collective_info", "gauge", "Where the collective figures come from (always 1).");
+    memobs__out_string(&so, labels, sizeof labels);
+    memobs__out_str(&so, "source=\"");
+    memobs__out_escaped(&so, info.source, 1);
+    memobs__out_str(&so, "\",instance=\"");
+    memobs__out_escaped(&so, info.instance, 1);
+    memobs__out_str(&so, "\",level=\"");
+    memobs__out_escaped(&so, info.level, 1);
+    memobs__out_printf(&so, "\",api_version=\"%d\"", info.api_version);
+    memobs__out_end(&so);
+    memobs__prom_u64(o, p, "memobs_collective_info", labels, 1);
+}
+
 /* The exposition of p's figures: every writer's, the crash writer's too
    (then one family more, memobs_crash_signal, last). */
 static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
@@ -9898,6 +10008,8 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
             }
         }
     }
+
+    memobs__prom_coll(o, p);
 
     for (c = 0; c < s->ncounters; c++) {
         char name[96], help[128];
@@ -13121,6 +13233,104 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     memobs__out_str(o, "</table>\n</section>\n");
 }
 
+/* Collectives per communicator, kind and phase, and peers shaded by their
+   bytes; at most MEMOBS_REPORT_ROWS rows each (the rest counted). Only
+   when the summary shows collectives. */
+static void memobs__html_coll(memobs__out_t *o) {
+    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
+    uint32_t nc, nk, np, c, k, ph, d, rows = 0, left = 0;
+    uint32_t limit = memobs__g.trk.rows > 0 ? (uint32_t)memobs__g.trk.rows : UINT32_MAX;
+    uint64_t most = 0;
+    memobs_coll_info_t info;
+    char b[3][32];
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    memobs__coll_info_read(&info);
+    memobs__out_str(o, "<section id=\"collectives\"><h2>Collectives</h2>\n<p>source ");
+    memobs__html_esc(o, info.source[0] ? info.source : "-");
+    memobs__out_str(o, ", instance ");
+    memobs__html_esc(o, info.instance[0] ? info.instance : "-");
+    memobs__out_str(o, ", level ");
+    memobs__html_esc(o, info.level[0] ? info.level : "-");
+    memobs__html_printf(o, ", profiler API v%d; %llu events dropped; captured: %llu calls, %llu replays</p>\n",
+                        info.api_version, (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
+                        (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
+                        (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS]);
+    memobs__out_str(o, "<table id=\"coll-table\"><tr><th>communicator</th><th>rank</th><th>kind</th><th>phase</th>"
+                       "<th>ops</th><th>bytes</th><th>time</th><th>algbw GB/s</th><th>busbw GB/s</th></tr>\n");
+    for (c = 0; c < nc; c++) {
+        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+        for (k = 0; k < nk; k++) {
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                memobs_coll_stats_t x;
+                uint64_t num, den;
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (rows >= limit) {
+                    left++;
+                    continue;
+                }
+                rows++;
+                memobs__out_str(o, "<tr data-coll=\"");
+                memobs__html_esc(o, cd->name);
+                memobs__out_str(o, "/");
+                memobs__html_esc(o, x.kind_name);
+                memobs__html_printf(o, "/%s\"><th>", ph_name[ph]);
+                memobs__html_esc(o, cd->name);
+                memobs__html_printf(o, "</th><td>%d/%d</td><td>", (int)cd->rank, (int)cd->nranks);
+                memobs__html_esc(o, x.kind_name);
+                memobs__html_printf(o, "</td><td>%s</td>", ph_name[ph]);
+                memobs__html_count_cell(o, "coll.ops", x.ops);
+                memobs__html_bytes_cell(o, "coll.bytes", x.bytes);
+                memobs__html_cell(o, "coll.ns", x.ns, x.timed_ops ? memobs_format_ns(b[0], sizeof b[0], x.ns) : "-");
+                memobs__html_cell(o, "coll.algo_bytes", x.algo_bytes, memobs__gbs(b[1], sizeof b[1], x.algo_bytes, x.ns, 1));
+                memobs__html_cell(o, "coll.bus_bytes", x.bus_bytes,
+                                  memobs__gbs(b[2], sizeof b[2], x.bus_bytes, x.ns,
+                                              memobs__coll_factor((int)k, cd->nranks, &num, &den)));
+                memobs__out_str(o, "</tr>\n");
+            }
+        }
+    }
+    memobs__out_str(o, "</table>\n");
+    if (left) memobs__html_printf(o, "<p>%u more rows (MEMOBS_REPORT_ROWS)</p>\n", (unsigned)left);
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++)
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) most = y.bytes[d][ph] > most ? y.bytes[d][ph] : most;
+    }
+    rows = left = 0;
+    memobs__out_str(o, "<h3>Peers</h3>\n<table id=\"peer-table\"><tr><th>peer</th><th>dir</th><th>phase</th>"
+                       "<th>bytes</th><th>ops</th><th>time</th></tr>\n");
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                if (rows >= limit) {
+                    left++;
+                    continue;
+                }
+                rows++;
+                memobs__html_printf(o, "<tr style=\"background:rgba(78,121,167,%.2f)\"><th>",
+                                    most ? 0.5 * (double)y.bytes[d][ph] / (double)most : 0.0);
+                memobs__html_esc(o, y.name);
+                memobs__html_printf(o, "</th><td>%s</td><td>%s</td>", d ? "recv" : "send", ph_name[ph]);
+                memobs__html_bytes_cell(o, "peer.bytes", y.bytes[d][ph]);
+                memobs__html_count_cell(o, "peer.ops", y.ops[d][ph]);
+                memobs__html_cell(o, "peer.ns", y.ns[d][ph],
+                                  y.ns[d][ph] ? memobs_format_ns(b[0], sizeof b[0], y.ns[d][ph]) : "-");
+                memobs__out_str(o, "</tr>\n");
+            }
+        }
+    }
+    memobs__out_str(o, "</table>\n");
+    if (left) memobs__html_printf(o, "<p>%u more rows (MEMOBS_REPORT_ROWS)</p>\n", (unsigned)left);
+    memobs__out_str(o, "</section>\n");
+}
+
 static const char memobs__html_css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}"
     "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:28px}h3{font-size:15px}"
@@ -13196,6 +13406,7 @@ int memobs_write_html(FILE *f) {
     memobs__html_latency(&o, s, cnt);
     memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);
+    memobs__html_coll(&o);
     memobs__html_counters(&o, s);
     memobs__html_printf(&o, "<script>%s</script>\n</body></html>\n", memobs__html_js);
     if (cnt) MEMOBS_FREE(cnt);
