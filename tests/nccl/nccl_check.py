@@ -74,8 +74,8 @@ def cmd_summary(exp_path, path, instance, level):
                       ("events_dropped", 0), ("bad_events", 0), ("comms_dropped", 0)):
         if col.get(key) != want:
             probs.append("collectives.%s: expected %r, got %r" % (key, want, col.get(key)))
-    report("v%d %s: source, instance %s, level, api_version, captured %d, nothing dropped" %
-           (exp["version"], level, instance, exp["captured_calls"]), probs)
+    report("source, instance %s, level %s, api_version %d, captured %d, nothing dropped" %
+           (instance, level, exp["version"], exp["captured_calls"]), probs)
 
     probs = []
     got_comms = {(c.get("name"), c.get("rank")): c for c in col.get("comms", [])}
@@ -102,8 +102,7 @@ def cmd_summary(exp_path, path, instance, level):
                         probs.append("%s %s/%s.%s: expected %r, got %r" % (where, kind, phase, f, v, g.get(f)))
     for k in got_comms:
         probs.append("comm %s r%s: not expected" % k)
-    report("v%d %s: every (comm, kind, phase) row exact: ops, bytes, timed_ops, ns, algo/bus bytes, algbw, busbw" %
-           (exp["version"], level), probs)
+    report("every (comm, kind, phase) row exact: ops, bytes, timed_ops, ns, algo/bus bytes, algbw, busbw", probs)
 
     probs = []
     want = {}
@@ -119,27 +118,42 @@ def cmd_summary(exp_path, path, instance, level):
     if want != got:
         probs.append("expected %s" % json.dumps(want, sort_keys=True))
         probs.append("got      %s" % json.dumps(got, sort_keys=True))
-    report("v%d %s: peers (bytes and ops per peer, dir, phase)" % (exp["version"], level), probs)
+    report("peers: bytes and ops per peer, dir, phase", probs)
 
 
 def cmd_text(exp_path, path):
-    """Each expected (kind, phase) row of each comm appears in the text
-    summary's Collectives block with its ops (the row's other columns are
-    formatted for people)."""
+    """The text summary's "collectives:" block: per comm a header "NAME
+    rank R/N, ..." and a row per (kind, phase): ops, then bytes and time
+    for people, then algbw and busbw as %.3f GB/s ("n/a": untimed or no
+    bus factor)."""
     exp = load(exp_path)
     text = open(path).read()
-    probs = []
-    if "Collectives" not in text:
-        probs.append("no \"Collectives\" block in the text summary")
+    rows, comm = {}, None
+    block = text[text.find("  collectives:"):] if "  collectives:" in text else ""
+    for line in block.splitlines()[1:]:
+        m = re.match(r"^    (\S+)(?:  rank .*)?$", line)
+        if m:
+            comm = m.group(1)
+            continue
+        m = re.match(r"^      (\S+)\s+(unphased|prefill|decode)\s+(\d+)\s.*\s(\S+)\s+(\S+)$", line)
+        if m and comm:
+            rows[(comm, m.group(1), m.group(2))] = (int(m.group(3)), m.group(4), m.group(5))
+        elif not line.startswith("      "):
+            break
+    want = {}
     for ec in exp["comms"]:
         for k in ec["kinds"]:
-            pat = re.compile(r"^\s*%s\s+%s\s+%d\b" % (re.escape(k["kind"]), re.escape(k["phase"]), k["ops"]), re.M)
-            if not pat.search(text):
-                probs.append("comm %s: no row \"%s %s %d ...\"" % (ec["name"], k["kind"], k["phase"], k["ops"]))
-    if probs:
-        block = text[text.find("Collectives"):][:1200] if "Collectives" in text else text[:600]
-        probs += ["text: " + l for l in block.splitlines()]
-    report("text summary: a row per (comm, kind, phase) with its ops", probs)
+            alg = "%.3f" % (k["algo_bytes"] / k["ns"]) if k["ns"] else "n/a"
+            bus = "%.3f" % (k["bus_bytes"] / k["ns"]) if k["ns"] and k["bus_factor"] else "n/a"
+            want[(ec["name"], k["kind"], k["phase"])] = (k["ops"], alg, bus)
+    probs = []
+    if want != rows:
+        for key in sorted(set(want) | set(rows)):
+            if want.get(key) != rows.get(key):
+                probs.append("%s %s/%s (ops, algbw, busbw): expected %s, got %s" % (key + (want.get(key),
+                                                                                           rows.get(key))))
+        probs += ["text: " + l for l in block.splitlines()[:30]]
+    report("text summary: a row per (comm, kind, phase) with its ops, algbw and busbw", probs)
 
 
 PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$')
@@ -170,7 +184,7 @@ def cmd_prom(exp_path, path):
 
     for ec in exp["comms"]:
         for k in ec["kinds"]:
-            lab = dict(comm=ec["name"], rank=ec["rank"], kind=k["kind"], phase=k["phase"])
+            lab = dict(comm=ec["name"], comm_rank=ec["rank"], nranks=ec["nranks"], kind=k["kind"], phase=k["phase"])
             for fam, want in (("memobs_collective_ops_total", k["ops"]),
                               ("memobs_collective_bytes_total", k["bytes"]),
                               ("memobs_collective_timed_ops_total", k["timed_ops"]),

@@ -75,7 +75,7 @@
 #define US 1000ull
 #define EPOCH_NS 1790000000000000000ull /* the job's wall clock at monotonic 0 */
 
-static int fake_on;                           /* scenario: script time */
+static int fake_on = 1; /* script time from the start (memobs may start first); off in the modes that need none */
 static uint64_t fake_ns = 5000000000ull;      /* CLOCK_MONOTONIC now */
 
 int clock_gettime(clockid_t clk, struct timespec *ts) {
@@ -268,12 +268,39 @@ static uint64_t dtype_size(const char *d) {
         }                                                                                                    \
     } while (0)
 
+/* The activation mask the last init wrote (NCCL 2.28.9 keeps one for
+   the whole process). */
+static int act_mask;
+
+/* Does NCCL start an event of this type under act_mask? It starts an
+   event when its own bit or a descendant's is set (2.28.9
+   src/plugin/profiler.cc: API events when only Coll or KernelCh is asked
+   for; design note 1.5). */
+static int wanted(uint64_t type) {
+    const uint64_t below_op = ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin;
+    const uint64_t below_task = below_op | ncclProfileKernelCh;
+    uint64_t m = (uint64_t)(unsigned)act_mask, want;
+    switch (type) {
+    case ncclProfileGroupApi: case ncclProfileGroup: want = ~(uint64_t)0; break;
+    case ncclProfileCollApi: want = ncclProfileCollApi | ncclProfileColl | below_task; break;
+    case ncclProfileP2pApi: want = ncclProfileP2pApi | ncclProfileP2p | below_task; break;
+    case ncclProfileColl: want = ncclProfileColl | below_task; break;
+    case ncclProfileP2p: want = ncclProfileP2p | below_task; break;
+    case ncclProfileProxyOp: want = below_op; break;
+    case ncclProfileProxyStep: want = ncclProfileProxyStep | ncclProfileNetPlugin; break;
+    default: want = type; break;
+    }
+    return (m & want) != 0;
+}
+
 /* Plays startEvent: the event written into the version's descriptor, as
    NCCL's adapters of 2.26+ (src/plugin/profiler/profiler_v*.cc) and the
-   older NCCLs do. */
+   older NCCLs do; NULL, without a call, for a type NCCL would not start
+   under the mask. */
 static void *start(void *ctx, const ev_t *e) {
     void *h = NULL;
     ncclResult_t r = ncclSuccess;
+    if (!wanted(e->type)) return NULL;
     switch (version) {
     case 1: {
         ncclProfilerEventDescr_v1_t d;
@@ -427,10 +454,18 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
     (void)level, (void)flags, (void)file, (void)line, (void)fmt;
 }
 
+static ncclResult_t init_call(comm_t *c, int *mask);
+
 /* Plays init: v1-v3 without the comm's identity, v4 with it, v5+ with
    commId second (example/nccl/profiler_v*.h). Returns init's result;
    *mask is the activation mask the plugin wrote. */
 static ncclResult_t init(comm_t *c, int *mask) {
+    ncclResult_t r = init_call(c, mask);
+    act_mask = *mask;
+    return r;
+}
+
+static ncclResult_t init_call(comm_t *c, int *mask) {
     switch (version) {
     case 1: case 2: case 3:
         return ((const ncclProfiler_v1_t *)table)->init(&c->ctx, mask);
@@ -485,8 +520,8 @@ static const char *const phase_name[NPHASES] = {"unphased", "prefill", "decode"}
    Each call's kernel runs on NCH channels for CH_NS[i] each (the call's
    GPU time is their max, as NCCL's Inspector takes it). RING: proxy
    operations to the ring's next rank (send) and previous rank (recv),
-   STEPS steps of STEP_BYTES each way. Rows with the same GROUP number
-   and tick are one ncclGroupStart/End. */
+   STEPS steps of STEP_BYTES each way. JOINED: one ncclGroupStart/End
+   with the row before. */
 typedef struct {
     int tick, phase, comm;
     const char *func, *dtype;
@@ -497,23 +532,24 @@ typedef struct {
     size_t step_bytes;
     int captured;    /* issued during a graph capture: API event only (v5+) */
     int min_version; /* played from this version on */
+    int joined;      /* 1: in one group with the row before */
 } row_t;
 
 /* Design note 3.7's job, per rank. */
 static const row_t script[] = {
     /* prefill, tp: 3 x all-reduce of 1 MiB bfloat16 over the ring */
-    {5, PREFILL, TP, "AllReduce", "ncclBfloat16", 1048576, 3, 2, {2000 * US, 1500 * US}, 1, 4, 524288, 0, 1},
+    {5, PREFILL, TP, "AllReduce", "ncclBfloat16", 1048576, 3, 2, {2000 * US, 1500 * US}, 1, 4, 524288, 0, 1, 0},
     /* decode, tp: 5 x all-gather of 4096 floats per rank */
-    {6, DECODE, TP, "AllGather", "ncclFloat32", 4096, 5, 1, {10 * US, 0}, 0, 0, 0, 0, 1},
+    {6, DECODE, TP, "AllGather", "ncclFloat32", 4096, 5, 1, {10 * US, 0}, 0, 0, 0, 0, 1, 0},
     /* decode, tp: one all-to-all of 1024 int32 per peer (P2pApi events, v5+;
        earlier versions see its Send and Recv tasks) */
-    {7, DECODE, TP, "AlltoAll", "ncclInt32", 1024, 1, 1, {100 * US, 0}, 0, 0, 0, 0, 1},
+    {7, DECODE, TP, "AlltoAll", "ncclInt32", 1024, 1, 1, {100 * US, 0}, 0, 0, 0, 0, 1, 0},
     /* decode, pp: a send to and a receive from the partner, one group */
-    {8, DECODE, PP, "Send", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1},
-    {8, DECODE, PP, "Recv", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1},
+    {8, DECODE, PP, "Send", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1, 0},
+    {8, DECODE, PP, "Recv", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1, 1},
     /* decode, tp: an all-reduce made during a CUDA graph capture, never
        replayed: its API event only */
-    {8, DECODE, TP, "AllReduce", "ncclBfloat16", 1024, 1, 0, {0, 0}, 0, 0, 0, 1, 5},
+    {8, DECODE, TP, "AllReduce", "ncclBfloat16", 1024, 1, 0, {0, 0}, 0, 0, 0, 1, 5, 0},
 };
 #define NROWS (sizeof script / sizeof script[0])
 #define TICKS 12       /* samples per rank: Stormlog wants >= 6 and a spike short next to them */
@@ -625,12 +661,26 @@ static void peer_add(int comm, int rank, int dir, int phase, uint64_t bytes) {
 /* The nranks memobs knows of comm: v1-v3 init carries none. */
 static int known_nranks(int comm) { return version >= 4 ? comms[comm].nranks : 0; }
 
-/* Is an operation of this row timed at this version and level? GPU time
-   from kernel channels (v3+: CPU stamps in v3, pTimer after), or in v1-v2
-   at proxy level the span of its proxy operations. */
-static uint64_t op_ns(const row_t *w) {
+/* When a task is stopped (NCCL: enqueued) against its children: 0
+   before they start (the proxy thread runs late, the common case), 1
+   after. IX: the task's place in its call (AlltoAll: its Send/Recv
+   index; a group: its row's). Calls alternate. */
+static int task_order(int call, int ix) { return (call + ix) % 2; }
+
+/* Do the children of a task stopped in that order count? v4+: the
+   collective waits for its nChannels kernel channels, so children
+   started after its stop count. v1-v3: a task is done at its stop when
+   no child has started (the plugin's contract,
+   nccl/memobs_nccl_plugin.c), so later children count for nothing: no
+   time, no peer bytes. */
+static int children_count(int order) { return version >= 4 || order == 1; }
+
+/* The time memobs gives an operation of this row stopped in that order:
+   GPU time from kernel channels (v3+: CPU stamps in v3, pTimer after),
+   or in v1-v2 at proxy level the span of its proxy operations. */
+static uint64_t op_ns(const row_t *w, int order) {
     uint64_t ns = w->ch_ns[0] > w->ch_ns[1] ? w->ch_ns[0] : w->ch_ns[1];
-    if (level < L_COLL) return 0;
+    if (level < L_COLL || !children_count(order)) return 0;
     if (version >= 3) return ns;
     return level >= L_PROXY && w->ring ? ns : 0;
 }
@@ -652,22 +702,29 @@ static void expect_op(int comm, const char *kind, int phase, uint64_t bytes, uin
 }
 
 static void expect_row(const row_t *w, int rank) {
-    uint64_t bytes = w->count * dtype_size(w->dtype), ns = op_ns(w);
-    int i, j;
+    uint64_t bytes = w->count * dtype_size(w->dtype);
+    int call, j;
     if (version < w->min_version) return;
-    for (i = 0; i < w->reps; i++) {
+    for (call = 0; call < w->reps; call++) {
+        int order = task_order(call, w->joined);
         if (w->captured) {
             captured_calls++;
             continue;
         }
-        if (!strcmp(w->func, "AlltoAll") && version < 5) {
-            /* v1-v4: the send and receive tasks, one per rank (self included) */
-            for (j = 0; j < comms[w->comm].nranks; j++) expect_op(w->comm, "send", w->phase, bytes, ns);
-            for (j = 0; j < comms[w->comm].nranks; j++) expect_op(w->comm, "recv", w->phase, bytes, ns);
+        if (!strcmp(w->func, "AlltoAll")) {
+            uint64_t ns = 0;
+            /* a Send and a Recv task per rank, self included, Send first */
+            for (j = 0; j < 2 * comms[w->comm].nranks; j++) {
+                uint64_t t = op_ns(w, task_order(0, j));
+                if (version < 5) expect_op(w->comm, j % 2 ? "recv" : "send", w->phase, bytes, t);
+                if (t > ns) ns = t;
+            }
+            /* v5+: one all_to_all, its longest task */
+            if (version >= 5) expect_op(w->comm, "all_to_all", w->phase, bytes, ns);
             continue;
         }
-        expect_op(w->comm, kind_of(w->func), w->phase, bytes, ns);
-        if (w->ring && level >= L_PROXY) {
+        expect_op(w->comm, kind_of(w->func), w->phase, bytes, op_ns(w, order));
+        if (w->ring && level >= L_PROXY && children_count(order)) {
             int ph = phases_known ? w->phase : UNPHASED;
             for (j = 0; j < w->steps; j++) {
                 peer_add(w->comm, ring_next(rank), 0, ph, w->step_bytes);
@@ -882,16 +939,16 @@ static void play_call(const row_t *w, int nrows, int rank, int call) {
                    P2pApi("AlltoAll") event (enqueue.cc) */
                 for (j = 0; j < 2 * comms[comm].nranks; j++) {
                     void *api = start_api(comm, ncclProfileP2pApi, group, x->func, x);
-                    play_task(x, comm, j % 2 ? "Recv" : "Send", j / 2, api, group, rank, t0, j % 2);
+                    play_task(x, comm, j % 2 ? "Recv" : "Send", j / 2, api, group, rank, t0, task_order(0, j));
                     if (api) stop(api);
                 }
             } else if (!strcmp(x->func, "Send") || !strcmp(x->func, "Recv")) {
                 void *api = start_api(comm, ncclProfileP2pApi, group, x->func, x);
-                play_task(x, comm, x->func, 1 - comms[comm].rank, api, group, rank, t0, (call + i) % 2);
+                play_task(x, comm, x->func, 1 - comms[comm].rank, api, group, rank, t0, task_order(call, i));
                 if (api) stop(api);
             } else {
                 void *api = start_api(comm, ncclProfileCollApi, group, x->func, x);
-                if (!x->captured) play_task(x, comm, x->func, -1, api, group, rank, t0, (call + i) % 2);
+                if (!x->captured) play_task(x, comm, x->func, -1, api, group, rank, t0, task_order(call, i));
                 if (api) stop(api);
             }
         }
@@ -905,10 +962,10 @@ static void play_call(const row_t *w, int nrows, int rank, int call) {
         const row_t *x = &w[i];
         if (!strcmp(x->func, "AlltoAll")) {
             for (j = 0; j < 2 * comms[comm].nranks; j++)
-                play_task(x, comm, j % 2 ? "Recv" : "Send", j / 2, group, NULL, rank, t0, j % 2);
+                play_task(x, comm, j % 2 ? "Recv" : "Send", j / 2, group, NULL, rank, t0, task_order(0, j));
         } else {
             play_task(x, comm, x->func, !strcmp(x->func, "Send") || !strcmp(x->func, "Recv") ? 1 - comms[comm].rank : -1,
-                      group, NULL, rank, t0, (call + i) % 2);
+                      group, NULL, rank, t0, task_order(call, i));
         }
     }
     if (group) stop(group);
@@ -966,12 +1023,8 @@ static int run_scenario(int rank) {
         for (r = 0; r < NROWS; r++) {
             const row_t *w = &script[r];
             size_t n = 1;
-            if (w->tick != tick || version < w->min_version) continue;
-            if (r > 0 && script[r - 1].tick == tick && script[r - 1].comm == w->comm && !w->captured &&
-                !script[r - 1].captured && !strcmp(script[r - 1].func, "Send"))
-                continue; /* played as the second row of its group */
-            if (!w->captured && !strcmp(w->func, "Send") && r + 1 < NROWS && !strcmp(script[r + 1].func, "Recv"))
-                n = 2;
+            if (w->tick != tick || version < w->min_version || w->joined) continue;
+            while (r + n < NROWS && script[r + n].joined) n++; /* its group */
             set_phase(w->phase);
             for (call = 0; call < w->reps; call++) {
                 clock_to(t);
@@ -1061,7 +1114,7 @@ static int run_threads(int rank) {
     pthread_t th;
     int i, mask = 0;
     row_t w = {0, DECODE, TP, "AllReduce", "ncclBfloat16", THREAD_COUNT, THREAD_OPS, 1, {1000, 0}, 1, 1,
-               THREAD_COUNT * 2, 0, 1};
+               THREAD_COUNT * 2, 0, 1, 0};
     const char *exp = getenv("NCCL_DRIVER_EXPECT");
     if (version < 5) die("threads: played with v5 or v6");
     for (i = 0; i < NCOMMS; i++)
@@ -1112,49 +1165,63 @@ static int run_threads(int rank) {
 
 #define POOL_INFLIGHT 64
 
-/* 64 all-gathers in flight (v4: Coll events with no API parents), then
-   each one's kernel channel and stop. */
+static void *pool_coll(int i) {
+    ev_t e;
+    memset(&e, 0, sizeof e);
+    e.type = ncclProfileColl;
+    e.rank = comms[TP].rank;
+    e.func = "AllGather";
+    e.dtype = "ncclFloat32";
+    e.count = 4096;
+    e.seq = (uint64_t)i;
+    e.nchannels = 1;
+    return start(comms[TP].ctx, &e);
+}
+
+/* Returns 1 if the kernel channel got a handle. */
+static int pool_kernel(void *task) {
+    ev_t e;
+    void *kc;
+    memset(&e, 0, sizeof e);
+    e.type = ncclProfileKernelCh;
+    e.parent = task;
+    e.ptimer = GPU_BASE;
+    kc = start(comms[TP].ctx, &e);
+    if (!kc) return 0;
+    state(kc, ncclProfilerKernelChStop, 0, GPU_BASE + 10 * US);
+    stop(kc);
+    return 1;
+}
+
+/* v4, MEMOBS_NCCL_EVENTS=8: 64 all-gathers enqueued before any kernel
+   runs (NCCL stops a Coll when it is enqueued; its kernel channels come
+   later from the proxy thread). Collectives and kernel channels take a
+   slot each: 8 collectives get one, 56 do not (counted at once,
+   untimed), and the kernel channels of the 8 find the pool full too, so
+   those 8 end untimed. Then the pool must be whole again: one more
+   all-gather and its channel get slots and are timed. Expected: ops 65,
+   timed 1, events_dropped 64. */
 static int run_pool(int rank) {
     void *task[POOL_INFLIGHT];
-    int i, mask = 0, got = 0;
-    row_t w = {0, DECODE, TP, "AllGather", "ncclFloat32", 4096, POOL_INFLIGHT, 1, {10 * US, 0}, 0, 0, 0, 0, 1};
+    int i, mask = 0, got = 0, kernels = 0, last = 0;
     (void)rank;
     for (i = 0; i < NCOMMS; i++)
         if (init(&comms[i], &mask) != ncclSuccess) fail("init(%s) failed", comms[i].name);
     for (i = 0; i < POOL_INFLIGHT; i++) {
-        ev_t e;
-        memset(&e, 0, sizeof e);
-        e.type = ncclProfileColl;
-        e.rank = comms[TP].rank;
-        e.func = w.func;
-        e.dtype = w.dtype;
-        e.count = w.count;
-        e.seq = (uint64_t)i;
-        e.nchannels = 1;
-        e.comm_name = comms[TP].name;
-        e.comm_hash = comms[TP].id;
-        task[i] = start(comms[TP].ctx, &e); /* must return at once, full or not */
+        task[i] = pool_coll(i); /* must return at once, full or not */
         got += task[i] != NULL;
     }
-    printf("handles %d of %d\n", got, POOL_INFLIGHT);
-    for (i = 0; i < POOL_INFLIGHT; i++) {
-        if (!task[i]) continue;
-        stop(task[i]);
+    for (i = 0; i < POOL_INFLIGHT; i++)
+        if (task[i]) stop(task[i]);
+    for (i = 0; i < POOL_INFLIGHT; i++)
+        if (task[i]) kernels += pool_kernel(task[i]);
+    task[0] = pool_coll(POOL_INFLIGHT);
+    if (task[0]) {
+        stop(task[0]);
+        last = 1 + pool_kernel(task[0]);
     }
-    for (i = 0; i < POOL_INFLIGHT; i++) {
-        ev_t e;
-        void *kc;
-        if (!task[i]) continue;
-        memset(&e, 0, sizeof e);
-        e.type = ncclProfileKernelCh;
-        e.parent = task[i];
-        e.ptimer = GPU_BASE;
-        kc = start(comms[TP].ctx, &e);
-        if (kc) {
-            state(kc, ncclProfilerKernelChStop, 0, GPU_BASE + w.ch_ns[0]);
-            stop(kc);
-        }
-    }
+    printf("in flight: %d handles of %d, %d kernel channels; then: %s\n", got, POOL_INFLIGHT, kernels,
+           last == 2 ? "collective and channel" : last ? "collective only" : "nothing");
     for (i = 0; i < NCOMMS; i++) finalize(&comms[i]);
     return failures ? 1 : 0;
 }
@@ -1170,7 +1237,9 @@ static int run_refuse(void) {
         if (comms[i].ctx) fail("init(%s) set context %p, expected NULL", comms[i].name, comms[i].ctx);
     }
     /* 2.28.9 keeps the plugin after a failed init and may still call
-       startEvent with the NULL context (src/plugin/profiler.cc) */
+       startEvent with the NULL context (src/plugin/profiler.cc), as when
+       another comm's init set the process-wide mask again */
+    act_mask = -1;
     for (i = 0; i < 4; i++) {
         static const uint64_t types[] = {ncclProfileColl, ncclProfileP2p, ncclProfileProxyOp, ncclProfileKernelCh};
         ev_t e;
@@ -1207,7 +1276,7 @@ static int run_badstop(int rank) {
     e.func = "AllReduce";
     e.dtype = "ncclFloat32";
     e.count = 1024;
-    e.nchannels = 1;
+    e.nchannels = 0; /* no kernel channel to wait for: done at its stop */
     e.comm_name = comms[TP].name;
     e.comm_hash = comms[TP].id;
     task = start(comms[TP].ctx, &e);
@@ -1289,6 +1358,7 @@ int main(int argc, char **argv) {
     setup_comms(rank);
     load(argv[1]);
     if (!strcmp(mode, "scenario")) return run_scenario(rank);
+    __atomic_store_n(&fake_on, 0, __ATOMIC_RELEASE); /* the real clock from here */
     if (!strcmp(mode, "threads")) return run_threads(rank);
     if (!strcmp(mode, "pool")) return run_pool(rank);
     if (!strcmp(mode, "refuse")) return run_refuse();

@@ -69,14 +69,18 @@ if ! { $CC -std=c99 -O1 -g $W -o "$B/driver" tests/nccl/nccl_driver.c $LINK &&
 fi
 ok "build: the driver (plain, with memobs exporting memobs_host_api, TSan, ASan+UBSan) and the sanitized plugins"
 
-# run NAME CMD...: CMD ran, exit 0, nothing on stderr
+# run NAME CMD...: CMD ran, exit 0, nothing on stderr but lines matching
+# $ALLOW (an extended regex)
 run() {
     local name=$1
     shift
     if ! "$@" >"$B/$name.out" 2>"$B/$name.err"; then
         bad "$name: ran" "$(head -n 10 "$B/$name.err")" "$(head -n 5 "$B/$name.out")"
         return 1
-    elif [ -s "$B/$name.err" ]; then
+    elif [ -n "${ALLOW:-}" ] && grep -Evq "$ALLOW" "$B/$name.err"; then
+        bad "$name: nothing on stderr but /$ALLOW/" "$(grep -Ev "$ALLOW" "$B/$name.err" | head -n 10)"
+        return 1
+    elif [ -z "${ALLOW:-}" ] && [ -s "$B/$name.err" ]; then
         bad "$name: nothing on stderr" "$(head -n 10 "$B/$name.err")"
         return 1
     fi
@@ -96,13 +100,14 @@ done
 if [ $ran = 1 ]; then
     ok "job: 4 ranks ran (v5, level proxy, instance program), nothing on stderr"
     for r in 0 1 2 3; do
-        TAG="job rank $r" check summary "$J/exp$r.json" "$J/sum$r.json" program proxy
+        TAG="job rank $r (v5 proxy)" check summary "$J/exp$r.json" "$J/sum$r.json" program proxy
         TAG="job rank $r" check text "$J/exp$r.json" "$J/sum$r.txt"
         TAG="job rank $r" check prom "$J/exp$r.json" "$J/prom$r.prom"
         TAG="job rank $r" check timeline "$J/exp$r.json" "$J/tl$r.json"
         TAG="job rank $r" check stormlog "$J/exp$r.json" "$J/rank$r.json"
     done
-    if out=$(cat "$J"/prom?.prom | promtool check metrics 2>&1) && [ -z "$out" ]; then
+    if out=$(for r in 0 1 2 3; do promtool check metrics <"$J/prom$r.prom" 2>&1 || echo "rank $r: exit $?"; done) &&
+        [ -z "$out" ]; then
         ok "job: promtool check metrics prints nothing and exits 0 (the 4 ranks' expositions)"
     else
         bad "job: promtool check metrics prints nothing and exits 0" "$out"
@@ -136,7 +141,7 @@ mkdir -p "$d"
 if MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" NCCL_DRIVER_EXPECT="$d/exp.json" \
     run threads "$B/driver_tsan" "$B/plugin_tsan.so" 5 threads 0; then
     ok "threads: 10,000 all-reduces, user and proxy threads at once, TSan silent"
-    TAG="threads" check summary "$d/exp.json" "$d/sum.json" own proxy
+    TAG="threads (v5 proxy)" check summary "$d/exp.json" "$d/sum.json" own proxy
 fi
 
 # ---- 4. pool full ---------------------------------------------------------------------
@@ -145,30 +150,37 @@ mkdir -p "$d"
 if MEMOBS_NCCL_EVENTS=8 MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
     run pool timeout 60 "$B/driver_asan" "$B/plugin_asan.so" 4 pool 0; then
     got=$(cat "$B/pool.out")
-    [ "$got" = "handles 8 of 64" ] && ok "pool: 8 slots, 64 collectives in flight: 8 handles, none blocks" ||
-        bad "pool: 8 slots, 64 collectives in flight: 8 handles" "expected \"handles 8 of 64\", got \"$got\""
-    if json_check "$d/sum.json" 's["collectives"]["events_dropped"] == 56 and s["collectives"]["instance"] == "own" and [c["kinds"]["all_gather"]["unphased"] for c in s["collectives"]["comms"] if c["name"]=="tp"] == [{"ops": 64, "bytes": 64*16384, "timed_ops": 8, "ns": 8*10000, "algo_bytes": 8*65536, "bus_bytes": 8*49152, "algbw_gbs": 6.5536, "busbw_gbs": 4.9152}]' collectives >"$d/check" 2>&1; then
-        ok "pool: ops 64 and bytes exact, 8 timed, 56 untimed, events_dropped 56"
+    # the first channel finds the pool full: its collective ends untimed
+    # and frees its slot, which the next channel takes, and so on
+    want="in flight: 8 handles of 64, 7 kernel channels; then: collective and channel"
+    [ "$got" = "$want" ] && ok "pool: 8 slots, 64 collectives in flight: 8 handles, 7 of their channels, none blocks; then whole again" ||
+        bad "pool: 8 slots, 64 collectives in flight" "expected \"$want\"" "got      \"$got\""
+    if json_check "$d/sum.json" 's["collectives"]["events_dropped"] == 57 and s["collectives"]["instance"] == "own" and [c["kinds"].get("all_gather") for c in s["collectives"]["comms"] if c["name"]=="tp"] == [{"unphased": {"ops": 65, "bytes": 65*16384, "timed_ops": 8, "ns": 80000, "algo_bytes": 8*65536, "bus_bytes": 8*49152, "algbw_gbs": 6.5536, "busbw_gbs": 4.9152}}]' collectives >"$d/check" 2>&1; then
+        ok "pool: ops 65 and bytes exact, 57 untimed, 8 timed, events_dropped 57"
     else
-        bad "pool: ops 64 and bytes exact, 8 timed, 56 untimed, events_dropped 56" "$(cat "$d/check")"
+        bad "pool: ops 65 and bytes exact, 57 untimed, 8 timed, events_dropped 57" "$(cat "$d/check")"
     fi
 fi
 
 # ---- 5. refusal, bad stops, PXN ----------------------------------------------------------
 for how in "MEMOBS_NCCL=0" "MEMOBS_NCCL=off" "MEMOBS=0"; do
     for v in 1 4 5; do
-        if env $how run "refuse-$how-v$v" "$B/driver_asan" "$B/plugin_asan.so" $v refuse 0; then
+        export "$how"
+        if run "refuse-$how-v$v" "$B/driver_asan" "$B/plugin_asan.so" $v refuse 0; then
             ok "refusal ($how, v$v): init fails, mask 0, NULL context; NULL-context starts succeed with NULL handles"
         fi
+        unset "${how%%=*}"
     done
 done
 d=$B/badstop
 mkdir -p "$d"
 if MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" run badstop "$B/driver_asan" "$B/plugin_asan.so" 5 badstop 0; then
-    if json_check "$d/sum.json" 's["collectives"]["bad_events"] == 3' collectives >"$d/check" 2>&1; then
-        ok "bad stops: a double stop, a forged handle and a state on a stopped handle return ncclSuccess, bad_events 3"
+    # a stop of a stopped or forged handle is a bad event; a state on a
+    # stopped handle is ignored (the plugin's contract)
+    if json_check "$d/sum.json" 's["collectives"]["bad_events"] == 2' collectives >"$d/check" 2>&1; then
+        ok "bad stops: a double stop, a forged handle and a state on a stopped handle return ncclSuccess, bad_events 2"
     else
-        bad "bad stops: bad_events 3" "$(cat "$d/check")"
+        bad "bad stops: bad_events 2" "$(cat "$d/check")"
     fi
 fi
 d=$B/pxn
@@ -177,25 +189,33 @@ for v in 4 5; do
     if MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum$v.json" \
         run "pxn-v$v" "$B/driver_asan" "$B/plugin_asan.so" $v pxn 0; then
         ok "PXN (v$v): proxy ops of another pid with an unreadable parentObj: never read (ASan+UBSan silent)"
+        # their steps count against the init's comm, in its last phase
+        if json_check "$d/sum$v.json" 's["peers"] == [{"name": "tp r1", "comm": "tp", "rank": 1, "send": {"unphased": {"bytes": 16384, "ops": 4, "ns": 0}}, "recv": {}}]' peers >"$d/check" 2>&1; then
+            ok "PXN (v$v): their 4 steps: tp r1 send 16384 bytes, 4 ops"
+        else
+            bad "PXN (v$v): their 4 steps: tp r1 send 16384 bytes, 4 ops" "$(cat "$d/check")"
+        fi
     fi
 done
 
 # ---- 6. identity ----------------------------------------------------------------------------
 d=$B/preload
 mkdir -p "$d"
-if LD_PRELOAD=$PRELOAD MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
+# (the preload says once that the program made no CUDA call: it has no CUDA runtime)
+if ALLOW="no CUDA call was intercepted" LD_PRELOAD=$PRELOAD MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
     NCCL_DRIVER_EXPECT="$d/exp.json" run preload "$B/driver" "$PLUGIN" 5 scenario 2; then
-    TAG=preload check summary "$d/exp.json" "$d/sum.json" preload proxy
+    TAG="preload (v5 proxy)" check summary "$d/exp.json" "$d/sum.json" preload proxy
 fi
 d=$B/own
 mkdir -p "$d"
-if MEMOBS_NCCL_ATTACH=0 MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
+# (the second instance says once which file it writes)
+if ALLOW="another memobs instance in this process writes" MEMOBS_NCCL_ATTACH=0 MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
     NCCL_DRIVER_EXPECT="$d/exp.json" run own "$B/driver_host" "$PLUGIN" 6 scenario 3; then
     # the program's memobs writes sum.json; the plugin's own, second to
     # configure the path, sum.2.json (docs/outputs.md "Two instances")
     own=$(grep -l '"instance":"own"' "$d"/sum*.json 2>/dev/null | head -n 1)
     if [ -n "$own" ]; then
-        TAG="MEMOBS_NCCL_ATTACH=0" check summary "$d/exp.json" "$own" own proxy
+        TAG="MEMOBS_NCCL_ATTACH=0 (v6 proxy)" check summary "$d/exp.json" "$own" own proxy
     else
         bad "MEMOBS_NCCL_ATTACH=0: the plugin's own instance writes its summary at exit" "$(ls "$d")"
     fi
