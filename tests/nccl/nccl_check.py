@@ -211,35 +211,46 @@ def cmd_prom(exp_path, path):
 
 
 def cmd_timeline(exp_path, path):
+    """One complete slice per collective, on its communicator's track
+    ("nccl tp r0"): name, track, phase, bytes and duration (GPU time; 0
+    untimed)."""
     exp = load(exp_path)
     doc = load(path)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    got = sorted((e["name"], round(float(e.get("dur", 0)) * 1000)) for e in events
+    tracks = {(e.get("pid"), e.get("tid")): e["args"]["name"] for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    got = sorted((e["name"], tracks.get((e.get("pid"), e.get("tid"))), (e.get("args") or {}).get("phase"),
+                  (e.get("args") or {}).get("bytes"), round(float(e.get("dur", 0)) * 1000)) for e in events
                  if e.get("ph") == "X" and str(e.get("name", "")).startswith("nccl "))
-    want = sorted((s["name"], s["ns"]) for s in exp["slices"])
+    want = sorted((s["name"], s["track"], s["phase"], s["bytes"], s["ns"]) for s in exp["slices"])
     probs = []
     if got != want:
-        probs.append("expected %d slices (name, ns): %s" % (len(want), want))
-        probs.append("got      %d slices (name, ns): %s" % (len(got), got))
-    report("timeline: %d slices \"nccl <kind>\" with their GPU durations" % len(want), probs)
+        probs.append("expected %d slices (name, track, phase, bytes, ns): %s" % (len(want), want))
+        probs.append("got      %d slices: %s" % (len(got), got))
+    report("timeline: %d slices \"nccl <kind>\" on their communicator's track, phase, bytes, GPU time" % len(want),
+           probs)
 
 
 def cmd_stormlog(exp_path, path):
+    """One nccl_collective event per collective (at most one per comm and
+    kind per 10 ms): context "nccl <kind>", metadata comm, bytes, phase,
+    duration_ns; on the rank's series, out of the gap analysis."""
     exp = load(exp_path)
     events = load(path)
-    got = sorted(e.get("context") for e in events if e.get("event_type") == "nccl_collective")
-    want = sorted(s["name"] for s in exp["slices"])
+    mine = [e for e in events if e.get("event_type") == "nccl_collective"]
+    got = sorted((e.get("context"), (e.get("metadata") or {}).get("comm"), (e.get("metadata") or {}).get("bytes"),
+                  (e.get("metadata") or {}).get("phase"), (e.get("metadata") or {}).get("duration_ns")) for e in mine)
+    want = sorted((s["name"], s["comm"], s["bytes"], s["phase"], s["ns"]) for s in exp["slices"] if s["stormlog"])
     probs = []
     if got != want:
-        probs.append("expected contexts %s" % want)
+        probs.append("expected (context, comm, bytes, phase, ns): %s" % want)
         probs.append("got      %s" % got)
-    bad = [e for e in events if e.get("event_type") == "nccl_collective" and
-           (e.get("rank") != exp["rank"] or e.get("device_total_bytes") is not None)]
+    bad = [e for e in mine if e.get("rank") != exp["rank"] or e.get("device_total_bytes") is not None]
     if bad:
         probs.append("%d nccl_collective events not on rank %d or with a device_total_bytes: %s" %
                      (len(bad), exp["rank"], bad[:2]))
-    report("Stormlog: one nccl_collective event per collective (context \"nccl <kind>\"), rank %d" % exp["rank"],
-           probs)
+    report("Stormlog: %d nccl_collective events (context \"nccl <kind>\", comm, bytes, phase, duration), rank %d" %
+           (len(want), exp["rank"]), probs)
 
 
 def cmd_matrix(paths):

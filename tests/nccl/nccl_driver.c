@@ -628,8 +628,9 @@ typedef struct {
 
 typedef struct {
     const char *kind; /* slice "nccl <kind>" on comm's track */
-    int comm;
-    uint64_t ns;
+    int comm, phase;
+    uint64_t bytes, ns;
+    int stormlog; /* a Stormlog event too: memobs writes at most one per comm and kind per 10 ms */
 } slice_t;
 
 static cell_t cells[32];
@@ -686,7 +687,7 @@ static uint64_t op_ns(const row_t *w, int order) {
 }
 
 /* One operation as memobs counts it. */
-static void expect_op(int comm, const char *kind, int phase, uint64_t bytes, uint64_t ns) {
+static void expect_op(int comm, const char *kind, int phase, uint64_t bytes, uint64_t ns, int stormlog) {
     int n = known_nranks(comm);
     cell_t *c = cell(comm, kind, phases_known ? phase : UNPHASED);
     uint64_t s = bytes * s_mult(kind, n);
@@ -698,7 +699,8 @@ static void expect_op(int comm, const char *kind, int phase, uint64_t bytes, uin
         c->algo_bytes += s;
         c->bus_bytes += (uint64_t)((double)s * bus_factor(kind, n) + 0.5);
     }
-    if (nslices < (int)(sizeof slices / sizeof slices[0])) slices[nslices++] = (slice_t){kind, comm, ns};
+    if (nslices < (int)(sizeof slices / sizeof slices[0]))
+        slices[nslices++] = (slice_t){kind, comm, phases_known ? phase : UNPHASED, bytes, ns, stormlog};
 }
 
 static void expect_row(const row_t *w, int rank) {
@@ -716,14 +718,16 @@ static void expect_row(const row_t *w, int rank) {
             /* a Send and a Recv task per rank, self included, Send first */
             for (j = 0; j < 2 * comms[w->comm].nranks; j++) {
                 uint64_t t = op_ns(w, task_order(0, j));
-                if (version < 5) expect_op(w->comm, j % 2 ? "recv" : "send", w->phase, bytes, t);
+                /* v1-v4: the tasks themselves, all within 1 ms: one
+                   Stormlog event for the sends, one for the receives */
+                if (version < 5) expect_op(w->comm, j % 2 ? "recv" : "send", w->phase, bytes, t, j < 2);
                 if (t > ns) ns = t;
             }
             /* v5+: one all_to_all, its longest task */
-            if (version >= 5) expect_op(w->comm, "all_to_all", w->phase, bytes, ns);
+            if (version >= 5) expect_op(w->comm, "all_to_all", w->phase, bytes, ns, 1);
             continue;
         }
-        expect_op(w->comm, kind_of(w->func), w->phase, bytes, op_ns(w, order));
+        expect_op(w->comm, kind_of(w->func), w->phase, bytes, op_ns(w, order), 1); /* calls are 12 ms apart */
         if (w->ring && level >= L_PROXY && children_count(order)) {
             int ph = phases_known ? w->phase : UNPHASED;
             for (j = 0; j < w->steps; j++) {
@@ -765,8 +769,12 @@ static void write_expect(const char *path, int rank) {
                 phase_name[peers[i].phase], peers[i].bytes, peers[i].ops);
     fprintf(f, "],\n \"slices\": [");
     for (i = 0; i < nslices; i++)
-        fprintf(f, "%s{\"name\": \"nccl %s\", \"comm\": \"%s\", \"ns\": %" PRIu64 "}", i ? ", " : "", slices[i].kind,
-                comms[slices[i].comm].name, slices[i].ns);
+        fprintf(f,
+                "%s\n  {\"name\": \"nccl %s\", \"comm\": \"%s\", \"track\": \"nccl %s r%d\", \"phase\": \"%s\", "
+                "\"bytes\": %" PRIu64 ", \"ns\": %" PRIu64 ", \"stormlog\": %s}",
+                i ? "," : "", slices[i].kind, comms[slices[i].comm].name, comms[slices[i].comm].name,
+                comms[slices[i].comm].rank, phase_name[slices[i].phase], slices[i].bytes, slices[i].ns,
+                slices[i].stormlog ? "true" : "false");
     fprintf(f, "]}\n");
     if (fclose(f) != 0) die("cannot write NCCL_DRIVER_EXPECT");
 }
@@ -774,7 +782,7 @@ static void write_expect(const char *path, int rank) {
 /* ---- the events played --------------------------------------------------- */
 
 static pid_t my_pid;
-static uint64_t seqs[NCOMMS][8];
+static uint64_t seqs[NCOMMS][8]; /* per comm and func (ncclFunc_t), as NCCL counts */
 
 /* The phase the program is in: memobs' own in DRIVER_HOST, else the
    preload's (memobs_set_phase, exported by libmemobs_preload.so) when
@@ -855,7 +863,7 @@ static void play_task(const row_t *w, int comm, const char *func, int peer, void
     e.dtype = w->dtype;
     e.count = w->count;
     e.peer = peer;
-    e.seq = seqs[comm][is_coll]++;
+    e.seq = seqs[comm][func_num(func)]++;
     e.nchannels = w->nch;
     e.comm_name = comms[comm].name;
     e.comm_hash = comms[comm].id;

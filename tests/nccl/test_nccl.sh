@@ -50,9 +50,8 @@ else
     exit 1
 fi
 LINK="-ldl -pthread -Wl,--export-dynamic-symbol=clock_gettime"
-san_plugin() { # OUT FLAGS: the plugin as mk/nccl.mk builds it, with sanitizer FLAGS
-    $CC -std=c99 -O1 -g $W $2 -fPIC -shared -fvisibility=hidden -I. nccl/memobs_nccl_plugin.c -o "$1" \
-        -Wl,--version-script=nccl/memobs_nccl.map -pthread -ldl -lm
+san_plugin() { # OUT FLAGS: make nccl-plugin with the sanitizer FLAGS in CFLAGS, copied to OUT
+    make -s BUILD="$1.d" CFLAGS="-O1 -g $2" nccl-plugin && cp "$1.d/libnccl-profiler-memobs.so" "$1"
 }
 if ! { $CC -std=c99 -O1 -g $W -o "$B/driver" tests/nccl/nccl_driver.c $LINK &&
     $CC -std=c11 -O1 -g $W -I"$CUDA_INC" -c -o "$B/cudart_double.o" tests/cuda/cudart_double.c &&
@@ -129,8 +128,11 @@ for v in 1 2 3 4 5 6; do
         d=$B/v$v-$l
         mkdir -p "$d"
         if RANK=1 WORLD_SIZE=4 MEMOBS_NCCL=$l MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
-            NCCL_DRIVER_EXPECT="$d/exp.json" run "v$v-$l" "$B/driver_host" "$PLUGIN" $v scenario 1; then
+            MEMOBS_TIMELINE="$d/tl.json" MEMOBS_STORMLOG="$d/rank.json" NCCL_DRIVER_EXPECT="$d/exp.json" \
+            run "v$v-$l" "$B/driver_host" "$PLUGIN" $v scenario 1; then
             TAG="v$v $l" check summary "$d/exp.json" "$d/sum.json" program $l
+            TAG="v$v $l" check timeline "$d/exp.json" "$d/tl.json"
+            TAG="v$v $l" check stormlog "$d/exp.json" "$d/rank.json"
         fi
     done
 done
