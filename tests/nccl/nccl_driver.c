@@ -531,25 +531,31 @@ typedef struct {
     int ring, steps;
     size_t step_bytes;
     int captured;    /* issued during a graph capture: API event only (v5+) */
-    int min_version; /* played from this version on */
+    int min_version; /* played from this version on (0: all) */
     int joined;      /* 1: in one group with the row before */
 } row_t;
 
 /* Design note 3.7's job, per rank. */
 static const row_t script[] = {
-    /* prefill, tp: 3 x all-reduce of 1 MiB bfloat16 over the ring */
-    {5, PREFILL, TP, "AllReduce", "ncclBfloat16", 1048576, 3, 2, {2000 * US, 1500 * US}, 1, 4, 524288, 0, 1, 0},
-    /* decode, tp: 5 x all-gather of 4096 floats per rank */
-    {6, DECODE, TP, "AllGather", "ncclFloat32", 4096, 5, 1, {10 * US, 0}, 0, 0, 0, 0, 1, 0},
-    /* decode, tp: one all-to-all of 1024 int32 per peer (P2pApi events, v5+;
-       earlier versions see its Send and Recv tasks) */
-    {7, DECODE, TP, "AlltoAll", "ncclInt32", 1024, 1, 1, {100 * US, 0}, 0, 0, 0, 0, 1, 0},
+    /* prefill, tp: 3 all-reduces of 1 Mi bfloat16 over the ring */
+    {.tick = 5, .phase = PREFILL, .comm = TP, .func = "AllReduce", .dtype = "ncclBfloat16", .count = 1048576,
+     .reps = 3, .nch = 2, .ch_ns = {2000 * US, 1500 * US}, .ring = 1, .steps = 4, .step_bytes = 524288},
+    /* decode, tp: 5 all-gathers of 4096 floats per rank */
+    {.tick = 6, .phase = DECODE, .comm = TP, .func = "AllGather", .dtype = "ncclFloat32", .count = 4096,
+     .reps = 5, .nch = 1, .ch_ns = {10 * US}},
+    /* decode, tp: one all-to-all of 1024 int32 per peer (P2pApi events,
+       v5+; earlier versions see its Send and Recv tasks) */
+    {.tick = 7, .phase = DECODE, .comm = TP, .func = "AlltoAll", .dtype = "ncclInt32", .count = 1024,
+     .reps = 1, .nch = 1, .ch_ns = {100 * US}},
     /* decode, pp: a send to and a receive from the partner, one group */
-    {8, DECODE, PP, "Send", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1, 0},
-    {8, DECODE, PP, "Recv", "ncclFloat16", 262144, 1, 1, {1000 * US, 0}, 0, 0, 0, 0, 1, 1},
+    {.tick = 8, .phase = DECODE, .comm = PP, .func = "Send", .dtype = "ncclFloat16", .count = 262144,
+     .reps = 1, .nch = 1, .ch_ns = {1000 * US}},
+    {.tick = 8, .phase = DECODE, .comm = PP, .func = "Recv", .dtype = "ncclFloat16", .count = 262144,
+     .reps = 1, .nch = 1, .ch_ns = {1000 * US}, .joined = 1},
     /* decode, tp: an all-reduce made during a CUDA graph capture, never
-       replayed: its API event only */
-    {8, DECODE, TP, "AllReduce", "ncclBfloat16", 1024, 1, 0, {0, 0}, 0, 0, 0, 1, 5, 0},
+       replayed: its API event only (v5+) */
+    {.tick = 8, .phase = DECODE, .comm = TP, .func = "AllReduce", .dtype = "ncclBfloat16", .count = 1024,
+     .reps = 1, .captured = 1, .min_version = 5},
 };
 #define NROWS (sizeof script / sizeof script[0])
 #define TICKS 12       /* samples per rank: Stormlog wants >= 6 and a spike short next to them */
@@ -1121,8 +1127,8 @@ static void *proxy_main(void *arg) {
 static int run_threads(int rank) {
     pthread_t th;
     int i, mask = 0;
-    row_t w = {0, DECODE, TP, "AllReduce", "ncclBfloat16", THREAD_COUNT, THREAD_OPS, 1, {1000, 0}, 1, 1,
-               THREAD_COUNT * 2, 0, 1, 0};
+    row_t w = {.phase = DECODE, .comm = TP, .func = "AllReduce", .dtype = "ncclBfloat16", .count = THREAD_COUNT,
+               .reps = THREAD_OPS, .nch = 1, .ch_ns = {1000}, .ring = 1, .steps = 1, .step_bytes = THREAD_COUNT * 2};
     const char *exp = getenv("NCCL_DRIVER_EXPECT");
     if (version < 5) die("threads: played with v5 or v6");
     for (i = 0; i < NCOMMS; i++)
