@@ -67,6 +67,11 @@
        interned once; per name count, time and markers in every summary and
        export, slices on the timeline, context and events in Stormlog,
        NVTX ranges with memobs_cuda.h.
+     Collectives and peers: per communicator, kind and phase, operations,
+       bytes, time, algorithm and bus bandwidth as nccl-tests defines them
+       (NCCL's, through the profiler plugin libnccl-profiler-memobs.so, or
+       any backend's records); bytes sent to and received from each peer (a
+       rank, or a named instance: KV transfers between instances).
      Identity: job id, rank, local rank, world size, host, pid, carried by
        every export.
      Host memory (off by default; MEMOBS_SAMPLE_MS): a background thread
@@ -87,6 +92,10 @@
      A one-file HTML report for people (memobs_write_html, MEMOBS_HTML):
      charts as inline SVG of transfers, latency histograms, memory over
      time and the traces holding memory; opens offline; at most ~2 MB.
+     Collectives and peers appear in each of them once recorded: summary
+     blocks, memobs_collective_* and memobs_peer_transfer_* families, a
+     timeline slice per collective, a Stormlog event per collective (at most
+     one per communicator and kind per 10 ms), two HTML tables.
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -162,6 +171,12 @@
                               kept (2 to 65535, default 256; id 0 is
                               "(other)"); a thread that uses regions holds
                               64 bytes of counts per name.
+     MEMOBS_EXPORT_HOST       implementation only. Defines memobs_host_api()
+                              with default visibility: a table of this
+                              instance's functions, through which a module
+                              loaded RTLD_LOCAL (the NCCL profiler plugin)
+                              records into it. MEMOBS_HOST_INSTANCE (a string,
+                              default "program") names the instance.
      MEMOBS_NO_AUTOINIT       implementation only. Do not read the environment
                               from a constructor at load time; it is read at
                               the first call of memobs_init() or the first
@@ -342,7 +357,10 @@
      (see memobs_track_set_unwinder). Frames get
      function names from dladdr(): exported symbols only (link executables
      with -rdynamic), else module+offset for addr2line; C++ names are
-     demangled when the program links libstdc++. Double frees are told
+     demangled when the program links libstdc++. Collectives:
+     MEMOBS_MAX_COMMS (64) communicators, MEMOBS_MAX_COLL_KINDS (16) kinds,
+     MEMOBS_MAX_PEERS (256) peers; beyond, "(other)", "other" or no peer,
+     counted. Double frees are told
      apart from unknown pointers for the last 16 frees of each of 64 table
      stripes. A free whose pointer was never tracked because the table was
      full cannot be sized: current bytes then overstate (the summary says).
@@ -789,9 +807,12 @@ MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char
    nccl-tests defines them from the kind and the communicator's nranks:
    S = bytes x nranks for all_gather, reduce_scatter and all_to_all, else
    bytes; busbw factor 2(n-1)/n all_reduce, (n-1)/n all_gather,
-   reduce_scatter, all_to_all, 1 broadcast, reduce, send, recv; none for
-   gather, scatter and other kinds. algbw = S / t, busbw = S x factor / t,
-   over timed operations only. */
+   reduce_scatter, all_to_all, 1 broadcast, reduce, send, recv, send_recv;
+   none for gather, scatter and other kinds, nor when nranks is 0. algbw =
+   S / t, busbw = S x factor / t, over timed operations only (bus_bytes is
+   computed exactly from the summed S: rounded down once).
+   Records are a few relaxed atomic adds; registration takes a lock.
+   memobs_reset() zeroes the figures and notes, keeps the registrations. */
 #define MEMOBS_MAX_COMMS 64      /* communicators a process keeps, "(other)" included */
 #define MEMOBS_MAX_COLL_KINDS 16 /* collective kinds, the fixed ones included */
 #define MEMOBS_MAX_PEERS 256     /* named peers and ranks of communicators */
@@ -4260,7 +4281,8 @@ memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank,
 static int memobs__coll_fixed_kind(const char *name) {
     int k;
     for (k = 0; k < MEMOBS_COLL_FIXED_KINDS; k++)
-        if (memobs__streq_nocase(name, memobs__coll_fixed[k][0]) || memobs__streq_nocase(name, memobs__coll_fixed[k][1]))
+        if (memobs__streq_nocase(name, memobs__coll_fixed[k][0]) ||
+            memobs__streq_nocase(name, memobs__coll_fixed[k][1]))
             return k;
     return -1;
 }
@@ -4390,10 +4412,11 @@ static int memobs__coll_factor(int kind, int nranks, uint64_t *num, uint64_t *de
 }
 
 /* a x num / den, rounded down, exact in integers (num < 2^33, den < 2^32),
-   saturating. */
+   saturating; a saturated a (UINT64_MAX) stays so. */
 static uint64_t memobs__coll_muldiv(uint64_t a, uint64_t num, uint64_t den) {
     uint64_t q = a / den, r = a % den, hi;
     if (!num) return 0;
+    if (a == UINT64_MAX) return UINT64_MAX;
     if (q > UINT64_MAX / num) return UINT64_MAX;
     hi = q * num;
     return memobs__sat(hi, r * num / den); /* r < den < 2^32, num < 2^33: no overflow */
@@ -4541,7 +4564,8 @@ static uint64_t memobs__coll_row_read(uint32_t c, uint32_t k, uint32_t ph, memob
     out->timed_ops = MEMOBS__LOAD(&v[2].v) - MEMOBS__LOAD(&b[2]);
     out->ns = memobs__win(MEMOBS__LOAD(&v[3].v), MEMOBS__LOAD(&b[3]));
     out->algo_bytes = memobs__win(MEMOBS__LOAD(&v[4].v), MEMOBS__LOAD(&b[4]));
-    if (memobs__coll_factor((int)k, d->nranks, &num, &den)) out->bus_bytes = memobs__coll_muldiv(out->algo_bytes, num, den);
+    if (memobs__coll_factor((int)k, d->nranks, &num, &den))
+        out->bus_bytes = memobs__coll_muldiv(out->algo_bytes, num, den);
     if (out->ns) {
         out->algbw_gbs = (double)out->algo_bytes / (double)out->ns;
         out->busbw_gbs = (double)out->bus_bytes / (double)out->ns;
@@ -7023,15 +7047,16 @@ static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e,
     p = MEMOBS__TL_LIT(p, ",\"seq\":");
     p = memobs__tl_dec(p, e->c);
     p = MEMOBS__TL_LIT(p, ",\"algbw\":");
-    if (e->a) p += snprintf(p, 64, "%.6g", (double)s / (double)e->a);
+    if (e->a) p += snprintf(p, 64, "%.9g", (double)s / (double)e->a);
     else p = MEMOBS__TL_LIT(p, "null");
     p = MEMOBS__TL_LIT(p, ",\"busbw\":");
     if (e->a && memobs__coll_factor((int)k, nranks, &num, &den))
-        p += snprintf(p, 64, "%.6g", (double)memobs__coll_muldiv(s, num, den) / (double)e->a);
+        p += snprintf(p, 64, "%.9g", (double)memobs__coll_muldiv(s, num, den) / (double)e->a);
     else p = MEMOBS__TL_LIT(p, "null");
     p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
     p = memobs__tl_str(p, memobs__tl_ph[ph]);
-    p = (e->meta >> 56 & 1u) ? MEMOBS__TL_LIT(p, "\",\"captured\":true}}") : MEMOBS__TL_LIT(p, "\",\"captured\":false}}");
+    p = (e->meta >> 56 & 1u) ? MEMOBS__TL_LIT(p, "\",\"captured\":true}}")
+                             : MEMOBS__TL_LIT(p, "\",\"captured\":false}}");
     memobs__tl_end(o, p);
 }
 
@@ -13284,7 +13309,8 @@ static void memobs__html_coll(memobs__out_t *o) {
                 memobs__html_count_cell(o, "coll.ops", x.ops);
                 memobs__html_bytes_cell(o, "coll.bytes", x.bytes);
                 memobs__html_cell(o, "coll.ns", x.ns, x.timed_ops ? memobs_format_ns(b[0], sizeof b[0], x.ns) : "-");
-                memobs__html_cell(o, "coll.algo_bytes", x.algo_bytes, memobs__gbs(b[1], sizeof b[1], x.algo_bytes, x.ns, 1));
+                memobs__html_cell(o, "coll.algo_bytes", x.algo_bytes,
+                                  memobs__gbs(b[1], sizeof b[1], x.algo_bytes, x.ns, 1));
                 memobs__html_cell(o, "coll.bus_bytes", x.bus_bytes,
                                   memobs__gbs(b[2], sizeof b[2], x.bus_bytes, x.ns,
                                               memobs__coll_factor((int)k, cd->nranks, &num, &den)));

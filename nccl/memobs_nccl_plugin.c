@@ -24,7 +24,7 @@
      api     CollApi|P2pApi                  Coll|P2p            Coll|P2p
      coll    CollApi|P2pApi|Coll|P2p|KernelCh Coll|P2p|KernelCh  Coll|P2p
      proxy   coll + ProxyOp|ProxyStep        same                same
-     net     proxy + ProxyCtrl|NetPlugin     same (v3+: NetPlugin) proxy + ProxyCtrl
+     net     proxy + ProxyCtrl|NetPlugin     same                proxy + ProxyCtrl
    Refusal (MEMOBS_NCCL=off/0, or memobs disabled when that init runs):
    *eActivationMask = 0, *context = NULL, returns ncclInternalError. Calls
    with a NULL context return ncclSuccess and a NULL handle.
@@ -51,42 +51,54 @@
        bytes = count x datatype size, untimed); each P2pApi likewise; a
        P2pApi "AlltoAll" is one task of 2 x nranks (a Send and a Recv per
        rank): the plugin emits one all_to_all record (bytes = count x size)
-       per 2 x nranks such events of a comm. v1-v4: each Coll/P2p is one
-       untimed record at start.
+       per 2 x nranks such events of a comm. Gather and Scatter (split
+       into sends and recvs by NCCL like AlltoAll, with no root in the
+       P2pApi): kind gather/scatter, one op per task event. v1-v4: each
+       Coll/P2p is one untimed record at start.
      level coll and above: each Coll/P2p is one record when it completes:
        when its own stopEvent (NCCL: enqueued) and every child it counts
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
        for each of its nChannels KernelCh from the start (children that
        come after NCCL stopped the Coll still count; more KernelCh than
-       nChannels take a reference each while the Coll lives). ns = the
-       longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
+       nChannels take a reference each while the Coll lives; when fewer
+       come, the operation is recorded 10 s after its stop, when the
+       sweep (one slot per Coll/P2p start) passes it, or at its comm's
+       finalize, with the time of those that came). v1-v3 give no
+       count: a Coll that may have children (v3 at coll level, any at
+       proxy level) waits 100 ms after its stop, then is recorded when the
+       sweep passes it. Operations still waiting are recorded at their
+       comm's finalize and at exit. ns = the longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
        GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
        the longest ProxyOp's CPU span at proxy level, else untimed (0).
        Also seq (seqNumber), algo, proto (v1 numbers turned into NCCL's
        names), nChannels (v4+; v1-v3 nMaxChannels). A P2p whose P2pApi
        parent says "AlltoAll" goes to the comm's all_to_all: one record
        per 2 x nranks such P2p (bytes = their sum / 2n; ns = their
-       longest). Phase: the CollApi/P2pApi's (read with the host's
+       longest); under a Gather or Scatter P2pApi a P2p keeps its own kind
+       (send, recv). Phase: the CollApi/P2pApi's (read with the host's
        memobs_get_phase on the user thread at the API call; v5+); without
        an API parent the starting thread's phase, and when that is unphased
        the comm's last phase seen (best effort on the CUDA callback
        thread). graphCaptured API calls: CAPTURED_CALLS +1 and no record;
        a task event whose API parent was captured is a replay:
        CAPTURED_REPLAYS +1 per record and the record says captured.
-       Unknown datatype: 0 bytes and BAD_EVENTS +1. Unknown func: kind
+       Datatype sizes: NCCL's names (ncclInt8 ... ncclFloat8e5m2) and
+       "Unknown", which NCCL 2.24-2.30 say for ncclUint8 (1 byte); any
+       other: 0 bytes and BAD_EVENTS +1. Unknown func: kind
        "other:<func>".
      level proxy: ProxyStep states SendWait (sent) and RecvFlushWait
        (received) with transSize (v4+: proxyStep args) ->
        memobs_record_peer_xfer_timed(rank peer of the comm, SEND/RECV,
        transSize, the op's phase, 0): one peer op per step. No other
        state counts (NCCL passes transSize with all of them). v1-v3:
-       ProxyOp states SendTransmitted / RecvReceived carry the op's running
-       total: the increase since the last one is recorded. PXN: parentObj
+       ProxyOp states SendTransmitted, SendDone / RecvReceived, RecvDone
+       carry the op's running total: each increase over the largest seen
+       is recorded (NCCL 2.23 shows a send step's bytes one state late). PXN: parentObj
        of a ProxyOp is read only when proxyOp.pid == getpid(); a foreign
        ProxyOp records peer bytes against the init's comm (v4+; v1-v3:
        none) in that comm's last phase.
      level net: NetPlugin and ProxyCtrl events are accepted (NULL handle)
-       and only counted inside the plugin.
+       and counted; the counts are logged at exit (one info line).
 
    HANDLES AND POOL: one fixed pool of MEMOBS_NCCL_EVENTS slots of 128
    bytes, a lock-free free list (index + tag word). Coll, P2p, KernelCh
@@ -96,7 +108,15 @@
    handle is a small tagged number (phase, captured, AlltoAll), never
    dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
    full pool: NULL handle, EVENTS_DROPPED +1; a Coll/P2p without a slot is
-   recorded at once (ops, bytes, untimed). A stop of an unknown, stale or
+   recorded at once (ops, bytes, untimed); a KernelCh without one leaves
+   its Coll untimed (if no other times it), a ProxyOp without one loses
+   its peer bytes. v1-v4 at level api: Coll/P2p get a tagged number as
+   well (recorded at start, nothing to stop). Example, v4, pool of 8: 64
+   Colls (nChannels 1) started and stopped, then a KernelCh for each of
+   the 8 with a handle: the first finds the pool full (dropped; its Coll
+   gives the announced reference back, completes untimed and frees its
+   slot), the next 7 get slots and time their Colls: ops 64, timed 7,
+   events_dropped 57. A stop of an unknown, stale or
    stopped handle: ncclSuccess and BAD_EVENTS +1.
 
    THREADS: startEvent/stopEvent/recordEventState from any thread (user,
@@ -121,28 +141,33 @@
 
 #include "nccl/profiler_api.h"
 
-#define MNP_EXPORT __attribute__((visibility("default")))
+#define MEMOBS_NCCL__EXPORT __attribute__((visibility("default")))
 
 /* ======================================================================== */
 /* State                                                                    */
 /* ======================================================================== */
 
-enum { MNP_OFF = 0, MNP_API, MNP_COLL, MNP_PROXY, MNP_NET };
-static const char *const mnp_level_names[] = {"off", "api", "coll", "proxy", "net"};
+enum { MEMOBS_NCCL__OFF = 0, MEMOBS_NCCL__API, MEMOBS_NCCL__COLL, MEMOBS_NCCL__PROXY, MEMOBS_NCCL__NET };
+static const char *const memobs_nccl__level_names[] = {"off", "api", "coll", "proxy", "net"};
 
-enum { MNP_EV_FREE = 0, MNP_EV_COLL, MNP_EV_P2P, MNP_EV_KCH, MNP_EV_POP };
+enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMOBS_NCCL__EV_KCH, MEMOBS_NCCL__EV_POP };
 
-#define MNP_MAX_COMMS 64
-#define MNP_DEFAULT_EVENTS 4096u
-#define MNP_MAX_EVENTS (1u << 20)
-#define MNP_SLOT_SHIFT 7
-#define MNP_GEN_MASK 63u
-#define MNP_STEP_BIT 1u
+#define MEMOBS_NCCL__MAX_COMMS 64
+#define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
+#define MEMOBS_NCCL__PEER_UNSET INT32_MIN
+#define MEMOBS_NCCL__LATE_NS 10000000000ull /* announced KernelCh still missing 10 s after the stop */
+#define MEMOBS_NCCL__GRACE_NS 100000000ull  /* v1-v3: how long a stopped Coll waits for children */
+#define MEMOBS_NCCL__GRACE 0x80000000u      /* expect's bit: the v1-v3 grace reference */
+#define MEMOBS_NCCL__DEFAULT_EVENTS 4096u
+#define MEMOBS_NCCL__MAX_EVENTS (1u << 20)
+#define MEMOBS_NCCL__SLOT_SHIFT 7
+#define MEMOBS_NCCL__GEN_MASK 63u
+#define MEMOBS_NCCL__STEP_BIT 1u
 /* API handles: small numbers in the never-mapped first page. */
-#define MNP_API_TAG 0x800u
-#define MNP_API_PHASE 0x3u
-#define MNP_API_CAPTURED 0x4u
-#define MNP_API_A2A 0x8u
+#define MEMOBS_NCCL__API_TAG 0x800u
+#define MEMOBS_NCCL__API_PHASE 0x3u
+#define MEMOBS_NCCL__API_CAPTURED 0x4u
+#define MEMOBS_NCCL__API_A2A 0x8u
 
 typedef struct {
     uint64_t id;
@@ -155,26 +180,28 @@ typedef struct {
     int a2a_captured;
     memobs_phase_t a2a_phase;
     uint64_t a2a_bytes, a2a_ns, a2a_start;
-} mnp_comm_t;
+    int32_t *peers; /* atomic entries: memobs_peer_rank of ranks < npeers, MEMOBS_NCCL__PEER_UNSET before */
+    int npeers;
+} memobs_nccl__comm_t;
 
 typedef struct __attribute__((aligned(128))) {
-    uint64_t word;     /* atomic: generation << 32 | references */
-    uint32_t next;     /* atomic: free list, index + 1 of the next free slot */
-    uint32_t stopped;  /* atomic: stopEvent seen (1 while free) */
-    uint8_t type;      /* MNP_EV_* */
+    uint64_t word;    /* atomic: generation << 32 | references */
+    uint32_t next;    /* atomic: free list, index + 1 of the next free slot */
+    uint32_t stopped; /* atomic: stopEvent seen (1 while free) */
+    uint8_t type;     /* MEMOBS_NCCL__EV_* */
     uint8_t phase;
     uint8_t captured;
-    uint8_t dir;       /* ProxyOp: MEMOBS_PEER_SEND / RECV */
-    uint8_t a2a;       /* P2p task of an AlltoAll call */
+    uint8_t dir; /* ProxyOp: MEMOBS_PEER_SEND / RECV */
+    uint8_t a2a; /* P2p task of an AlltoAll call */
     uint8_t version;
     uint8_t pad[2];
-    uint32_t expect;   /* atomic: KernelCh announced by nChannels, not yet started */
-    int32_t comm_ix;   /* index in mnp.comms, -1 none */
+    uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started; | GRACE */
+    int32_t comm_ix; /* index in memobs_nccl__g.comms, -1 none */
     memobs_comm_t comm;
     memobs_coll_kind_t kind;
     memobs_peer_t peer;
     int32_t nchannels;
-    uint32_t parent;   /* index + 1 of the Coll/P2p slot a child holds, 0 none */
+    uint32_t parent; /* index + 1 of the Coll/P2p slot a child holds, 0 none */
     uint64_t bytes;
     uint64_t start_ns; /* host clock when the event started */
     uint64_t t0, t1;   /* KernelCh: timer at start / KernelChStop; ProxyOp: CPU start */
@@ -182,54 +209,59 @@ typedef struct __attribute__((aligned(128))) {
     uint64_t aux;      /* Coll/P2p: seq; ProxyOp (v1-v3): transSize seen */
     char algo[16];
     char proto[8];
-} mnp_slot_t;
+} memobs_nccl__slot_t;
 
-typedef char mnp_slot_is_128[sizeof(mnp_slot_t) == (1u << MNP_SLOT_SHIFT) ? 1 : -1];
+typedef char memobs_nccl__slot_is_128[sizeof(memobs_nccl__slot_t) == (1u << MEMOBS_NCCL__SLOT_SHIFT) ? 1 : -1];
 
 /* The once-control and the comm lock sit apart from the state struct:
    their initializers are the only non-zero ones. */
-static pthread_once_t mnp_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t mnp_comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t memobs_nccl__once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t memobs_nccl__comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
     const memobs_host_api_t *host;
     const char *instance;
     int level;
-    int version;       /* API version of the first init */
     uint32_t nslots;
-    mnp_slot_t *slots;
-    uintptr_t lo, hi;  /* pool address range */
+    memobs_nccl__slot_t *slots;
+    uintptr_t lo, hi;   /* pool address range */
     uint64_t free_head; /* atomic: tag << 32 | (index + 1), 0 = empty */
-    uint32_t ncomms;   /* atomic: entries published */
-    mnp_comm_t comms[MNP_MAX_COMMS];
-    mnp_comm_t other;  /* beyond MNP_MAX_COMMS */
-    mnp_comm_t legacy; /* the context of v1-v3 inits (no comm at init) */
+    uint32_t ncomms;    /* atomic: entries published */
+    memobs_nccl__comm_t comms[MEMOBS_NCCL__MAX_COMMS];
+    memobs_nccl__comm_t other;        /* beyond MEMOBS_NCCL__MAX_COMMS */
+    memobs_nccl__comm_t legacy;       /* the context of v1-v3 inits (no comm at init) */
     uint64_t net_events, ctrl_events; /* atomic: level net's counts */
-    void *self;        /* dlopen handle pinning the plugin */
-} mnp;
+    void *self;                       /* dlopen handle pinning the plugin */
+} memobs_nccl__g;
 
 /* ======================================================================== */
 /* Host table                                                               */
 /* ======================================================================== */
 
 /* The plugin's own memobs, called directly (its symbols stay hidden). */
-static const memobs_host_api_t mnp_own_table = {
-    MEMOBS__ABI_KEY,           (uint32_t)sizeof(memobs_host_api_t),
-    "own",                     memobs_get_enabled,
-    memobs_get_phase,          memobs_now_ns,
-    memobs_coll_register_comm, memobs_coll_kind_intern,
-    memobs_record_coll_ex,     memobs_peer_intern,
-    memobs_peer_rank,          memobs_record_peer_xfer_timed,
-    memobs_coll_set_source,    memobs_coll_note,
-    memobs_get_identity};
+static const memobs_host_api_t memobs_nccl__own_table = {MEMOBS__ABI_KEY,
+                                                         (uint32_t)sizeof(memobs_host_api_t),
+                                                         "own",
+                                                         memobs_get_enabled,
+                                                         memobs_get_phase,
+                                                         memobs_now_ns,
+                                                         memobs_coll_register_comm,
+                                                         memobs_coll_kind_intern,
+                                                         memobs_record_coll_ex,
+                                                         memobs_peer_intern,
+                                                         memobs_peer_rank,
+                                                         memobs_record_peer_xfer_timed,
+                                                         memobs_coll_set_source,
+                                                         memobs_coll_note,
+                                                         memobs_get_identity};
 
-typedef const memobs_host_api_t *(*mnp_host_fn)(void);
+typedef const memobs_host_api_t *(*memobs_nccl__host_fn)(void);
 
 /* A table usable by this build, or NULL (one warning for a wrong key). */
-static const memobs_host_api_t *mnp_check_table(void *sym, const char *where) {
+static const memobs_host_api_t *memobs_nccl__check_table(void *sym, const char *where) {
     union {
         void *p;
-        mnp_host_fn f;
+        memobs_nccl__host_fn f;
     } u;
     const memobs_host_api_t *t;
     if (!sym) return NULL;
@@ -240,8 +272,8 @@ static const memobs_host_api_t *mnp_check_table(void *sym, const char *where) {
         memobs__log(MEMOBS_LOG_WARN,
                     "NCCL profiler: the memobs in %s has ABI key %llx (table %u bytes), this plugin %llx "
                     "(%u bytes): not recording into it",
-                    where, (unsigned long long)t->abi_key, (unsigned)t->size,
-                    (unsigned long long)MEMOBS__ABI_KEY, (unsigned)sizeof(memobs_host_api_t));
+                    where, (unsigned long long)t->abi_key, (unsigned)t->size, (unsigned long long)MEMOBS__ABI_KEY,
+                    (unsigned)sizeof(memobs_host_api_t));
         return NULL;
     }
     return t;
@@ -251,10 +283,10 @@ typedef struct {
     char **paths;
     size_t n, cap;
     const char *self;
-} mnp_objs_t;
+} memobs_nccl__objs_t;
 
-static int mnp_collect(struct dl_phdr_info *info, size_t size, void *data) {
-    mnp_objs_t *o = (mnp_objs_t *)data;
+static int memobs_nccl__collect(struct dl_phdr_info *info, size_t size, void *data) {
+    memobs_nccl__objs_t *o = (memobs_nccl__objs_t *)data;
     (void)size;
     if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
     if (o->self && strcmp(info->dlpi_name, o->self) == 0) return 0;
@@ -270,21 +302,21 @@ static int mnp_collect(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-static const memobs_host_api_t *mnp_find_host(const char *self) {
+static const memobs_host_api_t *memobs_nccl__find_host(const char *self) {
     const memobs_host_api_t *t;
     const char *attach = getenv("MEMOBS_NCCL_ATTACH");
-    mnp_objs_t o = {NULL, 0, 0, self};
+    memobs_nccl__objs_t o = {NULL, 0, 0, self};
     size_t i;
     if (attach && strcmp(attach, "0") == 0) return NULL;
-    t = mnp_check_table(dlsym(RTLD_DEFAULT, "memobs_host_api"), "the process's global symbols");
+    t = memobs_nccl__check_table(dlsym(RTLD_DEFAULT, "memobs_host_api"), "the process's global symbols");
     if (t) return t;
     /* Objects loaded RTLD_LOCAL (a Python extension): names first, the
        loader calls outside dl_iterate_phdr's lock. */
-    dl_iterate_phdr(mnp_collect, &o);
+    dl_iterate_phdr(memobs_nccl__collect, &o);
     for (i = 0; i < o.n && !t; i++) {
         void *h = dlopen(o.paths[i], RTLD_NOW | RTLD_NOLOAD);
         if (!h) continue;
-        t = mnp_check_table(dlsym(h, "memobs_host_api"), o.paths[i]);
+        t = memobs_nccl__check_table(dlsym(h, "memobs_host_api"), o.paths[i]);
         if (!t) dlclose(h); /* else kept open: the table's module stays loaded */
     }
     for (i = 0; i < o.n; i++) free(o.paths[i]);
@@ -292,105 +324,109 @@ static const memobs_host_api_t *mnp_find_host(const char *self) {
     return t;
 }
 
-static int mnp_parse_level(void) {
+static int memobs_nccl__parse_level(void) {
     const char *v = getenv("MEMOBS_NCCL");
     int i;
-    if (!v || !v[0]) return MNP_COLL;
-    if (strcmp(v, "0") == 0) return MNP_OFF;
-    for (i = MNP_OFF; i <= MNP_NET; i++)
-        if (strcasecmp(v, mnp_level_names[i]) == 0) return i;
+    if (!v || !v[0]) return MEMOBS_NCCL__COLL;
+    if (strcmp(v, "0") == 0) return MEMOBS_NCCL__OFF;
+    for (i = MEMOBS_NCCL__OFF; i <= MEMOBS_NCCL__NET; i++)
+        if (strcasecmp(v, memobs_nccl__level_names[i]) == 0) return i;
     memobs__log(MEMOBS_LOG_WARN, "MEMOBS_NCCL=%.64s: not one of off, 0, api, coll, proxy, net; using coll", v);
-    return MNP_COLL;
+    return MEMOBS_NCCL__COLL;
 }
 
-static uint32_t mnp_parse_events(void) {
+static uint32_t memobs_nccl__parse_events(void) {
     const char *v = getenv("MEMOBS_NCCL_EVENTS");
     char *end;
     unsigned long n;
-    if (!v || !v[0]) return MNP_DEFAULT_EVENTS;
+    if (!v || !v[0]) return MEMOBS_NCCL__DEFAULT_EVENTS;
     n = strtoul(v, &end, 10);
-    if (*end || n < 1 || n > MNP_MAX_EVENTS || v[0] == '-') {
+    if (*end || n < 1 || n > MEMOBS_NCCL__MAX_EVENTS || v[0] == '-') {
         memobs__log(MEMOBS_LOG_WARN, "MEMOBS_NCCL_EVENTS=%.64s: not a number from 1 to %u; using %u", v,
-                    MNP_MAX_EVENTS, MNP_DEFAULT_EVENTS);
-        return MNP_DEFAULT_EVENTS;
+                    MEMOBS_NCCL__MAX_EVENTS, MEMOBS_NCCL__DEFAULT_EVENTS);
+        return MEMOBS_NCCL__DEFAULT_EVENTS;
     }
     return (uint32_t)n;
 }
 
-static void mnp_setup(void) {
+static void memobs_nccl__at_exit(void);
+
+static void memobs_nccl__setup(void) {
     Dl_info self;
     const char *self_path = NULL;
     size_t bytes;
     uint32_t i;
     void *p;
-    if (dladdr((void *)&mnp, &self) && self.dli_fname) self_path = self.dli_fname;
-    mnp.level = mnp_parse_level();
-    mnp.host = mnp_find_host(self_path);
-    if (!mnp.host) {
+    if (dladdr((void *)&memobs_nccl__g, &self) && self.dli_fname) self_path = self.dli_fname;
+    memobs_nccl__g.level = memobs_nccl__parse_level();
+    if (memobs_nccl__g.level == MEMOBS_NCCL__OFF) return; /* every init refuses: no host, no pool */
+    memobs_nccl__g.host = memobs_nccl__find_host(self_path);
+    if (!memobs_nccl__g.host) {
         memobs_init(); /* the own instance reads MEMOBS_* now (MEMOBS_NO_AUTOINIT) */
-        mnp.host = &mnp_own_table;
+        memobs_nccl__g.host = &memobs_nccl__own_table;
     }
-    mnp.instance = mnp.host->instance ? mnp.host->instance : "own";
+    memobs_nccl__g.instance = memobs_nccl__g.host->instance ? memobs_nccl__g.host->instance : "own";
     /* NCCL dlclose()s its profiler when the last communicator goes; an
        exit handler of the own instance still points here. */
-    if (self_path) mnp.self = dlopen(self_path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    mnp.nslots = mnp_parse_events();
-    bytes = (size_t)mnp.nslots * sizeof(mnp_slot_t);
+    if (self_path) memobs_nccl__g.self = dlopen(self_path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    memobs_nccl__g.nslots = memobs_nccl__parse_events();
+    bytes = (size_t)memobs_nccl__g.nslots * sizeof(memobs_nccl__slot_t);
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         memobs__log(MEMOBS_LOG_WARN, "NCCL profiler: no memory for %u events; every event is dropped",
-                    (unsigned)mnp.nslots);
-        mnp.nslots = 0;
+                    (unsigned)memobs_nccl__g.nslots);
+        memobs_nccl__g.nslots = 0;
         return;
     }
-    mnp.slots = (mnp_slot_t *)p;
-    mnp.lo = (uintptr_t)p;
-    mnp.hi = mnp.lo + bytes;
-    for (i = 0; i < mnp.nslots; i++) {
-        mnp.slots[i].next = i + 1 < mnp.nslots ? i + 2 : 0;
-        mnp.slots[i].stopped = 1;
-        mnp.slots[i].word = 0;
+    memobs_nccl__g.slots = (memobs_nccl__slot_t *)p;
+    memobs_nccl__g.lo = (uintptr_t)p;
+    memobs_nccl__g.hi = memobs_nccl__g.lo + bytes;
+    for (i = 0; i < memobs_nccl__g.nslots; i++) {
+        memobs_nccl__g.slots[i].next = i + 1 < memobs_nccl__g.nslots ? i + 2 : 0;
+        memobs_nccl__g.slots[i].stopped = 1;
+        memobs_nccl__g.slots[i].word = 0;
     }
-    __atomic_store_n(&mnp.free_head, mnp.nslots ? 1u : 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&memobs_nccl__g.free_head, memobs_nccl__g.nslots ? 1u : 0u, __ATOMIC_RELEASE);
+    atexit(memobs_nccl__at_exit);
 }
 
 /* ======================================================================== */
 /* Pool and handles                                                         */
 /* ======================================================================== */
 
-static mnp_slot_t *mnp_alloc(void) {
-    uint64_t head = __atomic_load_n(&mnp.free_head, __ATOMIC_ACQUIRE), nh;
+static memobs_nccl__slot_t *memobs_nccl__alloc(void) {
+    uint64_t head = __atomic_load_n(&memobs_nccl__g.free_head, __ATOMIC_ACQUIRE), nh;
     for (;;) {
         uint32_t ix = (uint32_t)head;
         if (!ix) return NULL;
-        nh = (((head >> 32) + 1) << 32) | __atomic_load_n(&mnp.slots[ix - 1].next, __ATOMIC_RELAXED);
-        if (__atomic_compare_exchange_n(&mnp.free_head, &head, nh, 1, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
-            return &mnp.slots[ix - 1];
+        nh = (((head >> 32) + 1) << 32) | __atomic_load_n(&memobs_nccl__g.slots[ix - 1].next, __ATOMIC_RELAXED);
+        if (__atomic_compare_exchange_n(&memobs_nccl__g.free_head, &head, nh, 1, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+            return &memobs_nccl__g.slots[ix - 1];
     }
 }
 
 /* The slot's generation moves on: every handle to it is stale from now. */
-static void mnp_free(mnp_slot_t *s) {
-    uint32_t ix = (uint32_t)(s - mnp.slots) + 1;
+static void memobs_nccl__free(memobs_nccl__slot_t *s) {
+    uint32_t ix = (uint32_t)(s - memobs_nccl__g.slots) + 1;
     uint64_t w = __atomic_load_n(&s->word, __ATOMIC_RELAXED), head, nh;
     __atomic_store_n(&s->stopped, 1u, __ATOMIC_RELAXED);
     __atomic_store_n(&s->word, ((w >> 32) + 1) << 32, __ATOMIC_RELEASE);
-    head = __atomic_load_n(&mnp.free_head, __ATOMIC_RELAXED);
+    head = __atomic_load_n(&memobs_nccl__g.free_head, __ATOMIC_RELAXED);
     do {
         __atomic_store_n(&s->next, (uint32_t)head, __ATOMIC_RELAXED);
         nh = (((head >> 32) + 1) << 32) | ix;
-    } while (!__atomic_compare_exchange_n(&mnp.free_head, &head, nh, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    } while (!__atomic_compare_exchange_n(&memobs_nccl__g.free_head, &head, nh, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
 /* Makes a fresh slot live with refs references; returns its handle. */
-static void *mnp_publish(mnp_slot_t *s, uint32_t refs) {
+static void *memobs_nccl__publish(memobs_nccl__slot_t *s, uint32_t refs) {
     uint64_t gen = __atomic_load_n(&s->word, __ATOMIC_RELAXED) >> 32;
     __atomic_store_n(&s->stopped, 0u, __ATOMIC_RELAXED);
     __atomic_store_n(&s->word, (gen << 32) | refs, __ATOMIC_RELEASE);
-    return (void *)((uintptr_t)s | (uintptr_t)((gen & MNP_GEN_MASK) << 1));
+    return (void *)((uintptr_t)s | (uintptr_t)((gen & MEMOBS_NCCL__GEN_MASK) << 1));
 }
 
-static void mnp_clear(mnp_slot_t *s, int type, int version) {
+static void memobs_nccl__clear(memobs_nccl__slot_t *s, int type, int version) {
     s->type = (uint8_t)type;
     s->phase = MEMOBS_PHASE_NONE;
     s->captured = 0;
@@ -406,97 +442,123 @@ static void mnp_clear(mnp_slot_t *s, int type, int version) {
     s->parent = 0;
     s->bytes = 0;
     s->start_ns = 0;
-    s->t0 = s->t1 = 0;
+    s->t0 = 0;
+    __atomic_store_n(&s->t1, (uint64_t)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->ns, (uint64_t)0, __ATOMIC_RELAXED);
     s->aux = 0;
     s->algo[0] = 0;
     s->proto[0] = 0;
 }
 
-static int mnp_is_api(const void *h) { return ((uintptr_t)h & ~(uintptr_t)0xF) == MNP_API_TAG; }
+static int memobs_nccl__is_api(const void *h) { return ((uintptr_t)h & ~(uintptr_t)0xF) == MEMOBS_NCCL__API_TAG; }
 
 /* The live slot a handle names (generation checked), or NULL. */
-static mnp_slot_t *mnp_slot_of(const void *handle, int *step) {
+static memobs_nccl__slot_t *memobs_nccl__slot_of(const void *handle, int *step) {
     uintptr_t h = (uintptr_t)handle, off;
-    mnp_slot_t *s;
-    if (h < mnp.lo || h >= mnp.hi) return NULL;
-    off = h - mnp.lo;
-    s = &mnp.slots[off >> MNP_SLOT_SHIFT];
-    if (step) *step = (int)(off & MNP_STEP_BIT);
-    if (((__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) >> 32) & MNP_GEN_MASK) != ((off >> 1) & MNP_GEN_MASK))
+    memobs_nccl__slot_t *s;
+    if (h < memobs_nccl__g.lo || h >= memobs_nccl__g.hi) return NULL;
+    off = h - memobs_nccl__g.lo;
+    s = &memobs_nccl__g.slots[off >> MEMOBS_NCCL__SLOT_SHIFT];
+    if (step) *step = (int)(off & MEMOBS_NCCL__STEP_BIT);
+    if (((__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) >> 32) & MEMOBS_NCCL__GEN_MASK) !=
+        ((off >> 1) & MEMOBS_NCCL__GEN_MASK))
         return NULL;
     return s;
 }
 
-static uint32_t mnp_gen_of(const void *handle) { return (uint32_t)(((uintptr_t)handle >> 1) & MNP_GEN_MASK); }
+static uint32_t memobs_nccl__gen_of(const void *handle) {
+    return (uint32_t)(((uintptr_t)handle >> 1) & MEMOBS_NCCL__GEN_MASK);
+}
 
 /* One more reference to a live parent of generation g; 0 when it is gone. */
-static int mnp_ref(mnp_slot_t *p, uint32_t g) {
+static int memobs_nccl__ref(memobs_nccl__slot_t *p, uint32_t g) {
     uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
     do {
-        if ((uint32_t)w == 0 || ((w >> 32) & MNP_GEN_MASK) != g) return 0;
+        if ((uint32_t)w == 0 || ((w >> 32) & MEMOBS_NCCL__GEN_MASK) != g) return 0;
     } while (!__atomic_compare_exchange_n(&p->word, &w, w + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     return 1;
 }
 
-static void mnp_atomic_max(uint64_t *p, uint64_t v) {
+static void memobs_nccl__atomic_max(uint64_t *p, uint64_t v) {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
 }
 
-static void mnp_note(memobs_coll_note_t what) { mnp.host->coll_note(what, 1); }
+static void memobs_nccl__note(memobs_coll_note_t what) { memobs_nccl__g.host->coll_note(what, 1); }
 
 /* ======================================================================== */
 /* Communicators                                                            */
 /* ======================================================================== */
 
-static void mnp_comm_fill(mnp_comm_t *c, const char *name, uint64_t id, int rank, int nranks, int nnodes) {
+static void memobs_nccl__comm_fill(memobs_nccl__comm_t *c, const char *name, uint64_t id, int rank, int nranks,
+                                   int nnodes) {
     c->id = id;
     c->rank = rank;
     c->nranks = nranks;
     c->nnodes = nnodes;
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     pthread_mutex_init(&c->a2a_lock, NULL);
-    c->h = mnp.host->coll_register_comm(name, id, rank, nranks, nnodes);
+    c->h = memobs_nccl__g.host->coll_register_comm(name, id, rank, nranks, nnodes);
+    c->npeers = nranks < MEMOBS_NCCL__PEER_CACHE ? nranks : MEMOBS_NCCL__PEER_CACHE;
+    c->peers = c->npeers > 0 ? (int32_t *)malloc((size_t)c->npeers * sizeof *c->peers) : NULL;
+    if (!c->peers) c->npeers = 0;
+    for (int i = 0; i < c->npeers; i++) c->peers[i] = MEMOBS_NCCL__PEER_UNSET;
+}
+
+/* The peer of a rank of comm h (entry c, when known), looked up once per
+   rank: memobs_peer_rank takes memobs' table lock and formats a label. */
+static memobs_peer_t memobs_nccl__peer(memobs_nccl__comm_t *c, memobs_comm_t h, int rank) {
+    int32_t p;
+    if (!c || rank < 0 || rank >= c->npeers) return memobs_nccl__g.host->peer_rank(h, rank);
+    p = __atomic_load_n(&c->peers[rank], __ATOMIC_RELAXED);
+    if (p == MEMOBS_NCCL__PEER_UNSET) {
+        p = memobs_nccl__g.host->peer_rank(h, rank);
+        __atomic_store_n(&c->peers[rank], p, __ATOMIC_RELAXED);
+    }
+    return p;
 }
 
 /* The entry of (id, rank), created on first sight. Lookups are lock-free
    (entries are published by the count); creation takes comm_lock. */
-static mnp_comm_t *mnp_comm_get(const char *name, uint64_t id, int rank, int nranks, int nnodes) {
-    uint32_t n = __atomic_load_n(&mnp.ncomms, __ATOMIC_ACQUIRE), i;
-    mnp_comm_t *c;
+static memobs_nccl__comm_t *memobs_nccl__comm_get(const char *name, uint64_t id, int rank, int nranks, int nnodes) {
+    uint32_t n = __atomic_load_n(&memobs_nccl__g.ncomms, __ATOMIC_ACQUIRE), i;
+    memobs_nccl__comm_t *c;
     for (i = 0; i < n; i++)
-        if (mnp.comms[i].id == id && mnp.comms[i].rank == rank) return &mnp.comms[i];
-    pthread_mutex_lock(&mnp_comm_lock);
-    n = __atomic_load_n(&mnp.ncomms, __ATOMIC_RELAXED);
+        if (memobs_nccl__g.comms[i].id == id && memobs_nccl__g.comms[i].rank == rank) return &memobs_nccl__g.comms[i];
+    pthread_mutex_lock(&memobs_nccl__comm_lock);
+    n = __atomic_load_n(&memobs_nccl__g.ncomms, __ATOMIC_RELAXED);
     for (i = 0; i < n; i++)
-        if (mnp.comms[i].id == id && mnp.comms[i].rank == rank) break;
+        if (memobs_nccl__g.comms[i].id == id && memobs_nccl__g.comms[i].rank == rank) break;
     if (i < n) {
-        c = &mnp.comms[i];
-    } else if (n < MNP_MAX_COMMS) {
-        c = &mnp.comms[n];
-        mnp_comm_fill(c, name, id, rank, nranks, nnodes);
-        __atomic_store_n(&mnp.ncomms, n + 1, __ATOMIC_RELEASE);
+        c = &memobs_nccl__g.comms[i];
+    } else if (n < MEMOBS_NCCL__MAX_COMMS) {
+        c = &memobs_nccl__g.comms[n];
+        memobs_nccl__comm_fill(c, name, id, rank, nranks, nnodes);
+        __atomic_store_n(&memobs_nccl__g.ncomms, n + 1, __ATOMIC_RELEASE);
     } else {
-        c = &mnp.other;
-        if (!c->name[0]) mnp_comm_fill(c, "(other)", 0, 0, 0, 0);
+        c = &memobs_nccl__g.other;
+        if (!c->name[0]) memobs_nccl__comm_fill(c, "(other)", 0, 0, 0, 0);
     }
-    pthread_mutex_unlock(&mnp_comm_lock);
+    pthread_mutex_unlock(&memobs_nccl__comm_lock);
     return c;
 }
 
-static int mnp_comm_ix(const mnp_comm_t *c) {
-    return c >= mnp.comms && c < mnp.comms + MNP_MAX_COMMS ? (int)(c - mnp.comms) : c == &mnp.other ? MNP_MAX_COMMS : -1;
+static int memobs_nccl__comm_ix(const memobs_nccl__comm_t *c) {
+    if (c >= memobs_nccl__g.comms && c < memobs_nccl__g.comms + MEMOBS_NCCL__MAX_COMMS)
+        return (int)(c - memobs_nccl__g.comms);
+    return c == &memobs_nccl__g.other ? MEMOBS_NCCL__MAX_COMMS : -1;
 }
-static mnp_comm_t *mnp_comm_at(int ix) {
-    return ix >= 0 && ix < MNP_MAX_COMMS ? &mnp.comms[ix] : ix == MNP_MAX_COMMS ? &mnp.other : NULL;
+static memobs_nccl__comm_t *memobs_nccl__comm_at(int ix) {
+    return ix >= 0 && ix < MEMOBS_NCCL__MAX_COMMS ? &memobs_nccl__g.comms[ix]
+           : ix == MEMOBS_NCCL__MAX_COMMS         ? &memobs_nccl__g.other
+                                                  : NULL;
 }
 
 /* The thread's phase; unphased falls back on the comm's last phase seen
    (the CUDA callback thread has none of its own). */
-static memobs_phase_t mnp_phase(mnp_comm_t *c) {
-    memobs_phase_t ph = mnp.host->get_phase();
+static memobs_phase_t memobs_nccl__phase(memobs_nccl__comm_t *c) {
+    memobs_phase_t ph = memobs_nccl__g.host->get_phase();
     if (ph != MEMOBS_PHASE_NONE) {
         if (c) __atomic_store_n(&c->last_phase, (uint32_t)ph, __ATOMIC_RELAXED);
         return ph;
@@ -508,41 +570,48 @@ static memobs_phase_t mnp_phase(mnp_comm_t *c) {
 /* Names: func, datatype, algo, proto                                       */
 /* ======================================================================== */
 
-static memobs_coll_kind_t mnp_kind(const char *func) {
+static memobs_coll_kind_t memobs_nccl__kind(const char *func) {
     static const struct {
         const char *name;
         memobs_coll_kind_t kind;
-    } k[] = {{"AllReduce", MEMOBS_COLL_ALL_REDUCE}, {"AllGather", MEMOBS_COLL_ALL_GATHER},
-             {"ReduceScatter", MEMOBS_COLL_REDUCE_SCATTER}, {"Broadcast", MEMOBS_COLL_BROADCAST},
-             {"Reduce", MEMOBS_COLL_REDUCE}, {"AlltoAll", MEMOBS_COLL_ALL_TO_ALL},
-             {"Gather", MEMOBS_COLL_GATHER}, {"Scatter", MEMOBS_COLL_SCATTER},
-             {"Send", MEMOBS_COLL_SEND}, {"Recv", MEMOBS_COLL_RECV}, {"SendRecv", MEMOBS_COLL_SEND_RECV}};
+    } k[] = {{"AllReduce", MEMOBS_COLL_ALL_REDUCE},
+             {"AllGather", MEMOBS_COLL_ALL_GATHER},
+             {"ReduceScatter", MEMOBS_COLL_REDUCE_SCATTER},
+             {"Broadcast", MEMOBS_COLL_BROADCAST},
+             {"Reduce", MEMOBS_COLL_REDUCE},
+             {"AlltoAll", MEMOBS_COLL_ALL_TO_ALL},
+             {"Gather", MEMOBS_COLL_GATHER},
+             {"Scatter", MEMOBS_COLL_SCATTER},
+             {"Send", MEMOBS_COLL_SEND},
+             {"Recv", MEMOBS_COLL_RECV},
+             {"SendRecv", MEMOBS_COLL_SEND_RECV}};
     size_t i;
     memobs_coll_kind_t id;
     if (!func || !func[0]) return MEMOBS_COLL_OTHER;
     for (i = 0; i < sizeof k / sizeof k[0]; i++)
         if (strcmp(func, k[i].name) == 0) return k[i].kind;
-    id = mnp.host->coll_kind_intern(func);
+    id = memobs_nccl__g.host->coll_kind_intern(func);
     return id < 0 ? MEMOBS_COLL_OTHER : id;
 }
 
 /* ncclFunc_t (v1). */
-static memobs_coll_kind_t mnp_kind_num(unsigned f) {
-    static const memobs_coll_kind_t k[8] = {MEMOBS_COLL_BROADCAST,      MEMOBS_COLL_REDUCE,
-                                            MEMOBS_COLL_ALL_GATHER,     MEMOBS_COLL_REDUCE_SCATTER,
-                                            MEMOBS_COLL_ALL_REDUCE,     MEMOBS_COLL_SEND_RECV,
+static memobs_coll_kind_t memobs_nccl__kind_num(unsigned f) {
+    static const memobs_coll_kind_t k[8] = {MEMOBS_COLL_BROADCAST,      MEMOBS_COLL_REDUCE,     MEMOBS_COLL_ALL_GATHER,
+                                            MEMOBS_COLL_REDUCE_SCATTER, MEMOBS_COLL_ALL_REDUCE, MEMOBS_COLL_SEND_RECV,
                                             MEMOBS_COLL_SEND,           MEMOBS_COLL_RECV};
     return f < 8 ? k[f] : MEMOBS_COLL_OTHER;
 }
 
-/* Bytes of one element; 0 unknown. */
-static unsigned mnp_dtype_size(const char *d) {
+/* Bytes of one element; 0 unknown. NCCL's ncclDatatypeToString (2.24 to
+   2.30) has no case for ncclUint8 and gives "Unknown" for it; NCCL refuses
+   an invalid datatype before any event, so "Unknown" is ncclUint8. */
+static unsigned memobs_nccl__dtype_size(const char *d) {
     static const struct {
         const char *name;
         unsigned size;
-    } t[] = {{"ncclInt8", 1},     {"ncclUint8", 1},      {"ncclInt32", 4},        {"ncclUint32", 4},
-             {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat16", 2},      {"ncclFloat32", 4},
-             {"ncclFloat64", 8},  {"ncclBfloat16", 2},   {"ncclFloat8e4m3", 1},   {"ncclFloat8e5m2", 1}};
+    } t[] = {{"ncclInt8", 1},       {"ncclUint8", 1},      {"ncclInt32", 4},   {"ncclUint32", 4},  {"ncclInt64", 8},
+             {"ncclUint64", 8},     {"ncclFloat16", 2},    {"ncclFloat32", 4}, {"ncclFloat64", 8}, {"ncclBfloat16", 2},
+             {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}, {"Unknown", 1}};
     size_t i;
     if (!d) return 0;
     for (i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -551,21 +620,21 @@ static unsigned mnp_dtype_size(const char *d) {
 }
 
 /* ncclDataType_t (v1): int8 uint8 int32 uint32 int64 uint64 fp16 fp32 fp64 bf16 fp8 fp8. */
-static unsigned mnp_dtype_size_num(unsigned d) {
+static unsigned memobs_nccl__dtype_size_num(unsigned d) {
     static const unsigned char s[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
     return d < 12 ? s[d] : 0;
 }
 
-static const char *mnp_algo_num(unsigned a) {
+static const char *memobs_nccl__algo_num(unsigned a) {
     static const char *const n[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
     return a < 7 ? n[a] : NULL;
 }
-static const char *mnp_proto_num(unsigned p) {
+static const char *memobs_nccl__proto_num(unsigned p) {
     static const char *const n[3] = {"LL", "LL128", "SIMPLE"};
     return p < 3 ? n[p] : NULL;
 }
 
-static void mnp_copy(char *dst, size_t cap, const char *src) {
+static void memobs_nccl__copy(char *dst, size_t cap, const char *src) {
     size_t n = 0;
     if (src)
         for (; n + 1 < cap && src[n]; n++) dst[n] = src[n];
@@ -576,21 +645,32 @@ static void mnp_copy(char *dst, size_t cap, const char *src) {
 /* Records                                                                  */
 /* ======================================================================== */
 
-static void mnp_emit(const memobs_coll_record_t *rec) {
-    mnp.host->record_coll_ex(rec);
-    if (rec->captured) mnp_note(MEMOBS_COLL_NOTE_CAPTURED_REPLAYS);
+static void memobs_nccl__emit(const memobs_coll_record_t *rec) {
+    memobs_nccl__g.host->record_coll_ex(rec);
+    if (rec->captured) memobs_nccl__note(MEMOBS_COLL_NOTE_CAPTURED_REPLAYS);
 }
 
 /* One task of an AlltoAll call: every 2 x nranks of a comm make one
-   all_to_all record. */
-static void mnp_a2a_add(mnp_comm_t *c, uint64_t bytes, memobs_phase_t phase, uint64_t start, uint64_t ns,
-                        int captured) {
+   all_to_all record. A comm of unknown size ("(other)") keeps each task
+   as its own kind (alone: the P2p's send or recv). */
+static void memobs_nccl__a2a_add(memobs_nccl__comm_t *c, memobs_coll_kind_t alone, uint64_t bytes, memobs_phase_t phase,
+                                 uint64_t start, uint64_t ns, int captured) {
     memobs_coll_record_t rec;
     uint32_t n;
     int emit = 0;
-    if (!c || c->nranks <= 0) return;
-    n = 2u * (uint32_t)c->nranks;
     memset(&rec, 0, sizeof rec);
+    if (!c || c->nranks <= 0) {
+        rec.comm = c ? c->h : -1;
+        rec.kind = alone;
+        rec.phase = phase;
+        rec.bytes = bytes;
+        rec.ns = ns;
+        rec.start_ns = start;
+        rec.captured = captured;
+        memobs_nccl__emit(&rec);
+        return;
+    }
+    n = 2u * (uint32_t)c->nranks;
     pthread_mutex_lock(&c->a2a_lock);
     if (c->a2a_tasks == 0) {
         c->a2a_phase = phase;
@@ -614,14 +694,17 @@ static void mnp_a2a_add(mnp_comm_t *c, uint64_t bytes, memobs_phase_t phase, uin
         emit = 1;
     }
     pthread_mutex_unlock(&c->a2a_lock);
-    if (emit) mnp_emit(&rec);
+    if (emit) memobs_nccl__emit(&rec);
 }
 
-/* The last reference of a Coll/P2p went: its record, then the slot back. */
-static void mnp_complete(mnp_slot_t *s) {
+/* The last reference went: a Coll/P2p's record, then the slot back. */
+static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
     uint64_t ns = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
-    if (s->a2a) {
-        mnp_a2a_add(mnp_comm_at(s->comm_ix), s->bytes, (memobs_phase_t)s->phase, s->start_ns, ns, s->captured);
+    if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P) {
+        /* KernelCh, ProxyOp: nothing of their own to record */
+    } else if (s->a2a) {
+        memobs_nccl__a2a_add(memobs_nccl__comm_at(s->comm_ix), s->kind, s->bytes, (memobs_phase_t)s->phase, s->start_ns,
+                             ns, s->captured);
     } else {
         memobs_coll_record_t rec;
         memset(&rec, 0, sizeof rec);
@@ -636,14 +719,74 @@ static void mnp_complete(mnp_slot_t *s) {
         rec.proto = s->proto[0] ? s->proto : NULL;
         rec.nchannels = s->nchannels;
         rec.captured = s->captured;
-        mnp_emit(&rec);
+        memobs_nccl__emit(&rec);
     }
-    mnp_free(s);
+    memobs_nccl__free(s);
 }
 
-static void mnp_unref(mnp_slot_t *s) {
+static void memobs_nccl__unref(memobs_nccl__slot_t *s) {
     uint64_t w = __atomic_fetch_sub(&s->word, (uint64_t)1, __ATOMIC_ACQ_REL);
-    if ((uint32_t)w == 1) mnp_complete(s);
+    if ((uint32_t)w == 1) memobs_nccl__complete(s);
+}
+
+/* A Coll/P2p holds a reference for each KernelCh its nChannels announced
+   (v4+). Should fewer come, the sweep gives the missing ones back once the
+   Coll was stopped MEMOBS_NCCL__LATE_NS ago (finalize: at once), so that
+   the operation is recorded late rather than never. v1-v3 announce no
+   count: a Coll that may have children (v3 KernelCh, proxy level
+   ProxyOp) holds one grace reference instead, given back
+   MEMOBS_NCCL__GRACE_NS after its stop, so that children NCCL starts
+   after the stop (the proxy thread picks them up later) still find it.
+   Safe on any slot: it holds a reference of its own while it looks. */
+static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int comm_ix) {
+    uint64_t w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE), stopped_at;
+    uint32_t e;
+    if ((uint32_t)w == 0 || !memobs_nccl__ref(s, (uint32_t)(w >> 32) & MEMOBS_NCCL__GEN_MASK)) return;
+    stopped_at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+    e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
+    if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P) && e > 0 && stopped_at &&
+        (comm_ix < 0 ? now > stopped_at &&
+                           now - stopped_at > ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS)
+                     : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
+        __atomic_compare_exchange_n(&s->expect, &e, 0u, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        uint32_t n = (e & ~MEMOBS_NCCL__GRACE) + (e >> 31);
+        while (n--) memobs_nccl__unref(s);
+    }
+    memobs_nccl__unref(s);
+}
+
+/* Every stopped operation of comm entry comm_ix (INT32_MAX: all) still
+   waiting for children is recorded now. */
+static void memobs_nccl__flush(int comm_ix) {
+    uint32_t i;
+    for (i = 0; i < memobs_nccl__g.nslots; i++) memobs_nccl__sweep_slot(&memobs_nccl__g.slots[i], 0, comm_ix);
+}
+
+/* At exit (before the exit handlers of the memobs it records into, which
+   were registered earlier): a program that never destroys its comms. */
+static void memobs_nccl__at_exit(void) {
+    memobs_nccl__flush(INT32_MAX);
+    if (memobs_nccl__g.level == MEMOBS_NCCL__NET)
+        memobs__log(MEMOBS_LOG_INFO, "NCCL profiler: %llu network plugin events, %llu proxy control events",
+                    (unsigned long long)__atomic_load_n(&memobs_nccl__g.net_events, __ATOMIC_RELAXED),
+                    (unsigned long long)__atomic_load_n(&memobs_nccl__g.ctrl_events, __ATOMIC_RELAXED));
+}
+
+/* One slot per Coll/P2p start, in turn (a few more when the pool is full):
+   each thread has its own hand, and a slot is only read (two loads, no
+   write to a line another thread may be using) unless its time is up. */
+static void memobs_nccl__sweep(uint64_t now, unsigned n) {
+    static __thread uint32_t hand;
+    while (n-- && memobs_nccl__g.nslots) {
+        memobs_nccl__slot_t *s = &memobs_nccl__g.slots[hand++ % memobs_nccl__g.nslots];
+        uint32_t e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
+        uint64_t at;
+        if (!e) continue;
+        at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+        if (!at || now <= at || now - at <= ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS))
+            continue;
+        memobs_nccl__sweep_slot(s, now, -1);
+    }
 }
 
 /* ======================================================================== */
@@ -655,63 +798,75 @@ typedef struct {
     int version, is_p2p;
     void *parent;
     int rank;
-    const char *func;     /* v2+ */
-    int func_num;         /* v1, else -1 */
-    const char *dtype;    /* v2+ */
-    int dtype_num;        /* v1, else -1 */
+    const char *func;  /* v2+ */
+    int func_num;      /* v1, else -1 */
+    const char *dtype; /* v2+ */
+    int dtype_num;     /* v1, else -1 */
     uint64_t count, seq;
     const char *algo, *proto;
-    int nchannels;        /* exact (v4+), else 0 */
-    int max_channels;     /* v1-v3 nMaxChannels */
+    int nchannels;         /* exact (v4+), else 0 */
+    int max_channels;      /* v1-v3 nMaxChannels */
     const char *comm_name; /* v1-v3 */
-    uint64_t comm_hash;   /* v1-v3 */
-} mnp_task_t;
+    uint64_t comm_hash;    /* v1-v3 */
+} memobs_nccl__task_t;
 
-static mnp_comm_t *mnp_ctx_comm(void *context) {
-    mnp_comm_t *c = (mnp_comm_t *)context;
-    return c == &mnp.legacy ? NULL : c;
+static memobs_nccl__comm_t *memobs_nccl__ctx_comm(void *context) {
+    memobs_nccl__comm_t *c = (memobs_nccl__comm_t *)context;
+    return c == &memobs_nccl__g.legacy ? NULL : c;
 }
 
-static void *mnp_start_task(void *context, const mnp_task_t *t) {
-    mnp_comm_t *c = mnp_ctx_comm(context);
+static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t) {
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
     memobs_coll_kind_t kind;
     unsigned esize;
     uint64_t bytes;
     memobs_phase_t phase;
     int captured = 0, a2a = 0;
-    mnp_slot_t *s;
-    uint32_t expect = 0;
-    if (!c) c = mnp_comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
-    kind = t->func_num >= 0 ? mnp_kind_num((unsigned)t->func_num) : mnp_kind(t->func);
-    esize = t->dtype_num >= 0 ? mnp_dtype_size_num((unsigned)t->dtype_num) : mnp_dtype_size(t->dtype);
-    if (!esize) mnp_note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+    memobs_nccl__slot_t *s;
+    uint32_t expect = 0, refs;
+    uint64_t now;
+    int waits;
+    if (memobs_nccl__g.level == MEMOBS_NCCL__API && t->version >= 5) return NULL; /* counted by the API event */
+    if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
+    kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
+    esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
+    if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
     bytes = t->count * esize;
-    if (t->parent && mnp_is_api(t->parent)) {
+    if (t->parent && memobs_nccl__is_api(t->parent)) {
         uintptr_t a = (uintptr_t)t->parent;
-        phase = (memobs_phase_t)(a & MNP_API_PHASE);
-        captured = (a & MNP_API_CAPTURED) != 0;
-        a2a = t->is_p2p && (a & MNP_API_A2A) != 0;
+        phase = (memobs_phase_t)(a & MEMOBS_NCCL__API_PHASE);
+        captured = (a & MEMOBS_NCCL__API_CAPTURED) != 0;
+        a2a = t->is_p2p && (a & MEMOBS_NCCL__API_A2A) != 0;
     } else {
-        phase = mnp_phase(c);
+        phase = memobs_nccl__phase(c);
     }
-    if (mnp.level == MNP_API) { /* v1-v4 at api level: counted at once */
+    if (memobs_nccl__g.level == MEMOBS_NCCL__API) { /* v1-v4 at api level: counted at once */
         memobs_coll_record_t rec;
         memset(&rec, 0, sizeof rec);
         rec.comm = c->h;
         rec.kind = kind;
         rec.phase = phase;
         rec.bytes = bytes;
-        rec.start_ns = mnp.host->now_ns();
+        rec.start_ns = memobs_nccl__g.host->now_ns();
         rec.seq = t->seq;
         rec.captured = captured;
-        mnp_emit(&rec);
-        return (void *)(uintptr_t)MNP_API_TAG;
+        memobs_nccl__emit(&rec);
+        return (void *)(uintptr_t)MEMOBS_NCCL__API_TAG;
     }
-    s = mnp_alloc();
+    /* Children to wait for: KernelCh (v3+), ProxyOp (proxy level). */
+    waits =
+        memobs_nccl__g.level >= MEMOBS_NCCL__PROXY || (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->version >= 3);
+    now = memobs_nccl__g.host->now_ns();
+    if (waits) memobs_nccl__sweep(now, 1);
+    s = memobs_nccl__alloc();
+    if (!s && waits) {
+        memobs_nccl__sweep(now, 8);
+        s = memobs_nccl__alloc();
+    }
     if (!s) {
-        mnp_note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
+        memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
         if (a2a) {
-            mnp_a2a_add(c, bytes, phase, mnp.host->now_ns(), 0, captured);
+            memobs_nccl__a2a_add(c, kind, bytes, phase, now, 0, captured);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
@@ -719,96 +874,102 @@ static void *mnp_start_task(void *context, const mnp_task_t *t) {
             rec.kind = kind;
             rec.phase = phase;
             rec.bytes = bytes;
-            rec.start_ns = mnp.host->now_ns();
+            rec.start_ns = now;
             rec.seq = t->seq;
             rec.algo = t->algo;
             rec.proto = t->proto;
             rec.nchannels = t->nchannels ? t->nchannels : t->max_channels;
             rec.captured = captured;
-            mnp_emit(&rec);
+            memobs_nccl__emit(&rec);
         }
         return NULL;
     }
-    mnp_clear(s, t->is_p2p ? MNP_EV_P2P : MNP_EV_COLL, t->version);
+    memobs_nccl__clear(s, t->is_p2p ? MEMOBS_NCCL__EV_P2P : MEMOBS_NCCL__EV_COLL, t->version);
     s->phase = (uint8_t)phase;
     s->captured = (uint8_t)captured;
     s->a2a = (uint8_t)a2a;
-    s->comm_ix = mnp_comm_ix(c);
+    s->comm_ix = memobs_nccl__comm_ix(c);
     s->comm = c->h;
     s->kind = kind;
     s->nchannels = t->nchannels ? t->nchannels : t->max_channels;
     s->bytes = bytes;
-    s->start_ns = mnp.host->now_ns();
+    s->start_ns = now;
     s->aux = t->seq;
-    mnp_copy(s->algo, sizeof s->algo, t->algo);
-    mnp_copy(s->proto, sizeof s->proto, t->proto);
-    if (t->version >= 4 && mnp.level >= MNP_COLL && t->nchannels > 0) expect = (uint32_t)t->nchannels;
+    memobs_nccl__copy(s->algo, sizeof s->algo, t->algo);
+    memobs_nccl__copy(s->proto, sizeof s->proto, t->proto);
+    if (t->version >= 4 && memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->nchannels > 0)
+        expect = (uint32_t)t->nchannels;
+    else if (t->version <= 3 && waits)
+        expect = MEMOBS_NCCL__GRACE;
+    refs = 1 + (expect & ~MEMOBS_NCCL__GRACE) + (expect >> 31);
     __atomic_store_n(&s->expect, expect, __ATOMIC_RELAXED);
-    return mnp_publish(s, 1 + expect);
+    return memobs_nccl__publish(s, refs);
 }
 
 /* API events (v5+): a tagged number; at level api also the record. */
-static void *mnp_start_api(void *context, int p2p, const char *func, uint64_t count, const char *dtype,
-                           int captured) {
-    mnp_comm_t *c = mnp_ctx_comm(context);
-    memobs_phase_t phase = mnp_phase(c);
+static void *memobs_nccl__start_api(void *context, int p2p, const char *func, uint64_t count, const char *dtype,
+                                    int captured) {
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    memobs_phase_t phase = memobs_nccl__phase(c);
     int a2a = p2p && func && strcmp(func, "AlltoAll") == 0;
-    if (captured) mnp_note(MEMOBS_COLL_NOTE_CAPTURED_CALLS);
-    if (mnp.level == MNP_API && !captured && c) {
-        unsigned esize = mnp_dtype_size(dtype);
-        if (!esize) mnp_note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+    if (captured) memobs_nccl__note(MEMOBS_COLL_NOTE_CAPTURED_CALLS);
+    if (memobs_nccl__g.level == MEMOBS_NCCL__API && !captured && c) {
+        unsigned esize = memobs_nccl__dtype_size(dtype);
+        if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
         if (a2a) {
-            mnp_a2a_add(c, count * esize, phase, mnp.host->now_ns(), 0, 0);
+            memobs_nccl__a2a_add(c, MEMOBS_COLL_ALL_TO_ALL, count * esize, phase, memobs_nccl__g.host->now_ns(), 0, 0);
         } else {
             memobs_coll_record_t rec;
             memset(&rec, 0, sizeof rec);
             rec.comm = c->h;
-            rec.kind = mnp_kind(func);
+            rec.kind = memobs_nccl__kind(func);
             rec.phase = phase;
             rec.bytes = count * esize;
-            rec.start_ns = mnp.host->now_ns();
-            mnp_emit(&rec);
+            rec.start_ns = memobs_nccl__g.host->now_ns();
+            memobs_nccl__emit(&rec);
         }
     }
-    return (void *)(uintptr_t)(MNP_API_TAG | (unsigned)phase | (captured ? MNP_API_CAPTURED : 0u) |
-                               (a2a ? MNP_API_A2A : 0u));
+    return (void *)(uintptr_t)(MEMOBS_NCCL__API_TAG | (unsigned)phase | (captured ? MEMOBS_NCCL__API_CAPTURED : 0u) |
+                               (a2a ? MEMOBS_NCCL__API_A2A : 0u));
 }
 
 /* A KernelCh: times its parent Coll/P2p. has_timer: pTimer given (v4+). */
-static void *mnp_start_kch(void *parent, int version, int has_timer, uint64_t ptimer) {
-    mnp_slot_t *p = mnp_slot_of(parent, NULL), *s;
+static void *memobs_nccl__start_kch(void *parent, int version, int has_timer, uint64_t ptimer) {
+    memobs_nccl__slot_t *p = memobs_nccl__slot_of(parent, NULL), *s;
     uint32_t e;
     int held = 0;
-    if (!p || (p->type != MNP_EV_COLL && p->type != MNP_EV_P2P)) return NULL;
+    if (!p || (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P)) return NULL;
     /* A reference announced by nChannels, else a new one. */
     e = __atomic_load_n(&p->expect, __ATOMIC_RELAXED);
-    while (e > 0 && !held)
+    while ((e & ~MEMOBS_NCCL__GRACE) > 0 && !held)
         held = __atomic_compare_exchange_n(&p->expect, &e, e - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-    if (!held && !mnp_ref(p, mnp_gen_of(parent))) return NULL;
-    s = mnp_alloc();
+    if (!held && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) return NULL;
+    s = memobs_nccl__alloc();
     if (!s) {
-        mnp_note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
-        mnp_unref(p);
+        memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
+        memobs_nccl__unref(p);
         return NULL;
     }
-    mnp_clear(s, MNP_EV_KCH, version);
-    s->parent = (uint32_t)(p - mnp.slots) + 1;
-    s->t0 = has_timer ? ptimer : mnp.host->now_ns();
+    memobs_nccl__clear(s, MEMOBS_NCCL__EV_KCH, version);
+    s->parent = (uint32_t)(p - memobs_nccl__g.slots) + 1;
+    s->t0 = has_timer ? ptimer : memobs_nccl__g.host->now_ns();
     s->aux = (uint64_t)has_timer;
-    return mnp_publish(s, 1);
+    return memobs_nccl__publish(s, 1);
 }
 
 /* A ProxyOp: peer bytes (proxy level) and, v1-v2, the op's time. */
-static void *mnp_start_pop(void *context, void *parent, int version, pid_t pid, int peer, int is_send) {
-    mnp_comm_t *c = mnp_ctx_comm(context);
-    mnp_slot_t *p = NULL, *s;
+static void *memobs_nccl__start_pop(void *context, void *parent, int version, pid_t pid, int peer, int is_send) {
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    memobs_nccl__slot_t *p = NULL, *s;
     memobs_phase_t phase;
     memobs_comm_t comm;
     int comm_ix;
     /* PXN: a parent from another process's address space is never read. */
-    if (parent && pid == getpid() && !mnp_is_api(parent)) {
-        p = mnp_slot_of(parent, NULL);
-        if (p && ((p->type != MNP_EV_COLL && p->type != MNP_EV_P2P) || !mnp_ref(p, mnp_gen_of(parent)))) p = NULL;
+    if (parent && pid == getpid() && !memobs_nccl__is_api(parent)) {
+        p = memobs_nccl__slot_of(parent, NULL);
+        if (p && ((p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P) ||
+                  !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))))
+            p = NULL;
     }
     if (p) {
         phase = (memobs_phase_t)p->phase;
@@ -817,100 +978,110 @@ static void *mnp_start_pop(void *context, void *parent, int version, pid_t pid, 
     } else if (c) {
         phase = (memobs_phase_t)__atomic_load_n(&c->last_phase, __ATOMIC_RELAXED);
         comm = c->h;
-        comm_ix = mnp_comm_ix(c);
+        comm_ix = memobs_nccl__comm_ix(c);
     } else {
         return NULL; /* v1-v3 with no parent: no comm to charge */
     }
-    s = mnp_alloc();
+    s = memobs_nccl__alloc();
     if (!s) {
-        mnp_note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
-        if (p) mnp_unref(p);
+        memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
+        if (p) memobs_nccl__unref(p);
         return NULL;
     }
-    mnp_clear(s, MNP_EV_POP, version);
-    s->parent = p ? (uint32_t)(p - mnp.slots) + 1 : 0;
+    memobs_nccl__clear(s, MEMOBS_NCCL__EV_POP, version);
+    s->parent = p ? (uint32_t)(p - memobs_nccl__g.slots) + 1 : 0;
     s->phase = (uint8_t)phase;
     s->comm = comm;
     s->comm_ix = comm_ix;
     s->dir = (uint8_t)(is_send ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV);
-    s->peer = mnp.level >= MNP_PROXY ? mnp.host->peer_rank(comm, peer) : -1;
-    s->t0 = mnp.host->now_ns();
-    return mnp_publish(s, 1);
+    s->peer =
+        memobs_nccl__g.level >= MEMOBS_NCCL__PROXY ? memobs_nccl__peer(memobs_nccl__comm_at(comm_ix), comm, peer) : -1;
+    s->t0 = memobs_nccl__g.host->now_ns();
+    return memobs_nccl__publish(s, 1);
 }
 
-static void *mnp_start_step(void *parent) {
+static void *memobs_nccl__start_step(void *parent) {
     int step = 0;
-    mnp_slot_t *p = mnp_slot_of(parent, &step);
-    if (!p || step || p->type != MNP_EV_POP) return NULL;
-    return (void *)((uintptr_t)parent | MNP_STEP_BIT);
+    memobs_nccl__slot_t *p = memobs_nccl__slot_of(parent, &step);
+    if (!p || step || p->type != MEMOBS_NCCL__EV_POP) return NULL;
+    return (void *)((uintptr_t)parent | MEMOBS_NCCL__STEP_BIT);
 }
 
-static void mnp_peer_bytes(const mnp_slot_t *s, memobs_peer_dir_t dir, uint64_t bytes) {
+static void memobs_nccl__peer_bytes(const memobs_nccl__slot_t *s, memobs_peer_dir_t dir, uint64_t bytes) {
     if (s->peer < 0 || !bytes) return;
-    mnp.host->record_peer_xfer_timed(s->peer, dir, bytes, (memobs_phase_t)s->phase, 0);
+    memobs_nccl__g.host->record_peer_xfer_timed(s->peer, dir, bytes, (memobs_phase_t)s->phase, 0);
 }
 
 /* args_v4: the v4+ union, else NULL; args_v1: the v1-v3 union, else NULL. */
-static void mnp_record_state(void *handle, int state, const ncclProfilerEventStateArgs_v4_t *a4,
-                             const ncclProfilerEventStateArgs_v1_t *a1) {
+static void memobs_nccl__record_state(void *handle, int state, const ncclProfilerEventStateArgs_v4_t *a4,
+                                      const ncclProfilerEventStateArgs_v1_t *a1) {
     int step = 0;
-    mnp_slot_t *s;
-    if (!handle || mnp_is_api(handle)) return;
-    s = mnp_slot_of(handle, &step);
+    memobs_nccl__slot_t *s;
+    if (!handle || memobs_nccl__is_api(handle)) return;
+    s = memobs_nccl__slot_of(handle, &step);
     if (!s) return;
     if (step) {
-        if (s->type != MNP_EV_POP || !a4) return;
-        if (state == ncclProfilerProxyStepSendWait) mnp_peer_bytes(s, MEMOBS_PEER_SEND, a4->proxyStep.transSize);
+        if (s->type != MEMOBS_NCCL__EV_POP || !a4) return;
+        if (state == ncclProfilerProxyStepSendWait)
+            memobs_nccl__peer_bytes(s, MEMOBS_PEER_SEND, a4->proxyStep.transSize);
         else if (state == ncclProfilerProxyStepRecvFlushWait)
-            mnp_peer_bytes(s, MEMOBS_PEER_RECV, a4->proxyStep.transSize);
+            memobs_nccl__peer_bytes(s, MEMOBS_PEER_RECV, a4->proxyStep.transSize);
         return;
     }
-    if (s->type == MNP_EV_KCH && state == ncclProfilerKernelChStop && a4) {
+    if (s->type == MEMOBS_NCCL__EV_KCH && state == ncclProfilerKernelChStop && a4) {
         __atomic_store_n(&s->t1, a4->kernelCh.pTimer, __ATOMIC_RELAXED);
-    } else if (s->type == MNP_EV_POP && a1 &&
-               (state == ncclProfilerProxyOpSendTransmitted || state == ncclProfilerProxyOpRecvReceived)) {
-        /* v1-v3: the op's running total; count what it grew by. */
+    } else if (s->type == MEMOBS_NCCL__EV_POP && a1 &&
+               (state == ncclProfilerProxyOpSendTransmitted || state == ncclProfilerProxyOpSendDone ||
+                state == ncclProfilerProxyOpRecvReceived || state == ncclProfilerProxyOpRecvDone)) {
+        /* v1-v3: the op's running total; count what it grew by. 2.23 gives
+           SendTransmitted the total before the step, so the last step shows
+           only at SendDone; later versions after it (Done adds nothing). */
         uint64_t total = a1->proxyOp.transSize, seen = __atomic_load_n(&s->aux, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->aux, total, __ATOMIC_RELAXED);
-        mnp_peer_bytes(s, state == ncclProfilerProxyOpSendTransmitted ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV,
-                       total >= seen ? total - seen : total);
+        if (total > seen) {
+            __atomic_store_n(&s->aux, total, __ATOMIC_RELAXED);
+            memobs_nccl__peer_bytes(s, state <= ncclProfilerProxyOpSendDone ? MEMOBS_PEER_SEND : MEMOBS_PEER_RECV,
+                                    total - seen);
+        }
     }
 }
 
-static void mnp_stop(void *handle) {
+static void memobs_nccl__stop(void *handle) {
     int step = 0;
-    mnp_slot_t *s, *p;
-    if (!handle || mnp_is_api(handle)) return;
-    s = mnp_slot_of(handle, &step);
+    memobs_nccl__slot_t *s, *p;
+    if (!handle || memobs_nccl__is_api(handle)) return;
+    s = memobs_nccl__slot_of(handle, &step);
     if (step) return; /* ProxyStep: no slot */
     if (!s || __atomic_exchange_n(&s->stopped, 1u, __ATOMIC_ACQ_REL)) {
-        mnp_note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+        memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
         return;
     }
     switch (s->type) {
-    case MNP_EV_COLL:
-    case MNP_EV_P2P: mnp_unref(s); return;
-    case MNP_EV_KCH:
-        p = s->parent ? &mnp.slots[s->parent - 1] : NULL;
+    case MEMOBS_NCCL__EV_COLL:
+    case MEMOBS_NCCL__EV_P2P:
+        __atomic_store_n(&s->t1, memobs_nccl__g.host->now_ns() | 1u, __ATOMIC_RELAXED); /* stopped at, never 0 */
+        memobs_nccl__unref(s);
+        return;
+    case MEMOBS_NCCL__EV_KCH:
+        p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
         if (p) {
             uint64_t t1 = __atomic_load_n(&s->t1, __ATOMIC_RELAXED), ns = 0;
-            if (!s->aux) t1 = mnp.host->now_ns(); /* v3: CPU time */
+            if (!s->aux) t1 = memobs_nccl__g.host->now_ns(); /* v3: CPU time */
             if (t1 > s->t0) ns = t1 - s->t0;
-            mnp_atomic_max(&p->ns, ns);
+            memobs_nccl__atomic_max(&p->ns, ns);
         }
-        mnp_free(s);
-        if (p) mnp_unref(p);
+        if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
-    case MNP_EV_POP:
-        p = s->parent ? &mnp.slots[s->parent - 1] : NULL;
+    case MEMOBS_NCCL__EV_POP:
+        p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
         if (p && s->version <= 2) { /* v1-v2: no KernelCh, the op's span */
-            uint64_t now = mnp.host->now_ns();
-            if (now > s->t0) mnp_atomic_max(&p->ns, now - s->t0);
+            uint64_t now = memobs_nccl__g.host->now_ns();
+            if (now > s->t0) memobs_nccl__atomic_max(&p->ns, now - s->t0);
         }
-        mnp_free(s);
-        if (p) mnp_unref(p);
+        if (p) memobs_nccl__unref(p);
+        memobs_nccl__unref(s);
         return;
-    default: mnp_note(MEMOBS_COLL_NOTE_BAD_EVENTS); return;
+    default: memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS); return;
     }
 }
 
@@ -918,16 +1089,16 @@ static void mnp_stop(void *handle) {
 /* init / finalize                                                          */
 /* ======================================================================== */
 
-static int mnp_mask(int version) {
-    int m = 0, level = mnp.level;
-    if (level >= MNP_API)
+static int memobs_nccl__mask(int version) {
+    int m = 0, level = memobs_nccl__g.level;
+    if (level >= MEMOBS_NCCL__API)
         m |= version >= 5 ? (ncclProfileCollApi | ncclProfileP2pApi) : (ncclProfileColl | ncclProfileP2p);
-    if (level >= MNP_COLL) {
+    if (level >= MEMOBS_NCCL__COLL) {
         m |= ncclProfileColl | ncclProfileP2p;
         if (version >= 3) m |= ncclProfileKernelCh;
     }
-    if (level >= MNP_PROXY) m |= ncclProfileProxyOp | ncclProfileProxyStep;
-    if (level >= MNP_NET) {
+    if (level >= MEMOBS_NCCL__PROXY) m |= ncclProfileProxyOp | ncclProfileProxyStep;
+    if (level >= MEMOBS_NCCL__NET) {
         m |= ncclProfileProxyCtrl;
         if (version >= 3) m |= ncclProfileNetPlugin;
     }
@@ -935,29 +1106,33 @@ static int mnp_mask(int version) {
 }
 
 /* v1-v3: comm NULL (communicators come with the events). */
-static ncclResult_t mnp_init(int version, void **context, int *mask, const char *name, uint64_t id, int nnodes,
-                             int nranks, int rank, ncclDebugLogger_t logfn) {
-    mnp_comm_t *c;
-    pthread_once(&mnp_once, mnp_setup);
+static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, const char *name, uint64_t id, int nnodes,
+                                      int nranks, int rank, ncclDebugLogger_t logfn) {
+    memobs_nccl__comm_t *c;
+    pthread_once(&memobs_nccl__once, memobs_nccl__setup);
     if (context) *context = NULL;
-    if (mnp.level == MNP_OFF || !mnp.host->get_enabled() || !context || !mask) {
+    if (memobs_nccl__g.level == MEMOBS_NCCL__OFF || !memobs_nccl__g.host->get_enabled() || !context || !mask) {
         if (mask) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
         return ncclInternalError;
     }
-    if (!mnp.version) mnp.version = version;
-    mnp.host->coll_set_source("nccl-profiler", mnp.instance, mnp_level_names[mnp.level], version);
-    c = version >= 4 ? mnp_comm_get(name, id, rank, nranks, nnodes) : &mnp.legacy;
-    __atomic_store_n(mask, mnp_mask(version), __ATOMIC_RELAXED);
+    memobs_nccl__g.host->coll_set_source("nccl-profiler", memobs_nccl__g.instance,
+                                         memobs_nccl__level_names[memobs_nccl__g.level], version);
+    c = version >= 4 ? memobs_nccl__comm_get(name, id, rank, nranks, nnodes) : &memobs_nccl__g.legacy;
+    __atomic_store_n(mask, memobs_nccl__mask(version), __ATOMIC_RELAXED);
     *context = c;
     if (logfn)
         logfn(NCCL_LOG_INFO, 1ul /* NCCL_INIT */, __FILE__, __LINE__,
               "memobs profiler: level %s, recording into the %s memobs (comm %s rank %d/%d)",
-              mnp_level_names[mnp.level], mnp.instance, name ? name : "", rank, nranks);
+              memobs_nccl__level_names[memobs_nccl__g.level], memobs_nccl__g.instance, name ? name : "", rank, nranks);
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_finalize(void *context) {
-    (void)context; /* entries stay: memobs keeps the comm's figures */
+/* The comm goes: operations still waiting for announced KernelCh are
+   recorded now. Its entry stays (memobs keeps the comm's figures). */
+static ncclResult_t memobs_nccl__finalize(void *context) {
+    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    if (context && memobs_nccl__g.level >= MEMOBS_NCCL__API)
+        memobs_nccl__flush(c ? memobs_nccl__comm_ix(c) : INT32_MAX);
     return ncclSuccess;
 }
 
@@ -965,7 +1140,7 @@ static ncclResult_t mnp_finalize(void *context) {
 /* Per-version entry points                                                 */
 /* ======================================================================== */
 
-static void mnp_task_v123(mnp_task_t *t, int version, void *parent, int rank) {
+static void memobs_nccl__task_v123(memobs_nccl__task_t *t, int version, void *parent, int rank) {
     memset(t, 0, sizeof *t);
     t->version = version;
     t->parent = parent;
@@ -976,242 +1151,272 @@ static void mnp_task_v123(mnp_task_t *t, int version, void *parent, int rank) {
 
 /* Types the level did not ask for (NCCL may start API parents anyway):
    NULL, except the counted ones. */
-static void *mnp_other(uint64_t type) {
-    if (type == ncclProfileNetPlugin) __atomic_fetch_add(&mnp.net_events, (uint64_t)1, __ATOMIC_RELAXED);
-    else if (type == ncclProfileProxyCtrl) __atomic_fetch_add(&mnp.ctrl_events, (uint64_t)1, __ATOMIC_RELAXED);
+static void *memobs_nccl__other(uint64_t type) {
+    if (type == ncclProfileNetPlugin)
+        __atomic_fetch_add(&memobs_nccl__g.net_events, (uint64_t)1, __ATOMIC_RELAXED);
+    else if (type == ncclProfileProxyCtrl)
+        __atomic_fetch_add(&memobs_nccl__g.ctrl_events, (uint64_t)1, __ATOMIC_RELAXED);
     return NULL;
 }
 
-static ncclResult_t mnp_init_v1(void **context, int *mask) {
-    return mnp_init(1, context, mask, NULL, 0, 0, 0, 0, NULL);
+static ncclResult_t memobs_nccl__init_v1(void **context, int *mask) {
+    return memobs_nccl__init(1, context, mask, NULL, 0, 0, 0, 0, NULL);
 }
-static ncclResult_t mnp_init_v2(void **context, int *mask) {
-    return mnp_init(2, context, mask, NULL, 0, 0, 0, 0, NULL);
+static ncclResult_t memobs_nccl__init_v2(void **context, int *mask) {
+    return memobs_nccl__init(2, context, mask, NULL, 0, 0, 0, 0, NULL);
 }
-static ncclResult_t mnp_init_v3(void **context, int *mask) {
-    return mnp_init(3, context, mask, NULL, 0, 0, 0, 0, NULL);
+static ncclResult_t memobs_nccl__init_v3(void **context, int *mask) {
+    return memobs_nccl__init(3, context, mask, NULL, 0, 0, 0, 0, NULL);
 }
-static ncclResult_t mnp_init_v4(void **context, int *mask, const char *name, uint64_t hash, int nnodes, int nranks,
-                                int rank, ncclDebugLogger_t logfn) {
-    return mnp_init(4, context, mask, name, hash, nnodes, nranks, rank, logfn);
+static ncclResult_t memobs_nccl__init_v4(void **context, int *mask, const char *name, uint64_t hash, int nnodes,
+                                         int nranks, int rank, ncclDebugLogger_t logfn) {
+    return memobs_nccl__init(4, context, mask, name, hash, nnodes, nranks, rank, logfn);
 }
-static ncclResult_t mnp_init_v5(void **context, uint64_t id, int *mask, const char *name, int nnodes, int nranks,
-                                int rank, ncclDebugLogger_t logfn) {
-    return mnp_init(5, context, mask, name, id, nnodes, nranks, rank, logfn);
+static ncclResult_t memobs_nccl__init_v5(void **context, uint64_t id, int *mask, const char *name, int nnodes,
+                                         int nranks, int rank, ncclDebugLogger_t logfn) {
+    return memobs_nccl__init(5, context, mask, name, id, nnodes, nranks, rank, logfn);
 }
-static ncclResult_t mnp_init_v6(void **context, uint64_t id, int *mask, const char *name, int nnodes, int nranks,
-                                int rank, ncclDebugLogger_t logfn) {
-    return mnp_init(6, context, mask, name, id, nnodes, nranks, rank, logfn);
+static ncclResult_t memobs_nccl__init_v6(void **context, uint64_t id, int *mask, const char *name, int nnodes,
+                                         int nranks, int rank, ncclDebugLogger_t logfn) {
+    return memobs_nccl__init(6, context, mask, name, id, nnodes, nranks, rank, logfn);
 }
 
-static ncclResult_t mnp_start_v1(void *context, void **h, ncclProfilerEventDescr_v1_t *d) {
-    mnp_task_t t;
+static ncclResult_t memobs_nccl__start_v1(void *context, void **h, ncclProfilerEventDescr_v1_t *d) {
+    memobs_nccl__task_t t;
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
     switch (d->type) {
     case ncclProfileColl:
-        mnp_task_v123(&t, 1, d->parentObj, d->rank);
+        memobs_nccl__task_v123(&t, 1, d->parentObj, d->rank);
         t.func_num = d->coll.func;
         t.dtype_num = d->coll.datatype;
         t.count = d->coll.count;
         t.seq = d->coll.seqNumber;
-        t.algo = mnp_algo_num(d->coll.algo);
-        t.proto = mnp_proto_num(d->coll.proto);
+        t.algo = memobs_nccl__algo_num(d->coll.algo);
+        t.proto = memobs_nccl__proto_num(d->coll.proto);
         t.max_channels = d->coll.nMaxChannels;
         t.comm_name = d->coll.name;
         t.comm_hash = d->coll.commHash;
-        *h = mnp_start_task(context, &t);
+        *h = memobs_nccl__start_task(context, &t);
         break;
     case ncclProfileP2p:
-        mnp_task_v123(&t, 1, d->parentObj, d->rank);
+        memobs_nccl__task_v123(&t, 1, d->parentObj, d->rank);
         t.is_p2p = 1;
         t.func_num = d->p2p.func;
         t.dtype_num = d->p2p.datatype;
         t.count = d->p2p.count;
         t.comm_name = d->p2p.name;
         t.comm_hash = d->p2p.commHash;
-        *h = mnp_start_task(context, &t);
+        *h = memobs_nccl__start_task(context, &t);
         break;
     case ncclProfileProxyOp:
-        *h = mnp_start_pop(context, d->parentObj, 1, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
+        *h = memobs_nccl__start_pop(context, d->parentObj, 1, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
         break;
-    case ncclProfileProxyStep: *h = mnp_start_step(d->parentObj); break;
-    default: *h = mnp_other(d->type); break;
+    case ncclProfileProxyStep: *h = memobs_nccl__start_step(d->parentObj); break;
+    default: *h = memobs_nccl__other(d->type); break;
     }
     return ncclSuccess;
 }
 
 /* v2 and v3 share the coll/p2p fields but for v2's trafficBytes. */
-#define MNP_TASK_V23(t, d, ver)                                                                                   \
-    do {                                                                                                          \
-        if ((d)->type == ncclProfileColl) {                                                                       \
-            mnp_task_v123(&(t), ver, (d)->parentObj, (d)->rank);                                                  \
-            (t).func = (d)->coll.func;                                                                            \
-            (t).dtype = (d)->coll.datatype;                                                                       \
-            (t).count = (d)->coll.count;                                                                          \
-            (t).seq = (d)->coll.seqNumber;                                                                        \
-            (t).algo = (d)->coll.algo;                                                                            \
-            (t).proto = (d)->coll.proto;                                                                          \
-            (t).max_channels = (d)->coll.nMaxChannels;                                                            \
-            (t).comm_name = (d)->coll.name;                                                                       \
-            (t).comm_hash = (d)->coll.commHash;                                                                   \
-        } else {                                                                                                  \
-            mnp_task_v123(&(t), ver, (d)->parentObj, (d)->rank);                                                  \
-            (t).is_p2p = 1;                                                                                       \
-            (t).func = (d)->p2p.func;                                                                             \
-            (t).dtype = (d)->p2p.datatype;                                                                        \
-            (t).count = (d)->p2p.count;                                                                           \
-            (t).comm_name = (d)->p2p.name;                                                                        \
-            (t).comm_hash = (d)->p2p.commHash;                                                                    \
-        }                                                                                                         \
+#define MEMOBS_NCCL__TASK_V23(t, d, ver)                                                                               \
+    do {                                                                                                               \
+        if ((d)->type == ncclProfileColl) {                                                                            \
+            memobs_nccl__task_v123(&(t), ver, (d)->parentObj, (d)->rank);                                              \
+            (t).func = (d)->coll.func;                                                                                 \
+            (t).dtype = (d)->coll.datatype;                                                                            \
+            (t).count = (d)->coll.count;                                                                               \
+            (t).seq = (d)->coll.seqNumber;                                                                             \
+            (t).algo = (d)->coll.algo;                                                                                 \
+            (t).proto = (d)->coll.proto;                                                                               \
+            (t).max_channels = (d)->coll.nMaxChannels;                                                                 \
+            (t).comm_name = (d)->coll.name;                                                                            \
+            (t).comm_hash = (d)->coll.commHash;                                                                        \
+        } else {                                                                                                       \
+            memobs_nccl__task_v123(&(t), ver, (d)->parentObj, (d)->rank);                                              \
+            (t).is_p2p = 1;                                                                                            \
+            (t).func = (d)->p2p.func;                                                                                  \
+            (t).dtype = (d)->p2p.datatype;                                                                             \
+            (t).count = (d)->p2p.count;                                                                                \
+            (t).comm_name = (d)->p2p.name;                                                                             \
+            (t).comm_hash = (d)->p2p.commHash;                                                                         \
+        }                                                                                                              \
     } while (0)
 
-static ncclResult_t mnp_start_v2(void *context, void **h, ncclProfilerEventDescr_v2_t *d) {
-    mnp_task_t t;
+static ncclResult_t memobs_nccl__start_v2(void *context, void **h, ncclProfilerEventDescr_v2_t *d) {
+    memobs_nccl__task_t t;
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
     switch (d->type) {
     case ncclProfileColl:
     case ncclProfileP2p:
-        MNP_TASK_V23(t, d, 2);
-        *h = mnp_start_task(context, &t);
+        MEMOBS_NCCL__TASK_V23(t, d, 2);
+        *h = memobs_nccl__start_task(context, &t);
         break;
     case ncclProfileProxyOp:
-        *h = mnp_start_pop(context, d->parentObj, 2, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
+        *h = memobs_nccl__start_pop(context, d->parentObj, 2, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
         break;
-    case ncclProfileProxyStep: *h = mnp_start_step(d->parentObj); break;
-    default: *h = mnp_other(d->type); break;
+    case ncclProfileProxyStep: *h = memobs_nccl__start_step(d->parentObj); break;
+    default: *h = memobs_nccl__other(d->type); break;
     }
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_start_v3(void *context, void **h, ncclProfilerEventDescr_v3_t *d) {
-    mnp_task_t t;
+static ncclResult_t memobs_nccl__start_v3(void *context, void **h, ncclProfilerEventDescr_v3_t *d) {
+    memobs_nccl__task_t t;
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
     switch (d->type) {
     case ncclProfileColl:
     case ncclProfileP2p:
-        MNP_TASK_V23(t, d, 3);
-        *h = mnp_start_task(context, &t);
+        MEMOBS_NCCL__TASK_V23(t, d, 3);
+        *h = memobs_nccl__start_task(context, &t);
         break;
-    case ncclProfileKernelCh: *h = mnp_start_kch(d->parentObj, 3, 0, 0); break;
+    case ncclProfileKernelCh: *h = memobs_nccl__start_kch(d->parentObj, 3, 0, 0); break;
     case ncclProfileProxyOp:
-        *h = mnp_start_pop(context, d->parentObj, 3, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
+        *h = memobs_nccl__start_pop(context, d->parentObj, 3, d->proxyOp.pid, d->proxyOp.peer, d->proxyOp.isSend);
         break;
-    case ncclProfileProxyStep: *h = mnp_start_step(d->parentObj); break;
-    default: *h = mnp_other(d->type); break;
+    case ncclProfileProxyStep: *h = memobs_nccl__start_step(d->parentObj); break;
+    default: *h = memobs_nccl__other(d->type); break;
     }
     return ncclSuccess;
 }
 
 /* v4, v5 and v6 share coll/p2p/proxy/kernelCh field names. */
-#define MNP_TASK_V456(t, d, ver)                                                                                  \
-    do {                                                                                                          \
-        memset(&(t), 0, sizeof(t));                                                                               \
-        (t).version = ver;                                                                                        \
-        (t).parent = (d)->parentObj;                                                                              \
-        (t).rank = (d)->rank;                                                                                     \
-        (t).func_num = -1;                                                                                        \
-        (t).dtype_num = -1;                                                                                       \
-        if ((d)->type == ncclProfileColl) {                                                                       \
-            (t).func = (d)->coll.func;                                                                            \
-            (t).dtype = (d)->coll.datatype;                                                                       \
-            (t).count = (d)->coll.count;                                                                          \
-            (t).seq = (d)->coll.seqNumber;                                                                        \
-            (t).algo = (d)->coll.algo;                                                                            \
-            (t).proto = (d)->coll.proto;                                                                          \
-            (t).nchannels = (d)->coll.nChannels;                                                                  \
-        } else {                                                                                                  \
-            (t).is_p2p = 1;                                                                                       \
-            (t).func = (d)->p2p.func;                                                                             \
-            (t).dtype = (d)->p2p.datatype;                                                                        \
-            (t).count = (d)->p2p.count;                                                                           \
-            (t).nchannels = (d)->p2p.nChannels;                                                                   \
-        }                                                                                                         \
+#define MEMOBS_NCCL__TASK_V456(t, d, ver)                                                                              \
+    do {                                                                                                               \
+        memset(&(t), 0, sizeof(t));                                                                                    \
+        (t).version = ver;                                                                                             \
+        (t).parent = (d)->parentObj;                                                                                   \
+        (t).rank = (d)->rank;                                                                                          \
+        (t).func_num = -1;                                                                                             \
+        (t).dtype_num = -1;                                                                                            \
+        if ((d)->type == ncclProfileColl) {                                                                            \
+            (t).func = (d)->coll.func;                                                                                 \
+            (t).dtype = (d)->coll.datatype;                                                                            \
+            (t).count = (d)->coll.count;                                                                               \
+            (t).seq = (d)->coll.seqNumber;                                                                             \
+            (t).algo = (d)->coll.algo;                                                                                 \
+            (t).proto = (d)->coll.proto;                                                                               \
+            (t).nchannels = (d)->coll.nChannels;                                                                       \
+        } else {                                                                                                       \
+            (t).is_p2p = 1;                                                                                            \
+            (t).func = (d)->p2p.func;                                                                                  \
+            (t).dtype = (d)->p2p.datatype;                                                                             \
+            (t).count = (d)->p2p.count;                                                                                \
+            (t).nchannels = (d)->p2p.nChannels;                                                                        \
+        }                                                                                                              \
     } while (0)
 
-#define MNP_START_V456(ver, d, context, h)                                                                        \
-    do {                                                                                                          \
-        mnp_task_t t;                                                                                             \
-        switch ((d)->type) {                                                                                      \
-        case ncclProfileColl:                                                                                     \
-        case ncclProfileP2p:                                                                                      \
-            MNP_TASK_V456(t, d, ver);                                                                             \
-            *(h) = mnp_start_task(context, &t);                                                                   \
-            break;                                                                                                \
-        case ncclProfileKernelCh: *(h) = mnp_start_kch((d)->parentObj, ver, 1, (d)->kernelCh.pTimer); break;      \
-        case ncclProfileProxyOp:                                                                                  \
-            *(h) = mnp_start_pop(context, (d)->parentObj, ver, (d)->proxyOp.pid, (d)->proxyOp.peer,               \
-                                 (d)->proxyOp.isSend);                                                            \
-            break;                                                                                                \
-        case ncclProfileProxyStep: *(h) = mnp_start_step((d)->parentObj); break;                                  \
-        default: *(h) = mnp_other((d)->type); break;                                                              \
-        }                                                                                                         \
+#define MEMOBS_NCCL__START_V456(ver, d, context, h)                                                                    \
+    do {                                                                                                               \
+        memobs_nccl__task_t t;                                                                                         \
+        switch ((d)->type) {                                                                                           \
+        case ncclProfileColl:                                                                                          \
+        case ncclProfileP2p:                                                                                           \
+            MEMOBS_NCCL__TASK_V456(t, d, ver);                                                                         \
+            *(h) = memobs_nccl__start_task(context, &t);                                                               \
+            break;                                                                                                     \
+        case ncclProfileKernelCh: *(h) = memobs_nccl__start_kch((d)->parentObj, ver, 1, (d)->kernelCh.pTimer); break;  \
+        case ncclProfileProxyOp:                                                                                       \
+            *(h) = memobs_nccl__start_pop(context, (d)->parentObj, ver, (d)->proxyOp.pid, (d)->proxyOp.peer,           \
+                                          (d)->proxyOp.isSend);                                                        \
+            break;                                                                                                     \
+        case ncclProfileProxyStep: *(h) = memobs_nccl__start_step((d)->parentObj); break;                              \
+        default: *(h) = memobs_nccl__other((d)->type); break;                                                          \
+        }                                                                                                              \
     } while (0)
 
-static ncclResult_t mnp_start_v4(void *context, void **h, ncclProfilerEventDescr_v4_t *d) {
+static ncclResult_t memobs_nccl__start_v4(void *context, void **h, ncclProfilerEventDescr_v4_t *d) {
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
-    MNP_START_V456(4, d, context, h);
+    MEMOBS_NCCL__START_V456(4, d, context, h);
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_start_v5(void *context, void **h, ncclProfilerEventDescr_v5_t *d) {
+static ncclResult_t memobs_nccl__start_v5(void *context, void **h, ncclProfilerEventDescr_v5_t *d) {
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
     if (d->type == ncclProfileCollApi)
-        *h = mnp_start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
-                           d->collApi.graphCaptured);
+        *h = memobs_nccl__start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
+                                    d->collApi.graphCaptured);
     else if (d->type == ncclProfileP2pApi)
-        *h = mnp_start_api(context, 1, d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype, d->p2pApi.graphCaptured);
+        *h = memobs_nccl__start_api(context, 1, d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype,
+                                    d->p2pApi.graphCaptured);
     else
-        MNP_START_V456(5, d, context, h);
+        MEMOBS_NCCL__START_V456(5, d, context, h);
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_start_v6(void *context, void **h, ncclProfilerEventDescr_v6_t *d) {
+static ncclResult_t memobs_nccl__start_v6(void *context, void **h, ncclProfilerEventDescr_v6_t *d) {
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
     if (d->type == ncclProfileCollApi)
-        *h = mnp_start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
-                           d->collApi.graphCaptured);
+        *h = memobs_nccl__start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
+                                    d->collApi.graphCaptured);
     else if (d->type == ncclProfileP2pApi)
-        *h = mnp_start_api(context, 1, d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype, d->p2pApi.graphCaptured);
+        *h = memobs_nccl__start_api(context, 1, d->p2pApi.func, d->p2pApi.count, d->p2pApi.datatype,
+                                    d->p2pApi.graphCaptured);
     else
-        MNP_START_V456(6, d, context, h);
+        MEMOBS_NCCL__START_V456(6, d, context, h);
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_stop_any(void *handle) {
-    mnp_stop(handle);
+static ncclResult_t memobs_nccl__stop_any(void *handle) {
+    memobs_nccl__stop(handle);
     return ncclSuccess;
 }
 
-static ncclResult_t mnp_state_v1(void *handle, ncclProfilerEventState_v1_t state, ncclProfilerEventStateArgs_v1_t *a) {
-    mnp_record_state(handle, (int)state, NULL, a);
+static ncclResult_t memobs_nccl__state_v1(void *handle, ncclProfilerEventState_v1_t state,
+                                          ncclProfilerEventStateArgs_v1_t *a) {
+    memobs_nccl__record_state(handle, (int)state, NULL, a);
     return ncclSuccess;
 }
-static ncclResult_t mnp_state_v4(void *handle, ncclProfilerEventState_v4_t state, ncclProfilerEventStateArgs_v4_t *a) {
-    mnp_record_state(handle, (int)state, a, NULL);
+static ncclResult_t memobs_nccl__state_v4(void *handle, ncclProfilerEventState_v4_t state,
+                                          ncclProfilerEventStateArgs_v4_t *a) {
+    memobs_nccl__record_state(handle, (int)state, a, NULL);
     return ncclSuccess;
 }
 
-MNP_EXPORT const ncclProfiler_v1_t ncclProfiler_v1 = {"memobs",     mnp_init_v1,  mnp_start_v1,
-                                                      mnp_stop_any, mnp_state_v1, mnp_finalize};
-MNP_EXPORT const ncclProfiler_v2_t ncclProfiler_v2 = {"memobs",     mnp_init_v2,  mnp_start_v2,
-                                                      mnp_stop_any, mnp_state_v1, mnp_finalize};
-MNP_EXPORT const ncclProfiler_v3_t ncclProfiler_v3 = {"memobs",     mnp_init_v3,  mnp_start_v3,
-                                                      mnp_stop_any, mnp_state_v1, mnp_finalize};
-MNP_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {"memobs",     mnp_init_v4,  mnp_start_v4,
-                                                      mnp_stop_any, mnp_state_v4, mnp_finalize};
-MNP_EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {"memobs",     mnp_init_v5,  mnp_start_v5,
-                                                      mnp_stop_any, mnp_state_v4, mnp_finalize};
-MNP_EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {"memobs",     mnp_init_v6,  mnp_start_v6,
-                                                      mnp_stop_any, mnp_state_v4, mnp_finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v1_t ncclProfiler_v1 = {"memobs",
+                                                               memobs_nccl__init_v1,
+                                                               memobs_nccl__start_v1,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v1,
+                                                               memobs_nccl__finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v2_t ncclProfiler_v2 = {"memobs",
+                                                               memobs_nccl__init_v2,
+                                                               memobs_nccl__start_v2,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v1,
+                                                               memobs_nccl__finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v3_t ncclProfiler_v3 = {"memobs",
+                                                               memobs_nccl__init_v3,
+                                                               memobs_nccl__start_v3,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v1,
+                                                               memobs_nccl__finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {"memobs",
+                                                               memobs_nccl__init_v4,
+                                                               memobs_nccl__start_v4,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v4,
+                                                               memobs_nccl__finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {"memobs",
+                                                               memobs_nccl__init_v5,
+                                                               memobs_nccl__start_v5,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v4,
+                                                               memobs_nccl__finalize};
+MEMOBS_NCCL__EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {"memobs",
+                                                               memobs_nccl__init_v6,
+                                                               memobs_nccl__start_v6,
+                                                               memobs_nccl__stop_any,
+                                                               memobs_nccl__state_v4,
+                                                               memobs_nccl__finalize};
