@@ -80,7 +80,7 @@ assert memobs.torch.allocator_settings()["runtime"] is None
 '
 # the installed package under the LD_PRELOAD library: it attaches (one memobs), its records are manual
 if make -s BUILD="$B/pl" preload >"$B/pl.log" 2>&1 && [ -f "$B/pl/libmemobs_preload.so" ]; then
-    try pip "under LD_PRELOAD=libmemobs_preload.so the installed package attaches: instance() preload, record_h2d manual, in the library's summary" \
+    try pip "under LD_PRELOAD=libmemobs_preload.so the installed package attaches: instance() preload, record_h2d manual, a peer transfer, memobs_host_api the library's, in its summary" \
         sh -c "cd '$B/elsewhere' && rm -f '$B/pl/s.json' &&
             LD_PRELOAD='$B/pl/libmemobs_preload.so' MEMOBS_FORMAT=json MEMOBS_SUMMARY='$B/pl/s.json' '$VPY' -c '
 import memobs
@@ -89,10 +89,18 @@ memobs.set_phase(\"decode\")
 memobs.record_h2d(300, None)
 m = memobs.get_summary()[\"manual\"]
 assert m[\"apart\"] and m[\"decode\"][\"h2d_bytes\"] == 300 and m[\"total\"][\"h2d_count\"] == 1, m
+import ctypes
+class T(ctypes.Structure):
+    _fields_ = [(\"abi_key\", ctypes.c_uint64), (\"size\", ctypes.c_uint32), (\"instance\", ctypes.c_char_p)]
+f = ctypes.CDLL(None).memobs_host_api
+f.restype = ctypes.POINTER(T)
+assert f().contents.instance == b\"preload\" and f().contents.abi_key == memobs._ext._abi_key, f().contents.instance
+memobs.record_peer_xfer(memobs.peer_intern(\"decode-1\"), memobs.PEER_SEND, 4096)
 ' && '$VPY' -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s[\"manual\"][\"decode\"][\"h2d_bytes\"] == 300 and s[\"total\"][\"h2d_count\"] == 0, (s[\"manual\"], s[\"total\"])
+assert [(p[\"name\"], p[\"send\"]) for p in s[\"peers\"]] == [(\"decode-1\", {\"decode\": {\"bytes\": 4096, \"ops\": 1, \"ns\": 0}})], s[\"peers\"]
 ' '$B/pl/s.json'"
 else
     echo "not ok - pip: make preload for the attach check"; tail -n 10 "$B/pl.log" | sed 's/^/    # /'; rc=1

@@ -2,8 +2,9 @@
 # The Python package memobs (python/memobs/: its extension memobs._memobs
 # from _memobs.c, __init__.py re-exporting it): laid out in $B/memobs/ as
 # `make python-module` lays it out (the extension C99, -Werror) and the
-# extension compile-checked as C11; then tests/python/test_module.py run
-# against it (its ok/not ok lines), and
+# extension compile-checked as C11; then tests/python/test_module.py and
+# tests/python/coll_check.py (collectives and peers, memobs_host_api) run
+# against it (their ok/not ok lines), the symbols it exports, and
 # two checks of a fresh interpreter: MEMOBS=0 starts it disabled, and
 # MEMOBS_SUMMARY writes the JSON summary at exit.
 cd "$(dirname "$0")/.." || exit 2
@@ -67,6 +68,23 @@ pycheck() {
 # observers) against a reference model of nano-vllm's semantics.
 pycheck "$PYTHON" "$B" test_module.py pymodule
 pycheck "$PYTHON" "$B" nanovllm_check.py nanovllm
+# Collectives and peers (a process of their own: their tables outlive reset())
+pycheck "$PYTHON" "$B" coll_check.py coll-py
+
+# memobs_host_api, the table NCCL's profiler plugin looks up in the loaded
+# objects: exported (default visibility) by the private build, beside
+# PyInit__memobs and nothing else of memobs; the attached build defines
+# none (the LD_PRELOAD library's serves there).
+exports=$(nm -D --defined-only "$MOD" | awk '$2 == "T" {print $3}' | sort | tr '\n' ' ')
+att_host=$(nm -D "$B/attached.so" 2>&1 | grep -c 'memobs_host_api')
+if [ "$exports" = "PyInit__memobs memobs_host_api " ] && [ "$att_host" = 0 ]; then
+    echo "ok - pymodule: the private build exports PyInit__memobs and memobs_host_api only; the attached build has no memobs_host_api"
+else
+    echo "not ok - pymodule: the private build exports PyInit__memobs and memobs_host_api only; the attached build has no memobs_host_api"
+    echo "    # private build's text symbols: $exports"
+    echo "    # memobs_host_api in the attached build: $(nm -D "$B/attached.so" 2>&1 | grep memobs_host_api)"
+    rc=1
+fi
 
 # The package and a C library of the same process (its own memobs, default
 # visibility, loaded RTLD_GLOBAL first): two instances, each exact, neither
@@ -122,5 +140,6 @@ for py in /root/.pyenv/versions/3.*/bin/python3; do
     fi
     pycheck "$py" "$d" test_module.py pymodule "cpython$ver"
     pycheck "$py" "$d" nanovllm_check.py nanovllm "cpython$ver"
+    pycheck "$py" "$d" coll_check.py coll-py "cpython$ver"
 done
 exit $rc

@@ -6,7 +6,8 @@
 # tests/python/torch_alloc_check.py binds the allocator to the double and
 # calls it through ctypes as PyTorch would, one process per environment
 # (the allocator reads it at binding). Also: the extension exports only
-# PyInit__memobs and the allocator's two functions, needs no libcudart,
+# PyInit__memobs, memobs_host_api (NCCL's profiler plugin looks it up) and
+# the allocator's two functions, needs no libcudart,
 # and run_model.py fails with one clear line where PyTorch is missing.
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/torch_alloc
@@ -47,10 +48,11 @@ build() {
     local exports needed
     exports=$(nm -D --defined-only "$so" | awk '$2 == "T" {print $3}' | sort | tr '\n' ' ')
     needed=$(readelf -d "$so" | awk '/NEEDED/ {print $NF}' | tr '\n' ' ')
-    if [ "$exports" = "PyInit__memobs memobs_torch_free memobs_torch_malloc " ] && ! echo "$needed" | grep -q cuda; then
-        ok "build: the extension exports PyInit__memobs, memobs_torch_malloc/free only; no libcudart needed"
+    if [ "$exports" = "PyInit__memobs memobs_host_api memobs_torch_free memobs_torch_malloc " ] &&
+        ! echo "$needed" | grep -q cuda; then
+        ok "build: the extension exports PyInit__memobs, memobs_host_api, memobs_torch_malloc/free only; no libcudart needed"
     else
-        bad "build: the extension exports PyInit__memobs, memobs_torch_malloc/free only; no libcudart needed" \
+        bad "build: the extension exports PyInit__memobs, memobs_host_api, memobs_torch_malloc/free only; no libcudart needed" \
             "exports: $exports" "NEEDED: $needed"
         return 1
     fi

@@ -31,6 +31,16 @@ record_*() are the program's own claims, counted apart from what the
 library observed (get_summary()["manual"]), and memobs.torch has no
 allocator (the library observes the runtime's allocations already).
 
+Collectives and peers: NCCL's profiler plugin (libnccl-profiler-memobs.so,
+NCCL_PROFILER_PLUGIN=memobs) records a process's collectives into the
+package's memobs (or the LD_PRELOAD library's when attached): see
+coll_get_stats(), peer_get_stats(), coll_get_info() and get_summary()'s
+"collectives" and "peers". An engine's own transfers between instances (a
+KV connector over NIXL, UCX, RDMA or TCP) are recorded by hand:
+    peer = memobs.peer_intern("decode-3")
+    memobs.record_peer_xfer(peer, memobs.PEER_SEND, nbytes)   # the thread's phase
+docs/collectives.md has the whole story.
+
 Stops: with an exit output set (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, ...),
 SIGTERM, SIGHUP and SIGQUIT write the outputs through memobs' C handlers
 and then end the process as they would have (Python leaves them at their
@@ -89,6 +99,11 @@ if _ext is None:
 __version__ = _ext.__version__  # MEMOBS_VERSION of memobs.h
 
 __all__ = [
+    "coll_get_info",
+    "coll_get_stats",
+    "coll_kind_intern",
+    "coll_kind_label",
+    "coll_register_comm",
     "complete_reset",
     "device_bytes",
     "enable",
@@ -103,13 +118,19 @@ __all__ = [
     "instance",
     "is_enabled",
     "mark",
+    "peer_get_stats",
+    "peer_intern",
+    "peer_rank",
     "print_alloc_groups",
     "print_allocations",
     "print_leaks",
     "print_summary",
+    "record_coll",
     "record_d2d",
     "record_d2h",
     "record_h2d",
+    "record_peer_xfer",
+    "record_peer_xfer_timed",
     "record_tpot",
     "record_ttft",
     "region",
@@ -136,6 +157,20 @@ __all__ = [
     "write_html",
     "write_summary",
     "write_torch_snapshot",
+    "COLL_ALL_GATHER",
+    "COLL_ALL_REDUCE",
+    "COLL_ALL_TO_ALL",
+    "COLL_BROADCAST",
+    "COLL_GATHER",
+    "COLL_OTHER",
+    "COLL_RECV",
+    "COLL_REDUCE",
+    "COLL_REDUCE_SCATTER",
+    "COLL_SCATTER",
+    "COLL_SEND",
+    "COLL_SEND_RECV",
+    "PEER_RECV",
+    "PEER_SEND",
 ]
 
 # Every public name of the chosen extension at top level, the same objects

@@ -27,6 +27,8 @@
        memobs.mark("kv_evict")                  # a named instant
        memobs.get_regions()                     # per name: count, total_ns, mean_ns, max_ns, marks
        memobs.get_summary()                     # nano-vllm's MemoryObserver.get_summary() shape, and more
+       p = memobs.peer_intern("decode-3")       # another instance: KV bytes sent to it, by phase
+       memobs.record_peer_xfer(p, memobs.PEER_SEND, block.nbytes)
        memobs.print_summary()                   # on stderr
 
    The module holds a private memobs (MEMOBS_HIDDEN): its figures are its
@@ -46,9 +48,11 @@
    python-module` do when they find the CUDA headers), this file also
    holds memobs_cuda.h and memobs.torch's allocator (_torch_alloc.c,
    included at the end: one translation unit, one memobs); its two entry
-   points, memobs_torch_malloc and memobs_torch_free, are the only symbols
-   the extension exports besides PyInit__memobs. No libcudart is linked:
-   the runtime is bound when memobs.torch.use_allocator() runs.
+   points, memobs_torch_malloc and memobs_torch_free, are with
+   PyInit__memobs and memobs_host_api (the table NCCL's profiler plugin
+   records collectives through) the only symbols the extension exports. No
+   libcudart is linked: the runtime is bound when
+   memobs.torch.use_allocator() runs.
 
    Regions: memobs.region(name) interns the name (a str, kept as at most
    63 UTF-8 bytes) the first time that str is seen and returns the same
@@ -88,8 +92,15 @@
 static void pymod_log(int level, const char *msg, void *user);
 #define MEMOBS_PY_LOG(level, msg) pymod_log(level, msg, NULL)
 #else
+/* The private memobs, hidden, but for memobs_host_api (MEMOBS_EXPORT_HOST:
+   default visibility): NCCL's profiler plugin, libnccl-profiler-memobs.so,
+   finds it by walking the loaded objects and records the process's
+   collectives into this memobs ("python" in the summary's instance). The
+   attached build defines none: there the LD_PRELOAD library's serves. */
 #define MEMOBS_IMPLEMENTATION
 #define MEMOBS_HIDDEN
+#define MEMOBS_EXPORT_HOST
+#define MEMOBS_HOST_INSTANCE "python"
 #endif
 #include "memobs_python.h"
 #ifdef MEMOBS_PY_CUDA
@@ -1058,6 +1069,8 @@ fail:
     return NULL;
 }
 
+static int pymod_coll_summary(PyObject *d); /* "collectives" and "peers" (Collectives and peers, below) */
+
 /* nano-vllm's MemoryObserver.get_summary() shape ("total" with bytes and
    counts per direction; "prefill" and "decode" with h2d_bytes and
    d2h_bytes), then what memobs adds, named as in its JSON summary. */
@@ -1110,7 +1123,7 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
         pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "regions", pymod_regions_list()) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
         pymod_put(d, "enabled", PyBool_FromLong(s->enabled)) < 0 ||
         pymod_put(d, "window_ns", PyLong_FromUnsignedLongLong(s->window_ns)) < 0 ||
-        pymod_put(d, "memobs_version", PyUnicode_FromString(MEMOBS_VERSION)) < 0)
+        pymod_put(d, "memobs_version", PyUnicode_FromString(MEMOBS_VERSION)) < 0 || pymod_coll_summary(d) < 0)
         goto fail;
     return d;
 fail:
@@ -1177,6 +1190,404 @@ static PyObject *pymod_write_html(PyObject *self, PyObject *const *args, Py_ssiz
     rc = pymod_close(f, own, rc);
     Py_END_ALLOW_THREADS
     return pymod_io_result(rc, "write_html", a[0]);
+}
+
+/* ======================================================================== */
+/* Collectives and peers                                                    */
+/* ======================================================================== */
+
+static const char *const pymod_peer_dir_names[MEMOBS_PEER_DIRS] = {"send", "recv"};
+
+/* A phase argument of the collectives and peers: None (the calling
+   thread's phase, read now), True (prefill), False (decode) or a phase
+   name. The memobs_phase_t, or -1 with TypeError / ValueError. */
+static int pymod_phase_opt(PyObject *o, const char *fname) {
+    if (!o || o == Py_None) return (int)memobs_get_phase();
+    if (o == Py_True) return MEMOBS_PHASE_PREFILL;
+    if (o == Py_False) return MEMOBS_PHASE_DECODE;
+    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "phase", pymod_phase_names, MEMOBS_PHASES);
+    PyErr_Format(PyExc_TypeError, "%s(): phase must be None, True, False or \"prefill\", \"decode\", \"unphased\", "
+                 "not %.200s", fname, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* A handle memobs gave (peer_intern, peer_rank, coll_register_comm,
+   coll_kind_intern): an int in [0, limit). */
+static int pymod_handle(PyObject *o, const char *fname, const char *what, const char *from, int limit, int *out) {
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): %s must be an int (a handle from %s), not %.200s", fname, what, from,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (pymod_int(o, fname, what, 0, limit - 1, out) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be a handle from %s (0..%d), got %R", fname, what, from,
+                     limit - 1, o);
+        return -1;
+    }
+    return 0;
+}
+
+/* dir: PEER_SEND (0), PEER_RECV (1), "send" or "recv". */
+static int pymod_peer_dir(PyObject *o, const char *fname) {
+    int d;
+    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "dir", pymod_peer_dir_names, MEMOBS_PEER_DIRS);
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): dir must be PEER_SEND, PEER_RECV, \"send\" or \"recv\", not %.200s",
+                     fname, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (pymod_int(o, fname, "dir (PEER_SEND 0, PEER_RECV 1)", 0, MEMOBS_PEER_DIRS - 1, &d) < 0) return -1;
+    return d;
+}
+
+/* A negative result code of memobs as an exception: ValueError for
+   MEMOBS_ERR_INVALID, RuntimeError for a full table and the rest. */
+static PyObject *pymod_refused(const char *fname, int rc, const char *what) {
+    PyErr_Format(rc == MEMOBS_ERR_INVALID ? PyExc_ValueError : PyExc_RuntimeError, "%s(): memobs refused %s: %s",
+                 fname, what, memobs_strerror(rc));
+    return NULL;
+}
+
+/* peer_intern(name): the handle of a named peer ("decode-3"). */
+static PyObject *pymod_peer_intern(PyObject *self, PyObject *arg) {
+    char text[PYMOD_NAME_SIZE];
+    memobs_peer_t id;
+    (void)self;
+    if (pymod_name_text(arg, "peer_intern", text, sizeof text) < 0) return NULL;
+    if ((id = memobs_peer_intern(text)) < 0)
+        return pymod_refused("peer_intern", id, id == MEMOBS_ERR_FULL ? "the name (the peer table is full: "
+                                                                        "MEMOBS_MAX_PEERS)" : "the name");
+    return PyLong_FromLong((long)id);
+}
+
+/* peer_rank(comm, rank): a rank of a communicator as a peer. */
+static PyObject *pymod_peer_rank(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[2] = {"comm", "rank"};
+    PyObject *a[2];
+    int comm, rank;
+    memobs_peer_t id;
+    (void)self;
+    if (pymod_args("peer_rank", args, nargs, kwnames, kw, 2, 2, a) < 0 ||
+        pymod_handle(a[0], "peer_rank", "comm", "coll_register_comm()", MEMOBS_MAX_COMMS, &comm) < 0 ||
+        pymod_int(a[1], "peer_rank", "rank", 0, INT32_MAX, &rank) < 0)
+        return NULL;
+    if ((id = memobs_peer_rank((memobs_comm_t)comm, rank)) < 0)
+        return pymod_refused("peer_rank", id, id == MEMOBS_ERR_FULL ? "the rank (the peer table is full: "
+                                                                      "MEMOBS_MAX_PEERS)" : "the rank (an unknown "
+                                                                      "communicator, or rank >= its nranks)");
+    return PyLong_FromLong((long)id);
+}
+
+/* record_peer_xfer(peer, dir, nbytes, phase=None) and
+   record_peer_xfer_timed(peer, dir, nbytes, phase, ns): arguments checked
+   before anything is recorded. */
+static PyObject *pymod_peer_xfer(const char *fname, int timed, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames) {
+    static const char *const kw[5] = {"peer", "dir", "nbytes", "phase", "ns"};
+    PyObject *a[5];
+    int peer, dir, phase;
+    uint64_t bytes, ns = 0;
+    if (pymod_args(fname, args, nargs, kwnames, kw, timed ? 5 : 4, timed ? 5 : 3, a) < 0 ||
+        pymod_handle(a[0], fname, "peer", "peer_intern() or peer_rank()", MEMOBS_MAX_PEERS, &peer) < 0 ||
+        (dir = pymod_peer_dir(a[1], fname)) < 0 ||
+        pymod_u64_max(a[2], fname, "nbytes", MEMOBS_MAX_BYTES, "MEMOBS_MAX_BYTES", &bytes) < 0 ||
+        (timed && pymod_u64_max(a[4], fname, "ns", MEMOBS_MAX_NS, "MEMOBS_MAX_NS", &ns) < 0) ||
+        (phase = pymod_phase_opt(a[3], fname)) < 0)
+        return NULL;
+    if (timed)
+        memobs_record_peer_xfer_timed((memobs_peer_t)peer, (memobs_peer_dir_t)dir, bytes, (memobs_phase_t)phase, ns);
+    else
+        memobs_record_peer_xfer((memobs_peer_t)peer, (memobs_peer_dir_t)dir, bytes, (memobs_phase_t)phase);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_record_peer_xfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_peer_xfer("record_peer_xfer", 0, args, nargs, kwnames);
+}
+
+static PyObject *pymod_record_peer_xfer_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                              PyObject *kwnames) {
+    (void)self;
+    return pymod_peer_xfer("record_peer_xfer_timed", 1, args, nargs, kwnames);
+}
+
+/* coll_register_comm(name, id, rank, nranks, nnodes=1). */
+static PyObject *pymod_coll_register_comm(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames) {
+    static const char *const kw[5] = {"name", "id", "rank", "nranks", "nnodes"};
+    PyObject *a[5];
+    char text[PYMOD_NAME_SIZE];
+    const char *name = NULL;
+    uint64_t id;
+    int rank, nranks, nnodes = 1;
+    memobs_comm_t comm;
+    (void)self;
+    if (pymod_args("coll_register_comm", args, nargs, kwnames, kw, 5, 4, a) < 0) return NULL;
+    if (a[0] != Py_None) {
+        if (pymod_name_text(a[0], "coll_register_comm", text, sizeof text) < 0) return NULL;
+        name = text;
+    }
+    if (pymod_u64(a[1], "coll_register_comm", "id", &id) < 0 ||
+        pymod_int(a[2], "coll_register_comm", "rank", 0, INT32_MAX, &rank) < 0 ||
+        pymod_int(a[3], "coll_register_comm", "nranks (0: unknown)", 0, INT32_MAX, &nranks) < 0 ||
+        (a[4] && pymod_int(a[4], "coll_register_comm", "nnodes (0: unknown)", 0, INT32_MAX, &nnodes) < 0))
+        return NULL;
+    if (nranks > 0 && rank >= nranks) {
+        PyErr_Format(PyExc_ValueError, "coll_register_comm(): rank must be below nranks (%d), got %d", nranks, rank);
+        return NULL;
+    }
+    if ((comm = memobs_coll_register_comm(name, id, rank, nranks, nnodes)) < 0)
+        return pymod_refused("coll_register_comm", comm, "the communicator");
+    return PyLong_FromLong((long)comm);
+}
+
+/* A kind argument: a handle, or a name interned now. */
+static int pymod_kind_arg(PyObject *o, const char *fname, int *out) {
+    if (PyUnicode_Check(o)) {
+        char text[PYMOD_NAME_SIZE];
+        memobs_coll_kind_t k;
+        if (pymod_name_text(o, fname, text, sizeof text) < 0) return -1;
+        if ((k = memobs_coll_kind_intern(text)) < 0) {
+            pymod_refused(fname, k, "the kind's name");
+            return -1;
+        }
+        *out = (int)k;
+        return 0;
+    }
+    return pymod_handle(o, fname, "kind", "COLL_* or coll_kind_intern()", MEMOBS_MAX_COLL_KINDS, out);
+}
+
+static PyObject *pymod_coll_kind_intern(PyObject *self, PyObject *arg) {
+    int k;
+    (void)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "coll_kind_intern(): name must be a str, not %.200s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (pymod_kind_arg(arg, "coll_kind_intern", &k) < 0) return NULL;
+    return PyLong_FromLong(k);
+}
+
+static PyObject *pymod_coll_kind_label(PyObject *self, PyObject *arg) {
+    int k;
+    const char *label;
+    (void)self;
+    if (pymod_handle(arg, "coll_kind_label", "kind", "COLL_* or coll_kind_intern()", MEMOBS_MAX_COLL_KINDS, &k) < 0)
+        return NULL;
+    if (!(label = memobs_coll_kind_label((memobs_coll_kind_t)k))) Py_RETURN_NONE;
+    return pymod_text(label, 0);
+}
+
+/* record_coll(comm, kind, nbytes, phase=None, ns=0). */
+static PyObject *pymod_record_coll(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[5] = {"comm", "kind", "nbytes", "phase", "ns"};
+    PyObject *a[5];
+    int comm, kind, phase;
+    uint64_t bytes, ns = 0;
+    (void)self;
+    if (pymod_args("record_coll", args, nargs, kwnames, kw, 5, 3, a) < 0 ||
+        pymod_handle(a[0], "record_coll", "comm", "coll_register_comm()", MEMOBS_MAX_COMMS, &comm) < 0 ||
+        pymod_kind_arg(a[1], "record_coll", &kind) < 0 ||
+        pymod_u64_max(a[2], "record_coll", "nbytes", MEMOBS_MAX_BYTES, "MEMOBS_MAX_BYTES", &bytes) < 0 ||
+        (a[4] && pymod_u64_max(a[4], "record_coll", "ns", MEMOBS_MAX_NS, "MEMOBS_MAX_NS", &ns) < 0) ||
+        (phase = pymod_phase_opt(a[3], "record_coll")) < 0)
+        return NULL;
+    memobs_record_coll((memobs_comm_t)comm, (memobs_coll_kind_t)kind, bytes, (memobs_phase_t)phase, ns);
+    Py_RETURN_NONE;
+}
+
+/* memobs' snapshot of the collectives: rows in PyMem (free it), *n of them. */
+static memobs_coll_stats_t *pymod_coll_rows(size_t *n) {
+    size_t want = memobs_coll_get_stats(NULL, 0);
+    memobs_coll_stats_t *r = (memobs_coll_stats_t *)PyMem_Malloc((want ? want : 1) * sizeof *r);
+    if (!r) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *n = memobs_coll_get_stats(r, want);
+    if (*n > want) *n = want; /* rows added since the first call: in the next snapshot */
+    return r;
+}
+
+static memobs_peer_stats_t *pymod_peer_rows(size_t *n) {
+    size_t want = memobs_peer_get_stats(NULL, 0);
+    memobs_peer_stats_t *r = (memobs_peer_stats_t *)PyMem_Malloc((want ? want : 1) * sizeof *r);
+    if (!r) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *n = memobs_peer_get_stats(r, want);
+    if (*n > want) *n = want;
+    return r;
+}
+
+/* The figures of one (communicator, kind, phase), as the JSON summary's. */
+static PyObject *pymod_coll_figures(const memobs_coll_stats_t *x) {
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d}", "ops", PYMOD_ULL(x->ops), "bytes", PYMOD_ULL(x->bytes),
+                         "timed_ops", PYMOD_ULL(x->timed_ops), "ns", PYMOD_ULL(x->ns), "algo_bytes",
+                         PYMOD_ULL(x->algo_bytes), "bus_bytes", PYMOD_ULL(x->bus_bytes), "algbw_gbs", x->algbw_gbs,
+                         "busbw_gbs", x->busbw_gbs);
+}
+
+static const char *pymod_phase_name(memobs_phase_t p) {
+    return pymod_phase_names[(unsigned)p < MEMOBS_PHASES ? (unsigned)p : 0];
+}
+
+/* coll_get_stats(): one dict per (communicator, kind, phase) with ops. */
+static PyObject *pymod_coll_get_stats(PyObject *self, PyObject *unused) {
+    size_t n, i;
+    memobs_coll_stats_t *r = pymod_coll_rows(&n);
+    PyObject *list = NULL;
+    (void)self, (void)unused;
+    if (!r) return NULL;
+    if (!(list = PyList_New(0))) goto done;
+    for (i = 0; i < n; i++) {
+        const memobs_coll_stats_t *x = &r[i];
+        PyObject *d = pymod_coll_figures(x);
+        if (!d || pymod_put(d, "comm", PyLong_FromLong((long)x->comm)) < 0 ||
+            pymod_put(d, "comm_name", pymod_text(x->comm_name ? x->comm_name : "", 0)) < 0 ||
+            pymod_put(d, "comm_id", PyLong_FromUnsignedLongLong(x->comm_id)) < 0 ||
+            pymod_put(d, "rank", PyLong_FromLong(x->rank)) < 0 || pymod_put(d, "nranks", PyLong_FromLong(x->nranks)) < 0 ||
+            pymod_put(d, "nnodes", PyLong_FromLong(x->nnodes)) < 0 ||
+            pymod_put(d, "kind", PyLong_FromLong((long)x->kind)) < 0 ||
+            pymod_put(d, "kind_name", pymod_text(x->kind_name ? x->kind_name : "", 0)) < 0 ||
+            pymod_put(d, "phase", PyUnicode_FromString(pymod_phase_name(x->phase))) < 0 ||
+            PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+done:
+    PyMem_Free(r);
+    return list;
+}
+
+/* {phase: {"bytes", "ops", "ns"}} of one direction of a peer, every phase. */
+static PyObject *pymod_peer_dir_dict(const memobs_peer_stats_t *x, int dir) {
+    static const unsigned order[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
+    PyObject *d = PyDict_New();
+    unsigned i;
+    if (!d) return NULL;
+    for (i = 0; i < MEMOBS_PHASES; i++) {
+        unsigned p = order[i];
+        if (pymod_put(d, pymod_phase_names[p],
+                      Py_BuildValue("{s:K,s:K,s:K}", "bytes", PYMOD_ULL(x->bytes[dir][p]), "ops",
+                                    PYMOD_ULL(x->ops[dir][p]), "ns", PYMOD_ULL(x->ns[dir][p]))) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* peer_get_stats(): one dict per peer used: "id", "name", "comm" (the
+   communicator's handle) and "rank" (None for a named peer), "send" and
+   "recv" with every phase. */
+static PyObject *pymod_peer_get_stats(PyObject *self, PyObject *unused) {
+    size_t n, i;
+    memobs_peer_stats_t *r = pymod_peer_rows(&n);
+    PyObject *list = NULL;
+    (void)self, (void)unused;
+    if (!r) return NULL;
+    if (!(list = PyList_New(0))) goto done;
+    for (i = 0; i < n; i++) {
+        const memobs_peer_stats_t *x = &r[i];
+        PyObject *d = PyDict_New();
+        if (!d || pymod_put(d, "id", PyLong_FromLong((long)x->id)) < 0 ||
+            pymod_put(d, "name", pymod_text(x->name ? x->name : "", 0)) < 0 ||
+            pymod_put(d, "comm", x->comm >= 0 ? PyLong_FromLong((long)x->comm) : (Py_INCREF(Py_None), Py_None)) < 0 ||
+            pymod_put(d, "rank", x->comm >= 0 ? PyLong_FromLong(x->rank) : (Py_INCREF(Py_None), Py_None)) < 0 ||
+            pymod_put(d, "send", pymod_peer_dir_dict(x, MEMOBS_PEER_SEND)) < 0 ||
+            pymod_put(d, "recv", pymod_peer_dir_dict(x, MEMOBS_PEER_RECV)) < 0 || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            goto done;
+        }
+        Py_DECREF(d);
+    }
+done:
+    PyMem_Free(r);
+    return list;
+}
+
+/* The source's fields and the drop counters, as the JSON summary's
+   "collectives" has them. */
+static PyObject *pymod_coll_info_dict(const memobs_coll_info_t *in) {
+    return Py_BuildValue("{s:N,s:N,s:N,s:i,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "source", pymod_text(in->source, 0),
+                         "instance", pymod_text(in->instance, 0), "level", pymod_text(in->level, 0), "api_version",
+                         in->api_version, "events_dropped", PYMOD_ULL(in->notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED]),
+                         "bad_events", PYMOD_ULL(in->notes[MEMOBS_COLL_NOTE_BAD_EVENTS]), "captured_calls",
+                         PYMOD_ULL(in->notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS]), "captured_replays",
+                         PYMOD_ULL(in->notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS]), "comms_dropped",
+                         PYMOD_ULL(in->comms_dropped), "kinds_dropped", PYMOD_ULL(in->kinds_dropped),
+                         "peers_dropped", PYMOD_ULL(in->peers_dropped));
+}
+
+static PyObject *pymod_coll_get_info(PyObject *self, PyObject *unused) {
+    memobs_coll_info_t in;
+    (void)self, (void)unused;
+    memset(&in, 0, sizeof in);
+    memobs_coll_get_info(&in);
+    return pymod_coll_info_dict(&in);
+}
+
+/* get_summary()'s "collectives" and "peers": the JSON summary's, read
+   from it (one writer, so the two never disagree: every communicator
+   registered, algbw_gbs None when nothing was timed, busbw_gbs None
+   without a bus factor, a peer's phases with bytes or operations), added
+   to d only when something was recorded or a source was set. */
+static PyObject *pymod_json_loads; /* json.loads, imported at the first use */
+
+static int pymod_coll_summary(PyObject *d) {
+    static const char *const keys[2] = {"collectives", "peers"};
+    memobs_coll_info_t in;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    int rc, i;
+    PyObject *text, *j;
+    memset(&in, 0, sizeof in);
+    memobs_coll_get_info(&in);
+    if (!in.source[0] && !in.instance[0] && !in.level[0] && !in.api_version && !memobs_coll_get_stats(NULL, 0) &&
+        !memobs_peer_get_stats(NULL, 0))
+        return 0;
+    if (!pymod_json_loads) {
+        PyObject *mod = PyImport_ImportModule("json");
+        if (!mod) return -1;
+        pymod_json_loads = PyObject_GetAttrString(mod, "loads");
+        Py_DECREF(mod);
+        if (!pymod_json_loads) return -1;
+    }
+    if (!(f = open_memstream(&buf, &len))) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS /* the writer takes memobs' locks: never with the GIL held */
+    rc = memobs_write_summary(f, MEMOBS_FORMAT_JSON);
+    if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    Py_END_ALLOW_THREADS
+    if (rc != MEMOBS_OK) {
+        free(buf);
+        PyErr_Format(PyExc_RuntimeError, "get_summary(): the JSON summary could not be written: %s",
+                     memobs_strerror(rc));
+        return -1;
+    }
+    text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
+    free(buf); /* open_memstream's, from malloc */
+    if (!text) return -1;
+    j = PyObject_CallFunctionObjArgs(pymod_json_loads, text, NULL);
+    Py_DECREF(text);
+    if (!j) return -1;
+    for (i = 0, rc = 0; i < 2 && rc == 0; i++) {
+        PyObject *v = PyDict_Check(j) ? PyDict_GetItemString(j, keys[i]) : NULL; /* borrowed */
+        if (v) rc = PyDict_SetItemString(d, keys[i], v);
+    }
+    Py_DECREF(j);
+    return rc;
 }
 
 /* ======================================================================== */
@@ -1630,7 +2041,11 @@ static PyMethodDef pymod_methods[] = {
      "and \"total\", \"prefill\", \"decode\", \"unphased\" as \"total\"), \"ttft\", \"tpot\", "
      "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"regions\" (as "
      "get_regions()), \"identity\", "
-     "\"enabled\", \"window_ns\", \"memobs_version\"."},
+     "\"enabled\", \"window_ns\", \"memobs_version\"; and, once a collective or a peer transfer was recorded "
+     "or NCCL's profiler plugin set its source, \"collectives\" (coll_get_info()'s keys and \"comms\": name, id, "
+     "rank, nranks, nnodes and \"kinds\": {kind: {phase: figures}}, algbw_gbs None when untimed, busbw_gbs None "
+     "without a bus factor) and \"peers\" (name, comm name, rank, send and recv: the phases with bytes or "
+     "operations), as the JSON summary has them."},
     {"instance", pymod_instance, METH_NOARGS,
      "instance()\n--\n\nWhose memobs the package records into: \"private\" (its own, in this extension) or "
      "\"preload\" (the LD_PRELOAD library's, libmemobs_preload.so, chosen at import when that library is in the "
@@ -1704,6 +2119,55 @@ static PyMethodDef pymod_methods[] = {
      "there ever were in this process (reset() keeps it)."},
     {"device_bytes", pymod_device_bytes, METH_O,
      "device_bytes(device)\n--\n\nDeprecated name of get_device_bytes(device)."},
+    {"peer_intern", pymod_peer_intern, METH_O,
+     "peer_intern(name)\n--\n\nThe handle (an int) of a named peer: another instance or host that bytes go to or "
+     "come from (\"decode-3\", \"10.0.0.7:5600\"). name: a non-empty str, kept as at most 63 UTF-8 bytes; the "
+     "same name gives the same handle. RuntimeError when the peer table is full (MEMOBS_MAX_PEERS, 256 named "
+     "peers and ranks)."},
+    {"peer_rank", PYMOD_FN(pymod_peer_rank), PYMOD_KW,
+     "peer_rank(comm, rank)\n--\n\nThe handle of a rank of a communicator (comm from coll_register_comm()) as a "
+     "peer, labelled \"<comm name> r<rank>\". ValueError for an unknown communicator or a rank out of range."},
+    {"record_peer_xfer", PYMOD_FN(pymod_record_peer_xfer), PYMOD_KW,
+     "record_peer_xfer(peer, dir, nbytes, phase=None)\n--\n\nRecords nbytes (0 to 2**56) sent to (dir PEER_SEND "
+     "or \"send\") or received from (PEER_RECV, \"recv\") peer (a handle from peer_intern() or peer_rank()). "
+     "phase: None (the calling thread's phase from set_phase()), True (prefill), False (decode) or a phase name. "
+     "Arguments are checked before anything is recorded."},
+    {"record_peer_xfer_timed", PYMOD_FN(pymod_record_peer_xfer_timed), PYMOD_KW,
+     "record_peer_xfer_timed(peer, dir, nbytes, phase, ns)\n--\n\nrecord_peer_xfer with the transfer's duration "
+     "in ns (0 to 2**56; 0: untimed) measured by the caller; phase None is the thread's phase."},
+    {"coll_register_comm", PYMOD_FN(pymod_coll_register_comm), PYMOD_KW,
+     "coll_register_comm(name, id, rank, nranks, nnodes=1)\n--\n\nThe handle (an int) of a communicator: name "
+     "a str or None (\"comm <id hex>\"), id an int (0 to 2**64 - 1), rank 0 <= rank < nranks, nranks 0 when "
+     "unknown (no bus bandwidth then), nnodes its nodes. The same id and rank give the same handle."},
+    {"coll_kind_intern", pymod_coll_kind_intern, METH_O,
+     "coll_kind_intern(name)\n--\n\nThe id of a collective kind: NCCL's names (\"AllReduce\", \"AlltoAll\", "
+     "...) and memobs' (\"all_reduce\", ...) give the COLL_* constants, any other name an id of its own "
+     "labelled \"other:<name>\" (COLL_OTHER when the kind table is full)."},
+    {"coll_kind_label", pymod_coll_kind_label, METH_O,
+     "coll_kind_label(kind)\n--\n\nThe label of a kind id (\"all_reduce\", \"other:AllGatherV\"), None if "
+     "the id is not used."},
+    {"record_coll", PYMOD_FN(pymod_record_coll), PYMOD_KW,
+     "record_coll(comm, kind, nbytes, phase=None, ns=0)\n--\n\nRecords one completed collective of comm (a handle "
+     "from coll_register_comm()): kind a COLL_* id, an id from coll_kind_intern() or a name; nbytes = count x "
+     "datatype size (per rank for all_gather and reduce_scatter, per peer for all_to_all); phase as "
+     "record_peer_xfer; ns its duration (0: untimed). memobs derives the algorithm and bus bandwidths as "
+     "nccl-tests defines them."},
+    {"coll_get_stats", pymod_coll_get_stats, METH_NOARGS,
+     "coll_get_stats()\n--\n\nOne dict per (communicator, kind, phase) with operations: \"comm\" (handle), "
+     "\"comm_name\", \"comm_id\", \"rank\", \"nranks\", \"nnodes\", \"kind\" (id), \"kind_name\", \"phase\", "
+     "\"ops\", \"bytes\", \"timed_ops\", \"ns\", \"algo_bytes\" and \"bus_bytes\" (of the timed "
+     "operations), \"algbw_gbs\", \"busbw_gbs\" (1e9 bytes/s; 0 when nothing was timed or the kind has no bus "
+     "factor)."},
+    {"peer_get_stats", pymod_peer_get_stats, METH_NOARGS,
+     "peer_get_stats()\n--\n\nOne dict per peer used: \"id\" (handle), \"name\", \"comm\" and \"rank\" "
+     "(None for a named peer), \"send\" and \"recv\": {phase: {\"bytes\", \"ops\", \"ns\"}} for "
+     "\"prefill\", \"decode\" and \"unphased\"."},
+    {"coll_get_info", pymod_coll_get_info, METH_NOARGS,
+     "coll_get_info()\n--\n\nWhere the collective figures come from: \"source\" (\"nccl-profiler\", \"\" when "
+     "no backend said), \"instance\" (whose memobs the NCCL plugin records into: \"preload\", \"python\", "
+     "\"program\" or \"own\"), \"level\", \"api_version\" (the NCCL profiler API NCCL chose, 0 none), "
+     "\"events_dropped\", \"bad_events\", \"captured_calls\", \"captured_replays\", \"comms_dropped\", "
+     "\"kinds_dropped\", \"peers_dropped\"."},
     {"_preload_abi", pymod_preload_abi, METH_NOARGS,
      "_preload_abi()\n--\n\nmemobs_preload_abi() of the LD_PRELOAD library in the process (its MEMOBS__ABI_KEY), "
      "or None without one; compare _abi_key."},
@@ -1744,6 +2208,32 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         PyModule_AddIntConstant(m, "_cuda_version", PYMOD_CUDA_VERSION) < 0) {
         Py_DECREF(m);
         return NULL;
+    }
+    {
+        /* the directions of record_peer_xfer and the fixed collective kinds */
+        static const struct {
+            const char *name;
+            long value;
+        } k[] = {{"PEER_SEND", MEMOBS_PEER_SEND},
+                 {"PEER_RECV", MEMOBS_PEER_RECV},
+                 {"COLL_ALL_REDUCE", MEMOBS_COLL_ALL_REDUCE},
+                 {"COLL_ALL_GATHER", MEMOBS_COLL_ALL_GATHER},
+                 {"COLL_REDUCE_SCATTER", MEMOBS_COLL_REDUCE_SCATTER},
+                 {"COLL_BROADCAST", MEMOBS_COLL_BROADCAST},
+                 {"COLL_REDUCE", MEMOBS_COLL_REDUCE},
+                 {"COLL_ALL_TO_ALL", MEMOBS_COLL_ALL_TO_ALL},
+                 {"COLL_GATHER", MEMOBS_COLL_GATHER},
+                 {"COLL_SCATTER", MEMOBS_COLL_SCATTER},
+                 {"COLL_SEND", MEMOBS_COLL_SEND},
+                 {"COLL_RECV", MEMOBS_COLL_RECV},
+                 {"COLL_SEND_RECV", MEMOBS_COLL_SEND_RECV},
+                 {"COLL_OTHER", MEMOBS_COLL_OTHER}};
+        size_t i;
+        for (i = 0; i < sizeof k / sizeof k[0]; i++)
+            if (PyModule_AddIntConstant(m, k[i].name, k[i].value) < 0) {
+                Py_DECREF(m);
+                return NULL;
+            }
     }
     /* the layouts its inline records assume (memobs.h's MEMOBS__ABI_KEY) */
     if (!(key = PyLong_FromUnsignedLongLong(MEMOBS__ABI_KEY)) || PyModule_AddObject(m, "_abi_key", key) < 0) {

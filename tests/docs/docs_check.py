@@ -29,8 +29,8 @@ NAME = re.compile(r"\bMEMOBS[A-Z0-9_]*\b")
 
 def source_files(root):
     """(path, kind) of every file whose MEMOBS_* names the configuration page
-    must list: the headers, the LD_PRELOAD library and its launcher, the
-    Python package and its build."""
+    must list: the headers, the LD_PRELOAD library and its launcher, NCCL's
+    profiler plugin, the Python package and its build."""
     out = []
 
     def add(rel, kind):
@@ -40,7 +40,7 @@ def source_files(root):
 
     for h in HEADERS:
         add(h, "c")
-    for d in ("preload", "examples/preload"):
+    for d in ("preload", "examples/preload", "nccl"):
         full = os.path.join(root, d)
         if os.path.isdir(full):
             for f in sorted(os.listdir(full)):
