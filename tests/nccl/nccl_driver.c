@@ -31,9 +31,11 @@
      pxn       proxy operations started for another process (proxyOp.pid
                not ours) with a parentObj that must never be read.
 
-   Built two ways from this one file: plain (the program knows nothing of
-   memobs: under LD_PRELOAD=libmemobs_preload.so, or with the plugin's own
-   instance) and with -DDRIVER_HOST: the program links memobs
+   Built three ways from this one file: plain (the program knows nothing
+   of memobs: under LD_PRELOAD=libmemobs_preload.so, or with the plugin's
+   own instance); with -DDRIVER_LIB -shared, a library whose
+   nccl_driver_main(argc, argv) a Python process calls after importing
+   memobs; and with -DDRIVER_HOST: the program links memobs
    (MEMOBS_EXPORT_HOST, memobs_host_api exported) and memobs_cuda.h on the
    CUDA runtime double, takes a memory sample every 100 ms of its own
    clock and holds 6 GiB outside memobs during the prefill all-reduces,
@@ -1347,6 +1349,14 @@ static int run_pxn(int rank) {
     printf("pxn done\n");
     return failures ? 1 : 0;
 }
+
+#ifdef DRIVER_LIB
+/* Built as a library (-DDRIVER_LIB -shared) for a Python process to call
+   through ctypes, after `import memobs`: the plugin finds the package's
+   memobs_host_api among the loaded objects (instance "python"). */
+__attribute__((visibility("default"))) int nccl_driver_main(int argc, char **argv);
+#define main nccl_driver_main
+#endif
 
 int main(int argc, char **argv) {
     int rank;

@@ -20,8 +20,9 @@
 #   4. a pool of 8 slots with 64 collectives in flight;
 #   5. refusal (MEMOBS_NCCL=0, MEMOBS=0), bad and double stops, PXN with a
 #      parent that must never be read (ASan + UBSan);
-#   6. identity: under the preload ("preload"), MEMOBS_NCCL_ATTACH=0 ("own",
-#      the plugin's own outputs at exit).
+#   6. identity: under the preload ("preload"), in a Python process with the
+#      package's private memobs ("python"), MEMOBS_NCCL_ATTACH=0 ("own", the
+#      plugin's own outputs at exit).
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/nccl
 rm -rf "$B" && mkdir -p "$B"
@@ -43,10 +44,11 @@ check() { # nccl_check.py ARGS: its ok/not ok lines; rc=1 on failure
 # ---- builds ----------------------------------------------------------------
 PLUGIN=$B/libnccl-profiler-memobs.so
 PRELOAD=$B/libmemobs_preload.so
-if make -s BUILD="$B" nccl-plugin preload >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] && [ -f "$PLUGIN" ]; then
-    ok "build: make nccl-plugin preload warning-free"
+if make -s BUILD="$B" nccl-plugin preload python-module >"$B/make.log" 2>&1 && [ ! -s "$B/make.log" ] &&
+    [ -f "$PLUGIN" ]; then
+    ok "build: make nccl-plugin preload python-module warning-free"
 else
-    bad "build: make nccl-plugin preload warning-free" "$(head -c 3000 "$B/make.log")"
+    bad "build: make nccl-plugin preload python-module warning-free" "$(head -c 3000 "$B/make.log")"
     exit 1
 fi
 LINK="-ldl -pthread -Wl,--export-dynamic-symbol=clock_gettime"
@@ -58,15 +60,18 @@ if ! { $CC -std=c99 -O1 -g $W -o "$B/driver" tests/nccl/nccl_driver.c $LINK &&
     $CC -std=c99 -O1 -g $W -DDRIVER_HOST -I"$CUDA_INC" -c -o "$B/driver_host.o" tests/nccl/nccl_driver.c &&
     $CC -o "$B/driver_host" "$B/driver_host.o" "$B/cudart_double.o" $LINK -lm \
         -Wl,--export-dynamic-symbol=memobs_host_api &&
+    $CC -std=c99 -O1 -g $W -DDRIVER_LIB -fPIC -shared -fvisibility=hidden -o "$B/libnccl_driver.so" \
+        tests/nccl/nccl_driver.c -ldl -pthread &&
     $CC -std=c99 -O1 -g $W -fsanitize=thread -o "$B/driver_tsan" tests/nccl/nccl_driver.c $LINK &&
     san_plugin "$B/plugin_tsan.so" -fsanitize=thread &&
     $CC -std=c99 -O1 -g $W -fsanitize=address,undefined -fno-sanitize-recover=all -o "$B/driver_asan" \
         tests/nccl/nccl_driver.c $LINK &&
     san_plugin "$B/plugin_asan.so" "-fsanitize=address,undefined -fno-sanitize-recover=all"; } >"$B/build.log" 2>&1; then
-    bad "build: the driver (plain, with memobs, TSan, ASan+UBSan) and the sanitized plugins" "$(head -n 20 "$B/build.log")"
+    bad "build: the driver (plain, with memobs, as a library, TSan, ASan+UBSan) and the sanitized plugins" \
+        "$(head -n 20 "$B/build.log")"
     exit 1
 fi
-ok "build: the driver (plain, with memobs exporting memobs_host_api, TSan, ASan+UBSan) and the sanitized plugins"
+ok "build: the driver (plain, with memobs exporting memobs_host_api, as a library, TSan, ASan+UBSan) and the sanitized plugins"
 
 # run NAME CMD...: CMD ran, exit 0, nothing on stderr but lines matching
 # $ALLOW (an extended regex)
@@ -207,6 +212,19 @@ mkdir -p "$d"
 if ALLOW="no CUDA call was intercepted" LD_PRELOAD=$PRELOAD MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" \
     NCCL_DRIVER_EXPECT="$d/exp.json" run preload "$B/driver" "$PLUGIN" 5 scenario 2; then
     TAG="preload (v5 proxy)" check summary "$d/exp.json" "$d/sum.json" preload proxy
+fi
+# the Python package's private memobs (the driver as a library, called
+# from Python after `import memobs`; the package has no phase set)
+d=$B/python
+mkdir -p "$d"
+if MEMOBS_NCCL=proxy MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/sum.json" NCCL_DRIVER_EXPECT="$d/exp.json" \
+    PYTHONPATH="$B/python" run python python3 -c '
+import ctypes, sys
+import memobs
+lib = ctypes.CDLL(sys.argv[1])
+argv = (ctypes.c_char_p * 5)(b"nccl_driver", sys.argv[2].encode(), b"5", b"scenario", b"0")
+sys.exit(lib.nccl_driver_main(5, argv))' "$B/libnccl_driver.so" "$PLUGIN"; then
+    TAG="python (v5 proxy)" check summary "$d/exp.json" "$d/sum.json" python proxy
 fi
 d=$B/own
 mkdir -p "$d"
