@@ -587,7 +587,7 @@ static void setup_comms(int rank) {
     comms[PP] = (comm_t){"pp", 0x7070000000000010ull + (uint64_t)(rank / 2), rank % 2, 2, 1, NULL};
 }
 
-/* The ring's neighbours and the pp partner, in their communicator's ranks. */
+/* The tp ring's neighbours of rank r. */
 static int ring_next(int r) { return (r + 1) % NRANKS; }
 static int ring_prev(int r) { return (r + NRANKS - 1) % NRANKS; }
 
@@ -654,6 +654,7 @@ static cell_t *cell(int comm, const char *kind, int phase) {
     int i;
     for (i = 0; i < ncells; i++)
         if (cells[i].comm == comm && cells[i].phase == phase && !strcmp(cells[i].kind, kind)) return &cells[i];
+    if (ncells == (int)(sizeof cells / sizeof cells[0])) die("cells: table full");
     cells[ncells] = (cell_t){comm, phase, kind, 0, 0, 0, 0, 0, 0};
     return &cells[ncells++];
 }
@@ -662,6 +663,7 @@ static void peer_add(int comm, int rank, int dir, int phase, uint64_t bytes) {
     int i;
     for (i = 0; i < npeers; i++)
         if (peers[i].comm == comm && peers[i].rank == rank && peers[i].dir == dir && peers[i].phase == phase) break;
+    if (i == npeers && npeers == (int)(sizeof peers / sizeof peers[0])) die("peers: table full");
     if (i == npeers) peers[npeers++] = (peer_cell_t){comm, rank, dir, phase, 0, 0};
     peers[i].bytes += bytes;
     peers[i].ops += 1;
@@ -700,7 +702,7 @@ static void expect_op(int comm, const char *kind, int phase, uint64_t bytes, uin
         c->timed_ops++;
         c->ns += ns;
         c->algo_bytes += s;
-        c->bus_bytes += (uint64_t)((double)s * bus_factor(kind, n) + 0.5);
+        c->bus_bytes += (uint64_t)((double)s * bus_factor(kind, n) + 0.5); /* exact for this job's sizes */
     }
     if (nslices < (int)(sizeof slices / sizeof slices[0]))
         slices[nslices++] = (slice_t){kind, comm, phases_known ? phase : UNPHASED, bytes, ns, stormlog};
