@@ -938,12 +938,17 @@ static void *memobs_nccl__start_kch(void *parent, int version, int has_timer, ui
     memobs_nccl__slot_t *p = memobs_nccl__slot_of(parent, NULL), *s;
     uint32_t e;
     int held = 0;
-    if (!p || (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P)) return NULL;
-    /* A reference announced by nChannels, else a new one. */
+    if (!p) return NULL;
+    /* A reference announced by nChannels (only a Coll/P2p has any), else a
+       new one; the parent's fields are read once it is held. */
     e = __atomic_load_n(&p->expect, __ATOMIC_RELAXED);
     while ((e & ~MEMOBS_NCCL__GRACE) > 0 && !held)
         held = __atomic_compare_exchange_n(&p->expect, &e, e - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     if (!held && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) return NULL;
+    if (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P) {
+        memobs_nccl__unref(p);
+        return NULL;
+    }
     s = memobs_nccl__alloc();
     if (!s) {
         memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
@@ -967,9 +972,11 @@ static void *memobs_nccl__start_pop(void *context, void *parent, int version, pi
     /* PXN: a parent from another process's address space is never read. */
     if (parent && pid == getpid() && !memobs_nccl__is_api(parent)) {
         p = memobs_nccl__slot_of(parent, NULL);
-        if (p && ((p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P) ||
-                  !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))))
+        if (p && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) p = NULL;
+        if (p && p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P) {
+            memobs_nccl__unref(p);
             p = NULL;
+        }
     }
     if (p) {
         phase = (memobs_phase_t)p->phase;

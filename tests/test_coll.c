@@ -626,6 +626,15 @@ static int scenario_outputs(const char *dir) {
     return rc != MEMOBS_OK;
 }
 
+/* Run with MEMOBS_SUMMARY and MEMOBS_PROM_FILE set: a crash after a few
+   records; the crash writer's summary and exposition carry them. */
+static int scenario_crash(void) {
+    memobs_comm_t c = memobs_coll_register_comm("tp", 0x7470u, 1, 4, 1);
+    memobs_record_coll(c, MEMOBS_COLL_ALL_REDUCE, 2097152u, MEMOBS_PHASE_PREFILL, 2000000u);
+    memobs_record_peer_xfer(memobs_peer_rank(c, 2), MEMOBS_PEER_SEND, 4096u, MEMOBS_PHASE_PREFILL);
+    abort();
+}
+
 #ifdef MEMOBS_DISABLE
 static void test_compiled_out(void) {
     memobs_comm_t c = memobs_coll_register_comm("tp", 1u, 0, 2, 1);
@@ -653,6 +662,7 @@ static void test_compiled_out(void) {
 int main(int argc, char **argv) {
     check__suite = TEST_SUITE;
     if (argc > 2 && !strcmp(argv[1], "outputs")) return scenario_outputs(argv[2]);
+    if (argc > 1 && !strcmp(argv[1], "crash")) return scenario_crash();
 #ifdef MEMOBS_DISABLE
     RUN(test_compiled_out);
 #else

@@ -41,6 +41,56 @@ for v in "c99|$CC -std=c99 -O2 -g" "c++17|$CXX -x c++ -std=c++17 -O2 -g" \
     build "${v%%|*}" ${v#*|} && run "${v%%|*}"
 done
 
+# memobs_host_api under MEMOBS_HIDDEN and -fvisibility=hidden (the Python
+# package's private instance): the one exported memobs symbol, with the
+# instance MEMOBS_HOST_INSTANCE names; found by dlsym, its table records.
+cat >"$B/host.c" <<'EOF'
+#define MEMOBS_IMPLEMENTATION
+#define MEMOBS_HIDDEN
+#define MEMOBS_EXPORT_HOST
+#define MEMOBS_HOST_INSTANCE "preload"
+#include "memobs.h"
+EOF
+cat >"$B/host_main.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "memobs.h"
+int main(int argc, char **argv) {
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    const memobs_host_api_t *(*get)(void);
+    const memobs_host_api_t *api;
+    memobs_coll_record_t r;
+    (void)argc;
+    if (!h) return printf("dlopen: %s\n", dlerror()), 1;
+    *(void **)&get = dlsym(h, "memobs_host_api");
+    if (!get) return printf("no memobs_host_api\n"), 1;
+    if (dlsym(h, "memobs_record_coll_ex") || dlsym(h, "memobs_init")) return printf("other symbols exported\n"), 1;
+    api = get();
+    if (api->abi_key != MEMOBS__ABI_KEY || api->size != sizeof *api || strcmp(api->instance, "preload"))
+        return printf("table: key %llx size %u instance %s\n", (unsigned long long)api->abi_key, api->size,
+                      api->instance), 1;
+    memset(&r, 0, sizeof r);
+    r.comm = api->coll_register_comm("tp", 7u, 0, 2, 1);
+    r.kind = api->coll_kind_intern("AllReduce");
+    r.bytes = 10;
+    api->record_coll_ex(&r);
+    printf("%d %d %d\n", (int)r.comm, (int)r.kind, api->get_enabled());
+    return 0;
+}
+EOF
+if $CC -std=c99 $W -fPIC -shared -fvisibility=hidden -o "$B/libhost.so" "$B/host.c" -pthread >"$B/host.log" 2>&1 &&
+    $CC -std=c99 $W -o "$B/host_main" "$B/host_main.c" -ldl >>"$B/host.log" 2>&1; then
+    if out=$("$B/host_main" "$(pwd)/$B/libhost.so" 2>&1) && [ "$out" = "1 0 1" ] &&
+        [ "$(nm -D --defined-only "$B/libhost.so" | grep -c ' memobs')" = 1 ]; then
+        ok "host api: MEMOBS_EXPORT_HOST in a MEMOBS_HIDDEN .so exports memobs_host_api alone (instance \"preload\" from MEMOBS_HOST_INSTANCE, the ABI key, the size); its table records"
+    else
+        bad "host api: exported from a hidden instance" "$out" "$(nm -D --defined-only "$B/libhost.so" | grep ' memobs')"
+    fi
+else
+    bad "host api: build" "$(head -n 20 "$B/host.log")"
+fi
+
 bin=$B/coll_c99
 [ -x "$bin" ] || exit 1
 rm -rf "$B/out"
@@ -214,5 +264,27 @@ if grep -q '<section id="collectives"><h2>Collectives</h2>' "$H" && grep -q '<ta
     ok "html: the collectives table (ops, bytes, time, algbw, busbw) and the peer table"
 else
     bad "html: collectives and peer tables" "$(grep -o '<section id="collectives">.*' "$H" | head -c 1500)"
+fi
+# A crash: the crash writer's summary and exposition (async-signal-safe,
+# lock-free reads) carry the collectives and peers.
+rm -f "$B/crash.json" "$B/crash.prom"
+MEMOBS_SUMMARY="$B/crash.json" MEMOBS_FORMAT=json MEMOBS_PROM_FILE="$B/crash.prom" \
+    sh -c '"$0" crash; exit 0' "$bin" >/dev/null 2>&1 # dies of SIGABRT, quietly
+if out=$(python3 - "$B/crash.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+errs = []
+if not d.get("partial"): errs.append("not the crash writer's summary")
+ar = d.get("collectives", {}).get("comms", [{}])[0].get("kinds", {}).get("all_reduce", {}).get("prefill", {})
+if (ar.get("ops"), ar.get("bus_bytes")) != (1, 3145728): errs.append("all_reduce %s" % ar)
+if [p["name"] for p in d.get("peers", [])] != ["tp r2"]: errs.append("peers %s" % d.get("peers"))
+for e in errs: print(e)
+sys.exit(1 if errs else 0)
+PY
+) && grep -q '^memobs_collective_bus_bytes_total{.*,comm="tp",comm_rank="1",nranks="4",kind="all_reduce",phase="prefill"} 3145728$' "$B/crash.prom" &&
+    grep -q '^memobs_crash_signal{' "$B/crash.prom"; then
+    ok "crash: the crash writer's JSON summary and Prometheus file carry the collectives and peers"
+else
+    bad "crash: collectives in the crash outputs" "$out" "$(grep collective "$B/crash.prom" | head -n 5)"
 fi
 exit $rc
