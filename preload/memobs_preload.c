@@ -453,10 +453,12 @@ __attribute__((constructor)) static void memobs_pl__init(void) {
 static void *memobs_pl__cu_find(const char *name);
 
 /* 1 when a thread of this process recorded anything through memobs (its
-   shard exists): the Python package or the program's own API calls. */
+   shard exists): the Python package or the program's own API calls; or
+   a backend set its collectives' source (the NCCL profiler plugin, which
+   records through memobs_host_api, not through a shard). */
 static int memobs_pl__recorded(void) {
     memobs__shard_t *s;
-    int any = 0;
+    int any = memobs__coll_shown();
     pthread_mutex_lock(&memobs__g.lock);
     for (s = memobs__g.shards; s && !any; s = s->next) any = s != &memobs__g.fallback;
     pthread_mutex_unlock(&memobs__g.lock);
