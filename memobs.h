@@ -9915,7 +9915,7 @@ static void memobs__prom_coll(memobs__out_t *o, const memobs__prom_snap_t *p) {
     memobs__out_string(&so, labels, sizeof labels);
     memobs__out_str(&so, "source=\"");
     memobs__out_escaped(&so, info.source, 1);
-    memobs__out_str(&so, "\",instance=\"");
+    memobs__out_str(&so, "\",memobs_instance=\"");
     memobs__out_escaped(&so, info.instance, 1);
     memobs__out_str(&so, "\",level=\"");
     memobs__out_escaped(&so, info.level, 1);

@@ -54,6 +54,10 @@ step preload-vmm bash tests/test_preload_vmm.sh
 step preload-engine bash tests/test_preload_engine.sh
 step vmm bash tests/test_vmm.sh
 step cuda-review bash tests/test_cuda_review.sh
+step coll bash tests/test_coll.sh
+step nccl-plugin bash tests/test_nccl_plugin.sh
+step nccl bash tests/nccl/test_nccl.sh
+step real-nccl bash tests/nccl/test_real_nccl.sh
 step sampler bash tests/test_sampler.sh
 step distributed bash tests/test_distributed.sh
 step env bash tests/test_env.sh
@@ -98,7 +102,7 @@ declare -A est=(
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45
-    [preload-engine]=20 [vmm]=55 [cuda-review]=45
+    [preload-engine]=20 [vmm]=55 [cuda-review]=45 [coll]=60 [nccl]=60 [nccl-plugin]=15 [real-nccl]=15
 )
 if [ -f "$LOGS/times.txt" ]; then
     while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"

@@ -168,7 +168,7 @@ if grep -q "^memobs_collective_ops_total{$id,comm=\"tp\",comm_rank=\"1\",nranks=
     grep -q "^memobs_peer_transfer_ops_total{$id,peer=\"decode-3 \\\\\"kv\\\\\"\",dir=\"recv\",phase=\"decode\"} 1\$" "$P" &&
     grep -q "^memobs_peer_transfer_seconds_total{$id,peer=\"decode-3 \\\\\"kv\\\\\"\",dir=\"recv\",phase=\"decode\"} 0.0005\$" "$P" &&
     grep -q "^memobs_collective_events_dropped_total{$id} 0\$" "$P" &&
-    grep -q "^memobs_collective_info{$id,source=\"nccl-profiler\",instance=\"program\",level=\"coll\",api_version=\"5\"} 1\$" "$P" &&
+    grep -q "^memobs_collective_info{$id,source=\"nccl-profiler\",memobs_instance=\"program\",level=\"coll\",api_version=\"5\"} 1\$" "$P" &&
     grep -q '^# TYPE memobs_collective_bus_bytes_total counter$' "$P" && grep -q '^# TYPE memobs_collective_info gauge$' "$P"; then
     ok "prom: collective ops, bytes, timed ops, seconds, algo and bus bytes by comm, comm_rank, nranks, kind, phase; peer bytes, ops, seconds; events dropped; info"
 else
