@@ -79,7 +79,7 @@
        memory into a bounded ring; a leak detector fits their slopes and
        says in the summary when memory mapped outside malloc grows.
      Timeline (off by default; MEMOBS_TIMELINE): a bounded record of transfer,
-       allocation, phase, region and sample events, each thread writing its
+       allocation, phase, region, collective, peer and sample events, each thread writing its
        own chunk with a TSC time stamp (about 11 ns a record:
        docs/performance.md), merged by time into a Chrome trace.
 
@@ -94,8 +94,9 @@
      time and the traces holding memory; opens offline; at most ~2 MB.
      Collectives and peers appear in each of them once recorded: summary
      blocks, memobs_collective_* and memobs_peer_transfer_* families, a
-     timeline slice per collective, a Stormlog event per collective (at most
-     one per communicator and kind per 10 ms), two HTML tables.
+     timeline slice per collective and a counter per peer and direction, a
+     Stormlog event per collective (at most one per communicator and kind
+     per 10 ms), two HTML tables.
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -2486,6 +2487,8 @@ static void memobs__tl_release(memobs__shard_t *s);
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark);
 /* A collective's timeline slice and Stormlog event (their sections). */
 static void memobs__tl_coll(uint64_t t0, uint64_t dur, uint64_t bytes, uint64_t seq, uint64_t meta);
+/* A peer transfer's point on its peer's counter track (the timeline's section). */
+static void memobs__tl_peer(unsigned dir, unsigned phase, int32_t peer, uint64_t bytes, uint64_t ns);
 static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kind, unsigned phase, uint64_t bytes,
                             uint64_t seq);
 /* The registration lock of the collectives' tables, held across fork(). */
@@ -4536,6 +4539,7 @@ void memobs_record_peer_xfer_timed(memobs_peer_t peer, memobs_peer_dir_t dir, ui
     memobs__add_sat_atomic(&c[0], bytes);
     MEMOBS__ADD(&c[1].v, 1u);
     if (ns) memobs__add_sat_atomic(&c[2], ns);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_peer((unsigned)dir, (unsigned)phase, peer, bytes, ns);
 }
 
 void memobs_record_peer_xfer(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
@@ -6168,7 +6172,8 @@ enum {
     MEMOBS__TL_SAMPLE,
     MEMOBS__TL_REGION,
     MEMOBS__TL_MARK,
-    MEMOBS__TL_COLL
+    MEMOBS__TL_COLL,
+    MEMOBS__TL_PEER
 };
 
 /* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), ts in
@@ -6181,6 +6186,7 @@ enum {
      MARK   -, timeline thread number
      COLL   duration, bytes, sequence number (ts: its start, ns; the rest
             of meta: memobs__tl_coll)
+     PEER   bytes, ns (meta: direction, phase, peer id)
    seq: the chunk's generation (bits 32-63), then 2i+1 while slot i is
    written and 2i+2 once it is (0: never written). */
 typedef struct {
@@ -6415,6 +6421,14 @@ static void memobs__tl_mark(uint64_t ts, int32_t id) {
 static void memobs__tl_coll(uint64_t t0, uint64_t dur, uint64_t bytes, uint64_t seq, uint64_t meta) {
     memobs__tl_push(t0, dur, bytes, seq, meta | MEMOBS__TL_COLL);
 }
+
+static void memobs__tl_peer(unsigned dir, unsigned phase, int32_t peer, uint64_t bytes, uint64_t ns) {
+    memobs__tl_push(memobs__ticks(), bytes, ns, 0,
+                    memobs__tl_meta(MEMOBS__TL_PEER, dir, phase, -1, (uint32_t)peer) | MEMOBS__TL_TICKS);
+}
+
+/* The writer's running bytes per peer and direction (under memobs__tl.lock). */
+static uint64_t memobs__tl_peer_cum[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS];
 
 /* After the tracker accounted the change, so `live` includes it: exact,
    from the escrow's cur[] kept while the timeline is on (a fold when the
@@ -7085,6 +7099,7 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     memset(thr_t0, 0, sizeof thr_t0);
     memset(thr_has, 0, sizeof thr_has);
     memset(coll_seen, 0, sizeof coll_seen);
+    memset(memobs__tl_peer_cum, 0, sizeof memobs__tl_peer_cum);
     /* Host-side records: end before the next one of the direction. */
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
@@ -7223,6 +7238,18 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         case MEMOBS__TL_COLL:
             if (out) memobs__tl_coll_slice(o, e, coll_seen);
             break;
+        case MEMOBS__TL_PEER: { /* a counter per peer and direction: its bytes so far */
+            uint32_t id = trace;
+            uint64_t *v;
+            char pn[MEMOBS__PEER_LABEL + 16];
+            if (id >= MEMOBS_MAX_PEERS) break;
+            v = &memobs__tl_peer_cum[id][sub & 1u];
+            *v = *v + e->a < *v ? ~0ull : *v + e->a;
+            if (!out) break;
+            snprintf(pn, sizeof pn, "peer %s %s bytes", memobs__coll.peer[id].label, (sub & 1u) ? "recv" : "send");
+            memobs__tl_counter(o, pn, 0, e->ts, *v);
+            break;
+        }
         default: break;
         }
     }

@@ -227,6 +227,20 @@ else
     bad "trace: collective slices" "$out"
 fi
 
+# The timeline: a counter per peer and direction, its bytes so far.
+if out=$(python3 - "$B/out/trace.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+got = sorted((e["name"], e["args"]["value"]) for e in ev if e.get("ph") == "C" and e["name"].startswith("peer "))
+want = [('peer decode-3 "kv" recv bytes', 1048576), ("peer tp r2 send bytes", 6291456)]
+if got != want: print("peer counters %s, want %s" % (got, want)); sys.exit(1)
+PY
+); then
+    ok "trace: a counter track per peer and direction (\"peer tp r2 send bytes\" 6291456, the named peer's recv 1048576)"
+else
+    bad "trace: peer counters" "$out"
+fi
+
 # Stormlog: schema v2; one event per communicator and kind per 10 ms.
 if out=$(python3 tests/python/stormlog_check.py "$B/out/stormlog.json" --expect nccl_collective 2>&1); then
     ok "stormlog: the file with collective events passes the schema v2 validator"
