@@ -96,7 +96,7 @@
      blocks, memobs_collective_* and memobs_peer_transfer_* families, a
      timeline slice per collective and a counter per peer and direction, a
      Stormlog event per collective (at most one per communicator and kind
-     per 10 ms), two HTML tables.
+     per 10 ms) and one per peer at the end, two HTML tables.
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -12313,6 +12313,44 @@ static int memobs__sl_edge_cmp(const void *x, const void *y) {
 
 /* The writer of both files: host_only writes the host series and no
    device events. */
+/* A peer's bytes so far (sent, received; by phase), at the end of the file:
+   event_type "peer_transfer", context "peer <name>", figures of the last
+   sample as a region's. */
+static void memobs__sl_peer_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
+                                  const memobs_peer_stats_t *p, int device, const memobs__sl_fig_t *g) {
+    static const char *const dn[MEMOBS_PEER_DIRS] = {"send", "recv"};
+    char ctx[MEMOBS__PEER_LABEL + 8];
+    unsigned d, ph;
+    snprintf(ctx, sizeof ctx, "peer %s", p->name);
+    memobs__sl_head(f, first, id, wall, t, "peer_transfer", 0, device);
+    memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                      g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+    fputs(",\"context\":", f);
+    memobs__json_str(f, ctx);
+    fprintf(f, ",\"metadata\":{\"source\":\"memobs\",\"figures_from\":\"%s\",\"peer\":",
+            g->ok ? "previous sample" : "none");
+    memobs__json_str(f, p->name);
+    if (p->comm >= 0 && p->comm < MEMOBS_MAX_COMMS) {
+        fputs(",\"comm\":", f);
+        memobs__json_str(f, memobs__coll.comm[p->comm].name);
+        fprintf(f, ",\"peer_rank\":%d", p->rank);
+    }
+    for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+        uint64_t bytes = 0, ops = 0;
+        for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+            bytes = bytes + p->bytes[d][ph] < bytes ? ~0ull : bytes + p->bytes[d][ph];
+            ops += p->ops[d][ph];
+        }
+        fprintf(f, ",\"%s_bytes\":%llu,\"%s_ops\":%llu", dn[d], (unsigned long long)bytes, dn[d],
+                (unsigned long long)ops);
+        for (ph = 0; ph < MEMOBS__NPHASE; ph++)
+            if (p->ops[d][ph])
+                fprintf(f, ",\"%s_bytes_%s\":%llu", dn[d], memobs__prom_phase[ph],
+                        (unsigned long long)p->bytes[d][ph]);
+    }
+    fputs("}}", f);
+}
+
 static int memobs__sl_write(FILE *f, int host_only) {
     memobs_identity_t id;
     memobs_sample_t *s = NULL;
@@ -12400,6 +12438,17 @@ static int memobs__sl_write(FILE *f, int host_only) {
             for (q = i; !have_last && q < n && !g.ok; q++) g = memobs__sl_figures(&s[q], device_series, dev_id, phys);
             memobs__sl_mark_event(f, &first, &id, wall, tm, &mk[edge[k].mark], (int)edge[k].end, dev_id, &g);
             k++;
+        }
+    }
+    /* Bytes per peer are no memory figure: one event per peer, last. */
+    for (j = 0, k = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS); !host_only && j < k; j++) {
+        memobs_peer_stats_t ps;
+        if (memobs__peer_read((uint32_t)j, &ps)) {
+            uint64_t t = memobs_now_ns(); /* after everything else in the file */
+            if (n && s[n - 1].time_ns > t) t = s[n - 1].time_ns;
+            if (nev && ev[nev - 1].time_ns > t) t = ev[nev - 1].time_ns;
+            if (nedge && edge[nedge - 1].t > t) t = edge[nedge - 1].t;
+            memobs__sl_peer_event(f, &first, &id, wall, t, &ps, dev_id, &last);
         }
     }
     fputs("\n]\n", f);

@@ -268,6 +268,28 @@ PY
 else
     bad "stormlog: collective events" "$out"
 fi
+if out=$(python3 - "$B/out/stormlog.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+pe = [e for e in s if e["event_type"] == "peer_transfer"]
+got = sorted((e["context"], e["metadata"]) for e in pe)
+m = lambda **k: dict(source="memobs", figures_from="previous sample", **k)
+want = sorted([("peer tp r2", m(peer="tp r2", comm="tp", peer_rank=2, send_bytes=6291456, send_ops=1,
+                                send_bytes_prefill=6291456, recv_bytes=0, recv_ops=0)),
+               ('peer decode-3 "kv"', m(peer='decode-3 "kv"', send_bytes=0, send_ops=0, recv_bytes=1048576,
+                                        recv_ops=1, recv_bytes_decode=1048576))])
+errs = []
+if got != want: errs.append("peer events %s, want %s" % (got, want))
+if pe and s[-len(pe):] != pe: errs.append("peer events not last")
+if any(e["timestamp_ns"] < x["timestamp_ns"] for e in pe for x in s): errs.append("peer events before others")
+for e in errs: print(e)
+sys.exit(1 if errs else 0)
+PY
+); then
+    ok "stormlog: a \"peer_transfer\" event per peer, last (context \"peer <name>\", metadata peer, comm, peer_rank, bytes and ops sent and received, bytes by phase)"
+else
+    bad "stormlog: peer events" "$out"
+fi
 
 # HTML: the two tables.
 H=$B/out/report.html
