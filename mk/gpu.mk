@@ -19,7 +19,17 @@
 #                    one GPU (two processes, two NCCL_HOSTID "nodes") at the
 #                    proxy, coll and api levels and checks memobs' figures:
 #                    ok/not ok lines, "N passed, N failed"; exits 1 on a
-#                    failure or without a CUDA device or NCCL. About 20 s
+#                    failure or without a CUDA device or NCCL; each 2-rank
+#                    run also replays a CUDA graph holding one broadcast.
+#                    About 20 s
+#   make gpu-torch-nccl-test
+#                    PyTorch's NCCL with the plugin and the memobs Python
+#                    package (instance "python"): tests/gpu/
+#                    test_gpu_torch_nccl.sh builds `make nccl-plugin
+#                    python-module` for TORCH_PYTHON (default python3) and
+#                    runs tests/gpu/torch_nccl.py: 2 ranks of a
+#                    torch.distributed group on the one GPU, all-reduces in
+#                    the prefill phase, checked in memobs.coll_get_stats()
 #   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
 #                    run it: wrapper overhead and bandwidth tables
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
@@ -56,7 +66,7 @@ GPU_NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 GPU_CUDA_HOME ?= $(if $(GPU_NVCC_PATH),$(abspath $(dir $(GPU_NVCC_PATH))..),/usr/local/cuda)
 GPU_DRV_LIBS ?= -L$(GPU_CUDA_HOME)/lib64/stubs -lcuda
 
-.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test gpu-nccl-test
+.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test gpu-nccl-test gpu-torch-nccl-test
 
 gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload $(GPU_OUT)/preload_gpu \
            $(GPU_OUT)/nccl_gpu
@@ -76,6 +86,9 @@ gpu-preload-test:
 
 gpu-nccl-test:
 	BUILD=$(BUILD) NVCC=$(NVCC) bash tests/gpu/test_gpu_nccl.sh
+
+gpu-torch-nccl-test:
+	BUILD=$(BUILD) bash tests/gpu/test_gpu_torch_nccl.sh
 
 # A second unit where stream 0 is the per-thread default stream.
 $(GPU_OUT)/test_gpu_ptds.o: tests/gpu/test_gpu_ptds.cu memobs.h memobs_cuda.h $(GPU_MK)

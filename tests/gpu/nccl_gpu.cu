@@ -42,6 +42,12 @@
          coll   + every operation timed (GPU time), algo/bus bytes, busbw
          proxy  + bytes sent to and received from the other rank, by phase
        no peer rows below proxy; nothing dropped; no other rows.
+       Then, in decode, one broadcast of GR_COUNT floats from rank 0
+       captured into a CUDA graph and the graph launched GR_REPLAYS times:
+       the capture is one captured call, not an operation; from level coll
+       up each launch is a broadcast operation (NCCL runs the plan's host
+       callback per launch, since its proxy operations need it) counted as
+       a captured replay; at level api the launches are not seen.
    With MEMOBS_NCCL_ATTACH=0 the plugin keeps its own memobs: this
    program's memobs must see nothing (the script reads the plugin's
    summary). Every line is "ok - nccl-gpu: ..." / "not ok - ..." with
@@ -70,6 +76,8 @@
 #define AR_COUNT (1u << 18) /* floats: 1 MiB a call */
 #define SR_OPS 10
 #define SR_COUNT (1u << 16) /* floats: 256 KiB a call */
+#define GR_REPLAYS 5        /* launches of a graph holding one broadcast */
+#define GR_COUNT 1024u      /* floats: 4 KiB a broadcast */
 #define COMM_NAME "memobs-gpu"
 #define SOLO_NAME "memobs-solo"
 #define WAIT_S 20
@@ -102,6 +110,7 @@ static struct {
     ncclResult_t (*finalize)(ncclComm_t);
     ncclResult_t (*destroy)(ncclComm_t);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*group_start)(void);
@@ -137,6 +146,7 @@ static int nccl_open(void) {
     NCCL_FN(finalize, "ncclCommFinalize");
     NCCL_FN(destroy, "ncclCommDestroy");
     NCCL_FN(all_reduce, "ncclAllReduce");
+    NCCL_FN(broadcast, "ncclBroadcast");
     NCCL_FN(send, "ncclSend");
     NCCL_FN(recv, "ncclRecv");
     NCCL_FN(group_start, "ncclGroupStart");
@@ -358,7 +368,9 @@ static void wait_for_ops(void) {
         const memobs_coll_stats_t *a = row(COMM_NAME, "all_reduce", MEMOBS_PHASE_PREFILL);
         const memobs_coll_stats_t *s = row(COMM_NAME, "send", MEMOBS_PHASE_DECODE);
         const memobs_coll_stats_t *r = row(COMM_NAME, "recv", MEMOBS_PHASE_DECODE);
-        if ((a && a->ops >= AR_OPS && s && s->ops >= SR_OPS && r && r->ops >= SR_OPS) || now_s() > until)
+        const memobs_coll_stats_t *b = row(COMM_NAME, "broadcast", MEMOBS_PHASE_DECODE);
+        int bdone = strcmp(level(), "api") == 0 || (b && b->ops >= GR_REPLAYS);
+        if ((a && a->ops >= AR_OPS && s && s->ops >= SR_OPS && r && r->ops >= SR_OPS && bdone) || now_s() > until)
             return;
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
@@ -464,6 +476,27 @@ static int run_rank(int rank, const char *idfile) {
     result(all_equal(rbuf, SR_COUNT, (float)(10 * (peer + 1)), &bad),
            "decode: %d send/recv pairs of %u floats with rank %d, received its %d (%g)", SR_OPS, SR_COUNT, peer,
            10 * (peer + 1), bad ? bad : 10.0 * (peer + 1));
+    /* decode: a broadcast captured once into a graph, launched GR_REPLAYS times */
+    float *gbuf = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CUDA_OK(cudaMalloc((void **)&gbuf, GR_COUNT * sizeof(float)));
+    fill<<<(GR_COUNT + 255) / 256, 256, 0, st>>>(gbuf, GR_COUNT, (float)(100 * (rank + 1)));
+    CUDA_OK(cudaStreamSynchronize(st));
+    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    NCCL_OK(comm, nccl.broadcast(gbuf, gbuf, GR_COUNT, ncclFloat, 0, comm, st));
+    CUDA_OK(cudaStreamEndCapture(st, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < GR_REPLAYS; i++)
+        CUDA_OK(cudaGraphLaunch(exec, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    bad = 0;
+    result(all_equal(gbuf, GR_COUNT, 100.0f, &bad),
+           "decode: a graph holding one broadcast from rank 0 launched %d times, every element 100 (%g)", GR_REPLAYS,
+           bad ? bad : 100.0);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaFree(gbuf);
     memobs_set_phase(MEMOBS_PHASE_NONE);
     NCCL_OK(comm, nccl.finalize(comm));
     NCCL_OK(comm, nccl.destroy(comm));
@@ -479,7 +512,32 @@ static int run_rank(int rank, const char *idfile) {
     check_row("all_reduce", MEMOBS_PHASE_PREFILL, AR_OPS, (uint64_t)AR_OPS * AR_COUNT * 4);
     check_row("send", MEMOBS_PHASE_DECODE, SR_OPS, (uint64_t)SR_OPS * SR_COUNT * 4);
     check_row("recv", MEMOBS_PHASE_DECODE, SR_OPS, (uint64_t)SR_OPS * SR_COUNT * 4);
-    result(nrows == 3, "no other rows: 3 (all_reduce prefill, send and recv decode); got %zu", nrows);
+    {
+        memobs_coll_info_t info;
+        const int api = strcmp(level(), "api") == 0;
+        const memobs_coll_stats_t *b = row(COMM_NAME, "broadcast", MEMOBS_PHASE_DECODE);
+        memset(&info, 0, sizeof info);
+        memobs_coll_get_info(&info);
+        uint64_t calls = info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS], replays = info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS];
+        uint64_t bops = b ? b->ops : 0, bbytes = b ? b->bytes : 0;
+        if (api)
+            result(calls == 1 && replays == 0 && bops == 0,
+                   "graph, level api: the capture is 1 captured call, its %d launches not seen (captured calls %llu, "
+                   "replays %llu, broadcast ops %llu)",
+                   GR_REPLAYS, (unsigned long long)calls, (unsigned long long)replays, (unsigned long long)bops);
+        else
+            result(calls == 1 && replays == GR_REPLAYS && bops == GR_REPLAYS &&
+                       bbytes == (uint64_t)GR_REPLAYS * GR_COUNT * 4,
+                   "graph, level %s: the capture is 1 captured call, each of its %d launches a broadcast operation "
+                   "(captured replays %d, bytes %llu); got captured calls %llu, replays %llu, broadcast ops %llu "
+                   "bytes %llu",
+                   level(), GR_REPLAYS, GR_REPLAYS, (unsigned long long)GR_REPLAYS * GR_COUNT * 4,
+                   (unsigned long long)calls, (unsigned long long)replays, (unsigned long long)bops,
+                   (unsigned long long)bbytes);
+        size_t want = api ? 3 : 4;
+        result(nrows == want, "no other rows: %zu (all_reduce prefill, send and recv decode%s); got %zu", want,
+               api ? "" : ", broadcast decode", nrows);
+    }
     check_peer(rank);
     cudaFree(ar);
     cudaFree(sbuf);

@@ -14,6 +14,8 @@
 #          memobs writes the JSON summary (the ".2" name: the program's
 #          memobs configured the path first), unphased (the phases are set
 #          in the program's memobs, which that one does not see)
+# Each 2-rank run also captures one broadcast into a CUDA graph and launches
+# it 5 times: 1 captured call, and from level coll up 5 operations.
 # 2 ranks on 1 GPU: two processes with different NCCL_HOSTID are two nodes
 # to NCCL, connected by its socket transport on lo (NCCL_NET=Socket,
 # NCCL_SOCKET_IFNAME=lo); prefill all-reduces and decode send/recv pairs;
@@ -183,9 +185,11 @@ for run in proxy coll own; do
         proxy | coll)
             # the program's memobs wrote the figures at exit
             if json_check "$D/$run.$r.json" "($K[\"all_reduce\"][\"prefill\"][\"ops\"] == 20 and
-                $K[\"send\"][\"decode\"][\"bytes\"] == 2621440 and s[\"collectives\"][\"instance\"] == \"program\")" \
+                $K[\"send\"][\"decode\"][\"bytes\"] == 2621440 and s[\"collectives\"][\"instance\"] == \"program\" and
+                $K[\"broadcast\"][\"decode\"][\"ops\"] == 5 and s[\"collectives\"][\"captured_calls\"] == 1 and
+                s[\"collectives\"][\"captured_replays\"] == 5)" \
                 collectives >"$D/json.log" 2>&1; then
-                ok "$run $r: the JSON summary at exit: instance program, all_reduce prefill 20 ops, send decode 2621440 bytes"
+                ok "$run $r: the JSON summary at exit: instance program, all_reduce prefill 20 ops, send decode 2621440 bytes, broadcast decode 5 ops from 1 captured call replayed 5 times"
             else
                 bad "$run $r: the JSON summary at exit" "$(cat "$D/json.log")"
             fi
