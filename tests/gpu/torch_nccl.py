@@ -70,10 +70,10 @@ def rank_main(rank, port):
     r = rows[0] if len(rows) == 1 else None
     result(r is not None and r["ops"] == AR and r["bytes"] == AR * COUNT * 4 and r["nranks"] == 2 and r["rank"] == rank,
            "all_reduce prefill: %d ops, %d bytes, rank %d of 2 (got %s)" % (
-               AR, AR * COUNT * 4, rank, r and (r["ops"], r["bytes"], r["rank"], r["nranks"])))
+               AR, AR * COUNT * 4, rank, str(r and (r["ops"], r["bytes"], r["rank"], r["nranks"]))))
     result(r is not None and r["timed_ops"] == AR and r["ns"] > 0 and r["bus_bytes"] == AR * COUNT * 4,
            "all_reduce prefill: every operation GPU-timed, bus bytes = S at 2 ranks (got %s)" % (
-               r and (r["timed_ops"], r["ns"], r["bus_bytes"])))
+               str(r and (r["timed_ops"], r["ns"], r["bus_bytes"])),))
     dist.destroy_process_group()
     return 1 if fails else 0
 
