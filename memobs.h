@@ -4720,26 +4720,20 @@ static void memobs__coll_rebase(void) {
         MEMOBS__STORE(&memobs__coll.notes_base[i], MEMOBS__LOAD(&memobs__coll.notes[i].v));
 }
 
+/* This instance's host table with the given instance name: memobs_host_api
+   below, and a module's own table of its private memobs (the NCCL plugin). */
+#define MEMOBS__HOST_API_INIT(instance)                                                                   \
+    {MEMOBS__ABI_KEY, (uint32_t)sizeof(memobs_host_api_t), instance, memobs_get_enabled, memobs_get_phase, \
+     memobs_now_ns, memobs_coll_register_comm, memobs_coll_kind_intern, memobs_record_coll_ex,             \
+     memobs_peer_intern, memobs_peer_rank, memobs_record_peer_xfer_timed, memobs_coll_set_source,          \
+     memobs_coll_note, memobs_get_identity}
+
 #ifdef MEMOBS_EXPORT_HOST
 #ifndef MEMOBS_HOST_INSTANCE
 #define MEMOBS_HOST_INSTANCE "program"
 #endif
 __attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(void) {
-    static const memobs_host_api_t api = {MEMOBS__ABI_KEY,
-                                          (uint32_t)sizeof(memobs_host_api_t),
-                                          MEMOBS_HOST_INSTANCE,
-                                          memobs_get_enabled,
-                                          memobs_get_phase,
-                                          memobs_now_ns,
-                                          memobs_coll_register_comm,
-                                          memobs_coll_kind_intern,
-                                          memobs_record_coll_ex,
-                                          memobs_peer_intern,
-                                          memobs_peer_rank,
-                                          memobs_record_peer_xfer_timed,
-                                          memobs_coll_set_source,
-                                          memobs_coll_note,
-                                          memobs_get_identity};
+    static const memobs_host_api_t api = MEMOBS__HOST_API_INIT(MEMOBS_HOST_INSTANCE);
     return &api;
 }
 #endif

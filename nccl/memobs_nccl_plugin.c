@@ -239,21 +239,7 @@ static struct {
 /* ======================================================================== */
 
 /* The plugin's own memobs, called directly (its symbols stay hidden). */
-static const memobs_host_api_t memobs_nccl__own_table = {MEMOBS__ABI_KEY,
-                                                         (uint32_t)sizeof(memobs_host_api_t),
-                                                         "own",
-                                                         memobs_get_enabled,
-                                                         memobs_get_phase,
-                                                         memobs_now_ns,
-                                                         memobs_coll_register_comm,
-                                                         memobs_coll_kind_intern,
-                                                         memobs_record_coll_ex,
-                                                         memobs_peer_intern,
-                                                         memobs_peer_rank,
-                                                         memobs_record_peer_xfer_timed,
-                                                         memobs_coll_set_source,
-                                                         memobs_coll_note,
-                                                         memobs_get_identity};
+static const memobs_host_api_t memobs_nccl__own_table = MEMOBS__HOST_API_INIT("own");
 
 typedef const memobs_host_api_t *(*memobs_nccl__host_fn)(void);
 
