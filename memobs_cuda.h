@@ -129,7 +129,8 @@
    CUDA GRAPHS AND STREAM CAPTURE
      Before each async copy, stream-ordered allocation, free and graph
      launch memobs asks the driver whether the stream is capturing (a query
-     the runtime allows during capture). Into a capturing stream memobs
+     the runtime allows during capture; not for an untimed copy into the
+     legacy stream, which is never captured). Into a capturing stream memobs
      records no event and queries nothing; what it would have counted is
      remembered with the capture sequence instead:
        - Copies captured through the wrappers are not transfers at capture
@@ -1921,6 +1922,16 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
             op->mode = 2;
             op->t0 = memobs_now_ns();
         }
+        return;
+    }
+    /* The legacy stream is never captured (cudaStreamBeginCapture refuses
+       it): untimed, a copy into it is counted at issue whatever the query
+       would answer (not capturing, or a refusal while another stream
+       captures), so it is not asked: the query was most of a copy's cost.
+       Once CUDA is known in use (the query would have said so). */
+    if (stream == cudaStreamLegacy && !MEMOBS__LOAD(&memobs_cuda__g.timing.v) &&
+        MEMOBS__LOAD(&memobs_cuda__g.hooked.v)) {
+        (void)memobs_cuda__drv();
         return;
     }
     if ((cap = memobs_cuda__capturing(stream, &id)) > 0) {
