@@ -777,6 +777,46 @@ static void test_legacy_stream_during_capture(void) {
     CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
 }
 
+/* Untimed, a copy into the legacy stream (never captured) is counted at
+   issue without a capture-status query, also while a non-blocking stream
+   captures in global mode (that capture unbroken); a copy into the
+   capturing stream is still asked about and counted at each launch. */
+static void test_legacy_stream_untimed(void) {
+    cudaStream_t nb = NULL;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    char *h = NULL, *d = NULL;
+    long q0, inval0;
+    int i;
+    fresh();
+    inval0 = cudadbl_captures_invalidated();
+    CHECK_ERR(cudaSuccess, cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    CHECK_ERR(cudaSuccess, memobs_cudaMallocHost((void **)&h, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMalloc((void **)&d, 4096));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamBeginCapture(nb, cudaStreamCaptureModeGlobal));
+    q0 = calls("cuStreamGetCaptureInfo_v2") + calls("cuStreamGetCaptureInfo");
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 64, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    CHECK_U64(0, (unsigned)(calls("cuStreamGetCaptureInfo_v2") + calls("cuStreamGetCaptureInfo") - q0));
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 32, cudaMemcpyHostToDevice, nb));
+    CHECK_ERR(cudaSuccess, memobs_cudaStreamEndCapture(nb, &g));
+    CHECK_U64(0, (unsigned long)(cudadbl_captures_invalidated() - inval0));
+    snap();
+    CHECK_XFER(S.total, MEMOBS_DIR_H2D, 128, 2); /* the legacy stream's, at issue */
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphInstantiate(&x, g, 0));
+    for (i = 0; i < 3; i++) CHECK_ERR(cudaSuccess, memobs_cudaGraphLaunch(x, nb));
+    CHECK_ERR(cudaSuccess, cudaStreamSynchronize(nb));
+    snap();
+    CHECK_XFER(S.total, MEMOBS_DIR_H2D, 128 + 3 * 32, 2 + 3); /* the captured one, per launch */
+    CHECK_ERR(cudaSuccess, cudaGetLastError());
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphExecDestroy(x));
+    CHECK_ERR(cudaSuccess, memobs_cudaGraphDestroy(g));
+    CHECK_ERR(cudaSuccess, cudaDeviceSynchronize());
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(nb));
+    CHECK_ERR(cudaSuccess, memobs_cudaFree(d));
+    CHECK_ERR(cudaSuccess, memobs_cudaFreeHost(h));
+}
+
 /* ======================================================================== */
 /* Timing: synchronous on the host clock, async on events right around      */
 /* ======================================================================== */
@@ -1077,6 +1117,7 @@ int main(int argc, char **argv) {
     RUN(test_last_error_untouched);
     RUN(test_default_streams);
     if (!PTDS) RUN(test_legacy_stream_during_capture);
+    RUN(test_legacy_stream_untimed);
     RUN(test_timing_sync_vs_async);
     RUN(test_free_reuse_threads);
     RUN(test_dead_pair_not_pooled);
