@@ -1154,7 +1154,10 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
                     its "free_completed". A free that memobs_cuda.h takes
                     back (the runtime's free failed) leaves no event.
                     time_us: microseconds since the epoch (CLOCK_REALTIME),
-                    as PyTorch's; stream: the pointer as a signed integer.
+                    as PyTorch's (stamped with memobs_ticks, converted
+                    when the snapshot is written; memobs_track_free's
+                    free_requested and free_completed share one stamp);
+                    stream: the pointer as a signed integer.
      frames         innermost first: the allocation's tag (filename "memobs
                     tag", line 0), its C frames symbolized as the reports
                     do (name "function+0x1c" or "module+0x1a2c", filename
