@@ -1154,7 +1154,10 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
                     its "free_completed". A free that memobs_cuda.h takes
                     back (the runtime's free failed) leaves no event.
                     time_us: microseconds since the epoch (CLOCK_REALTIME),
-                    as PyTorch's; stream: the pointer as a signed integer.
+                    as PyTorch's (stamped with memobs_ticks, converted
+                    when the snapshot is written; memobs_track_free's
+                    free_requested and free_completed share one stamp);
+                    stream: the pointer as a signed integer.
      frames         innermost first: the allocation's tag (filename "memobs
                     tag", line 0), its C frames symbolized as the reports
                     do (name "function+0x1c" or "module+0x1a2c", filename
@@ -2496,6 +2499,9 @@ static void memobs__coll_fork(int lock);
 /* The PyTorch snapshot's history of device allocations and its set-up
    (its section follows the allocation reports'). */
 enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 2 };
+/* memobs__tsn_push's action for a free's two events at once: free_requested
+   then free_completed, one lock and one clock read. */
+#define MEMOBS__TSN_FREE_BOTH 3u
 /* noinline, cold: device allocations are rare next to host ones, and
    these stay out of the host path's code. */
 static __attribute__((noinline, cold)) void memobs__tsn_push(int device, unsigned action, uint64_t addr,
@@ -5425,11 +5431,9 @@ static void memobs__trk_retire(const memobs__alloc_t *old) {
     if (MEMOBS__LOAD(&memobs__tl_on.v))
         memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
     memobs__trk_count(old->kind, 1, 1u);
-    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE)) { /* the snapshot's history; a pending one's was requested */
-        if (!(old->phase & MEMOBS__PENDING))
-            memobs__tsn_push(old->device, MEMOBS__TSN_FREE_REQ, old->addr, old->bytes, old->stream, old->trace);
-        memobs__tsn_push(old->device, MEMOBS__TSN_FREE_DONE, old->addr, old->bytes, old->stream, old->trace);
-    }
+    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE)) /* the snapshot's history; a pending one's was requested */
+        memobs__tsn_push(old->device, (old->phase & MEMOBS__PENDING) ? (unsigned)MEMOBS__TSN_FREE_DONE : MEMOBS__TSN_FREE_BOTH,
+                         old->addr, old->bytes, old->stream, old->trace);
     if (old->phase & MEMOBS__PENDING) {
         memobs__trk_count(old->kind, 3, (uint64_t)0 - 1u);
         memobs__trk_count(old->kind, 4, (uint64_t)0 - old->bytes);
@@ -5916,6 +5920,7 @@ static double memobs__bitsd(uint64_t u) {
 static void memobs__clk_pair(uint64_t *t, uint64_t *n) {
     uint64_t best = ~0ull;
     int i;
+    *t = *n = 0; /* set by the first try; said so for gcc's flow analysis once this is inlined */
     for (i = 0; i < 4; i++) {
         uint64_t a = memobs__ticks(), m = memobs_now_ns(), b = memobs__ticks();
         if (b - a < best) {
@@ -10666,10 +10671,14 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 /* Per device, a ring of the newest device allocation events under a spin
    lock of its own (a leaf: nothing else is taken while it is held). The
    tracker pushes after its stripe lock is released, before the call
-   returns, so a free's events come before any reuse of its address. */
+   returns, so a free's events come before any reuse of its address.
+   An event's time is the timeline's clock (memobs__ticks: the TSC, about
+   a third of a clock_gettime), read under the lock; a snapshot turns it
+   into PyTorch's time_us when it copies the ring out. */
 
 typedef struct {
-    uint64_t addr, bytes, time_us;
+    uint64_t addr, bytes;
+    uint64_t time; /* in the ring: memobs__ticks(); copied out: microseconds since the epoch */
     const void *stream;
     uint32_t trace, action;
 } memobs__tsn_ev_t;
@@ -10680,6 +10689,7 @@ typedef struct {
     memobs__tsn_ev_t *ev;  /* cap slots */
     uint64_t cap;
     uint64_t n;            /* the next event's number; slot n % cap */
+    uint64_t pos;          /* n % cap, kept so that a push divides nothing */
     uint64_t kept;         /* events [n - kept, n) are in the ring */
     uint64_t dropped;
 } __attribute__((aligned(64))) memobs__tsn_ring_t;
@@ -10701,6 +10711,7 @@ static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
     memobs__tsn_ev_t *ev = NULL;
     if (MEMOBS__LIKELY(st == 1)) return 1;
     if (st == 2) return 0;
+    memobs__clk_init(); /* the clock's source is chosen before the first event's tick */
     cap = memobs__tsn_cap();
     if (cap) {
         busy = memobs__tls.busy;
@@ -10728,38 +10739,82 @@ static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
     return st == 1;
 }
 
-/* Microseconds since the epoch, as PyTorch's time_us. */
-static uint64_t memobs__tsn_now_us(void) {
+/* CLOCK_REALTIME less CLOCK_MONOTONIC now, in ns: ticks, once turned into
+   CLOCK_MONOTONIC ns, plus this are PyTorch's time since the epoch. */
+static int64_t memobs__tsn_epoch_ns(void) {
+    uint64_t best = ~(uint64_t)0, rt = 0, mono = 0;
+    int i;
+    for (i = 0; i < 3; i++) { /* the realtime read closest to its monotonic pair */
+        uint64_t a = memobs_now_ns(), w, b;
 #if defined(__linux__) && defined(__LP64__)
-    struct memobs__timespec ts;
-    memobs__clock_gettime(0, &ts); /* CLOCK_REALTIME (see memobs_now_ns) */
+        struct memobs__timespec ts;
+        memobs__clock_gettime(0, &ts); /* CLOCK_REALTIME (see memobs_now_ns) */
 #else
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
 #endif
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+        b = memobs_now_ns();
+        w = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (b - a < best) {
+            best = b - a;
+            rt = w;
+            mono = a + (b - a) / 2;
+        }
+    }
+    return (int64_t)(rt - mono);
+}
+
+/* The events copied out of a ring: ticks to microseconds since the epoch,
+   as PyTorch's time_us. */
+static void memobs__tsn_times(memobs__tsn_ev_t *ev, uint64_t n) {
+    int64_t epoch;
+    uint64_t i;
+    if (!n) return;
+    memobs__clk_sync(); /* the slope (the first waits out its 2 ms) */
+    epoch = memobs__tsn_epoch_ns();
+    for (i = 0; i < n; i++) ev[i].time = (uint64_t)((int64_t)memobs__clk_ns(ev[i].time) + epoch) / 1000u;
+}
+
+/* Caller holds r->lock: the next event's slot. */
+static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r) {
+    memobs__tsn_ev_t *e = &r->ev[r->pos];
+    if (++r->pos == r->cap) r->pos = 0;
+    r->n++;
+    if (r->kept < r->cap) r->kept++;
+    else r->dropped++;
+    return e;
 }
 
 /* An event of a device allocation (the tracker calls it for device kind
-   only). The time is read under the lock: the ring is in time order. */
+   only), or MEMOBS__TSN_FREE_BOTH's two. The time is read under the lock:
+   the ring is in time order. */
 static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
                              uint32_t trace) {
     memobs__tsn_ring_t *r;
     memobs__tsn_ev_t *e;
+    uint64_t now;
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     r = &memobs__tsn.ring[device];
     if (!memobs__tsn_ready(r)) return;
     memobs__spin_lock(&r->lock);
-    e = &r->ev[r->n % r->cap];
+    now = memobs__ticks();
+    if (action == MEMOBS__TSN_FREE_BOTH) {
+        e = memobs__tsn_slot(r);
+        e->addr = addr;
+        e->bytes = bytes;
+        e->stream = stream;
+        e->trace = trace;
+        e->action = MEMOBS__TSN_FREE_REQ;
+        e->time = now;
+        action = MEMOBS__TSN_FREE_DONE;
+    }
+    e = memobs__tsn_slot(r);
     e->addr = addr;
     e->bytes = bytes;
     e->stream = stream;
     e->trace = trace;
     e->action = action;
-    e->time_us = memobs__tsn_now_us();
-    r->n++;
-    if (r->kept < r->cap) r->kept++;
-    else r->dropped++;
+    e->time = now;
     memobs__spin_unlock(&r->lock);
 }
 
@@ -10780,6 +10835,7 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
             for (i = k - 1; i + 1 < r->n; i++) r->ev[i % r->cap] = r->ev[(i + 1) % r->cap];
             r->n--;
             r->kept--;
+            r->pos = r->pos ? r->pos - 1 : r->cap - 1;
         }
         break;
     }
@@ -11086,7 +11142,7 @@ static void memobs__pk_event1(memobs__pk_t *k, const memobs__tsn_ev_t *e, unsign
     memobs__pk_kint(k, MEMOBS__PK_SIZE, e->bytes);
     memobs__pk_const(k, MEMOBS__PK_STREAM);
     memobs__pk_int(k, (int64_t)(intptr_t)e->stream);
-    memobs__pk_kint(k, MEMOBS__PK_TIME_US, e->time_us);
+    memobs__pk_kint(k, MEMOBS__PK_TIME_US, e->time);
     memobs__pk_const(k, MEMOBS__PK_FRAMES);
     memobs__pk_frames(k, e->trace);
     memobs__pk_op(k, 'u');
@@ -11167,6 +11223,7 @@ int memobs_write_torch_snapshot(FILE *f) {
         nev[d] = r->kept;
         dropped[d] = r->dropped;
         memobs__spin_unlock(&r->lock);
+        memobs__tsn_times(ev[d], nev[d]);
         if ((nev[d] || dropped[d]) && d + 1 > ndev) ndev = d + 1;
     }
     /* Every trace an event or a block names is published by now. */

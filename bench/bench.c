@@ -105,8 +105,15 @@ typedef enum {
     TRK_TAG,         /* TRACK_ALLOC_N */
     TRK_STACK,       /* TRACK_ALLOC_S(..., BENCH_TRK_STACK) */
     TRK_OFF,         /* TRK_TRACK with memobs_set_enabled(0) */
-    TRK_STACK_FP     /* TRK_STACK with memobs_track_set_unwinder(MEMOBS_UNWIND_FP) */
+    TRK_STACK_FP,    /* TRK_STACK with memobs_track_set_unwinder(MEMOBS_UNWIND_FP) */
+    TRK_DEV,         /* TRK_TRACK on MEMOBS_MEM_DEVICE blocks of device 0: the snapshot history on */
+    TRK_DEV_NOHIST   /* the same on device 1, whose history was made with MEMOBS_TORCH_EVENTS=0 */
 } bench_trk_t;
+
+/* The device of a device figure's blocks; -1 for host blocks. */
+#define BENCH_TRK_DEV(trk) ((trk) == TRK_DEV ? 0 : (trk) == TRK_DEV_NOHIST ? 1 : -1)
+/* Counted runs kept per figure, for its median. */
+#define BENCH_RUNS_KEPT 64
 
 typedef struct {
     bench_loop_fn fn; /* NULL: not run (a .so that did not load) */
@@ -121,6 +128,8 @@ typedef struct {
     double ns_off;                        /* 2 threads: best of the runs not counted (see bench_rep) */
     int uncounted;                        /* ns is ns_off: no run was counted */
     int timeline;                         /* the timeline on during its runs */
+    double runs[BENCH_RUNS_KEPT];         /* counted runs (the first BENCH_RUNS_KEPT), for the median */
+    int nruns;
 } bench_fig_t;
 
 enum {
@@ -135,6 +144,7 @@ enum {
     F_REG_NT, F_REG, F_REG2, F_REG_TL, /* region begin+end: timing off, on, on 2 threads, timeline on */
     F_TICKS, F_NOW, /* clock reads: memobs_ticks(), memobs_now_ns() */
     F_T_FP, F_T_FP2, /* the stack figure with frame pointers (last: the others run in their old order) */
+    F_T_DEV, F_T_DEV2, F_T_DEVNH, F_T_DEVNH2, /* device blocks: snapshot history on, off */
     F_COUNT
 };
 
@@ -159,7 +169,7 @@ static struct {
     bench_so_t so[3];
     bench_fig_t fig[F_COUNT];
     /* Tracker: pairs per run; allocations tracked (each freed); checks. */
-    uint64_t trk_iters, trk_iters2, trk_stack_iters, trk_fp_iters, trk_allocs;
+    uint64_t trk_iters, trk_iters2, trk_stack_iters, trk_fp_iters, trk_allocs, trk_dev_allocs;
     int trk_checks, trk_bad;
     /* The stack figures' stacks, read once: frames captured (-1 unknown);
        the frame-pointer one marked so, not cut, and the same frames as
@@ -262,8 +272,9 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     if (!warmup && f->nthreads == 2 && !bench_both_on_cpu(start, end)) {
         B.off_cpu++;
         if (f->ns_off == 0 || ns < f->ns_off) f->ns_off = ns;
-    } else if (!warmup && (f->ns == 0 || ns < f->ns)) {
-        f->ns = ns;
+    } else if (!warmup) {
+        if (f->ns == 0 || ns < f->ns) f->ns = ns;
+        if (f->nruns < BENCH_RUNS_KEPT) f->runs[f->nruns++] = ns;
     }
     if (f->expect) {
         f->expect->count += (uint64_t)f->nthreads * f->n;
@@ -294,13 +305,14 @@ static double bench_scaling(int one, int two) { return 2.0 * B.fig[one].ns / B.f
 
 static const char *const bench_trk_name[] = {"", "malloc + free", "TRACK_ALLOC + TRACK_FREE",
                                              "malloc + free + track", "TRACK_ALLOC_N", "TRACK_ALLOC_S",
-                                             "runtime-disabled", "TRACK_ALLOC_S, frame pointers"};
+                                             "runtime-disabled", "TRACK_ALLOC_S, frame pointers",
+                                             "device, history on", "device, no history"};
 
 /* What the tracker holds now against what it should: live blocks (summary
-   and table) and current bytes, of host memory. */
+   and table) and current bytes, of the figure's kind of memory. */
 static void bench_trk_check(const bench_fig_t *f, const char *when, uint64_t live) {
     static memobs_summary_t s;
-    const memobs_mem_stats_t *m = &s.mem[MEMOBS_MEM_HOST];
+    const memobs_mem_stats_t *m = &s.mem[BENCH_TRK_DEV(f->trk) < 0 ? MEMOBS_MEM_HOST : MEMOBS_MEM_DEVICE];
     size_t table;
     memobs_get_summary(&s);
     table = memobs_get_allocations(NULL, 0);
@@ -333,7 +345,10 @@ static void bench_trk_prep(const bench_fig_t *f) {
     int k, use_malloc = f->trk == TRK_MALLOC || f->trk == TRK_MALLOC_TRACK;
     if (f->trk == TRK_OFF) memobs_set_enabled(0); /* here, so that no worker runs a pair before it */
     if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_FP);
-    for (k = 0; k < f->nthreads; k++) bench_ring_fill(bench_ring(k), use_malloc, f->trk != TRK_MALLOC);
+    for (k = 0; k < f->nthreads; k++) {
+        bench_ring_set_device(bench_ring(k), BENCH_TRK_DEV(f->trk));
+        bench_ring_fill(bench_ring(k), use_malloc, f->trk != TRK_MALLOC);
+    }
 }
 
 static void bench_trk_post(const bench_fig_t *f) {
@@ -349,7 +364,8 @@ static void bench_trk_post(const bench_fig_t *f) {
     bench_trk_check(f, "after the drain", 0);
     if (f->trk == TRK_OFF) memobs_set_enabled(1);
     if (f->trk == TRK_STACK_FP) (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE);
-    if (tracked) B.trk_allocs += (uint64_t)f->nthreads * (BENCH_TRK_LIVE + f->n);
+    if (tracked && BENCH_TRK_DEV(f->trk) >= 0) B.trk_dev_allocs += (uint64_t)f->nthreads * (BENCH_TRK_LIVE + f->n);
+    else if (tracked) B.trk_allocs += (uint64_t)f->nthreads * (BENCH_TRK_LIVE + f->n);
 }
 
 /* ======================================================================== */
@@ -408,6 +424,8 @@ static void bench_figs_init(void) {
     bench_trk_figs(F_T_STACK, bench_loop_track_stack, TRK_STACK, B.trk_stack_iters, B.trk_stack_iters);
     bench_trk_figs(F_T_OFF, bench_loop_track, TRK_OFF, B.trk_iters, B.trk_iters);
     bench_trk_figs(F_T_FP, bench_loop_track_stack, TRK_STACK_FP, B.trk_fp_iters, B.trk_fp_iters);
+    bench_trk_figs(F_T_DEV, bench_loop_track_dev, TRK_DEV, B.trk_iters, B.trk_iters2);
+    bench_trk_figs(F_T_DEVNH, bench_loop_track_dev, TRK_DEV_NOHIST, B.trk_iters, B.trk_iters2);
     for (k = 0; k < 2; k++) {
         bench_fig(F_TL + k, bench_loop_record, NULL, k + 1, &B.prefill);
         B.fig[F_TL + k].n = B.iters / BENCH_TL_DIV;
@@ -588,8 +606,17 @@ static void bench_trk_check_totals(void) {
     bench_check("tracker host live", 0, m->live, &ok);
     bench_check("tracker host current bytes", 0, m->current_bytes, &ok);
     bench_check("tracker host peak bytes (2 rings full)", 2 * BENCH_TRK_LIVE * BENCH_TRK_BYTES, m->peak_bytes, &ok);
+    m = &s.mem[MEMOBS_MEM_DEVICE];
+    bench_check("tracker device allocs", B.trk_dev_allocs, m->allocs, &ok);
+    bench_check("tracker device frees", B.trk_dev_allocs, m->frees, &ok);
+    bench_check("tracker device alloc bytes", B.trk_dev_allocs * BENCH_TRK_BYTES, m->alloc_bytes, &ok);
+    bench_check("tracker device live", 0, m->live, &ok);
+    bench_check("tracker device current bytes", 0, m->current_bytes, &ok);
+    bench_check("tracker device 0 bytes", 0, memobs_get_device_bytes(0, NULL), &ok);
+    bench_check("tracker device 1 bytes", 0, memobs_get_device_bytes(1, NULL), &ok);
     for (k = 0; k < MEMOBS_MEM_KINDS; k++)
-        if (k != MEMOBS_MEM_HOST) bench_check("tracker allocs of another kind", 0, s.mem[k].allocs, &ok);
+        if (k != MEMOBS_MEM_HOST && k != MEMOBS_MEM_DEVICE)
+            bench_check("tracker allocs of another kind", 0, s.mem[k].allocs, &ok);
     bench_check("tracker frees_unknown", 0, t->frees_unknown, &ok);
     bench_check("tracker frees_double", 0, t->frees_double, &ok);
     bench_check("tracker frees_null", 0, t->frees_null, &ok);
@@ -651,6 +678,55 @@ static void bench_trk_report(void) {
     printf("  (pairs per run: %llu; %llu for the tracked ones on 2 threads, which contend; %llu with a stack, %llu "
            "with one from frame pointers. 2 threads: each its own ring)\n", (unsigned long long)f[F_T_TRACK].n,
            (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
+}
+
+static int bench_cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The median of a figure's counted runs (0: none). */
+static double bench_median(const bench_fig_t *f) {
+    double v[BENCH_RUNS_KEPT];
+    int n = f->nruns;
+    if (n == 0) return 0;
+    memcpy(v, f->runs, (size_t)n * sizeof v[0]);
+    qsort(v, (size_t)n, sizeof v[0], bench_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One row of the device table: best and median, each against the host
+   pair's and malloc+free's (1 thread: fig's own; 2 threads: their 2-thread
+   peers'). */
+static void bench_dev_row(const char *name, int fig, int host, int base) {
+    const bench_fig_t *f = B.fig;
+    double m = bench_median(&f[fig]), mh = bench_median(&f[host]), mb = bench_median(&f[base]);
+    char med[16] = "      -", rh[16] = "     -", rb[16] = "     -";
+    if (m > 0) snprintf(med, sizeof med, "%7.1f", m);
+    if (m > 0 && mh > 0) snprintf(rh, sizeof rh, "%5.2fx", m / mh);
+    if (m > 0 && mb > 0) snprintf(rb, sizeof rb, "%5.2fx", m / mb);
+    printf("  %-*s %7.1f%s %s  %5.2fx %s  %5.2fx %s\n", BENCH_TRK_W, name, f[fig].ns, f[fig].uncounted ? "*" : " ",
+           med, f[fig].ns / f[host].ns, rh, f[fig].ns / f[base].ns, rb);
+}
+
+/* The tracker on device blocks beside host blocks and malloc+free. */
+static void bench_dev_report(void) {
+    printf("\ntracker on device blocks (MEMOBS_MEM_DEVICE, the device given), beside host blocks and malloc+free: "
+           "the same ring, best and median of the runs\n");
+    printf("  %-*s %8s %7s  %13s  %13s\n", BENCH_TRK_W, "pair (1 thread; 2 threads per thread)", "best ns", "median",
+           "x host pair", "x malloc+free");
+    printf("  %-*s %8s %7s  %6s %6s  %6s %6s\n", BENCH_TRK_W, "", "", "", "best", "median", "best", "median");
+    bench_dev_row("malloc(64) + free, no memobs", F_T_MALLOC, F_T_TRACK, F_T_MALLOC);
+    bench_dev_row("MEMOBS_MEM_HOST", F_T_TRACK, F_T_TRACK, F_T_MALLOC);
+    bench_dev_row("MEMOBS_MEM_DEVICE, snapshot history on", F_T_DEV, F_T_TRACK, F_T_MALLOC);
+    bench_dev_row("MEMOBS_MEM_DEVICE, no history (EVENTS=0)", F_T_DEVNH, F_T_TRACK, F_T_MALLOC);
+    bench_dev_row("MEMOBS_MEM_HOST, 2 threads", F_T_TRACK2, F_T_TRACK2, F_T_MALLOC2);
+    bench_dev_row("MEMOBS_MEM_DEVICE, history on, 2 threads", F_T_DEV2, F_T_TRACK2, F_T_MALLOC2);
+    bench_dev_row("MEMOBS_MEM_DEVICE, no history, 2 threads", F_T_DEVNH2, F_T_TRACK2, F_T_MALLOC2);
+    printf("  (history on: device 0, MEMOBS_TORCH_EVENTS=%llu; no history: device 1, its ring made with capacity 0; "
+           "2 threads: one device, each thread its own ring of blocks; %d counted runs of the 1-thread host pair; "
+           "median -: no counted run)\n",
+           (unsigned long long)memobs__tsn_cap(), B.fig[F_T_TRACK].nruns);
 }
 
 static void bench_report(void) {
@@ -716,6 +792,7 @@ static void bench_report(void) {
     }
     printf("  (initial-exec in a dlopen()ed .so takes glibc's spare static TLS, glibc.rtld.optional_static_tls)\n");
     bench_trk_report();
+    bench_dev_report();
     if (B.extra_rounds)
         printf("  (the machine was busy: %d extra round%s for the 2-thread figures and their 1-thread peers)\n",
                B.extra_rounds, B.extra_rounds == 1 ? "" : "s");
@@ -749,6 +826,8 @@ static void bench_report(void) {
     if (B.trk_depth != BENCH_TRK_STACK)
         printf("    (but the stack figure captured %d frames, not %d: it is not a depth-%d figure)\n", B.trk_depth,
                BENCH_TRK_STACK, BENCH_TRK_STACK);
+    bench_target("device pair, history on: <= 1.3x a host pair", B.fig[F_T_DEV].ns / B.fig[F_T_TRACK].ns, "x",
+                 B.fig[F_T_DEV].ns <= 1.3 * B.fig[F_T_TRACK].ns);
     bench_target("depth-16 C stack pair, frame pointers <= 250 ns", B.fig[F_T_FP].ns, " ns", B.fig[F_T_FP].ns <= 250.0);
     bench_target("the same, 2 threads: <= 250 ns/pair/thread", B.fig[F_T_FP2].ns, " ns", B.fig[F_T_FP2].ns <= 250.0);
     if (B.trk_fp_depth != BENCH_TRK_STACK)
@@ -801,6 +880,12 @@ int main(void) {
     memobs_track_set_callstack(0); /* whatever MEMOBS_CALLSTACK says: no stack unless a figure asks */
     (void)memobs_track_set_unwinder(MEMOBS_UNWIND_BACKTRACE); /* and whatever MEMOBS_UNWIND says */
     memobs_reset();
+    { /* device 1's snapshot history made with no room (MEMOBS_TORCH_EVENTS=0): the figure without it */
+        uint64_t cap = MEMOBS__LOAD(&memobs__tsn.cap_plus1.v);
+        MEMOBS__STORE(&memobs__tsn.cap_plus1.v, 1u);
+        (void)memobs__tsn_ready(&memobs__tsn.ring[1]);
+        MEMOBS__STORE(&memobs__tsn.cap_plus1.v, cap);
+    }
     B.counter = memobs_counter_register("bench_counter", "bench: memobs_counter_add figure");
     bench_cpu_model(cpu, sizeof cpu);
     bench_loadavg(load, sizeof load);

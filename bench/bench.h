@@ -55,6 +55,9 @@ bench_ring_t *bench_ring(int worker);
    bench_loop_malloc_track malloc()s and tracks, the others track blocks
    of the array. */
 void bench_ring_fill(bench_ring_t *r, int use_malloc, int track);
+/* dev < 0 (the start): the ring's blocks are host memory; else device
+   memory of device dev, for the fill, the drain and bench_loop_track_dev. */
+void bench_ring_set_device(bench_ring_t *r, int dev);
 /* Frees (MEMOBS_TRACK_FREE if filled tracked, free() if from malloc) what
    the ring holds. */
 void bench_ring_drain(bench_ring_t *r);
@@ -65,6 +68,8 @@ const char *bench_ring_stack_text(const bench_ring_t *r);
 void bench_loop_malloc(uint64_t n, const void *arg);       /* free + malloc(64) */
 void bench_loop_track(uint64_t n, const void *arg);        /* MEMOBS_TRACK_FREE + MEMOBS_TRACK_ALLOC */
 void bench_loop_malloc_track(uint64_t n, const void *arg); /* both of the above */
+void bench_loop_track_dev(uint64_t n, const void *arg);    /* the same on MEMOBS_MEM_DEVICE blocks of the
+                                                              ring's device */
 void bench_loop_track_tag(uint64_t n, const void *arg);    /* ... + MEMOBS_TRACK_ALLOC_N */
 void bench_loop_track_stack(uint64_t n, const void *arg);  /* ... + MEMOBS_TRACK_ALLOC_S(..., 16),
                                                               BENCH_TRK_CHAIN calls deep (with

@@ -24,6 +24,7 @@ struct bench_ring {
     uint64_t pos;  /* pairs made since start-up: the oldest block is in slot pos % BENCH_TRK_LIVE */
     uint64_t next; /* array blocks handed out: the next is next % BENCH_TRK_POOL */
     int use_malloc, track; /* how the ring was filled, so that it is drained the same way */
+    int dev;               /* < 0: host blocks; else MEMOBS_MEM_DEVICE blocks of this device */
     char pool[BENCH_TRK_POOL][BENCH_TRK_BYTES] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
@@ -33,13 +34,22 @@ bench_ring_t *bench_ring(int worker) { return &bench_rings[worker & 1]; }
 
 static void *bench_ring_block(bench_ring_t *r) { return r->pool[r->next++ % BENCH_TRK_POOL]; }
 
+void bench_ring_set_device(bench_ring_t *r, int dev) { r->dev = dev; }
+
+/* A tracked allocation of the ring's kind: host, or device memory of its
+   device (the device given, as memobs_cuda.h and the preload give it). */
+static void bench_ring_track(const bench_ring_t *r, void *p) {
+    if (r->dev < 0) MEMOBS_TRACK_ALLOC(p, BENCH_TRK_BYTES, MEMOBS_MEM_HOST);
+    else memobs_track_alloc_full(p, BENCH_TRK_BYTES, MEMOBS_MEM_DEVICE, r->dev, NULL, NULL, -1);
+}
+
 void bench_ring_fill(bench_ring_t *r, int use_malloc, int track) {
     int k;
     r->use_malloc = use_malloc;
     r->track = track;
     for (k = 0; k < BENCH_TRK_LIVE; k++) {
         void *p = use_malloc ? malloc(BENCH_TRK_BYTES) : bench_ring_block(r);
-        if (track) MEMOBS_TRACK_ALLOC(p, BENCH_TRK_BYTES, MEMOBS_MEM_HOST);
+        if (track) bench_ring_track(r, p);
         r->live[k] = p;
     }
 }
@@ -91,6 +101,15 @@ BENCH_RING_LOOP(bench_loop_track, {
     void *p = bench_ring_block(r);
     MEMOBS_TRACK_FREE(*slot);
     MEMOBS_TRACK_ALLOC(p, BENCH_TRK_BYTES, MEMOBS_MEM_HOST);
+    *slot = p;
+})
+
+/* Device blocks (the ring's device): the tracker's device path, with the
+   snapshot history of that device or without it. */
+BENCH_RING_LOOP(bench_loop_track_dev, {
+    void *p = bench_ring_block(r);
+    MEMOBS_TRACK_FREE(*slot);
+    memobs_track_alloc_full(p, BENCH_TRK_BYTES, MEMOBS_MEM_DEVICE, r->dev, NULL, NULL, -1);
     *slot = p;
 })
 
