@@ -56,9 +56,14 @@
 #define BENCH_TRK_STACK_DIV 500
 #define BENCH_TRK_FP_DIV 50 /* a stack from frame pointers: about 10x cheaper */
 /* A record with the timeline on reads the clock (10-30 ns) and writes its
-   thread's chunk: fewer iterations; the events the timeline holds. */
+   thread's chunk: fewer iterations; the events the timeline holds. Each
+   run starts a timeline and fills it from the main thread, outside the
+   timing, so that the timed records find it full and wrapping (the steady
+   state: every chunk a worker takes is the oldest finished one). */
 #define BENCH_TL_DIV 10
 #define BENCH_TL_EVENTS 65536
+/* Counted runs kept per figure, for its median (the first ones). */
+#define BENCH_MAX_RUNS 64
 /* Mismatches printed before the rest are only counted. */
 #define BENCH_TRK_MAX_PRINTED 5
 
@@ -121,6 +126,8 @@ typedef struct {
     double ns_off;                        /* 2 threads: best of the runs not counted (see bench_rep) */
     int uncounted;                        /* ns is ns_off: no run was counted */
     int timeline;                         /* the timeline on during its runs */
+    double run[BENCH_MAX_RUNS];           /* counted runs' ns, in order; nrun of them */
+    int nrun;
 } bench_fig_t;
 
 enum {
@@ -135,6 +142,7 @@ enum {
     F_REG_NT, F_REG, F_REG2, F_REG_TL, /* region begin+end: timing off, on, on 2 threads, timeline on */
     F_TICKS, F_NOW, /* clock reads: memobs_ticks(), memobs_now_ns() */
     F_T_FP, F_T_FP2, /* the stack figure with frame pointers (last: the others run in their old order) */
+    F_TICKS2,        /* memobs_ticks() on 2 threads: the timeline's 2-thread baseline */
     F_COUNT
 };
 
@@ -246,7 +254,12 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     double ns;
     if (!f->fn) return;
     if (f->trk) bench_trk_prep(f);
-    if (f->timeline) memobs_timeline_start(BENCH_TL_EVENTS); /* here, so that no worker records before it */
+    if (f->timeline) { /* here, so that no worker records before it; filled: the steady state */
+        memobs_timeline_start(BENCH_TL_EVENTS);
+        bench_loop_record(BENCH_TL_EVENTS, NULL);
+        B.prefill.count += BENCH_TL_EVENTS;
+        B.prefill.bytes += bench_loop_bytes(BENCH_TL_EVENTS);
+    }
     B.job = f;
     pthread_barrier_wait(&B.start);
     pthread_barrier_wait(&B.done);
@@ -262,8 +275,9 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     if (!warmup && f->nthreads == 2 && !bench_both_on_cpu(start, end)) {
         B.off_cpu++;
         if (f->ns_off == 0 || ns < f->ns_off) f->ns_off = ns;
-    } else if (!warmup && (f->ns == 0 || ns < f->ns)) {
-        f->ns = ns;
+    } else if (!warmup) {
+        if (f->ns == 0 || ns < f->ns) f->ns = ns;
+        if (f->nrun < BENCH_MAX_RUNS) f->run[f->nrun++] = ns;
     }
     if (f->expect) {
         f->expect->count += (uint64_t)f->nthreads * f->n;
@@ -287,6 +301,25 @@ static void bench_workers_stop(void) {
 
 /* Throughput of 2 threads over 1: (2 ops per ns2) / (1 op per ns1). */
 static double bench_scaling(int one, int two) { return 2.0 * B.fig[one].ns / B.fig[two].ns; }
+
+static int bench_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of a figure's counted runs (the upper one of an even count);
+   its best when it has none. */
+static double bench_median(int fig) {
+    const bench_fig_t *f = &B.fig[fig];
+    double v[BENCH_MAX_RUNS];
+    if (f->nrun == 0) return f->ns;
+    memcpy(v, f->run, (size_t)f->nrun * sizeof v[0]);
+    qsort(v, (size_t)f->nrun, sizeof v[0], bench_cmp_double);
+    return v[f->nrun / 2];
+}
+
+/* bench_scaling of the medians. */
+static double bench_scaling_med(int one, int two) { return 2.0 * bench_median(one) / bench_median(two); }
 
 /* ======================================================================== */
 /* Allocation tracker: rings filled and checked around each run             */
@@ -423,6 +456,8 @@ static void bench_figs_init(void) {
     B.fig[F_REG_TL].timeline = 1;
     bench_fig(F_TICKS, bench_loop_ticks, NULL, 1, NULL);
     B.fig[F_TICKS].n = B.iters / BENCH_TL_DIV;
+    bench_fig(F_TICKS2, bench_loop_ticks, NULL, 2, NULL);
+    B.fig[F_TICKS2].n = B.iters / BENCH_TL_DIV;
     bench_fig(F_NOW, bench_loop_now, NULL, 1, NULL);
     B.fig[F_NOW].n = B.iters / BENCH_TL_DIV;
     for (k = 0; k < 3; k++) {
@@ -653,6 +688,44 @@ static void bench_trk_report(void) {
            (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
 }
 
+/* The timeline's 2-thread throughput ratio over the clock's own: best
+   runs (med 0) or medians (1). */
+static double bench_tl_scaling_share(int med) {
+    return med ? bench_scaling_med(F_TL, F_TL2) / bench_scaling_med(F_TICKS, F_TICKS2)
+               : bench_scaling(F_TL, F_TL2) / bench_scaling(F_TICKS, F_TICKS2);
+}
+
+/* The timeline in its steady state beside its clock, medians beside the
+   best runs: how steady the figures are. */
+static void bench_tl_report(void) {
+    static const struct { const char *name; int fig; } rows[] = {
+        {"memobs_ticks(), 1 thread", F_TICKS},
+        {"memobs_ticks(), 2 threads (per thread)", F_TICKS2},
+        {"MEMOBS_RECORD_H2D, timeline on, 1 thread", F_TL},
+        {"the same, 2 threads (per thread)", F_TL2}};
+    size_t k;
+    printf("\ntimeline, steady state (%d events, full and wrapping), beside its clock: ns per op, median and best "
+           "of %d counted runs (2 threads: %d)\n", BENCH_TL_EVENTS, B.fig[F_TL].nrun, B.fig[F_TL2].nrun);
+    printf("  %-*s %8s %8s\n", BENCH_TRK_W, "figure", "median", "best");
+    for (k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        printf("  %-*s %8.2f %8.2f\n", BENCH_TRK_W, rows[k].name, bench_median(rows[k].fig), B.fig[rows[k].fig].ns);
+    printf("  %-*s %+8.2f %+8.2f\n", BENCH_TRK_W, "1 thread: a record over a clock read",
+           bench_median(F_TL) - bench_median(F_TICKS), B.fig[F_TL].ns - B.fig[F_TICKS].ns);
+    printf("  %-*s %+8.2f %+8.2f\n", BENCH_TRK_W, "2 threads: a record over a clock read",
+           bench_median(F_TL2) - bench_median(F_TICKS2), B.fig[F_TL2].ns - B.fig[F_TICKS2].ns);
+    printf("  %-*s %7.2fx %7.2fx\n", BENCH_TRK_W, "throughput 2T/1T: the clock",
+           bench_scaling_med(F_TICKS, F_TICKS2), bench_scaling(F_TICKS, F_TICKS2));
+    printf("  %-*s %7.2fx %7.2fx\n", BENCH_TRK_W, "throughput 2T/1T: the timeline", bench_scaling_med(F_TL, F_TL2),
+           bench_scaling(F_TL, F_TL2));
+    printf("  %-*s %7.0f%% %7.0f%%\n", BENCH_TRK_W, "the timeline's 2T/1T over the clock's",
+           bench_tl_scaling_share(1) * 100, bench_tl_scaling_share(0) * 100);
+    for (k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        if (B.fig[rows[k].fig].nrun == 0) {
+            printf("  (a figure had no counted run: its median is its best run not counted, see below)\n");
+            break;
+        }
+}
+
 static void bench_report(void) {
     char note[128];
     double rec_scaling = bench_scaling(F_REC, F_REC2), atomic_cheaper = B.fig[F_ATOMIC].ns / B.fig[F_REC].ns;
@@ -674,14 +747,17 @@ static void bench_report(void) {
     bench_row("MEMOBS_RECORD_H2D enabled, 1 thread", F_REC, 1, "timeline off (the default)");
     snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", rec_scaling);
     bench_row("MEMOBS_RECORD_H2D enabled, 2 threads", F_REC2, 1, note);
-    snprintf(note, sizeof note, "%d events; %+.1f ns over timeline off, %+.1f over a clock read (%s)",
-             BENCH_TL_EVENTS, B.fig[F_TL].ns - B.fig[F_REC].ns, B.fig[F_TL].ns - B.fig[F_TICKS].ns,
+    snprintf(note, sizeof note, "%d events, full and wrapping; %+.1f ns over timeline off, %+.1f over a clock read "
+             "(%s)", BENCH_TL_EVENTS, B.fig[F_TL].ns - B.fig[F_REC].ns, B.fig[F_TL].ns - B.fig[F_TICKS].ns,
              memobs_clock_source());
     bench_row("MEMOBS_RECORD_H2D, timeline on, 1 thread", F_TL, 1, note);
-    snprintf(note, sizeof note, "per thread; per-thread chunks: throughput 2T/1T %.2fx", bench_scaling(F_TL, F_TL2));
+    snprintf(note, sizeof note, "per thread; %+.1f ns over the clock on 2 threads; throughput 2T/1T %.2fx",
+             B.fig[F_TL2].ns - B.fig[F_TICKS2].ns, bench_scaling(F_TL, F_TL2));
     bench_row("MEMOBS_RECORD_H2D, timeline on, 2 threads", F_TL2, 1, note);
     snprintf(note, sizeof note, "the timeline's clock: %s", memobs_clock_source());
     bench_row("memobs_ticks()", F_TICKS, 0, note);
+    snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", bench_scaling(F_TICKS, F_TICKS2));
+    bench_row("memobs_ticks(), 2 threads", F_TICKS2, 0, note);
     bench_row("memobs_now_ns() (clock_gettime CLOCK_MONOTONIC)", F_NOW, 0, "summaries' and regions' clock");
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
     bench_row("MEMOBS_REGION_BEGIN + _END, timing off", F_REG_NT, 1,
@@ -716,6 +792,7 @@ static void bench_report(void) {
     }
     printf("  (initial-exec in a dlopen()ed .so takes glibc's spare static TLS, glibc.rtld.optional_static_tls)\n");
     bench_trk_report();
+    bench_tl_report();
     if (B.extra_rounds)
         printf("  (the machine was busy: %d extra round%s for the 2-thread figures and their 1-thread peers)\n",
                B.extra_rounds, B.extra_rounds == 1 ? "" : "s");
@@ -735,6 +812,10 @@ static void bench_report(void) {
     bench_target("timeline on, 1 thread: <= 12 ns/record", B.fig[F_TL].ns, " ns", B.fig[F_TL].ns <= 12.0);
     bench_target("timeline on, 2 threads: >= 1.8x the throughput of 1", bench_scaling(F_TL, F_TL2), "x",
                  bench_scaling(F_TL, F_TL2) >= 1.8);
+    bench_target("timeline, 2 threads: <= the clock's + 3 ns (median)", bench_median(F_TL2) - bench_median(F_TICKS2),
+                 " ns", bench_median(F_TL2) - bench_median(F_TICKS2) <= 3.0);
+    bench_target("timeline 2T/1T: >= 90% of the clock's (median)", bench_tl_scaling_share(1) * 100, "%",
+                 bench_tl_scaling_share(1) >= 0.9);
     bench_target("tracker, 1 thread: <= 100 ns/pair without a stack", B.fig[F_T_TRACK].ns, " ns",
                  B.fig[F_T_TRACK].ns <= 100.0);
     bench_target("tracker, 2 threads: <= 100 ns/pair/thread, no stack", B.fig[F_T_TRACK2].ns, " ns",
@@ -783,7 +864,8 @@ static void bench_prom_figure(void) {
 /* ======================================================================== */
 
 int main(void) {
-    static const int scaling_figs[] = {F_PLAIN, F_PLAIN2, F_REC, F_REC2, F_T_TRACK, F_T_TRACK2};
+    static const int scaling_figs[] = {F_PLAIN, F_PLAIN2, F_REC, F_REC2, F_T_TRACK, F_T_TRACK2,
+                                       F_TICKS, F_TICKS2, F_TL, F_TL2};
     char cpu[128], load[64];
     int r, i, k;
 
