@@ -94,6 +94,29 @@ static volatile uint64_t bench_sink;
 BENCH_LOOP(bench_loop_ticks, bench_sink = memobs_ticks() + bytes)
 BENCH_LOOP(bench_loop_now, bench_sink = memobs_now_ns() + bytes)
 
+/* A record over a clock read, timed in pairs of blocks on each thread:
+   BENCH_PAIR_BLOCK clock reads, then as many records, each block timed
+   with memobs_ticks(). Both halves of a pair see the same moment of the
+   machine, so a busy neighbour spoils both alike: the median difference
+   holds where the figures' best and median runs do not. n records in all
+   (a multiple of the block), each block's difference per op in ticks. */
+#define BENCH_PAIR_BLOCK 2048 /* a multiple of 256: the same bytes as one loop of n */
+#define BENCH_PAIR_MAX 8192
+typedef struct { double d[BENCH_PAIR_MAX]; int n; } bench_pairs_t;
+static bench_pairs_t bench_pairs[3]; /* 1 thread; 2 threads: each its own */
+static __attribute__((noinline)) void bench_loop_pairs(uint64_t n, const void *arg) {
+    bench_pairs_t *p = (bench_pairs_t *)(uintptr_t)arg;
+    uint64_t done;
+    for (done = 0; done + BENCH_PAIR_BLOCK <= n; done += BENCH_PAIR_BLOCK) {
+        uint64_t t0 = memobs_ticks(), t1, t2;
+        bench_loop_ticks(BENCH_PAIR_BLOCK, NULL);
+        t1 = memobs_ticks();
+        bench_loop_record(BENCH_PAIR_BLOCK, NULL);
+        t2 = memobs_ticks();
+        if (p->n < BENCH_PAIR_MAX) p->d[p->n++] = ((double)(t2 - t1) - (double)(t1 - t0)) / BENCH_PAIR_BLOCK;
+    }
+}
+
 /* ======================================================================== */
 /* State                                                                    */
 /* ======================================================================== */
@@ -143,6 +166,7 @@ enum {
     F_TICKS, F_NOW, /* clock reads: memobs_ticks(), memobs_now_ns() */
     F_T_FP, F_T_FP2, /* the stack figure with frame pointers (last: the others run in their old order) */
     F_TICKS2,        /* memobs_ticks() on 2 threads: the timeline's 2-thread baseline */
+    F_PAIR, F_PAIR2, /* bench_loop_pairs, timeline on: only its pairs are reported */
     F_COUNT
 };
 
@@ -458,6 +482,12 @@ static void bench_figs_init(void) {
     B.fig[F_TICKS].n = B.iters / BENCH_TL_DIV;
     bench_fig(F_TICKS2, bench_loop_ticks, NULL, 2, NULL);
     B.fig[F_TICKS2].n = B.iters / BENCH_TL_DIV;
+    for (k = 0; k < 2; k++) {
+        bench_fig(F_PAIR + k, bench_loop_pairs, &bench_pairs[k], k + 1, &B.prefill);
+        B.fig[F_PAIR + k].arg1 = &bench_pairs[2];
+        B.fig[F_PAIR + k].n = B.iters / BENCH_TL_DIV / BENCH_PAIR_BLOCK * BENCH_PAIR_BLOCK;
+        B.fig[F_PAIR + k].timeline = 1;
+    }
     bench_fig(F_NOW, bench_loop_now, NULL, 1, NULL);
     B.fig[F_NOW].n = B.iters / BENCH_TL_DIV;
     for (k = 0; k < 3; k++) {
@@ -688,6 +718,13 @@ static void bench_trk_report(void) {
            (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
 }
 
+/* The p-th quantile (0..1) of a pair array, in ns; 0 when empty. */
+static double bench_pair_q(bench_pairs_t *p, double q) {
+    if (p->n == 0) return 0;
+    qsort(p->d, (size_t)p->n, sizeof p->d[0], bench_cmp_double);
+    return p->d[(int)(q * (p->n - 1))] * memobs_clock_ns_per_tick();
+}
+
 /* The timeline's 2-thread throughput ratio over the clock's own: best
    runs (med 0) or medians (1). */
 static double bench_tl_scaling_share(int med) {
@@ -719,6 +756,13 @@ static void bench_tl_report(void) {
            bench_scaling(F_TL, F_TL2));
     printf("  %-*s %7.0f%% %7.0f%%\n", BENCH_TRK_W, "the timeline's 2T/1T over the clock's",
            bench_tl_scaling_share(1) * 100, bench_tl_scaling_share(0) * 100);
+    printf("  a record over a clock read, in pairs of %d-op blocks on each thread (ns; 10th percentile, median, "
+           "90th of the blocks):\n", BENCH_PAIR_BLOCK);
+    for (k = 0; k < 3; k++)
+        printf("    %-*s %+6.2f %+6.2f %+6.2f  (%d blocks)\n", BENCH_TRK_W - 2,
+               k == 0 ? "1 thread" : k == 1 ? "2 threads, the first" : "2 threads, the second",
+               bench_pair_q(&bench_pairs[k], 0.1), bench_pair_q(&bench_pairs[k], 0.5),
+               bench_pair_q(&bench_pairs[k], 0.9), bench_pairs[k].n);
     for (k = 0; k < sizeof rows / sizeof rows[0]; k++)
         if (B.fig[rows[k].fig].nrun == 0) {
             printf("  (a figure had no counted run: its median is its best run not counted, see below)\n");
