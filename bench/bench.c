@@ -56,9 +56,14 @@
 #define BENCH_TRK_STACK_DIV 500
 #define BENCH_TRK_FP_DIV 50 /* a stack from frame pointers: about 10x cheaper */
 /* A record with the timeline on reads the clock (10-30 ns) and writes its
-   thread's chunk: fewer iterations; the events the timeline holds. */
+   thread's chunk: fewer iterations; the events the timeline holds. Each
+   run starts a timeline and fills it from the main thread, outside the
+   timing, so that the timed records find it full and wrapping (the steady
+   state: every chunk a worker takes is the oldest finished one). */
 #define BENCH_TL_DIV 10
 #define BENCH_TL_EVENTS 65536
+/* Counted runs kept per figure, for its median (the first ones). */
+#define BENCH_MAX_RUNS 64
 /* Mismatches printed before the rest are only counted. */
 #define BENCH_TRK_MAX_PRINTED 5
 
@@ -89,6 +94,29 @@ static volatile uint64_t bench_sink;
 BENCH_LOOP(bench_loop_ticks, bench_sink = memobs_ticks() + bytes)
 BENCH_LOOP(bench_loop_now, bench_sink = memobs_now_ns() + bytes)
 
+/* A record over a clock read, timed in pairs of blocks on each thread:
+   BENCH_PAIR_BLOCK clock reads, then as many records, each block timed
+   with memobs_ticks(). Both halves of a pair see the same moment of the
+   machine, so a busy neighbour spoils both alike: the median difference
+   holds where the figures' best and median runs do not. n records in all
+   (a multiple of the block), each block's difference per op in ticks. */
+#define BENCH_PAIR_BLOCK 2048 /* a multiple of 256: the same bytes as one loop of n */
+#define BENCH_PAIR_MAX 8192
+typedef struct { double d[BENCH_PAIR_MAX]; int n; } bench_pairs_t;
+static bench_pairs_t bench_pairs[3]; /* 1 thread; 2 threads: each its own */
+static __attribute__((noinline)) void bench_loop_pairs(uint64_t n, const void *arg) {
+    bench_pairs_t *p = (bench_pairs_t *)(uintptr_t)arg;
+    uint64_t done;
+    for (done = 0; done + BENCH_PAIR_BLOCK <= n; done += BENCH_PAIR_BLOCK) {
+        uint64_t t0 = memobs_ticks(), t1, t2;
+        bench_loop_ticks(BENCH_PAIR_BLOCK, NULL);
+        t1 = memobs_ticks();
+        bench_loop_record(BENCH_PAIR_BLOCK, NULL);
+        t2 = memobs_ticks();
+        if (p->n < BENCH_PAIR_MAX) p->d[p->n++] = ((double)(t2 - t1) - (double)(t1 - t0)) / BENCH_PAIR_BLOCK;
+    }
+}
+
 /* ======================================================================== */
 /* State                                                                    */
 /* ======================================================================== */
@@ -112,8 +140,6 @@ typedef enum {
 
 /* The device of a device figure's blocks; -1 for host blocks. */
 #define BENCH_TRK_DEV(trk) ((trk) == TRK_DEV ? 0 : (trk) == TRK_DEV_NOHIST ? 1 : -1)
-/* Counted runs kept per figure, for its median. */
-#define BENCH_RUNS_KEPT 64
 
 typedef struct {
     bench_loop_fn fn; /* NULL: not run (a .so that did not load) */
@@ -128,8 +154,8 @@ typedef struct {
     double ns_off;                        /* 2 threads: best of the runs not counted (see bench_rep) */
     int uncounted;                        /* ns is ns_off: no run was counted */
     int timeline;                         /* the timeline on during its runs */
-    double runs[BENCH_RUNS_KEPT];         /* counted runs (the first BENCH_RUNS_KEPT), for the median */
-    int nruns;
+    double run[BENCH_MAX_RUNS];           /* counted runs' ns, in order; nrun of them */
+    int nrun;
 } bench_fig_t;
 
 enum {
@@ -145,6 +171,8 @@ enum {
     F_TICKS, F_NOW, /* clock reads: memobs_ticks(), memobs_now_ns() */
     F_T_FP, F_T_FP2, /* the stack figure with frame pointers (last: the others run in their old order) */
     F_T_DEV, F_T_DEV2, F_T_DEVNH, F_T_DEVNH2, /* device blocks: snapshot history on, off */
+    F_TICKS2,        /* memobs_ticks() on 2 threads: the timeline's 2-thread baseline */
+    F_PAIR, F_PAIR2, /* bench_loop_pairs, timeline on: only its pairs are reported */
     F_COUNT
 };
 
@@ -256,7 +284,12 @@ static void bench_rep(bench_fig_t *f, int warmup) {
     double ns;
     if (!f->fn) return;
     if (f->trk) bench_trk_prep(f);
-    if (f->timeline) memobs_timeline_start(BENCH_TL_EVENTS); /* here, so that no worker records before it */
+    if (f->timeline) { /* here, so that no worker records before it; filled: the steady state */
+        memobs_timeline_start(BENCH_TL_EVENTS);
+        bench_loop_record(BENCH_TL_EVENTS, NULL);
+        B.prefill.count += BENCH_TL_EVENTS;
+        B.prefill.bytes += bench_loop_bytes(BENCH_TL_EVENTS);
+    }
     B.job = f;
     pthread_barrier_wait(&B.start);
     pthread_barrier_wait(&B.done);
@@ -274,7 +307,7 @@ static void bench_rep(bench_fig_t *f, int warmup) {
         if (f->ns_off == 0 || ns < f->ns_off) f->ns_off = ns;
     } else if (!warmup) {
         if (f->ns == 0 || ns < f->ns) f->ns = ns;
-        if (f->nruns < BENCH_RUNS_KEPT) f->runs[f->nruns++] = ns;
+        if (f->nrun < BENCH_MAX_RUNS) f->run[f->nrun++] = ns;
     }
     if (f->expect) {
         f->expect->count += (uint64_t)f->nthreads * f->n;
@@ -298,6 +331,25 @@ static void bench_workers_stop(void) {
 
 /* Throughput of 2 threads over 1: (2 ops per ns2) / (1 op per ns1). */
 static double bench_scaling(int one, int two) { return 2.0 * B.fig[one].ns / B.fig[two].ns; }
+
+static int bench_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of a figure's counted runs (the upper one of an even count);
+   its best when it has none. */
+static double bench_median(int fig) {
+    const bench_fig_t *f = &B.fig[fig];
+    double v[BENCH_MAX_RUNS];
+    if (f->nrun == 0) return f->ns;
+    memcpy(v, f->run, (size_t)f->nrun * sizeof v[0]);
+    qsort(v, (size_t)f->nrun, sizeof v[0], bench_cmp_double);
+    return v[f->nrun / 2];
+}
+
+/* bench_scaling of the medians. */
+static double bench_scaling_med(int one, int two) { return 2.0 * bench_median(one) / bench_median(two); }
 
 /* ======================================================================== */
 /* Allocation tracker: rings filled and checked around each run             */
@@ -441,6 +493,14 @@ static void bench_figs_init(void) {
     B.fig[F_REG_TL].timeline = 1;
     bench_fig(F_TICKS, bench_loop_ticks, NULL, 1, NULL);
     B.fig[F_TICKS].n = B.iters / BENCH_TL_DIV;
+    bench_fig(F_TICKS2, bench_loop_ticks, NULL, 2, NULL);
+    B.fig[F_TICKS2].n = B.iters / BENCH_TL_DIV;
+    for (k = 0; k < 2; k++) {
+        bench_fig(F_PAIR + k, bench_loop_pairs, &bench_pairs[k], k + 1, &B.prefill);
+        B.fig[F_PAIR + k].arg1 = &bench_pairs[2];
+        B.fig[F_PAIR + k].n = B.iters / BENCH_TL_DIV / BENCH_PAIR_BLOCK * BENCH_PAIR_BLOCK;
+        B.fig[F_PAIR + k].timeline = 1;
+    }
     bench_fig(F_NOW, bench_loop_now, NULL, 1, NULL);
     B.fig[F_NOW].n = B.iters / BENCH_TL_DIV;
     for (k = 0; k < 3; k++) {
@@ -680,27 +740,13 @@ static void bench_trk_report(void) {
            (unsigned long long)f[F_T_TRACK2].n, (unsigned long long)f[F_T_STACK].n, (unsigned long long)f[F_T_FP].n);
 }
 
-static int bench_cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* The median of a figure's counted runs (0: none). */
-static double bench_median(const bench_fig_t *f) {
-    double v[BENCH_RUNS_KEPT];
-    int n = f->nruns;
-    if (n == 0) return 0;
-    memcpy(v, f->runs, (size_t)n * sizeof v[0]);
-    qsort(v, (size_t)n, sizeof v[0], bench_cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One row of the device table: best and median, each against the host
    pair's and malloc+free's (1 thread: fig's own; 2 threads: their 2-thread
    peers'). */
 static void bench_dev_row(const char *name, int fig, int host, int base) {
     const bench_fig_t *f = B.fig;
-    double m = bench_median(&f[fig]), mh = bench_median(&f[host]), mb = bench_median(&f[base]);
+    double m = f[fig].nrun ? bench_median(fig) : 0, mh = f[host].nrun ? bench_median(host) : 0;
+    double mb = f[base].nrun ? bench_median(base) : 0;
     char med[16] = "      -", rh[16] = "     -", rb[16] = "     -";
     if (m > 0) snprintf(med, sizeof med, "%7.1f", m);
     if (m > 0 && mh > 0) snprintf(rh, sizeof rh, "%5.2fx", m / mh);
@@ -726,7 +772,59 @@ static void bench_dev_report(void) {
     printf("  (history on: device 0, MEMOBS_TORCH_EVENTS=%llu; no history: device 1, its ring made with capacity 0; "
            "2 threads: one device, each thread its own ring of blocks; %d counted runs of the 1-thread host pair; "
            "median -: no counted run)\n",
-           (unsigned long long)memobs__tsn_cap(), B.fig[F_T_TRACK].nruns);
+           (unsigned long long)memobs__tsn_cap(), B.fig[F_T_TRACK].nrun);
+}
+
+/* The p-th quantile (0..1) of a pair array, in ns; 0 when empty. */
+static double bench_pair_q(bench_pairs_t *p, double q) {
+    if (p->n == 0) return 0;
+    qsort(p->d, (size_t)p->n, sizeof p->d[0], bench_cmp_double);
+    return p->d[(int)(q * (p->n - 1))] * memobs_clock_ns_per_tick();
+}
+
+/* The timeline's 2-thread throughput ratio over the clock's own: best
+   runs (med 0) or medians (1). */
+static double bench_tl_scaling_share(int med) {
+    return med ? bench_scaling_med(F_TL, F_TL2) / bench_scaling_med(F_TICKS, F_TICKS2)
+               : bench_scaling(F_TL, F_TL2) / bench_scaling(F_TICKS, F_TICKS2);
+}
+
+/* The timeline in its steady state beside its clock, medians beside the
+   best runs: how steady the figures are. */
+static void bench_tl_report(void) {
+    static const struct { const char *name; int fig; } rows[] = {
+        {"memobs_ticks(), 1 thread", F_TICKS},
+        {"memobs_ticks(), 2 threads (per thread)", F_TICKS2},
+        {"MEMOBS_RECORD_H2D, timeline on, 1 thread", F_TL},
+        {"the same, 2 threads (per thread)", F_TL2}};
+    size_t k;
+    printf("\ntimeline, steady state (%d events, full and wrapping), beside its clock: ns per op, median and best "
+           "of %d counted runs (2 threads: %d)\n", BENCH_TL_EVENTS, B.fig[F_TL].nrun, B.fig[F_TL2].nrun);
+    printf("  %-*s %8s %8s\n", BENCH_TRK_W, "figure", "median", "best");
+    for (k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        printf("  %-*s %8.2f %8.2f\n", BENCH_TRK_W, rows[k].name, bench_median(rows[k].fig), B.fig[rows[k].fig].ns);
+    printf("  %-*s %+8.2f %+8.2f\n", BENCH_TRK_W, "1 thread: a record over a clock read",
+           bench_median(F_TL) - bench_median(F_TICKS), B.fig[F_TL].ns - B.fig[F_TICKS].ns);
+    printf("  %-*s %+8.2f %+8.2f\n", BENCH_TRK_W, "2 threads: a record over a clock read",
+           bench_median(F_TL2) - bench_median(F_TICKS2), B.fig[F_TL2].ns - B.fig[F_TICKS2].ns);
+    printf("  %-*s %7.2fx %7.2fx\n", BENCH_TRK_W, "throughput 2T/1T: the clock",
+           bench_scaling_med(F_TICKS, F_TICKS2), bench_scaling(F_TICKS, F_TICKS2));
+    printf("  %-*s %7.2fx %7.2fx\n", BENCH_TRK_W, "throughput 2T/1T: the timeline", bench_scaling_med(F_TL, F_TL2),
+           bench_scaling(F_TL, F_TL2));
+    printf("  %-*s %7.0f%% %7.0f%%\n", BENCH_TRK_W, "the timeline's 2T/1T over the clock's",
+           bench_tl_scaling_share(1) * 100, bench_tl_scaling_share(0) * 100);
+    printf("  a record over a clock read, in pairs of %d-op blocks on each thread (ns; 10th percentile, median, "
+           "90th of the blocks):\n", BENCH_PAIR_BLOCK);
+    for (k = 0; k < 3; k++)
+        printf("    %-*s %+6.2f %+6.2f %+6.2f  (%d blocks)\n", BENCH_TRK_W - 2,
+               k == 0 ? "1 thread" : k == 1 ? "2 threads, the first" : "2 threads, the second",
+               bench_pair_q(&bench_pairs[k], 0.1), bench_pair_q(&bench_pairs[k], 0.5),
+               bench_pair_q(&bench_pairs[k], 0.9), bench_pairs[k].n);
+    for (k = 0; k < sizeof rows / sizeof rows[0]; k++)
+        if (B.fig[rows[k].fig].nrun == 0) {
+            printf("  (a figure had no counted run: its median is its best run not counted, see below)\n");
+            break;
+        }
 }
 
 static void bench_report(void) {
@@ -750,14 +848,17 @@ static void bench_report(void) {
     bench_row("MEMOBS_RECORD_H2D enabled, 1 thread", F_REC, 1, "timeline off (the default)");
     snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", rec_scaling);
     bench_row("MEMOBS_RECORD_H2D enabled, 2 threads", F_REC2, 1, note);
-    snprintf(note, sizeof note, "%d events; %+.1f ns over timeline off, %+.1f over a clock read (%s)",
-             BENCH_TL_EVENTS, B.fig[F_TL].ns - B.fig[F_REC].ns, B.fig[F_TL].ns - B.fig[F_TICKS].ns,
+    snprintf(note, sizeof note, "%d events, full and wrapping; %+.1f ns over timeline off, %+.1f over a clock read "
+             "(%s)", BENCH_TL_EVENTS, B.fig[F_TL].ns - B.fig[F_REC].ns, B.fig[F_TL].ns - B.fig[F_TICKS].ns,
              memobs_clock_source());
     bench_row("MEMOBS_RECORD_H2D, timeline on, 1 thread", F_TL, 1, note);
-    snprintf(note, sizeof note, "per thread; per-thread chunks: throughput 2T/1T %.2fx", bench_scaling(F_TL, F_TL2));
+    snprintf(note, sizeof note, "per thread; %+.1f ns over the clock on 2 threads; throughput 2T/1T %.2fx",
+             B.fig[F_TL2].ns - B.fig[F_TICKS2].ns, bench_scaling(F_TL, F_TL2));
     bench_row("MEMOBS_RECORD_H2D, timeline on, 2 threads", F_TL2, 1, note);
     snprintf(note, sizeof note, "the timeline's clock: %s", memobs_clock_source());
     bench_row("memobs_ticks()", F_TICKS, 0, note);
+    snprintf(note, sizeof note, "per thread; throughput 2T/1T %.2fx", bench_scaling(F_TICKS, F_TICKS2));
+    bench_row("memobs_ticks(), 2 threads", F_TICKS2, 0, note);
     bench_row("memobs_now_ns() (clock_gettime CLOCK_MONOTONIC)", F_NOW, 0, "summaries' and regions' clock");
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
     bench_row("MEMOBS_REGION_BEGIN + _END, timing off", F_REG_NT, 1,
@@ -793,6 +894,7 @@ static void bench_report(void) {
     printf("  (initial-exec in a dlopen()ed .so takes glibc's spare static TLS, glibc.rtld.optional_static_tls)\n");
     bench_trk_report();
     bench_dev_report();
+    bench_tl_report();
     if (B.extra_rounds)
         printf("  (the machine was busy: %d extra round%s for the 2-thread figures and their 1-thread peers)\n",
                B.extra_rounds, B.extra_rounds == 1 ? "" : "s");
@@ -812,6 +914,10 @@ static void bench_report(void) {
     bench_target("timeline on, 1 thread: <= 12 ns/record", B.fig[F_TL].ns, " ns", B.fig[F_TL].ns <= 12.0);
     bench_target("timeline on, 2 threads: >= 1.8x the throughput of 1", bench_scaling(F_TL, F_TL2), "x",
                  bench_scaling(F_TL, F_TL2) >= 1.8);
+    bench_target("timeline, 2 threads: <= the clock's + 3 ns (median)", bench_median(F_TL2) - bench_median(F_TICKS2),
+                 " ns", bench_median(F_TL2) - bench_median(F_TICKS2) <= 3.0);
+    bench_target("timeline 2T/1T: >= 90% of the clock's (median)", bench_tl_scaling_share(1) * 100, "%",
+                 bench_tl_scaling_share(1) >= 0.9);
     bench_target("tracker, 1 thread: <= 100 ns/pair without a stack", B.fig[F_T_TRACK].ns, " ns",
                  B.fig[F_T_TRACK].ns <= 100.0);
     bench_target("tracker, 2 threads: <= 100 ns/pair/thread, no stack", B.fig[F_T_TRACK2].ns, " ns",
@@ -862,7 +968,8 @@ static void bench_prom_figure(void) {
 /* ======================================================================== */
 
 int main(void) {
-    static const int scaling_figs[] = {F_PLAIN, F_PLAIN2, F_REC, F_REC2, F_T_TRACK, F_T_TRACK2};
+    static const int scaling_figs[] = {F_PLAIN, F_PLAIN2, F_REC, F_REC2, F_T_TRACK, F_T_TRACK2,
+                                       F_TICKS, F_TICKS2, F_TL, F_TL2};
     char cpu[128], load[64];
     int r, i, k;
 
