@@ -2050,6 +2050,9 @@ struct memobs_region_scope_t {
 #ifndef MEMOBS_MAX_DEVICES
 #define MEMOBS_MAX_DEVICES 16
 #endif
+#if MEMOBS_MAX_DEVICES < 1 || MEMOBS_MAX_DEVICES > 4096
+#error "MEMOBS_MAX_DEVICES must be from 1 to 4096"
+#endif
 #ifndef MEMOBS_TORCH_EVENTS
 #define MEMOBS_TORCH_EVENTS 16384
 #endif
@@ -2273,6 +2276,28 @@ typedef struct {
 #define MEMOBS__SHARD_BYTES ((sizeof(memobs__shard_t) + 63) & ~(size_t)63)
 #define MEMOBS__ESC_OF(s) ((memobs__esc_shard_t *)(void *)((char *)(s) + MEMOBS__SHARD_BYTES))
 
+/* An event of the PyTorch snapshot's history (see its section). */
+typedef struct {
+    uint64_t addr, bytes;
+    uint64_t time; /* in the ring: memobs__ticks(); copied out: microseconds since the epoch */
+    const void *stream;
+    uint32_t trace, action;
+} memobs__tsn_ev_t;
+
+/* A thread's newest history events, not yet in their devices' rings: the
+   third part of its shard's block (see the snapshot's section). */
+#define MEMOBS__TSN_STAGE 32
+#define MEMOBS__TSN_WAIT 1024
+typedef struct {
+    memobs__u32_t lock;                /* the owner's pushes; every gather takes it too */
+    memobs__u32_t n;                   /* events staged (changed under lock; the owner reads it without) */
+    uint32_t wait;                     /* the owner's pushes left to stage before it tries the ring again */
+    uint16_t dev[MEMOBS__TSN_STAGE];   /* each event's device */
+    memobs__tsn_ev_t ev[MEMOBS__TSN_STAGE];
+} memobs__tsn_stage_t;
+#define MEMOBS__ESC_BYTES ((sizeof(memobs__esc_shard_t) + 63) & ~(size_t)63)
+#define MEMOBS__TSN_OF(s) ((memobs__tsn_stage_t *)(void *)((char *)(s) + MEMOBS__SHARD_BYTES + MEMOBS__ESC_BYTES))
+
 typedef struct {
     memobs__u32_t lock;        /* global: g, u, peak writes, the list, folds */
     memobs__u32_t dirty;       /* shards with dirty set (seq_cst) */
@@ -2349,6 +2374,15 @@ static void memobs__spin_lock(memobs__u32_t *l) {
             }
         }
     }
+}
+/* 1 with the lock taken, 0 (nothing taken) when another holder has it. */
+static int memobs__spin_trylock(memobs__u32_t *l) {
+    memobs__tls.in++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!MEMOBS__LOAD(&l->v) && !__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE)) return 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
+    return 0;
 }
 static void memobs__spin_unlock(memobs__u32_t *l) {
     __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE);
@@ -2508,6 +2542,7 @@ static __attribute__((noinline, cold)) void memobs__tsn_push(int device, unsigne
                                                              uint64_t bytes, const void *stream, uint32_t trace);
 static __attribute__((noinline, cold)) void memobs__tsn_unrequest(int device, uint64_t addr);
 static void memobs__tsn_fork(int lock);
+static void memobs__tsn_leave(memobs__shard_t *s);
 static void memobs__tsn_env(void);
 
 /* ======================================================================== */
@@ -2987,7 +3022,7 @@ static void memobs__leaks_at_exit(void) {
    be made by a signal handler that interrupted malloc. They live as long
    as the process (a thread's exit recycles its shard). Caller holds
    memobs__g.lock. */
-#define MEMOBS__SHARD_BLOCK ((MEMOBS__SHARD_BYTES + sizeof(memobs__esc_shard_t) + 63) & ~(size_t)63)
+#define MEMOBS__SHARD_BLOCK ((MEMOBS__SHARD_BYTES + MEMOBS__ESC_BYTES + sizeof(memobs__tsn_stage_t) + 63) & ~(size_t)63)
 #define MEMOBS__SLAB_BYTES ((size_t)1 << 16)
 /* Strict -std=c99/c11 hides MAP_ANONYMOUS; its Linux value where it is
    0x20. Elsewhere, without one, MEMOBS_MALLOC (not async-signal-safe). */
@@ -3100,6 +3135,7 @@ static void memobs__shard_release(void *p) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memobs__tl_release(s); /* its timeline chunk joins the queue */
     memobs__esc_leave(s);  /* its escrow record into the totals */
+    memobs__tsn_leave(s);  /* its staged snapshot history into the rings */
     memobs__tls.shard = NULL;
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
@@ -10669,19 +10705,31 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 /* ======================================================================== */
 
 /* Per device, a ring of the newest device allocation events under a spin
-   lock of its own (a leaf: nothing else is taken while it is held). The
-   tracker pushes after its stripe lock is released, before the call
-   returns, so a free's events come before any reuse of its address.
+   lock of its own (a leaf: nothing else is taken while it is held). A
+   thread with nothing staged that finds the ring's lock free writes into
+   the ring (a thread alone always does); one that finds it taken stages
+   its next MEMOBS__TSN_WAIT events in its shard's block
+   (memobs__tsn_stage_t, under a spin lock only it takes, besides
+   gathers), moving them into their rings MEMOBS__TSN_STAGE at a time: two
+   threads allocating on one device then meet at the ring once per
+   MEMOBS__TSN_STAGE events, not at each. The tracker pushes after its stripe lock is released, before the
+   call returns, so a free's events come before any reuse of its address.
    An event's time is the timeline's clock (memobs__ticks: the TSC, about
-   a third of a clock_gettime), read under the lock; a snapshot turns it
-   into PyTorch's time_us when it copies the ring out. */
+   a third of a clock_gettime), read under the stage's lock; a snapshot
+   turns it into PyTorch's time_us when it copies the ring out.
 
-typedef struct {
-    uint64_t addr, bytes;
-    uint64_t time; /* in the ring: memobs__ticks(); copied out: microseconds since the epoch */
-    const void *stream;
-    uint32_t trace, action;
-} memobs__tsn_ev_t;
+   Every reader gathers first (memobs__tsn_gather): it takes every
+   thread's stage lock, in the order of the shard list, moves what is
+   staged into the rings, reads, and lets go. With every stage held, an
+   event is either in a ring or not yet pushed, and one whose push ended
+   before the gather began is in: a cut that never shows an address
+   reused without the free that came before it. One thread's events reach
+   a ring in the order they happened; two threads' batches interleave, so
+   the snapshot sorts what it copies out by time (a stable sort: a free's
+   two events share one time). A full ring drops what reached it first:
+   with one thread the oldest events, with several the oldest but for a
+   thread's last MEMOBS__TSN_STAGE, which may reach the ring after newer
+   ones of another thread. */
 
 typedef struct {
     memobs__u32_t lock;
@@ -10775,6 +10823,31 @@ static void memobs__tsn_times(memobs__tsn_ev_t *ev, uint64_t n) {
     for (i = 0; i < n; i++) ev[i].time = (uint64_t)((int64_t)memobs__clk_ns(ev[i].time) + epoch) / 1000u;
 }
 
+/* Sorts n events by time, stably (a free's two events share one time),
+   with tmp's n slots: a bottom-up merge, after a check that finds one
+   thread's history in order already. */
+static void memobs__tsn_sort(memobs__tsn_ev_t *ev, memobs__tsn_ev_t *tmp, uint64_t n) {
+    memobs__tsn_ev_t *from = ev, *to = tmp, *t;
+    uint64_t w, i, a, b, m, e, o;
+    for (i = 1; i < n && ev[i - 1].time <= ev[i].time; i++) {
+    }
+    if (i >= n) return;
+    for (w = 1; w < n; w *= 2) {
+        for (i = 0; i < n; i += 2 * w) {
+            a = o = i;
+            m = b = i + w < n ? i + w : n;
+            e = i + 2 * w < n ? i + 2 * w : n;
+            while (a < m && b < e) to[o++] = from[b].time < from[a].time ? from[b++] : from[a++];
+            while (a < m) to[o++] = from[a++];
+            while (b < e) to[o++] = from[b++];
+        }
+        t = from;
+        from = to;
+        to = t;
+    }
+    if (from != ev) memcpy(ev, from, (size_t)n * sizeof *ev);
+}
+
 /* Caller holds r->lock: the next event's slot. */
 static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r) {
     memobs__tsn_ev_t *e = &r->ev[r->pos];
@@ -10785,48 +10858,139 @@ static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r) {
     return e;
 }
 
-/* An event of a device allocation (the tracker calls it for device kind
-   only), or MEMOBS__TSN_FREE_BOTH's two. The time is read under the lock:
-   the ring is in time order. */
-static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
-                             uint32_t trace) {
-    memobs__tsn_ring_t *r;
-    memobs__tsn_ev_t *e;
-    uint64_t now;
-    if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
-    r = &memobs__tsn.ring[device];
-    if (!memobs__tsn_ready(r)) return;
-    memobs__spin_lock(&r->lock);
-    now = memobs__ticks();
-    if (action == MEMOBS__TSN_FREE_BOTH) {
-        e = memobs__tsn_slot(r);
-        e->addr = addr;
-        e->bytes = bytes;
-        e->stream = stream;
-        e->trace = trace;
-        e->action = MEMOBS__TSN_FREE_REQ;
-        e->time = now;
-        action = MEMOBS__TSN_FREE_DONE;
+/* Caller holds g->lock: what g holds goes into the rings, in order, each
+   run of one device's events under one take of its ring's lock. */
+static void memobs__tsn_flush(memobs__tsn_stage_t *g) {
+    uint32_t i = 0, j, n = MEMOBS__LOAD(&g->n.v);
+    while (i < n) {
+        memobs__tsn_ring_t *r = &memobs__tsn.ring[g->dev[i]];
+        for (j = i; j < n && g->dev[j] == g->dev[i]; j++) {
+        }
+        memobs__spin_lock(&r->lock);
+        for (; i < j; i++) *memobs__tsn_slot(r) = g->ev[i];
+        memobs__spin_unlock(&r->lock);
     }
-    e = memobs__tsn_slot(r);
+    /* release: an owner that reads 0 without the lock finds these in the rings */
+    __atomic_store_n(&g->n.v, 0u, __ATOMIC_RELEASE);
+}
+
+/* Takes (lock 1) every thread's stage lock, in the order of the shard
+   list, and moves what each holds into the rings; lock 0 lets them go.
+   The list only grows, and the gather's lock 0 walks the same shards: a
+   shard published in between is skipped by both. */
+static memobs__shard_t *memobs__tsn_gather(int lock, memobs__shard_t *head) {
+    memobs__shard_t *s;
+    if (lock) head = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE);
+    for (s = head; s; s = s->next) {
+        if (s->shared) continue;
+        if (lock) {
+            memobs__spin_lock(&MEMOBS__TSN_OF(s)->lock);
+            memobs__tsn_flush(MEMOBS__TSN_OF(s));
+        } else {
+            memobs__spin_unlock(&MEMOBS__TSN_OF(s)->lock);
+        }
+    }
+    return head;
+}
+
+/* Thread exit (memobs__shard_release): its staged events go to the rings. */
+static void memobs__tsn_leave(memobs__shard_t *s) {
+    memobs__tsn_stage_t *g = MEMOBS__TSN_OF(s);
+    if (s->shared) return;
+    memobs__spin_lock(&g->lock);
+    memobs__tsn_flush(g);
+    memobs__spin_unlock(&g->lock);
+}
+
+/* Caller holds the lock of the stage or ring that e is in. */
+static void memobs__tsn_fill(memobs__tsn_ev_t *e, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
+                             uint32_t trace, uint64_t now) {
     e->addr = addr;
     e->bytes = bytes;
     e->stream = stream;
     e->trace = trace;
     e->action = action;
     e->time = now;
-    memobs__spin_unlock(&r->lock);
 }
 
-/* A pending mark taken back (memobs_cuda.h: the runtime's free failed):
-   the block's newest event, if it is that free_requested, is removed
-   (the events after it move down one). */
+/* An event of a device allocation (the tracker calls it for device kind
+   only), or MEMOBS__TSN_FREE_BOTH's two: into the thread's stage (a
+   thread with no shard of its own: straight into the ring). The time is
+   read under the lock: the stage, and one thread's events in a ring, are
+   in time order. */
+static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
+                             uint32_t trace) {
+    memobs__tsn_ring_t *r;
+    memobs__shard_t *s = memobs__tls.shard;
+    memobs__tsn_stage_t *g;
+    uint64_t now;
+    unsigned k, i, n = action == MEMOBS__TSN_FREE_BOTH ? 2u : 1u;
+    if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
+    r = &memobs__tsn.ring[device];
+    if (!memobs__tsn_ready(r)) return;
+    if (action == MEMOBS__TSN_FREE_BOTH) action = MEMOBS__TSN_FREE_REQ;
+    if (!s || s->shared) {
+        memobs__spin_lock(&r->lock);
+        now = memobs__ticks();
+        for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
+        memobs__spin_unlock(&r->lock);
+        return;
+    }
+    g = MEMOBS__TSN_OF(s);
+    /* Nothing of this thread's staged, and the ring free (a thread alone
+       always finds it so): straight into the ring. Else staged after what
+       is there: one thread's events reach the ring in order. */
+    if (g->wait) {
+        g->wait--;
+    } else if (__atomic_load_n(&g->n.v, __ATOMIC_ACQUIRE) == 0) {
+        if (memobs__spin_trylock(&r->lock)) {
+            now = memobs__ticks();
+            for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
+            memobs__spin_unlock(&r->lock);
+            return;
+        }
+        g->wait = MEMOBS__TSN_WAIT; /* another thread at the ring: stage for a while */
+    }
+    memobs__spin_lock(&g->lock);
+    if (MEMOBS__LOAD(&g->n.v) + n > MEMOBS__TSN_STAGE) memobs__tsn_flush(g);
+    now = memobs__ticks();
+    for (k = 0, i = MEMOBS__LOAD(&g->n.v); k < n; k++, i++) {
+        g->dev[i] = (uint16_t)device;
+        memobs__tsn_fill(&g->ev[i], action + k, addr, bytes, stream, trace, now);
+    }
+    MEMOBS__STORE(&g->n.v, i);
+    memobs__spin_unlock(&g->lock);
+}
+
+/* A pending mark taken back (memobs_cuda.h: the runtime's free failed,
+   on the thread that marked it): the block's newest event, if it is that
+   free_requested, is removed, from the thread's stage, or from the ring
+   (the events after it there move down one). */
 static void memobs__tsn_unrequest(int device, uint64_t addr) {
     memobs__tsn_ring_t *r;
+    memobs__shard_t *s = memobs__tls.shard;
+    memobs__tsn_stage_t *g = s && !s->shared ? MEMOBS__TSN_OF(s) : NULL;
     uint64_t k, i;
+    uint32_t j;
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     r = &memobs__tsn.ring[device];
     if (__atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE) != 1) return;
+    if (g) {
+        memobs__spin_lock(&g->lock);
+        uint32_t n = MEMOBS__LOAD(&g->n.v);
+        for (j = n; j > 0; j--) {
+            if (g->dev[j - 1] != (uint16_t)device || g->ev[j - 1].addr != addr) continue;
+            if (g->ev[j - 1].action == MEMOBS__TSN_FREE_REQ) {
+                for (; j < n; j++) {
+                    g->dev[j - 1] = g->dev[j];
+                    g->ev[j - 1] = g->ev[j];
+                }
+                MEMOBS__STORE(&g->n.v, n - 1);
+            }
+            memobs__spin_unlock(&g->lock);
+            return;
+        }
+    }
     memobs__spin_lock(&r->lock);
     for (k = r->n; k > r->n - r->kept; k--) {
         memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
@@ -10840,28 +11004,40 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
         break;
     }
     memobs__spin_unlock(&r->lock);
+    if (g) memobs__spin_unlock(&g->lock);
 }
 
-/* fork(): the ring locks are held across it (taken last, released first). */
+/* fork(): the stage locks, then the ring locks, are held across it (taken
+   last, released first); memobs__g.lock is held, so the list is still. */
 static void memobs__tsn_fork(int lock) {
+    memobs__shard_t *s;
     unsigned d;
+    if (lock)
+        for (s = memobs__g.shards; s; s = s->next)
+            if (!s->shared) memobs__spin_lock(&MEMOBS__TSN_OF(s)->lock);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         if (lock) memobs__spin_lock(&memobs__tsn.ring[d].lock);
         else memobs__spin_unlock(&memobs__tsn.ring[d].lock);
     }
+    if (!lock)
+        for (s = memobs__g.shards; s; s = s->next)
+            if (!s->shared) memobs__spin_unlock(&MEMOBS__TSN_OF(s)->lock);
 }
 
 int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
     memobs__tsn_ring_t *r;
+    memobs__shard_t *head;
     if (out) memset(out, 0, sizeof *out);
     if (!out || device < 0 || device >= MEMOBS_MAX_DEVICES) return MEMOBS_ERR_INVALID;
     r = &memobs__tsn.ring[device];
+    head = memobs__tsn_gather(1, NULL);
     memobs__spin_lock(&r->lock);
     out->kept = r->kept;
     out->dropped = r->dropped;
     out->recorded = r->kept + r->dropped;
     out->capacity = MEMOBS__LOAD(&r->state.v) == 0 ? memobs__tsn_cap() : r->cap;
     memobs__spin_unlock(&r->lock);
+    (void)memobs__tsn_gather(0, head);
     return MEMOBS_OK;
 }
 
@@ -11173,6 +11349,7 @@ static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
 int memobs_write_torch_snapshot(FILE *f) {
     memobs__pk_t k;
     memobs__alloc_t *a = NULL;
+    memobs__shard_t *head;
     memobs__tsn_ev_t *ev[MEMOBS_MAX_DEVICES];
     uint64_t nev[MEMOBS_MAX_DEVICES], dropped[MEMOBS_MAX_DEVICES], cap[MEMOBS_MAX_DEVICES];
     size_t n = 0, max = 0, i, j, b;
@@ -11207,22 +11384,34 @@ int memobs_write_torch_snapshot(FILE *f) {
         memobs__sort(a, n, sizeof *a, memobs__tsn_seg_first);
         if (n && a[n - 1].device >= 0) ndev = a[n - 1].device + 1;
     }
-    /* Each device's history, copied out under its lock. */
+    /* Each device's history: room for it (and for its sort), then every
+       thread's staged events gathered into the rings, each ring copied
+       out under its lock, then sorted by time. */
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
         cap[d] = st == 0 ? memobs__tsn_cap() : r->cap;
         if (st != 1) continue;
-        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)r->cap * sizeof *ev[d]);
+        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC(2 * (size_t)r->cap * sizeof *ev[d]);
         if (!ev[d]) {
             rc = MEMOBS_ERR_NOMEM;
             goto out;
         }
+    }
+    head = memobs__tsn_gather(1, NULL);
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
+        if (!ev[d]) continue;
         memobs__spin_lock(&r->lock);
         for (i = 0; i < r->kept; i++) ev[d][i] = r->ev[(r->n - r->kept + i) % r->cap];
         nev[d] = r->kept;
         dropped[d] = r->dropped;
         memobs__spin_unlock(&r->lock);
+    }
+    (void)memobs__tsn_gather(0, head);
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        if (!ev[d]) continue;
+        memobs__tsn_sort(ev[d], ev[d] + cap[d], nev[d]);
         memobs__tsn_times(ev[d], nev[d]);
         if ((nev[d] || dropped[d]) && d + 1 > ndev) ndev = d + 1;
     }

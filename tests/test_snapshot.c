@@ -13,6 +13,12 @@
               two devices with an unused one between them
      bound    (MEMOBS_TORCH_EVENTS=64) 301 events on device 0: 237 dropped
      threads  six threads on four devices, allocating and freeing at once
+     live     three threads (devices 0, 0, 1) with 7 events each, all of
+              them still in the threads' stages (fewer than a stage
+              holds), parked while the snapshot is written: it shows them
+              by gathering the stages
+     racing   two threads on device 0, 2000 rounds each, while 20
+              snapshots are written (to /dev/null); then the final one
      nohist   (MEMOBS_TORCH_EVENTS=0) segments, no history
      exit     one live block, then exit (MEMOBS_TORCH_SNAPSHOT writes it);
               prints the pid */
@@ -280,6 +286,61 @@ static void *thread_body(void *arg) {
     return NULL;
 }
 
+/* live: each thread allocates three blocks and frees two (7 events), then
+   waits while main writes the snapshot and the side file. */
+#define L_THREADS 3
+static pthread_barrier_t live_parked, live_done;
+static pthread_t live_th[L_THREADS];
+static void *live_body(void *arg) {
+    int t = (int)(intptr_t)arg, i;
+    uint64_t base = 0x7d0000000000ull + (uint64_t)t * 0x10000000ull;
+    memobs_set_device(t < 2 ? 0 : 1);
+    for (i = 0; i < 3; i++) {
+        const void *p = FP(base + (uint64_t)i * 0x100000u);
+        memobs_track_alloc_full(p, 8192u, DEVICE, -1, FP(0x200 + t), "live", 0);
+        if (i < 2) memobs_track_free(p); /* the last stays live */
+    }
+    pthread_barrier_wait(&live_parked);
+    pthread_barrier_wait(&live_done);
+    return NULL;
+}
+static void mode_live(void) {
+    int i;
+    pthread_barrier_init(&live_parked, NULL, L_THREADS + 1);
+    pthread_barrier_init(&live_done, NULL, L_THREADS + 1);
+    for (i = 0; i < L_THREADS; i++) pthread_create(&live_th[i], NULL, live_body, (void *)(intptr_t)i);
+    pthread_barrier_wait(&live_parked);
+}
+static void live_finish(void) {
+    int i;
+    pthread_barrier_wait(&live_done);
+    for (i = 0; i < L_THREADS; i++) pthread_join(live_th[i], NULL);
+}
+
+/* racing: snapshots written while two threads allocate and free. */
+#define R_ROUNDS 2000
+static void *race_body(void *arg) {
+    int t = (int)(intptr_t)arg, i;
+    uint64_t base = 0x7c0000000000ull + (uint64_t)t * 0x10000000ull;
+    memobs_set_device(0);
+    for (i = 0; i < R_ROUNDS; i++) {
+        const void *p = FP(base + (uint64_t)(i % 16) * 0x100000u);
+        memobs_track_alloc_full(p, 4096u + (uint64_t)i, DEVICE, -1, FP(0x300 + t), "racing", 0);
+        memobs_track_free(p);
+    }
+    return NULL;
+}
+static void mode_racing(void) {
+    pthread_t th[2];
+    FILE *null = fopen("/dev/null", "w");
+    int i;
+    for (i = 0; i < 2; i++) pthread_create(&th[i], NULL, race_body, (void *)(intptr_t)i);
+    for (i = 0; i < 20 && null; i++) CHECK_U64(MEMOBS_OK, (uint64_t)(int64_t)memobs_write_torch_snapshot(null));
+    for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK_U64(1, null != NULL);
+    if (null) fclose(null);
+}
+
 static void mode_threads(void) {
     pthread_t th[T_THREADS];
     int i;
@@ -297,7 +358,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s main|bound|threads|nohist|exit SNAPSHOT.pkl SIDE.json\n", argv[0]);
+        fprintf(stderr, "usage: %s main|bound|threads|live|racing|nohist|exit SNAPSHOT.pkl SIDE.json\n", argv[0]);
         return 2;
     }
     if (strcmp(mode, "main") == 0) {
@@ -308,6 +369,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "threads") == 0) {
         mode_threads();
         known = 0;
+    } else if (strcmp(mode, "live") == 0) {
+        mode_live();
+        known = 0;
+    } else if (strcmp(mode, "racing") == 0) {
+        mode_racing();
+        known = 0;
     } else if (strcmp(mode, "nohist") == 0) {
         dalloc(0, 0x7f0000100000ull, 4096, 0x11, "no history", 0);
         nexpect = 0;
@@ -317,5 +384,6 @@ int main(int argc, char **argv) {
     }
     if (memobs_write_torch_snapshot_file(argv[2]) != MEMOBS_OK) rc = 1, printf("    # snapshot not written\n");
     if (write_side(argv[3], known)) rc = 1;
+    if (strcmp(mode, "live") == 0) live_finish();
     return rc || check__failed;
 }

@@ -52,6 +52,8 @@ if build c99 "$CC" -std=c99 -O2 -g; then
     run c99 main
     run c99 bound MEMOBS_TORCH_EVENTS=64
     run c99 threads
+    run c99 live
+    run c99 racing
     run c99 nohist MEMOBS_TORCH_EVENTS=0
     # MEMOBS_TORCH_SNAPSHOT at exit, %p expanded
     rm -f "$B"/exit_*.pkl
@@ -119,9 +121,13 @@ if build asan "$CC" -std=c11 -O1 -g -fsanitize=address,undefined -fno-omit-frame
     run asan main
     run asan bound MEMOBS_TORCH_EVENTS=64
     run asan threads
+    run asan live
+    run asan racing
 fi
 if build tsan "$CC" -std=c11 -O1 -g -fsanitize=thread; then
     run tsan threads
+    run tsan live
+    run tsan racing
     run tsan main
 fi
 exit $rc

@@ -8,8 +8,8 @@ SIDE.json is written by tests/test_snapshot.c (or by the Python module's
 test): "allocations" (memobs_get_allocations: every kind), "history" (per
 device: recorded, kept, dropped, capacity) and "expected" (the events per
 device in order, or null when the run does not know them). MODE adds the
-checks of one scenario of test_snapshot.c (main, bound, threads, nohist,
-exit; anything else: the generic rules only). --torch: also load it in an
+checks of one scenario of test_snapshot.c (main, bound, threads, live,
+racing, nohist, exit; anything else: the generic rules only). --torch: also load it in an
 interpreter with torch imported and run torch.cuda._memory_viz (PyTorch
 1.13's offline tools: stats() asserts each segment's blocks sum to its
 total_size; segments() and memory() walk every block).
@@ -282,6 +282,16 @@ def main():
         n = sum(len(t) for t in traces)
         tap("threads: six threads on devices 0-3, %d events, nothing dropped" % n,
             len(traces) == 4 and all(traces) and sum(h["dropped"] for h in hist) == 0, [len(t) for t in traces])
+    elif mode == "live":
+        n = [sum(1 for e in t if e["action"] not in SEGMENT_EVENTS) for t in traces]
+        tap("live: three threads' events, all still staged when the snapshot was written: 14 on device 0, 7 on "
+            "device 1, nothing dropped", n == [14, 7] and sum(h["dropped"] for h in hist) == 0 and len(segs) == 3,
+            "events per device %r, segments %d" % (n, len(segs)))
+    elif mode == "racing":
+        n = [sum(1 for e in t if e["action"] not in SEGMENT_EVENTS) for t in traces]
+        tap("racing: after 20 snapshots written while two threads allocated and freed, every event of the "
+            "2 x 2000 rounds: 12000 on device 0, nothing dropped", n == [12000] and hist[0]["dropped"] == 0,
+            "events per device %r, history %r" % (n, hist[0]))
     elif mode == "exit":
         tap("exit: the block live at exit", len(segs) == 1 and segs[0]["address"] == 0x7f0000100000
             and segs[0]["blocks"][0]["frames"][0]["name"] == "at exit", segs)
