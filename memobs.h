@@ -1173,7 +1173,12 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    dropped and counted (memobs_get_torch_history, and the snapshot's own
    "memobs" entry, which the viewer ignores); memobs_reset() keeps them.
    Recording one takes a spin lock of the device's, a clock read and 40
-   bytes; host, pinned and managed memory record nothing. Devices from
+   bytes; a thread that finds another at that lock stages its events in
+   its own block (1.3 KB a thread) and moves them 32 at a time, so with
+   several threads at once the ring may keep up to 32 of a thread's
+   events in place of as many newer ones of another; the snapshot shows
+   every event recorded before it began and sorts them by time. Host,
+   pinned and managed memory record nothing. Devices from
    MEMOBS_MAX_DEVICES up have segments but no history; allocations made
    while the table was full are in neither part.
    The pickle (protocol 4, no framing) uses only the opcodes the viewer's
