@@ -38,8 +38,9 @@ function parts(p, q,  qb, qm) {
 }
 
 END {
-    printf "  %-28s %15s %15s %15s%s\n", "call (ns: best, median)", "plain", "preload", "added",
-        gpu ? "   % of plain" : ""
+    printf "  %-28s %15s %15s %15s", "call (ns: best, median)", "plain", "preload", "added"
+    if (gpu) printf " %15s", "% of plain"
+    printf "\n"
     row("cudaMemcpy", "plain", "preload", 2)
     row("cudaMemcpyAsync, stream 0", "plain", "preload", 3)
     row("cudaMemcpyAsync, a stream", "plain", "preload", 4)
