@@ -1015,7 +1015,7 @@ static void memobs_cuda__drv_init(void) {
 }
 
 /* 1 when memobs may call the driver. Once the lookup is done, a load
-   instead of pthread_once's call (on every copy: issue 29). */
+   instead of a call of pthread_once (on every copy). */
 static int memobs_cuda__drv(void) {
     if (!__atomic_load_n(&memobs_cuda__d.looked, __ATOMIC_ACQUIRE))
         pthread_once(&memobs_cuda__d_once, memobs_cuda__drv_init);
@@ -1239,8 +1239,8 @@ static void memobs_cuda__init_once(void) {
     __atomic_store_n(&memobs_cuda__g.ready.v, 1u, __ATOMIC_RELEASE);
 }
 
-/* Once done, a load instead of pthread_once's call (on every wrapper:
-   issue 29). */
+/* Once done, a load instead of a call of pthread_once (on every
+   wrapper). */
 static void memobs_cuda__init(void) {
     if (!__atomic_load_n(&memobs_cuda__g.ready.v, __ATOMIC_ACQUIRE))
         pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
