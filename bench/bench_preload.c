@@ -74,12 +74,15 @@ static int bench_query_find(void) {
 #ifdef BENCH_PL_DRIVER
 static CUdeviceptr dev;
 static CUstream stream;
+/* 0, or the code of the first call that failed */
 static int bench_setup(void) {
     CUcontext c;
-    return cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS ||
-           cuCtxSetCurrent(c) != CUDA_SUCCESS || cuMemAlloc(&dev, BENCH_BYTES) != CUDA_SUCCESS ||
-           (pinned && cuMemAllocHost((void **)&host, BENCH_BYTES) != CUDA_SUCCESS) ||
-           cuStreamCreate(&stream, 0) != CUDA_SUCCESS;
+    int e;
+    if ((e = (int)cuInit(0)) != 0 || (e = (int)cuDevicePrimaryCtxRetain(&c, 0)) != 0 ||
+        (e = (int)cuCtxSetCurrent(c)) != 0 || (e = (int)cuMemAlloc(&dev, BENCH_BYTES)) != 0 ||
+        (pinned && (e = (int)cuMemAllocHost((void **)&host, BENCH_BYTES)) != 0))
+        return e;
+    return (int)cuStreamCreate(&stream, 0);
 }
 static int bench_copy(int k) {
     return k ? (int)cuMemcpyHtoDAsync(dev, host, BENCH_BYTES, k == 2 ? stream : 0)
@@ -93,10 +96,13 @@ static int bench_done(void) {
 #else
 static void *dev;
 static cudaStream_t stream;
+/* 0, or the code of the first call that failed */
 static int bench_setup(void) {
-    return cudaMalloc(&dev, BENCH_BYTES) != cudaSuccess ||
-           (pinned && cudaMallocHost((void **)&host, BENCH_BYTES) != cudaSuccess) ||
-           cudaStreamCreate(&stream) != cudaSuccess;
+    int e;
+    if ((e = (int)cudaMalloc(&dev, BENCH_BYTES)) != 0 ||
+        (pinned && (e = (int)cudaMallocHost((void **)&host, BENCH_BYTES)) != 0))
+        return e;
+    return (int)cudaStreamCreate(&stream);
 }
 static int bench_copy(int k) {
     return k ? (int)cudaMemcpyAsync(dev, host, BENCH_BYTES, cudaMemcpyHostToDevice, k == 2 ? stream : 0)
@@ -125,11 +131,11 @@ int main(int argc, char **argv) {
     const long chunk = 1000;
     long n = calls ? strtol(calls, NULL, 10) / chunk * chunk : 200000, i;
     double t[4][5];
-    int r, k, a, b;
+    int r, k, a, b, e;
     pinned = pin && *pin == '1';
     if (n < chunk) n = chunk;
-    if (bench_setup()) {
-        fprintf(stderr, "bench_preload: set-up (allocation) failed\n");
+    if ((e = bench_setup()) != 0) {
+        fprintf(stderr, "bench_preload: set-up (allocation, stream) failed: error %d\n", e);
         return 1;
     }
     if (bench_query_find()) {
