@@ -6,7 +6,7 @@
 #                 library (lib/libmemobs_preload.so), its launcher (bin/memobs-run) and the
 #                 NCCL profiler plugin (lib/libnccl-profiler-memobs.so)
 #   make uninstall PREFIX=/usr/local   what install put there
-#   make cuda-demo / gpu-test / gpu-preload-test / gpu-bench   on a machine with an NVIDIA GPU
+#   make cuda-demo / gpu-test / gpu-preload-test / gpu-bench / gpu-bench-preload   on a machine with an NVIDIA GPU
 #   make python-module   the Python package memobs (build/python/memobs/; or pip install --no-build-isolation .)
 #   make torch-alloc / torch-demo   the PyTorch CUDA allocator (a GPU to run)
 #   make preload  build/libmemobs_preload.so: LD_PRELOAD it into any CUDA program (no code

@@ -983,7 +983,8 @@ extern void *memobs_cuda_driver_symbol(const char *name) __attribute__((weak));
 #endif
 
 static struct {
-    int ok; /* the functions memobs needs were found */
+    int ok;     /* the functions memobs needs were found */
+    int looked; /* set (release) once the lookup is done: memobs_cuda__drv's fast path */
 #define MEMOBS_CUDA__FIELD(name, sym, params) int(*name) params;
     MEMOBS_CUDA__DRV(MEMOBS_CUDA__FIELD)
 #undef MEMOBS_CUDA__FIELD
@@ -1010,11 +1011,14 @@ static void memobs_cuda__drv_init(void) {
         memobs__log(MEMOBS_LOG_WARN, "the CUDA driver (%s) was not found or lacks a function memobs needs: no "
                     "copy timing, no capture detection, no device memory figures", MEMOBS_CUDA_DRIVER);
 #endif
+    __atomic_store_n(&memobs_cuda__d.looked, 1, __ATOMIC_RELEASE);
 }
 
-/* 1 when memobs may call the driver. */
+/* 1 when memobs may call the driver. Once the lookup is done, a load
+   instead of a call of pthread_once (on every copy). */
 static int memobs_cuda__drv(void) {
-    pthread_once(&memobs_cuda__d_once, memobs_cuda__drv_init);
+    if (!__atomic_load_n(&memobs_cuda__d.looked, __ATOMIC_ACQUIRE))
+        pthread_once(&memobs_cuda__d_once, memobs_cuda__drv_init);
     return memobs_cuda__d.ok;
 }
 
@@ -1060,6 +1064,7 @@ static struct {
     memobs__u64_t ooms;
     /* timing */
     memobs__u32_t timing;
+    memobs__u32_t ready;         /* set (release) at the end of memobs_cuda__init_once: its fast path */
     pthread_mutex_t tlock;       /* the queue, the pool, the pending frees, the contexts */
     memobs_cuda__timed_t *queue; /* MEMOBS_CUDA_MAX_TIMED, a ring */
     uint32_t head, n;
@@ -1231,9 +1236,15 @@ static void memobs_cuda__init_once(void) {
     /* unset: stderr (above); else the rule of every output variable */
     (void)memobs__env_dest("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest);
 #endif
+    __atomic_store_n(&memobs_cuda__g.ready.v, 1u, __ATOMIC_RELEASE);
 }
 
-static void memobs_cuda__init(void) { pthread_once(&memobs_cuda__once, memobs_cuda__init_once); }
+/* Once done, a load instead of a call of pthread_once (on every
+   wrapper). */
+static void memobs_cuda__init(void) {
+    if (!__atomic_load_n(&memobs_cuda__g.ready.v, __ATOMIC_ACQUIRE))
+        pthread_once(&memobs_cuda__once, memobs_cuda__init_once);
+}
 
 /* 1 when a wrapper records: memobs on, not past the exit handler. */
 static int memobs_cuda__on(void) {

@@ -119,29 +119,15 @@ $(BENCH_OUT)/libmemobs_bench_%.so: bench/bench_so.c memobs.h $(BENCH_MK)
 
 # The LD_PRELOAD library's cost per copy (bench/bench_preload.c) against the
 # runtime double as a shared libcudart.so.13 and the driver double as
-# libcuda.so.1: the same programs without and with LD_PRELOAD, three turns
-# each, the best of each printed side by side.
+# libcuda.so.1: the same programs without and with LD_PRELOAD,
+# BENCH_PL_TURNS turns (default 3) (the preloaded runs first in every other turn), the figures side by
+# side, with the capture-status query timed alone (bench/bench_preload.sh).
 BENCH_PL := $(BENCH_OUT)/preload
+BENCH_PL_TURNS ?= 3
 .PHONY: bench-preload
 bench-preload: $(BENCH_PL)/bench_preload $(BENCH_PL)/bench_preload_driver $(BUILD)/libmemobs_preload.so
 	@echo "== the LD_PRELOAD library (make preload) per 64-byte copy, against the doubles (no GPU) =="
-	@for t in 1 2 3; do \
-	    LD_LIBRARY_PATH=$(BENCH_PL) $(BENCH_PL)/bench_preload plain || exit 1; \
-	    LD_LIBRARY_PATH=$(BENCH_PL) LD_PRELOAD=$(BUILD)/libmemobs_preload.so $(BENCH_PL)/bench_preload preload || exit 1; \
-	    LD_LIBRARY_PATH=$(BENCH_PL) $(BENCH_PL)/bench_preload_driver dplain || exit 1; \
-	    LD_LIBRARY_PATH=$(BENCH_PL) LD_PRELOAD=$(BUILD)/libmemobs_preload.so $(BENCH_PL)/bench_preload_driver dpreload || exit 1; \
-	done | awk '{ for (k = 2; k <= 4; k++) { if (!(($$1, k) in b) || $$k < b[$$1, k]) b[$$1, k] = $$k; m[$$1, k, ++c[$$1, k]] = $$(k + 3) } } \
-	    function med(p, k,  x, y, z) { x = m[p, k, 1]; y = m[p, k, 2]; z = m[p, k, 3]; \
-	        return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y)) } \
-	    function row(name, p, q, k) { printf "  %-28s %7.1f %7.1f %7.1f %7.1f %+7.1f %+7.1f\n", name, b[p, k], med(p, k), \
-	        b[q, k], med(q, k), b[q, k] - b[p, k], med(q, k) - med(p, k) } \
-	    END { printf "  %-28s %15s %15s %15s\n", "call (ns: best, median)", "plain", "preload", "added"; \
-	          row("cudaMemcpy", "plain", "preload", 2); row("cudaMemcpyAsync, stream 0", "plain", "preload", 3); \
-	          row("cudaMemcpyAsync, a stream", "plain", "preload", 4); \
-	          row("cuMemcpyHtoD", "dplain", "dpreload", 2); row("cuMemcpyHtoDAsync, stream 0", "dplain", "dpreload", 3); \
-	          row("cuMemcpyHtoDAsync, a stream", "dplain", "dpreload", 4); \
-	          print "  (3 turns of 5 runs x 200000 calls each: the best run, the median of the turns'"'"' medians; stream 0 is the legacy"; \
-	          print "  stream, never captured: memobs does not ask it; the doubles copy on the host: the added column is the interposer and memobs)" }'
+	@sh bench/bench_preload.sh $(BENCH_PL) $(BUILD)/libmemobs_preload.so $(BENCH_PL_TURNS)
 
 $(BENCH_PL)/libcudart.so.13: tests/cuda/cudart_double.c tests/cuda/cudart_double.h mk/cudart_double.map $(BENCH_MK)
 	@mkdir -p $(@D)
@@ -149,7 +135,7 @@ $(BENCH_PL)/libcudart.so.13: tests/cuda/cudart_double.c tests/cuda/cudart_double
 	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread
 
 $(BENCH_PL)/bench_preload: bench/bench_preload.c $(BENCH_PL)/libcudart.so.13 $(BENCH_MK)
-	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcudart.so.13
+	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcudart.so.13 -ldl
 
 $(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
 	@mkdir -p $(@D)
@@ -157,7 +143,7 @@ $(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
 	    -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -pthread
 
 $(BENCH_PL)/bench_preload_driver: bench/bench_preload.c $(BENCH_PL)/libcuda.so.1 $(BENCH_MK)
-	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1
+	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1 -ldl
 
 # The stop handling's cost (bench/bench_stops.c): a record with the signal
 # handling on and with MEMOBS_SIGNALS=0 (child processes of one run), each

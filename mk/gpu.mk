@@ -32,6 +32,20 @@
 #                    the prefill phase, checked in memobs.coll_get_stats()
 #   make gpu-bench   build $(BUILD)/gpu/gpu_bench (bench/gpu_bench.cu) and
 #                    run it: wrapper overhead and bandwidth tables
+#   make gpu-bench-preload
+#                    make bench-preload on the GPU: builds `make preload`
+#                    and bench/bench_preload.c against the real shared
+#                    libcudart ($(BUILD)/gpu/preload/bench_preload) and the
+#                    real libcuda.so.1 (bench_preload_driver, linked through
+#                    the toolkit's stub), runs each without and with
+#                    LD_PRELOAD in GPU_BENCH_PL_TURNS turns (default 8) of
+#                    5 runs x GPU_BENCH_PL_CALLS 64-byte H2D copies from
+#                    pinned memory (default 10000), and prints plain,
+#                    preloaded and added ns per call (best, median) with the
+#                    added % of the plain call, and the real driver's
+#                    capture-status query (cuStreamGetCaptureInfo_v2, what
+#                    memobs asks before an async copy into a created
+#                    stream) timed alone. About a minute
 #   make cuda-demo   build $(BUILD)/gpu/cuda_offload (examples/cuda_offload.cu)
 #                    and run it: the offload engine on the GPU
 #   make gpu-preload-test
@@ -43,8 +57,8 @@
 #                    with LD_PRELOAD and checks the JSON summary: ok/not ok
 #                    lines, "N passed, N failed"; exits 1 on a failure or
 #                    when there is no CUDA device
-#   make gpu-build   build all five programs, run nothing (no GPU needed:
-#                    tests/test_gpu_build.sh)
+#   make gpu-build   build all five programs and gpu-bench-preload's two,
+#                    run nothing (no GPU needed: tests/test_gpu_build.sh)
 #
 # GPU_ARCH: the code generated; default SASS for sm_90 (H100) plus PTX for
 # sm_75 that the driver compiles for any other GPU. Variables of our own
@@ -66,10 +80,10 @@ GPU_NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 GPU_CUDA_HOME ?= $(if $(GPU_NVCC_PATH),$(abspath $(dir $(GPU_NVCC_PATH))..),/usr/local/cuda)
 GPU_DRV_LIBS ?= -L$(GPU_CUDA_HOME)/lib64/stubs -lcuda
 
-.PHONY: gpu-test gpu-bench gpu-build cuda-demo gpu-preload-test gpu-nccl-test gpu-torch-nccl-test
+.PHONY: gpu-test gpu-bench gpu-bench-preload gpu-build cuda-demo gpu-preload-test gpu-nccl-test gpu-torch-nccl-test
 
 gpu-build: $(GPU_OUT)/test_gpu $(GPU_OUT)/gpu_bench $(GPU_OUT)/cuda_offload $(GPU_OUT)/preload_gpu \
-           $(GPU_OUT)/nccl_gpu
+           $(GPU_OUT)/nccl_gpu $(GPU_OUT)/preload/bench_preload $(GPU_OUT)/preload/bench_preload_driver
 
 cuda-demo: $(GPU_OUT)/cuda_offload
 	./$(GPU_OUT)/cuda_offload
@@ -80,6 +94,13 @@ gpu-test: $(GPU_OUT)/test_gpu
 
 gpu-bench: $(GPU_OUT)/gpu_bench
 	./$(GPU_OUT)/gpu_bench
+
+GPU_BENCH_PL_TURNS ?= 8
+GPU_BENCH_PL_CALLS ?= 10000
+gpu-bench-preload: $(GPU_OUT)/preload/bench_preload $(GPU_OUT)/preload/bench_preload_driver $(BUILD)/libmemobs_preload.so
+	@echo "== the LD_PRELOAD library (make preload) per 64-byte H2D copy from pinned memory, on the GPU =="
+	@BENCH_PL_CALLS=$(GPU_BENCH_PL_CALLS) BENCH_PL_PINNED=1 \
+	    sh bench/bench_preload.sh $(GPU_OUT)/preload $(BUILD)/libmemobs_preload.so $(GPU_BENCH_PL_TURNS) gpu
 
 gpu-preload-test:
 	BUILD=$(BUILD) NVCC=$(NVCC) bash tests/gpu/test_gpu_preload.sh
@@ -112,6 +133,20 @@ $(GPU_OUT)/cuda_offload: examples/cuda_offload.cu memobs.h memobs_cuda.h $(GPU_M
 $(GPU_OUT)/preload_gpu: tests/gpu/preload_gpu.cu $(GPU_MK)
 	@mkdir -p $(@D)
 	$(GPU_COMPILE) $< -o $@ $(GPU_LIBS) -ldl $(GPU_DRV_LIBS)
+
+# make gpu-bench-preload's programs: C, built with the host compiler (as make
+# bench-preload builds them against the doubles), here against the real
+# shared libcudart (-lcudart, found at run time through the RUNPATH) and the
+# driver (the toolkit's stub at link time, the installed libcuda.so.1 at run
+# time). Never memobs: the preload brings it.
+GPU_PL_CC = $(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -isystem $(GPU_CUDA_HOME)/include
+$(GPU_OUT)/preload/bench_preload: bench/bench_preload.c $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_PL_CC) $< -o $@ -L$(GPU_CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(GPU_CUDA_HOME)/lib64 -ldl
+
+$(GPU_OUT)/preload/bench_preload_driver: bench/bench_preload.c $(GPU_MK)
+	@mkdir -p $(@D)
+	$(GPU_PL_CC) -DBENCH_PL_DRIVER $< -o $@ $(GPU_DRV_LIBS) -ldl
 
 # NCCL is opened with dlopen at run time (never linked: it often lives only
 # in a Python environment's nvidia-nccl wheel); nccl.h, the toolkit's, only

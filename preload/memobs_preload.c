@@ -231,7 +231,8 @@ static cudaError_t memobs_pl__missing(const char *name);
 #undef cudaGetErrorName
 
 static struct {
-    unsigned long long intercepted; /* outermost calls that reached a real function */
+    int intercepted;                /* 1 once an outermost call reached a real function (a flag, not a
+                                       count: a count's line would bounce between threads at each call) */
     memobs_counter_t failed;        /* "preload_failed_calls" */
     int done;                       /* after the destructor: forward only */
     int missing_said;
@@ -251,7 +252,8 @@ static int memobs_pl__begin(void) {
     if (memobs_pl__busy || __atomic_load_n(&memobs_pl__g.done, __ATOMIC_RELAXED)) return 0;
     memobs_pl__busy = 1;
     memobs_observer_enter(); /* observed records, apart from the program's own (memobs_set_manual_apart) */
-    __atomic_fetch_add(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED))
+        __atomic_store_n(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
     return 1;
 }
 

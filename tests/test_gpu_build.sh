@@ -5,7 +5,7 @@
 # with a CUDA device.
 cd "$(dirname "$0")/.." || exit 2
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu, preload_gpu.cu, nccl_gpu.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc"
+name="gpu-build: tests/gpu (test_gpu.cu, per-thread test_gpu_ptds.cu, preload_gpu.cu, nccl_gpu.cu), bench/gpu_bench.cu and examples/cuda_offload.cu compile with nvcc; bench/bench_preload.c against the real runtime and driver"
 if ! command -v "$NVCC" >/dev/null 2>&1; then
     echo "ok - gpu-build: # SKIP no nvcc at $NVCC (set NVCC)"
     exit 0
@@ -40,6 +40,19 @@ if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
             rc=1
             out="$out
 preload_gpu does not import $s from the shared runtime or driver"
+        fi
+    done
+fi
+# make gpu-bench-preload's programs must bind their copies to the shared
+# runtime and to the driver, where the preload sees them.
+if [ "$rc" -eq 0 ] && command -v nm >/dev/null 2>&1; then
+    d=${BUILD:-build}/gpu/preload
+    for fs in "bench_preload cudaMemcpyAsync@libcudart.so.1[0-9.]*" "bench_preload_driver cuMemcpyHtoDAsync_v2"; do
+        set -- $fs
+        if ! nm -D --with-symbol-versions "$d/$1" 2>&1 | grep -q " U $2\$"; then
+            rc=1
+            out="$out
+$1 does not import $2 from the shared runtime or driver"
         fi
     done
 fi
