@@ -10942,12 +10942,18 @@ static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_
         return;
     }
     g = MEMOBS__TSN_OF(s);
-    /* Nothing of this thread's staged, and the ring free (a thread alone
-       always finds it so): straight into the ring. Else staged after what
-       is there: one thread's events reach the ring in order. */
+    /* The ring free (a thread alone always finds it so): straight into it,
+       after what this thread has staged. Else this event and the next
+       MEMOBS__TSN_WAIT are staged: one thread's events reach the ring in
+       order. */
     if (g->wait) {
         g->wait--;
-    } else if (__atomic_load_n(&g->n.v, __ATOMIC_ACQUIRE) == 0) {
+    } else {
+        if (__atomic_load_n(&g->n.v, __ATOMIC_ACQUIRE) != 0) { /* the while is over: what is staged first */
+            memobs__spin_lock(&g->lock);
+            memobs__tsn_flush(g);
+            memobs__spin_unlock(&g->lock);
+        }
         if (memobs__spin_trylock(&r->lock)) {
             now = memobs__ticks();
             for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
