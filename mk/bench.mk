@@ -36,6 +36,9 @@
 #                                stop handling's cost (issue 25): a record
 #                                with the signal handling on and off, the
 #                                write at exit per output, a stop by SIGTERM
+#   bench_tl_pool                bench/bench_tl_pool.c (make bench-tl-pool):
+#                                the timeline's pool modelled without
+#                                memobs, four ways of taking the next chunk
 #   bench_nccl                   bench/bench_nccl.c (make bench-nccl): the
 #                                NCCL profiler plugin (make nccl-plugin) per
 #                                collective at MEMOBS_NCCL=api, coll, proxy,
@@ -144,6 +147,16 @@ $(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
 
 $(BENCH_PL)/bench_preload_driver: bench/bench_preload.c $(BENCH_PL)/libcuda.so.1 $(BENCH_MK)
 	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1 -ldl
+
+# The timeline's pool modelled without memobs (bench/bench_tl_pool.c): the
+# 2-thread cost of its shape (x86-64). Not part of `make bench` (about 10 s).
+.PHONY: bench-tl-pool
+bench-tl-pool: $(BENCH_OUT)/bench_tl_pool
+	$(BENCH_OUT)/bench_tl_pool
+
+$(BENCH_OUT)/bench_tl_pool: bench/bench_tl_pool.c $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) $< -o $@
 
 # The stop handling's cost (bench/bench_stops.c): a record with the signal
 # handling on and with MEMOBS_SIGNALS=0 (child processes of one run), each
