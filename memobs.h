@@ -1221,15 +1221,15 @@ MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out)
    fresh one, or the oldest finished chunk of any thread, whose events are
    dropped. So the timeline keeps the newest events of the process,
    dropping the oldest a chunk at a time (chunk: a 64th of the capacity,
-   rounded down to a power of two, 1 to 256 events; the capacity rounds
+   rounded down to a power of two, 1 to 1024 events; the capacity rounds
    down to a multiple of it), less the unwritten part of each recording
    thread's chunk. An exited thread's events stay until their chunk is the
    oldest, and the room left in its chunk goes to the next thread that
    needs one, so short-lived threads fill chunks between them (100k
    threads of 3 events each leave 99.95% of the default 65536 in use).
-   More threads recording at once than there are chunks (256 at the
-   default 65536 events): the threads without one drop their events,
-   counted. The writer merges the threads' events by time; an event being
+   More threads recording at once than there are chunks (64 at the
+   default 65536 events; a larger capacity has more, 256 from 262144):
+   the threads without one drop their events, counted. The writer merges the threads' events by time; an event being
    written while a trace is written is left out, never shown torn.
    Timestamps come from memobs_ticks() (the TSC where the kernel vouches for
    it) and are written as CLOCK_MONOTONIC time. With the timeline off a
@@ -6150,7 +6150,7 @@ double memobs_clock_ns_per_tick(void) {
 
 /* The timeline: per-thread chunks of one pool.
    The pool is the configured number of slots, cut into chunks of C slots
-   (C: a 64th of the capacity rounded down to a power of two, 1 to 256; the
+   (C: a 64th of the capacity rounded down to a power of two, 1 to 1024; the
    capacity is rounded down to a multiple of C). A thread writes its
    events into the one chunk it owns, alone: a push is a time stamp and a
    few plain stores (the slot's sequence number odd, the fields, the
@@ -6171,7 +6171,7 @@ double memobs_clock_ns_per_tick(void) {
    chunk's events are counted per owner (segments: first slot and thread,
    written by the take under the pool lock), for the per-thread figures.
    A thread that finds every chunk owned by a live thread (more threads
-   recording at once than chunks: 256 at the default 65536 events) drops
+   recording at once than chunks: 64 at the default 65536 events) drops
    its events, counted. Events of a continued chunk sort by time like all
    others; their tie-break order is the chunk's first take.
 
@@ -6196,7 +6196,7 @@ double memobs_clock_ns_per_tick(void) {
    the timeline is optional and its state is only ever touched here. */
 #define MEMOBS__TL_DEFAULT 65536
 #define MEMOBS__TL_MAX ((uint64_t)1 << 26)
-#define MEMOBS__TL_CHUNK 256    /* events per chunk, at most */
+#define MEMOBS__TL_CHUNK 1024   /* events per chunk, at most */
 #define MEMOBS__TL_LANES 16     /* tracks per direction for overlapping device-timed copies */
 #define MEMOBS__TL_THREADS 256  /* phase tracks and drop counts; later threads share the last one */
 #define MEMOBS__TL_HOST_NS 1000 /* width of a host-side record's slice, at most */
@@ -6250,7 +6250,7 @@ typedef struct {
     uint32_t nseg;         /* owners in this generation (segments; pool lock) */
     void *owner;           /* the owner's shard (fork) */
     memobs__tl_slot_t *slot;
-    uint16_t *seg;         /* per owner: first slot << 8 | its thread slot (memobs__tl_tslot) */
+    uint32_t *seg;         /* per owner: first slot << 8 | its thread slot (memobs__tl_tslot) */
 } __attribute__((aligned(64))) memobs__tl_chunk_t;
 
 typedef struct {
@@ -6356,7 +6356,7 @@ static memobs__tl_chunk_t *memobs__tl_take(memobs__shard_t *s, uint32_t ep) {
             n = MEMOBS__LOAD(&k->gen.v) + 1u;
             __atomic_store_n(&k->gen.v, n ? n : 1u, __ATOMIC_RELEASE);
         }
-        k->seg[k->nseg++] = (uint16_t)(i << 8 | memobs__tl_tslot(t));
+        k->seg[k->nseg++] = i << 8 | memobs__tl_tslot(t);
         k->state = MEMOBS__TLC_OWNED;
         k->owner = s;
     } else {
@@ -6525,7 +6525,7 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
        stack of chunks with room, the owners' segments */
     size = 64 + sizeof *p + 64 + (size_t)nchunks * sizeof(memobs__tl_chunk_t) +
            (size_t)nchunks * csize * sizeof(memobs__tl_slot_t) + (size_t)nchunks * 2 * sizeof(uint32_t) +
-           (size_t)nchunks * csize * sizeof(uint16_t);
+           (size_t)nchunks * csize * sizeof(uint32_t);
     memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
     raw = (char *)MEMOBS_MALLOC(size);
     memobs__tls.busy = busy;
@@ -6546,7 +6546,7 @@ static memobs__tl_pool_t *memobs__tl_pool_new(uint64_t cap) {
     }
     p->fifo = (uint32_t *)((memobs__tl_slot_t *)(p->chunk + nchunks) + (size_t)nchunks * csize);
     p->part = p->fifo + nchunks;
-    for (i = 0; i < nchunks; i++) p->chunk[i].seg = (uint16_t *)(p->part + nchunks) + (size_t)i * csize;
+    for (i = 0; i < nchunks; i++) p->chunk[i].seg = (p->part + nchunks) + (size_t)i * csize;
     return p;
 }
 

@@ -82,7 +82,7 @@ static uint64_t capacity_for(uint64_t n, uint64_t max) {
 }
 
 /* 100k threads one after another, 3 events each, at the default capacity
-   (65536 events, 256 chunks of 256; smaller for fewer threads): the
+   (65536 events, 64 chunks of 1024; smaller for fewer threads): the
    timeline is full but for the room left in the last thread's chunk. */
 static void test_sequential(void) {
     memobs_timeline_stats_t st;

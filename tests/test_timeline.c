@@ -230,6 +230,76 @@ static void test_thread_drops(void) {
     CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
 }
 
+/* The default geometry: 64 chunks of 1024. A continued chunk's second
+   owner starts past slot 255 (its segment records a first slot of 300),
+   and each owner's events are counted, kept and then dropped, exactly. */
+static pthread_barrier_t park_in, park_out;
+static void *park_thread(void *p) {
+    (void)p;
+    MEMOBS_RECORD_H2D(1, 1);
+    pthread_barrier_wait(&park_in);
+    pthread_barrier_wait(&park_out);
+    return NULL;
+}
+
+static void test_default_geometry(void) {
+    memobs_timeline_stats_t st;
+    memobs_timeline_thread_t rows[8];
+    pthread_t th[65];
+    size_t n;
+    unsigned k;
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(65536));
+    st = stats();
+    CHECK_U64(65536, st.capacity);
+    CHECK_U64(1024, st.chunk);
+    run_thread(drops_thread, (void *)(uintptr_t)300); /* A: 300 events, its chunk left with room */
+    run_thread(drops_thread, (void *)(uintptr_t)10);  /* B continues it at slot 300 */
+    st = stats();
+    CHECK_U64(310, st.recorded);
+    CHECK_U64(310, st.kept);
+    n = memobs_timeline_get_threads(rows, 8);
+    CHECK_U64(2, n);
+    if (n == 2) {
+        CHECK_U64(300, rows[0].kept);
+        CHECK_U64(10, rows[1].kept);
+    }
+    run_thread(drops_thread, (void *)(uintptr_t)200000); /* C: A's and B's chunk goes too */
+    n = memobs_timeline_get_threads(rows, 8);
+    CHECK_U64(3, n);
+    if (n == 3) {
+        CHECK_U64(300, rows[0].dropped);
+        CHECK_U64(0, rows[0].kept);
+        CHECK_U64(10, rows[1].dropped);
+        CHECK_U64(200000, rows[2].recorded);
+        CHECK_U64(200000, rows[2].kept + rows[2].dropped);
+    }
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
+    /* 65 threads recording at once: 64 own a chunk, the last drops its event */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(65536));
+    pthread_barrier_init(&park_in, NULL, 2);
+    pthread_barrier_init(&park_out, NULL, 66);
+    for (k = 0; k < 65; k++) { /* one at a time: the 65th is surely the one without a chunk */
+        CHECK_U64(0, (uint64_t)pthread_create(&th[k], NULL, park_thread, NULL));
+        pthread_barrier_wait(&park_in);
+    }
+    st = stats();
+    CHECK_U64(65, st.recorded);
+    CHECK_U64(64, st.kept);
+    CHECK_U64(1, st.dropped);
+    CHECK_U64(64, st.threads);
+    pthread_barrier_wait(&park_out);
+    for (k = 0; k < 65; k++) pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&park_in);
+    pthread_barrier_destroy(&park_out);
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
+    /* a larger capacity: more chunks of the same size */
+    CHECK_U64(MEMOBS_OK, memobs_timeline_start(262144));
+    st = stats();
+    CHECK_U64(262144, st.capacity);
+    CHECK_U64(1024, st.chunk);
+    CHECK_U64(MEMOBS_OK, memobs_timeline_stop());
+}
+
 /* Thousands of short-lived threads, 3 events each: each exited thread
    leaves the room in its chunk to the next one, so the 1024 events (64
    chunks of 16) fill up: 6000 events are 375 whole chunks, the newest 64
@@ -562,6 +632,7 @@ int main(int argc, char **argv) {
     RUN(test_counts);
     RUN(test_overflow_exact);
     RUN(test_thread_drops);
+    RUN(test_default_geometry); /* before test_many_threads: threads from 256 on share one row */
     RUN(test_many_threads);
     RUN(test_enable_while_recording);
     RUN(test_bad_input);
