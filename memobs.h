@@ -10717,8 +10717,9 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
    (memobs__tsn_stage_t, under a spin lock only it takes, besides
    gathers), moving them into their rings MEMOBS__TSN_STAGE at a time: two
    threads allocating on one device then meet at the ring once per
-   MEMOBS__TSN_STAGE events, not at each. The tracker pushes after its stripe lock is released, before the
-   call returns, so a free's events come before any reuse of its address.
+   MEMOBS__TSN_STAGE events, not at each. The tracker pushes after its
+   stripe lock is released, before the call returns, so a free's events
+   come before any reuse of its address.
    An event's time is the timeline's clock (memobs__ticks: the TSC, about
    a third of a clock_gettime), read under the stage's lock; a snapshot
    turns it into PyTorch's time_us when it copies the ring out.
@@ -10828,15 +10829,16 @@ static void memobs__tsn_times(memobs__tsn_ev_t *ev, uint64_t n) {
     for (i = 0; i < n; i++) ev[i].time = (uint64_t)((int64_t)memobs__clk_ns(ev[i].time) + epoch) / 1000u;
 }
 
-/* Sorts n events by time, stably (a free's two events share one time),
-   with tmp's n slots: a bottom-up merge, after a check that finds one
-   thread's history in order already. */
-static void memobs__tsn_sort(memobs__tsn_ev_t *ev, memobs__tsn_ev_t *tmp, uint64_t n) {
-    memobs__tsn_ev_t *from = ev, *to = tmp, *t;
+/* Sorts n events by time, stably (a free's two events share one time): a
+   bottom-up merge through a copy of n events, after a check that finds one
+   thread's history in order already. MEMOBS_ERR_NOMEM without the copy. */
+static int memobs__tsn_sort(memobs__tsn_ev_t *ev, uint64_t n) {
+    memobs__tsn_ev_t *from = ev, *to, *t, *tmp;
     uint64_t w, i, a, b, m, e, o;
     for (i = 1; i < n && ev[i - 1].time <= ev[i].time; i++) {
     }
-    if (i >= n) return;
+    if (i >= n) return MEMOBS_OK;
+    if (!(tmp = to = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)n * sizeof *tmp))) return MEMOBS_ERR_NOMEM;
     for (w = 1; w < n; w *= 2) {
         for (i = 0; i < n; i += 2 * w) {
             a = o = i;
@@ -10851,6 +10853,8 @@ static void memobs__tsn_sort(memobs__tsn_ev_t *ev, memobs__tsn_ev_t *tmp, uint64
         to = t;
     }
     if (from != ev) memcpy(ev, from, (size_t)n * sizeof *ev);
+    MEMOBS_FREE(tmp);
+    return MEMOBS_OK;
 }
 
 /* Caller holds r->lock: the next event's slot. */
@@ -10919,10 +10923,11 @@ static void memobs__tsn_fill(memobs__tsn_ev_t *e, unsigned action, uint64_t addr
 }
 
 /* An event of a device allocation (the tracker calls it for device kind
-   only), or MEMOBS__TSN_FREE_BOTH's two: into the thread's stage (a
-   thread with no shard of its own: straight into the ring). The time is
-   read under the lock: the stage, and one thread's events in a ring, are
-   in time order. */
+   only), or MEMOBS__TSN_FREE_BOTH's two: into the device's ring, or the
+   thread's stage while another thread was found at the ring (a thread
+   with no shard of its own: always into the ring, waiting for its lock).
+   The time is read under the lock: the stage, and one thread's events in
+   a ring, are in time order. */
 static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
                              uint32_t trace) {
     memobs__tsn_ring_t *r;
@@ -10982,13 +10987,13 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
     memobs__shard_t *s = memobs__tls.shard;
     memobs__tsn_stage_t *g = s && !s->shared ? MEMOBS__TSN_OF(s) : NULL;
     uint64_t k, i;
-    uint32_t j;
+    uint32_t j, n;
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     r = &memobs__tsn.ring[device];
     if (__atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE) != 1) return;
     if (g) {
         memobs__spin_lock(&g->lock);
-        uint32_t n = MEMOBS__LOAD(&g->n.v);
+        n = MEMOBS__LOAD(&g->n.v);
         for (j = n; j > 0; j--) {
             if (g->dev[j - 1] != (uint16_t)device || g->ev[j - 1].addr != addr) continue;
             if (g->ev[j - 1].action == MEMOBS__TSN_FREE_REQ) {
@@ -11395,7 +11400,7 @@ int memobs_write_torch_snapshot(FILE *f) {
         memobs__sort(a, n, sizeof *a, memobs__tsn_seg_first);
         if (n && a[n - 1].device >= 0) ndev = a[n - 1].device + 1;
     }
-    /* Each device's history: room for it (and for its sort), then every
+    /* Each device's history: room for it, then every
        thread's staged events gathered into the rings, each ring copied
        out under its lock, then sorted by time. */
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
@@ -11403,7 +11408,7 @@ int memobs_write_torch_snapshot(FILE *f) {
         uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
         cap[d] = st == 0 ? memobs__tsn_cap() : r->cap;
         if (st != 1) continue;
-        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC(2 * (size_t)r->cap * sizeof *ev[d]);
+        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)r->cap * sizeof *ev[d]);
         if (!ev[d]) {
             rc = MEMOBS_ERR_NOMEM;
             goto out;
@@ -11422,7 +11427,10 @@ int memobs_write_torch_snapshot(FILE *f) {
     (void)memobs__tsn_gather(0, head);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         if (!ev[d]) continue;
-        memobs__tsn_sort(ev[d], ev[d] + cap[d], nev[d]);
+        if (memobs__tsn_sort(ev[d], nev[d]) != MEMOBS_OK) {
+            rc = MEMOBS_ERR_NOMEM;
+            goto out;
+        }
         memobs__tsn_times(ev[d], nev[d]);
         if ((nev[d] || dropped[d]) && d + 1 > ndev) ndev = d + 1;
     }
