@@ -10922,6 +10922,14 @@ static void memobs__tsn_fill(memobs__tsn_ev_t *e, unsigned action, uint64_t addr
     e->time = now;
 }
 
+/* Caller holds r->lock: n events (action, then action + 1) at one time. */
+static void memobs__tsn_put(memobs__tsn_ring_t *r, unsigned action, unsigned n, uint64_t addr, uint64_t bytes,
+                            const void *stream, uint32_t trace) {
+    uint64_t now = memobs__ticks();
+    unsigned k;
+    for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
+}
+
 /* An event of a device allocation (the tracker calls it for device kind
    only), or MEMOBS__TSN_FREE_BOTH's two: into the device's ring, or the
    thread's stage while another thread was found at the ring (a thread
@@ -10941,8 +10949,7 @@ static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_
     if (action == MEMOBS__TSN_FREE_BOTH) action = MEMOBS__TSN_FREE_REQ;
     if (!s || s->shared) {
         memobs__spin_lock(&r->lock);
-        now = memobs__ticks();
-        for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
+        memobs__tsn_put(r, action, n, addr, bytes, stream, trace);
         memobs__spin_unlock(&r->lock);
         return;
     }
@@ -10960,8 +10967,7 @@ static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_
             memobs__spin_unlock(&g->lock);
         }
         if (memobs__spin_trylock(&r->lock)) {
-            now = memobs__ticks();
-            for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
+            memobs__tsn_put(r, action, n, addr, bytes, stream, trace);
             memobs__spin_unlock(&r->lock);
             return;
         }
