@@ -443,7 +443,20 @@ typedef enum {
     MEMOBS_PHASE_DECODE = 2
 } memobs_phase_t;
 
-typedef enum { MEMOBS_DIR_H2D = 0, MEMOBS_DIR_D2H = 1, MEMOBS_DIR_D2D = 2 } memobs_dir_t;
+/* Transfer directions: the three between host and device memory, then
+   the storage tier's four (a KV cache offloaded to local NVMe, a network
+   filesystem or an object store): a store from host memory, a load into
+   it, and device memory to and from storage with no host copy between
+   (GPUDirect Storage). */
+typedef enum {
+    MEMOBS_DIR_H2D = 0,
+    MEMOBS_DIR_D2H = 1,
+    MEMOBS_DIR_D2D = 2,
+    MEMOBS_DIR_H2S = 3, /* host memory -> storage: a store */
+    MEMOBS_DIR_S2H = 4, /* storage -> host memory: a load */
+    MEMOBS_DIR_D2S = 5, /* device memory -> storage (GPUDirect Storage) */
+    MEMOBS_DIR_S2D = 6  /* storage -> device memory (GPUDirect Storage) */
+} memobs_dir_t;
 
 typedef enum { MEMOBS_FORMAT_TEXT = 0, MEMOBS_FORMAT_JSON = 1 } memobs_format_t;
 
@@ -454,8 +467,23 @@ typedef struct { uint64_t bytes, count; } memobs_xfer_t;
    completed bytes, copies and their summed device time. */
 typedef struct { uint64_t bytes, count, ns; } memobs_timed_t;
 #define MEMOBS_PHASES 3 /* memobs_phase_t values, unphased first */
-#define MEMOBS_DIRS 3   /* memobs_dir_t values */
-typedef struct { memobs_xfer_t h2d, d2h, d2d; } memobs_dirs_t;
+#define MEMOBS_DIRS 7   /* memobs_dir_t values */
+#define MEMOBS_GPU_DIRS 3 /* of them, the copies a CUDA observer sees: H2D, D2H, D2D */
+/* One memobs_xfer_t per direction, in memobs_dir_t order (memobs_dirs_at). */
+typedef struct { memobs_xfer_t h2d, d2h, d2d, h2s, s2h, d2s, s2d; } memobs_dirs_t;
+
+/* Transfer sizes of one direction (all phases; not the records counted
+   apart as manual): log2 buckets, exact counts. buckets[b] counts records
+   of a size in (2^(b-1), 2^b] bytes, buckets[0] sizes 0 and 1. The
+   percentiles and max are bucket bounds, 2^b: the true value lies in
+   (2^(b-1), 2^b]; 0 when count is 0. n copies recorded at once (a CUDA
+   graph's launch) are filed at their mean size. */
+#define MEMOBS_SIZE_BUCKETS 57 /* up to 2^56 = MEMOBS_MAX_BYTES */
+typedef struct {
+    uint64_t count, bytes; /* records and their bytes (saturating) */
+    uint64_t p50, p90, p99, max;
+    uint64_t buckets[MEMOBS_SIZE_BUCKETS];
+} memobs_xfer_sizes_t;
 
 /* All times in nanoseconds. Percentiles within 0.8% (see LIMITS). */
 typedef struct {
@@ -523,11 +551,15 @@ typedef struct {
     uint64_t window_ns; /* time since start-up or the last memobs_reset() */
     /* Transfers. total = prefill + decode + unphased. */
     memobs_dirs_t total, prefill, decode, unphased;
-    /* The part of them timed on the device, [memobs_phase_t][memobs_dir_t]:
-       completed copies only; bandwidth = bytes / ns. In flight: issued,
-       timed, not yet completed (or not yet seen completed). */
+    /* The part of them that was timed, [memobs_phase_t][memobs_dir_t]:
+       copies timed on the device (memobs_cuda.h), completed ones only, and
+       transfers the engine timed itself (memobs_record_xfer_ns: a load or
+       store it waited for); bandwidth = bytes / ns. In flight: device-timed
+       copies issued, not yet completed (or not yet seen completed). */
     memobs_timed_t timed[MEMOBS_PHASES][MEMOBS_DIRS];
     uint64_t timed_in_flight_copies, timed_in_flight_bytes;
+    /* Transfer sizes by memobs_dir_t. */
+    memobs_xfer_sizes_t sizes[MEMOBS_DIRS];
     /* Records counted apart as the program's own claims while an observer
        (the LD_PRELOAD library) fills the transfer figures above; see
        memobs_set_manual_apart. apart: 1 while records are kept apart. */
@@ -617,6 +649,23 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
 /* Function form of the record macros; dir, phase and bytes are checked. */
 MEMOBS_API void memobs_record_xfer(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase);
 
+/* A transfer the engine timed itself: a file read it waited for, an
+   asynchronous I/O's completion, a GPUDirect Storage read. Records the
+   transfer as memobs_record_xfer does and adds it, with its duration ns,
+   to the timed figures of its direction and phase, so that its bandwidth
+   shows beside the device-timed copies'. ns 0: recorded, not timed; ns
+   above MEMOBS_MAX_NS: refused whole (a bad record). Any direction; made
+   for the storage tier's, whose time only the engine knows. */
+MEMOBS_API void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns);
+
+/* The entry of direction dir (a memobs_dir_t below MEMOBS_DIRS). */
+static inline memobs_xfer_t *memobs_dirs_at(memobs_dirs_t *d, unsigned dir) {
+    return &(&d->h2d)[dir < MEMOBS_DIRS ? dir : 0];
+}
+static inline const memobs_xfer_t *memobs_dirs_get(const memobs_dirs_t *d, unsigned dir) {
+    return &(&d->h2d)[dir < MEMOBS_DIRS ? dir : 0];
+}
+
 /* For a backend that times copies on the device (memobs_cuda.h does): a
    completed copy of bytes that took ns there, and the change in copies
    issued but not yet completed. The bytes were recorded as issued already. */
@@ -635,7 +684,9 @@ MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
    direction and their difference: the check on hand-counted bytes.
    memobs_set_manual_apart(0) counts every record as before; what was counted
    apart stays in the manual figures until memobs_reset(). Returns the
-   previous setting. memobs_set_enabled(0) then 1 keeps it. */
+   previous setting. memobs_set_enabled(0) then 1 keeps it. The storage
+   directions are never counted apart: no observer sees them, so the
+   program's records of them are the figures. */
 MEMOBS_API int memobs_set_manual_apart(int on);
 MEMOBS_API int memobs_get_manual_apart(void);
 
@@ -1601,8 +1652,18 @@ MEMOBS_API int memobs_write_html_file(const char *path);
 #define MEMOBS_RECORD_H2D_CUR(bytes) ((void)sizeof(bytes))
 #define MEMOBS_RECORD_D2H_CUR(bytes) ((void)sizeof(bytes))
 #define MEMOBS_RECORD_D2D_CUR(bytes) ((void)sizeof(bytes))
+#define MEMOBS_RECORD_H2S(bytes, prefill) ((void)sizeof(bytes), (void)sizeof(prefill))
+#define MEMOBS_RECORD_S2H(bytes, prefill) ((void)sizeof(bytes), (void)sizeof(prefill))
+#define MEMOBS_RECORD_D2S(bytes, prefill) ((void)sizeof(bytes), (void)sizeof(prefill))
+#define MEMOBS_RECORD_S2D(bytes, prefill) ((void)sizeof(bytes), (void)sizeof(prefill))
+#define MEMOBS_RECORD_H2S_CUR(bytes) ((void)sizeof(bytes))
+#define MEMOBS_RECORD_S2H_CUR(bytes) ((void)sizeof(bytes))
+#define MEMOBS_RECORD_D2S_CUR(bytes) ((void)sizeof(bytes))
+#define MEMOBS_RECORD_S2D_CUR(bytes) ((void)sizeof(bytes))
 #define MEMOBS_RECORD_XFER(dir, bytes, phase) \
     ((void)sizeof(dir), (void)sizeof(bytes), (void)sizeof(phase))
+#define MEMOBS_RECORD_XFER_NS(dir, bytes, phase, ns) \
+    ((void)sizeof(dir), (void)sizeof(bytes), (void)sizeof(phase), (void)sizeof(ns))
 #define MEMOBS_SET_PHASE(phase) ((void)sizeof(phase))
 #define MEMOBS_TTFT_START() ((void)0)
 #define MEMOBS_TTFT_STOP() ((void)0)
@@ -1656,8 +1717,24 @@ MEMOBS_API int memobs_write_html_file(const char *path);
 #define MEMOBS_RECORD_H2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_H2D, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_D2H_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2H, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_D2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2D, MEMOBS__U64(bytes))
+/* The storage tier: a store (host -> storage), a load (storage -> host),
+   and GPUDirect Storage's device -> storage and storage -> device. */
+#define MEMOBS_RECORD_H2S(bytes, prefill) \
+    memobs__xfer(MEMOBS_DIR_H2S, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_S2H(bytes, prefill) \
+    memobs__xfer(MEMOBS_DIR_S2H, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_D2S(bytes, prefill) \
+    memobs__xfer(MEMOBS_DIR_D2S, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_S2D(bytes, prefill) \
+    memobs__xfer(MEMOBS_DIR_S2D, (prefill) ? 1u : 2u, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_H2S_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_H2S, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_S2H_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_S2H, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_D2S_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_D2S, MEMOBS__U64(bytes))
+#define MEMOBS_RECORD_S2D_CUR(bytes) memobs__xfer_cur(MEMOBS_DIR_S2D, MEMOBS__U64(bytes))
 #define MEMOBS_RECORD_XFER(dir, bytes, phase) \
     memobs__xfer(MEMOBS__UNS(dir), MEMOBS__UNS(phase), MEMOBS__U64(bytes))
+/* A transfer the engine timed itself, ns its duration (memobs_record_xfer_ns). */
+#define MEMOBS_RECORD_XFER_NS(dir, bytes, phase, ns) memobs_record_xfer_ns(dir, MEMOBS__U64(bytes), phase, MEMOBS__U64(ns))
 /* Bytes sent to / received from a peer (memobs_peer_intern, memobs_peer_rank);
    _CUR takes the phase of this thread. */
 #define MEMOBS_RECORD_PEER_XFER(peer, dir, bytes, phase) \
@@ -1747,7 +1824,8 @@ typedef struct { uint32_t v; } memobs__u32_t;
 typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 
 #define MEMOBS__NPHASE 3
-#define MEMOBS__NDIR 3
+#define MEMOBS__NDIR 7
+#define MEMOBS__NGPU 3 /* directions below it: the ones an observer sees (manual apart) */
 
 /* Per-thread shard. The owner thread (and its signal handlers) is the
    only writer of xfer[], user[] and trk[] (memobs__own_add: a plain add,
@@ -1755,6 +1833,7 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
    the bytes. Cache-line aligned. */
 typedef struct memobs__shard_s {
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
+    memobs__u64_t xsize[MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS]; /* [dir][log2 bucket]: records */
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
     memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
     /* The timeline's per-thread state (owner only, see its section): the
@@ -1765,6 +1844,7 @@ typedef struct memobs__shard_s {
     void *tl_chunk;
     /* Bookkeeping below is touched only under the registry lock. */
     uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2] __attribute__((aligned(64)));
+    uint64_t base_xsize[MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
     uint64_t base_trk[MEMOBS_MEM_KINDS][5];
     struct memobs__shard_s *next; /* registry list */
@@ -1861,9 +1941,15 @@ static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) {
 static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, MEMOBS__LOAD(&c->v) + n); }
 #endif
 
+/* The size bucket of a record of bytes (see memobs_xfer_sizes_t). */
+static inline int memobs__size_bucket(uint64_t bytes) {
+    return bytes > 1 ? 64 - __builtin_clzll(bytes - 1) : 0;
+}
+
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
     uint32_t on = MEMOBS__LOAD(&memobs__on.v);
-    if (MEMOBS__LIKELY(on == MEMOBS__ON) || (on == (MEMOBS__ON | MEMOBS__ON_APART) && memobs__tls.observing)) {
+    if (MEMOBS__LIKELY(on == MEMOBS__ON) ||
+        (on == (MEMOBS__ON | MEMOBS__ON_APART) && (memobs__tls.observing || dir >= MEMOBS__NGPU))) {
         memobs__shard_t *s = memobs__tls.shard;
         if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE && bytes <= MEMOBS_MAX_BYTES &&
                            MEMOBS__OWN_OK())) {
@@ -1871,6 +1957,7 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
             MEMOBS__OWN_BEGIN();
             memobs__own_add(&c[0], bytes);
             memobs__own_add(&c[1], 1u);
+            memobs__own_add(&s->xsize[dir][memobs__size_bucket(bytes)], 1u);
             MEMOBS__OWN_END();
             if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
         } else {
@@ -2022,6 +2109,11 @@ struct memobs_region_scope_t {
 
 #if defined(MEMOBS_IMPLEMENTATION) && !defined(MEMOBS__IMPLEMENTED)
 #define MEMOBS__IMPLEMENTED
+
+/* Direction names in memobs_dir_t order: as every text output shows
+   them, and as labels and keys (Prometheus, JSON, the HTML report). */
+static const char *const memobs__dir_name[MEMOBS_DIRS] = {"H2D", "D2H", "D2D", "H2S", "S2H", "D2S", "S2D"};
+static const char *const memobs__dir_key[MEMOBS_DIRS] = {"h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d"};
 
 #if defined(MEMOBS_MALLOC) != defined(MEMOBS_FREE)
 #error "define both MEMOBS_MALLOC and MEMOBS_FREE, or neither"
@@ -3193,7 +3285,7 @@ static void memobs__atfork_child(void) {
 /* A record made outside an observer while manual records are apart: into
    the manual figures only (1), else 0. */
 static int memobs__manual(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
-    if (!(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART) || memobs__tls.observing) return 0;
+    if (!(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART) || memobs__tls.observing || dir >= MEMOBS__NGPU) return 0;
     memobs__add_sat_atomic(&memobs__g.manual[phase][dir][0], bytes);
     MEMOBS__ADD(&memobs__g.manual[phase][dir][1].v, n);
     return 1;
@@ -3214,16 +3306,22 @@ void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) { memobs__x
 /* Every record but the inline fast path's ends here (n of them, bytes in
    all). A thread with no shard (a signal handler's record inside memobs on
    its thread, the lock busy, or no memory) adds to the shared one. */
+/* A direction and phase that are not memobs_dir_t / memobs_phase_t
+   values: counted as a bad record; 1 when bad. */
+static int memobs__bad_dir(unsigned dir, unsigned phase) {
+    if (MEMOBS__LIKELY(dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE)) return 0;
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+    memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: direction 0..6, "
+                      "phase 0..2)", dir, phase);
+    return 1;
+}
+
 void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     memobs__shard_t *s;
-    int nomem;
+    int b, nomem;
     if (!n) return;
-    if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE) {
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
-        memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)", dir, phase);
-        return;
-    }
-    if (memobs__too_big(bytes, 0, "a transfer record")) return;
+    if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a transfer record")) return;
+    b = memobs__size_bucket(bytes / n + (bytes % n != 0)); /* n at once: at their mean size */
     s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
     if (memobs__manual(dir, phase, bytes, n)) return;
@@ -3231,6 +3329,7 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
         MEMOBS__OWN_BEGIN();
         memobs__own_add(&s->xfer[phase][dir][0], bytes);
         memobs__own_add(&s->xfer[phase][dir][1], n);
+        memobs__own_add(&s->xsize[dir][b], n);
         MEMOBS__OWN_END();
     } else {
         if (nomem) {
@@ -3240,6 +3339,7 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
         }
         memobs__add_sat_atomic(&memobs__g.fallback.xfer[phase][dir][0], bytes);
         MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, n);
+        MEMOBS__ADD(&memobs__g.fallback.xsize[dir][b].v, n);
     }
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
 }
@@ -3269,20 +3369,32 @@ void memobs_record_xfer(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) 
     memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
 }
 
-void memobs_record_xfer_timed(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
-    memobs__u64_t *t;
-    if ((unsigned)dir >= MEMOBS__NDIR || (unsigned)phase >= MEMOBS__NPHASE) {
-        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
-        memobs__warn_once(MEMOBS__W_BAD_RECORD, "record with direction %u / phase %u ignored (valid: 0..2)",
-                          (unsigned)dir, (unsigned)phase);
-        return;
-    }
-    if (memobs__too_big(bytes, 0, "a timed copy") || memobs__too_big(ns, 1, "a timed copy")) return;
-    t = memobs__g.timed[phase][dir];
+/* Adds a timed transfer to the timed figures and the timeline. */
+static void memobs__timed_add(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns) {
+    memobs__u64_t *t = memobs__g.timed[phase][dir];
     memobs__add_sat_atomic(&t[0], bytes);
     MEMOBS__ADD(&t[1].v, 1u);
     memobs__add_sat_atomic(&t[2], ns);
-    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed((unsigned)dir, (unsigned)phase, bytes, ns);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed(dir, phase, bytes, ns);
+}
+
+void memobs_record_xfer_timed(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
+    if (memobs__bad_dir((unsigned)dir, (unsigned)phase) || memobs__too_big(bytes, 0, "a timed copy") ||
+        memobs__too_big(ns, 1, "a timed copy"))
+        return;
+    memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns);
+}
+
+void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
+    if (memobs__bad_dir((unsigned)dir, (unsigned)phase) || memobs__too_big(bytes, 0, "a timed transfer") ||
+        memobs__too_big(ns, 1, "a timed transfer"))
+        return;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return;
+    memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
+    /* a copy counted apart as manual is not timed among the observed */
+    if (ns && ((unsigned)dir >= MEMOBS__NGPU || memobs__tls.observing ||
+               !(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART)))
+        memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns);
 }
 
 void memobs_timed_in_flight(int64_t copies, int64_t bytes) {
@@ -6807,13 +6919,13 @@ static memobs__tl_ev_t *memobs__tl_snapshot(size_t *n) {
 #define MEMOBS__TL_WRITE_NOW() memobs_now_ns()
 #endif
 
-static const char *const memobs__tl_dir[3] = {"H2D", "D2H", "D2D"};
 static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
 
 /* Track ids. */
 #define MEMOBS__TL_TID_COPY 1      /* + direction */
-#define MEMOBS__TL_TID_TIMED 10    /* + direction * MEMOBS__TL_LANES + lane */
+#define MEMOBS__TL_TID_TIMED 10    /* + direction * MEMOBS__TL_LANES + lane (H2D, D2H, D2D) */
 #define MEMOBS__TL_TID_ALLOC 100
+#define MEMOBS__TL_TID_STORE 200   /* + (direction - 3) * MEMOBS__TL_LANES + lane (the storage tier's) */
 #define MEMOBS__TL_TID_PHASE 1000  /* + timeline thread slot */
 #define MEMOBS__TL_TID_REGION 3000 /* + timeline thread slot */
 #define MEMOBS__TL_TID_COLL 5000   /* + communicator */
@@ -7116,25 +7228,33 @@ static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e,
 
 static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
                                     memobs__tl_cut_t *cut) {
-    static const char *const xname[3][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
-                                            {"D2H unphased", "D2H prefill", "D2H decode"},
-                                            {"D2D unphased", "D2D prefill", "D2D decode"}};
+    static const char *const xname[MEMOBS__NDIR][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
+                                                       {"D2H unphased", "D2H prefill", "D2H decode"},
+                                                       {"D2D unphased", "D2D prefill", "D2D decode"},
+                                                       {"H2S unphased", "H2S prefill", "H2S decode"},
+                                                       {"S2H unphased", "S2H prefill", "S2H decode"},
+                                                       {"D2S unphased", "D2S prefill", "D2S decode"},
+                                                       {"S2D unphased", "S2D prefill", "S2D decode"}};
     static const char *const aname[2][MEMOBS_MEM_KINDS] = {
         {"alloc device", "alloc host", "alloc pinned", "alloc managed"},
         {"free device", "free host", "free pinned", "free managed"}};
-    static const char *const cname[3] = {"H2D bytes", "D2H bytes", "D2D bytes"};
+    static const char *const cname[MEMOBS__NDIR] = {"H2D bytes", "D2H bytes", "D2D bytes", "H2S bytes",
+                                                    "S2H bytes", "D2S bytes", "S2D bytes"};
     static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
                                                         "live managed bytes"};
-    uint64_t next[3] = {~0ull, ~0ull, ~0ull}, cum[3] = {0, 0, 0}, written = 0, tf = MEMOBS__TL_WRITE_NOW();
-    uint64_t lane_end[3][MEMOBS__TL_LANES];
+    uint64_t next[MEMOBS__NDIR], cum[MEMOBS__NDIR], written = 0, tf = MEMOBS__TL_WRITE_NOW();
+    uint64_t lane_end[MEMOBS__NDIR][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned char coll_seen[MEMOBS_MAX_COMMS];  /* communicators with a slice: their tracks */
-    unsigned lanes[3] = {0, 0, 0}, nthr = 0, d, k;
+    unsigned lanes[MEMOBS__NDIR], seen = 0, nthr = 0, d, k;
     size_t i, from = 0; /* events before from are left out (the write limit) */
     char name[64], *p;
     memset(lane_end, 0, sizeof lane_end);
+    memset(next, 0xff, sizeof next);
+    memset(cum, 0, sizeof cum);
+    memset(lanes, 0, sizeof lanes);
     memset(thr_ph, 0, sizeof thr_ph);
     memset(thr_t0, 0, sizeof thr_t0);
     memset(thr_has, 0, sizeof thr_has);
@@ -7144,7 +7264,7 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
         if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
-        d = (unsigned)(e->meta >> 4 & 15u) % 3u;
+        d = (unsigned)(e->meta >> 4 & 15u) % MEMOBS__NDIR;
         e->b = next[d] - e->ts < MEMOBS__TL_HOST_NS ? next[d] - e->ts : MEMOBS__TL_HOST_NS;
         next[d] = e->ts;
     }
@@ -7162,14 +7282,16 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         written += (uint64_t)out;
         switch (type) {
         case MEMOBS__TL_XFER:
-            d = sub % 3u;
+            d = sub % MEMOBS__NDIR;
             cum[d] += e->a;
+            seen |= 1u << d;
             if (!out) break;
             p = memobs__tl_room(o, MEMOBS__TL_ROOM);
             p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
             p = MEMOBS__TL_LIT(p, ",\"dur\":");
             p = memobs__tl_usec(p, e->b);
-            p = MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":");
+            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":")
+                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
             p = memobs__tl_dec(p, e->a);
             p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
             p = memobs__tl_str(p, memobs__tl_ph[ph]);
@@ -7180,7 +7302,8 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         case MEMOBS__TL_TIMED: {
             unsigned best = 0, l;
             uint64_t ts = e->ts;
-            d = sub % 3u;
+            int tid;
+            d = sub % MEMOBS__NDIR;
             for (l = 0; l < MEMOBS__TL_LANES; l++) {
                 if (l == lanes[d] || lane_end[d][l] <= ts) break;
                 if (lane_end[d][l] < lane_end[d][best]) best = l;
@@ -7193,10 +7316,13 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
             lane_end[d][l] = ts + e->b;
             if (!out) break;
             p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l), ts);
+            tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
+                                   : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
+            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, tid, ts);
             p = MEMOBS__TL_LIT(p, ",\"dur\":");
             p = memobs__tl_usec(p, e->b);
-            p = MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":");
+            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":")
+                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
             p = memobs__tl_dec(p, e->a);
             p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
             p = memobs__tl_str(p, memobs__tl_ph[ph]);
@@ -7298,14 +7424,19 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, thr_ph[k], thr_t0[k], now > thr_t0[k] ? now : thr_t0[k]);
     }
     /* Track names, in a fixed order. */
-    for (d = 0; d < 3; d++) {
-        snprintf(name, sizeof name, "%s copies", memobs__tl_dir[d]);
-        memobs__tl_thread_name(o, MEMOBS__TL_TID_COPY + (int)d, name, (int)d);
+    for (d = 0; d < MEMOBS__NDIR; d++) {
+        const char *what = d < MEMOBS__NGPU ? "copies" : "transfers";
+        if (d < MEMOBS__NGPU || (seen >> d & 1u)) { /* the storage tier's tracks once used */
+            snprintf(name, sizeof name, "%s %s", memobs__dir_name[d], what);
+            memobs__tl_thread_name(o, MEMOBS__TL_TID_COPY + (int)d, name, (int)d);
+        }
         for (k = 0; k < lanes[d]; k++) {
-            if (k) snprintf(name, sizeof name, "%s copies (device-timed) #%u", memobs__tl_dir[d], k + 1);
-            else snprintf(name, sizeof name, "%s copies (device-timed)", memobs__tl_dir[d]);
-            memobs__tl_thread_name(o, MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + k), name,
-                                   (int)(10 + d * MEMOBS__TL_LANES + k));
+            int tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + k)
+                                       : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + k);
+            const char *by = d < MEMOBS__NGPU ? "device" : "engine";
+            if (k) snprintf(name, sizeof name, "%s %s (%s-timed) #%u", memobs__dir_name[d], what, by, k + 1);
+            else snprintf(name, sizeof name, "%s %s (%s-timed)", memobs__dir_name[d], what, by);
+            memobs__tl_thread_name(o, tid, name, tid);
         }
     }
     memobs__tl_thread_name(o, MEMOBS__TL_TID_ALLOC, "allocations", 100);
@@ -7636,9 +7767,31 @@ static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, 
 }
 
 static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
-    to->h2d.bytes = memobs__sat(to->h2d.bytes, a->h2d.bytes); to->h2d.count += a->h2d.count;
-    to->d2h.bytes = memobs__sat(to->d2h.bytes, a->d2h.bytes); to->d2h.count += a->d2h.count;
-    to->d2d.bytes = memobs__sat(to->d2d.bytes, a->d2d.bytes); to->d2d.count += a->d2d.count;
+    unsigned d;
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        memobs_xfer_t *x = memobs_dirs_at(to, d);
+        const memobs_xfer_t *y = memobs_dirs_get(a, d);
+        x->bytes = memobs__sat(x->bytes, y->bytes);
+        x->count += y->count;
+    }
+}
+
+/* A size distribution's percentiles and max from its buckets. */
+static void memobs__sizes_finish(memobs_xfer_sizes_t *z) {
+    static const unsigned q[3] = {50, 90, 99};
+    uint64_t *out[3], cum = 0;
+    unsigned b, k = 0;
+    out[0] = &z->p50; out[1] = &z->p90; out[2] = &z->p99;
+    z->count = 0;
+    for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++) {
+        z->count += z->buckets[b];
+        if (z->buckets[b]) z->max = (uint64_t)1 << b;
+    }
+    for (b = 0; b < MEMOBS_SIZE_BUCKETS && k < 3 && z->count; b++) {
+        cum += z->buckets[b];
+        /* the smallest bucket holding the ceil(count * q / 100)-th record */
+        while (k < 3 && cum >= z->count / 100 * q[k] + (z->count % 100 * q[k] + 99) / 100) *out[k++] = (uint64_t)1 << b;
+    }
 }
 
 /* At most len - 1 bytes of a string another thread may be rewriting. */
@@ -7668,10 +7821,12 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
     for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
-        for (i = 0; i < MEMOBS__NPHASE; i++) {
-            memobs__xfer_sum(&by_phase[i]->h2d, s, i, MEMOBS_DIR_H2D);
-            memobs__xfer_sum(&by_phase[i]->d2h, s, i, MEMOBS_DIR_D2H);
-            memobs__xfer_sum(&by_phase[i]->d2d, s, i, MEMOBS_DIR_D2D);
+        for (i = 0; i < MEMOBS__NPHASE; i++)
+            for (c = 0; c < MEMOBS__NDIR; c++) memobs__xfer_sum(memobs_dirs_at(by_phase[i], c), s, i, c);
+        for (c = 0; c < MEMOBS__NDIR; c++) {
+            uint32_t b;
+            for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++)
+                out->sizes[c].buckets[b] += MEMOBS__LOAD(&s->xsize[c][b].v) - s->base_xsize[c][b];
         }
         for (c = 0; c < out->ncounters; c++)
             out->counters[c].value = memobs__sat(out->counters[c].value,
@@ -7711,11 +7866,10 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     for (i = 0; i < MEMOBS__NPHASE; i++) {
         memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
                            : i == MEMOBS_PHASE_DECODE ? &out->manual.decode : &out->manual.unphased;
-        memobs_xfer_t *x[MEMOBS__NDIR];
-        x[MEMOBS_DIR_H2D] = &m->h2d; x[MEMOBS_DIR_D2H] = &m->d2h; x[MEMOBS_DIR_D2D] = &m->d2d;
         for (c = 0; c < MEMOBS__NDIR; c++) {
-            x[c]->bytes = memobs__win(MEMOBS__LOAD(&memobs__g.manual[i][c][0].v), memobs__g.manual_base[i][c][0]);
-            x[c]->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
+            memobs_xfer_t *x = memobs_dirs_at(m, c);
+            x->bytes = memobs__win(MEMOBS__LOAD(&memobs__g.manual[i][c][0].v), memobs__g.manual_base[i][c][0]);
+            x->count = MEMOBS__LOAD(&memobs__g.manual[i][c][1].v) - memobs__g.manual_base[i][c][1];
         }
         memobs__dirs_add(&out->manual.total, m);
     }
@@ -7729,6 +7883,10 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     out->identity.world_size = __atomic_load_n(&gid->world_size, __ATOMIC_RELAXED);
     out->identity.pid = __atomic_load_n(&gid->pid, __ATOMIC_RELAXED);
     for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
+    for (c = 0; c < MEMOBS__NDIR; c++) {
+        out->sizes[c].bytes = memobs_dirs_at(&out->total, c)->bytes;
+        memobs__sizes_finish(&out->sizes[c]);
+    }
     out->requests_begun = st[MEMOBS__ST_REQ_BEGUN];
     out->requests_completed = st[MEMOBS__ST_REQ_COMPLETED];
     out->requests_aborted = st[MEMOBS__ST_REQ_ABORTED];
@@ -7791,6 +7949,8 @@ void memobs_reset(void) {
         uint64_t *bx = &s->base_xfer[0][0][0];
         memobs__u64_t *x = &s->xfer[0][0][0];
         for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 2; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
+        for (i = 0; i < MEMOBS__NDIR * MEMOBS_SIZE_BUCKETS; i++)
+            (&s->base_xsize[0][0])[i] = MEMOBS__LOAD(&(&s->xsize[0][0])[i].v);
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
         for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }
@@ -8393,6 +8553,7 @@ static void memobs__text_xfer(memobs__out_t *o, const memobs_xfer_t *x) {
    were while manual ones were counted. */
 static int memobs__manual_shown(const memobs_summary_t *s) {
     return s->manual.apart || s->manual.total.h2d.count || s->manual.total.d2h.count || s->manual.total.d2d.count;
+    /* the storage directions are never apart (memobs_set_manual_apart) */
 }
 
 /* Manual vs observed (memobs_set_manual_apart): per direction, the observed
@@ -8496,23 +8657,29 @@ static void memobs__text_problems(memobs__out_t *o, const memobs_summary_t *s) {
     if (n) memobs__out_write(o, "\n", 1);
 }
 
-/* Copies timed on the device, a row per direction and phase that has any. */
+/* Timed transfers, a row per direction and phase that has any: the
+   copies timed on the device, then the storage tier's, which the engine
+   timed (memobs_record_xfer_ns). */
 static void memobs__text_timed(memobs__out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[3] = {"H2D", "D2H", "D2D"};
     static const char *const pname[3] = {"unphased", "prefill", "decode"};
     char b[32], t[32];
-    unsigned p, d, rows = 0;
-    for (p = 0; p < MEMOBS_PHASES; p++) {
-        for (d = 0; d < MEMOBS_DIRS; d++) {
-            const memobs_timed_t *x = &s->timed[p][d];
-            if (!x->count) continue;
-            if (!rows++)
-                memobs__out_printf(o, "  %-14s | %10s %8s %10s %10s\n", "device-timed", "completed", "ops", "time",
-                                   "GB/s");
-            memobs__out_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", dname[d], pname[p],
-                               memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count,
-                               memobs_format_ns(t, sizeof t, x->ns), x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+    unsigned p, d, g, rows = 0;
+    for (g = 0; g < 2; g++) {
+        unsigned grows = 0;
+        for (p = 0; p < MEMOBS_PHASES; p++) {
+            for (d = g ? MEMOBS__NGPU : 0; d < (g ? MEMOBS_DIRS : MEMOBS__NGPU); d++) {
+                const memobs_timed_t *x = &s->timed[p][d];
+                if (!x->count) continue;
+                if (!grows++)
+                    memobs__out_printf(o, "  %-14s | %10s %8s %10s %10s\n", g ? "engine-timed" : "device-timed",
+                                       "completed", "ops", "time", "GB/s");
+                memobs__out_printf(o, "  %-3s %-10s | %10s %8llu %10s %10.2f\n", memobs__dir_name[d], pname[p],
+                                   memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count,
+                                   memobs_format_ns(t, sizeof t, x->ns),
+                                   x->ns ? (double)x->bytes / (double)x->ns : 0.0);
+            }
         }
+        rows += grows;
     }
     if (rows || s->timed_in_flight_copies)
         memobs__out_printf(o, "  in flight: %llu timed copies, %s issued and not yet seen complete\n",
@@ -8709,13 +8876,51 @@ static void memobs__json_coll(memobs__out_t *o) {
     memobs__out_write(o, "]", 1);
 }
 
+/* Whether any storage transfer was recorded in the window: the text
+   outputs show the storage rows then (the JSON and Prometheus always). */
+static int memobs__storage_shown(const memobs_summary_t *s) {
+    unsigned d;
+    for (d = MEMOBS__NGPU; d < MEMOBS_DIRS; d++)
+        if (memobs_dirs_get(&s->total, d)->count || s->sizes[d].count) return 1;
+    return 0;
+}
+
+/* A size bucket's bound 2^b as "4 KiB" (exact: a power of two). */
+static const char *memobs__size_bound(char *b, size_t len, uint64_t v) {
+    static const char *const unit[6] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    unsigned u = 0;
+    if (!v) return "-";
+    while (u < 5 && v >= 1024 && !(v & 1023)) {
+        v >>= 10;
+        u++;
+    }
+    return memobs__out_sprintf(b, len, "%llu %s", (unsigned long long)v, unit[u]);
+}
+
+/* Transfer sizes per direction with any record: count, percentiles and
+   max as log2 bucket bounds. */
+static void memobs__text_sizes(memobs__out_t *o, const memobs_summary_t *s) {
+    char b[5][32];
+    unsigned d, rows = 0;
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        const memobs_xfer_sizes_t *z = &s->sizes[d];
+        if (!z->count) continue;
+        if (!rows++)
+            memobs__out_printf(o, "  %-5s | %8s %10s %10s %10s %10s %10s   (each at most: log2 buckets)\n", "sizes",
+                               "ops", "mean", "p50", "p90", "p99", "max");
+        memobs__out_printf(o, "  %-5s | %8llu %10s %10s %10s %10s %10s\n", memobs__dir_name[d],
+                           (unsigned long long)z->count, memobs_format_bytes(b[0], sizeof b[0], z->bytes / z->count),
+                           memobs__size_bound(b[1], sizeof b[1], z->p50), memobs__size_bound(b[2], sizeof b[2], z->p90),
+                           memobs__size_bound(b[3], sizeof b[3], z->p99), memobs__size_bound(b[4], sizeof b[4], z->max));
+    }
+}
+
 /* The text summary; at a crash, a first line that says so. */
 static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
-    static const char *const dname[4] = {"H2D", "D2H", "D2D", "all"};
     const memobs_summary_t *s = &p->s;
     const memobs_dirs_t *cols[4];
     char b[32];
-    unsigned d, c;
+    unsigned d, c, nd = memobs__storage_shown(s) ? MEMOBS_DIRS : MEMOBS__NGPU;
     cols[0] = &s->total; cols[1] = &s->prefill; cols[2] = &s->decode; cols[3] = &s->unphased;
     if (p->sig)
         memobs__out_printf(o, "== memobs crash summary == written at a crash (signal %d%s%s) by its signal handler; "
@@ -8727,24 +8932,27 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
                        s->enabled ? "" : "  [disabled]");
     memobs__out_printf(o, "  %-5s | %10s %8s | %10s %8s | %10s %8s | %10s %8s\n", "xfer", "total", "ops", "prefill",
                        "ops", "decode", "ops", "unphased", "ops");
-    for (d = 0; d < 4; d++) {
-        memobs__out_printf(o, "  %-5s", dname[d]);
+    for (d = 0; d <= nd; d++) { /* the directions shown, then "all" of them */
+        memobs__out_printf(o, "  %-5s", d < nd ? memobs__dir_name[d] : "all");
         for (c = 0; c < 4; c++) {
             memobs_xfer_t all;
-            const memobs_xfer_t *x;
-            if (d < 3) {
-                x = d == 0 ? &cols[c]->h2d : d == 1 ? &cols[c]->d2h : &cols[c]->d2d;
-            } else {
-                all.bytes = cols[c]->h2d.bytes + cols[c]->d2h.bytes + cols[c]->d2d.bytes;
-                all.count = cols[c]->h2d.count + cols[c]->d2h.count + cols[c]->d2d.count;
-                x = &all;
+            unsigned k;
+            if (d < nd) {
+                memobs__text_xfer(o, memobs_dirs_get(cols[c], d));
+                continue;
             }
-            memobs__text_xfer(o, x);
+            all.bytes = all.count = 0;
+            for (k = 0; k < MEMOBS_DIRS; k++) {
+                all.bytes = memobs__sat(all.bytes, memobs_dirs_get(cols[c], k)->bytes);
+                all.count += memobs_dirs_get(cols[c], k)->count;
+            }
+            memobs__text_xfer(o, &all);
         }
         memobs__out_write(o, "\n", 1);
     }
     memobs__text_manual(o, s);
     memobs__text_timed(o, s);
+    memobs__text_sizes(o, s);
     memobs__out_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
                        "max", "last");
     memobs__text_latency(o, "TTFT", &s->ttft);
@@ -8791,12 +8999,33 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
 }
 
 static void memobs__json_dirs(memobs__out_t *o, const char *name, const memobs_dirs_t *d) {
-    memobs__out_printf(o,
-                       "\"%s\":{\"h2d_bytes\":%llu,\"h2d_count\":%llu,\"d2h_bytes\":%llu,\"d2h_count\":%llu,"
-                       "\"d2d_bytes\":%llu,\"d2d_count\":%llu}",
-                       name, (unsigned long long)d->h2d.bytes, (unsigned long long)d->h2d.count,
-                       (unsigned long long)d->d2h.bytes, (unsigned long long)d->d2h.count,
-                       (unsigned long long)d->d2d.bytes, (unsigned long long)d->d2d.count);
+    unsigned k;
+    memobs__out_printf(o, "\"%s\":{", name);
+    for (k = 0; k < MEMOBS_DIRS; k++)
+        memobs__out_printf(o, "%s\"%s_bytes\":%llu,\"%s_count\":%llu", k ? "," : "", memobs__dir_key[k],
+                           (unsigned long long)memobs_dirs_get(d, k)->bytes, memobs__dir_key[k],
+                           (unsigned long long)memobs_dirs_get(d, k)->count);
+    memobs__out_write(o, "}", 1);
+}
+
+/* "sizes": per direction, the distribution, its buckets as [bound, count]
+   pairs of the non-empty ones. */
+static void memobs__json_sizes(memobs__out_t *o, const memobs_summary_t *s) {
+    unsigned d, b, n;
+    memobs__out_str(o, ",\"sizes\":{");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        const memobs_xfer_sizes_t *z = &s->sizes[d];
+        memobs__out_printf(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,"
+                           "\"max\":%llu,\"buckets\":[", d ? "," : "", memobs__dir_key[d], (unsigned long long)z->count,
+                           (unsigned long long)z->bytes, (unsigned long long)z->p50, (unsigned long long)z->p90,
+                           (unsigned long long)z->p99, (unsigned long long)z->max);
+        for (b = n = 0; b < MEMOBS_SIZE_BUCKETS; b++)
+            if (z->buckets[b])
+                memobs__out_printf(o, "%s[%llu,%llu]", n++ ? "," : "", (unsigned long long)((uint64_t)1 << b),
+                                   (unsigned long long)z->buckets[b]);
+        memobs__out_str(o, "]}");
+    }
+    memobs__out_write(o, "}", 1);
 }
 
 static void memobs__json_latency(memobs__out_t *o, const char *name, const memobs_latency_t *l) {
@@ -8839,15 +9068,14 @@ static void memobs__json_memory(memobs__out_t *o, const memobs_summary_t *s) {
 }
 
 static void memobs__json_timed(memobs__out_t *o, const memobs_summary_t *s) {
-    static const char *const dname[3] = {"h2d", "d2h", "d2d"};
     static const char *const pname[3] = {"unphased", "prefill", "decode"};
     unsigned p, d;
     memobs__out_str(o, "\"timed\":{");
     for (p = 0; p < MEMOBS_PHASES; p++) {
         memobs__out_printf(o, "\"%s\":{", pname[p]);
         for (d = 0; d < MEMOBS_DIRS; d++)
-            memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "", dname[d],
-                               (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
+            memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"count\":%llu,\"ns\":%llu}", d ? "," : "",
+                               memobs__dir_key[d], (unsigned long long)s->timed[p][d].bytes, (unsigned long long)s->timed[p][d].count,
                                (unsigned long long)s->timed[p][d].ns);
         memobs__out_str(o, "},");
     }
@@ -8936,6 +9164,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__json_memory(o, s);
     memobs__out_write(o, ",", 1);
     memobs__json_timed(o, s);
+    memobs__json_sizes(o, s);
     memobs__json_regions(o, p);
     memobs__json_coll(o);
     memobs__out_str(o, p->host);
@@ -9803,6 +10032,11 @@ typedef struct {
     memobs__figs_t f;
     memobs__prom_hist_t ttft, tpot, e2e;
     char id[1024]; /* the identity labels, escaped: job_id="...",rank="0",... */
+    /* the host sampler's newest sample and the leak detector's fit (nsmp
+       0: none taken, or the crash writer, which leaves host memory out) */
+    size_t nsmp;
+    memobs_sample_t smp;
+    memobs_leak_t leak;
 } memobs__prom_snap_t;
 
 static void memobs__prom_family(memobs__out_t *o, const char *name, const char *type, const char *help) {
@@ -9853,7 +10087,6 @@ static void memobs__prom_histogram(memobs__out_t *o, const memobs__prom_snap_t *
     memobs__prom_u64(o, p, memobs__out_sprintf(full, sizeof full, "%s_count", name), "", h->count);
 }
 
-static const char *const memobs__prom_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
 static const char *const memobs__prom_phase[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
 static const char *const memobs__prom_kind[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
@@ -9873,10 +10106,10 @@ static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, co
     for (d = 0; d < MEMOBS_DIRS; d++) {
         for (f = 0; f < MEMOBS_PHASES; f++) {
             unsigned q = order[f];
-            const memobs_xfer_t *x = d == 0 ? &ph[q]->h2d : d == 1 ? &ph[q]->d2h : &ph[q]->d2d;
+            const memobs_xfer_t *x = memobs_dirs_get(ph[q], d);
             const memobs_timed_t *t = &s->timed[q][d];
             char labels[64];
-            memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__prom_dir[d],
+            memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__dir_key[d],
                                 memobs__prom_phase[q]);
             if (what == 4) memobs__prom_secs(o, p, name, labels, t->ns);
             else memobs__prom_u64(o, p, name, labels,
@@ -9886,6 +10119,84 @@ static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, co
                                                            : t->count);
         }
     }
+}
+
+/* Transfer sizes by direction: a histogram family whose le are the log2
+   bucket bounds, 1 to 2^56, every direction always (histogram_quantile
+   reads it; sum by (le) adds ranks up). */
+static void memobs__prom_sizes(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    static const char *const name = "memobs_transfer_size_bytes";
+    unsigned d, b;
+    memobs__prom_family(o, name, "histogram", "Sizes of the transfers recorded, by direction (log2 buckets: a "
+                        "bucket's le is a power of two; n copies recorded at once at their mean size).");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        const memobs_xfer_sizes_t *z = &p->f.s.sizes[d];
+        char labels[64];
+        uint64_t cum = 0;
+        for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++) {
+            cum += z->buckets[b];
+            memobs__prom_u64(o, p, "memobs_transfer_size_bytes_bucket",
+                             memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",le=\"%llu\"",
+                                                 memobs__dir_key[d], (unsigned long long)((uint64_t)1 << b)), cum);
+        }
+        memobs__prom_u64(o, p, "memobs_transfer_size_bytes_bucket",
+                         memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",le=\"+Inf\"",
+                                             memobs__dir_key[d]), z->count);
+        memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\"", memobs__dir_key[d]);
+        memobs__prom_u64(o, p, "memobs_transfer_size_bytes_sum", labels, z->bytes);
+        memobs__prom_u64(o, p, "memobs_transfer_size_bytes_count", labels, z->count);
+    }
+}
+
+/* A gauge of bytes, or none for MEMOBS_UNKNOWN. */
+static void memobs__prom_known(memobs__out_t *o, const memobs__prom_snap_t *p, const char *name, const char *labels,
+                               uint64_t v) {
+    if (v != MEMOBS_UNKNOWN) memobs__prom_u64(o, p, name, labels, v);
+}
+
+/* The host sampler's newest sample and the leak detector's slopes (only
+   once a sample was taken; never at a crash). */
+static void memobs__prom_host(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    static const char *const fam[6][2] = {
+        {"memobs_host_rss_bytes", "Resident set size at the newest sample (MEMOBS_SAMPLE_MS)."},
+        {"memobs_host_anon_bytes", "Anonymous memory at the newest sample."},
+        {"memobs_host_heap_bytes", "malloc heap in use at the newest sample."},
+        {"memobs_device_used_bytes", "Device memory in use as the driver reports it (cuMemGetInfo), newest sample."},
+        {"memobs_device_total_bytes", "Device memory in all, as the driver reports it, newest sample."},
+        {"memobs_device_tracked_bytes", "Device memory the tracker holds live on the device, newest sample (the "
+                                        "driver's used minus this: memory memobs was not told of)."}};
+    const memobs_sample_t *m = &p->smp;
+    const memobs_leak_t *l = &p->leak;
+    char labels[32];
+    unsigned i, k;
+    if (!p->nsmp) return;
+    for (i = 0; i < (m->ndev ? 6u : 3u); i++) {
+        memobs__prom_family(o, fam[i][0], "gauge", fam[i][1]);
+        if (i < 3) {
+            memobs__prom_known(o, p, fam[i][0], "", i == 0 ? m->rss_bytes : i == 1 ? m->anon_bytes : m->heap_bytes);
+            continue;
+        }
+        for (k = 0; k < m->ndev && k < MEMOBS_SAMPLE_DEVICES; k++) {
+            const memobs_sample_dev_t *v = &m->dev[k];
+            memobs__out_sprintf(labels, sizeof labels, "device=\"%d\"", (int)v->device);
+            memobs__prom_known(o, p, fam[i][0], labels, i == 3 ? v->used : i == 4 ? v->total : v->tracked);
+        }
+    }
+    memobs__prom_family(o, "memobs_leak_slope_bytes_per_second", "gauge", "The leak detector's fitted growth over "
+                        "its window, by series (tracked: tracked host + pinned bytes); 0 when unknown.");
+    {
+        static const char *const series[4] = {"rss", "anon", "heap", "tracked"};
+        const double mb[4] = {l->rss_mb_min, l->anon_mb_min, l->heap_mb_min, l->tracked_mb_min};
+        const int known[4] = {l->rss_known, l->anon_known, l->heap_known, 1};
+        for (k = 0; k < 4; k++) {
+            memobs__prom_head(o, p, "memobs_leak_slope_bytes_per_second",
+                              memobs__out_sprintf(labels, sizeof labels, "series=\"%s\"", series[k]));
+            memobs__out_printf(o, "%.9g\n", known[k] ? mb[k] * 1e6 / 60.0 : 0.0);
+        }
+    }
+    memobs__prom_family(o, "memobs_leak_samples", "gauge", "Samples in the leak detector's window (it judges from "
+                        "10 on).");
+    memobs__prom_u64(o, p, "memobs_leak_samples", "", l->samples);
 }
 
 /* Per memory kind: field is the offset of a uint64_t in memobs_mem_stats_t. */
@@ -10023,15 +10334,17 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
                           "observer counted the copies above.", 6);
     }
     memobs__prom_xfer(o, p, "memobs_timed_transfer_bytes_total", "Bytes of copies timed on the device and "
-                      "completed.", 2);
-    memobs__prom_xfer(o, p, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed.", 3);
-    memobs__prom_xfer(o, p, "memobs_timed_transfer_seconds_total", "Device time of the completed timed copies "
-                      "(bandwidth: rate of bytes / rate of seconds).", 4);
+                      "completed, and of transfers the engine timed (the storage tier's).", 2);
+    memobs__prom_xfer(o, p, "memobs_timed_transfer_ops_total", "Copies timed on the device and completed, and "
+                      "transfers the engine timed.", 3);
+    memobs__prom_xfer(o, p, "memobs_timed_transfer_seconds_total", "Device time of the completed timed copies, "
+                      "the engine's time of its timed transfers (bandwidth: rate of bytes / rate of seconds).", 4);
     memobs__prom_family(o, "memobs_timed_in_flight_copies", "gauge", "Timed copies issued, not yet seen complete.");
     memobs__prom_u64(o, p, "memobs_timed_in_flight_copies", "", s->timed_in_flight_copies);
     memobs__prom_family(o, "memobs_timed_in_flight_bytes", "gauge", "Bytes of timed copies issued, not yet seen "
                         "complete.");
     memobs__prom_u64(o, p, "memobs_timed_in_flight_bytes", "", s->timed_in_flight_bytes);
+    memobs__prom_sizes(o, p);
 
     memobs__prom_histogram(o, p, "memobs_ttft_seconds", "Time to first token (vLLM's TTFT buckets).", &p->ttft,
                            memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N);
@@ -10102,6 +10415,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     }
 
     memobs__prom_coll(o, p);
+    memobs__prom_host(o, p);
 
     for (c = 0; c < s->ncounters; c++) {
         char name[96], help[128];
@@ -10132,6 +10446,8 @@ static int memobs__prom_gen(memobs__out_t *o) {
         memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
         memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
         pthread_mutex_unlock(&memobs__g.lock);
+        p->nsmp = memobs_get_samples(&p->smp, 1);
+        if (!p->nsmp || memobs_leak_check(&p->leak) != MEMOBS_OK) memset(&p->leak, 0, sizeof p->leak);
         memobs__prom_write(o, p);
         memobs__figs_free(&p->f);
     }
@@ -12616,6 +12932,44 @@ static void memobs__sl_peer_event(FILE *f, int *first, const memobs_identity_t *
     fputs("}}", f);
 }
 
+/* The window's transfers, no memory figure either: one "transfers" event,
+   last, when any was recorded. Per direction with any: bytes and ops,
+   bytes per phase, the timed bytes and ns, the size percentiles (log2
+   bucket bounds). */
+static void memobs__sl_xfer_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
+                                  const memobs_summary_t *sm, int device, const memobs__sl_fig_t *g) {
+    unsigned d, ph;
+    memobs__sl_head(f, first, id, wall, t, "transfers", 0, device);
+    memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                      g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+    fprintf(f, ",\"context\":\"transfers\",\"metadata\":{\"source\":\"memobs\",\"figures_from\":\"%s\"",
+            g->ok ? "previous sample" : "none");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        const memobs_xfer_t *x = memobs_dirs_get(&sm->total, d);
+        const memobs_xfer_sizes_t *z = &sm->sizes[d];
+        const char *k = memobs__dir_key[d];
+        uint64_t tb = 0, tn = 0;
+        if (!x->count) continue;
+        fprintf(f, ",\"%s_bytes\":%llu,\"%s_ops\":%llu", k, (unsigned long long)x->bytes, k,
+                (unsigned long long)x->count);
+        for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+            const memobs_dirs_t *pd = ph == MEMOBS_PHASE_PREFILL ? &sm->prefill
+                                      : ph == MEMOBS_PHASE_DECODE ? &sm->decode : &sm->unphased;
+            if (memobs_dirs_get(pd, d)->count)
+                fprintf(f, ",\"%s_bytes_%s\":%llu", k, memobs__prom_phase[ph],
+                        (unsigned long long)memobs_dirs_get(pd, d)->bytes);
+            tb = memobs__sat(tb, sm->timed[ph][d].bytes);
+            tn = memobs__sat(tn, sm->timed[ph][d].ns);
+        }
+        if (tn) fprintf(f, ",\"%s_timed_bytes\":%llu,\"%s_timed_ns\":%llu", k, (unsigned long long)tb, k,
+                        (unsigned long long)tn);
+        fprintf(f, ",\"%s_size_p50\":%llu,\"%s_size_p90\":%llu,\"%s_size_p99\":%llu,\"%s_size_max\":%llu", k,
+                (unsigned long long)z->p50, k, (unsigned long long)z->p90, k, (unsigned long long)z->p99, k,
+                (unsigned long long)z->max);
+    }
+    fputs("}}", f);
+}
+
 static int memobs__sl_write(FILE *f, int host_only) {
     memobs_identity_t id;
     memobs_sample_t *s = NULL;
@@ -12716,6 +13070,27 @@ static int memobs__sl_write(FILE *f, int host_only) {
             memobs__sl_peer_event(f, &first, &id, wall, t, &ps, dev_id, &last);
         }
     }
+    if (!host_only) {
+        memobs_summary_t *sm;
+        unsigned d, any = 0;
+        memobs__tls.busy = 1;
+        sm = (memobs_summary_t *)MEMOBS_MALLOC(sizeof *sm);
+        memobs__tls.busy = busy;
+        if (sm) {
+            memobs_get_summary(sm);
+            for (d = 0; d < MEMOBS_DIRS; d++) any |= memobs_dirs_get(&sm->total, d)->count != 0;
+            if (any) {
+                uint64_t t = memobs_now_ns(); /* after everything else in the file */
+                if (n && s[n - 1].time_ns > t) t = s[n - 1].time_ns;
+                if (nev && ev[nev - 1].time_ns > t) t = ev[nev - 1].time_ns;
+                if (nedge && edge[nedge - 1].t > t) t = edge[nedge - 1].t;
+                memobs__sl_xfer_event(f, &first, &id, wall, t, sm, dev_id, &last);
+            }
+            memobs__tls.busy = 1;
+            MEMOBS_FREE(sm);
+            memobs__tls.busy = busy;
+        }
+    }
     fputs("\n]\n", f);
     memobs__tls.busy = 1;
     if (s) MEMOBS_FREE(s);
@@ -12799,9 +13174,8 @@ static void memobs__smp_env(void) {
 #define MEMOBS__HTML_H 240
 
 
-static const char *const memobs__html_dir[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
-static const char *const memobs__html_DIR[MEMOBS_DIRS] = {"H2D", "D2H", "D2D"};
-static const char *const memobs__html_dcolor[MEMOBS_DIRS] = {"#1f77b4", "#ff7f0e", "#2ca02c"};
+static const char *const memobs__html_dcolor[MEMOBS_DIRS] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
+                                                              "#8c564b", "#e377c2", "#17becf"};
 /* Phases in the order of the tables: prefill, decode, unphased. */
 static const unsigned memobs__html_ph[MEMOBS_PHASES] = {MEMOBS_PHASE_PREFILL, MEMOBS_PHASE_DECODE, MEMOBS_PHASE_NONE};
 static const char *const memobs__html_phname[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
@@ -13009,7 +13383,7 @@ static void memobs__html_identity(memobs__out_t *o, const memobs_summary_t *s) {
 }
 
 static const memobs_xfer_t *memobs__html_x(const memobs_dirs_t *d, unsigned dir) {
-    return dir == 0 ? &d->h2d : dir == 1 ? &d->d2h : &d->d2d;
+    return memobs_dirs_get(d, dir);
 }
 
 static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) {
@@ -13027,13 +13401,13 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
     memobs__out_str(o, "<table><tr><th></th><th>prefill</th><th>ops</th><th>decode</th><th>ops</th><th>unphased</th>"
                        "<th>ops</th><th>total</th><th>ops</th></tr>\n");
     for (d = 0; d < MEMOBS_DIRS; d++) {
-        memobs__html_printf(o, "<tr><th>%s</th>", memobs__html_DIR[d]);
+        memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
         for (k = 0; k <= MEMOBS_PHASES; k++) {
             const memobs_xfer_t *x = memobs__html_x(k < MEMOBS_PHASES ? by[memobs__html_ph[k]] : &s->total, d);
             const char *pn = k < MEMOBS_PHASES ? memobs__html_phname[memobs__html_ph[k]] : "total";
-            snprintf(key, sizeof key, "%s.%s.bytes", memobs__html_dir[d], pn);
+            snprintf(key, sizeof key, "%s.%s.bytes", memobs__dir_key[d], pn);
             memobs__html_bytes_cell(o, key, x->bytes);
-            snprintf(key, sizeof key, "%s.%s.count", memobs__html_dir[d], pn);
+            snprintf(key, sizeof key, "%s.%s.count", memobs__dir_key[d], pn);
             memobs__html_count_cell(o, key, x->count);
             if (k < MEMOBS_PHASES && x->bytes > top) top = x->bytes;
         }
@@ -13054,7 +13428,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
         for (d = 0; d < MEMOBS_DIRS; d++) {
             double gx = MEMOBS__HTML_L + pw * d / 3.0, bw = pw / 3.0 / 4.0;
             memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                                gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__html_DIR[d]);
+                                gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__dir_name[d]);
             for (k = 0; k < MEMOBS_PHASES; k++) {
                 unsigned p = memobs__html_ph[k];
                 const memobs_xfer_t *x = memobs__html_x(by[p], d);
@@ -13062,7 +13436,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
                 memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
                                     "<title>%s %s: %s in %llu ops</title></rect>\n",
                                     gx + bw * (k + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9, h, memobs__html_pcolor[p],
-                                    memobs__html_DIR[d], memobs__html_phname[p],
+                                    memobs__dir_name[d], memobs__html_phname[p],
                                     memobs_format_bytes(b, sizeof b, x->bytes), (unsigned long long)x->count);
             }
         }
@@ -13087,15 +13461,15 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
             const memobs_dirs_t *m[4];
             static const char *const mn[4] = {"total", "prefill", "decode", "unphased"};
             m[0] = &s->manual.total; m[1] = &s->manual.prefill; m[2] = &s->manual.decode; m[3] = &s->manual.unphased;
-            memobs__html_printf(o, "<tr><th>%s</th>", memobs__html_DIR[d]);
-            snprintf(key, sizeof key, "%s.total.bytes", memobs__html_dir[d]);
+            memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
+            snprintf(key, sizeof key, "%s.total.bytes", memobs__dir_key[d]);
             memobs__html_bytes_cell(o, key, memobs__html_x(&s->total, d)->bytes);
-            snprintf(key, sizeof key, "%s.total.count", memobs__html_dir[d]);
+            snprintf(key, sizeof key, "%s.total.count", memobs__dir_key[d]);
             memobs__html_count_cell(o, key, memobs__html_x(&s->total, d)->count);
             for (k = 0; k < 4; k++) {
-                snprintf(key, sizeof key, "manual.%s.%s.bytes", memobs__html_dir[d], mn[k]);
+                snprintf(key, sizeof key, "manual.%s.%s.bytes", memobs__dir_key[d], mn[k]);
                 memobs__html_bytes_cell(o, key, memobs__html_x(m[k], d)->bytes);
-                snprintf(key, sizeof key, "manual.%s.%s.count", memobs__html_dir[d], mn[k]);
+                snprintf(key, sizeof key, "manual.%s.%s.count", memobs__dir_key[d], mn[k]);
                 memobs__html_count_cell(o, key, memobs__html_x(m[k], d)->count);
             }
             memobs__out_str(o, "</tr>\n");
@@ -13139,12 +13513,12 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, 
             if ((e->meta & 15u) != MEMOBS__TL_XFER || e->ts < t0) continue;
             j = (unsigned)((double)(e->ts - t0) / (double)span * nb);
             if (j >= nb) j = nb - 1;
-            v[(e->meta >> 4 & 15u) % 3u][j] += (double)e->a;
+            v[(e->meta >> 4 & 15u) % MEMOBS_DIRS][j] += (double)e->a;
         }
         for (d = 0; d < MEMOBS_DIRS; d++) {
             for (j = 0; j < nb; j++) v[d][j] /= w;
             y[d] = v[d];
-            nm[d] = memobs__html_DIR[d];
+            nm[d] = memobs__dir_name[d];
             co[d] = memobs__html_dcolor[d];
         }
         memobs__html_printf(o, "<p>Bytes per second queued by host-side records, %llu records of the timeline's %llu "
@@ -13180,12 +13554,12 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
                 double gbs;
                 if (!t->count || !t->ns) continue;
                 gbs = (double)t->bytes / (double)t->ns;
-                memobs__html_printf(o, "<tr><th>%s</th><td>%s</td>", memobs__html_DIR[d], memobs__html_phname[p]);
-                snprintf(key, sizeof key, "timed.%s.%s.bytes", memobs__html_phname[p], memobs__html_dir[d]);
+                memobs__html_printf(o, "<tr><th>%s</th><td>%s</td>", memobs__dir_name[d], memobs__html_phname[p]);
+                snprintf(key, sizeof key, "timed.%s.%s.bytes", memobs__html_phname[p], memobs__dir_key[d]);
                 memobs__html_bytes_cell(o, key, t->bytes);
-                snprintf(key, sizeof key, "timed.%s.%s.count", memobs__html_phname[p], memobs__html_dir[d]);
+                snprintf(key, sizeof key, "timed.%s.%s.count", memobs__html_phname[p], memobs__dir_key[d]);
                 memobs__html_count_cell(o, key, t->count);
-                snprintf(key, sizeof key, "timed.%s.%s.ns", memobs__html_phname[p], memobs__html_dir[d]);
+                snprintf(key, sizeof key, "timed.%s.%s.ns", memobs__html_phname[p], memobs__dir_key[d]);
                 memobs__html_cell(o, key, t->ns, memobs_format_ns(b, sizeof b, t->ns));
                 memobs__html_printf(o, "<td class=\"n\">%.2f</td><td><svg width=\"200\" height=\"12\" role=\"img\">"
                                     "<rect width=\"%.1f\" height=\"12\" fill=\"%s\"><title>%.2f GB/s</title></rect>"

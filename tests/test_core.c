@@ -723,6 +723,8 @@ static void *man_recorder(void *arg) {
         MEMOBS_RECORD_H2D(k + 1, i & 1); /* observed when i % 3 == 0 */
         if (i % 3 == 0) memobs_observer_leave();
         MEMOBS_RECORD_D2D(2, 0); /* always manual */
+        MEMOBS_RECORD_S2H(k + 10, 0); /* storage: never apart, inside an observer or not */
+        if (i % 2) MEMOBS_RECORD_XFER_NS(MEMOBS_DIR_D2S, 3, MEMOBS_PHASE_PREFILL, 5); /* timed: never apart */
     }
     return NULL;
 }
@@ -757,6 +759,14 @@ static void test_manual_apart_threads(void) {
     CHECK_U64(0, S.total.d2d.count);
     CHECK_U64((uint64_t)MAN_THREADS * MAN_PER * 2, S.manual.decode.d2d.bytes);
     CHECK_U64((uint64_t)MAN_THREADS * MAN_PER, S.manual.total.d2d.count);
+    /* the storage directions are the program's figures, never counted apart */
+    CHECK_U64((uint64_t)MAN_PER * (10 + 11 + 12 + 13), S.decode.s2h.bytes);
+    CHECK_U64((uint64_t)MAN_THREADS * MAN_PER, S.total.s2h.count);
+    CHECK_U64((uint64_t)MAN_THREADS * (MAN_PER / 2) * 3, S.prefill.d2s.bytes);
+    CHECK_U64((uint64_t)MAN_THREADS * (MAN_PER / 2), S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_D2S].count);
+    CHECK_U64((uint64_t)MAN_THREADS * (MAN_PER / 2) * 5, S.timed[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_D2S].ns);
+    CHECK_U64(0, S.manual.total.s2h.count + S.manual.total.d2s.count);
+    CHECK_U64((uint64_t)MAN_THREADS * MAN_PER, S.sizes[MEMOBS_DIR_S2H].buckets[4]); /* 10..13 B: (8, 16] */
     memobs_reset();
     snap();
     CHECK_U64(0, S.manual.total.h2d.count);
@@ -792,7 +802,9 @@ static void test_manual_apart_summaries(void) {
                  "decode 4.10 KB, unphased 0 B\n");
     t = summary_text(MEMOBS_FORMAT_JSON);
     CHECK_HAS(t, "\"manual\":{\"apart\":true,\"total\":{\"h2d_bytes\":1000,\"h2d_count\":2,\"d2h_bytes\":4096,"
-                 "\"d2h_count\":1,\"d2d_bytes\":0,\"d2d_count\":0},\"prefill\":{\"h2d_bytes\":1000,\"h2d_count\":2,");
+                 "\"d2h_count\":1,\"d2d_bytes\":0,\"d2d_count\":0,\"h2s_bytes\":0,\"h2s_count\":0,\"s2h_bytes\":0,"
+                 "\"s2h_count\":0,\"d2s_bytes\":0,\"d2s_count\":0,\"s2d_bytes\":0,\"s2d_count\":0},\"prefill\":{"
+                 "\"h2d_bytes\":1000,\"h2d_count\":2,");
     memobs_set_manual_apart(0);
     memobs_reset();
 }

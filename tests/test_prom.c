@@ -125,7 +125,7 @@ static int count_samples(const char *text) {
     return n;
 }
 
-static const char *const DIRS[3] = {"h2d", "d2h", "d2d"};
+static const char *const DIRS[7] = {"h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d"};
 static const char *const PHASES[3] = {"unphased", "prefill", "decode"};
 static const char *const KINDS[4] = {"device", "host", "pinned", "managed"};
 static const char *const TTFT_LE[22] = {"0.001", "0.005", "0.01", "0.02", "0.04", "0.06", "0.08", "0.1",
@@ -162,8 +162,12 @@ static memobs_counter_t C_EVICT, C_PLAIN;
 /* Every family, every sample, after a known sequence. */
 static void test_every_family(void) {
     /* transfers [phase][dir]: bytes, ops */
-    static const uint64_t xb[3][3] = {{0, 0, 7}, {3000, 0, 11}, {70, 1000, 0}};
-    static const uint64_t xo[3][3] = {{0, 0, 1}, {3, 0, 1}, {1, 2, 0}};
+    static const uint64_t xb[3][7] = {{0, 0, 7, 0, 0, 0, 1}, {3000, 0, 11, 8192, 0, 0, 0}, {70, 1000, 0, 0, 1048577, 0, 0}};
+    static const uint64_t xo[3][7] = {{0, 0, 1, 0, 0, 0, 2}, {3, 0, 1, 2, 0, 0, 0}, {1, 2, 0, 0, 1, 0, 0}};
+    /* every record's size, by direction (the timed copies are not records) */
+    static const uint64_t sizes[7][4] = {{1000, 1000, 1000, 70}, {500, 500}, {7, 11}, {4096, 4096}, {1048577}, {0},
+                                         {1, 0}};
+    static const unsigned nsizes[7] = {4, 2, 2, 2, 1, 0, 2};
     uint64_t cum[22];
     char *t;
     unsigned d, p, k, i;
@@ -181,6 +185,12 @@ static void test_every_family(void) {
     memobs_record_xfer_timed(MEMOBS_DIR_H2D, 4096, MEMOBS_PHASE_PREFILL, 1500 * 1000);
     memobs_record_xfer_timed(MEMOBS_DIR_D2H, 100, MEMOBS_PHASE_DECODE, 1 * SEC + 5);
     memobs_timed_in_flight(3, 12288);
+    /* the storage tier: two stores, a load the engine timed, two GPUDirect reads */
+    MEMOBS_RECORD_H2S(4096, 1);
+    memobs_record_xfer(MEMOBS_DIR_H2S, 4096, MEMOBS_PHASE_PREFILL);
+    MEMOBS_RECORD_XFER_NS(MEMOBS_DIR_S2H, 1048577, MEMOBS_PHASE_DECODE, 2 * MS + 1);
+    memobs_record_xfer_ns(MEMOBS_DIR_S2D, 1, MEMOBS_PHASE_NONE, 0); /* 0 ns: recorded, not timed */
+    memobs_record_xfer(MEMOBS_DIR_S2D, 0, MEMOBS_PHASE_NONE);
     /* samples well inside buckets: 3 ms, 30 ms, 300 ms, 3000 s (above the last bound) */
     memobs__hist_add(&memobs__g.ttft, 3 * MS);
     memobs__hist_add(&memobs__g.ttft, 30 * MS);
@@ -225,17 +235,43 @@ static void test_every_family(void) {
     t = expo();
     checked = 0;
     CHECK_SAMPLE(t, "memobs_info", "version=\"" MEMOBS_VERSION "\",world_size=\"4\"", "1");
-    for (d = 0; d < 3; d++) {
+    for (d = 0; d < 7; d++) {
         for (p = 0; p < 3; p++) {
             snprintf(lab, sizeof lab, "direction=\"%s\",phase=\"%s\"", DIRS[d], PHASES[p]);
             CHECK_SAMPLE_U(t, "memobs_transfer_bytes_total", lab, xb[p][d]);
             CHECK_SAMPLE_U(t, "memobs_transfer_ops_total", lab, xo[p][d]);
             CHECK_SAMPLE_U(t, "memobs_timed_transfer_bytes_total", lab,
-                           d == 0 && p == 1 ? 8192 : d == 1 && p == 2 ? 100 : 0);
-            CHECK_SAMPLE_U(t, "memobs_timed_transfer_ops_total", lab, d == 0 && p == 1 ? 2 : d == 1 && p == 2 ? 1 : 0);
+                           d == 0 && p == 1 ? 8192 : d == 1 && p == 2 ? 100 : d == 4 && p == 2 ? 1048577 : 0);
+            CHECK_SAMPLE_U(t, "memobs_timed_transfer_ops_total", lab,
+                           d == 0 && p == 1 ? 2 : d == 1 && p == 2 ? 1 : d == 4 && p == 2 ? 1 : 0);
             CHECK_SAMPLE(t, "memobs_timed_transfer_seconds_total", lab,
-                         d == 0 && p == 1 ? "0.003" : d == 1 && p == 2 ? "1.000000005" : "0");
+                         d == 0 && p == 1 ? "0.003" : d == 1 && p == 2 ? "1.000000005" : d == 4 && p == 2 ? "0.002000001"
+                                                                                                          : "0");
         }
+    }
+    /* transfer sizes: each direction's 57 buckets (le 1, 2, 4, ... 2^56) cumulative, +Inf, sum, count, against
+       a model that finds a size's bucket by doubling */
+    for (d = 0; d < 7; d++) {
+        uint64_t sum = 0, cnt[57];
+        char le[48];
+        memset(cnt, 0, sizeof cnt);
+        for (i = 0; i < nsizes[d]; i++) {
+            uint64_t bound = 1;
+            unsigned b = 0;
+            while (bound < sizes[d][i]) bound <<= 1, b++;
+            cnt[b]++;
+            sum += sizes[d][i];
+        }
+        for (k = 1; k < 57; k++) cnt[k] += cnt[k - 1];
+        for (k = 0; k < 57; k++) {
+            snprintf(lab, sizeof lab, "direction=\"%s\",le=\"%llu\"", DIRS[d], (unsigned long long)1 << k);
+            CHECK_SAMPLE_U(t, "memobs_transfer_size_bytes_bucket", lab, cnt[k]);
+        }
+        snprintf(le, sizeof le, "direction=\"%s\",le=\"+Inf\"", DIRS[d]);
+        CHECK_SAMPLE_U(t, "memobs_transfer_size_bytes_bucket", le, nsizes[d]);
+        snprintf(lab, sizeof lab, "direction=\"%s\"", DIRS[d]);
+        CHECK_SAMPLE_U(t, "memobs_transfer_size_bytes_sum", lab, sum);
+        CHECK_SAMPLE_U(t, "memobs_transfer_size_bytes_count", lab, nsizes[d]);
     }
     CHECK_SAMPLE(t, "memobs_timed_in_flight_copies", "", "3");
     CHECK_SAMPLE(t, "memobs_timed_in_flight_bytes", "", "12288");
