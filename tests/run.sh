@@ -30,6 +30,7 @@ step() { # step NAME CMD...: a suite
 
 step compile bash tests/test_compile.sh
 step core bash tests/test_core.sh
+step storage bash tests/test_storage.sh
 step track bash tests/test_track.sh
 step snapshot bash tests/test_snapshot.sh
 step unwind bash tests/test_unwind.sh
