@@ -32,11 +32,16 @@
    lists every variable and option).
 
    WHAT IT RECORDS
-     Transfers: bytes and op counts for H2D, D2H and D2D, each split by phase
-       (prefill, decode, and "unphased" for records made with no phase set:
-       nothing is silently filed as prefill). Recording is a relaxed load, a
-       branch and two plain adds on a per-thread shard: no lock prefix, no
-       shared cache line. A record above MEMOBS_MAX_BYTES (2^56) is refused
+     Transfers: bytes and op counts for H2D, D2H and D2D, and the storage
+       tier's H2S (a store), S2H (a load), D2S and S2D (GPUDirect Storage),
+       each split by phase (prefill, decode, and "unphased" for records
+       made with no phase set: nothing is silently filed as prefill), and
+       each direction's size distribution (log2 buckets, exact counts,
+       p50/p90/p99). A transfer the engine timed (a file read) carries its
+       duration: its bandwidth shows beside the device-timed copies'.
+       Recording is a relaxed load, a branch, a count of leading zeros (the
+       size's bucket) and two plain adds on a per-thread shard: no lock
+       prefix, no shared cache line. A record above MEMOBS_MAX_BYTES (2^56) is refused
        and counted as a bad record; sums saturate, never wrap. Shards are
        summed when a summary is read, so totals are exact under any number
        of threads. With an observer of the real copies in the process (the
@@ -96,7 +101,11 @@
      blocks, memobs_collective_* and memobs_peer_transfer_* families, a
      timeline slice per collective and a counter per peer and direction, a
      Stormlog event per collective (at most one per communicator and kind
-     per 10 ms) and one per peer at the end, two HTML tables.
+     per 10 ms) and one per peer at the end, two HTML tables. The storage
+     tier and the transfer sizes appear in every output: rows of the text
+     summary once recorded (always in the JSON and Prometheus), the
+     memobs_transfer_size_bytes histogram, timeline tracks, a Stormlog
+     "transfers" event, the HTML report's rows and "Transfer sizes".
 
    COMPILE-TIME OPTIONS (define before including memobs.h)
      MEMOBS_IMPLEMENTATION    in one file only: emit the implementation.
@@ -1346,10 +1355,12 @@ MEMOBS_API double memobs_clock_ns_per_tick(void);
      "H2D copies", "D2H copies", "D2D copies"   a slice per record, named
         "H2D prefill" etc., args bytes and phase; host-side records have no
         duration of their own: 1 us wide, or less to end before the next
-        record of that direction.
+        record of that direction. "H2S transfers" ... "S2D transfers" the
+        same for the storage tier (category "storage"), once it has one.
      "H2D copies (device-timed)" ...     a slice per memobs_record_xfer_timed copy
         of its device duration, ending when it was reported; copies that
         overlap go to extra tracks "... #2", "... #3" (at most 16).
+     "S2H transfers (engine-timed)" ...  the same for memobs_record_xfer_ns.
      "allocations"   an instant event per tracked allocation and free, args
         ptr, bytes, kind, device, phase, trace (memobs_format_trace).
      "phase, thread N"   prefill/decode slices of each thread that set a
@@ -1511,6 +1522,11 @@ MEMOBS_API int memobs_leak_check(memobs_leak_t *out);
    metadata), and "region" (its begin and its end, metadata edge) and
    "marker" events for regions and markers whose names Stormlog takes for
    a collective, with the figures of the series' sample before them.
+   Last, when any transfer was recorded in the window, one "transfers"
+   event: metadata per direction that has any, <dir>_bytes, <dir>_ops,
+   <dir>_bytes_<phase> (the phases that have any), <dir>_timed_bytes and
+   <dir>_timed_ns (when timed), <dir>_size_p50/_p90/_p99/_max (log2
+   bucket bounds), dir one of h2d d2h d2d h2s s2h d2s s2d.
    Device figures read before the event (memobs_cuda.h stops asking the
    driver at exit, before CUDA's teardown: a sample or event after it has
    the last figures read) are marked: metadata device_figures_as_of_ns,
@@ -1568,16 +1584,20 @@ MEMOBS_API const char *memobs_format_ns(char *buf, size_t len, uint64_t ns);
 /* ======================================================================== */
 
 /* Prometheus text exposition format 0.0.4 of one snapshot: transfers by
-   direction and phase, the device-timed part, TTFT/TPOT/E2E histograms,
-   requests, problems, the tracker by memory kind and the user counters
-   (docs/exports/prometheus.md lists them). Names start with
+   direction and phase, the timed part, the transfer-size histogram by
+   direction, TTFT/TPOT/E2E histograms, requests, problems, the tracker by
+   memory kind, regions, collectives and peers, the host sampler's newest
+   figures and the leak detector's slopes (once a sample was taken), and
+   the user counters (docs/exports/prometheus.md lists them). Names start with
    memobs_; every sample carries the labels job_id, rank, local_rank and
    host; label values and help texts are escaped (bytes that are not UTF-8
    become U+FFFD).
    Counters cover the window: memobs_reset() takes them back to zero, which
    Prometheus reads as a counter reset (rate() and increase() handle it, but
    a scrape interval holding a reset undercounts): scrape without resetting.
-   Histograms: seconds, vLLM's bucket bounds (TTFT and E2E: its TTFT list;
+   memobs_transfer_size_bytes: exact counts, le the log2 bucket bounds
+   1, 2, 4, ... 2^56 (memobs_xfer_sizes_t), _sum the bytes.
+   Histograms of time: seconds, vLLM's bucket bounds (TTFT and E2E: its TTFT list;
    TPOT: its inter-token-latency list). They are read from memobs'
    log-linear buckets: a bucket counts as at or below a bound when its
    midpoint is, so a sample within 0.8% of a bound may be counted on either
@@ -1832,8 +1852,10 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
    no lock prefix); readers sum all shards with relaxed loads, saturating
    the bytes. Cache-line aligned. */
 typedef struct memobs__shard_s {
-    memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* [phase][dir][bytes, count] */
-    memobs__u64_t xsize[MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS]; /* [dir][log2 bucket]: records */
+    /* Transfers: bytes, and records by log2 size bucket (their sum is the
+       count: a record is two adds, as before sizes were kept). */
+    memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR];
+    memobs__u64_t xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
     memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
     /* The timeline's per-thread state (owner only, see its section): the
@@ -1843,8 +1865,8 @@ typedef struct memobs__shard_s {
     uint32_t tl_epoch, tl_i;
     void *tl_chunk;
     /* Bookkeeping below is touched only under the registry lock. */
-    uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR][2] __attribute__((aligned(64)));
-    uint64_t base_xsize[MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
+    uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR] __attribute__((aligned(64)));
+    uint64_t base_xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
     uint64_t base_trk[MEMOBS_MEM_KINDS][5];
     struct memobs__shard_s *next; /* registry list */
@@ -1942,8 +1964,16 @@ static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE
 #endif
 
 /* The size bucket of a record of bytes (see memobs_xfer_sizes_t). */
-static inline int memobs__size_bucket(uint64_t bytes) {
-    return bytes > 1 ? 64 - __builtin_clzll(bytes - 1) : 0;
+#ifdef __cplusplus
+#define MEMOBS__CLZ64(x) static_cast<uint64_t>(__builtin_clzll(x))
+#else
+#define MEMOBS__CLZ64(x) ((uint64_t)__builtin_clzll(x))
+#endif
+static inline uint64_t memobs__size_bucket(uint64_t bytes) {
+    /* ceil(log2(bytes)), 0 for 0 and 1, without a branch: the highest bit
+       of 2x + 1 with x = bytes - 1 (0 for 0) */
+    uint64_t x = bytes - (bytes != 0);
+    return 63u ^ MEMOBS__CLZ64(x << 1 | 1);
 }
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
@@ -1953,11 +1983,13 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
         memobs__shard_t *s = memobs__tls.shard;
         if (MEMOBS__LIKELY(s != NULL && dir < MEMOBS__NDIR && phase < MEMOBS__NPHASE && bytes <= MEMOBS_MAX_BYTES &&
                            MEMOBS__OWN_OK())) {
-            memobs__u64_t *c = s->xfer[phase][dir];
             MEMOBS__OWN_BEGIN();
-            memobs__own_add(&c[0], bytes);
-            memobs__own_add(&c[1], 1u);
-            memobs__own_add(&s->xsize[dir][memobs__size_bucket(bytes)], 1u);
+            memobs__own_add(&s->xfer[phase][dir], bytes);
+#ifndef MEMOBS__NO_XSIZE
+            memobs__own_add(&s->xsize[phase][dir][memobs__size_bucket(bytes)], 1u);
+#else /* private, bench/bench_sizes_off.c's "before": the count alone, as a record had it (filed at size 0) */
+            memobs__own_add(&s->xsize[phase][dir][0], 1u);
+#endif
             MEMOBS__OWN_END();
             if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
         } else {
@@ -3318,7 +3350,8 @@ static int memobs__bad_dir(unsigned dir, unsigned phase) {
 
 void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     memobs__shard_t *s;
-    int b, nomem;
+    uint64_t b;
+    int nomem;
     if (!n) return;
     if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a transfer record")) return;
     b = memobs__size_bucket(bytes / n + (bytes % n != 0)); /* n at once: at their mean size */
@@ -3327,9 +3360,8 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     if (memobs__manual(dir, phase, bytes, n)) return;
     if (s && MEMOBS__OWN_OK()) { /* this thread's own shard */
         MEMOBS__OWN_BEGIN();
-        memobs__own_add(&s->xfer[phase][dir][0], bytes);
-        memobs__own_add(&s->xfer[phase][dir][1], n);
-        memobs__own_add(&s->xsize[dir][b], n);
+        memobs__own_add(&s->xfer[phase][dir], bytes);
+        memobs__own_add(&s->xsize[phase][dir][b], n);
         MEMOBS__OWN_END();
     } else {
         if (nomem) {
@@ -3337,9 +3369,8 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
             memobs__warn_once(MEMOBS__W_UNTRACKED, "could not allocate a per-thread shard; this thread records "
                               "through a shared (slower) shard");
         }
-        memobs__add_sat_atomic(&memobs__g.fallback.xfer[phase][dir][0], bytes);
-        MEMOBS__ADD(&memobs__g.fallback.xfer[phase][dir][1].v, n);
-        MEMOBS__ADD(&memobs__g.fallback.xsize[dir][b].v, n);
+        memobs__add_sat_atomic(&memobs__g.fallback.xfer[phase][dir], bytes);
+        MEMOBS__ADD(&memobs__g.fallback.xsize[phase][dir][b].v, n);
     }
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
 }
@@ -7762,8 +7793,7 @@ void memobs_get_identity(memobs_identity_t *out) {
 /* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
    the shared shard saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
 static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d) {
-    x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d][0].v), s->base_xfer[ph][d][0]));
-    x->count += MEMOBS__LOAD(&s->xfer[ph][d][1].v) - s->base_xfer[ph][d][1];
+    x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d].v), s->base_xfer[ph][d]));
 }
 
 static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
@@ -7822,12 +7852,16 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
     for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
         for (i = 0; i < MEMOBS__NPHASE; i++)
-            for (c = 0; c < MEMOBS__NDIR; c++) memobs__xfer_sum(memobs_dirs_at(by_phase[i], c), s, i, c);
-        for (c = 0; c < MEMOBS__NDIR; c++) {
-            uint32_t b;
-            for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++)
-                out->sizes[c].buckets[b] += MEMOBS__LOAD(&s->xsize[c][b].v) - s->base_xsize[c][b];
-        }
+            for (c = 0; c < MEMOBS__NDIR; c++) {
+                memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
+                uint32_t b;
+                memobs__xfer_sum(x, s, i, c);
+                for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++) { /* the count is the buckets' sum */
+                    uint64_t k = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
+                    out->sizes[c].buckets[b] += k;
+                    x->count += k;
+                }
+            }
         for (c = 0; c < out->ncounters; c++)
             out->counters[c].value = memobs__sat(out->counters[c].value,
                                                  memobs__win(MEMOBS__LOAD(&s->user[c].v), s->base_user[c]));
@@ -7946,11 +7980,11 @@ void memobs_reset(void) {
     memobs_init();
     pthread_mutex_lock(&memobs__g.lock);
     for (s = memobs__g.shards; s; s = s->next) {
-        uint64_t *bx = &s->base_xfer[0][0][0];
-        memobs__u64_t *x = &s->xfer[0][0][0];
-        for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 2; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
-        for (i = 0; i < MEMOBS__NDIR * MEMOBS_SIZE_BUCKETS; i++)
-            (&s->base_xsize[0][0])[i] = MEMOBS__LOAD(&(&s->xsize[0][0])[i].v);
+        uint64_t *bx = &s->base_xfer[0][0];
+        memobs__u64_t *x = &s->xfer[0][0];
+        for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
+        for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * MEMOBS_SIZE_BUCKETS; i++)
+            (&s->base_xsize[0][0][0])[i] = MEMOBS__LOAD(&(&s->xsize[0][0][0])[i].v);
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
         for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }

@@ -82,10 +82,10 @@ BENCH_NCCL_STUBS := $(BENCH_OUT)/nccl_stubs/libcudart.so.13 $(BENCH_OUT)/nccl_st
 bench: bench-build
 	$(BENCH_OUT)/memobs_bench
 	$(BENCH_OUT)/memobs_cuda_bench
-	$(MAKE) --no-print-directory bench-python bench-pymodule bench-preload bench-stops bench-nccl
+	$(MAKE) --no-print-directory bench-sizes bench-python bench-pymodule bench-preload bench-stops bench-nccl
 
 bench-build: $(BENCH_OUT)/memobs_bench $(BENCH_SOS) $(BENCH_OUT)/memobs_cuda_bench $(BENCH_OUT)/stops_bench \
-             $(BENCH_OUT)/bench_nccl $(BENCH_NCCL_STUBS)
+             $(BENCH_OUT)/bench_nccl $(BENCH_NCCL_STUBS) $(BENCH_OUT)/bench_sizes
 
 bench-asm: $(BENCH_OUT)/memobs_bench $(BENCH_SOS)
 	@for f in $^; do \
@@ -147,6 +147,17 @@ $(BENCH_PL)/libcuda.so.1: tests/preload/driver_double.c $(BENCH_MK)
 
 $(BENCH_PL)/bench_preload_driver: bench/bench_preload.c $(BENCH_PL)/libcuda.so.1 $(BENCH_MK)
 	$(CC) -std=c11 -O2 -g -DBENCH_PL_DRIVER $(BENCH_WARN) -isystem $(BENCH_CUDA_INC) $< -o $@ -L$(BENCH_PL) -l:libcuda.so.1 -ldl
+
+# The size distribution's cost (bench/bench_sizes.c): a record with it on
+# vs the record before it (bench_sizes_off.c, MEMOBS__NO_XSIZE), side by
+# side, 1 and 2 threads (about 10 s).
+.PHONY: bench-sizes
+bench-sizes: $(BENCH_OUT)/bench_sizes
+	$(BENCH_OUT)/bench_sizes
+
+$(BENCH_OUT)/bench_sizes: bench/bench_sizes.c bench/bench_sizes_off.c bench/bench.h memobs.h $(BENCH_MK)
+	@mkdir -p $(@D)
+	$(BENCH_COMPILE) bench/bench_sizes.c bench/bench_sizes_off.c -o $@
 
 # The timeline's pool modelled without memobs (bench/bench_tl_pool.c): the
 # 2-thread cost of its shape (x86-64). Not part of `make bench` (about 10 s).

@@ -25,4 +25,15 @@ build_run cxx17 "$CXX" -x c++ -std=c++17 -O2 -g -DTEST_SUITE='"storage-c++17"'
 build_run asan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
     -fno-sanitize-recover=undefined -DTEST_SUITE='"storage-asan+ubsan"'
 build_run tsan "$CC" -std=c11 -O1 -g -fsanitize=thread -DTEST_SUITE='"storage-tsan"'
+# The Stormlog file with the "transfers" event passes the schema v2 validator.
+if [ -x "$B/storage_c99" ]; then
+    if "$B/storage_c99" --stormlog "$B/storage_stormlog.json" &&
+        out=$(python3 tests/python/stormlog_check.py "$B/storage_stormlog.json" --expect transfers 2>&1); then
+        echo "ok - storage: stormlog: the file with the transfers event passes the schema v2 validator"
+    else
+        echo "not ok - storage: stormlog: schema v2"
+        printf '%s\n' "${out:-}" | sed 's/^/    # /'
+        rc=1
+    fi
+fi
 exit $rc
