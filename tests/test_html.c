@@ -78,7 +78,8 @@ static int many(void) {
    has 32 provider frames whose text is all double quotes (6 bytes each
    once escaped), a tag of 63 of them; every counter slot has a 63-byte
    name and 127 bytes of help of '<'; latencies across 9 decades; the
-   sampler's ring and the timeline full. */
+   sampler's ring and the timeline full; every direction (the storage
+   tier's too) with a record in every size bucket, 1 B to 2^56 B. */
 static uintptr_t worst_seq;
 static int worst_capture(memobs_frame_t *frames, int max, void *user) {
     int i;
@@ -129,6 +130,9 @@ static int worst(void) {
         v = v * 1.001 > 1e15 ? 1000 : (uint64_t)((double)v * 1.001) + 1;
         MEMOBS_RECORD_H2D(4096, i & 1);
     }
+    for (i = 0; i < MEMOBS_DIRS * MEMOBS_SIZE_BUCKETS; i++)
+        memobs_record_xfer((memobs_dir_t)(i / MEMOBS_SIZE_BUCKETS), (uint64_t)1 << (i % MEMOBS_SIZE_BUCKETS),
+                           (memobs_phase_t)(i % MEMOBS_PHASES));
     for (i = 0; i < 5000; i++) memobs_sample_now();
     return 0;
 }
