@@ -1609,31 +1609,34 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
 /* ======================================================================== */
 
 /* One self-contained HTML page of what memobs holds, for people: it opens
-   offline in any browser (no network, no external file; charts are inline
-   SVG drawn here; a few lines of inline script only make tooltips quicker,
-   and the page reads the same with scripts off). Sections, each saying
-   "not recorded; turn on X" where its data is absent: identity and window;
-   H2D/D2H/D2D bytes and ops by phase (table and bars); transfers over time
-   (the timeline's records, binned); device-timed bandwidth per direction
-   and phase; TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked
-   memory by kind, memory over time from the sampler (RSS, anonymous, heap,
-   tracked host/pinned/device, the driver's device used; without samples,
-   tracked bytes by kind from the timeline's allocations) with each series'
-   peak marked, the leak detector's verdict and fit; the traces holding the
-   most live bytes with their tags and stacks (memobs_format_trace: C and
-   provider frames); user counters and the problems counted. Every figure
-   of the summary it shows carries data-memobs="KEY" (h2d.prefill.bytes,
-   ttft.p99_ns, memory.device.peak_bytes, problems.bad_records, ...) and
-   data-v="exact integer". Text from tags, names, hosts and paths is
-   escaped; bytes that are not UTF-8 become U+FFFD.
-   Size: bounded whatever was recorded, under 1 MB at default limits (the
-   worst case: 20 stacks of 4 KB that escape sixfold, every counter used):
-   the samples are cut to 400 points per series (the largest sample of each
-   stretch, so peaks stay), the timeline to 120 bins (its allocations to
-   400), the traces to the 20 holding the most (the rest summed in one
-   row), each stack to 4 KB of text; counters are bounded by
-   MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
-   MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO. MEMOBS_HTML=PATH writes it at exit. */
+   offline in any browser (no network, no external file; charts are inline SVG
+   drawn here; a few lines of inline script only make tooltips quicker, and the
+   page reads the same with scripts off). Sections, each saying "not recorded;
+   turn on X" where its data is absent: identity and window; H2D/D2H/D2D bytes
+   and ops by phase (table and bars), the storage tier's H2S/S2H/D2S/S2D too
+   once any of theirs was recorded; transfers over time (the timeline's
+   records, binned); timed bandwidth per direction and phase (device-timed
+   copies, engine-timed storage transfers); transfer sizes per direction (ops,
+   p50/p90/p99/max as log2 bucket bounds, a bar chart of the buckets);
+   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked memory by kind,
+   memory over time from the sampler (RSS, anonymous, heap, tracked
+   host/pinned/device, the driver's device used; without samples, tracked bytes
+   by kind from the timeline's allocations) with each series' peak marked, the
+   leak detector's verdict and fit; the traces holding the most live bytes with
+   their tags and stacks (memobs_format_trace: C and provider frames); user
+   counters and the problems counted. Every figure of the summary it shows
+   carries data-memobs="KEY" (h2d.prefill.bytes, sizes.h2s.p50, ttft.p99_ns,
+   memory.device.peak_bytes, problems.bad_records, ...) and data-v="exact
+   integer". Text from tags, names, hosts and paths is escaped; bytes that are
+   not UTF-8 become U+FFFD. Size: bounded whatever was recorded, under 1 MB at
+   default limits (the worst case: 20 stacks of 4 KB that escape sixfold, every
+   counter used, every size bucket of every direction): the samples are cut to
+   400 points per series (the largest sample of each stretch, so peaks stay),
+   the timeline to 120 bins (its allocations to 400), the traces to the 20
+   holding the most (the rest summed in one row), each stack to 4 KB of text;
+   counters are bounded by MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK,
+   MEMOBS_ERR_INVALID (f NULL), MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO.
+   MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
 /* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
    the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
