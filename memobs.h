@@ -1629,31 +1629,34 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
 /* ======================================================================== */
 
 /* One self-contained HTML page of what memobs holds, for people: it opens
-   offline in any browser (no network, no external file; charts are inline
-   SVG drawn here; a few lines of inline script only make tooltips quicker,
-   and the page reads the same with scripts off). Sections, each saying
-   "not recorded; turn on X" where its data is absent: identity and window;
-   H2D/D2H/D2D bytes and ops by phase (table and bars); transfers over time
-   (the timeline's records, binned); device-timed bandwidth per direction
-   and phase; TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked
-   memory by kind, memory over time from the sampler (RSS, anonymous, heap,
-   tracked host/pinned/device, the driver's device used; without samples,
-   tracked bytes by kind from the timeline's allocations) with each series'
-   peak marked, the leak detector's verdict and fit; the traces holding the
-   most live bytes with their tags and stacks (memobs_format_trace: C and
-   provider frames); user counters and the problems counted. Every figure
-   of the summary it shows carries data-memobs="KEY" (h2d.prefill.bytes,
-   ttft.p99_ns, memory.device.peak_bytes, problems.bad_records, ...) and
-   data-v="exact integer". Text from tags, names, hosts and paths is
-   escaped; bytes that are not UTF-8 become U+FFFD.
-   Size: bounded whatever was recorded, under 1 MB at default limits (the
-   worst case: 20 stacks of 4 KB that escape sixfold, every counter used):
-   the samples are cut to 400 points per series (the largest sample of each
-   stretch, so peaks stay), the timeline to 120 bins (its allocations to
-   400), the traces to the 20 holding the most (the rest summed in one
-   row), each stack to 4 KB of text; counters are bounded by
-   MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK, MEMOBS_ERR_INVALID (f NULL),
-   MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO. MEMOBS_HTML=PATH writes it at exit. */
+   offline in any browser (no network, no external file; charts are inline SVG
+   drawn here; a few lines of inline script only make tooltips quicker, and the
+   page reads the same with scripts off). Sections, each saying "not recorded;
+   turn on X" where its data is absent: identity and window; H2D/D2H/D2D bytes
+   and ops by phase (table and bars), the storage tier's H2S/S2H/D2S/S2D too
+   once any of theirs was recorded; transfers over time (the timeline's
+   records, binned); timed bandwidth per direction and phase (device-timed
+   copies, engine-timed storage transfers); transfer sizes per direction (ops,
+   p50/p90/p99/max as log2 bucket bounds, a bar chart of the buckets);
+   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked memory by kind,
+   memory over time from the sampler (RSS, anonymous, heap, tracked
+   host/pinned/device, the driver's device used; without samples, tracked bytes
+   by kind from the timeline's allocations) with each series' peak marked, the
+   leak detector's verdict and fit; the traces holding the most live bytes with
+   their tags and stacks (memobs_format_trace: C and provider frames); user
+   counters and the problems counted. Every figure of the summary it shows
+   carries data-memobs="KEY" (h2d.prefill.bytes, sizes.h2s.p50, ttft.p99_ns,
+   memory.device.peak_bytes, problems.bad_records, ...) and data-v="exact
+   integer". Text from tags, names, hosts and paths is escaped; bytes that are
+   not UTF-8 become U+FFFD. Size: bounded whatever was recorded, under 1 MB at
+   default limits (the worst case: 20 stacks of 4 KB that escape sixfold, every
+   counter used, every size bucket of every direction): the samples are cut to
+   400 points per series (the largest sample of each stretch, so peaks stay),
+   the timeline to 120 bins (its allocations to 400), the traces to the 20
+   holding the most (the rest summed in one row), each stack to 4 KB of text;
+   counters are bounded by MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK,
+   MEMOBS_ERR_INVALID (f NULL), MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO.
+   MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
 /* To path: "stderr", "stdout" or a file (%r/%p expanded) written whole, as
    the exit outputs are (OUTPUTS: a temporary renamed over it; on failure
@@ -13420,21 +13423,29 @@ static const memobs_xfer_t *memobs__html_x(const memobs_dirs_t *d, unsigned dir)
     return memobs_dirs_get(d, dir);
 }
 
+/* The directions a report shows: H2D, D2H and D2D, and the storage tier's
+   four when any of them was recorded (as the text summary does). */
+static unsigned memobs__html_ndirs(const memobs_summary_t *s) {
+    return memobs__storage_shown(s) ? MEMOBS_DIRS : MEMOBS__NGPU;
+}
+
 static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) {
     const memobs_dirs_t *by[MEMOBS_PHASES];
-    uint64_t top = 0;
-    unsigned d, k;
+    uint64_t top = 0, any = 0;
+    unsigned d, k, nd = memobs__html_ndirs(s);
     double pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R, ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
     char key[48], b[32];
     by[MEMOBS_PHASE_NONE] = &s->unphased;
     by[MEMOBS_PHASE_PREFILL] = &s->prefill;
     by[MEMOBS_PHASE_DECODE] = &s->decode;
     memobs__out_str(o, "<section id=\"transfers\"><h2>Transfers by phase</h2>\n");
-    if (!s->total.h2d.count && !s->total.d2h.count && !s->total.d2d.count)
-        memobs__html_absent(o, "no transfer was recorded", "MEMOBS_RECORD_H2D/D2H/D2D in the engine's copy paths");
+    for (d = 0; d < MEMOBS_DIRS; d++) any |= memobs__html_x(&s->total, d)->count;
+    if (!any)
+        memobs__html_absent(o, "no transfer was recorded", "MEMOBS_RECORD_H2D/D2H/D2D in the engine's copy paths, "
+                            "MEMOBS_RECORD_H2S/S2H/D2S/S2D in its storage stores and loads");
     memobs__out_str(o, "<table><tr><th></th><th>prefill</th><th>ops</th><th>decode</th><th>ops</th><th>unphased</th>"
                        "<th>ops</th><th>total</th><th>ops</th></tr>\n");
-    for (d = 0; d < MEMOBS_DIRS; d++) {
+    for (d = 0; d < nd; d++) {
         memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
         for (k = 0; k <= MEMOBS_PHASES; k++) {
             const memobs_xfer_t *x = memobs__html_x(k < MEMOBS_PHASES ? by[memobs__html_ph[k]] : &s->total, d);
@@ -13459,10 +13470,10 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
                                 MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
                                 memobs__html_label((double)top * k / 4.0, 0, b, sizeof b));
         }
-        for (d = 0; d < MEMOBS_DIRS; d++) {
-            double gx = MEMOBS__HTML_L + pw * d / 3.0, bw = pw / 3.0 / 4.0;
+        for (d = 0; d < nd; d++) {
+            double gx = MEMOBS__HTML_L + pw * d / nd, bw = pw / nd / 4.0;
             memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-                                gx + pw / 6.0, MEMOBS__HTML_H - 8, memobs__dir_name[d]);
+                                gx + pw / nd / 2.0, MEMOBS__HTML_H - 8, memobs__dir_name[d]);
             for (k = 0; k < MEMOBS_PHASES; k++) {
                 unsigned p = memobs__html_ph[k];
                 const memobs_xfer_t *x = memobs__html_x(by[p], d);
@@ -13485,13 +13496,14 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
         }
     }
     if (memobs__manual_shown(s)) {
-        /* manual vs observed (memobs_set_manual_apart): a row per direction */
+        /* manual vs observed (memobs_set_manual_apart): a row per direction
+           an observer sees; the storage tier's are never counted apart */
         memobs__out_str(o, "<h3>Manual vs observed</h3><p>The transfers above are what an observer (the LD_PRELOAD "
                            "library) saw; manual are the program's own records, kept apart.</p>\n"
                            "<table><tr><th></th><th>observed</th><th>ops</th><th>manual</th><th>ops</th>"
                            "<th>manual prefill</th><th>ops</th><th>manual decode</th><th>ops</th>"
                            "<th>manual unphased</th><th>ops</th></tr>\n");
-        for (d = 0; d < MEMOBS_DIRS; d++) {
+        for (d = 0; d < MEMOBS__NGPU; d++) {
             const memobs_dirs_t *m[4];
             static const char *const mn[4] = {"total", "prefill", "decode", "unphased"};
             m[0] = &s->manual.total; m[1] = &s->manual.prefill; m[2] = &s->manual.decode; m[3] = &s->manual.unphased;
@@ -13513,18 +13525,22 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
     memobs__out_str(o, "</section>\n");
 }
 
-/* Transfers over time: the timeline's host-side records, binned. */
-static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, size_t n,
+/* Transfers over time: the timeline's host-side records, binned; a line
+   per direction shown (the storage tier's too when the summary or the
+   timeline holds any of theirs). */
+static void memobs__html_xfer_time(memobs__out_t *o, const memobs_summary_t *s, const memobs__tl_ev_t *ev, size_t n,
                                    const memobs_timeline_stats_t *stp) {
     size_t i, k = 0;
     uint64_t t0 = 0, t1 = 0, cap = stp->capacity;
     memobs_timeline_stats_t st = *stp;
+    unsigned nd = memobs__html_ndirs(s);
     memobs__out_str(o, "<section id=\"transfers-time\"><h2>Transfers over time</h2>\n");
     if (ev)
         for (i = 0; i < n; i++)
             if ((ev[i].meta & 15u) == MEMOBS__TL_XFER) {
                 if (!k++) t0 = ev[i].ts;
                 t1 = ev[i].ts;
+                if ((ev[i].meta >> 4 & 15u) % MEMOBS_DIRS >= MEMOBS__NGPU) nd = MEMOBS_DIRS;
             }
     if (!k) {
         if (!cap)
@@ -13549,7 +13565,7 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, 
             if (j >= nb) j = nb - 1;
             v[(e->meta >> 4 & 15u) % MEMOBS_DIRS][j] += (double)e->a;
         }
-        for (d = 0; d < MEMOBS_DIRS; d++) {
+        for (d = 0; d < nd; d++) {
             for (j = 0; j < nb; j++) v[d][j] /= w;
             y[d] = v[d];
             nm[d] = memobs__dir_name[d];
@@ -13559,36 +13575,49 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs__tl_ev_t *ev, 
                             "kept events (%llu dropped, oldest first) in %u bins of %.3g ms.</p>\n",
                             (unsigned long long)k, (unsigned long long)st.kept, (unsigned long long)st.dropped, nb,
                             w * 1e3);
-        memobs__html_lines(o, "transfers-time-chart", x, y, MEMOBS_DIRS, nb, nm, co, 1);
+        memobs__html_lines(o, "transfers-time-chart", x, y, nd, nb, nm, co, 1);
     }
     memobs__out_str(o, "</section>\n");
 }
 
+/* Timed bandwidth, a row per direction and phase with any timed bytes:
+   the copies timed on the device (H2D/D2H/D2D: memobs_cuda.h's CUDA
+   events, memobs_record_xfer_timed) and the transfers the engine timed
+   itself (the storage tier's: memobs_record_xfer_ns). */
 static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) {
-    unsigned p, d, rows = 0;
+    unsigned p, d, rows = 0, engine = 0;
     double top = 0;
     char key[48], b[32];
-    memobs__out_str(o, "<section id=\"bandwidth\"><h2>Device-timed bandwidth</h2>\n");
+    memobs__out_str(o, "<section id=\"bandwidth\"><h2>Timed bandwidth</h2>\n");
     for (p = 0; p < MEMOBS_PHASES; p++)
         for (d = 0; d < MEMOBS_DIRS; d++)
             if (s->timed[p][d].count && s->timed[p][d].ns) {
                 double gbs = (double)s->timed[p][d].bytes / (double)s->timed[p][d].ns;
                 if (gbs > top) top = gbs;
                 rows++;
+                engine |= d >= MEMOBS__NGPU;
             }
     if (!rows) {
-        memobs__html_absent(o, "no copy was timed on the device",
-                            "memobs_cuda.h's CUDA-event timing (or memobs_record_xfer_timed)");
+        memobs__html_absent(o, "no transfer was timed",
+                            "memobs_cuda.h's CUDA-event timing (or memobs_record_xfer_timed) for the copies, "
+                            "memobs_record_xfer_ns for the transfers the engine times itself (the storage tier's)");
     } else {
-        memobs__out_str(o, "<table><tr><th>direction</th><th>phase</th><th>bytes</th><th>copies</th>"
-                           "<th>device time</th><th>GB/s</th><th></th></tr>\n");
+        memobs__html_printf(o, "<p>Timed by the device: H2D, D2H and D2D copies timed with CUDA events "
+                            "(memobs_cuda.h, memobs_record_xfer_timed)%s.</p>\n",
+                            engine ? "; by the engine: the storage tier's transfers it timed itself "
+                                     "(memobs_record_xfer_ns), their time as the engine measured it, waits "
+                                     "included" : "");
+        memobs__out_str(o, "<table><tr><th>direction</th><th>phase</th><th>timed by</th><th>bytes</th>"
+                           "<th>ops</th><th>time</th><th>GB/s</th><th></th></tr>\n");
         for (d = 0; d < MEMOBS_DIRS; d++)
             for (p = 0; p < MEMOBS_PHASES; p++) {
                 const memobs_timed_t *t = &s->timed[p][d];
                 double gbs;
                 if (!t->count || !t->ns) continue;
                 gbs = (double)t->bytes / (double)t->ns;
-                memobs__html_printf(o, "<tr><th>%s</th><td>%s</td>", memobs__dir_name[d], memobs__html_phname[p]);
+                memobs__html_printf(o, "<tr><th>%s</th><td>%s</td><td data-timed-by=\"%s\">%s</td>",
+                                    memobs__dir_name[d], memobs__html_phname[p],
+                                    d < MEMOBS__NGPU ? "device" : "engine", d < MEMOBS__NGPU ? "device" : "engine");
                 snprintf(key, sizeof key, "timed.%s.%s.bytes", memobs__html_phname[p], memobs__dir_key[d]);
                 memobs__html_bytes_cell(o, key, t->bytes);
                 snprintf(key, sizeof key, "timed.%s.%s.count", memobs__html_phname[p], memobs__dir_key[d]);
@@ -13605,6 +13634,95 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
         memobs__html_printf(o, "<p>%llu timed copies (%llu bytes) still in flight.</p>\n",
                             (unsigned long long)s->timed_in_flight_copies,
                             (unsigned long long)s->timed_in_flight_bytes);
+    memobs__out_str(o, "</section>\n");
+}
+
+/* Transfer sizes: per direction with records, a table of the
+   distribution (percentiles and max are log2 bucket bounds) and one bar
+   chart of the bucket counts, the buckets from the smallest non-empty one
+   to the largest over all directions, a bar per direction in each. At
+   most 57 buckets x 7 directions of bars: about 80 KB at worst. */
+static void memobs__html_sizes(memobs__out_t *o, const memobs_summary_t *s) {
+    double pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R, ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
+    unsigned d, b, lo = MEMOBS_SIZE_BUCKETS, hi = 0, nd = 0, sh[MEMOBS_DIRS], nb, every, i, g;
+    const char *nm[MEMOBS_DIRS], *co[MEMOBS_DIRS];
+    uint64_t top = 0;
+    char key[64], t[6][32];
+    memobs__out_str(o, "<section id=\"transfer-sizes\"><h2>Transfer sizes</h2>\n");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        const memobs_xfer_sizes_t *z = &s->sizes[d];
+        if (!z->count) continue;
+        sh[nd] = d, nm[nd] = memobs__dir_name[d], co[nd] = memobs__html_dcolor[d], nd++;
+        for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++)
+            if (z->buckets[b]) {
+                if (b < lo) lo = b;
+                if (b > hi) hi = b;
+                if (z->buckets[b] > top) top = z->buckets[b];
+            }
+    }
+    if (!nd || !top) {
+        memobs__html_absent(o, "no transfer was recorded", "MEMOBS_RECORD_* (every record is filed by its size)");
+        memobs__out_str(o, "</section>\n");
+        return;
+    }
+    memobs__out_str(o, "<p>Records by size in log2 buckets: a bucket of bound 2<sup>b</sup> holds the records of "
+                       "more than 2<sup>b-1</sup> and at most 2<sup>b</sup> bytes (the first: 0 and 1 byte); "
+                       "p50, p90, p99 and max are bucket bounds, the size is at most that.</p>\n"
+                       "<table><tr><th></th><th>ops</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th>"
+                       "<th>p99</th><th>max</th></tr>\n");
+    for (i = 0; i < nd; i++) {
+        const memobs_xfer_sizes_t *z = &s->sizes[sh[i]];
+        const char *k = memobs__dir_key[sh[i]];
+        memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[sh[i]]);
+        snprintf(key, sizeof key, "sizes.%s.count", k);
+        memobs__html_count_cell(o, key, z->count);
+        snprintf(key, sizeof key, "sizes.%s.bytes", k);
+        memobs__html_bytes_cell(o, key, z->bytes);
+        memobs__html_printf(o, "<td class=\"n\">%s</td>", memobs_format_bytes(t[0], sizeof t[0], z->bytes / z->count));
+        snprintf(key, sizeof key, "sizes.%s.p50", k);
+        memobs__html_cell(o, key, z->p50, memobs__size_bound(t[1], sizeof t[1], z->p50));
+        snprintf(key, sizeof key, "sizes.%s.p90", k);
+        memobs__html_cell(o, key, z->p90, memobs__size_bound(t[2], sizeof t[2], z->p90));
+        snprintf(key, sizeof key, "sizes.%s.p99", k);
+        memobs__html_cell(o, key, z->p99, memobs__size_bound(t[3], sizeof t[3], z->p99));
+        snprintf(key, sizeof key, "sizes.%s.max", k);
+        memobs__html_cell(o, key, z->max, memobs__size_bound(t[4], sizeof t[4], z->max));
+        memobs__out_str(o, "</tr>\n");
+    }
+    memobs__out_str(o, "</table>\n");
+    nb = hi - lo + 1;
+    every = (nb + 11) / 12; /* at most 12 labels on the x axis */
+    memobs__html_printf(o, "<svg id=\"sizes-chart\" class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
+                        "role=\"img\">\n", MEMOBS__HTML_W, MEMOBS__HTML_H, MEMOBS__HTML_W, MEMOBS__HTML_H);
+    for (g = 0; g <= 4; g++) {
+        double yy = MEMOBS__HTML_T + ph - ph * g / 4.0;
+        memobs__html_printf(o, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>"
+                            "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                            MEMOBS__HTML_L, yy, MEMOBS__HTML_L + pw, yy, MEMOBS__HTML_L - 4, yy + 4,
+                            (double)top * g / 4.0);
+    }
+    for (b = lo; b <= hi; b++) {
+        double gx = MEMOBS__HTML_L + pw * (b - lo) / nb, bw = pw / nb / (nd + 1.0);
+        if ((b - lo) % every == 0)
+            memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                                gx + pw / nb / 2.0, MEMOBS__HTML_H - 8,
+                                memobs__size_bound(t[0], sizeof t[0], (uint64_t)1 << b));
+        for (i = 0; i < nd; i++) {
+            uint64_t c = s->sizes[sh[i]].buckets[b];
+            double h = ph * (double)c / (double)top;
+            if (!c) continue;
+            snprintf(key, sizeof key, "sizes.%s.buckets.%llu", memobs__dir_key[sh[i]],
+                     (unsigned long long)((uint64_t)1 << b));
+            memobs__html_printf(o, "<rect data-memobs=\"%s\" data-v=\"%llu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                                "height=\"%.1f\" fill=\"%s\"><title>%s: %llu record%s in %s%s, %s]</title></rect>\n",
+                                key, (unsigned long long)c, gx + bw * (i + 0.5), MEMOBS__HTML_T + ph - h, bw * 0.9,
+                                h, co[i], nm[i], (unsigned long long)c, memobs__s(c), b ? "(" : "[",
+                                b ? memobs__size_bound(t[1], sizeof t[1], (uint64_t)1 << (b - 1)) : "0 B",
+                                memobs__size_bound(t[2], sizeof t[2], (uint64_t)1 << b));
+        }
+    }
+    memobs__out_str(o, "</svg>\n");
+    memobs__html_legend(o, nm, co, nd);
     memobs__out_str(o, "</section>\n");
 }
 
@@ -14176,8 +14294,9 @@ int memobs_write_html(FILE *f) {
                         "<h1>memobs report</h1>\n", (int)s->identity.rank, memobs__html_css);
     memobs__html_identity(&o, s);
     memobs__html_transfers(&o, s);
-    memobs__html_xfer_time(&o, ev, nev, &st);
+    memobs__html_xfer_time(&o, s, ev, nev, &st);
     memobs__html_bandwidth(&o, s);
+    memobs__html_sizes(&o, s);
     memobs__html_latency(&o, s, cnt);
     memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);

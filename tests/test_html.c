@@ -12,6 +12,12 @@
             long help text; the report must stay under 2 MB.
      worst  the largest report at default limits (see worst()): under
             1 MB, as memobs.h's doc says.
+     storage  the storage tier beside the GPU directions, the timeline on:
+            every direction recorded, known sizes (H2S: 3 of 4096 B and
+            1 of 70 B; S2H: 2 of 1 MiB timed by the engine, 1 ms each;
+            D2S 1 B, S2D 0 B, H2D 1000 B, D2H 2 of 3 MiB, D2D none), so
+            the report shows 7 rows, 21 bars, 7 lines, the sizes table
+            and the bucket bars exact, and a bandwidth row engine-timed.
      api    memobs_write_html_file() on an unwritable path returns
             MEMOBS_ERR_IO, on NULL FILE MEMOBS_ERR_INVALID; then writes
             argv[2] itself, with pinned memory tracked while the timeline
@@ -72,7 +78,8 @@ static int many(void) {
    has 32 provider frames whose text is all double quotes (6 bytes each
    once escaped), a tag of 63 of them; every counter slot has a 63-byte
    name and 127 bytes of help of '<'; latencies across 9 decades; the
-   sampler's ring and the timeline full. */
+   sampler's ring and the timeline full; every direction (the storage
+   tier's too) with a record in every size bucket, 1 B to 2^56 B. */
 static uintptr_t worst_seq;
 static int worst_capture(memobs_frame_t *frames, int max, void *user) {
     int i;
@@ -123,7 +130,23 @@ static int worst(void) {
         v = v * 1.001 > 1e15 ? 1000 : (uint64_t)((double)v * 1.001) + 1;
         MEMOBS_RECORD_H2D(4096, i & 1);
     }
+    for (i = 0; i < MEMOBS_DIRS * MEMOBS_SIZE_BUCKETS; i++)
+        memobs_record_xfer((memobs_dir_t)(i / MEMOBS_SIZE_BUCKETS), (uint64_t)1 << (i % MEMOBS_SIZE_BUCKETS),
+                           (memobs_phase_t)(i % MEMOBS_PHASES));
     for (i = 0; i < 5000; i++) memobs_sample_now();
+    return 0;
+}
+
+static int storage(void) {
+    int i;
+    memobs_timeline_start(4096);
+    for (i = 0; i < 3; i++) MEMOBS_RECORD_H2S(4096, 1); /* prefill */
+    MEMOBS_RECORD_H2S(70, 0);                          /* decode */
+    for (i = 0; i < 2; i++) memobs_record_xfer_ns(MEMOBS_DIR_S2H, 1 << 20, MEMOBS_PHASE_PREFILL, 1000000);
+    MEMOBS_RECORD_D2S(1, 0);
+    MEMOBS_RECORD_XFER(MEMOBS_DIR_S2D, 0, MEMOBS_PHASE_NONE);
+    MEMOBS_RECORD_H2D(1000, 1);
+    for (i = 0; i < 2; i++) MEMOBS_RECORD_D2H(3 << 20, 0);
     return 0;
 }
 
@@ -144,7 +167,8 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "odd") == 0) return odd();
     if (argc >= 2 && strcmp(argv[1], "many") == 0) return many();
     if (argc >= 2 && strcmp(argv[1], "worst") == 0) return worst();
+    if (argc >= 2 && strcmp(argv[1], "storage") == 0) return storage();
     if (argc >= 3 && strcmp(argv[1], "api") == 0) return api(argv[2]);
-    fprintf(stderr, "usage: %s empty|odd|many|worst|api PATH\n", argv[0]);
+    fprintf(stderr, "usage: %s empty|odd|many|worst|storage|api PATH\n", argv[0]);
     return 2;
 }

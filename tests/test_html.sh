@@ -11,7 +11,9 @@
 #     of the same run (MEMOBS_SUMMARY, MEMOBS_FORMAT=json), in the rendered
 #     DOM and in the markup alone (no script run);
 #   - the sections, what they draw, and "not recorded ... turn on" where
-#     there is no data;
+#     there is no data; the storage tier's rows, bars and lines when a run
+#     recorded storage transfers (none otherwise), the transfer sizes'
+#     table and bucket bars exact;
 #   - odd strings (quotes, <script>, bytes that are not UTF-8, a path)
 #     arrive as text;
 #   - the size bound (2 MB) with 5000 traces, a full sampler ring and a full
@@ -197,6 +199,20 @@ if [ -s "$tmp/many.html" ]; then
     opens many "$tmp/many.html"
 else
     fail "many: MEMOBS_HTML written at exit" "$(tail -n 5 "$tmp/many.err")"
+fi
+
+# --- the storage tier: 7 rows, 21 bars, 7 lines, the transfer sizes exact
+MEMOBS_HTML="$tmp/storage.html" MEMOBS_SUMMARY="$tmp/storage.json" MEMOBS_FORMAT=json "$tmp/prog" storage \
+    2>"$tmp/storage.err"
+if [ -s "$tmp/storage.html" ]; then
+    pass "storage: MEMOBS_HTML written at exit"
+    chrome "$tmp/storage.html" "$tmp/storage.dom"
+    $CHECK summary "$tmp/storage.dom" "$tmp/storage.json" storage || rc=1
+    $CHECK sections "$tmp/storage.dom" storage storage || rc=1
+    opens storage "$tmp/storage.html"
+    size storage "$tmp/storage.html"
+else
+    fail "storage: MEMOBS_HTML written at exit" "$(tail -n 5 "$tmp/storage.err")"
 fi
 
 # --- the worst case at default limits: under 1 MB (memobs.h's doc says so)

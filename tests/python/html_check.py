@@ -7,7 +7,8 @@
     html_check.py sections DOM MODE [LABEL]  the sections, and what each
         says: MODE "empty" (every one says what to turn on), "demo" (charts
         with their marks), "many" (the caps: 20 traces shown, the rest
-        summed)
+        summed), "storage" (tests/test_html.c storage: the storage tier's
+        rows, bars and lines, the transfer sizes' table and bars exact)
     html_check.py odd DOM RAW [LABEL]        odd strings arrive as text:
         quotes, <script>alert(1)</script>, bytes that are not UTF-8 (as
         U+FFFD); the raw file is UTF-8 and holds one <script> element only
@@ -24,7 +25,9 @@ from html.parser import HTMLParser
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap import Tap  # noqa: E402
 
-SECTIONS = ["identity", "transfers", "transfers-time", "bandwidth", "latency", "memory", "traces", "counters"]
+SECTIONS = ["identity", "transfers", "transfers-time", "bandwidth", "transfer-sizes", "latency", "memory", "traces",
+            "counters"]
+DIRS = ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d")
 
 
 class Node:
@@ -93,8 +96,16 @@ def figures(root):
 def expected(js, key):
     """The JSON summary's value for a data-memobs key; KeyError if none."""
     p = key.split(".")
-    if len(p) == 3 and p[0] in ("h2d", "d2h", "d2d") and p[2] in ("bytes", "count"):
+    if len(p) == 3 and p[0] in DIRS and p[2] in ("bytes", "count"):
         return js[p[1]]["%s_%s" % (p[0], p[2])]
+    if p[0] == "sizes" and len(p) == 3 and p[2] in ("count", "bytes", "p50", "p90", "p99", "max"):
+        return js["sizes"][p[1]][p[2]]
+    if p[0] == "sizes" and len(p) == 4 and p[2] == "buckets":
+        # the JSON lists the non-empty buckets as [bound, count]
+        got = [c for b, c in js["sizes"][p[1]]["buckets"] if str(b) == p[3]]
+        if len(got) != 1:
+            raise KeyError(key)
+        return got[0]
     if p[0] == "manual" and len(p) == 4:
         return js["manual"][p[2]]["%s_%s" % (p[1], p[3])]
     if p[0] == "timed":
@@ -176,8 +187,8 @@ def cmd_sections(t, dom, mode):
     miss = [s for s in SECTIONS if section(root, s) is None]
     t("all %d sections present" % len(SECTIONS), not miss, "missing: %s" % miss)
     if mode == "empty":
-        want = {"transfers": 1, "transfers-time": 1, "bandwidth": 1, "latency": 3, "memory": 3, "traces": 1,
-                "counters": 1}
+        want = {"transfers": 1, "transfers-time": 1, "bandwidth": 1, "transfer-sizes": 1, "latency": 3, "memory": 3,
+                "traces": 1, "counters": 1}
         for s, k in want.items():
             a = absent(section(root, s))
             texts = [x.all_text() for x in a]
@@ -185,8 +196,10 @@ def cmd_sections(t, dom, mode):
               len(a) == k and all("not recorded" in x and "turn on" in x for x in texts), texts)
         svgs = [n for n in root.walk() if n.tag == "svg"]
         t("empty run: no chart drawn from no data", not svgs, "%d svg elements" % len(svgs))
+    elif mode == "storage":
+        storage(t, root)
     elif mode in ("demo", "many"):
-        for s in ("transfers", "transfers-time", "latency", "memory", "traces"):
+        for s in ("transfers", "transfers-time", "transfer-sizes", "latency", "memory", "traces"):
             a = absent(section(root, s))
             if mode == "demo" or s != "latency":
                 t("%s run: section %s has its data (no 'not recorded')" % (mode, s), not a,
@@ -198,6 +211,13 @@ def cmd_sections(t, dom, mode):
             tt = by_id(root, "transfers-time-chart")
             paths = [n for n in tt.walk() if n.tag == "path"] if tt else []
             t("demo: transfers over time, a line per direction (3)", len(paths) == 3, "%d paths" % len(paths))
+            names = row_names(section(root, "transfers"))
+            t("demo: no storage transfer, the transfers table as before: H2D, D2H, D2D",
+              names == ["H2D", "D2H", "D2D"], names)
+            sz = by_id(root, "sizes-chart")
+            bars = [n for n in sz.walk() if n.tag == "rect"] if sz else []
+            t("demo: transfer sizes drawn, a bar per non-empty bucket and direction",
+              len(bars) > 0 and all(int(n.attrs.get("data-v", "0")) > 0 for n in bars), "%d bars" % len(bars))
             for h in ("ttft", "tpot", "e2e"):
                 c = by_id(root, "hist-" + h)
                 qs = sorted(n.attrs.get("data-q") for n in c.walk() if n.tag == "line" and "data-q" in n.attrs) \
@@ -233,6 +253,77 @@ def cmd_sections(t, dom, mode):
             pts = max((n.attrs.get("d", "").count("L") + 1 for n in paths), default=0)
             t("many: memory series cut to at most 400 points", 0 < pts <= 400, "%d points" % pts)
     return t.failed
+
+
+def row_names(node):
+    """The row heads of the rows of figures (data-memobs cells) under node."""
+    out = []
+    for n in node.walk() if node else []:
+        if n.tag == "tr" and any("data-memobs" in k.attrs for k in n.kids):
+            out.append(n.kids[0].all_text() if n.kids and n.kids[0].tag == "th" else None)
+    return out
+
+
+# tests/test_html.c storage: what it recorded, by direction
+STORAGE_SIZES = {  # direction: (count, bytes, p50, p90, p99, max, their texts, {bucket bound: count})
+    "h2d": (1, 1000, 1024, 1024, 1024, 1024, "1 KiB", {1024: 1}),
+    "d2h": (2, 6291456, 4194304, 4194304, 4194304, 4194304, "4 MiB", {4194304: 2}),
+    "h2s": (4, 12358, 4096, 4096, 4096, 4096, "4 KiB", {128: 1, 4096: 3}),
+    "s2h": (2, 2097152, 1048576, 1048576, 1048576, 1048576, "1 MiB", {1048576: 2}),
+    "d2s": (1, 1, 1, 1, 1, 1, "1 B", {1: 1}),
+    "s2d": (1, 0, 1, 1, 1, 1, "1 B", {1: 1}),
+}
+
+
+def storage(t, root):
+    """tests/test_html.c storage: the storage tier beside the GPU directions."""
+    names = row_names(section(root, "transfers"))
+    want = ["H2D", "D2H", "D2D", "H2S", "S2H", "D2S", "S2D"]
+    t("storage: the transfers table has a row per direction (7)", names == want, names)
+    bars = by_id(root, "transfers-bars")
+    rects = [n for n in bars.walk() if n.tag == "rect"] if bars else []
+    t("storage: transfer bars, a bar per direction and phase (21)", len(rects) == 21, "%d rect" % len(rects))
+    heads = [n.all_text() for n in bars.walk() if n.tag == "text" and n.all_text() in want] if bars else []
+    t("storage: the bar groups named by direction, in order", heads == want, heads)
+    tt = by_id(root, "transfers-time-chart")
+    paths = [n.all_text() for n in tt.walk() if n.tag == "path"] if tt else []
+    t("storage: transfers over time, a line per direction (7)", paths == want, paths)
+    bw = section(root, "bandwidth")
+    rows = [n for n in bw.walk() if n.tag == "tr" and any("data-memobs" in k.attrs for k in n.kids)] if bw else []
+    got = [(r.kids[0].all_text(), r.kids[1].all_text(), r.kids[2].all_text(), r.kids[5].attrs.get("data-v"),
+            r.kids[6].all_text()) for r in rows]
+    t("storage: Timed bandwidth: one row, S2H prefill, engine-timed, 2 ms, 1.05 GB/s",
+      got == [("S2H", "prefill", "engine", "2000000", "1.05")], got)
+    h2 = [n.all_text() for n in bw.walk() if n.tag == "h2"] if bw else []
+    t("storage: the bandwidth section is 'Timed bandwidth'", h2 == ["Timed bandwidth"], h2)
+    sz = section(root, "transfer-sizes")
+    names = row_names(sz)
+    want_rows = [d.upper() for d in DIRS if d in STORAGE_SIZES]
+    t("storage: the sizes table has a row per direction with records (no D2D)", names == want_rows, names)
+    fig = figures(root)
+    bad = []
+    for d, (count, nbytes, p50, p90, p99, mx, text, buckets) in STORAGE_SIZES.items():
+        for w, v in (("count", count), ("bytes", nbytes), ("p50", p50), ("p90", p90), ("p99", p99), ("max", mx)):
+            k = "sizes.%s.%s" % (d, w)
+            got = fig.get(k)
+            if got is None or got[0] != str(v):
+                bad.append("%s: expected data-v %s, got %s" % (k, v, got and got[0]))
+            elif w in ("p50", "p90", "p99", "max") and got[1] != text:
+                bad.append("%s: expected text %r, got %r" % (k, text, got[1]))
+    t("storage: the sizes table's figures exact (H2S: 3 of 4096 B and 1 of 70 B -> 4 ops, p50..max 4 KiB)",
+      not bad, *bad)
+    chart = by_id(root, "sizes-chart")
+    got = {n.attrs.get("data-memobs"): n.attrs.get("data-v") for n in chart.walk() if n.tag == "rect"} \
+        if chart else {}
+    want_b = {"sizes.%s.buckets.%d" % (d, b): str(c) for d, v in STORAGE_SIZES.items() for b, c in v[7].items()}
+    t("storage: the size bars, one per non-empty bucket and direction, counts exact (%d)" % len(want_b),
+      got == want_b, "expected %s" % want_b, "got %s" % got)
+    titles = [n.all_text() for n in chart.walk() if n.tag == "title"] if chart else []
+    t("storage: a size bar's tooltip says its count and range",
+      "H2S: 3 records in (2 KiB, 4 KiB]" in titles and "D2S: 1 record in [0 B, 1 B]" in titles, titles)
+    ax = [n.all_text() for n in chart.walk() if n.tag == "text" and "B" in n.all_text()] if chart else []
+    t("storage: the size axis runs from the smallest bucket (1 B) to the largest (4 MiB)",
+      ax[:1] == ["1 B"] and ax[-1:] == ["4 MiB"], ax)
 
 
 def cmd_odd(t, dom, raw):
