@@ -40,7 +40,7 @@ for lib in (GIL, NOGIL):
     lib.pyuser_alloc.restype, lib.pyuser_alloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
     lib.pyuser_free.argtypes = [ctypes.c_void_p]
 
-ZERO = {"h2d_bytes": 0, "h2d_count": 0, "d2h_bytes": 0, "d2h_count": 0, "d2d_bytes": 0, "d2d_count": 0}
+ZERO = {d + k: 0 for d in ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d") for k in ("_bytes", "_count")}
 
 
 def dirs(**kw):
