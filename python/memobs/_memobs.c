@@ -361,11 +361,17 @@ static int pymod_phase_opt(PyObject *o, const char *fname) {
     return -1;
 }
 
+/* The direction names interned at import: a str literal of the caller's
+   code is the same object, found by its address before any compare. */
+static PyObject *pymod_dir_str[MEMOBS_DIRS];
+
 /* A direction: a name ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d") or
    its constant DIR_H2D .. DIR_S2D (0..6). The memobs_dir_t, or -1 with
    TypeError / ValueError. */
 static int pymod_dir_arg(PyObject *o, const char *fname) {
     int d;
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        if (o == pymod_dir_str[d]) return d;
     if (PyUnicode_Check(o)) return pymod_choice(o, fname, "dir", pymod_dir_names, MEMOBS_DIRS);
     if (PyBool_Check(o) || !PyLong_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s(): dir must be a direction name (\"h2d\" .. \"s2d\") or DIR_H2D .. "
@@ -2522,6 +2528,14 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         size_t i;
         for (i = 0; i < sizeof k / sizeof k[0]; i++)
             if (PyModule_AddIntConstant(m, k[i].name, k[i].value) < 0) {
+                Py_DECREF(m);
+                return NULL;
+            }
+    }
+    {
+        int d;
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            if (!pymod_dir_str[d] && !(pymod_dir_str[d] = PyUnicode_InternFromString(pymod_dir_names[d]))) {
                 Py_DECREF(m);
                 return NULL;
             }
