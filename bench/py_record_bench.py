@@ -13,6 +13,11 @@ up and BENCH_PY_REPS rounds follow (default 7). Shown: the best run and the
 median, per iteration, and "net": the best minus the best of the empty loop,
 i.e. what the call itself adds. The garbage collector is off while timing.
 
+The storage tier: memobs.record_s2h(n, True) (record_h2d's path),
+record_xfer("s2h", n, True), record_xfer_ns(..., 1000) and `with
+memobs.timed_transfer("s2h", n, True): pass`; their S2H records and timed
+figures are checked against the calls made.
+
 Regions: `with r:` for a region built once (timing on, off, memobs off)
 and `with memobs.region("name"):` per iteration; a function called plain, through
 @memobs.region(...) (C) and through a functools.wraps wrapper written in
@@ -121,6 +126,31 @@ def loop_module_kw(n):
         memobs.record_h2d(nbytes, is_prefill=True)
 
 
+def loop_storage(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        memobs.record_s2h(nbytes, True)
+
+
+def loop_storage_xfer(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        memobs.record_xfer("s2h", nbytes, True)
+
+
+def loop_storage_xfer_ns(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        memobs.record_xfer_ns("s2h", nbytes, True, 1000)
+
+
+def loop_storage_timed(n):
+    for i in range(n):
+        nbytes = i & 0xff
+        with memobs.timed_transfer("s2h", nbytes, True):
+            pass
+
+
 # Regions: a region built once and entered per iteration; memobs.region(name)
 # called per iteration (the module's cache of region objects by str); a
 # function called plain, through
@@ -227,6 +257,12 @@ FIGURES = [
     ("memobs.record_h2d(nbytes, is_prefill=True)", loop_module_kw, lambda: memobs.set_enabled(True), "memobs"),
     ("rec(nbytes, True), rec = memobs.record_h2d", loop_module_local, lambda: memobs.set_enabled(True), "memobs"),
     ("  memobs.record_h2d(nbytes, True), set_enabled(False)", loop_module, lambda: memobs.set_enabled(False), None),
+    ("memobs.record_s2h(nbytes, True)", loop_storage, lambda: memobs.set_enabled(True), "storage"),
+    ("memobs.record_xfer(\"s2h\", nbytes, True)", loop_storage_xfer, lambda: memobs.set_enabled(True), "storage"),
+    ("memobs.record_xfer_ns(\"s2h\", nbytes, True, 1000)", loop_storage_xfer_ns, lambda: memobs.set_enabled(True),
+     "storage_timed"),
+    ("with memobs.timed_transfer(\"s2h\", nbytes, True): pass", loop_storage_timed,
+     lambda: memobs.set_enabled(True), "storage_timed"),
     ("with r: pass (r = memobs.region(...) built once)", loop_region_with, regions_on, "bench_region"),
     ("  the same, region_set_timing(False)", loop_region_with, lambda: regions_on(False), "bench_region"),
     ("  the same, set_enabled(False)", loop_region_with, lambda: memobs.set_enabled(False), None),
@@ -236,8 +272,9 @@ FIGURES = [
     ("  the same, region_set_timing(False)", loop_decorated_call, lambda: regions_on(False), "bench_decorated"),
     ("h(nbytes), h = functools.wraps + with r (Python)", loop_python_wrapped_call, regions_on, "bench_pywrapped"),
 ]
-(F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_DROP, F_DROP_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_RWITH, F_RWITH_UNTIMED,
- F_RWITH_OFF, F_RBUILT, F_PLAIN, F_RDEC, F_RDEC_UNTIMED, F_PYWRAP) = range(len(FIGURES))
+(F_EMPTY, F_NOOP, F_OBS, F_OBS_OFF, F_DROP, F_DROP_OFF, F_MOD, F_MOD_CUR, F_MOD_KW, F_MOD_LOCAL, F_MOD_OFF, F_S2H,
+ F_S2H_XFER, F_S2H_NS, F_S2H_WITH, F_RWITH, F_RWITH_UNTIMED, F_RWITH_OFF, F_RBUILT, F_PLAIN, F_RDEC, F_RDEC_UNTIMED,
+ F_PYWRAP) = range(len(FIGURES))
 REGION_KINDS = ("bench_region", "bench_region_built", "bench_decorated", "bench_pywrapped")
 
 
@@ -245,7 +282,7 @@ def main():
     iters = env_int("BENCH_PY_ITERS", 1_000_000, 1000, 10**9)
     reps = env_int("BENCH_PY_REPS", 7, 1, 1000)
     runs = [[] for _ in FIGURES]
-    made = {"observer": 0, "memobs": 0, "memobs_cur": 0}
+    made = {"observer": 0, "memobs": 0, "memobs_cur": 0, "storage": 0, "storage_timed": 0}
     made.update(dict.fromkeys(REGION_KINDS, 0))
 
     memobs.set_phase(None)
@@ -308,6 +345,11 @@ def main():
     row(F_MOD_KW, "keyword: parsed off the fast path")
     row(F_MOD_LOCAL, "no global/attribute lookup per call")
     row(F_MOD_OFF, "a call, the argument checks, a load and a branch")
+    print("the storage tier (the same record, another direction)")
+    row(F_S2H, "%+.1f ns over record_h2d" % (best[F_S2H] - best[F_MOD]))
+    row(F_S2H_XFER, "the direction by name (interned: an address compare), generic parsing")
+    row(F_S2H_NS, "+ the timed figures (atomic adds)")
+    row(F_S2H_WITH, "+ the object, the with statement, two clock reads")
     print("regions (net: minus the loop; for calls, minus the plain call too)")
     row(F_RWITH, "__enter__/__exit__: a stack push, a pop, two clock reads")
     row(F_RWITH_UNTIMED, "no clock reads")
@@ -349,6 +391,17 @@ def main():
     print("\ntotals exact: %s (memobs: %d H2D records, %d bytes; MemoryObserver: %d records; warm-up included)"
           % ("yes" if not problems else "NO", s["total"]["h2d_count"], s["total"]["h2d_bytes"],
              MemoryObserver.h2d_count))
+    storage = made["storage"] + made["storage_timed"]
+    if s["phases"]["prefill"]["s2h_count"] != storage or s["phases"]["prefill"]["s2h_bytes"] != storage // iters * per_run:
+        problems.append("memobs prefill S2H: expected %d records, %d bytes; got %d, %d" % (
+            storage, storage // iters * per_run, s["phases"]["prefill"]["s2h_count"],
+            s["phases"]["prefill"]["s2h_bytes"]))
+    t = s["timed"]["prefill"]["s2h"]
+    if t["count"] != made["storage_timed"] or t["bytes"] != made["storage_timed"] // iters * per_run:
+        problems.append("memobs timed prefill S2H: expected %d, %d bytes; got %d, %d" % (
+            made["storage_timed"], made["storage_timed"] // iters * per_run, t["count"], t["bytes"]))
+    print("storage exact: %s (%d S2H records, %d of them timed)" % (
+        "yes" if not any(p.startswith("memobs") and "S2H" in p for p in problems) else "NO", storage, t["count"]))
     counts = {x["name"]: x["count"] for x in memobs.get_regions()}
     for kind in REGION_KINDS:
         if counts.get(kind, 0) != made[kind]:

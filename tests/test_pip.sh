@@ -47,15 +47,20 @@ try pip "the build found the CUDA headers (/usr/local/cuda): the extension holds
         grep -qE -- '-DMEMOBS_PY_CUDA=1 .*-I/usr/local/cuda/include' '$B/install.log'"
 
 SITE=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
-try pip "import from another directory: exact records, the files in the venv's site-packages, memobs.nanovllm" \
+try pip "import from another directory: exact records (the storage tier's, timed and sizes included), the files in the venv's site-packages, memobs.nanovllm" \
     env -C "$B/elsewhere" SITE="$SITE" "$VPY" -c '
 import os, memobs
 memobs.record_h2d(4096, True)
 memobs.record_h2d(100, True)
 memobs.record_d2h(512, False)
 memobs.record_d2d(64, None)
+memobs.record_s2h(300, False)
+with memobs.timed_transfer("h2s", 700, True) as t:
+    pass
 s = memobs.get_summary()
-assert s["total"] == {"h2d_bytes": 4196, "h2d_count": 2, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1}, s["total"]
+assert s["total"] == {"h2d_bytes": 4196, "h2d_count": 2, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1, "h2s_bytes": 700, "h2s_count": 1, "s2h_bytes": 300, "s2h_count": 1, "d2s_bytes": 0, "d2s_count": 0, "s2d_bytes": 0, "s2d_count": 0}, s["total"]
+assert s["timed"]["prefill"]["h2s"] == {"bytes": 700, "count": 1, "ns": t.ns}, (s["timed"], t.ns)
+assert s["sizes"]["h2s"]["buckets"] == [[1024, 1]] and s["sizes"]["s2h"]["buckets"] == [[512, 1]], s["sizes"]
 assert s["prefill"] == {"h2d_bytes": 4196, "d2h_bytes": 0} and s["decode"] == {"h2d_bytes": 0, "d2h_bytes": 512}, s
 assert s["memobs_version"] == memobs.__version__, (s["memobs_version"], memobs.__version__)
 site = os.environ["SITE"]

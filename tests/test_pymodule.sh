@@ -119,10 +119,13 @@ env MEMOBS_SUMMARY="$B/exit_%p.json" MEMOBS_FORMAT=json PYTHONPATH="$B" "$PYTHON
 import memobs
 memobs.record_h2d(4096, True)
 memobs.record_d2h(512, False)
-memobs.record_d2d(64, None)' >"$B/log" 2>&1
+memobs.record_d2d(64, None)
+memobs.record_s2h(1000, True)
+memobs.record_xfer_ns("d2s", 2048, False, 500)' >"$B/log" 2>&1
 f=$(ls "$B"/exit_*.json 2>/dev/null | head -n 1)
-try pymodule "MEMOBS_SUMMARY=path: JSON summary at interpreter exit, exact" json_check "${f:-$B/missing.json}" \
-    's["total"] == {"h2d_bytes": 4096, "h2d_count": 1, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1} and s["unphased"]["d2d_bytes"] == 64 and s["identity"]["pid"] > 0'
+try pymodule "MEMOBS_SUMMARY=path: JSON summary at interpreter exit, exact (the storage tier and its timed figures included)" \
+    json_check "${f:-$B/missing.json}" \
+    's["total"] == {"h2d_bytes": 4096, "h2d_count": 1, "d2h_bytes": 512, "d2h_count": 1, "d2d_bytes": 64, "d2d_count": 1, "h2s_bytes": 0, "h2s_count": 0, "s2h_bytes": 1000, "s2h_count": 1, "d2s_bytes": 2048, "d2s_count": 1, "s2d_bytes": 0, "s2d_count": 0} and s["unphased"]["d2d_bytes"] == 64 and s["timed"]["decode"]["d2s"] == {"bytes": 2048, "count": 1, "ns": 500} and s["sizes"]["s2h"]["count"] == 1 and s["identity"]["pid"] > 0'
 
 # The module and test_module.py under every other CPython 3.9-3.13 the
 # machine has (pyenv's versions): each is its own build.

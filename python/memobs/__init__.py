@@ -1,9 +1,13 @@
-"""memobs for Python engines: transfer counters (H2D, D2H, D2D per phase),
+"""memobs for Python engines: transfer counters (H2D, D2H, D2D and the
+storage tier's H2S, S2H, D2S, S2D per phase, with their size distribution),
 TTFT/TPOT/E2E histograms, regions and markers, summaries and an allocation
 tracker with Python stacks, from memobs' C headers.
 
     import memobs
     memobs.record_h2d(block.nbytes, True)    # bytes, is_prefill (True, False or None)
+    memobs.record_h2s(block.nbytes, None)    # a KV block stored to NVMe, in the thread's phase
+    with memobs.timed_transfer("s2h", n):    # a load the engine waits for, timed
+        f.readinto(buf)
     with memobs.region("decode_step"): ...
     memobs.get_summary(); memobs.print_summary()
 
@@ -40,6 +44,14 @@ KV connector over NIXL, UCX, RDMA or TCP) are recorded by hand:
     peer = memobs.peer_intern("decode-3")
     memobs.record_peer_xfer(peer, memobs.PEER_SEND, nbytes)   # the thread's phase
 docs/collectives.md has the whole story.
+
+The storage tier (a KV cache offloaded to NVMe, a network filesystem or an
+object store): record_h2s / record_s2h (host memory to / from storage) and
+record_d2s / record_s2d (GPUDirect Storage) as record_h2d; record_xfer(dir,
+nbytes, phase=None) with the direction's name ("h2d" .. "s2d") or DIR_*;
+record_xfer_ns(dir, nbytes, phase, ns) and `with timed_transfer(dir,
+nbytes):` a transfer the engine timed itself (get_summary()["timed"]);
+get_summary()["sizes"] the size distribution of each direction.
 
 Stops: with an exit output set (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, ...),
 SIGTERM, SIGHUP and SIGQUIT write the outputs through memobs' C handlers
@@ -128,11 +140,17 @@ __all__ = [
     "record_coll",
     "record_d2d",
     "record_d2h",
+    "record_d2s",
     "record_h2d",
+    "record_h2s",
     "record_peer_xfer",
     "record_peer_xfer_timed",
+    "record_s2d",
+    "record_s2h",
     "record_tpot",
     "record_ttft",
+    "record_xfer",
+    "record_xfer_ns",
     "region",
     "region_depth",
     "region_get_timing",
@@ -146,6 +164,7 @@ __all__ = [
     "set_phase",
     "set_signals",
     "stack_text",
+    "timed_transfer",
     "tpot_step",
     "tpot_stop",
     "track_alloc",
@@ -169,6 +188,13 @@ __all__ = [
     "COLL_SCATTER",
     "COLL_SEND",
     "COLL_SEND_RECV",
+    "DIR_D2D",
+    "DIR_D2H",
+    "DIR_D2S",
+    "DIR_H2D",
+    "DIR_H2S",
+    "DIR_S2D",
+    "DIR_S2H",
     "PEER_RECV",
     "PEER_SEND",
 ]

@@ -21,6 +21,9 @@
        memobs.record_h2d(block.nbytes, True)    # after queueing a copy: bytes, is_prefill
        memobs.set_phase("decode")               # or: the thread's phase ...
        memobs.record_d2h(block.nbytes, None)    # ... which None stands for
+       memobs.record_s2h(block.nbytes, True)    # the storage tier: h2s, s2h, d2s, s2d likewise
+       with memobs.timed_transfer("s2h", n):    # a load the engine times itself (record_xfer_ns)
+           f.readinto(buf)
        memobs.ttft_start(); memobs.ttft_stop(); memobs.tpot_step()
        with memobs.region("decode_step"): ...   # a named span of this thread, nested, timed
        @memobs.region("prefill")                # every call of the function inside the region
@@ -330,6 +333,8 @@ static PyObject *pymod_io_result(int rc, const char *fname, PyObject *path) {
 
 static const char *const pymod_phase_names[MEMOBS_PHASES] = {"unphased", "prefill", "decode"};
 static const char *const pymod_record_kw[2] = {"num_bytes", "is_prefill"};
+/* memobs_dir_t's names, as the JSON summary and Prometheus spell them */
+static const char *const pymod_dir_names[MEMOBS_DIRS] = {"h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d"};
 
 /* is_prefill other than True/False/None: a phase name ("prefill",
    "decode", "unphased"), or any object by its truth value (nonzero:
@@ -343,7 +348,42 @@ static int pymod_phase_arg(PyObject *o, const char *fname) {
     return t ? MEMOBS_PHASE_PREFILL : MEMOBS_PHASE_DECODE;
 }
 
-/* record_h2d / record_d2h / record_d2d(num_bytes, is_prefill). The fast
+/* A phase argument of record_xfer, the collectives and peers: None (the
+   calling thread's phase, read now), True (prefill), False (decode) or a
+   phase name. The memobs_phase_t, or -1 with TypeError / ValueError. */
+static int pymod_phase_opt(PyObject *o, const char *fname) {
+    if (!o || o == Py_None) return (int)memobs_get_phase();
+    if (o == Py_True) return MEMOBS_PHASE_PREFILL;
+    if (o == Py_False) return MEMOBS_PHASE_DECODE;
+    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "phase", pymod_phase_names, MEMOBS_PHASES);
+    PyErr_Format(PyExc_TypeError, "%s(): phase must be None, True, False or \"prefill\", \"decode\", \"unphased\", "
+                 "not %.200s", fname, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* The direction names interned at import: a str literal of the caller's
+   code is the same object, found by its address before any compare. */
+static PyObject *pymod_dir_str[MEMOBS_DIRS];
+
+/* A direction: a name ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d") or
+   its constant DIR_H2D .. DIR_S2D (0..6). The memobs_dir_t, or -1 with
+   TypeError / ValueError. */
+static int pymod_dir_arg(PyObject *o, const char *fname) {
+    int d;
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        if (o == pymod_dir_str[d]) return d;
+    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "dir", pymod_dir_names, MEMOBS_DIRS);
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): dir must be a direction name (\"h2d\" .. \"s2d\") or DIR_H2D .. "
+                     "DIR_S2D, not %.200s", fname, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (pymod_int(o, fname, "dir (DIR_H2D 0 .. DIR_S2D 6)", 0, MEMOBS_DIRS - 1, &d) < 0) return -1;
+    return d;
+}
+
+/* record_h2d / record_d2h / record_d2d and the storage tier's record_h2s /
+   record_s2h / record_d2s / record_s2d(num_bytes, is_prefill). The fast
    path (two positional arguments, an exact int, True/False) is a type
    check, PyLong_AsUnsignedLongLong, two compares and memobs' record: no
    keyword parsing, no PyObject_IsTrue. Arguments are checked before
@@ -368,7 +408,11 @@ static inline __attribute__((always_inline)) PyObject *pymod_record(memobs_dir_t
         switch (dir) {
         case MEMOBS_DIR_H2D: MEMOBS_RECORD_H2D_CUR(bytes); break;
         case MEMOBS_DIR_D2H: MEMOBS_RECORD_D2H_CUR(bytes); break;
-        default: MEMOBS_RECORD_D2D_CUR(bytes); break;
+        case MEMOBS_DIR_D2D: MEMOBS_RECORD_D2D_CUR(bytes); break;
+        case MEMOBS_DIR_H2S: MEMOBS_RECORD_H2S_CUR(bytes); break;
+        case MEMOBS_DIR_S2H: MEMOBS_RECORD_S2H_CUR(bytes); break;
+        case MEMOBS_DIR_D2S: MEMOBS_RECORD_D2S_CUR(bytes); break;
+        default: MEMOBS_RECORD_S2D_CUR(bytes); break;
         }
     } else {
         int phase = pymod_phase_arg(a[1], fname);
@@ -378,18 +422,210 @@ static inline __attribute__((always_inline)) PyObject *pymod_record(memobs_dir_t
     Py_RETURN_NONE;
 }
 
-static PyObject *pymod_record_h2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    (void)self;
-    return pymod_record(MEMOBS_DIR_H2D, "record_h2d", args, nargs, kwnames);
+#define PYMOD_RECORD_FN(name, DIR)                                                                                 \
+    static PyObject *pymod_record_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs,                  \
+                                         PyObject *kwnames) {                                                      \
+        (void)self;                                                                                                \
+        return pymod_record(DIR, "record_" #name, args, nargs, kwnames);                                           \
+    }
+PYMOD_RECORD_FN(h2d, MEMOBS_DIR_H2D)
+PYMOD_RECORD_FN(d2h, MEMOBS_DIR_D2H)
+PYMOD_RECORD_FN(d2d, MEMOBS_DIR_D2D)
+PYMOD_RECORD_FN(h2s, MEMOBS_DIR_H2S)
+PYMOD_RECORD_FN(s2h, MEMOBS_DIR_S2H)
+PYMOD_RECORD_FN(d2s, MEMOBS_DIR_D2S)
+PYMOD_RECORD_FN(s2d, MEMOBS_DIR_S2D)
+
+/* The checked arguments of record_xfer, record_xfer_ns and
+   timed_transfer: dir, nbytes, then phase (None: the thread's, read now). */
+typedef struct {
+    int dir, phase;
+    uint64_t bytes;
+} pymod_xfer_args_t;
+
+static int pymod_xfer_args(PyObject *dir, PyObject *nbytes, PyObject *phase, const char *fname,
+                           pymod_xfer_args_t *x) {
+    if ((x->dir = pymod_dir_arg(dir, fname)) < 0 ||
+        pymod_u64_max(nbytes, fname, "nbytes", MEMOBS_MAX_BYTES, "MEMOBS_MAX_BYTES", &x->bytes) < 0)
+        return -1;
+    if (!phase || phase == Py_None) x->phase = -1; /* the thread's, at the record */
+    else if ((x->phase = pymod_phase_opt(phase, fname)) < 0) return -1;
+    return 0;
 }
-static PyObject *pymod_record_d2h(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    (void)self;
-    return pymod_record(MEMOBS_DIR_D2H, "record_d2h", args, nargs, kwnames);
+
+static int pymod_xfer_phase(const pymod_xfer_args_t *x) {
+    return x->phase < 0 ? (int)memobs_get_phase() : x->phase;
 }
-static PyObject *pymod_record_d2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    (void)self;
-    return pymod_record(MEMOBS_DIR_D2D, "record_d2d", args, nargs, kwnames);
+
+/* record_xfer(dir, nbytes, phase=None) and record_xfer_ns(dir, nbytes,
+   phase, ns): memobs_record_xfer and memobs_record_xfer_ns, arguments
+   checked before anything is recorded. */
+static PyObject *pymod_xfer(const char *fname, int timed, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    static const char *const kw[4] = {"dir", "nbytes", "phase", "ns"};
+    PyObject *a[4];
+    pymod_xfer_args_t x;
+    uint64_t ns = 0;
+    if (pymod_args(fname, args, nargs, kwnames, kw, timed ? 4 : 3, timed ? 4 : 2, a) < 0 ||
+        pymod_xfer_args(a[0], a[1], a[2], fname, &x) < 0 ||
+        (timed && pymod_u64_max(a[3], fname, "ns", MEMOBS_MAX_NS, "MEMOBS_MAX_NS", &ns) < 0))
+        return NULL;
+    if (timed)
+        memobs_record_xfer_ns((memobs_dir_t)x.dir, x.bytes, (memobs_phase_t)pymod_xfer_phase(&x), ns);
+    else
+        memobs_record_xfer((memobs_dir_t)x.dir, x.bytes, (memobs_phase_t)pymod_xfer_phase(&x));
+    Py_RETURN_NONE;
 }
+
+static PyObject *pymod_record_xfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_xfer("record_xfer", 0, args, nargs, kwnames);
+}
+
+static PyObject *pymod_record_xfer_ns(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    (void)self;
+    return pymod_xfer("record_xfer_ns", 1, args, nargs, kwnames);
+}
+
+/* timed_transfer(dir, nbytes, phase=None): a context manager that times
+   its body with memobs' clock (memobs_now_ns) and, when the body returns,
+   records the transfer with that duration (memobs_record_xfer_ns). A body
+   that raises records nothing: the load or store did not happen. The
+   arguments are checked when the object is made, before the body runs.
+   Not a decorator: a transfer's size is the call's, not the function's. */
+typedef struct {
+    PyObject_HEAD
+    pymod_xfer_args_t x;
+    uint64_t start; /* memobs_now_ns() at __enter__; 0: not entered */
+    uint64_t ns;    /* the duration recorded last; UINT64_MAX: none yet */
+} pymod_timed_xfer_t;
+
+static PyTypeObject pymod_timed_xfer_type;
+
+/* a[0..2]: dir, nbytes, phase (NULL: None), not yet checked */
+static PyObject *pymod_timed_xfer_make(PyTypeObject *type, PyObject *const *a) {
+    pymod_timed_xfer_t *t;
+    pymod_xfer_args_t x;
+    if (pymod_xfer_args(a[0], a[1], a[2], "timed_transfer", &x) < 0) return NULL;
+    if (!(t = PyObject_New(pymod_timed_xfer_t, type))) return NULL;
+    t->x = x;
+    t->start = 0;
+    t->ns = UINT64_MAX;
+    return (PyObject *)t;
+}
+
+static PyObject *pymod_timed_xfer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"dir", "nbytes", "phase", NULL};
+    PyObject *a[3] = {NULL, NULL, NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:timed_transfer", kw, &a[0], &a[1], &a[2])) return NULL;
+    return pymod_timed_xfer_make(type, a);
+}
+
+/* timed_transfer(...) without a tuple: what `with memobs.timed_transfer(...)` pays. */
+static PyObject *pymod_timed_xfer_vnew(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    static const char *const kw[3] = {"dir", "nbytes", "phase"};
+    PyObject *a[3];
+    if (pymod_args("timed_transfer", args, PyVectorcall_NARGS(nargsf), kwnames, kw, 3, 2, a) < 0) return NULL;
+    return pymod_timed_xfer_make((PyTypeObject *)type, a);
+}
+
+static void pymod_timed_xfer_dealloc(PyObject *self) {
+    PyObject_Del(self);
+}
+
+static PyObject *pymod_timed_xfer_repr(PyObject *self) {
+    const pymod_timed_xfer_t *t = (const pymod_timed_xfer_t *)self;
+    if (t->x.phase < 0)
+        return PyUnicode_FromFormat("memobs.timed_transfer('%s', %llu)", pymod_dir_names[t->x.dir],
+                                    PYMOD_ULL(t->x.bytes));
+    return PyUnicode_FromFormat("memobs.timed_transfer('%s', %llu, '%s')", pymod_dir_names[t->x.dir],
+                                PYMOD_ULL(t->x.bytes), pymod_phase_names[t->x.phase]);
+}
+
+static PyObject *pymod_timed_xfer_enter(PyObject *self, PyObject *unused) {
+    pymod_timed_xfer_t *t = (pymod_timed_xfer_t *)self;
+    (void)unused;
+    if (t->start) {
+        PyErr_SetString(PyExc_RuntimeError, "timed_transfer: already entered (one `with` at a time; make one "
+                        "timed_transfer per transfer)");
+        return NULL;
+    }
+    t->start = memobs_now_ns();
+    if (!t->start) t->start = 1;
+    Py_INCREF(self);
+    return self;
+}
+
+/* Records the transfer with the body's time when it returned; a body that
+   raised records nothing, and its exception goes on. */
+static PyObject *pymod_timed_xfer_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    pymod_timed_xfer_t *t = (pymod_timed_xfer_t *)self;
+    uint64_t now = memobs_now_ns(), start = t->start;
+    t->start = 0;
+    if (!start) {
+        PyErr_SetString(PyExc_RuntimeError, "timed_transfer: __exit__ without __enter__");
+        return NULL;
+    }
+    if (nargs < 1 || args[0] == Py_None) {
+        t->ns = now > start ? now - start : 0;
+        if (t->ns > MEMOBS_MAX_NS) t->ns = MEMOBS_MAX_NS;
+        memobs_record_xfer_ns((memobs_dir_t)t->x.dir, t->x.bytes, (memobs_phase_t)pymod_xfer_phase(&t->x), t->ns);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_timed_xfer_get_ns(PyObject *self, void *unused) {
+    const pymod_timed_xfer_t *t = (const pymod_timed_xfer_t *)self;
+    (void)unused;
+    if (t->ns == UINT64_MAX) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(t->ns);
+}
+
+static PyObject *pymod_timed_xfer_get_dir(PyObject *self, void *unused) {
+    (void)unused;
+    return PyUnicode_FromString(pymod_dir_names[((pymod_timed_xfer_t *)self)->x.dir]);
+}
+
+static PyObject *pymod_timed_xfer_get_nbytes(PyObject *self, void *unused) {
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(((pymod_timed_xfer_t *)self)->x.bytes);
+}
+
+static PyMethodDef pymod_timed_xfer_methods[] = {
+    {"__enter__", pymod_timed_xfer_enter, METH_NOARGS, "Starts the clock; returns the timed_transfer."},
+    {"__exit__", PYMOD_FN(pymod_timed_xfer_exit), METH_FASTCALL,
+     "Records the transfer with the body's duration if the body returned; an exception propagates unchanged and "
+     "records nothing."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pymod_timed_xfer_getset[] = {
+    {"ns", pymod_timed_xfer_get_ns, NULL, "The duration recorded by the last `with` (ns); None before one ended "
+     "without an exception.", NULL},
+    {"dir", pymod_timed_xfer_get_dir, NULL, "The direction's name (\"h2d\" .. \"s2d\").", NULL},
+    {"nbytes", pymod_timed_xfer_get_nbytes, NULL, "The bytes the transfer moves.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+#define PYMOD_TIMED_XFER_DOC                                                                                        \
+    "timed_transfer(dir, nbytes, phase=None)\n--\n\nA transfer the engine times itself, as a context manager: "      \
+    "`with memobs.timed_transfer(\"s2h\", n): f.readinto(buf)` times the body with memobs' clock "                  \
+    "(CLOCK_MONOTONIC) and, when it returns, records it as record_xfer_ns(dir, nbytes, phase, ns) does: the "        \
+    "transfer, and its bytes, 1 and ns in get_summary()[\"timed\"][phase][dir]. A body that raises records "         \
+    "nothing (the exception goes on). dir, nbytes and phase are record_xfer's, checked here (TypeError / "            \
+    "ValueError before the body runs); phase None is the thread's phase when the body ends. .ns is the duration "    \
+    "recorded. One `with` at a time per object (RuntimeError when entered twice)."
+
+static PyTypeObject pymod_timed_xfer_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memobs.timed_transfer",
+    .tp_basicsize = sizeof(pymod_timed_xfer_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PYMOD_TIMED_XFER_DOC,
+    .tp_new = pymod_timed_xfer_new,
+    .tp_vectorcall = pymod_timed_xfer_vnew,
+    .tp_dealloc = pymod_timed_xfer_dealloc,
+    .tp_repr = pymod_timed_xfer_repr,
+    .tp_methods = pymod_timed_xfer_methods,
+    .tp_getset = pymod_timed_xfer_getset,
+};
 
 static PyObject *pymod_set_phase(PyObject *self, PyObject *arg) {
     int phase;
@@ -977,12 +1213,17 @@ static int pymod_put(PyObject *d, const char *key, PyObject *v) {
     return rc;
 }
 
-/* The six keys of nano-vllm's "total" (and of memobs' JSON per phase). */
+/* nano-vllm's "total": its six keys first, then the storage tier's
+   directions (memobs' JSON per phase, in memobs_dir_t order). */
 static PyObject *pymod_dirs(const memobs_dirs_t *d) {
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "h2d_bytes", PYMOD_ULL(d->h2d.bytes), "h2d_count",
-                         PYMOD_ULL(d->h2d.count), "d2h_bytes", PYMOD_ULL(d->d2h.bytes), "d2h_count",
-                         PYMOD_ULL(d->d2h.count), "d2d_bytes", PYMOD_ULL(d->d2d.bytes), "d2d_count",
-                         PYMOD_ULL(d->d2d.count));
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "h2d_bytes",
+                         PYMOD_ULL(d->h2d.bytes), "h2d_count", PYMOD_ULL(d->h2d.count), "d2h_bytes",
+                         PYMOD_ULL(d->d2h.bytes), "d2h_count", PYMOD_ULL(d->d2h.count), "d2d_bytes",
+                         PYMOD_ULL(d->d2d.bytes), "d2d_count", PYMOD_ULL(d->d2d.count), "h2s_bytes",
+                         PYMOD_ULL(d->h2s.bytes), "h2s_count", PYMOD_ULL(d->h2s.count), "s2h_bytes",
+                         PYMOD_ULL(d->s2h.bytes), "s2h_count", PYMOD_ULL(d->s2h.count), "d2s_bytes",
+                         PYMOD_ULL(d->d2s.bytes), "d2s_count", PYMOD_ULL(d->d2s.count), "s2d_bytes",
+                         PYMOD_ULL(d->s2d.bytes), "s2d_count", PYMOD_ULL(d->s2d.count));
 }
 
 static PyObject *pymod_latency(const memobs_latency_t *l) {
@@ -1044,7 +1285,7 @@ static PyObject *pymod_tracker(const memobs_summary_t *s) {
 }
 
 static PyObject *pymod_timed(const memobs_summary_t *s) {
-    static const char *const dname[MEMOBS_DIRS] = {"h2d", "d2h", "d2d"};
+    const char *const *dname = pymod_dir_names;
     PyObject *d = PyDict_New(), *ph = NULL;
     unsigned p, k;
     if (!d) return NULL;
@@ -1069,11 +1310,48 @@ fail:
     return NULL;
 }
 
+/* Transfer sizes per direction: count, bytes, the percentiles and max (bucket
+   bounds, 2^b), and the non-empty log2 buckets as [[upper_bound, count], ...]. */
+static PyObject *pymod_sizes(const memobs_summary_t *s) {
+    PyObject *d = PyDict_New(), *x = NULL, *b = NULL;
+    unsigned k, i;
+    if (!d) return NULL;
+    for (k = 0; k < MEMOBS_DIRS; k++) {
+        const memobs_xfer_sizes_t *z = &s->sizes[k];
+        if (!(b = PyList_New(0))) goto fail;
+        for (i = 0; i < MEMOBS_SIZE_BUCKETS; i++) {
+            PyObject *pair;
+            if (!z->buckets[i]) continue;
+            if (!(pair = Py_BuildValue("[KK]", PYMOD_ULL(UINT64_C(1) << i), PYMOD_ULL(z->buckets[i])))) goto fail;
+            if (PyList_Append(b, pair) < 0) {
+                Py_DECREF(pair);
+                goto fail;
+            }
+            Py_DECREF(pair);
+        }
+        if (!(x = Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "count", PYMOD_ULL(z->count), "bytes",
+                                PYMOD_ULL(z->bytes), "p50", PYMOD_ULL(z->p50), "p90", PYMOD_ULL(z->p90), "p99",
+                                PYMOD_ULL(z->p99), "max", PYMOD_ULL(z->max))) ||
+            PyDict_SetItemString(x, "buckets", b) < 0 || PyDict_SetItemString(d, pymod_dir_names[k], x) < 0)
+            goto fail;
+        Py_CLEAR(b);
+        Py_CLEAR(x);
+    }
+    return d;
+fail:
+    Py_XDECREF(b);
+    Py_XDECREF(x);
+    Py_DECREF(d);
+    return NULL;
+}
+
 static int pymod_coll_summary(PyObject *d); /* "collectives" and "peers" (Collectives and peers, below) */
 
 /* nano-vllm's MemoryObserver.get_summary() shape ("total" with bytes and
-   counts per direction; "prefill" and "decode" with h2d_bytes and
-   d2h_bytes), then what memobs adds, named as in its JSON summary. */
+   counts per direction, nano-vllm's six keys first, then the storage
+   tier's; "prefill" and "decode" with h2d_bytes and d2h_bytes only, as
+   nano-vllm has them), then what memobs adds, named as in its JSON
+   summary. */
 static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     PyObject *d = PyDict_New(), *x;
     uint32_t c;
@@ -1085,7 +1363,7 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
                                              PYMOD_ULL(s->decode.d2h.bytes))) < 0 ||
         pymod_put(d, "unphased", pymod_dirs(&s->unphased)) < 0)
         goto fail;
-    /* every phase with all three directions and counts (D2D included) */
+    /* every phase with every direction and counts (D2D and storage included) */
     if (!(x = PyDict_New()) || pymod_put(d, "phases", x) < 0) goto fail;
     if (pymod_put(x, "prefill", pymod_dirs(&s->prefill)) < 0 || pymod_put(x, "decode", pymod_dirs(&s->decode)) < 0 ||
         pymod_put(x, "unphased", pymod_dirs(&s->unphased)) < 0)
@@ -1120,7 +1398,8 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
     for (c = 0; c < s->ncounters && c < MEMOBS_MAX_COUNTERS; c++)
         if (pymod_put(x, s->counters[c].name, PyLong_FromUnsignedLongLong(s->counters[c].value)) < 0) goto fail;
     if (pymod_put(d, "memory", pymod_memory(s)) < 0 || pymod_put(d, "tracker", pymod_tracker(s)) < 0 ||
-        pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "regions", pymod_regions_list()) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
+        pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "sizes", pymod_sizes(s)) < 0 ||
+        pymod_put(d, "regions", pymod_regions_list()) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
         pymod_put(d, "enabled", PyBool_FromLong(s->enabled)) < 0 ||
         pymod_put(d, "window_ns", PyLong_FromUnsignedLongLong(s->window_ns)) < 0 ||
         pymod_put(d, "memobs_version", PyUnicode_FromString(MEMOBS_VERSION)) < 0 || pymod_coll_summary(d) < 0)
@@ -1197,19 +1476,6 @@ static PyObject *pymod_write_html(PyObject *self, PyObject *const *args, Py_ssiz
 /* ======================================================================== */
 
 static const char *const pymod_peer_dir_names[MEMOBS_PEER_DIRS] = {"send", "recv"};
-
-/* A phase argument of the collectives and peers: None (the calling
-   thread's phase, read now), True (prefill), False (decode) or a phase
-   name. The memobs_phase_t, or -1 with TypeError / ValueError. */
-static int pymod_phase_opt(PyObject *o, const char *fname) {
-    if (!o || o == Py_None) return (int)memobs_get_phase();
-    if (o == Py_True) return MEMOBS_PHASE_PREFILL;
-    if (o == Py_False) return MEMOBS_PHASE_DECODE;
-    if (PyUnicode_Check(o)) return pymod_choice(o, fname, "phase", pymod_phase_names, MEMOBS_PHASES);
-    PyErr_Format(PyExc_TypeError, "%s(): phase must be None, True, False or \"prefill\", \"decode\", \"unphased\", "
-                 "not %.200s", fname, Py_TYPE(o)->tp_name);
-    return -1;
-}
 
 /* A handle memobs gave (peer_intern, peer_rank, coll_register_comm,
    coll_kind_intern): an int in [0, limit). */
@@ -1986,6 +2252,27 @@ static PyMethodDef pymod_methods[] = {
      "record_d2h(num_bytes, is_prefill)\n--\n\nRecords a device-to-host copy; see record_h2d."},
     {"record_d2d", PYMOD_FN(pymod_record_d2d), PYMOD_KW,
      "record_d2d(num_bytes, is_prefill)\n--\n\nRecords a device-to-device copy; see record_h2d."},
+    {"record_h2s", PYMOD_FN(pymod_record_h2s), PYMOD_KW,
+     "record_h2s(num_bytes, is_prefill)\n--\n\nRecords a store from host memory to storage (a KV block offloaded "
+     "to local NVMe, a network filesystem, an object store); see record_h2d."},
+    {"record_s2h", PYMOD_FN(pymod_record_s2h), PYMOD_KW,
+     "record_s2h(num_bytes, is_prefill)\n--\n\nRecords a load from storage into host memory; see record_h2d."},
+    {"record_d2s", PYMOD_FN(pymod_record_d2s), PYMOD_KW,
+     "record_d2s(num_bytes, is_prefill)\n--\n\nRecords a store from device memory to storage with no host copy "
+     "(GPUDirect Storage); see record_h2d."},
+    {"record_s2d", PYMOD_FN(pymod_record_s2d), PYMOD_KW,
+     "record_s2d(num_bytes, is_prefill)\n--\n\nRecords a load from storage into device memory (GPUDirect "
+     "Storage); see record_h2d."},
+    {"record_xfer", PYMOD_FN(pymod_record_xfer), PYMOD_KW,
+     "record_xfer(dir, nbytes, phase=None)\n--\n\nRecords a transfer of nbytes (0 to 2**56) in direction dir: "
+     "\"h2d\", \"d2h\", \"d2d\", \"h2s\", \"s2h\", \"d2s\", \"s2d\" or DIR_H2D .. DIR_S2D. phase: None (the "
+     "thread's phase), True (prefill), False (decode) or \"prefill\", \"decode\", \"unphased\". "
+     "memobs_record_xfer; record_h2d(n, p) is record_xfer(\"h2d\", n, p)."},
+    {"record_xfer_ns", PYMOD_FN(pymod_record_xfer_ns), PYMOD_KW,
+     "record_xfer_ns(dir, nbytes, phase, ns)\n--\n\nA transfer the engine timed itself (a file read it waited "
+     "for, an asynchronous I/O's completion): record_xfer, and nbytes, 1 and ns (0 to 2**56; 0: recorded, not "
+     "timed) in get_summary()[\"timed\"][phase][dir], so its bandwidth shows beside the device-timed copies'. "
+     "memobs_record_xfer_ns. timed_transfer() times a `with` block this way."},
     {"set_phase", pymod_set_phase, METH_O,
      "set_phase(phase)\n--\n\nThe calling thread's phase, read by record_*(n, None): \"prefill\", \"decode\" or "
      "None (unphased)."},
@@ -2035,11 +2322,14 @@ static PyMethodDef pymod_methods[] = {
      "_region_end()\n--\n\nmemobs_region_end() as C code calls it: ends the thread's innermost region, or counts "
      "an unmatched end (problems[\"region_unmatched_ends\"]). For tests; use a region's `with`."},
     {"get_summary", pymod_get_summary, METH_NOARGS,
-     "get_summary()\n--\n\nA dict: nano-vllm's MemoryObserver.get_summary() keys (\"total\", \"prefill\", "
-     "\"decode\"), then \"unphased\", \"phases\" (every phase, D2D and counts included), \"ttft\", \"tpot\", "
+     "get_summary()\n--\n\nA dict: nano-vllm's MemoryObserver.get_summary() keys (\"total\": nano-vllm's six keys, "
+     "then h2s_, s2h_, d2s_ and s2d_bytes and _count; \"prefill\", \"decode\": nano-vllm's two), then \"unphased\", "
+     "\"phases\" (every phase, every direction and counts), "
      "\"manual\" (the program's own records, apart from the observed ones under the LD_PRELOAD library: \"apart\" "
      "and \"total\", \"prefill\", \"decode\", \"unphased\" as \"total\"), \"ttft\", \"tpot\", "
-     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\", \"regions\" (as "
+     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\" (per phase and "
+     "direction: bytes, count, ns), \"sizes\" (per direction: count, bytes, p50, p90, p99, max and \"buckets\", "
+     "[[upper_bound, count], ...] of the non-empty log2 buckets), \"regions\" (as "
      "get_regions()), \"identity\", "
      "\"enabled\", \"window_ns\", \"memobs_version\"; and, once a collective or a peer transfer was recorded "
      "or NCCL's profiler plugin set its source, \"collectives\" (coll_get_info()'s keys and \"comms\": name, id, "
@@ -2185,8 +2475,8 @@ static PyMethodDef pymod_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 #define PYMOD_ABOUT                                                                                              \
-    ", the extension module of the package memobs (use `import memobs`): transfer counters (H2D, D2H, D2D per "  \
-    "phase), TTFT/TPOT/E2E histograms, regions and markers (named spans and instants, counted and timed per "     \
+    ", the extension module of the package memobs (use `import memobs`): transfer counters (H2D, D2H, D2D and "  \
+    "the storage tier's H2S, S2H, D2S, S2D per phase, with their sizes), TTFT/TPOT/E2E histograms, regions and markers (named spans and instants, counted and timed per "     \
     "name), summaries and an allocation tracker with Python stacks, for inference engines. "
 
 static struct PyModuleDef pymod_def = {
@@ -2210,11 +2500,18 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         return NULL;
     }
     {
-        /* the directions of record_peer_xfer and the fixed collective kinds */
+        /* the directions of record_xfer and record_peer_xfer, and the fixed collective kinds */
         static const struct {
             const char *name;
             long value;
-        } k[] = {{"PEER_SEND", MEMOBS_PEER_SEND},
+        } k[] = {{"DIR_H2D", MEMOBS_DIR_H2D},
+                 {"DIR_D2H", MEMOBS_DIR_D2H},
+                 {"DIR_D2D", MEMOBS_DIR_D2D},
+                 {"DIR_H2S", MEMOBS_DIR_H2S},
+                 {"DIR_S2H", MEMOBS_DIR_S2H},
+                 {"DIR_D2S", MEMOBS_DIR_D2S},
+                 {"DIR_S2D", MEMOBS_DIR_S2D},
+                 {"PEER_SEND", MEMOBS_PEER_SEND},
                  {"PEER_RECV", MEMOBS_PEER_RECV},
                  {"COLL_ALL_REDUCE", MEMOBS_COLL_ALL_REDUCE},
                  {"COLL_ALL_GATHER", MEMOBS_COLL_ALL_GATHER},
@@ -2231,6 +2528,14 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         size_t i;
         for (i = 0; i < sizeof k / sizeof k[0]; i++)
             if (PyModule_AddIntConstant(m, k[i].name, k[i].value) < 0) {
+                Py_DECREF(m);
+                return NULL;
+            }
+    }
+    {
+        int d;
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            if (!pymod_dir_str[d] && !(pymod_dir_str[d] = PyUnicode_InternFromString(pymod_dir_names[d]))) {
                 Py_DECREF(m);
                 return NULL;
             }
@@ -2255,13 +2560,19 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         }
     }
     if (!pymod_update_wrapper || !(pymod_region_cache = PyDict_New()) || PyType_Ready(&pymod_region_type) < 0 ||
-        PyType_Ready(&pymod_rfunc_type) < 0) {
+        PyType_Ready(&pymod_rfunc_type) < 0 || PyType_Ready(&pymod_timed_xfer_type) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     Py_INCREF(&pymod_region_type);
     if (PyModule_AddObject(m, "region", (PyObject *)&pymod_region_type) < 0) {
         Py_DECREF(&pymod_region_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&pymod_timed_xfer_type);
+    if (PyModule_AddObject(m, "timed_transfer", (PyObject *)&pymod_timed_xfer_type) < 0) {
+        Py_DECREF(&pymod_timed_xfer_type);
         Py_DECREF(m);
         return NULL;
     }

@@ -52,11 +52,22 @@ check("record_ttft(2**64 - 1)", "ValueError: record_ttft(): ns must be at most 2
 check("record_tpot(2**56 + 1)", True, raises(memobs.record_tpot, big).startswith("ValueError: record_tpot(): ns must"))
 check("track_alloc(0x7000, 2**56 + 1, 'host')", "ValueError: track_alloc(): nbytes must be at most 2**56 "
       "(MEMOBS_MAX_BYTES), got %d" % big, raises(memobs.track_alloc, 0x7000, big, "host"))
+check("record_s2h(2**56 + 1, True)", "ValueError: record_s2h(): num_bytes must be at most 2**56 (MEMOBS_MAX_BYTES), "
+      "got %d" % big, raises(memobs.record_s2h, big, True))
+check("record_xfer('d2s', 2**56 + 1)", "ValueError: record_xfer(): nbytes must be at most 2**56 (MEMOBS_MAX_BYTES), "
+      "got %d" % big, raises(memobs.record_xfer, "d2s", big))
+check("record_xfer_ns('s2d', 1, None, 2**56 + 1)", "ValueError: record_xfer_ns(): ns must be at most 2**56 "
+      "(MEMOBS_MAX_NS), got %d" % big, raises(memobs.record_xfer_ns, "s2d", 1, None, big))
+check("timed_transfer('h2s', 2**56 + 1)", True,
+      raises(memobs.timed_transfer, "h2s", big).startswith("ValueError: timed_transfer(): nbytes must be at most"))
 s = memobs.get_summary()
 check("nothing recorded by the refused calls", {"h2d_count": 0, "d2h_count": 0, "d2d_count": 0, "ttft": 0, "tpot": 0,
-                                                  "bad_records": 0},
+                                                  "bad_records": 0, "storage": [0, 0, 0, 0], "timed": 0},
       {"h2d_count": xfer(s, "h2d_count"), "d2h_count": xfer(s, "d2h_count"), "d2d_count": xfer(s, "d2d_count"),
-       "ttft": s["ttft"]["count"], "tpot": s["tpot"]["count"], "bad_records": s["problems"]["bad_records"]})
+       "ttft": s["ttft"]["count"], "tpot": s["tpot"]["count"], "bad_records": s["problems"]["bad_records"],
+       # the storage tier is never counted apart: no observer sees it
+       "storage": [s["total"][d + "_count"] for d in ("h2s", "s2h", "d2s", "s2d")],
+       "timed": sum(s["timed"][p][d]["count"] for p in ("prefill", "decode", "unphased") for d in s["timed"][p])})
 memobs.record_ttft(5)
 memobs.record_h2d(2**56, True)
 memobs.record_h2d(2, True)
@@ -64,5 +75,10 @@ s = memobs.get_summary()
 check("record_ttft(2**64 - 1) then record_ttft(5): mean 5 ns", (1, 5), (s["ttft"]["count"], s["ttft"]["mean_ns"]))
 check("the limit itself passes: record_h2d(2**56) + record_h2d(2)", (2, 2**56 + 2),
       (xfer(s, "h2d_count"), xfer(s, "h2d_bytes")))
+memobs.record_xfer_ns("d2s", 2**56, True, 2**56)
+s = memobs.get_summary()
+check("the limits themselves pass: record_xfer_ns('d2s', 2**56, True, 2**56)",
+      ({"bytes": 2**56, "count": 1, "ns": 2**56}, 2**56, [[2**56, 1]]),
+      (s["timed"]["prefill"]["d2s"], s["total"]["d2s_bytes"], s["sizes"]["d2s"]["buckets"]))
 check("signal_dropped in the problems", 0, s["problems"].get("signal_dropped"))
 sys.exit(1 if failed else 0)

@@ -40,7 +40,7 @@ for lib in (GIL, NOGIL):
     lib.pyuser_alloc.restype, lib.pyuser_alloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
     lib.pyuser_free.argtypes = [ctypes.c_void_p]
 
-ZERO = {"h2d_bytes": 0, "h2d_count": 0, "d2h_bytes": 0, "d2h_count": 0, "d2d_bytes": 0, "d2d_count": 0}
+ZERO = {d + k: 0 for d in ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d") for k in ("_bytes", "_count")}
 
 
 def dirs(**kw):
@@ -66,6 +66,7 @@ with memobs.region("py_step"):
 memobs.record_h2d(100, True)
 memobs.record_d2h(50, False)
 memobs.record_h2d(7, None)  # the thread's phase: prefill
+memobs.record_xfer_ns("s2h", 300, None, 50)  # a load timed by the program: the storage tier is never apart
 memobs.set_phase(None)
 s = memobs.get_summary()
 steps = [r for r in s["regions"] if r["name"] == "py_step"]
@@ -79,12 +80,15 @@ if MODE == "attached":
     abi.restype = ctypes.c_uint64
     tap("the module's ABI key (_abi_key) is the preload's (memobs_preload_abi())", abi() == memobs._ext._abi_key,
         "%#x vs %#x" % (abi(), memobs._ext._abi_key))
-    want_obs = {"total": dirs(h2d_bytes=5096, h2d_count=2),
-                "phases": {"prefill": dirs(h2d_bytes=1000, h2d_count=1), "decode": dirs(h2d_bytes=4096, h2d_count=1),
-                           "unphased": ZERO}}
+    want_obs = {"total": dirs(h2d_bytes=5096, h2d_count=2, s2h_bytes=300, s2h_count=1),
+                "phases": {"prefill": dirs(h2d_bytes=1000, h2d_count=1, s2h_bytes=300, s2h_count=1),
+                           "decode": dirs(h2d_bytes=4096, h2d_count=1), "unphased": ZERO}}
     got_obs = {"total": s["total"], "phases": s["phases"]}
-    tap("set_phase() from Python files the intercepted copies: 4096 B decode, 1000 B prefill (observed), exact",
+    tap("set_phase() from Python files the intercepted copies: 4096 B decode, 1000 B prefill (observed), exact; "
+        "the storage tier's record_xfer_ns among them (never apart)",
         got_obs == want_obs, "expected %s" % want_obs, "got      %s" % got_obs)
+    tap("record_xfer_ns attached: timed in the preload's memobs (prefill s2h: 300 B, 1, 50 ns)",
+        s["timed"]["prefill"]["s2h"] == {"bytes": 300, "count": 1, "ns": 50}, s["timed"]["prefill"])
     want_man = {"apart": True, "total": dirs(h2d_bytes=107, h2d_count=2, d2h_bytes=50, d2h_count=1),
                 "prefill": dirs(h2d_bytes=107, h2d_count=2), "decode": dirs(d2h_bytes=50, d2h_count=1),
                 "unphased": ZERO}
@@ -141,13 +145,14 @@ if MODE == "attached":
     # what the preload writes at exit: the same figures, one live block (p1)
     expect = {"total": want_obs["total"], "prefill": want_obs["phases"]["prefill"],
               "decode": want_obs["phases"]["decode"], "manual": want_man,
+              "timed": {"prefill": {"s2h": {"bytes": 300, "count": 1, "ns": 50}}},
               "memory": {"device": {"allocs": 5, "frees": 4, "current_bytes": 1 << 20,
                                     "peak_bytes": (1 << 20) + 4096 + 8192}}}
 else:
     tap("memobs.instance() is \"private\"; memobs._memobs_attached not chosen",
         memobs.instance() == "private" and memobs._ext is sys.modules["memobs._memobs"], memobs.instance())
     mine = {"total": s["total"], "manual": s["manual"]}
-    want = {"total": dirs(h2d_bytes=107, h2d_count=2, d2h_bytes=50, d2h_count=1),
+    want = {"total": dirs(h2d_bytes=107, h2d_count=2, d2h_bytes=50, d2h_count=1, s2h_bytes=300, s2h_count=1),
             "manual": {"apart": False, "total": ZERO, "prefill": ZERO, "decode": ZERO, "unphased": ZERO}}
     tap("the private memobs holds the program's own records only (not the intercepted copies); manual off, zero",
         mine == want, "expected %s" % want, "got      %s" % mine)

@@ -31,9 +31,14 @@ TMP = tempfile.mkdtemp(prefix="memobs_pymodule_")
 # nano-vllm's MemoryObserver.get_summary(): these keys, no more, no fewer.
 NANO_TOTAL = {"h2d_bytes", "h2d_count", "d2h_bytes", "d2h_count", "d2d_bytes", "d2d_count"}
 NANO_PHASE = {"h2d_bytes", "d2h_bytes"}
+# memobs' directions after nano-vllm's: the storage tier (memobs_dir_t order)
+DIRS = ["h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d"]
+STORAGE = ["h2s", "s2h", "d2s", "s2d"]
+ALL_DIRS_KEYS = [d + k for d in DIRS for k in ("_bytes", "_count")]  # "total" and every phase, in order
+ALL_DIRS = set(ALL_DIRS_KEYS)
 LATENCY = {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "last_ns"}
 TOP = {"total", "prefill", "decode", "unphased", "phases", "ttft", "tpot", "e2e", "requests", "problems",
-       "counters", "memory", "tracker", "timed", "regions", "identity", "enabled", "window_ns", "memobs_version",
+       "counters", "memory", "tracker", "timed", "sizes", "regions", "identity", "enabled", "window_ns", "memobs_version",
        "manual"}
 
 
@@ -99,7 +104,14 @@ def fresh():
 def xfer():
     """The transfer part of the summary: what an error must leave unchanged."""
     s = memobs.get_summary()
-    return {k: s[k] for k in ("total", "prefill", "decode", "unphased", "phases")}
+    return {k: s[k] for k in ("total", "prefill", "decode", "unphased", "phases", "timed", "sizes")}
+
+
+def dirs(**kw):
+    """A "total" or per-phase dict: every direction's bytes and count, zero but for kw."""
+    d = dict.fromkeys(ALL_DIRS_KEYS, 0)
+    d.update(kw)
+    return d
 
 
 def read(path):
@@ -191,28 +203,38 @@ def _(c):
     memobs.record_h2d(2**40, False)  # a terabyte: 64-bit counters
     memobs.record_h2d(0, True)  # zero bytes: counted as an op
     s = memobs.get_summary()
-    c.eq("total", s["total"], {"h2d_bytes": 1324 + 2**40, "h2d_count": 5, "d2h_bytes": 777, "d2h_count": 3,
-                               "d2d_bytes": 55, "d2d_count": 2})
+    c.eq("total", s["total"], dirs(h2d_bytes=1324 + 2**40, h2d_count=5, d2h_bytes=777, d2h_count=3,
+                                   d2d_bytes=55, d2d_count=2))
     c.eq("prefill", s["prefill"], {"h2d_bytes": 1024, "d2h_bytes": 7})
     c.eq("decode", s["decode"], {"h2d_bytes": 300 + 2**40, "d2h_bytes": 770})
-    c.eq("phases.prefill", s["phases"]["prefill"], {"h2d_bytes": 1024, "h2d_count": 3, "d2h_bytes": 7,
-                                                    "d2h_count": 1, "d2d_bytes": 5, "d2d_count": 1})
-    c.eq("phases.decode", s["phases"]["decode"], {"h2d_bytes": 300 + 2**40, "h2d_count": 2, "d2h_bytes": 770,
-                                                  "d2h_count": 2, "d2d_bytes": 50, "d2d_count": 1})
-    c.eq("unphased", s["unphased"], dict.fromkeys(NANO_TOTAL, 0))
+    c.eq("phases.prefill", s["phases"]["prefill"], dirs(h2d_bytes=1024, h2d_count=3, d2h_bytes=7,
+                                                        d2h_count=1, d2d_bytes=5, d2d_count=1))
+    c.eq("phases.decode", s["phases"]["decode"], dirs(h2d_bytes=300 + 2**40, h2d_count=2, d2h_bytes=770,
+                                                      d2h_count=2, d2d_bytes=50, d2d_count=1))
+    c.eq("unphased", s["unphased"], dirs())
 
 
-@check("get_summary(): nano-vllm's keys exactly, then memobs' extras")
+@check("get_summary(): nano-vllm's keys first, then memobs' extras")
 def _(c):
     s = memobs.get_summary()
     c.eq("top-level keys", set(s), TOP)
-    c.eq("total keys (nano-vllm)", set(s["total"]), NANO_TOTAL)
+    c.eq("the first three keys (nano-vllm's, in its order)", list(s)[:3], ["total", "prefill", "decode"])
+    c.eq("total keys: nano-vllm's six first, in its order, then the storage tier's", list(s["total"]),
+         ["h2d_bytes", "h2d_count", "d2h_bytes", "d2h_count", "d2d_bytes", "d2d_count",
+          "h2s_bytes", "h2s_count", "s2h_bytes", "s2h_count", "d2s_bytes", "d2s_count", "s2d_bytes", "s2d_count"])
+    c.eq("total keys include nano-vllm's", NANO_TOTAL - set(s["total"]), set())
     c.eq("prefill keys (nano-vllm)", set(s["prefill"]), NANO_PHASE)
     c.eq("decode keys (nano-vllm)", set(s["decode"]), NANO_PHASE)
-    c.eq("unphased keys", set(s["unphased"]), NANO_TOTAL)
+    c.eq("unphased keys", list(s["unphased"]), ALL_DIRS_KEYS)
     c.eq("phases keys", set(s["phases"]), {"prefill", "decode", "unphased"})
     for p in ("prefill", "decode", "unphased"):
-        c.eq("phases.%s keys" % p, set(s["phases"][p]), NANO_TOTAL)
+        c.eq("phases.%s keys" % p, list(s["phases"][p]), ALL_DIRS_KEYS)
+    c.eq("timed keys", set(s["timed"]), {"prefill", "decode", "unphased", "in_flight_copies", "in_flight_bytes"})
+    for p in ("prefill", "decode", "unphased"):
+        c.eq("timed.%s keys (every direction)" % p, list(s["timed"][p]), DIRS)
+    c.eq("sizes keys (every direction)", list(s["sizes"]), DIRS)
+    for d in DIRS:
+        c.eq("sizes.%s keys" % d, list(s["sizes"][d]), ["count", "bytes", "p50", "p90", "p99", "max", "buckets"])
     for t in ("ttft", "tpot", "e2e"):
         c.eq("%s keys" % t, set(s[t]), LATENCY)
     c.eq("identity keys", set(s["identity"]), {"job_id", "rank", "local_rank", "world_size", "host", "pid"})
@@ -221,7 +243,7 @@ def _(c):
                                                  s["identity"]["world_size"]), (0, 0, 1))
     c.eq("memory kinds", set(s["memory"]), {"device", "host", "pinned", "managed"})
     c.eq("enabled", s["enabled"], True)
-    zero = dict.fromkeys(NANO_TOTAL, 0)
+    zero = dirs()
     c.eq("manual: the private memobs keeps no records apart (no LD_PRELOAD library attached)", s["manual"],
          {"apart": False, "total": zero, "prefill": zero, "decode": zero, "unphased": zero})
     c.eq("instance()", memobs.instance(), "private")
@@ -247,14 +269,14 @@ def _(c):
     memobs.set_phase(None)
     memobs.record_d2h(17, None)
     s = memobs.get_summary()
-    c.eq("unphased", s["unphased"], {"h2d_bytes": 11, "h2d_count": 1, "d2h_bytes": 17, "d2h_count": 1,
-                                     "d2d_bytes": 13, "d2d_count": 1})
+    c.eq("unphased", s["unphased"], dirs(h2d_bytes=11, h2d_count=1, d2h_bytes=17, d2h_count=1,
+                                         d2d_bytes=13, d2d_count=1))
     c.eq("prefill", s["prefill"], {"h2d_bytes": 101, "d2h_bytes": 0})
     c.eq("decode", s["decode"], {"h2d_bytes": 0, "d2h_bytes": 200})
     c.eq("D2D by phase (prefill, decode, unphased)",
          [s["phases"][p]["d2d_bytes"] for p in ("prefill", "decode", "unphased")], [3, 4, 13])
     c.eq("total = prefill + decode + unphased", s["total"],
-         {k: sum(s["phases"][p][k] for p in ("prefill", "decode", "unphased")) for k in NANO_TOTAL})
+         {k: sum(s["phases"][p][k] for p in ("prefill", "decode", "unphased")) for k in ALL_DIRS})
 
 
 @check("is_prefill: keywords, phase names, truth values, __index__ bytes")
@@ -333,6 +355,332 @@ def _(c):
     memobs.set_phase(None)
 
 
+# ---------------------------------------------------------------------------
+# The storage tier, record_xfer, timed transfers, transfer sizes
+
+
+def size_bucket(n):
+    """memobs' log2 bucket of a transfer of n bytes: b with n in (2**(b-1), 2**b]; 0 for 0 and 1."""
+    return (n - 1).bit_length() if n > 1 else 0
+
+
+def size_model(sizes):
+    """What get_summary()["sizes"][dir] holds after records of these sizes."""
+    counts = {}
+    for n in sizes:
+        counts[size_bucket(n)] = counts.get(size_bucket(n), 0) + 1
+    return {"count": len(sizes), "bytes": sum(sizes),
+            "buckets": [[1 << b, counts[b]] for b in sorted(counts)]}
+
+
+def size_quantile(sizes, q):
+    """The bucket bound at the rank ceil(q * count) (1-based) of the records, sorted: 0 with none."""
+    if not sizes:
+        return 0
+    rank = max(1, -(-len(sizes) * q // 100))
+    return 1 << sorted(size_bucket(n) for n in sizes)[rank - 1]
+
+
+@check("record_h2s/s2h/d2s/s2d: exact bytes and counts per phase and direction, as record_h2d")
+def _(c):
+    fresh()
+    memobs.record_h2s(4096, True)
+    memobs.record_h2s(1 << 20, False)
+    memobs.record_s2h(8192, False)
+    memobs.record_s2h(num_bytes=100, is_prefill=True)
+    memobs.record_d2s(2**40, "decode")
+    memobs.record_s2d(0, "unphased")  # zero bytes: counted as an op
+    memobs.record_s2d(7, 1)  # nonzero: prefill
+    memobs.set_phase("decode")
+    memobs.record_h2s(11, None)
+    memobs.record_s2h(12, None)
+    memobs.record_d2s(13, None)
+    memobs.record_s2d(14, None)
+    memobs.set_phase(None)
+    memobs.record_s2h(15, None)  # unphased
+    memobs.record_h2d(1, True)  # the other directions are apart
+    s = memobs.get_summary()
+    c.eq("phases.prefill", s["phases"]["prefill"], dirs(h2s_bytes=4096, h2s_count=1, s2h_bytes=100, s2h_count=1,
+                                                        s2d_bytes=7, s2d_count=1, h2d_bytes=1, h2d_count=1))
+    c.eq("phases.decode", s["phases"]["decode"], dirs(h2s_bytes=(1 << 20) + 11, h2s_count=2, s2h_bytes=8192 + 12,
+                                                      s2h_count=2, d2s_bytes=2**40 + 13, d2s_count=2, s2d_bytes=14,
+                                                      s2d_count=1))
+    c.eq("unphased", s["unphased"], dirs(s2d_bytes=0, s2d_count=1, s2h_bytes=15, s2h_count=1))
+    c.eq("total = prefill + decode + unphased", s["total"],
+         {k: sum(s["phases"][p][k] for p in ("prefill", "decode", "unphased")) for k in ALL_DIRS_KEYS})
+    c.eq("nano-vllm's prefill/decode: H2D and D2H only", (s["prefill"], s["decode"]),
+         ({"h2d_bytes": 1, "d2h_bytes": 0}, {"h2d_bytes": 0, "d2h_bytes": 0}))
+    c.eq("every summary figure is an int", [type(v) for v in s["total"].values()], [int] * 14)
+
+
+@check("record_xfer(dir, nbytes, phase=None): every direction by name and by DIR_* constant")
+def _(c):
+    fresh()
+    c.eq("DIR_* constants (memobs_dir_t)", [getattr(memobs, "DIR_" + d.upper()) for d in DIRS], list(range(7)))
+    want = {p: dirs() for p in ("prefill", "decode", "unphased")}
+    k = 0
+    for i, d in enumerate(DIRS):
+        for how, phase, p in ((d, True, "prefill"), (i, False, "decode"), (d, "unphased", "unphased"),
+                              (getattr(memobs, "DIR_" + d.upper()), "prefill", "prefill"), (d, None, "unphased")):
+            k += 1
+            memobs.record_xfer(how, 1000 * i + k, phase)
+            want[p][d + "_bytes"] += 1000 * i + k
+            want[p][d + "_count"] += 1
+    memobs.set_phase("decode")
+    memobs.record_xfer("s2h", 5)  # phase defaults to None: the thread's
+    memobs.record_xfer(dir="h2s", nbytes=6, phase=None)
+    memobs.set_phase(None)
+    want["decode"]["s2h_bytes"] += 5
+    want["decode"]["s2h_count"] += 1
+    want["decode"]["h2s_bytes"] += 6
+    want["decode"]["h2s_count"] += 1
+    s = memobs.get_summary()
+    for p in want:
+        c.eq("phases.%s" % p, s["phases"][p], want[p])
+    c.eq("nothing timed", [s["timed"][p][d]["count"] for p in want for d in DIRS], [0] * 21)
+
+
+@check("record_xfer_ns(dir, nbytes, phase, ns): the transfer and its exact timed bytes, count and ns")
+def _(c):
+    fresh()
+    memobs.record_xfer_ns("s2h", 4096, True, 1_000_000)
+    memobs.record_xfer_ns("s2h", 8192, True, 3_000_000)
+    memobs.record_xfer_ns(memobs.DIR_H2S, 1 << 30, "decode", 2_000_000_000)
+    memobs.record_xfer_ns("s2d", 100, None, 5)  # unphased: the thread's
+    memobs.record_xfer_ns("d2s", 300, False, 0)  # ns 0: recorded, not timed
+    memobs.record_xfer_ns(dir="h2d", nbytes=64, phase="prefill", ns=2**56)  # at MEMOBS_MAX_NS
+    s = memobs.get_summary()
+    t = s["timed"]
+    c.eq("timed.prefill.s2h", t["prefill"]["s2h"], {"bytes": 12288, "count": 2, "ns": 4_000_000})
+    c.eq("timed.decode.h2s", t["decode"]["h2s"], {"bytes": 1 << 30, "count": 1, "ns": 2_000_000_000})
+    c.eq("timed.unphased.s2d", t["unphased"]["s2d"], {"bytes": 100, "count": 1, "ns": 5})
+    c.eq("timed.decode.d2s (ns 0: not timed)", t["decode"]["d2s"], {"bytes": 0, "count": 0, "ns": 0})
+    c.eq("timed.prefill.h2d (an engine-timed H2D)", t["prefill"]["h2d"], {"bytes": 64, "count": 1, "ns": 2**56})
+    c.eq("the transfers themselves", (s["phases"]["prefill"], s["phases"]["decode"], s["unphased"]),
+         (dirs(s2h_bytes=12288, s2h_count=2, h2d_bytes=64, h2d_count=1),
+          dirs(h2s_bytes=1 << 30, h2s_count=1, d2s_bytes=300, d2s_count=1), dirs(s2d_bytes=100, s2d_count=1)))
+    others = [(p, d) for p in ("prefill", "decode", "unphased") for d in DIRS
+              if (p, d) not in (("prefill", "s2h"), ("decode", "h2s"), ("unphased", "s2d"), ("prefill", "h2d"))]
+    c.eq("every other timed figure is zero", [t[p][d] for p, d in others],
+         [{"bytes": 0, "count": 0, "ns": 0}] * len(others))
+
+
+@check("timed_transfer(dir, nbytes, phase=None): a with block timed and recorded; nothing when it raises")
+def _(c):
+    fresh()
+    t = memobs.timed_transfer("s2h", 4096, True)
+    c.eq("repr", repr(t), "memobs.timed_transfer('s2h', 4096, 'prefill')")
+    c.eq("repr, phase None", repr(memobs.timed_transfer(memobs.DIR_D2S, 5)), "memobs.timed_transfer('d2s', 5)")
+    c.eq("dir, nbytes, ns before", (t.dir, t.nbytes, t.ns), ("s2h", 4096, None))
+    with t as entered:
+        c.true("__enter__ returns the object", entered is t)
+        end = time.perf_counter_ns() + 1_000_000  # 1 ms of work on CLOCK_MONOTONIC, memobs' clock
+        while time.perf_counter_ns() < end:
+            pass
+    first = t.ns
+    c.true("ns: at least the 1 ms the body ran", first is not None and first >= 1_000_000, first)
+    with t:  # a second with of the same object: another transfer
+        pass
+    second = t.ns
+    memobs.set_phase("decode")
+    with memobs.timed_transfer("h2s", 100) as u:  # phase None: the thread's when the body ends
+        pass
+    memobs.set_phase(None)
+    try:
+        with memobs.timed_transfer("s2d", 1 << 20, False):
+            raise KeyError("io failed")
+    except KeyError as e:
+        c.eq("the body's exception goes on", e.args, ("io failed",))
+    else:
+        c.true("the body's exception goes on", False)
+    s = memobs.get_summary()
+    c.eq("timed.prefill.s2h: two bodies, their ns", s["timed"]["prefill"]["s2h"],
+         {"bytes": 8192, "count": 2, "ns": first + second})
+    c.eq("timed.decode.h2s", s["timed"]["decode"]["h2s"], {"bytes": 100, "count": 1, "ns": u.ns})
+    c.eq("the transfers", (s["phases"]["prefill"], s["phases"]["decode"], s["unphased"]),
+         (dirs(s2h_bytes=8192, s2h_count=2), dirs(h2s_bytes=100, h2s_count=1), dirs()))
+    c.eq("the body that raised: nothing recorded", (s["timed"]["decode"]["s2d"], s["total"]["s2d_count"]),
+         ({"bytes": 0, "count": 0, "ns": 0}, 0))
+    with memobs.timed_transfer("d2s", 1) as v:
+        c.raises("entered twice", RuntimeError, v.__enter__)
+    c.eq("the outer with still recorded once", memobs.get_summary()["total"]["d2s_count"], 1)
+    c.raises("__exit__ without __enter__", RuntimeError, memobs.timed_transfer("d2s", 1).__exit__, None, None, None)
+    c.eq("keywords", repr(memobs.timed_transfer(dir="h2d", nbytes=3, phase="unphased")),
+         "memobs.timed_transfer('h2d', 3, 'unphased')")
+
+
+@check("storage records, record_xfer, record_xfer_ns, timed_transfer: bad arguments raise, nothing recorded")
+def _(c):
+    fresh()
+    memobs.record_s2h(123, True)
+    memobs.record_xfer_ns("h2s", 10, None, 20)
+    before = xfer()
+
+    class Boom:
+        def __bool__(self):
+            raise RuntimeError("boom")
+
+    cases = [
+        ("record_h2s(-1, True)", ValueError, memobs.record_h2s, (-1, True), {}),
+        ("record_s2h(2**56 + 1, True)", ValueError, memobs.record_s2h, (2**56 + 1, True), {}),
+        ("record_d2s(2**64, False)", ValueError, memobs.record_d2s, (2**64, False), {}),
+        ("record_s2d('100', True)", TypeError, memobs.record_s2d, ("100", True), {}),
+        ("record_s2d(1.5, True)", TypeError, memobs.record_s2d, (1.5, True), {}),
+        ("record_h2s(True, True)", TypeError, memobs.record_h2s, (True, True), {}),
+        ("record_s2h(100) (is_prefill is required)", TypeError, memobs.record_s2h, (100,), {}),
+        ("record_d2s(1, 'prefil')", ValueError, memobs.record_d2s, (1, "prefil"), {}),
+        ("record_s2d(1, <__bool__ raises>)", RuntimeError, memobs.record_s2d, (1, Boom()), {}),
+        ("record_h2s(1, True, 3)", TypeError, memobs.record_h2s, (1, True, 3), {}),
+        ("record_xfer('x2y', 1)", ValueError, memobs.record_xfer, ("x2y", 1), {}),
+        ("record_xfer('H2S', 1) (names are lower case)", ValueError, memobs.record_xfer, ("H2S", 1), {}),
+        ("record_xfer(7, 1)", ValueError, memobs.record_xfer, (7, 1), {}),
+        ("record_xfer(-1, 1)", ValueError, memobs.record_xfer, (-1, 1), {}),
+        ("record_xfer(True, 1)", TypeError, memobs.record_xfer, (True, 1), {}),
+        ("record_xfer(3.0, 1)", TypeError, memobs.record_xfer, (3.0, 1), {}),
+        ("record_xfer(None, 1)", TypeError, memobs.record_xfer, (None, 1), {}),
+        ("record_xfer('s2h', -5)", ValueError, memobs.record_xfer, ("s2h", -5), {}),
+        ("record_xfer('s2h', 1.0)", TypeError, memobs.record_xfer, ("s2h", 1.0), {}),
+        ("record_xfer('s2h', 1, 'warmup')", ValueError, memobs.record_xfer, ("s2h", 1, "warmup"), {}),
+        ("record_xfer('s2h', 1, 2)", TypeError, memobs.record_xfer, ("s2h", 1, 2), {}),
+        ("record_xfer('s2h')", TypeError, memobs.record_xfer, ("s2h",), {}),
+        ("record_xfer('s2h', 1, None, 5) (no ns: record_xfer_ns)", TypeError, memobs.record_xfer,
+         ("s2h", 1, None, 5), {}),
+        ("record_xfer('s2h', 1, is_prefill=True)", TypeError, memobs.record_xfer, ("s2h", 1), {"is_prefill": True}),
+        ("record_xfer_ns('s2h', 1, None, -1)", ValueError, memobs.record_xfer_ns, ("s2h", 1, None, -1), {}),
+        ("record_xfer_ns('s2h', 1, None, 2**56 + 1)", ValueError, memobs.record_xfer_ns,
+         ("s2h", 1, None, 2**56 + 1), {}),
+        ("record_xfer_ns('s2h', 1, None, 1.5)", TypeError, memobs.record_xfer_ns, ("s2h", 1, None, 1.5), {}),
+        ("record_xfer_ns('s2h', 1, None) (ns is required)", TypeError, memobs.record_xfer_ns, ("s2h", 1, None), {}),
+        ("record_xfer_ns('s2h', 1) (phase is required)", TypeError, memobs.record_xfer_ns, ("s2h", 1), {}),
+        ("record_xfer_ns('nvme', 1, None, 5)", ValueError, memobs.record_xfer_ns, ("nvme", 1, None, 5), {}),
+        ("record_xfer_ns('s2h', -1, None, 5)", ValueError, memobs.record_xfer_ns, ("s2h", -1, None, 5), {}),
+        ("record_xfer_ns('s2h', 1, 'x', 5)", ValueError, memobs.record_xfer_ns, ("s2h", 1, "x", 5), {}),
+        ("timed_transfer('disk', 1)", ValueError, memobs.timed_transfer, ("disk", 1), {}),
+        ("timed_transfer('s2h', -1)", ValueError, memobs.timed_transfer, ("s2h", -1), {}),
+        ("timed_transfer('s2h', '1')", TypeError, memobs.timed_transfer, ("s2h", "1"), {}),
+        ("timed_transfer('s2h', 1, 'warmup')", ValueError, memobs.timed_transfer, ("s2h", 1, "warmup"), {}),
+        ("timed_transfer('s2h')", TypeError, memobs.timed_transfer, ("s2h",), {}),
+        ("timed_transfer('s2h', 1, None, 4)", TypeError, memobs.timed_transfer, ("s2h", 1, None, 4), {}),
+        ("timed_transfer('s2h', 1, ns=4)", TypeError, memobs.timed_transfer, ("s2h", 1), {"ns": 4}),
+    ]
+    for what, exc, fn, args, kwargs in cases:
+        msg = c.raises(what, exc, fn, *args, **kwargs)
+        if msg is not None and exc is not RuntimeError:
+            c.true("%s: message names the function" % what, fn.__name__ in msg, msg)
+    msg = c.raises("record_xfer('x2y', 1): the message lists the names", ValueError, memobs.record_xfer, "x2y", 1)
+    c.true("the message lists the seven names", msg is not None and all('"%s"' % d in msg for d in DIRS), msg)
+    c.eq("transfers, timed and sizes after the bad calls", xfer(), before)
+    c.true("no exception left set: a later call works", memobs.record_s2d(1, True) is None)
+
+
+@check("the storage tier off (set_enabled(False)) and after reset(): nothing, then zero")
+def _(c):
+    fresh()
+    memobs.record_xfer_ns("s2h", 10, True, 10)
+    memobs.set_enabled(False)
+    memobs.record_h2s(1, True)
+    memobs.record_xfer("d2s", 2)
+    memobs.record_xfer_ns("s2h", 3, True, 4)
+    with memobs.timed_transfer("s2d", 5):
+        pass
+    s = memobs.get_summary()
+    memobs.set_enabled(True)
+    c.eq("total while off: the record before only", s["total"], dirs(s2h_bytes=10, s2h_count=1))
+    c.eq("timed while off", s["timed"]["prefill"]["s2h"], {"bytes": 10, "count": 1, "ns": 10})
+    c.eq("sizes while off", [s["sizes"][d]["count"] for d in DIRS], [0, 0, 0, 0, 1, 0, 0])
+    memobs.reset()
+    s = memobs.get_summary()
+    c.eq("total after reset()", s["total"], dirs())
+    c.eq("timed after reset()", s["timed"]["prefill"]["s2h"], {"bytes": 0, "count": 0, "ns": 0})
+    c.eq("sizes after reset()", s["sizes"]["s2h"], {"count": 0, "bytes": 0, "p50": 0, "p90": 0, "p99": 0, "max": 0,
+                                                    "buckets": []})
+
+
+@check("sizes: exact log2 bucket counts, bytes, percentiles and max per direction, against a model")
+def _(c):
+    import random
+    fresh()
+    rng = random.Random(30)
+    edges = [0, 1, 2, 3, 4, 5, 7, 8, 9, 4095, 4096, 4097, 1 << 20, (1 << 20) + 1, 2**40, 2**56 - 1, 2**56]
+    recorded = {d: [] for d in DIRS}
+    calls = [lambda d, n: getattr(memobs, "record_" + d)(n, True),
+             lambda d, n: getattr(memobs, "record_" + d)(n, None),
+             lambda d, n: memobs.record_xfer(d, n, False),
+             lambda d, n: memobs.record_xfer_ns(d, n, "decode", 17)]
+    for i, d in enumerate(DIRS):
+        sizes = list(edges) if i % 2 == 0 else []
+        sizes += [rng.choice([rng.randrange(0, 1 << rng.randrange(1, 57)), 1 << rng.randrange(0, 57)])
+                  for _ in range(200 + 50 * i)]
+        for j, n in enumerate(sizes):
+            calls[(i + j) % 4](d, n)
+        recorded[d] = sizes
+    with memobs.timed_transfer("s2h", 3000):  # a timed_transfer is a record too
+        pass
+    recorded["s2h"].append(3000)
+    s = memobs.get_summary()
+    for d in DIRS:
+        want = size_model(recorded[d])
+        want.update({"p50": size_quantile(recorded[d], 50), "p90": size_quantile(recorded[d], 90),
+                     "p99": size_quantile(recorded[d], 99), "max": 1 << max(size_bucket(n) for n in recorded[d])})
+        got = s["sizes"][d]
+        for k in ("count", "bytes", "buckets", "p50", "p90", "p99", "max"):
+            c.eq("sizes.%s.%s" % (d, k), got[k], want[k])
+        c.eq("sizes.%s.count == the direction's records" % d, got["count"], s["total"][d + "_count"])
+        c.eq("sizes.%s.bytes == the direction's bytes" % d, got["bytes"], s["total"][d + "_bytes"])
+
+
+@check("4 threads x 20000 storage records (record_h2s, record_xfer, record_xfer_ns, timed_transfer): exact totals, timed and sizes")
+def _(c):
+    fresh()
+    n = 20_000
+    errors = []
+    timed_ns = [0]
+    start = threading.Barrier(4)
+
+    def worker(k):
+        try:
+            start.wait()
+            if k == 0:
+                for i in range(n):
+                    memobs.record_h2s((i & 0xff) + 1, True)
+            elif k == 1:  # the thread's own phase
+                memobs.set_phase("decode")
+                for i in range(n):
+                    memobs.record_xfer("s2h", (i & 0xff) + 1)
+            elif k == 2:
+                for i in range(n):
+                    memobs.record_xfer_ns(memobs.DIR_D2S, (i & 0xff) + 1, False, 3)
+            else:
+                total = 0
+                for i in range(n):
+                    with memobs.timed_transfer("s2d", (i & 0xff) + 1, "prefill") as t:
+                        pass
+                    total += t.ns
+                timed_ns[0] = total
+        except Exception as e:  # shown below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    c.eq("errors in threads", errors, [])
+    sizes = [(i & 0xff) + 1 for i in range(n)]
+    per = sum(sizes)
+    s = memobs.get_summary()
+    c.eq("phases.prefill", s["phases"]["prefill"], dirs(h2s_bytes=per, h2s_count=n, s2d_bytes=per, s2d_count=n))
+    c.eq("phases.decode", s["phases"]["decode"], dirs(s2h_bytes=per, s2h_count=n, d2s_bytes=per, d2s_count=n))
+    c.eq("unphased", s["unphased"], dirs())
+    c.eq("timed.decode.d2s", s["timed"]["decode"]["d2s"], {"bytes": per, "count": n, "ns": 3 * n})
+    c.eq("timed.prefill.s2d: the sum of the bodies' ns", s["timed"]["prefill"]["s2d"],
+         {"bytes": per, "count": n, "ns": timed_ns[0]})
+    want = size_model(sizes)
+    for d in STORAGE:
+        c.eq("sizes.%s buckets, count, bytes" % d, {k: s["sizes"][d][k] for k in want}, want)
+    c.eq("this thread's phase untouched by the workers'", memobs.get_phase(), None)
+
+
 @check("reset() and complete_reset() start a new window")
 def _(c):
     fresh()
@@ -342,13 +690,13 @@ def _(c):
     memobs.ttft_stop()
     memobs.reset()
     s = memobs.get_summary()
-    c.eq("total after reset()", s["total"], dict.fromkeys(NANO_TOTAL, 0))
-    c.eq("unphased after reset()", s["unphased"], dict.fromkeys(NANO_TOTAL, 0))
+    c.eq("total after reset()", s["total"], dirs())
+    c.eq("unphased after reset()", s["unphased"], dirs())
     c.eq("ttft count after reset()", s["ttft"]["count"], 0)
     memobs.record_d2h(3, False)
     c.eq("records after reset() count again", memobs.get_summary()["decode"]["d2h_bytes"], 3)
     memobs.complete_reset()
-    c.eq("total after complete_reset()", memobs.get_summary()["total"], dict.fromkeys(NANO_TOTAL, 0))
+    c.eq("total after complete_reset()", memobs.get_summary()["total"], dirs())
 
 
 @check("enable(False) stops recording; enable() resumes")
@@ -362,8 +710,7 @@ def _(c):
     memobs.record_d2d(1000, None)
     s = memobs.get_summary()
     c.eq("enabled in the summary", s["enabled"], False)
-    c.eq("total while disabled", s["total"], {"h2d_bytes": 1, "h2d_count": 1, "d2h_bytes": 0, "d2h_count": 0,
-                                              "d2d_bytes": 0, "d2d_count": 0})
+    c.eq("total while disabled", s["total"], dirs(h2d_bytes=1, h2d_count=1))
     memobs.enable()
     c.eq("is_enabled() after enable()", memobs.is_enabled(), True)
     memobs.record_h2d(2, True)
@@ -1041,6 +1388,10 @@ def _(c):
     memobs.record_d2h(512, False)
     memobs.record_d2d(64, True)
     memobs.record_d2d(32, None)
+    memobs.record_h2s(1 << 21, True)
+    memobs.record_xfer("s2h", 3000, "decode")
+    memobs.record_xfer_ns("s2d", 5000, None, 1234)
+    memobs.record_d2s(0, False)
     memobs.ttft_start()
     memobs.ttft_stop()
     s = memobs.get_summary()
@@ -1054,6 +1405,8 @@ def _(c):
          {k: j["prefill"][k] for k in NANO_PHASE})
     c.eq("ttft count", j["ttft"]["count"], s["ttft"]["count"])
     c.eq("identity", j["identity"], s["identity"])
+    c.eq("timed (every phase and direction)", j["timed"], s["timed"])
+    c.eq("sizes (every direction)", j["sizes"], s["sizes"])
     c.eq("keys shared with the JSON", set(j) - set(s), set())
     path = os.path.join(TMP, "summary.txt")
     memobs.write_summary(path)  # text by default

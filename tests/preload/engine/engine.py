@@ -54,7 +54,8 @@ if VMM:
     for f in (ft.ft_vmm_grow, ft.ft_vmm_shrink, ft.ft_vmm_release_mapped):
         f.argtypes = [ctypes.c_size_t]
 
-ZERO = {"h2d_bytes": 0, "h2d_count": 0, "d2h_bytes": 0, "d2h_count": 0, "d2d_bytes": 0, "d2d_count": 0}
+# every direction of get_summary()["total"] and "phases" (the storage tier's: none here)
+ZERO = {d + k: 0 for d in ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d") for k in ("_bytes", "_count")}
 results = []  # what each engine call returned, in order: compared between the runs
 
 
