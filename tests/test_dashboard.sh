@@ -22,7 +22,7 @@ suite=dashboard
 ok() { echo "ok - $suite: $1"; }
 bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
 
-python3 tests/dashboard/check.py model grafana/memobs.json || rc=1
+python3 tests/dashboard/check.py model grafana/memobs.json --doc docs/dashboard.md || rc=1
 
 # The tools, from Debian's prometheus and prometheus-node-exporter
 # (tests/deps.sh installs them): missing is a failure, never a skip.

@@ -164,6 +164,27 @@ def check_model(dash):
     return errs
 
 
+def check_doc(dash, path):
+    """The doc's panel table has a row per panel, in order, with its queries
+    (the job and rank matchers written as an ellipsis)."""
+    with open(path) as f:
+        rows = [l for l in f.read().splitlines() if l.startswith("| ")]
+    byname = {}
+    for l in rows:
+        byname.setdefault(l.split(" | ")[0][2:], l)
+    errs = []
+    for p in dash.get("panels", []):
+        row = byname.get(p.get("title"))
+        if row is None:
+            errs.append("no row for panel %r" % p.get("title"))
+            continue
+        for x in p.get("targets", []):
+            e = x.get("expr", "").replace('job_id=~"$job", rank=~"$rank"', "\u2026").replace("|", "\\|")
+            if "`%s`" % e not in row:
+                errs.append("panel %r: the row lacks query %s: `%s`" % (p.get("title"), x.get("refId"), e))
+    check(not errs, "%s: a row per panel with its queries" % path, *errs)
+
+
 # ---------------------------------------------------------------------------
 # The model: what rank.c records (keep in step with its header comment)
 # ---------------------------------------------------------------------------
@@ -728,6 +749,7 @@ def main():
     ap.add_argument("--dir")
     ap.add_argument("--job")
     ap.add_argument("--keep")
+    ap.add_argument("--doc")
     args = ap.parse_args()
     try:
         with open(args.dashboard) as f:
@@ -739,6 +761,8 @@ def main():
     if args.what == "model":
         n = len(dash.get("panels", []))
         check(not errs, "%s: %d panels, the model's rules (ids, grid, datasource variable, queries, variables)" % (args.dashboard, n), *errs)
+        if args.doc:
+            check_doc(dash, args.doc)
     else:
         try:
             run(args, dash)
