@@ -201,21 +201,25 @@ def transfer_records(r, d):
     """One round's records of rank r in direction d: (size, phase, ns or None)."""
     out = []
     for i in range(100):
-        shift = 12 if i < 50 else 16 if i < 90 else 20 if i < 99 else 24
+        shift = 12 if i < 50 else 13 if i < 90 else 14 if i < 99 else 15
         size = (1 << (shift + d)) - 64 * r
         ns = size * (d + 1) // (r + 1) if i % 4 == 0 else None
         out.append((size, PHASE_OF[i % 3], ns))
     return out
 
 
+TTFT_FILL = [0.3, 0.6, 0.9, 2.0, 4.0, 6.0, 9.0, 15.0, 30.0, 60.0, 100.0]
+TPOT_FILL = [0.03, 0.06, 0.09, 0.12, 0.18, 0.25, 0.35, 0.45, 0.6, 0.9, 1.5, 4.0, 6.0, 9.0, 15.0, 30.0]
+
+
 def ttft_samples(r):
     """One round's TTFT samples of rank r (value, count); the 2 completed
     requests' own TTFTs are under 0.25 s (checked on the files): put at 0."""
-    return [(0.3, 48), (TTFT2[r], 40), (15.0, 9), (100.0, 1), (0.0, 2)]
+    return [(v, 1) for v in TTFT_FILL] + [(0.3, 40), (TTFT2[r], 45), (15.0, 2), (0.0, 2)]
 
 
 def tpot_samples(r):
-    return [(0.03, 50), (TPOT2[r], 40), (1.5, 9), (30.0, 1)]
+    return [(v, 1) for v in TPOT_FILL] + [(0.03, 40), (TPOT2[r], 40), (1.5, 4)]
 
 
 def requests_delta(r):
@@ -687,6 +691,16 @@ def run(args, dash):
             if d < spun:
                 short.append("rank %d %s: %.9f s in round 2, spun %.3f" % (r, reg, d, spun))
     check(not short, "region seconds of round 2 cover what each rank spun", *short)
+
+    # the size percentiles are bucket bounds (the model's, as Prometheus would have them)
+    ctx = Ctx(RANKS, PHASES, dirs, w, files[0], files[1], {"size": [str(1 << b) for b in range(57)] + ["+Inf"]})
+    off = []
+    for q, g in ((0.5, 12), (0.9, 13), (0.99, 14)):
+        for k, v in e_size_quantile(q)(ctx).items():
+            d = ALL_DIRS.index(dict(k)["direction"])
+            if not close(v, float(1 << (g + d))):
+                off.append("p%g %s: %r, want the bound %d" % (q * 100, dict(k)["direction"], v, 1 << (g + d)))
+    check(not off, "the model's size p50, p90, p99 are the bounds 2^(12+d), 2^(13+d), 2^(14+d)", *off)
 
     les = {}
     for name, fam in (("ttft", "memobs_ttft_seconds_bucket"), ("tpot", "memobs_tpot_seconds_bucket"),

@@ -13,13 +13,20 @@
 
    tests/dashboard/check.py models every figure below from the same
    parameters; keep the two in step. Per round, for rank r:
-     transfers  per direction d: 100 records, record i in phase i % 3 (0 unphased, 1 prefill, 2 decode), of
-                size 2^(12+d) - 64r (i < 50), 2^(16+d) - 64r (i < 90),
-                2^(20+d) - 64r (i < 99), 2^(24+d) - 64r (i = 99); records
-                with i % 4 == 0 are timed, ns = size * (d + 1) / (r + 1)
-     TTFT       98 samples: 48 of 0.3 s, 40 of TTFT2[r], 9 of 15 s, 1 of
-                100 s (and the 2 completed requests' own, under 0.25 s)
-     TPOT       100 samples: 50 of 0.03 s, 40 of TPOT2[r], 9 of 1.5 s, 1 of 30 s
+     transfers  per direction d: 100 records, record i in phase i % 3
+                (0 unphased, 1 prefill, 2 decode), of size 2^(12+d+g) - 64r
+                where g = 0 (i < 50), 1 (i < 90), 2 (i < 99), 3 (i = 99):
+                in the size buckets 12+d to 15+d, so p50, p90 and p99 are
+                the bounds 2^(12+d), 2^(13+d), 2^(14+d), each with a filled
+                bucket above it (a quantile on a bound with an empty bucket
+                above it would jump to that bucket's top on a rounding);
+                records with i % 4 == 0 are timed, ns = size (d + 1) / (r + 1)
+     TTFT       98 samples: one in each bucket from (0.25, 0.5] to (80, 160]
+                (TTFT_FILL), 40 of 0.3 s, 45 of TTFT2[r], 2 of 15 s (and the 2
+                completed requests' own, under 0.25 s); no bucket a
+                percentile can land on is empty, as for the sizes
+     TPOT       100 samples: one in each bucket from (0.025, 0.05] to
+                (20, 40] (TPOT_FILL), 40 of 0.03 s, 40 of TPOT2[r], 4 of 1.5 s
      requests   1 + r begun then abandoned (timeout 1 ns and a summary;
                 the previous round's in-flight ones go with them), 2
                 completed (begin, token, end), 4 - r aborted (begin, end),
@@ -53,7 +60,10 @@ static void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase
 
 #define MIB (UINT64_C(1) << 20)
 
+static const double TTFT_FILL[11] = {0.3, 0.6, 0.9, 2.0, 4.0, 6.0, 9.0, 15.0, 30.0, 60.0, 100.0};
 static const double TTFT2[4] = {0.9, 2.0, 4.0, 7.0};
+static const double TPOT_FILL[16] = {0.03, 0.06, 0.09, 0.12, 0.18, 0.25, 0.35, 0.45,
+                                     0.6,  0.9,  1.5,  4.0,  6.0,  9.0,  15.0, 30.0};
 static const double TPOT2[4] = {0.09, 0.18, 0.35, 0.6};
 
 static uint64_t ns_of(double s) { return (uint64_t)(s * 1e9 + 0.5); }
@@ -71,7 +81,7 @@ static void transfers(int r) {
     int d, i;
     for (d = 0; d < MEMOBS_DIRS; d++) {
         for (i = 0; i < 100; i++) {
-            int shift = i < 50 ? 12 : i < 90 ? 16 : i < 99 ? 20 : 24;
+            int shift = i < 50 ? 12 : i < 90 ? 13 : i < 99 ? 14 : 15;
             uint64_t size = (UINT64_C(1) << (shift + d)) - 64u * (uint64_t)r;
             memobs_phase_t ph = (memobs_phase_t)(i % 3);
             if (i % 4 == 0)
@@ -84,8 +94,10 @@ static void transfers(int r) {
 
 static void latencies(int r) {
     int i;
-    for (i = 0; i < 98; i++) memobs_record_ttft(ns_of(i < 48 ? 0.3 : i < 88 ? TTFT2[r] : i < 97 ? 15.0 : 100.0));
-    for (i = 0; i < 100; i++) memobs_record_tpot(ns_of(i < 50 ? 0.03 : i < 90 ? TPOT2[r] : i < 99 ? 1.5 : 30.0));
+    for (i = 0; i < 11; i++) memobs_record_ttft(ns_of(TTFT_FILL[i]));
+    for (i = 0; i < 87; i++) memobs_record_ttft(ns_of(i < 40 ? 0.3 : i < 85 ? TTFT2[r] : 15.0));
+    for (i = 0; i < 16; i++) memobs_record_tpot(ns_of(TPOT_FILL[i]));
+    for (i = 0; i < 84; i++) memobs_record_tpot(ns_of(i < 40 ? 0.03 : i < 80 ? TPOT2[r] : 1.5));
 }
 
 static void requests(int r, int round) {
