@@ -563,10 +563,18 @@ def close(a, b):
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
 
 
+def norm(vec):
+    """le by its value: node_exporter's textfile collector parses a histogram
+    and writes its bounds again in Go's notation ("1.0" becomes "1",
+    "1048576" "1.048576e+06")."""
+    return {frozenset((n, repr(le_value(v)) if n == "le" else v) for n, v in k): x for k, x in vec.items()}
+
+
 def compare(got, want):
     """Lines saying how got differs from want (both {labels: value})."""
     def show(k):
         return "{%s}" % ", ".join('%s="%s"' % kv for kv in sorted(k))
+    got, want = norm(got), norm(want)
     out = []
     for k in sorted(set(got) | set(want), key=show):
         if k not in got:

@@ -51,13 +51,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifndef MEMOBS_RECORD_XFER_NS /* TEMPORARY until memobs.h has it */
-static void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
-    memobs_record_xfer(dir, bytes, phase);
-    memobs_record_xfer_timed(dir, bytes, phase, ns);
-}
-#endif
-
 #define MIB (UINT64_C(1) << 20)
 
 static const double TTFT_FILL[11] = {0.3, 0.6, 0.9, 2.0, 4.0, 6.0, 9.0, 15.0, 30.0, 60.0, 100.0};
