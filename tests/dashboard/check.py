@@ -700,6 +700,19 @@ def run(args, dash):
                 short.append("rank %d %s: %.9f s in round 2, spun %.3f" % (r, reg, d, spun))
     check(not short, "region seconds of round 2 cover what each rank spun", *short)
 
+    # the sampler's gauges (the host memory and leak panels compare with these)
+    odd = []
+    for r in RANKS:
+        f = files[1][r]
+        if sorted(l["series"] for l, _ in f.get("memobs_leak_slope_bytes_per_second", [])) != ["anon", "heap", "rss", "tracked"]:
+            odd.append("rank %d: leak series %r" % (r, f.get("memobs_leak_slope_bytes_per_second")))
+        if [v for _, v in f.get("memobs_leak_samples", [])] != [24.0]:
+            odd.append("rank %d: memobs_leak_samples %r, want 24 (12 samples a round)" % (r, f.get("memobs_leak_samples")))
+        for n in ("memobs_host_rss_bytes", "memobs_host_anon_bytes", "memobs_host_heap_bytes"):
+            if not [v for _, v in f.get(n, []) if v > 0]:
+                odd.append("rank %d: %s %r, want one value above 0" % (r, n, f.get(n)))
+    check(not odd, "each rank's file has RSS, anonymous and heap bytes, 4 leak slopes over its 24 samples", *odd)
+
     # the size percentiles are bucket bounds (the model's, as Prometheus would have them)
     ctx = Ctx(RANKS, PHASES, dirs, w, files[0], files[1], {"size": [str(1 << b) for b in range(57)] + ["+Inf"]})
     off = []
