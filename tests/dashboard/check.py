@@ -12,7 +12,8 @@
       that first saw round 2, the rate window reaching back exactly to a
       scrape of round 1, each result against the figures the run recorded
       (the model below, from the parameters rank.c uses; measured figures,
-      such as region times and RSS, from the files the ranks wrote)
+      such as region times and RSS, from the files the ranks wrote), with
+      every label its legend names
 
 Prints "ok - dashboard: ..." / "not ok - dashboard: ..." lines; exits 1 on
 any failure.
@@ -766,6 +767,12 @@ def run(args, dash):
                 if not got:
                     problems.append("%s: %s: returned nothing" % (x["refId"], e))
                     continue
+                named = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", x.get("legendFormat", "")))
+                for k in got:
+                    if not named <= {n for n, _ in k}:
+                        problems.append("%s: legend %r names labels the series lacks: %s"
+                                        % (x["refId"], x["legendFormat"], sorted(named - {n for n, _ in k})))
+                        break
                 diff = compare(got, want)
                 if diff:
                     problems.append("%s: %s" % (x["refId"], e))
