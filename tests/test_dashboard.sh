@@ -52,6 +52,7 @@ stop() {
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 }
 trap stop EXIT
+trap 'exit 1' INT TERM HUP # (the EXIT trap then runs: a timeout stops the servers too)
 # two free loopback ports (the kernel's choice; a server that loses one to
 # another process in between fails to start, which shows below)
 read -r NE_PORT PROM_PORT < <(python3 -c '
