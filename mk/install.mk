@@ -13,6 +13,7 @@
 #   lib/libmemobs_preload.so                the LD_PRELOAD library, built by
 #                                           `make preload` (mk/preload.mk)
 #   bin/memobs-run                          its launcher, preload/memobs-run
+#   share/memobs/grafana/memobs.json        the Grafana dashboard (docs/dashboard.md)
 #   lib/libnccl-profiler-memobs.so          the NCCL profiler plugin, built by
 #                                           `make nccl-plugin` (mk/nccl.mk); no
 #                                           libnccl-profiler.so link (that name
@@ -52,6 +53,7 @@ memobs_bindir   = $(memobs_prefix)/bin
 memobs_libdir   = $(memobs_prefix)/lib
 memobs_pcdir    = $(memobs_prefix)/lib/pkgconfig
 memobs_cmakedir = $(memobs_prefix)/lib/cmake/memobs
+memobs_sharedir = $(memobs_prefix)/share/memobs
 
 # Escape a value for the replacement side of a sed s|...|...| command.
 memobs_sed_escape = $(subst |,\|,$(subst &,\&,$(subst \,\\,$(1))))
@@ -76,7 +78,8 @@ memobs_nccl_so := $(BUILD)/libnccl-profiler-memobs.so
 
 .PHONY: install uninstall
 
-install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_install_so) $(memobs_nccl_so)
+install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(MEMOBS_SRCDIR)/grafana/memobs.json \
+         $(memobs_install_so) $(memobs_nccl_so)
 	$(if $(MEMOBS_HEADERS),,$(error memobs install: no memobs*.h in $(MEMOBS_SRCDIR)))
 	install -d '$(memobs_incdir)' '$(memobs_pcdir)' '$(memobs_cmakedir)'
 	install -m 644 $(MEMOBS_HEADERS) '$(memobs_incdir)/'
@@ -90,18 +93,23 @@ install: $(memobs_templates) $(MEMOBS_SRCDIR)/preload/memobs-run $(memobs_instal
 	sed -e 's|^version=.*|version=$(call memobs_sed_escape,$(MEMOBS_VERSION))|' '$(MEMOBS_SRCDIR)/preload/memobs-run' > "$$memobs_tmp/memobs-run" && \
 	install -d '$(memobs_bindir)' && \
 	install -m 755 "$$memobs_tmp/memobs-run" '$(memobs_bindir)/memobs-run'
+	install -d '$(memobs_sharedir)/grafana'
+	install -m 644 '$(MEMOBS_SRCDIR)/grafana/memobs.json' '$(memobs_sharedir)/grafana/memobs.json'
 	install -d '$(memobs_libdir)'
 	install -m 755 '$(memobs_nccl_so)' '$(memobs_libdir)/libnccl-profiler-memobs.so'
 	$(if $(memobs_install_so),install -m 755 '$(memobs_install_so)' '$(memobs_libdir)/libmemobs_preload.so',\
 	    @echo 'memobs install: libmemobs_preload.so left out ($(if $(wildcard $(CUDA_INC)/cuda_runtime_api.h),MEMOBS_INSTALL_PRELOAD=0,no $(CUDA_INC)/cuda_runtime_api.h: set CUDA_INC)); bin/memobs-run will need --lib PATH' >&2)
 
-# Removes what install put there, and the memobs-only CMake directory when it
-# is left empty; shared directories (include, lib/pkgconfig, ...) stay.
+# Removes what install put there, and the memobs-only CMake and share
+# directories when they are left empty; shared directories (include,
+# lib/pkgconfig, ...) stay.
 uninstall:
 	rm -f $(foreach h,$(notdir $(MEMOBS_HEADERS)),'$(memobs_incdir)/$(h)')
 	rm -f '$(memobs_pcdir)/memobs.pc'
 	rm -f '$(memobs_cmakedir)/memobsConfig.cmake' '$(memobs_cmakedir)/memobsConfigVersion.cmake'
 	rm -f '$(memobs_libdir)/libmemobs_preload.so' '$(memobs_libdir)/libnccl-profiler-memobs.so' '$(memobs_bindir)/memobs-run'
+	rm -f '$(memobs_sharedir)/grafana/memobs.json'
 	if [ -d '$(memobs_cmakedir)' ]; then rmdir '$(memobs_cmakedir)' 2>/dev/null || true; fi
+	if [ -d '$(memobs_sharedir)/grafana' ]; then rmdir '$(memobs_sharedir)/grafana' '$(memobs_sharedir)' 2>/dev/null || true; fi
 
 .DEFAULT_GOAL := $(memobs_saved_default_goal)

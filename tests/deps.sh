@@ -14,8 +14,14 @@ command -v python3-config >/dev/null || need+=(python3-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 # PyTorch on the CPU under the system Python (tests/test_torch.sh: memobs.torch)
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
-# promtool (tests/test_prom.sh: `promtool check metrics`), from Debian's prometheus
+# promtool (tests/test_prom.sh: `promtool check metrics`) and the server
+# (tests/test_dashboard.sh), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)
+command -v prometheus >/dev/null || need+=(prometheus)
+# node_exporter's textfile collector (tests/test_dashboard.sh)
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+# curl (tests/test_dashboard.sh: waits for the servers)
+command -v curl >/dev/null || need+=(curl)
 # headless Chromium (tests/test_html.sh: opens the HTML report, screenshots)
 command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -37,6 +37,7 @@ step unwind bash tests/test_unwind.sh
 step timeline bash tests/test_timeline.sh
 step regions bash tests/test_regions.sh
 step prom bash tests/test_prom.sh
+step dashboard bash tests/test_dashboard.sh
 step cuda bash tests/test_cuda.sh
 step cuda-stops bash tests/test_cuda_stops.sh
 step capture bash tests/test_capture.sh
@@ -99,7 +100,7 @@ bash tests/deps.sh
 declare -A est=(
     [compile]=91 [signals]=64 [outputs]=61 [timeline]=60 [cuda-stops]=52 [cuda]=51 [names]=50 [nvtx]=45
     [stops]=43 [pymodule]=41 [crash]=41 [sampler]=39 [python]=37 [churn]=36 [examples]=34 [prom]=31
-    [capture]=31 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [handlers]=27
+    [capture]=31 [dashboard]=20 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [handlers]=27
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45

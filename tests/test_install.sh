@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/test_install.sh - checks `make install` / `make uninstall`
 # (mk/install.mk): the headers, pkg-config and CMake files, the LD_PRELOAD
-# library and its launcher (tests/test_launcher.sh runs them), and that the
+# library and its launcher (tests/test_launcher.sh runs them), the Grafana
+# dashboard (share/memobs/grafana/memobs.json), and that the
 # installed memobs can be consumed through pkg-config and through
 # find_package(memobs), also after the installed tree has been moved.
 #
@@ -89,6 +90,7 @@ expected_files() {
     echo lib/libmemobs_preload.so 0755
     echo lib/libnccl-profiler-memobs.so 0755
     echo bin/memobs-run 0755
+    echo share/memobs/grafana/memobs.json 0644
 }
 
 # Print what is wrong with the files under $1 (nothing if all is well):
@@ -105,6 +107,8 @@ check_installed() {
     for f in $headers; do
         [ -f "$root/include/$f" ] && ! cmp -s "$f" "$root/include/$f" && echo "include/$f differs from $f"
     done
+    [ -f "$root/share/memobs/grafana/memobs.json" ] && ! cmp -s grafana/memobs.json "$root/share/memobs/grafana/memobs.json" &&
+        echo "share/memobs/grafana/memobs.json differs from grafana/memobs.json"
     grep -q '@[A-Za-z_]*@' "$root/lib/pkgconfig/memobs.pc" "$root"/lib/cmake/memobs/*.cmake 2>/dev/null &&
         echo "unsubstituted @VAR@ left in a generated file"
     return 0
@@ -154,7 +158,7 @@ cmake_consumer() {
 prefix=$tmp/prefix
 
 # 1. make install
-what="make install PREFIX=<tmp>: headers, memobs.pc, CMake package, lib/libmemobs_preload.so, lib/libnccl-profiler-memobs.so and bin/memobs-run (0755)"
+what="make install PREFIX=<tmp>: headers, memobs.pc, CMake package, lib/libmemobs_preload.so, lib/libnccl-profiler-memobs.so, bin/memobs-run (0755) and the Grafana dashboard"
 if ! quiet make -s install PREFIX="$prefix" DESTDIR= BUILD="$tmp/obj"; then
     fail "$what" "make exited non-zero"
     exit 1
@@ -287,6 +291,8 @@ else
         fail "$what" "files left afterwards: $left(expected only include/other.h lib/pkgconfig/other.pc)"
     elif [ -e "$moved/lib/cmake/memobs" ]; then
         fail "$what" "lib/cmake/memobs is still there"
+    elif [ -e "$moved/share/memobs" ]; then
+        fail "$what" "share/memobs is still there"
     else
         pass "$what"
     fi
