@@ -140,10 +140,12 @@
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free),
-                              but for the per-thread shards (about 2 KB a
-                              thread, kept for the next thread), which come
-                              from mmap(): a signal handler may make a
-                              thread's first record.
+                              but for the per-thread shards (about 23 KB a
+                              thread, most of it size buckets a thread
+                              never touches, so never made resident; kept
+                              for the next thread), which come from mmap():
+                              a signal handler may make a thread's first
+                              record.
      MEMOBS_MAX_STACK         implementation only. Most frames a stack keeps
                               (C and provider, each), default 32.
      MEMOBS_CALLSTACK         implementation only. Default C stack depth of
@@ -1849,6 +1851,7 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 #define MEMOBS__NPHASE 3
 #define MEMOBS__NDIR 7
 #define MEMOBS__NGPU 3 /* directions below it: the ones an observer sees (manual apart) */
+#define MEMOBS__XSLOTS 64 /* size slots a direction and phase keep (memobs__size_slot) */
 
 /* Per-thread shard. The owner thread (and its signal handlers) is the
    only writer of xfer[], user[] and trk[] (memobs__own_add: a plain add,
@@ -1856,9 +1859,11 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
    the bytes. Cache-line aligned. */
 typedef struct memobs__shard_s {
     /* Transfers: bytes, and records by log2 size bucket (their sum is the
-       count: a record is two adds, as before sizes were kept). */
+       count: a record is two adds, as before sizes were kept). Slot b < 57
+       is bucket b but for size 0, which has slot 63 (memobs__size_slot);
+       57..62 stay 0. */
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR];
-    memobs__u64_t xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
+    memobs__u64_t xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS__XSLOTS];
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
     memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
     /* The timeline's per-thread state (owner only, see its section): the
@@ -1869,7 +1874,7 @@ typedef struct memobs__shard_s {
     void *tl_chunk;
     /* Bookkeeping below is touched only under the registry lock. */
     uint64_t base_xfer[MEMOBS__NPHASE][MEMOBS__NDIR] __attribute__((aligned(64)));
-    uint64_t base_xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS_SIZE_BUCKETS];
+    uint64_t base_xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS__XSLOTS];
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
     uint64_t base_trk[MEMOBS_MEM_KINDS][5];
     struct memobs__shard_s *next; /* registry list */
@@ -1966,18 +1971,24 @@ static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) {
 static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, MEMOBS__LOAD(&c->v) + n); }
 #endif
 
-/* The size bucket of a record of bytes (see memobs_xfer_sizes_t). */
+/* The size slot of a record of bytes (at most MEMOBS_MAX_BYTES): its
+   bucket ceil(log2(bytes)) (memobs_xfer_sizes_t) as the highest bit of
+   2 * bytes - 1, which is never 0: two instructions, no branch. Size 0
+   (2 * 0 - 1 is all ones) lands in slot 63, read as bucket 0. */
+#if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
+static inline uint64_t memobs__size_slot(uint64_t bytes) {
+    uint64_t r; /* 64 bits wide: the slot's address is then one addressing mode */
+    __asm__("bsrq %1, %0" : "=r"(r) : "r"(2 * bytes - 1) : "cc");
+    return r;
+}
+#else
 #ifdef __cplusplus
 #define MEMOBS__CLZ64(x) static_cast<uint64_t>(__builtin_clzll(x))
 #else
 #define MEMOBS__CLZ64(x) ((uint64_t)__builtin_clzll(x))
 #endif
-static inline uint64_t memobs__size_bucket(uint64_t bytes) {
-    /* ceil(log2(bytes)), 0 for 0 and 1, without a branch: the highest bit
-       of 2x + 1 with x = bytes - 1 (0 for 0) */
-    uint64_t x = bytes - (bytes != 0);
-    return 63u ^ MEMOBS__CLZ64(x << 1 | 1);
-}
+static inline uint64_t memobs__size_slot(uint64_t bytes) { return 63u ^ MEMOBS__CLZ64(2 * bytes - 1); }
+#endif
 
 static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
     uint32_t on = MEMOBS__LOAD(&memobs__on.v);
@@ -1989,7 +2000,7 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
             MEMOBS__OWN_BEGIN();
             memobs__own_add(&s->xfer[phase][dir], bytes);
 #ifndef MEMOBS__NO_XSIZE
-            memobs__own_add(&s->xsize[phase][dir][memobs__size_bucket(bytes)], 1u);
+            memobs__own_add(&s->xsize[phase][dir][memobs__size_slot(bytes)], 1u);
 #else /* private, bench/bench_sizes_off.c's "before": the count alone, as a record had it (filed at size 0) */
             memobs__own_add(&s->xsize[phase][dir][0], 1u);
 #endif
@@ -3357,7 +3368,7 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
     int nomem;
     if (!n) return;
     if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a transfer record")) return;
-    b = memobs__size_bucket(bytes / n + (bytes % n != 0)); /* n at once: at their mean size */
+    b = memobs__size_slot(bytes / n + (bytes % n != 0)); /* n at once: at their mean size */
     s = memobs__shard_try(&nomem);
     if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
     if (memobs__manual(dir, phase, bytes, n)) return;
@@ -7859,9 +7870,9 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
                 memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
                 uint32_t b;
                 memobs__xfer_sum(x, s, i, c);
-                for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++) { /* the count is the buckets' sum */
+                for (b = 0; b < MEMOBS__XSLOTS; b++) { /* the count is the slots' sum */
                     uint64_t k = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
-                    out->sizes[c].buckets[b] += k;
+                    out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k; /* slot 63: size 0 */
                     x->count += k;
                 }
             }
@@ -7986,8 +7997,10 @@ void memobs_reset(void) {
         uint64_t *bx = &s->base_xfer[0][0];
         memobs__u64_t *x = &s->xfer[0][0];
         for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR; i++) bx[i] = MEMOBS__LOAD(&x[i].v);
-        for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * MEMOBS_SIZE_BUCKETS; i++)
-            (&s->base_xsize[0][0][0])[i] = MEMOBS__LOAD(&(&s->xsize[0][0][0])[i].v);
+        for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * MEMOBS__XSLOTS; i++) {
+            uint64_t v = MEMOBS__LOAD(&(&s->xsize[0][0][0])[i].v);
+            if ((&s->base_xsize[0][0][0])[i] != v) (&s->base_xsize[0][0][0])[i] = v; /* unused pages stay untouched */
+        }
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
         for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
     }

@@ -68,6 +68,13 @@ static double run(bench_loop_fn fn, const void *arg, int nt) {
     return (double)worst / (double)OPS;
 }
 
+/* The bucket of a size, by doubling: the smallest b with 2^b >= bytes. */
+static unsigned model_bucket(uint64_t bytes) {
+    unsigned b = 0;
+    while (((uint64_t)1 << b) < bytes) b++;
+    return b;
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -128,7 +135,7 @@ int main(void) {
         memset(want, 0, sizeof want);
         for (p = 0; p < 2; p++) { /* a pass of n records holds sizes (i & 0xff) << (i & 15), i < n */
             memset(per, 0, sizeof per);
-            for (i = 0; i < passes[p]; i++) per[memobs__size_bucket((i & 0xff) << (i & 15))]++;
+            for (i = 0; i < passes[p]; i++) per[model_bucket((i & 0xff) << (i & 15))]++;
             for (b = 0; b < MEMOBS_SIZE_BUCKETS; b++) want[b] += per[b] * (uint64_t)ROUNDS * 3u;
         }
         /* the one-size "before" threads' first records took the out-of-line path: filed at 4096 */

@@ -222,8 +222,11 @@ def check_stormlog(path, fig, pid):
     if pid and pids != [pid]:
         return "pids of the samples: expected [%d], got %s" % (pid, pids[:5])
     # the newest sample (the one at the write); samples of two threads may
-    # be pushed out of order
-    m, lv = max(doc, key=lambda e: e.get("timestamp_ns", 0))["metadata"], live_all(fig)
+    # be pushed out of order; the "transfers" event after them is no sample
+    samples = [e for e in doc if e.get("event_type") == "sample"]
+    if not samples:
+        return "no sample event among %d events" % len(doc)
+    m, lv = max(samples, key=lambda e: e.get("timestamp_ns", 0))["metadata"], live_all(fig)
     if m.get("source") == "cuda":
         return first(diff("last sample's tracked_bytes (device)", lv["device"][0], m.get("tracked_bytes")),
                      diff("last sample's host_tracked_pinned_bytes", lv["pinned"][0],
