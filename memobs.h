@@ -140,7 +140,7 @@
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free),
-                              but for the per-thread shards (about 23 KB a
+                              but for the per-thread shards (about 25 KB a
                               thread, most of it size buckets a thread
                               never touches, so never made resident; kept
                               for the next thread), which come from mmap():
