@@ -12,6 +12,15 @@
    token's K/V to the decode buffer (D2D), attends over all host blocks (H2D)
    plus that buffer, and offloads the buffer when it fills (D2H).
 
+   Below the host pool, a disk tier (a temporary file, as a prefix cache on
+   local NVMe would keep them): at the end of its prefill a request stores
+   its prompt's full host blocks there (H2S, one pwrite a block), and at its
+   end it loads its first block back and checks it against the pool (S2H,
+   one pread). The engine waits for each and gives memobs its duration
+   (memobs_record_xfer_ns), so the summary shows the disk's bandwidth
+   beside the copies; every record is one host block, 192 KiB, which the
+   size distribution shows as (128 KiB, 256 KiB].
+
    Recording, both ways memobs allows: the nano-vllm entry points, which
    know their phase, pass it (MEMOBS_RECORD_H2D(bytes, is_prefill) in
    load_to_slot_layer); the generic copy helpers under them do not know it
@@ -66,6 +75,9 @@
    _frees, _alloc_bytes; host_...; pinned_...), then with --json the memobs
    JSON summary as the last line. */
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pread, pwrite under -std=c99 */
+#endif
 #define MEMOBS_IMPLEMENTATION
 #include "memobs.h"
 
@@ -75,6 +87,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ======================================================================== */
 /* Model and engine sizes                                                   */
@@ -113,10 +126,11 @@ enum {
 /* Engine state                                                             */
 /* ======================================================================== */
 
-/* The engine's own account of its copies, indexed like memobs
-   ([memobs_phase_t][memobs_dir_t]) but computed without it. */
+/* The engine's own account of its copies and disk transfers, indexed like
+   memobs ([memobs_phase_t][memobs_dir_t]) but computed without it; ns: the
+   time it gave memobs with each timed transfer. */
 typedef struct {
-    uint64_t bytes[3][3], ops[3][3];
+    uint64_t bytes[3][MEMOBS_DIRS], ops[3][MEMOBS_DIRS], ns[3][MEMOBS_DIRS];
     uint64_t tokens, blocks_offloaded, attention_flops;
 } tally_t;
 
@@ -131,6 +145,7 @@ typedef struct {
     float *decode_buf;  /* [N_LAYERS][LB_FLOATS] */
     float *x, *h, *q, *k, *v, *att, *o; /* activations, [BLOCK][HIDDEN] */
     float *acc, *mx, *den;              /* online softmax, per (row, head) */
+    float *disk_buf;                    /* a host block read back from the disk tier (not tracked) */
     tally_t t;
 } worker_t;
 
@@ -140,6 +155,7 @@ typedef struct {
     int tokens[MAX_TOKENS];
     int table[MAX_BLOCKS]; /* host blocks holding this request's full KV blocks */
     int nblocks;
+    int nstored; /* of them, stored in the disk tier (the prompt's full blocks) */
     int ctx_len; /* tokens whose K/V is cached (host blocks + decode buffer) */
     int worker;
     uint32_t checksum; /* of the generated tokens: shows the run is deterministic */
@@ -170,6 +186,7 @@ static struct {
     pthread_mutex_t queue_lock;
     memobs_counter_t c_offloaded;
     const request_t *leaky; /* --leak: this request keeps its last host block */
+    FILE *disk;             /* the disk tier: request i's block k at (i * MAX_BLOCKS + k) blocks */
 } E;
 
 static void die(const char *msg) {
@@ -198,6 +215,8 @@ int pool_alloc(void);
 void pool_free(int b);
 void offload_buffer_to_cpu(worker_t *w, request_t *r, const float *buf);
 void serve(worker_t *w, request_t *r);
+void store_prefix(worker_t *w, request_t *r);
+void check_prefix(worker_t *w, request_t *r);
 void *worker_main(void *arg);
 
 /* Caller holds the lock of the allocator of that kind. */
@@ -569,6 +588,7 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
         }
         MEMOBS_REGION_END();
     }
+    store_prefix(w, r);
     emit_token(w, r, sample(w, n - 1), 0);
 
     set_phase(w, MEMOBS_PHASE_DECODE);
@@ -585,6 +605,7 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
         emit_token(w, r, sample(w, 0), k);
         MEMOBS_REGION_END();
     }
+    check_prefix(w, r);
     memobs_request_end(r->id);
 
     set_phase(w, MEMOBS_PHASE_NONE);
@@ -599,6 +620,49 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
         if (r == E.leaky && k == r->nblocks - 1) continue; /* --leak: never given back */
         pool_free(r->table[k]);
     }
+}
+
+/* ======================================================================== */
+/* The disk tier: waited for, timed by the engine                          */
+/* ======================================================================== */
+
+static off_t disk_offset(const request_t *r, int k) {
+    return (off_t)(((size_t)(r - E.req) * MAX_BLOCKS + (size_t)k) * HOST_BLOCK_BYTES);
+}
+
+/* One host block to or from the disk tier (H2S: a store, S2H: a load),
+   recorded with the time the engine waited for it. */
+static void disk_xfer(worker_t *w, memobs_dir_t dir, float *block, off_t off) {
+    uint64_t t0 = memobs_now_ns(), ns;
+    ssize_t n = dir == MEMOBS_DIR_H2S ? pwrite(fileno(E.disk), block, HOST_BLOCK_BYTES, off)
+                                      : pread(fileno(E.disk), block, HOST_BLOCK_BYTES, off);
+    if (n != (ssize_t)HOST_BLOCK_BYTES) die(dir == MEMOBS_DIR_H2S ? "disk tier: short write" : "disk tier: short read");
+    ns = memobs_now_ns() - t0;
+    if (ns == 0) ns = 1; /* a clock too coarse to see it: timed, not untimed */
+    memobs_record_xfer_ns(dir, HOST_BLOCK_BYTES, w->phase, ns);
+    tally(w, dir, w->phase, HOST_BLOCK_BYTES);
+    w->t.ns[w->phase][dir] += ns;
+}
+
+/* End of prefill: the prompt's full blocks go to the disk tier. */
+STACK_FRAME void store_prefix(worker_t *w, request_t *r) {
+    int k;
+    MEMOBS_REGION_BEGIN("disk_store");
+    for (k = 0; k < r->nblocks; k++)
+        disk_xfer(w, MEMOBS_DIR_H2S, E.pool + (size_t)r->table[k] * (HOST_BLOCK_BYTES / sizeof(float)),
+                  disk_offset(r, k));
+    r->nstored = r->nblocks;
+    MEMOBS_REGION_END();
+}
+
+/* End of decode: the first stored block comes back, equal to the pool's. */
+STACK_FRAME void check_prefix(worker_t *w, request_t *r) {
+    if (!r->nstored) return;
+    MEMOBS_REGION_BEGIN("disk_load");
+    disk_xfer(w, MEMOBS_DIR_S2H, w->disk_buf, disk_offset(r, 0));
+    if (memcmp(w->disk_buf, E.pool + (size_t)r->table[0] * (HOST_BLOCK_BYTES / sizeof(float)), HOST_BLOCK_BYTES))
+        die("disk tier: a block read back differs from the pool's");
+    MEMOBS_REGION_END();
 }
 
 static request_t *next_request(void) {
@@ -725,8 +789,9 @@ static uint64_t counter_value(const memobs_summary_t *s, const char *name) {
 
 static const char *const kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
+static const char *const dir_name[MEMOBS_DIRS] = {"h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d"};
+
 static void cross_check(const tally_t *t) {
-    static const char *const dname[3] = {"h2d", "d2h", "d2d"};
     static const char *const pname[4] = {"unphased", "prefill", "decode", "total"};
     memobs_summary_t *s = (memobs_summary_t *)malloc(sizeof *s);
     const memobs_track_problems_t *tp;
@@ -736,20 +801,34 @@ static void cross_check(const tally_t *t) {
     memobs_get_summary(s);
     for (p = 0; p < 4; p++) {
         const memobs_dirs_t *md = p == 0 ? &s->unphased : p == 1 ? &s->prefill : p == 2 ? &s->decode : &s->total;
-        for (d = 0; d < 3; d++) {
-            const memobs_xfer_t *x = d == 0 ? &md->h2d : d == 1 ? &md->d2h : &md->d2d;
-            uint64_t b = 0, n = 0;
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            const memobs_xfer_t *x = memobs_dirs_get(md, (unsigned)d);
+            uint64_t b = 0, n = 0, tb = 0, tn = 0, tns = 0;
             int q;
             for (q = 0; q < 3; q++) {
                 if (p != 3 && q != p) continue;
                 b += t->bytes[q][d];
                 n += t->ops[q][d];
+                if (t->ns[q][d]) { /* the timed ones: the disk tier's */
+                    tb += t->bytes[q][d];
+                    tn += t->ops[q][d];
+                    tns += t->ns[q][d];
+                }
             }
-            snprintf(what, sizeof what, "%s %s bytes", pname[p], dname[d]);
+            snprintf(what, sizeof what, "%s %s bytes", pname[p], dir_name[d]);
             expect(what, x->bytes, b);
-            snprintf(what, sizeof what, "%s %s ops", pname[p], dname[d]);
+            snprintf(what, sizeof what, "%s %s ops", pname[p], dir_name[d]);
             expect(what, x->count, n);
+            if (p < 3) {
+                snprintf(what, sizeof what, "%s %s timed bytes, ops, ns", pname[p], dir_name[d]);
+                expect(what, s->timed[p][d].bytes + s->timed[p][d].count + s->timed[p][d].ns, tb + tn + tns);
+            }
         }
+    }
+    /* every disk transfer is one host block: one size bucket, (128 KiB, 256 KiB] */
+    for (d = MEMOBS_DIR_H2S; d <= MEMOBS_DIR_S2H; d++) {
+        snprintf(what, sizeof what, "%s records of 192 KiB in the 256 KiB bucket", dir_name[d]);
+        expect(what, s->sizes[d].buckets[18], s->sizes[d].count);
     }
     expect("requests begun", s->requests_begun, N_REQUESTS);
     expect("requests completed", s->requests_completed, N_REQUESTS);
@@ -830,6 +909,9 @@ int main(int argc, char **argv) {
     E.arena = (float *)calloc(used, sizeof(float));
     E.pool = (float *)calloc((size_t)N_CPU_BLOCKS * N_LAYERS * LB_FLOATS, sizeof(float));
     if (!E.arena || !E.pool) die("out of memory");
+    if (!(E.disk = tmpfile())) die("disk tier: tmpfile() failed");
+    for (i = 0; i < N_WORKERS; i++)
+        if (!(workers[i].disk_buf = (float *)malloc(HOST_BLOCK_BYTES))) die("out of memory");
     carve_device(workers, &used); /* and track */
     for (i = 0; i < N_CPU_BLOCKS; i++) E.free_blocks[E.nfree++] = N_CPU_BLOCKS - 1 - i;
 
@@ -859,9 +941,10 @@ int main(int argc, char **argv) {
     for (i = 0; i < N_WORKERS; i++) {
         const tally_t *wt = &workers[i].t;
         for (p = 0; p < 3; p++)
-            for (d = 0; d < 3; d++) {
+            for (d = 0; d < MEMOBS_DIRS; d++) {
                 t.bytes[p][d] += wt->bytes[p][d];
                 t.ops[p][d] += wt->ops[p][d];
+                t.ns[p][d] += wt->ns[p][d];
             }
         t.tokens += wt->tokens;
         t.blocks_offloaded += wt->blocks_offloaded;
@@ -880,8 +963,7 @@ int main(int argc, char **argv) {
     printf("engine tallies:");
     for (p = 0; p < 4; p++) {
         static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};
-        static const char *const dname[3] = {"h2d", "d2h", "d2d"};
-        for (d = 0; d < 3; d++) {
+        for (d = 0; d < MEMOBS_DIRS; d++) {
             uint64_t b = 0, n = 0;
             int q;
             for (q = 0; q < 3; q++) {
@@ -890,7 +972,7 @@ int main(int argc, char **argv) {
                 b += t.bytes[q][d];
                 n += t.ops[q][d];
             }
-            printf(" %s%s=%llu %s%s_ops=%llu", pre[p], dname[d], (unsigned long long)b, pre[p], dname[d],
+            printf(" %s%s=%llu %s%s_ops=%llu", pre[p], dir_name[d], (unsigned long long)b, pre[p], dir_name[d],
                    (unsigned long long)n);
         }
     }
@@ -919,6 +1001,8 @@ int main(int argc, char **argv) {
     if (!getenv("MEMOBS_LEAKS")) memobs_print_leaks(stderr);
     free(E.arena);
     free(E.pool);
+    for (i = 0; i < N_WORKERS; i++) free(workers[i].disk_buf);
+    fclose(E.disk);
     if (mismatches) {
         fprintf(stderr, "offload_engine: %d memobs figure(s) differ from the engine's tallies%s\n", mismatches,
                 memobs_get_enabled() ? "" : " (memobs is off: MEMOBS=0 in the environment, or built with MEMOBS_DISABLE)");

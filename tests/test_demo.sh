@@ -200,11 +200,12 @@ def main_run(lines, err):
 
     # Transfers: every phase and direction, bytes and op counts, exactly.
     prefix = {"total": "", "prefill": "prefill_", "decode": "decode_", "unphased": "unphased_"}
+    dirs = ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d")
     for ph, pre in prefix.items():
-        for d in ("h2d", "d2h", "d2d"):
+        for d in dirs:
             check("%s %s bytes and ops match the engine tallies" % (ph, d),
                   (t[pre + d], t[pre + d + "_ops"]), (j[ph][d + "_bytes"], j[ph][d + "_count"]))
-    for d in ("h2d", "d2h", "d2d"):
+    for d in dirs:
         for f in ("bytes", "count"):
             k = d + "_" + f
             check("prefill + decode + unphased == total for %s %s" % (d, f),
@@ -214,11 +215,34 @@ def main_run(lines, err):
     # land in the phase the engine was in; the weight upload, made before
     # any phase is set, is unphased.
     want = [("prefill", "h2d"), ("prefill", "d2h"), ("prefill", "d2d"),
-            ("decode", "h2d"), ("decode", "d2h"), ("decode", "d2d"), ("unphased", "h2d")]
+            ("decode", "h2d"), ("decode", "d2h"), ("decode", "d2d"), ("unphased", "h2d"),
+            ("prefill", "h2s"), ("decode", "s2h")]
     zero = [p + " " + d for p, d in want if j[p][d + "_bytes"] == 0]
     check_true("traffic recorded in every phase the engine copies in", not zero,
                "expected nonzero bytes, got 0 for " + ", ".join(zero))
     check("no unphased D2H or D2D", (0, 0), (j["unphased"]["d2h_bytes"], j["unphased"]["d2d_bytes"]))
+
+    # The disk tier: stores at the end of prefill, one load at the end of
+    # decode per request that stored, each one host block (192 KiB), timed
+    # by the engine (every one of them, none elsewhere).
+    blk = t["h2s"] // t["h2s_ops"] if t["h2s_ops"] else 0
+    check("disk tier: every store and load is one host block of 192 KiB", (196608, t["s2h_ops"] * 196608),
+          (blk, t["s2h"]))
+    check("disk tier: only prefill stores and decode loads; no GPUDirect Storage",
+          (t["h2s"], t["s2h"], 0, 0), (j["prefill"]["h2s_bytes"], j["decode"]["s2h_bytes"],
+                                       j["total"]["d2s_bytes"], j["total"]["s2d_bytes"]))
+    tm = j["timed"]
+    check("disk tier: every transfer timed (timed bytes and count equal the records)",
+          (t["h2s"], t["h2s_ops"], t["s2h"], t["s2h_ops"]),
+          (tm["prefill"]["h2s"]["bytes"], tm["prefill"]["h2s"]["count"], tm["decode"]["s2h"]["bytes"],
+           tm["decode"]["s2h"]["count"]))
+    check_true("disk tier: its time is positive", tm["prefill"]["h2s"]["ns"] > 0 and tm["decode"]["s2h"]["ns"] > 0,
+               "timed ns %s" % ((tm["prefill"]["h2s"]["ns"], tm["decode"]["s2h"]["ns"]),))
+    check("sizes: the disk tier's records all in the 256 KiB bucket; H2D p50 64 KiB (a 48 KiB layer block)",
+          ([[262144, t["h2s_ops"]]], [[262144, t["s2h_ops"]]], 65536),
+          (j["sizes"]["h2s"]["buckets"], j["sizes"]["s2h"]["buckets"], j["sizes"]["h2d"]["p50"]))
+    check("sizes: each direction's count is its total count",
+          [j["total"][d + "_count"] for d in dirs], [j["sizes"][d]["count"] for d in dirs])
 
     # Requests and timings.
     r = j["requests"]

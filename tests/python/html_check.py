@@ -204,16 +204,25 @@ def cmd_sections(t, dom, mode):
             if mode == "demo" or s != "latency":
                 t("%s run: section %s has its data (no 'not recorded')" % (mode, s), not a,
                   [x.all_text() for x in a])
-        if mode == "demo":
+        if mode == "many":  # no storage transfer: the transfers as before the storage tier
             bars = by_id(root, "transfers-bars")
             rects = [n for n in bars.walk() if n.tag == "rect"] if bars else []
-            t("demo: transfer bars, a bar per direction and phase (9)", len(rects) == 9, "%d rect" % len(rects))
+            t("many: no storage transfer: transfer bars, a bar per direction and phase (9)", len(rects) == 9,
+              "%d rect" % len(rects))
+            names = row_names(section(root, "transfers"))
+            t("many: no storage transfer, the transfers table as before: H2D, D2H, D2D",
+              names == ["H2D", "D2H", "D2D"], names)
+        if mode == "demo":  # the demo engine has a disk tier: 7 directions
+            bars = by_id(root, "transfers-bars")
+            rects = [n for n in bars.walk() if n.tag == "rect"] if bars else []
+            t("demo: transfer bars, a bar per direction and phase (21: the disk tier's too)", len(rects) == 21,
+              "%d rect" % len(rects))
             tt = by_id(root, "transfers-time-chart")
             paths = [n for n in tt.walk() if n.tag == "path"] if tt else []
-            t("demo: transfers over time, a line per direction (3)", len(paths) == 3, "%d paths" % len(paths))
+            t("demo: transfers over time, a line per direction (7)", len(paths) == 7, "%d paths" % len(paths))
             names = row_names(section(root, "transfers"))
-            t("demo: no storage transfer, the transfers table as before: H2D, D2H, D2D",
-              names == ["H2D", "D2H", "D2D"], names)
+            t("demo: the transfers table has the disk tier's rows: H2D ... S2D",
+              names == ["H2D", "D2H", "D2D", "H2S", "S2H", "D2S", "S2D"], names)
             sz = by_id(root, "sizes-chart")
             bars = [n for n in sz.walk() if n.tag == "rect"] if sz else []
             t("demo: transfer sizes drawn, a bar per non-empty bucket and direction",
