@@ -39,12 +39,12 @@
        each direction's size distribution (log2 buckets, exact counts,
        p50/p90/p99). A transfer the engine timed (a file read) carries its
        duration: its bandwidth shows beside the device-timed copies'.
-       Recording is a relaxed load, a branch, a count of leading zeros (the
-       size's bucket) and two plain adds on a per-thread shard: no lock
-       prefix, no shared cache line. A record above MEMOBS_MAX_BYTES (2^56) is refused
-       and counted as a bad record; sums saturate, never wrap. Shards are
-       summed when a summary is read, so totals are exact under any number
-       of threads. With an observer of the real copies in the process (the
+       Recording is a relaxed load, a branch, the size's bucket (the
+       highest bit of 2 x bytes - 1) and two plain adds on a per-thread
+       shard: no lock prefix, no shared cache line. A record above
+       MEMOBS_MAX_BYTES (2^56) is refused and counted as a bad record;
+       sums saturate, never wrap. Shards are summed when a summary is
+       read, so totals are exact under any number of threads. With an observer of the real copies in the process (the
        LD_PRELOAD library), the program's own records are counted apart as
        "manual" and shown beside the observed ones (memobs_set_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
@@ -8926,13 +8926,14 @@ static void memobs__json_coll(memobs__out_t *o) {
     memobs__out_write(o, "]", 1);
 }
 
-/* Whether any storage transfer was recorded in the window: the text
-   outputs show the storage rows then (the JSON and Prometheus always). */
-static int memobs__storage_shown(const memobs_summary_t *s) {
+/* The directions the text summary and the HTML report show: the storage
+   tier's too once any of its transfers was recorded in the window (the
+   JSON and Prometheus show every direction always). */
+static unsigned memobs__dirs_shown(const memobs_summary_t *s) {
     unsigned d;
     for (d = MEMOBS__NGPU; d < MEMOBS_DIRS; d++)
-        if (memobs_dirs_get(&s->total, d)->count || s->sizes[d].count) return 1;
-    return 0;
+        if (memobs_dirs_get(&s->total, d)->count) return MEMOBS_DIRS;
+    return MEMOBS__NGPU;
 }
 
 /* A size bucket's bound 2^b as "4 KiB" (exact: a power of two). */
@@ -8970,7 +8971,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     const memobs_dirs_t *cols[4];
     char b[32];
-    unsigned d, c, nd = memobs__storage_shown(s) ? MEMOBS_DIRS : MEMOBS__NGPU;
+    unsigned d, c, nd = memobs__dirs_shown(s);
     cols[0] = &s->total; cols[1] = &s->prefill; cols[2] = &s->decode; cols[3] = &s->unphased;
     if (p->sig)
         memobs__out_printf(o, "== memobs crash summary == written at a crash (signal %d%s%s) by its signal handler; "
@@ -13432,27 +13433,17 @@ static void memobs__html_identity(memobs__out_t *o, const memobs_summary_t *s) {
                         memobs_clock_source());
 }
 
-static const memobs_xfer_t *memobs__html_x(const memobs_dirs_t *d, unsigned dir) {
-    return memobs_dirs_get(d, dir);
-}
-
-/* The directions a report shows: H2D, D2H and D2D, and the storage tier's
-   four when any of them was recorded (as the text summary does). */
-static unsigned memobs__html_ndirs(const memobs_summary_t *s) {
-    return memobs__storage_shown(s) ? MEMOBS_DIRS : MEMOBS__NGPU;
-}
-
 static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) {
     const memobs_dirs_t *by[MEMOBS_PHASES];
     uint64_t top = 0, any = 0;
-    unsigned d, k, nd = memobs__html_ndirs(s);
+    unsigned d, k, nd = memobs__dirs_shown(s);
     double pw = MEMOBS__HTML_W - MEMOBS__HTML_L - MEMOBS__HTML_R, ph = MEMOBS__HTML_H - MEMOBS__HTML_T - MEMOBS__HTML_B;
     char key[48], b[32];
     by[MEMOBS_PHASE_NONE] = &s->unphased;
     by[MEMOBS_PHASE_PREFILL] = &s->prefill;
     by[MEMOBS_PHASE_DECODE] = &s->decode;
     memobs__out_str(o, "<section id=\"transfers\"><h2>Transfers by phase</h2>\n");
-    for (d = 0; d < MEMOBS_DIRS; d++) any |= memobs__html_x(&s->total, d)->count;
+    for (d = 0; d < MEMOBS_DIRS; d++) any |= memobs_dirs_get(&s->total, d)->count;
     if (!any)
         memobs__html_absent(o, "no transfer was recorded", "MEMOBS_RECORD_H2D/D2H/D2D in the engine's copy paths, "
                             "MEMOBS_RECORD_H2S/S2H/D2S/S2D in its storage stores and loads");
@@ -13461,7 +13452,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
     for (d = 0; d < nd; d++) {
         memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
         for (k = 0; k <= MEMOBS_PHASES; k++) {
-            const memobs_xfer_t *x = memobs__html_x(k < MEMOBS_PHASES ? by[memobs__html_ph[k]] : &s->total, d);
+            const memobs_xfer_t *x = memobs_dirs_get(k < MEMOBS_PHASES ? by[memobs__html_ph[k]] : &s->total, d);
             const char *pn = k < MEMOBS_PHASES ? memobs__html_phname[memobs__html_ph[k]] : "total";
             snprintf(key, sizeof key, "%s.%s.bytes", memobs__dir_key[d], pn);
             memobs__html_bytes_cell(o, key, x->bytes);
@@ -13489,7 +13480,7 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
                                 gx + pw / nd / 2.0, MEMOBS__HTML_H - 8, memobs__dir_name[d]);
             for (k = 0; k < MEMOBS_PHASES; k++) {
                 unsigned p = memobs__html_ph[k];
-                const memobs_xfer_t *x = memobs__html_x(by[p], d);
+                const memobs_xfer_t *x = memobs_dirs_get(by[p], d);
                 double h = ph * (double)x->bytes / (double)top;
                 memobs__html_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
                                     "<title>%s %s: %s in %llu ops</title></rect>\n",
@@ -13522,14 +13513,14 @@ static void memobs__html_transfers(memobs__out_t *o, const memobs_summary_t *s) 
             m[0] = &s->manual.total; m[1] = &s->manual.prefill; m[2] = &s->manual.decode; m[3] = &s->manual.unphased;
             memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
             snprintf(key, sizeof key, "%s.total.bytes", memobs__dir_key[d]);
-            memobs__html_bytes_cell(o, key, memobs__html_x(&s->total, d)->bytes);
+            memobs__html_bytes_cell(o, key, memobs_dirs_get(&s->total, d)->bytes);
             snprintf(key, sizeof key, "%s.total.count", memobs__dir_key[d]);
-            memobs__html_count_cell(o, key, memobs__html_x(&s->total, d)->count);
+            memobs__html_count_cell(o, key, memobs_dirs_get(&s->total, d)->count);
             for (k = 0; k < 4; k++) {
                 snprintf(key, sizeof key, "manual.%s.%s.bytes", memobs__dir_key[d], mn[k]);
-                memobs__html_bytes_cell(o, key, memobs__html_x(m[k], d)->bytes);
+                memobs__html_bytes_cell(o, key, memobs_dirs_get(m[k], d)->bytes);
                 snprintf(key, sizeof key, "manual.%s.%s.count", memobs__dir_key[d], mn[k]);
-                memobs__html_count_cell(o, key, memobs__html_x(m[k], d)->count);
+                memobs__html_count_cell(o, key, memobs_dirs_get(m[k], d)->count);
             }
             memobs__out_str(o, "</tr>\n");
         }
@@ -13546,7 +13537,7 @@ static void memobs__html_xfer_time(memobs__out_t *o, const memobs_summary_t *s, 
     size_t i, k = 0;
     uint64_t t0 = 0, t1 = 0, cap = stp->capacity;
     memobs_timeline_stats_t st = *stp;
-    unsigned nd = memobs__html_ndirs(s);
+    unsigned nd = memobs__dirs_shown(s);
     memobs__out_str(o, "<section id=\"transfers-time\"><h2>Transfers over time</h2>\n");
     if (ev)
         for (i = 0; i < n; i++)
