@@ -44,9 +44,10 @@
        shard: no lock prefix, no shared cache line. A record above
        MEMOBS_MAX_BYTES (2^56) is refused and counted as a bad record;
        sums saturate, never wrap. Shards are summed when a summary is
-       read, so totals are exact under any number of threads. With an observer of the real copies in the process (the
-       LD_PRELOAD library), the program's own records are counted apart as
-       "manual" and shown beside the observed ones (memobs_set_manual_apart).
+       read, so totals are exact under any number of threads. With an
+       observer of the real copies in the process (the LD_PRELOAD
+       library), the program's own records are counted apart as "manual"
+       and shown beside the observed ones (memobs_set_manual_apart).
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
