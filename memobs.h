@@ -2617,6 +2617,7 @@ static struct {
     memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on */
     memobs__u32_t tmp_seq;      /* numbers the named temporary files */
     memobs__u32_t no_tmpfile;   /* O_TMPFILE files could not be linked: named temporaries only */
+    int64_t swept[MEMOBS__OUTS]; /* the pid that swept a %p output's folder for other pids' temporaries */
     memobs__u32_t out_said;     /* warn-once bits of the writers (MEMOBS__OS_*) */
     uint64_t prom_interval_ns;  /* MEMOBS_PROM_INTERVAL_MS, 0 = at exit only */
     memobs__u32_t prom_failing; /* the last periodic write failed: the next ones are quiet */
@@ -9497,29 +9498,88 @@ static int memobs__numbered(const char *path, unsigned n, char *out, size_t len)
     return 1;
 }
 
-/* Removes the named temporaries of path (path.tmp.PID.N) left by
-   processes that are gone (killed while writing, where O_TMPFILE could
-   not be used). */
-static void memobs__sweep(const char *path) {
+static size_t memobs__dir_len(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? (slash == path ? 1u : (size_t)(slash - path)) : 0u;
+}
+
+/* The host and pid namespace in a temporary's name: an FNV-1a hash of the
+   host name and of /proc/self/ns/pid's link (its inode), 1 at least; 0
+   when either cannot be read (the sweep then removes nothing).
+   Async-signal-safe. */
+static uint32_t memobs__host_id(void) {
+#ifdef MEMOBS__OUT_LINUX
+    struct utsname u;
+    char ns[64];
+    ssize_t n = memobs__readlink("/proc/self/ns/pid", ns, sizeof ns);
+    uint32_t h = 2166136261u;
+    size_t i;
+    if (n <= 0 || uname(&u) != 0) return 0;
+    for (i = 0; i < sizeof u.nodename && u.nodename[i]; i++) h = (h ^ (unsigned char)u.nodename[i]) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;
+    for (i = 0; i < (size_t)n; i++) h = (h ^ (unsigned char)ns[i]) * 16777619u;
+    return h ? h : 1u;
+#else
+    return 0;
+#endif
+}
+
+/* Whether name, from n on, is ".tmp.HOST.PID.N" with HOST == id (8 hex
+   digits); *pid its PID. */
+static int memobs__sweep_tail(const char *n, uint32_t id, long long *pid) {
+    uint32_t h = 0;
+    int i;
+    if (strncmp(n, ".tmp.", 5) != 0) return 0;
+    for (n += 5, i = 0; i < 8; i++, n++) {
+        int v = *n >= '0' && *n <= '9' ? *n - '0' : *n >= 'a' && *n <= 'f' ? *n - 'a' + 10 : -1;
+        if (v < 0) return 0;
+        h = h << 4 | (uint32_t)v;
+    }
+    if (h != id || *n++ != '.') return 0;
+    for (*pid = 0; *n >= '0' && *n <= '9' && *pid < 100000000; n++) *pid = *pid * 10 + (*n - '0');
+    if (*n++ != '.' || !*pid || !(*n >= '0' && *n <= '9')) return 0;
+    while (*n >= '0' && *n <= '9') n++;
+    return !*n;
+}
+
+/* Whether name is a temporary of pattern p..pe (spec: %p and %r match any
+   digits, %% a percent sign; else literal) of this host (id). */
+static int memobs__sweep_match(const char *p, const char *pe, int spec, const char *n, uint32_t id, long long *pid) {
+    for (; p < pe; p++, n++) {
+        if (spec && p[0] == '%' && p + 1 < pe && (p[1] == 'p' || p[1] == 'r')) {
+            while (*n >= '0' && *n <= '9')
+                if (memobs__sweep_match(p + 2, pe, spec, ++n, id, pid)) return 1;
+            return 0;
+        }
+        if (spec && p[0] == '%' && p + 1 < pe && p[1] == '%') p++;
+        if (*p != *n) return 0;
+    }
+    return memobs__sweep_tail(n, id, pid);
+}
+
+/* Removes the named temporaries (NAME.tmp.HOST.PID.N) in path's folder
+   whose NAME is pattern (path's file name, or with spec the file name of
+   the unexpanded spec: %p and %r then match any number) left by processes
+   that are gone: of this host and pid namespace (HOST, memobs__host_id)
+   and a PID that is not alive. Another host's or container's temporary
+   (NFS, a shared hostPath), whose PID means nothing here, is never
+   touched. */
+static void memobs__sweep_as(const char *path, const char *spec) {
 #ifdef MEMOBS__OUT_LINUX
     char dir[MEMOBS__PATH_LEN], victim[MEMOBS__PATH_LEN + 300];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    size_t bl = strlen(base);
+    const char *pat = spec ? spec : path, *slash = strrchr(pat, '/'), *base = slash ? slash + 1 : pat;
+    size_t dl = memobs__dir_len(path);
+    uint32_t id = memobs__host_id();
+    long long me = (long long)getpid();
     struct dirent *e;
     DIR *d;
-    if (!slash) strcpy(dir, ".");
-    else if (slash == path) strcpy(dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir) memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
-    else return;
+    if (!id || dl >= sizeof dir) return;
+    if (dl) memcpy(dir, path, dl), dir[dl] = 0;
+    else strcpy(dir, ".");
     if ((d = opendir(dir)) == NULL) return;
     while ((e = readdir(d)) != NULL) {
-        const char *p = e->d_name;
         long long pid = 0;
-        if (strncmp(p, base, bl) != 0 || strncmp(p + bl, ".tmp.", 5) != 0) continue;
-        for (p += bl + 5; *p >= '0' && *p <= '9' && pid < 100000000; p++) pid = pid * 10 + (*p - '0');
-        if (*p++ != '.' || !pid || pid == (long long)getpid() || !(*p >= '0' && *p <= '9')) continue;
-        while (*p >= '0' && *p <= '9') p++;
-        if (*p) continue;
+        if (!memobs__sweep_match(base, base + strlen(base), spec != NULL, e->d_name, id, &pid) || pid == me) continue;
         if (memobs__kill((int)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to ask) */
         snprintf(victim, sizeof victim, "%s/%s", dir, e->d_name);
         (void)unlink(victim);
@@ -9527,8 +9587,12 @@ static void memobs__sweep(const char *path) {
     closedir(d);
 #else
     (void)path;
+    (void)spec;
 #endif
 }
+
+/* The temporaries of path itself. */
+static void memobs__sweep(const char *path) { memobs__sweep_as(path, NULL); }
 
 /* Output which's destination for this process: spec expanded and the
    name claimed (the claim held before is given up first). Caller holds
@@ -9617,83 +9681,214 @@ static void memobs__outs_fork(void) {
 
 /* ---- Whole files -------------------------------------------------------- */
 
-/* A file written whole: into a temporary in the final path's folder,
-   renamed over the final path once complete (memobs__whole_commit). An
-   O_TMPFILE file (Linux 3.11+; tmpfs, ext4, xfs, btrfs...) has no name
-   until it is linked, so a process killed while writing leaves nothing;
-   where it is refused, a named temporary path.tmp.PID.N, which
-   memobs__sweep removes once its process is gone. A path that exists and
-   is not a regular file (a terminal, a pipe, /dev/null) is written in
-   place. Every step is async-signal-safe (open, write, linkat, rename,
-   unlink, readlink, stat): the crash writer may use it. */
-enum { MEMOBS__WH_TMPFILE = 1, MEMOBS__WH_NAMED = 2, MEMOBS__WH_INPLACE = 3 };
+/* What a configured path is, one decision for the exit, periodic and crash
+   writers (memobs__path_kind, async-signal-safe):
+     - a name of one of the process's descriptors (/dev/stdout, /dev/stderr,
+       /dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N with this pid): written to
+       that descriptor, in place (MEMOBS__WH_FD);
+     - a file that is not regular (character device, FIFO, socket), or a
+       link to one that may be followed: opened (O_APPEND, O_NONBLOCK: a FIFO
+       with no reader is skipped) and written in place, never replaced
+       (MEMOBS__WH_INPLACE);
+     - anything else (absent, a regular file, a link to a regular file or
+       to nothing, a link the kernel's protected_symlinks rule would refuse
+       to follow): a file of memobs' own, created in the path's folder, is
+       written whole and renamed over the path (memobs__whole_commit). A
+       link is replaced as a link; a regular file keeps its mode (and owner
+       where permitted); ACLs and hard links are not kept.
+   The file of its own: an O_TMPFILE file (Linux 3.11+; tmpfs, ext4, xfs,
+   btrfs...), with no name until it is linked, so a process killed while
+   writing leaves nothing; where it is refused, a named temporary
+   PATH.tmp.HOST.PID.N (O_CREAT|O_EXCL|O_NOFOLLOW; HOST: memobs__host_id,
+   the host and pid namespace), which memobs__sweep removes once its
+   process is gone. Every step is async-signal-safe (open, write, linkat,
+   rename, unlink, readlink, stat, lstat, fstat, fchmod, fchown, uname):
+   the crash writer uses it. */
+#include <poll.h>
+
+enum { MEMOBS__WH_TMPFILE = 1, MEMOBS__WH_NAMED = 2, MEMOBS__WH_INPLACE = 3, MEMOBS__WH_FD = 4 };
 typedef struct {
-    int fd, how, existed;
+    int fd, how, existed;            /* existed: the name was there (a file, a link) */
     int unlinkable;                  /* linkat refused the O_TMPFILE file (no /proc, no right) */
-    char final[MEMOBS__PATH_LEN];    /* symbolic links of the last component followed */
+    int keep;                        /* the file replaced was regular: its mode and owner kept */
+    unsigned mode, uid, gid;         /* ... these */
+    char final[MEMOBS__PATH_LEN];    /* the path (a link there is replaced, not followed) */
     char tmp[MEMOBS__PATH_LEN + 48]; /* the named temporary, "" when none exists */
 } memobs__whole_t;
 
-static size_t memobs__dir_len(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? (slash == path ? 1u : (size_t)(slash - path)) : 0u;
+#ifdef MEMOBS__OUT_LINUX
+extern int memobs__lstat(const char *path, struct stat *st) __asm__("lstat");
+extern int memobs__fchmod(int fd, unsigned mode) __asm__("fchmod");
+extern int memobs__fchown(int fd, unsigned uid, unsigned gid) __asm__("fchown");
+extern int memobs__fdatasync(int fd) __asm__("fdatasync");
+extern unsigned memobs__geteuid(void) __asm__("geteuid");
+#if defined(O_NOFOLLOW)
+#define MEMOBS__O_NOFOLLOW O_NOFOLLOW
+#elif defined(__x86_64__) || defined(__i386__) || defined(__riscv)
+#define MEMOBS__O_NOFOLLOW 0400000
+#elif defined(__aarch64__) || defined(__arm__)
+#define MEMOBS__O_NOFOLLOW 0100000
+#endif
+#endif
+#ifndef MEMOBS__O_NOFOLLOW
+#define MEMOBS__O_NOFOLLOW 0
+#endif
+#define MEMOBS__S_ISLNK(m) (((m) & 0170000) == 0120000)
+#define MEMOBS__INPLACE_IDLE_MS 5000 /* an in-place write (FIFO, pipe, terminal) that takes nothing this long gives up */
+
+/* path's folder into dir[MEMOBS__PATH_LEN]; 0 when too long. */
+static int memobs__dir_of(const char *path, char *dir) {
+    size_t dl = memobs__dir_len(path);
+    if (dl >= MEMOBS__PATH_LEN) return 0;
+    if (dl) memcpy(dir, path, dl), dir[dl] = 0;
+    else strcpy(dir, ".");
+    return 1;
 }
 
-/* w->tmp = final.tmp.PID.N */
+/* The descriptor a path names (/dev/stdin, /dev/stdout, /dev/stderr,
+   /dev/fd/N, /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N with
+   this process's pid), or -1. Async-signal-safe. */
+static int memobs__fd_name(const char *p) {
+    static const char *const pre[] = {"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"};
+    char own[40] = "/proc/";
+    size_t i, k;
+    long n = 0;
+    if (strcmp(p, "/dev/stdin") == 0) return 0;
+    if (strcmp(p, "/dev/stdout") == 0) return 1;
+    if (strcmp(p, "/dev/stderr") == 0) return 2;
+    k = 6 + memobs__utoa(own + 6, (uint64_t)getpid());
+    memcpy(own + k, "/fd/", 5);
+    for (i = 0; i < 4; i++) {
+        const char *q = i < 3 ? pre[i] : own;
+        size_t l = strlen(q);
+        if (strncmp(p, q, l) != 0) continue;
+        p += l;
+        if (!*p) return -1;
+        for (; *p >= '0' && *p <= '9' && n < 100000000; p++) n = n * 10 + (*p - '0');
+        return *p ? -1 : (int)n;
+    }
+    return -1;
+}
+
+/* Whether the kernel's protected_symlinks rule would refuse this process
+   to follow the link at path (lst: its lstat): the link's folder is
+   sticky and world-writable, and the link is owned by neither the
+   effective uid nor the folder's owner. Applied whatever the sysctl says.
+   Async-signal-safe. */
+static int memobs__link_protected(const char *path, const struct stat *lst) {
+#ifdef MEMOBS__OUT_LINUX
+    char dir[MEMOBS__PATH_LEN];
+    struct stat d;
+    unsigned me = memobs__geteuid();
+    if (!memobs__dir_of(path, dir) || stat(dir, &d) != 0) return 1; /* not known: not followed */
+    return (d.st_mode & 01002) == 01002 && (unsigned)lst->st_uid != me && lst->st_uid != d.st_uid;
+#else
+    (void)path;
+    (void)lst;
+    return 0;
+#endif
+}
+
+/* What path is (see the section's comment): MEMOBS__WH_FD (*fdno set),
+   MEMOBS__WH_INPLACE (*follow: through a link), MEMOBS__WH_NAMED (a file
+   of memobs' own renamed over it; w->existed, w->keep and the mode and
+   owner set), or -1 for a folder. Async-signal-safe. */
+static int memobs__path_kind(const char *path, memobs__whole_t *w, int *fdno, int *follow) {
+    struct stat st, t;
+    *follow = 0;
+    w->existed = w->keep = 0;
+    if ((*fdno = memobs__fd_name(path)) >= 0) return MEMOBS__WH_FD;
+#ifdef MEMOBS__OUT_LINUX
+    if (memobs__lstat(path, &st) != 0) return MEMOBS__WH_NAMED; /* absent (or the create says why) */
+    w->existed = 1;
+    if (MEMOBS__S_ISLNK(st.st_mode)) {
+        char link[MEMOBS__PATH_LEN];
+        ssize_t n;
+        if (memobs__link_protected(path, &st)) return MEMOBS__WH_NAMED; /* replaced, never followed */
+        n = memobs__readlink(path, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = 0;
+            if ((*fdno = memobs__fd_name(link)) >= 0) return MEMOBS__WH_FD; /* a container's /dev/stderr */
+        }
+        if (stat(path, &t) != 0 || S_ISREG(t.st_mode)) return MEMOBS__WH_NAMED; /* the link replaced */
+        if (S_ISDIR(t.st_mode)) return -1;
+        *follow = 1;
+        return MEMOBS__WH_INPLACE;
+    }
+#else
+    if (stat(path, &st) != 0) return MEMOBS__WH_NAMED;
+    w->existed = 1;
+#endif
+    if (S_ISDIR(st.st_mode)) return -1;
+    if (!S_ISREG(st.st_mode)) return MEMOBS__WH_INPLACE;
+    w->keep = 1;
+    w->mode = (unsigned)st.st_mode & 0777u;
+    w->uid = (unsigned)st.st_uid;
+    w->gid = (unsigned)st.st_gid;
+    return MEMOBS__WH_NAMED;
+}
+
+/* w->tmp = final.tmp.HOST.PID.N (HOST: 8 hex digits, memobs__host_id) */
 static void memobs__whole_tmpname(memobs__whole_t *w) {
     size_t n = strlen(w->final);
+    uint32_t h = memobs__host_id();
+    int i;
     memcpy(w->tmp, w->final, n);
     memcpy(w->tmp + n, ".tmp.", 5);
     n += 5;
+    for (i = 0; i < 8; i++) w->tmp[n++] = "0123456789abcdef"[(h >> (28 - 4 * i)) & 15];
+    w->tmp[n++] = '.';
     n += memobs__utoa(w->tmp + n, (uint64_t)getpid());
     w->tmp[n++] = '.';
     n += memobs__utoa(w->tmp + n, MEMOBS__ADD(&memobs__g.tmp_seq.v, 1u));
     w->tmp[n] = 0;
 }
 
-/* Opens a temporary for path (named: no O_TMPFILE); 0 or an errno. */
-static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
+/* The replaced file's mode and owner onto the new one (the owner where
+   this process may give it). */
+static void memobs__whole_keep(memobs__whole_t *w) {
+#ifdef MEMOBS__OUT_LINUX
     struct stat st;
+    if (!w->keep || fstat(w->fd, &st) != 0) return;
+    if ((unsigned)st.st_uid != w->uid || (unsigned)st.st_gid != w->gid) (void)memobs__fchown(w->fd, w->uid, w->gid);
+    if (((unsigned)st.st_mode & 07777u) != w->mode) (void)memobs__fchmod(w->fd, w->mode);
+#else
+    (void)w;
+#endif
+}
+
+/* Opens path's destination (named: no O_TMPFILE): w->fd is the
+   descriptor to write (MEMOBS__WH_FD: not ours to close); 0 or an errno
+   (ENXIO: a FIFO or socket with no reader, EISDIR: a folder). */
+static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
     char dir[MEMOBS__PATH_LEN];
-    size_t dl;
-    int i;
+    int i, fdno, follow, kind;
     w->fd = -1;
     w->unlinkable = 0;
     w->tmp[0] = 0;
+    w->how = MEMOBS__WH_INPLACE;
     if (strlen(path) >= sizeof w->final) return ENAMETOOLONG;
     strcpy(w->final, path);
-    w->existed = stat(path, &st) == 0;
-    w->how = MEMOBS__WH_INPLACE;
-    if (w->existed && S_ISDIR(st.st_mode)) return EISDIR;
-    if (w->existed && !S_ISREG(st.st_mode)) {
-        w->fd = open(path, O_WRONLY | O_NOCTTY | MEMOBS__O_CLOEXEC);
+    if ((kind = memobs__path_kind(path, w, &fdno, &follow)) < 0) return EISDIR;
+    if (kind == MEMOBS__WH_FD) {
+        w->how = MEMOBS__WH_FD;
+        if (fcntl(fdno, F_GETFD) < 0) return EBADF;
+        w->fd = fdno;
+        return 0;
+    }
+    if (kind == MEMOBS__WH_INPLACE) {
+        w->fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | MEMOBS__O_CLOEXEC |
+                               (follow ? 0 : MEMOBS__O_NOFOLLOW));
         return w->fd < 0 ? errno : 0;
     }
     w->how = MEMOBS__WH_NAMED; /* until an O_TMPFILE file is open */
-#ifdef MEMOBS__OUT_LINUX
-    for (i = 0; i < 8; i++) { /* a link to a file: the file is replaced, not the link */
-        char link[MEMOBS__PATH_LEN];
-        ssize_t n = memobs__readlink(w->final, link, sizeof link - 1);
-        const char *sl = strrchr(w->final, '/');
-        size_t keep;
-        if (n < 0) break;
-        link[n] = 0;
-        keep = link[0] == '/' || !sl ? 0 : (size_t)(sl - w->final) + 1; /* relative: from the link's folder */
-        if (keep + (size_t)n + 1 > sizeof w->final) return ENAMETOOLONG;
-        memmove(w->final + keep, link, (size_t)n + 1);
-    }
-    if (i == 8) return ELOOP;
-#else
-    (void)i;
-#endif
-    dl = memobs__dir_len(w->final);
-    if (dl) memcpy(dir, w->final, dl), dir[dl] = 0;
-    else strcpy(dir, ".");
+    if (!memobs__dir_of(w->final, dir)) return ENAMETOOLONG;
 #ifdef MEMOBS__O_TMPFILE
     if (!named && !MEMOBS__LOAD(&memobs__g.no_tmpfile.v)) {
         w->fd = open(dir, MEMOBS__O_TMPFILE | O_WRONLY | MEMOBS__O_CLOEXEC, 0666);
         if (w->fd >= 0) {
             w->how = MEMOBS__WH_TMPFILE;
+            memobs__whole_keep(w);
             return 0;
         }
         if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
@@ -9702,21 +9897,25 @@ static int memobs__whole_open(memobs__whole_t *w, const char *path, int named) {
     (void)named;
 #endif
     w->how = MEMOBS__WH_NAMED;
-    memobs__whole_tmpname(w);
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | MEMOBS__O_CLOEXEC, 0666);
+    for (i = 0; i < 4; i++) { /* a name planted where ours would be: the next number */
+        memobs__whole_tmpname(w);
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | MEMOBS__O_NOFOLLOW | MEMOBS__O_CLOEXEC, 0666);
+        if (w->fd >= 0 || errno != EEXIST) break;
+    }
     if (w->fd < 0) {
         w->tmp[0] = 0;
         return errno;
     }
+    memobs__whole_keep(w);
     return 0;
 }
 
 /* The temporary, complete and flushed (a named one closed), becomes the
-   final path; 0 or an errno (the temporary is then gone, the old file
-   left as it was). */
+   final path (a link there replaced as a link); 0 or an errno (the
+   temporary is then gone, the old file left as it was). */
 static int memobs__whole_commit(memobs__whole_t *w) {
     int e;
-    if (w->how == MEMOBS__WH_INPLACE) return 0;
+    if (w->how == MEMOBS__WH_INPLACE || w->how == MEMOBS__WH_FD) return 0;
 #ifdef MEMOBS__OUT_LINUX
     if (w->how == MEMOBS__WH_TMPFILE) {
         char proc[40] = "/proc/self/fd/";
@@ -9749,6 +9948,69 @@ static int memobs__whole_commit(memobs__whole_t *w) {
 static void memobs__whole_abort(memobs__whole_t *w) {
     if (w->tmp[0]) (void)unlink(w->tmp);
     w->tmp[0] = 0;
+}
+
+/* buf[0..len) to fd written in place (a FIFO, pipe, terminal, device or
+   one of the process's descriptors), poll()ed before each write: gives up
+   (ETIMEDOUT) when it takes nothing for idle_ms, EPIPE with no reader (no
+   SIGPIPE: poll says so first). 0 or an errno. Async-signal-safe. */
+static int memobs__write_bounded(int fd, const char *buf, size_t len, int idle_ms) {
+    size_t o = 0;
+    while (o < len) {
+        struct pollfd pf;
+        size_t c = len - o < 4096 ? len - o : 4096; /* a pipe with room takes it whole */
+        ssize_t k;
+        int r;
+        pf.fd = fd;
+        pf.events = POLLOUT;
+        pf.revents = 0;
+        r = poll(&pf, 1, idle_ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return errno;
+        if (r == 0) return ETIMEDOUT;
+        if (pf.revents & (POLLERR | POLLHUP)) return EPIPE;
+        if (pf.revents & POLLNVAL) return EBADF;
+        k = write(fd, buf + o, c);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (k <= 0) return k < 0 ? errno : EIO;
+        o += (size_t)k;
+    }
+    return 0;
+}
+
+/* An in-place destination (memobs__whole_open gave MEMOBS__WH_INPLACE or
+   MEMOBS__WH_FD): the text is built in memory, then written with
+   memobs__write_bounded (a reader that stops reading costs this output
+   only); the program's own buffered lines go first. rc; *err an errno. */
+static int memobs__write_inplace(memobs__whole_t *w, int (*write)(FILE *, int), int arg, int *err) {
+    FILE *f;
+    int rc;
+    *err = 0;
+#ifdef MEMOBS__OUT_LINUX
+    {
+        char *buf = NULL;
+        size_t len = 0;
+        if ((f = memobs__open_memstream(&buf, &len)) == NULL) return MEMOBS_ERR_NOMEM;
+        rc = write(f, arg);
+        if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_NOMEM;
+        if (rc == MEMOBS_OK) {
+            if (w->fd == 1) fflush(stdout);
+            if (w->fd == 2) fflush(stderr);
+            if ((*err = memobs__write_bounded(w->fd, buf, len, MEMOBS__INPLACE_IDLE_MS)) != 0) rc = MEMOBS_ERR_IO;
+        }
+        free(buf); /* open_memstream's, from malloc */
+    }
+#else
+    if ((f = memobs__fdopen(w->how == MEMOBS__WH_FD ? dup(w->fd) : w->fd, "a")) == NULL) return MEMOBS_ERR_NOMEM;
+    errno = 0;
+    rc = write(f, arg);
+    if (fflush(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO;
+    *err = rc == MEMOBS_ERR_IO ? errno : 0;
+    fclose(f);
+    w->fd = -1;
+#endif
+    if (w->how == MEMOBS__WH_INPLACE && w->fd >= 0) close(w->fd);
+    return rc;
 }
 
 /* THE writer of every output that is not appended to: write(f, arg)
@@ -9794,15 +10056,22 @@ static int memobs__write_whole_do(const char *path, int fd, const char *what, in
         if (named) memobs__sweep(path);
         if ((e = memobs__whole_open(&w, path, named)) != 0) {
             rc = MEMOBS_ERR_IO;
-            step = w.how == MEMOBS__WH_INPLACE ? "cannot open it: " : "cannot create a temporary file in its folder: ";
+            step = e == ENXIO && w.how == MEMOBS__WH_INPLACE ? "no reader (a FIFO or socket): skipped: "
+                   : w.how == MEMOBS__WH_INPLACE || w.how == MEMOBS__WH_FD ? "cannot open it: "
+                                                                          : "cannot create a temporary file in its folder: ";
             break;
         }
-        if (w.how == MEMOBS__WH_INPLACE && (flags & MEMOBS__WW_BINARY) && isatty(w.fd)) {
-            close(w.fd);
+        if ((w.how == MEMOBS__WH_INPLACE || w.how == MEMOBS__WH_FD) && (flags & MEMOBS__WW_BINARY) && isatty(w.fd)) {
+            if (w.how == MEMOBS__WH_INPLACE) close(w.fd);
             if (!(MEMOBS__FETCH_OR(&memobs__g.out_said.v, MEMOBS__OS_TTY) & MEMOBS__OS_TTY))
                 memobs__log(MEMOBS_LOG_WARN, "the %s is binary: not written to '%s', a terminal", what, path);
             memobs__pipe_unblock(&pg);
             return MEMOBS_ERR_INVALID;
+        }
+        if (w.how == MEMOBS__WH_INPLACE || w.how == MEMOBS__WH_FD) {
+            rc = memobs__write_inplace(&w, write, arg, &e);
+            if (rc == MEMOBS_ERR_IO && e == ETIMEDOUT) step = "it took nothing for 5 s: ";
+            break;
         }
         if ((f = memobs__fdopen(w.fd, "w")) == NULL) {
             e = errno;
@@ -9815,6 +10084,10 @@ static int memobs__write_whole_do(const char *path, int fd, const char *what, in
         rc = write(f, arg);
         if (rc == MEMOBS_OK && (fflush(f) != 0 || ferror(f))) rc = MEMOBS_ERR_IO;
         e = rc == MEMOBS_ERR_IO ? errno : 0;
+#ifdef MEMOBS__OUT_LINUX
+        /* on the disk before the rename: a node crash leaves the old file or the new one, never an empty one */
+        if (rc == MEMOBS_OK && memobs__fdatasync(w.fd) != 0 && errno != EINVAL) rc = MEMOBS_ERR_IO, e = errno;
+#endif
         if (w.how != MEMOBS__WH_TMPFILE) { /* closed before the rename: NFS reports some errors at close */
             if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_IO, e = errno;
             f = NULL;
@@ -9872,6 +10145,11 @@ static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int
     }
     for (tries = 0; tries < 2; tries++) {
         if ((e = memobs__whole_open(&w, path, tries > 0)) != 0) break;
+        if (w.how == MEMOBS__WH_INPLACE || w.how == MEMOBS__WH_FD) {
+            e = memobs__write_bounded(w.fd, buf, len, MEMOBS__INPLACE_IDLE_MS);
+            if (w.how == MEMOBS__WH_INPLACE) close(w.fd);
+            break;
+        }
         e = memobs__write_all(w.fd, buf, len);
         if (w.how != MEMOBS__WH_TMPFILE && close(w.fd) != 0 && !e) e = errno;
         if (e) memobs__whole_abort(&w);
@@ -9909,7 +10187,7 @@ static int memobs__write_path(const char *path, const char *caller, const char *
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
     memobs__dest_t *g = &memobs__g.out[which], d;
     char full[MEMOBS__PATH_LEN];
-    int tell = 0;
+    int tell = 0, sweep;
     if (!memobs__dest_ours(g)) return MEMOBS_OK;
     pthread_mutex_lock(&memobs__g.lock);
     if (!g->stream && g->path_pid != (int64_t)getpid()) memobs__dest_resolve(which, 1); /* forked, %p */
@@ -9917,8 +10195,11 @@ static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg
         tell = memobs__expand_as(g->spec, full, sizeof full, (int)memobs__g.identity.rank, g->path_pid);
         g->renamed_said = 1;
     }
+    sweep = !g->stream && g->has_pid && memobs__g.swept[which] != (int64_t)getpid(); /* once a process */
+    if (sweep) memobs__g.swept[which] = (int64_t)getpid();
     d = *g;
     pthread_mutex_unlock(&memobs__g.lock);
+    if (sweep && d.path[0]) memobs__sweep_as(d.path, d.spec); /* other pids' files: dead runs' temporaries */
     if (tell) /* outside the lock: the log hook may call memobs */
         memobs__log(MEMOBS_LOG_INFO, "%s: another memobs instance in this process writes '%s'; this one writes '%s'",
                     memobs__out_info[which].var, full, d.path);
@@ -9955,10 +10236,26 @@ static FILE *memobs__append_begin(memobs__append_t *a, const char *dest, const c
     else if (!memobs__expand_path(dest, full, sizeof full)) {
         memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
         return NULL;
+    } else if ((a->fd = memobs__fd_name(full)) >= 0) { /* one of the process's descriptors: as stderr */
+        if (fcntl(a->fd, F_GETFD) < 0) {
+            memobs__log(MEMOBS_LOG_WARN, "cannot write the %s to '%s': %s", what, full, strerror(errno));
+            return NULL;
+        }
     } else {
-        a->fd = open(full, O_WRONLY | O_APPEND | O_CREAT | MEMOBS__O_CLOEXEC, 0666);
+        int nofollow = 0;
+#ifdef MEMOBS__OUT_LINUX
+        struct stat st;
+        nofollow = memobs__lstat(full, &st) == 0 && MEMOBS__S_ISLNK(st.st_mode) && memobs__link_protected(full, &st);
+#endif
+        /* O_NONBLOCK: a FIFO with no reader refuses (ENXIO) instead of hanging */
+        a->fd = open(full, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_NONBLOCK | MEMOBS__O_CLOEXEC |
+                               (nofollow ? MEMOBS__O_NOFOLLOW : 0), 0666);
         if (a->fd < 0) {
-            memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the %s: %s", full, what, strerror(errno));
+            int e = errno;
+            memobs__log(MEMOBS_LOG_WARN, "cannot open '%s' for the %s: %s%s", full, what,
+                        nofollow ? "another user's link in a sticky world-writable folder, not followed: "
+                        : e == ENXIO ? "no reader (a FIFO or socket), skipped: " : "",
+                        strerror(e));
             return NULL;
         }
         a->own = 1;
@@ -9984,7 +10281,11 @@ static int memobs__append_end(memobs__append_t *a) {
     if (fclose(a->f) != 0) e = errno;
     if (!e && a->fd == 1) fflush(stdout); /* the program's own lines first */
     if (!e && a->fd == 2) fflush(stderr);
-    if (!e) e = memobs__write_all(a->fd, a->buf, a->len);
+    if (!e) { /* a file: one write(2), never interleaved; a pipe, FIFO or terminal: bounded */
+        struct stat st;
+        if (fstat(a->fd, &st) == 0 && S_ISREG(st.st_mode)) e = memobs__write_all(a->fd, a->buf, a->len);
+        else e = memobs__write_bounded(a->fd, a->buf, a->len, MEMOBS__INPLACE_IDLE_MS);
+    }
     free(a->buf); /* open_memstream's, from malloc */
     if (a->own) close(a->fd);
 #else
@@ -14350,15 +14651,16 @@ static void memobs__html_env(void) {
    with one try each, never waited for) and a lock-free sum otherwise. The
    text comes from the normal writers' generators (memobs__summary_gen,
    memobs__prom_write), which format with memobs__out_printf into a sink:
-   here one static buffer, written out with write() as it fills; a file
-   goes to PATH.crash.PID beside it and is renamed over PATH when whole
-   (unlinked on failure). A pipe or terminal that takes nothing for
+   here one static buffer, written out with write() as it fills; a path
+   is taken as the exit writers take it (memobs__whole_open: a device,
+   FIFO or descriptor's name written in place; else a file of memobs' own
+   renamed over PATH when whole, unlinked on failure). A pipe or terminal that takes nothing for
    MEMOBS__CRASH_WAIT_MS, or has no reader, costs that output only (poll()
    before each write: no SIGPIPE, no hang).
    Left out: the summary's "host_memory" (the sampler's ring and the leak
    fit are read under locks) and a companion header's settling of what it
    measures (memobs_cuda.h's timed copies stay as last seen).
-   Static storage: 71 KB (the 64 KB buffer, the 5 KB snapshot, two paths);
+   Static storage: 73 KB (the 64 KB buffer, the 5 KB snapshot, three paths);
    stack: about 3.5 KB beyond the kernel's signal frame (x86-64, -O2,
    measured by tests/crash/crash.c on an alternate stack). */
 #include <fcntl.h>
@@ -14375,7 +14677,8 @@ static struct {
     memobs__u32_t busy;       /* a crash write is under way */
     pthread_t writer;         /* its thread */
     memobs__prom_snap_t snap; /* the figures, read once for both outputs */
-    char path[1024], tmp[1100];
+    char path[1024];
+    memobs__whole_t w;        /* the destination (memobs__whole_open, as the exit writers) */
     memobs__out_t out;
     char buf[MEMOBS__CRASH_BUF];
 } memobs__crash;
@@ -14546,36 +14849,47 @@ static void memobs__crash_gen(unsigned which, memobs__out_t *o) {
     memobs__out_end(o);
 }
 
-/* One output: to its stream, or to PATH.crash.PID renamed over PATH. */
-static void memobs__crash_emit(unsigned which) {
-    memobs__out_t *o = &memobs__crash.out, t;
-    int fd = memobs__crash_path(which, memobs__crash.path, sizeof memobs__crash.path), ok;
+/* The sink for one output into fd, empty. */
+static void memobs__crash_sink(memobs__out_t *o, int fd) {
     memset(o, 0, sizeof *o);
     o->buf = memobs__crash.buf;
     o->cap = sizeof memobs__crash.buf;
     o->drain = memobs__crash_drain;
     o->deadline_ns = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+    o->fd = fd;
+}
+
+/* One output: to its stream; else where the exit writers would put it
+   (memobs__whole_open: a descriptor's name, a device, a FIFO, a link to
+   one written in place, appended; else a file of memobs' own, renamed
+   over PATH when whole, unlinked on failure). No fdatasync here: a crash
+   write stays bounded. */
+static void memobs__crash_emit(unsigned which) {
+    memobs__out_t *o = &memobs__crash.out;
+    memobs__whole_t *w = &memobs__crash.w;
+    int fd = memobs__crash_path(which, memobs__crash.path, sizeof memobs__crash.path), ok, tries;
+    if (fd < 0 || !memobs__crash_ours(which)) return;
     if (fd > 0) {
-        if (!memobs__crash_ours(which)) return;
-        o->fd = fd;
+        memobs__crash_sink(o, fd);
         memobs__crash_gen(which, o);
         return;
     }
-    if (fd < 0 || !memobs__crash_ours(which)) return;
-    memobs__out_string(&t, memobs__crash.tmp, sizeof memobs__crash.tmp);
-    memobs__out_printf(&t, "%s.crash.%lld", memobs__crash.path, (long long)getpid());
-    memobs__out_end(&t);
-    if (t.err) return;
-#ifdef O_CLOEXEC
-    o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-#else
-    o->fd = open(memobs__crash.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-#endif
-    if (o->fd < 0) return;
-    memobs__crash_gen(which, o);
-    ok = !o->err;
-    if (close(o->fd) != 0) ok = 0;
-    if (!ok || rename(memobs__crash.tmp, memobs__crash.path) != 0) unlink(memobs__crash.tmp);
+    for (tries = 0; tries < 2; tries++) {
+        if (memobs__whole_open(w, memobs__crash.path, tries > 0) != 0) return; /* a FIFO with no reader too */
+        memobs__crash_sink(o, w->fd);
+        memobs__crash_gen(which, o);
+        if (w->how == MEMOBS__WH_FD) return;
+        if (w->how == MEMOBS__WH_INPLACE) {
+            close(w->fd);
+            return;
+        }
+        ok = !o->err;
+        if (w->how != MEMOBS__WH_TMPFILE && close(w->fd) != 0) ok = 0;
+        if (!ok) memobs__whole_abort(w);
+        else if (memobs__whole_commit(w) != 0) ok = 0;
+        if (w->how == MEMOBS__WH_TMPFILE) close(w->fd);
+        if (!w->unlinkable) return;
+    }
 }
 
 /* Called from a crash signal's handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
