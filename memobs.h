@@ -202,11 +202,18 @@
      %% a percent sign; a value of 512 bytes or more (1024 once expanded)
      gets one warning and is off. The PyTorch snapshot, binary, is never
      written to a terminal (one warning).
-     A file is written whole: into a temporary in its folder (O_TMPFILE
-     where the file system has it, else PATH.tmp.PID.N), renamed over PATH
-     once complete. A killed or failed write (disk full) leaves the old
+     A file is written whole: into a file of memobs' own in its folder
+     (O_TMPFILE where the file system has it, else PATH.tmp.HOST.PID.N,
+     O_EXCL|O_NOFOLLOW), fdatasync()ed, renamed over PATH once complete
+     (a symbolic link there is replaced as a link, never followed; the
+     replaced file's mode, and owner where permitted, kept; not its ACLs
+     nor hard links). A killed or failed write (disk full) leaves the old
      file as it was, one warning, and no temporary (a named one left by a
-     killed process is removed by the next run's start-up). The peak and
+     killed process of this host is removed by the next run). A
+     descriptor's name (/dev/stderr, /proc/self/fd/N) and a file that is
+     not regular (a device, a FIFO) are written in place, appended, never
+     replaced, at exit and at a crash; a FIFO with no reader is skipped
+     (one warning). docs/serving.md, "Paths". The peak and
      out-of-memory reports are appended instead, one write(2) a report.
      An exit output is written only by the process that configured it,
      or by any process when PATH holds %p (its own file): a fork() child
