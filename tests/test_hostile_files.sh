@@ -61,7 +61,7 @@ kind() { stat -c %F "$1" 2>/dev/null || echo absent; }
 mode_of() { stat -c %a "$1" 2>/dev/null; }
 
 variant() { # label flags...
-    local v=$1 bin="$B/prog_$1" d t st t0 t1 pid hid i
+    local v=$1 bin="$B/prog_$1" d t st t0 t1 pid hid i reader
     shift
     if ! $CC "$@" $W $inc $old -o "$bin" "$src" -pthread -lm >"$bin.log" 2>&1 ||
         ! $CC "$@" $W $inc $old -DMEMOBS__NO_TMPFILE -o "$bin.named" "$src" -pthread -lm >>"$bin.log" 2>&1; then
@@ -85,6 +85,30 @@ variant() { # label flags...
     else
         bad "$v: 1. nobody's link in a sticky folder to a root 0600 file" "secret: $(head -c 80 "$d/secret") mode $(mode_of "$d/secret")" \
             "$t/sum.json: $(kind "$t/sum.json")" "exit $st" "$(head -c 400 "$d/1.err")"
+    fi
+    # nobody's link to a FIFO root reads from: not followed either (replaced)
+    rm -f "$d/pfifo" "$d/pfifo.got" && mkfifo "$d/pfifo"
+    as_nobody ln -s "$d/pfifo" "$t/p.json"
+    timeout 30 cat "$d/pfifo" >"$d/pfifo.got" &
+    reader=$!
+    MEMOBS_SUMMARY="$t/p.json" MEMOBS_FORMAT=json timeout -s KILL 20 "$bin" exit >/dev/null 2>"$d/1.err"
+    st=$?
+    exec 9<>"$d/pfifo" && exec 9>&- # a writer that writes nothing: the reader gets EOF (O_RDWR never blocks)
+    wait $reader 2>/dev/null
+    if [ ! -s "$d/pfifo.got" ] && [ "$(kind "$t/p.json")" = "regular file" ] && grep -q '"h2d_bytes":4096' "$t/p.json" && [ $st = 0 ]; then
+        ok "$v: 1. nobody's link in a sticky folder to a FIFO: not written through, the link replaced"
+    else
+        bad "$v: 1. nobody's link in a sticky folder to a FIFO" "the FIFO got: $(head -c 80 "$d/pfifo.got")" "p.json: $(kind "$t/p.json")" "exit $st"
+    fi
+    # an appended output (the peak report) cannot replace the link: refused
+    printf 'SECRET3\n' >"$d/secret3" && chmod 600 "$d/secret3"
+    as_nobody ln -s "$d/secret3" "$t/peak.txt"
+    MEMOBS_PEAK_REPORT="$t/peak.txt" MEMOBS_PEAK_MIN=0 "$bin" exit >/dev/null 2>"$d/1p.err"
+    if [ "$(cat "$d/secret3")" = SECRET3 ] && [ "$(kind "$t/peak.txt")" = "symbolic link" ] &&
+        [ "$(grep -c "cannot open '$t/peak.txt' for the peak report: another user's link" "$d/1p.err")" = 1 ]; then
+        ok "$v: 1. MEMOBS_PEAK_REPORT at nobody's link in a sticky folder: not followed, one warning"
+    else
+        bad "$v: 1. MEMOBS_PEAK_REPORT at nobody's link in a sticky folder" "secret3: $(head -c 120 "$d/secret3")" "$(head -c 300 "$d/1p.err")"
     fi
     # at a crash: links planted at the crash writer's temporary names (the
     # old PATH.crash.PID, and PATH.tmp.HOST.PID.1 and .2)
@@ -133,7 +157,7 @@ variant() { # label flags...
     done
     # a character device (a private /dev/null) and a link to it; a FIFO with
     # a reader and a link to it: at exit and at a crash
-    local how dev=$d/null fifo=$d/fifo reader
+    local how dev=$d/null fifo=$d/fifo
     rm -f "$dev" "$fifo" "$d/null.link" "$d/fifo.link"
     mknod -m 666 "$dev" c 1 3 && mkfifo "$fifo" && ln -s "$dev" "$d/null.link" && ln -s "$fifo" "$d/fifo.link"
     for how in exit abort segv; do
@@ -198,6 +222,17 @@ variant() { # label flags...
                 "$(head -c 300 "$d/3.err")"
         fi
     done
+
+    rm -f "$fifo" && mkfifo "$fifo"
+    t0=$(date +%s%N)
+    MEMOBS_PEAK_REPORT=$fifo MEMOBS_PEAK_MIN=0 timeout -s KILL 20 "$bin" exit >/dev/null 2>"$d/3.err"
+    st=$?
+    t1=$(date +%s%N)
+    if [ $st = 0 ] && [ "$(grep -c "cannot open '$fifo' for the peak report: no reader" "$d/3.err")" = 1 ]; then
+        ok "$v: 3. MEMOBS_PEAK_REPORT=FIFO with no reader: ends in $(((t1 - t0) / 1000000)) ms, one warning"
+    else
+        bad "$v: 3. MEMOBS_PEAK_REPORT=FIFO with no reader" "exit $st (137: killed by timeout 20 s)" "$(head -c 300 "$d/3.err")"
+    fi
 
     # ---- 4. temporaries: another host's survive; dead %p runs' go
     local dp o
