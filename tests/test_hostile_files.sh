@@ -12,7 +12,7 @@
 #      mid-write (named temporaries);
 #   5. a replaced file's mode and owner; a hard link.
 # Needs root (mknod, chown, setpriv to nobody): fails, not skips, without.
-# Built C11 and ASan+UBSan, each with O_TMPFILE and with named temporaries
+# Built C11, ASan+UBSan and TSan, each with O_TMPFILE and with named temporaries
 # only. FILES_MEMOBS_H=PATH builds against another memobs.h (the "before"
 # runs of the issue's reproductions).
 cd "$(dirname "$0")/.." || exit 2
@@ -285,4 +285,5 @@ variant() { # label flags...
 rc=0
 variant c11 -std=c11 -O2 -g
 variant asan+ubsan -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+variant tsan -std=c11 -O1 -g -fsanitize=thread
 exit $rc
