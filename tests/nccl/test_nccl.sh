@@ -174,7 +174,7 @@ for how in "MEMOBS_NCCL=0" "MEMOBS_NCCL=off" "MEMOBS=0"; do
     for v in 1 4 5; do
         export "$how"
         if run "refuse-$how-v$v" "$B/driver_asan" "$B/plugin_asan.so" $v refuse 0; then
-            ok "refusal ($how, v$v): init fails, mask 0, NULL context; NULL-context starts succeed with NULL handles"
+            ok "refusal ($how, v$v): init refused (ncclSuccess, mask 0, NULL context); NULL-context starts succeed with NULL handles"
         fi
         unset "${how%%=*}"
     done
