@@ -68,8 +68,8 @@ if guest early early; then
 fi
 if guest early-off early MEMOBS_NCCL=off; then
     if grep -qx "init rc 0 mask 0 ctx NULL" "$B/early-off.out" &&
-        json_check "$B/early-off.json" "s.get('collectives', {}).get('comms', []) == [] and
-            s.get('collectives', {}).get('bad_events', 0) == 0" >"$B/check" 2>&1; then
+        json_check "$B/early-off.json" "(s.get('collectives', {}).get('comms', []) == [] and
+            s.get('collectives', {}).get('bad_events', 0) == 0)" >"$B/check" 2>&1; then
         ok "17: MEMOBS_NCCL=off: the same calls, no crash; init refused (ncclSuccess, mask 0, NULL context); nothing recorded"
     else
         bad "17: MEMOBS_NCCL=off: init refused, nothing recorded" "$(cat "$B/early-off.out")" "$(cat "$B/check")"
