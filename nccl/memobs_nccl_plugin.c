@@ -9,7 +9,8 @@
 
    EXPORTS: only the data objects ncclProfiler_v1 ... ncclProfiler_v6 (name
    "memobs"); NCCL takes the newest it knows. Every function returns
-   ncclSuccess but a refused init.
+   ncclSuccess (a refused init too; NULL context or mask pointer:
+   ncclInvalidArgument).
 
    ENVIRONMENT (read at the first init)
      MEMOBS_NCCL=off|0|api|coll|proxy|net   level, default coll. Anything
@@ -25,9 +26,25 @@
      coll    CollApi|P2pApi|Coll|P2p|KernelCh Coll|P2p|KernelCh  Coll|P2p
      proxy   coll + ProxyOp|ProxyStep        same                same
      net     proxy + ProxyCtrl|NetPlugin     same                proxy + ProxyCtrl
-   Refusal (MEMOBS_NCCL=off/0, or memobs disabled when that init runs):
-   *eActivationMask = 0, *context = NULL, returns ncclInternalError. Calls
-   with a NULL context return ncclSuccess and a NULL handle.
+   Refusal (MEMOBS_NCCL=off/0, or memobs disabled or paused when that init
+   runs): *context = NULL, returns ncclSuccess (on an init error NCCL
+   2.23-2.27 drop the plugin for the process; 2.28+ take a reference off
+   it then and again when that comm is destroyed, which can unload it
+   under the other comms). *eActivationMask = 0 only while no accepted init
+   wrote a mask; after one it is left as it is (NCCL keeps one mask for
+   the process: a refused comm must not turn the others off). Calls with
+   a NULL context return ncclSuccess and a NULL handle.
+
+   BAD CALLS: startEvent whose context is not one an init returned and
+   that was not finalized since (each entry counts its inits and
+   finalizes; the context is compared with the plugin's own entries,
+   never read), stopEvent of a handle outside the pool or stale,
+   recordEventState of a handle outside the pool (a stale one of the
+   pool: ignored), finalize of a dead or foreign context, and every call
+   before the first init set the plugin up (or when MEMOBS_NCCL=off left
+   it without a memobs): ncclSuccess, no handle, nothing read, BAD_EVENTS
+   +1. Those before the first accepted init are added to BAD_EVENTS at
+   that init; with MEMOBS_NCCL=off they are counted nowhere.
 
    IDENTITY: at the first init the plugin picks the memobs it records into:
    MEMOBS_NCCL_ATTACH=0 -> its own; else memobs_host_api() found with
@@ -55,7 +72,24 @@
        into sends and recvs by NCCL like AlltoAll, with no root in the
        P2pApi): kind gather/scatter, one op per task event. v1-v4: each
        Coll/P2p is one untimed record at start.
-     level coll and above: each Coll/P2p is one record when it completes:
+     level coll and above, v5+: each CollApi (not captured) is the
+       operation's one record (kind from func, bytes = count x size); it
+       takes a slot and completes when it was stopped and its tasks
+       completed: a Coll (or P2p) whose parentObj is the CollApi counts
+       nothing itself, it times the API's record and gives it seq, algo,
+       proto and nChannels (the first task's). NCCL 2.29+ starts no Coll
+       for a Broadcast played as AllGatherV, symmetric-kernel and
+       copy-engine collectives: these are counted, untimed. A CollApi
+       waits for its first task (a grace reference, which that task takes
+       over) until MEMOBS_NCCL__GRACE_NS after its stop (a group's tasks
+       start at ncclGroupEnd), then is recorded when the sweep (4 slots
+       per CollApi start, 1 per Coll/P2p) passes it, or at its comm's
+       finalize, or at exit. A task starting under a CollApi already
+       recorded (a stale handle) counts nothing. No slot for the CollApi:
+       recorded at its start, untimed, its tasks count nothing (a tagged
+       handle says so). KernelCh directly under a CollApi time it.
+     level coll and above, v1-v4, and P2p tasks of v5+ (P2pApi parents):
+       each Coll/P2p is one record when it completes:
        when its own stopEvent (NCCL: enqueued) and every child it counts
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
        for each of its nChannels KernelCh from the start (children that
@@ -67,9 +101,12 @@
        count: a Coll that may have children (v3 at coll level, any at
        proxy level) waits 100 ms after its stop, then is recorded when the
        sweep passes it. Operations still waiting are recorded at their
-       comm's finalize and at exit. ns = the longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
-       GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
-       the longest ProxyOp's CPU span at proxy level, else untimed (0).
+       comm's finalize and at exit. ns = the first KernelCh's start to the
+       last one's end (nccl-tests' time, min(t0)..max(t1) over the
+       channels): pTimer at start and at KernelChStop (v4+, GPU time),
+       CPU time at KernelCh start and stop (v3); v1-v2: the ProxyOps'
+       CPU span (first start to last stop) at proxy level, else untimed
+       (0). A channel without a stop time (or with t1 <= t0) adds nothing.
        Also seq (seqNumber), algo, proto (v1 numbers turned into NCCL's
        names), nChannels (v4+; v1-v3 nMaxChannels). A P2p whose P2pApi
        parent says "AlltoAll" goes to the comm's all_to_all: one record
@@ -89,7 +126,11 @@
      level proxy: ProxyStep states SendWait (sent) and RecvFlushWait
        (received) with transSize (v4+: proxyStep args) ->
        memobs_record_peer_xfer_timed(rank peer of the comm, SEND/RECV,
-       transSize, the op's phase, 0): one peer op per step. No other
+       payload, the op's phase, 0): one peer op per step. transSize is
+       what the protocol moves: payload = transSize / 2 for LL (16-byte
+       lines of 8 data bytes), x 120/128 for LL128, as is for SIMPLE; the
+       protocol is the ProxyOp's parent task's (a ProxyOp without one,
+       PXN: as is); v1-v3 running totals the same. No other
        state counts (NCCL passes transSize with all of them). v1-v3:
        ProxyOp states SendTransmitted, SendDone / RecvReceived, RecvDone
        carry the op's running total: each increase over the largest seen
@@ -104,9 +145,10 @@
    bytes, a lock-free free list (index + tag word). Coll, P2p, KernelCh
    and ProxyOp take a slot; the handle is the slot's address with the
    slot's generation mod 64 in bits 1-6. A ProxyStep takes no slot: its
-   handle is its ProxyOp's with bit 0 set. API events take no slot: their
-   handle is a small tagged number (phase, captured, AlltoAll), never
-   dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
+   handle is its ProxyOp's with bit 0 set. A CollApi at level coll and
+   above (v5+, not captured) takes a slot; other API events take none:
+   their handle is a small tagged number (phase, captured, AlltoAll,
+   counted), never dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
    full pool: NULL handle, EVENTS_DROPPED +1; a Coll/P2p without a slot is
    recorded at once (ops, bytes, untimed); a KernelCh without one leaves
    its Coll untimed (if no other times it), a ProxyOp without one loses
@@ -773,7 +815,7 @@ static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
     uint64_t ns = memobs_nccl__span(s);
     if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P && s->type != MEMOBS_NCCL__EV_CAPI) {
         /* KernelCh, ProxyOp: nothing of their own to record */
-    } else if (s->type == MEMOBS_NCCL__EV_COLL && s->parent) {
+    } else if (s->type != MEMOBS_NCCL__EV_CAPI && s->parent) {
         /* a task of a CollApi: its time and names go to the API's record */
         memobs_nccl__slot_t *pa = &memobs_nccl__g.slots[s->parent - 1];
         memobs_nccl__widen(pa, __atomic_load_n(&s->t0, __ATOMIC_RELAXED), __atomic_load_n(&s->ns, __ATOMIC_RELAXED));
@@ -945,11 +987,11 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     bytes = t->count * esize;
     if (t->parent && memobs_nccl__is_api(t->parent)) {
         uintptr_t a = (uintptr_t)t->parent;
-        if (!t->is_p2p && (a & MEMOBS_NCCL__API_COUNTED)) return NULL; /* recorded at its API's start */
+        if (a & MEMOBS_NCCL__API_COUNTED) return NULL; /* its CollApi was recorded at its start */
         phase = (memobs_phase_t)(a & MEMOBS_NCCL__API_PHASE);
         captured = (a & MEMOBS_NCCL__API_CAPTURED) != 0;
         a2a = t->is_p2p && (a & MEMOBS_NCCL__API_A2A) != 0;
-    } else if (t->parent && t->version >= 5 && !t->is_p2p) {
+    } else if (t->parent && t->version >= 5) {
         int stale;
         pa = memobs_nccl__api_parent(t->parent, &stale);
         if (stale) return NULL; /* its CollApi was recorded: this late task counts nothing */
@@ -1290,11 +1332,11 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
     if (!context || !mask) return ncclInvalidArgument;
     *context = NULL;
     if (!memobs_nccl__ready() || !memobs_nccl__g.host->get_enabled()) {
-        /* Refused: an empty context and ncclSuccess (an error makes NCCL
-           drop the plugin: 2.23-2.27 for the whole process, 2.28+ takes
-           one reference off it, and finalize, skipped for a NULL context,
-           never gives it back). NCCL keeps one mask for the process:
-           written 0 only while no accepted init gave one. */
+        /* Refused: an empty context and ncclSuccess (on an error NCCL
+           2.23-2.27 drop the plugin for the whole process; 2.28+ take a
+           reference off it at the error and another at the comm's
+           destroy). NCCL keeps one mask for the process: written 0 only
+           while no accepted init gave one. */
         if (!__atomic_load_n(&memobs_nccl__g.given, __ATOMIC_ACQUIRE)) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
         return ncclSuccess;
     }
