@@ -9,7 +9,9 @@
 #
 #   1. the job: 4 ranks in 4 processes, communicators tp (4 ranks) and pp
 #      (pairs), prefill all-reduces, decode all-gathers, an all-to-all,
-#      a send/recv pair and a captured call, v5 at level proxy, the driver
+#      a send/recv pair, a captured call, and (v5+) a Broadcast played
+#      through AllGatherV and two symmetric-kernel all-reduces (NCCL 2.29+:
+#      their CollApi events only, counted untimed), v5 at level proxy, the driver
 #      built with memobs (instance "program"): the JSON summary, the text
 #      summary, Prometheus (+ promtool), the timeline, the Stormlog events,
 #      the 4x4 ring matrix merged from the ranks, and Stormlog's collective
