@@ -82,8 +82,8 @@
        copy-engine collectives: these are counted, untimed. A CollApi
        waits for its first task (a grace reference, which that task takes
        over) until MEMOBS_NCCL__GRACE_NS after its stop (a group's tasks
-       start at ncclGroupEnd), then is recorded when the sweep (4 slots
-       per CollApi start, 1 per Coll/P2p) passes it, or at its comm's
+       start at ncclGroupEnd), then is recorded when the sweep (a slot
+       per CollApi start, and per Coll/P2p start without one) passes it, or at its comm's
        finalize, or at exit. A task starting under a CollApi already
        recorded (a stale handle) counts nothing. No slot for the CollApi:
        recorded at its start, untimed, its tasks count nothing (a tagged
@@ -981,10 +981,6 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     int waits;
     if (memobs_nccl__g.level == MEMOBS_NCCL__API && t->version >= 5) return NULL; /* counted by the API event */
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
-    kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
-    esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
-    if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
-    bytes = t->count * esize;
     if (t->parent && memobs_nccl__is_api(t->parent)) {
         uintptr_t a = (uintptr_t)t->parent;
         if (a & MEMOBS_NCCL__API_COUNTED) return NULL; /* its CollApi was recorded at its start */
@@ -998,6 +994,16 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
         phase = pa ? (memobs_phase_t)pa->phase : memobs_nccl__phase(c);
     } else {
         phase = memobs_nccl__phase(c);
+    }
+    if (pa) { /* the CollApi has the kind and bytes (and said a bad datatype) */
+        kind = pa->kind;
+        bytes = 0;
+    } else {
+        kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
+        esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num)
+                                  : memobs_nccl__dtype_size(t->dtype);
+        if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+        bytes = t->count * esize;
     }
     if (memobs_nccl__g.level == MEMOBS_NCCL__API) { /* v1-v4 at api level: counted at once */
         memobs_coll_record_t rec;
@@ -1016,7 +1022,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     waits =
         memobs_nccl__g.level >= MEMOBS_NCCL__PROXY || (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->version >= 3);
     now = memobs_nccl__g.host->now_ns();
-    if (waits) memobs_nccl__sweep(now, 1);
+    if (waits && !pa) memobs_nccl__sweep(now, 1); /* under a CollApi: it swept */
     s = memobs_nccl__alloc();
     if (!s && waits) {
         memobs_nccl__sweep(now, 8);
@@ -1085,7 +1091,7 @@ static void *memobs_nccl__start_api(void *context, int p2p, const char *func, ui
         uint64_t now = memobs_nccl__g.host->now_ns();
         unsigned esize = memobs_nccl__dtype_size(dtype);
         memobs_nccl__slot_t *s;
-        memobs_nccl__sweep(now, 4);
+        memobs_nccl__sweep(now, 1);
         s = memobs_nccl__alloc();
         if (!s) {
             memobs_nccl__sweep(now, 8);
