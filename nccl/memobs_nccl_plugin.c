@@ -82,12 +82,14 @@
        copy-engine collectives: these are counted, untimed. A CollApi
        waits for its first task (a grace reference, which that task takes
        over) until MEMOBS_NCCL__GRACE_NS after its stop (a group's tasks
-       start at ncclGroupEnd), then is recorded when the sweep (a slot
-       per CollApi start, and per Coll/P2p start without one) passes it, or at its comm's
-       finalize, or at exit. A task starting under a CollApi already
-       recorded (a stale handle) counts nothing. No slot for the CollApi:
-       recorded at its start, untimed, its tasks count nothing (a tagged
-       handle says so). KernelCh directly under a CollApi time it.
+       start at ncclGroupEnd), then is recorded at the next CollApi start of
+       the thread that stopped it (a list of its 8 latest such), or when
+       the sweep (a slot per CollApi start, and per Coll/P2p start
+       without one) passes it, or at its comm's finalize, or at exit. A
+       task starting under a CollApi already recorded (a stale handle)
+       counts nothing. No slot for the CollApi: recorded at its start,
+       untimed, its tasks count nothing (a tagged handle says so).
+       KernelCh directly under a CollApi time it.
      level coll and above, v1-v4, and P2p tasks of v5+ (P2pApi parents):
        each Coll/P2p is one record when it completes:
        when its own stopEvent (NCCL: enqueued) and every child it counts
@@ -915,6 +917,43 @@ static void memobs_nccl__sweep(uint64_t now, unsigned n) {
     }
 }
 
+/* CollApi events a thread stopped with no task below them yet (a
+   Broadcast through AllGatherV, a symmetric or copy-engine collective, or
+   a group whose tasks are still to start), oldest first: each CollApi
+   start looks at the oldest and records it once its grace is over, so
+   that a run of Coll-less collectives is seen about 100 ms after each,
+   not when the sweep's hand comes round. A full list forgets its oldest
+   (the sweep or the finalize records it). */
+#define MEMOBS_NCCL__PENDING 8
+static __thread struct {
+    void *h[MEMOBS_NCCL__PENDING];
+    unsigned head, n;
+} memobs_nccl__pend;
+
+static void memobs_nccl__pending_add(void *handle) {
+    unsigned i = (memobs_nccl__pend.head + memobs_nccl__pend.n) % MEMOBS_NCCL__PENDING;
+    if (memobs_nccl__pend.n == MEMOBS_NCCL__PENDING) {
+        memobs_nccl__pend.head = (memobs_nccl__pend.head + 1) % MEMOBS_NCCL__PENDING;
+        memobs_nccl__pend.n--;
+    }
+    memobs_nccl__pend.h[i] = handle;
+    memobs_nccl__pend.n++;
+}
+
+static void memobs_nccl__pending_sweep(uint64_t now) {
+    while (memobs_nccl__pend.n) {
+        void *h = memobs_nccl__pend.h[memobs_nccl__pend.head];
+        memobs_nccl__slot_t *s = memobs_nccl__slot_of(h, NULL);
+        if (s && (__atomic_load_n(&s->expect, __ATOMIC_RELAXED) & MEMOBS_NCCL__GRACE)) {
+            uint64_t at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+            if (at && now > at && now - at <= MEMOBS_NCCL__GRACE_NS) return; /* the oldest is not due yet */
+            memobs_nccl__sweep_slot(s, now, -1);
+        }
+        memobs_nccl__pend.head = (memobs_nccl__pend.head + 1) % MEMOBS_NCCL__PENDING;
+        memobs_nccl__pend.n--;
+    }
+}
+
 /* ======================================================================== */
 /* Events, version-neutral                                                  */
 /* ======================================================================== */
@@ -1091,6 +1130,7 @@ static void *memobs_nccl__start_api(void *context, int p2p, const char *func, ui
         uint64_t now = memobs_nccl__g.host->now_ns();
         unsigned esize = memobs_nccl__dtype_size(dtype);
         memobs_nccl__slot_t *s;
+        memobs_nccl__pending_sweep(now);
         memobs_nccl__sweep(now, 1);
         s = memobs_nccl__alloc();
         if (!s) {
@@ -1285,6 +1325,8 @@ static void memobs_nccl__stop(void *handle) {
     case MEMOBS_NCCL__EV_P2P:
     case MEMOBS_NCCL__EV_CAPI:
         __atomic_store_n(&s->t1, memobs_nccl__g.host->now_ns() | 1u, __ATOMIC_RELAXED); /* stopped at, never 0 */
+        if (s->type == MEMOBS_NCCL__EV_CAPI && (__atomic_load_n(&s->expect, __ATOMIC_RELAXED) & MEMOBS_NCCL__GRACE))
+            memobs_nccl__pending_add(handle);
         memobs_nccl__unref(s);
         return;
     case MEMOBS_NCCL__EV_KCH:

@@ -102,6 +102,14 @@ for v in 6 5; do
     fi
 done
 
+if guest soon soon; then
+    if grep -qx "broadcast recorded before finalize: yes, after 100 ms" "$B/soon.out"; then
+        ok "18: a Broadcast with no Coll is recorded at a later call of its thread once its 100 ms wait is over, before any finalize"
+    else
+        bad "18: a Broadcast with no Coll is recorded at a later call of its thread, before any finalize" "$(cat "$B/soon.out")"
+    fi
+fi
+
 # ---- 20 ----------------------------------------------------------------------
 if guest stagger stagger; then
     try $suite "20: kernel channels 1000..2000 and 1500..3500 ns: the all-reduce's time is 2500 ns (first start to last end)" \

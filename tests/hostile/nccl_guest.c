@@ -33,6 +33,9 @@
              plain all-reduce (CollApi, Coll, 1 KernelCh of 4 us), and a
              grouped one (CollApi started and stopped, its Coll and
              KernelCh of 6 us after the stop, as at ncclGroupEnd).
+     soon    item 18: a Broadcast through AllGatherV on "tp" (v6 coll),
+             then all-reduces until memobs shows it (10 s at most): it
+             must show before any finalize, once its 100 ms wait is over.
      stagger item 20: v5 coll, an all-reduce on "tp" whose 2 KernelCh run
              1000..2000 and 1500..3500 ns (GPU timer): time 2500 ns.
      wire    item 20: v5 proxy, three all-reduces on "tp" (LL, LL128,
@@ -358,6 +361,44 @@ static int run_api(void) {
     return failures ? 1 : 0;
 }
 
+/* The broadcast's row in this program's memobs: its ops. */
+static uint64_t broadcast_ops(void) {
+    memobs_coll_stats_t rows[32];
+    size_t n = memobs_coll_get_stats(rows, 32), i;
+    for (i = 0; i < n && i < 32; i++)
+        if (rows[i].kind_name && !strcmp(rows[i].kind_name, "broadcast")) return rows[i].ops;
+    return 0;
+}
+
+/* A Broadcast through AllGatherV (no Coll) is recorded without a
+   finalize: at a later collective call of the thread once its 100 ms
+   wait is over. All-reduces (with their Coll) are played until it shows,
+   for 10 s at most. */
+static int run_soon(void) {
+    void *ctx, *api, *coll;
+    ev_t e;
+    uint64_t t0, calls = 0;
+    version = 6;
+    ctx = init_tp();
+    e = (ev_t){ncclProfileCollApi, NULL, "Broadcast", 1024, 0, NULL, 0};
+    stop(start(ctx, &e));
+    t0 = memobs_now_ns();
+    while (!broadcast_ops() && memobs_now_ns() - t0 < 10000000000ull) {
+        e = (ev_t){ncclProfileCollApi, NULL, "AllReduce", 16, 0, NULL, 0};
+        api = start(ctx, &e);
+        e = (ev_t){ncclProfileColl, api, "AllReduce", 16, 0, NULL, 0};
+        coll = start(ctx, &e);
+        stop(coll);
+        stop(api);
+        calls++;
+    }
+    printf("broadcast recorded before finalize: %s, after %s100 ms\n", broadcast_ops() == 1 ? "yes" : "no",
+           memobs_now_ns() - t0 >= 100000000ull ? "" : "less than ");
+    ((const ncclProfiler_v5_t *)table(5))->finalize(ctx);
+    printf("soon done\n");
+    return failures ? 1 : 0;
+}
+
 /* ---- item 20 ------------------------------------------------------------ */
 
 static int run_stagger(void) {
@@ -417,7 +458,7 @@ static int run_wire(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s PLUGIN early|paused|api|stagger|wire\n", argv[0]);
+        fprintf(stderr, "usage: %s PLUGIN early|paused|api|soon|stagger|wire\n", argv[0]);
         return 2;
     }
     lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -429,6 +470,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "paused")) return run_paused();
     if (!strcmp(argv[2], "api")) return run_api();
     if (!strcmp(argv[2], "stagger")) return run_stagger();
+    if (!strcmp(argv[2], "soon")) return run_soon();
     if (!strcmp(argv[2], "wire")) return run_wire();
     return 2;
 }
