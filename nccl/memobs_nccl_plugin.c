@@ -9,7 +9,8 @@
 
    EXPORTS: only the data objects ncclProfiler_v1 ... ncclProfiler_v6 (name
    "memobs"); NCCL takes the newest it knows. Every function returns
-   ncclSuccess but a refused init.
+   ncclSuccess (a refused init too; NULL context or mask pointer:
+   ncclInvalidArgument).
 
    ENVIRONMENT (read at the first init)
      MEMOBS_NCCL=off|0|api|coll|proxy|net   level, default coll. Anything
@@ -25,9 +26,25 @@
      coll    CollApi|P2pApi|Coll|P2p|KernelCh Coll|P2p|KernelCh  Coll|P2p
      proxy   coll + ProxyOp|ProxyStep        same                same
      net     proxy + ProxyCtrl|NetPlugin     same                proxy + ProxyCtrl
-   Refusal (MEMOBS_NCCL=off/0, or memobs disabled when that init runs):
-   *eActivationMask = 0, *context = NULL, returns ncclInternalError. Calls
-   with a NULL context return ncclSuccess and a NULL handle.
+   Refusal (MEMOBS_NCCL=off/0, or memobs disabled or paused when that init
+   runs): *context = NULL, returns ncclSuccess (on an init error NCCL
+   2.23-2.27 drop the plugin for the process; 2.28+ take a reference off
+   it then and again when that comm is destroyed, which can unload it
+   under the other comms). *eActivationMask = 0 only while no accepted init
+   wrote a mask; after one it is left as it is (NCCL keeps one mask for
+   the process: a refused comm must not turn the others off). Calls with
+   a NULL context return ncclSuccess and a NULL handle.
+
+   BAD CALLS: startEvent whose context is not one an init returned and
+   that was not finalized since (each entry counts its inits and
+   finalizes; the context is compared with the plugin's own entries,
+   never read), stopEvent of a handle outside the pool or stale,
+   recordEventState of a handle outside the pool (a stale one of the
+   pool: ignored), finalize of a dead or foreign context, and every call
+   before the first init set the plugin up (or when MEMOBS_NCCL=off left
+   it without a memobs): ncclSuccess, no handle, nothing read, BAD_EVENTS
+   +1. Those before the first accepted init are added to BAD_EVENTS at
+   that init; with MEMOBS_NCCL=off they are counted nowhere.
 
    IDENTITY: at the first init the plugin picks the memobs it records into:
    MEMOBS_NCCL_ATTACH=0 -> its own; else memobs_host_api() found with
@@ -55,7 +72,26 @@
        into sends and recvs by NCCL like AlltoAll, with no root in the
        P2pApi): kind gather/scatter, one op per task event. v1-v4: each
        Coll/P2p is one untimed record at start.
-     level coll and above: each Coll/P2p is one record when it completes:
+     level coll and above, v5+: each CollApi (not captured) is the
+       operation's one record (kind from func, bytes = count x size); it
+       takes a slot and completes when it was stopped and its tasks
+       completed: a Coll (or P2p) whose parentObj is the CollApi counts
+       nothing itself, it times the API's record and gives it seq, algo,
+       proto and nChannels (the first task's). NCCL 2.29+ starts no Coll
+       for a Broadcast played as AllGatherV, symmetric-kernel and
+       copy-engine collectives: these are counted, untimed. A CollApi
+       waits for its first task (a grace reference, which that task takes
+       over) until MEMOBS_NCCL__GRACE_NS after its stop (a group's tasks
+       start at ncclGroupEnd), then is recorded at the next CollApi start of
+       the thread that stopped it (a list of its 8 latest such), or when
+       the sweep (a slot per CollApi start, and per Coll/P2p start
+       without one) passes it, or at its comm's finalize, or at exit. A
+       task starting under a CollApi already recorded (a stale handle)
+       counts nothing. No slot for the CollApi: recorded at its start,
+       untimed, its tasks count nothing (a tagged handle says so).
+       KernelCh directly under a CollApi time it.
+     level coll and above, v1-v4, and P2p tasks of v5+ (P2pApi parents):
+       each Coll/P2p is one record when it completes:
        when its own stopEvent (NCCL: enqueued) and every child it counts
        (KernelCh, ProxyOp) have stopped. v4+: the Coll holds a reference
        for each of its nChannels KernelCh from the start (children that
@@ -67,9 +103,12 @@
        count: a Coll that may have children (v3 at coll level, any at
        proxy level) waits 100 ms after its stop, then is recorded when the
        sweep passes it. Operations still waiting are recorded at their
-       comm's finalize and at exit. ns = the longest KernelCh: pTimer at KernelChStop minus pTimer at start (v4+,
-       GPU time), CPU time between KernelCh start and stop (v3); v1-v2:
-       the longest ProxyOp's CPU span at proxy level, else untimed (0).
+       comm's finalize and at exit. ns = the first KernelCh's start to the
+       last one's end (nccl-tests' time, min(t0)..max(t1) over the
+       channels): pTimer at start and at KernelChStop (v4+, GPU time),
+       CPU time at KernelCh start and stop (v3); v1-v2: the ProxyOps'
+       CPU span (first start to last stop) at proxy level, else untimed
+       (0). A channel without a stop time (or with t1 <= t0) adds nothing.
        Also seq (seqNumber), algo, proto (v1 numbers turned into NCCL's
        names), nChannels (v4+; v1-v3 nMaxChannels). A P2p whose P2pApi
        parent says "AlltoAll" goes to the comm's all_to_all: one record
@@ -89,7 +128,11 @@
      level proxy: ProxyStep states SendWait (sent) and RecvFlushWait
        (received) with transSize (v4+: proxyStep args) ->
        memobs_record_peer_xfer_timed(rank peer of the comm, SEND/RECV,
-       transSize, the op's phase, 0): one peer op per step. No other
+       payload, the op's phase, 0): one peer op per step. transSize is
+       what the protocol moves: payload = transSize / 2 for LL (16-byte
+       lines of 8 data bytes), x 120/128 for LL128, as is for SIMPLE; the
+       protocol is the ProxyOp's parent task's (a ProxyOp without one,
+       PXN: as is); v1-v3 running totals the same. No other
        state counts (NCCL passes transSize with all of them). v1-v3:
        ProxyOp states SendTransmitted, SendDone / RecvReceived, RecvDone
        carry the op's running total: each increase over the largest seen
@@ -104,9 +147,10 @@
    bytes, a lock-free free list (index + tag word). Coll, P2p, KernelCh
    and ProxyOp take a slot; the handle is the slot's address with the
    slot's generation mod 64 in bits 1-6. A ProxyStep takes no slot: its
-   handle is its ProxyOp's with bit 0 set. API events take no slot: their
-   handle is a small tagged number (phase, captured, AlltoAll), never
-   dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
+   handle is its ProxyOp's with bit 0 set. A CollApi at level coll and
+   above (v5+, not captured) takes a slot; other API events take none:
+   their handle is a small tagged number (phase, captured, AlltoAll,
+   counted), never dereferenced. GroupApi, Group, KernelLaunch, CE events: NULL handle. A
    full pool: NULL handle, EVENTS_DROPPED +1; a Coll/P2p without a slot is
    recorded at once (ops, bytes, untimed); a KernelCh without one leaves
    its Coll untimed (if no other times it), a ProxyOp without one loses
@@ -150,7 +194,16 @@
 enum { MEMOBS_NCCL__OFF = 0, MEMOBS_NCCL__API, MEMOBS_NCCL__COLL, MEMOBS_NCCL__PROXY, MEMOBS_NCCL__NET };
 static const char *const memobs_nccl__level_names[] = {"off", "api", "coll", "proxy", "net"};
 
-enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMOBS_NCCL__EV_KCH, MEMOBS_NCCL__EV_POP };
+enum {
+    MEMOBS_NCCL__EV_FREE = 0,
+    MEMOBS_NCCL__EV_COLL,
+    MEMOBS_NCCL__EV_P2P,
+    MEMOBS_NCCL__EV_KCH,
+    MEMOBS_NCCL__EV_POP,
+    MEMOBS_NCCL__EV_CAPI /* a CollApi (v5+, level coll and above): the operation's record */
+};
+/* Protocols (the ProxyOp's wire field): how transSize relates to the payload. */
+enum { MEMOBS_NCCL__WIRE_UNKNOWN = 0, MEMOBS_NCCL__WIRE_LL, MEMOBS_NCCL__WIRE_LL128, MEMOBS_NCCL__WIRE_SIMPLE };
 
 #define MEMOBS_NCCL__MAX_COMMS 64
 #define MEMOBS_NCCL__PEER_CACHE 4096 /* ranks per comm whose peer handle is kept */
@@ -168,6 +221,8 @@ enum { MEMOBS_NCCL__EV_FREE = 0, MEMOBS_NCCL__EV_COLL, MEMOBS_NCCL__EV_P2P, MEMO
 #define MEMOBS_NCCL__API_PHASE 0x3u
 #define MEMOBS_NCCL__API_CAPTURED 0x4u
 #define MEMOBS_NCCL__API_A2A 0x8u
+#define MEMOBS_NCCL__API_COUNTED 0x10u /* a CollApi recorded at its start: its tasks count nothing */
+#define MEMOBS_NCCL__API_BITS 0x1Fu
 
 typedef struct {
     uint64_t id;
@@ -182,6 +237,7 @@ typedef struct {
     uint64_t a2a_bytes, a2a_ns, a2a_start;
     int32_t *peers; /* atomic entries: memobs_peer_rank of ranks < npeers, MEMOBS_NCCL__PEER_UNSET before */
     int npeers;
+    uint32_t live; /* atomic: inits that gave this entry as their context, not yet finalized */
 } memobs_nccl__comm_t;
 
 typedef struct __attribute__((aligned(128))) {
@@ -191,21 +247,23 @@ typedef struct __attribute__((aligned(128))) {
     uint8_t type;     /* MEMOBS_NCCL__EV_* */
     uint8_t phase;
     uint8_t captured;
-    uint8_t dir; /* ProxyOp: MEMOBS_PEER_SEND / RECV */
+    uint8_t dir; /* ProxyOp: MEMOBS_PEER_SEND / RECV; CollApi: atomic, 1 once a task filled algo/proto */
     uint8_t a2a; /* P2p task of an AlltoAll call */
     uint8_t version;
-    uint8_t pad[2];
+    uint8_t wire; /* ProxyOp: MEMOBS_NCCL__WIRE_*, its task's protocol */
+    uint8_t pad;
     uint32_t expect; /* atomic: KernelCh announced by nChannels, not yet started; | GRACE */
     int32_t comm_ix; /* index in memobs_nccl__g.comms, -1 none */
     memobs_comm_t comm;
     memobs_coll_kind_t kind;
     memobs_peer_t peer;
     int32_t nchannels;
-    uint32_t parent; /* index + 1 of the Coll/P2p slot a child holds, 0 none */
+    uint32_t parent; /* index + 1 of the slot a child holds (KernelCh, ProxyOp: its task; Coll: its CollApi), 0 none */
     uint64_t bytes;
     uint64_t start_ns; /* host clock when the event started */
-    uint64_t t0, t1;   /* KernelCh: timer at start / KernelChStop; ProxyOp: CPU start */
-    uint64_t ns;       /* Coll/P2p: the longest child (atomic max) */
+    uint64_t t0, t1;   /* KernelCh: timer at start / KernelChStop; ProxyOp: CPU start;
+                          Coll/P2p/CollApi: t0 the first child's start (atomic min, 0 none), t1 stopped at */
+    uint64_t ns;       /* Coll/P2p/CollApi: the last child's end (atomic max, 0 none) */
     uint64_t aux;      /* Coll/P2p: seq; ProxyOp (v1-v3): transSize seen */
     char algo[16];
     char proto[8];
@@ -232,6 +290,9 @@ static struct {
     memobs_nccl__comm_t legacy;       /* the context of v1-v3 inits (no comm at init) */
     uint64_t net_events, ctrl_events; /* atomic: level net's counts */
     void *self;                       /* dlopen handle pinning the plugin */
+    int ready;                        /* atomic: setup done with a memobs to record into (host, pool) */
+    int given;                        /* atomic: the mask an accepted init wrote, 0 none yet */
+    uint64_t early_bad;               /* atomic: bad calls before `ready` (added to bad_events at the first init) */
 } memobs_nccl__g;
 
 /* ======================================================================== */
@@ -362,6 +423,7 @@ static void memobs_nccl__setup(void) {
         memobs__log(MEMOBS_LOG_WARN, "NCCL profiler: no memory for %u events; every event is dropped",
                     (unsigned)memobs_nccl__g.nslots);
         memobs_nccl__g.nslots = 0;
+        __atomic_store_n(&memobs_nccl__g.ready, 1, __ATOMIC_RELEASE);
         return;
     }
     memobs_nccl__g.slots = (memobs_nccl__slot_t *)p;
@@ -374,6 +436,7 @@ static void memobs_nccl__setup(void) {
     }
     __atomic_store_n(&memobs_nccl__g.free_head, memobs_nccl__g.nslots ? 1u : 0u, __ATOMIC_RELEASE);
     atexit(memobs_nccl__at_exit);
+    __atomic_store_n(&memobs_nccl__g.ready, 1, __ATOMIC_RELEASE);
 }
 
 /* ======================================================================== */
@@ -428,7 +491,8 @@ static void memobs_nccl__clear(memobs_nccl__slot_t *s, int type, int version) {
     s->parent = 0;
     s->bytes = 0;
     s->start_ns = 0;
-    s->t0 = 0;
+    s->wire = MEMOBS_NCCL__WIRE_UNKNOWN;
+    __atomic_store_n(&s->t0, (uint64_t)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->t1, (uint64_t)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->ns, (uint64_t)0, __ATOMIC_RELAXED);
     s->aux = 0;
@@ -436,7 +500,9 @@ static void memobs_nccl__clear(memobs_nccl__slot_t *s, int type, int version) {
     s->proto[0] = 0;
 }
 
-static int memobs_nccl__is_api(const void *h) { return ((uintptr_t)h & ~(uintptr_t)0xF) == MEMOBS_NCCL__API_TAG; }
+static int memobs_nccl__is_api(const void *h) {
+    return ((uintptr_t)h & ~(uintptr_t)MEMOBS_NCCL__API_BITS) == MEMOBS_NCCL__API_TAG;
+}
 
 /* The live slot a handle names (generation checked), or NULL. */
 static memobs_nccl__slot_t *memobs_nccl__slot_of(const void *handle, int *step) {
@@ -471,7 +537,43 @@ static void memobs_nccl__atomic_max(uint64_t *p, uint64_t v) {
     }
 }
 
+/* Earliest start: 0 is "none yet". */
+static void memobs_nccl__atomic_min(uint64_t *p, uint64_t v) {
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v && (!cur || v < cur) && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+/* A child's span [t0, t1] widens its task's (or CollApi's): nccl-tests'
+   time is the first channel's start to the last one's end. */
+static void memobs_nccl__widen(memobs_nccl__slot_t *p, uint64_t t0, uint64_t t1) {
+    if (!t0 || t1 <= t0) return;
+    memobs_nccl__atomic_min(&p->t0, t0);
+    memobs_nccl__atomic_max(&p->ns, t1);
+}
+
+/* The operation's time: first start to last end of its children, 0 none. */
+static uint64_t memobs_nccl__span(memobs_nccl__slot_t *s) {
+    uint64_t t0 = __atomic_load_n(&s->t0, __ATOMIC_RELAXED), t1 = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
+    return t0 && t1 > t0 ? t1 - t0 : 0;
+}
+
 static void memobs_nccl__note(memobs_coll_note_t what) { memobs_nccl__g.host->coll_note(what, 1); }
+
+/* Setup done and a memobs to record into: every entry point but init
+   checks this first (NCCL, or a host, may call before any init, or
+   after MEMOBS_NCCL=off refused them all). */
+static int memobs_nccl__ready(void) { return __atomic_load_n(&memobs_nccl__g.ready, __ATOMIC_ACQUIRE); }
+
+/* A call the plugin cannot honour (a context or handle it never gave, or
+   no longer lives): BAD_EVENTS +1; before the first accepted init there is
+   no memobs yet: kept and added at that init. */
+static void memobs_nccl__bad(void) {
+    if (memobs_nccl__ready())
+        memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+    else
+        __atomic_fetch_add(&memobs_nccl__g.early_bad, (uint64_t)1, __ATOMIC_RELAXED);
+}
 
 /* ======================================================================== */
 /* Communicators                                                            */
@@ -539,6 +641,23 @@ static memobs_nccl__comm_t *memobs_nccl__comm_at(int ix) {
     return ix >= 0 && ix < MEMOBS_NCCL__MAX_COMMS ? &memobs_nccl__g.comms[ix]
            : ix == MEMOBS_NCCL__MAX_COMMS         ? &memobs_nccl__g.other
                                                   : NULL;
+}
+
+/* A context this plugin gave (a comm entry, "(other)" or the v1-v3 one)
+   whose init was not yet finalized; anything else is never read. */
+static memobs_nccl__comm_t *memobs_nccl__ctx_live(void *context) {
+    uintptr_t c = (uintptr_t)context, lo = (uintptr_t)memobs_nccl__g.comms;
+    uint32_t n;
+    memobs_nccl__comm_t *e = NULL;
+    if (!memobs_nccl__ready()) return NULL;
+    n = __atomic_load_n(&memobs_nccl__g.ncomms, __ATOMIC_ACQUIRE);
+    if (c == (uintptr_t)&memobs_nccl__g.legacy)
+        e = &memobs_nccl__g.legacy;
+    else if (c == (uintptr_t)&memobs_nccl__g.other)
+        e = &memobs_nccl__g.other;
+    else if (c >= lo && c < lo + (uintptr_t)n * sizeof(memobs_nccl__comm_t) && (c - lo) % sizeof(memobs_nccl__comm_t) == 0)
+        e = &memobs_nccl__g.comms[(c - lo) / sizeof(memobs_nccl__comm_t)];
+    return e && __atomic_load_n(&e->live, __ATOMIC_ACQUIRE) > 0 ? e : NULL;
 }
 
 /* The thread's phase; unphased falls back on the comm's last phase seen
@@ -620,6 +739,14 @@ static const char *memobs_nccl__proto_num(unsigned p) {
     return p < 3 ? n[p] : NULL;
 }
 
+static int memobs_nccl__wire(const char *proto) {
+    if (!proto || !proto[0]) return MEMOBS_NCCL__WIRE_UNKNOWN;
+    if (strcmp(proto, "LL") == 0) return MEMOBS_NCCL__WIRE_LL;
+    if (strcmp(proto, "LL128") == 0) return MEMOBS_NCCL__WIRE_LL128;
+    if (strcmp(proto, "SIMPLE") == 0 || strcmp(proto, "Simple") == 0) return MEMOBS_NCCL__WIRE_SIMPLE;
+    return MEMOBS_NCCL__WIRE_UNKNOWN;
+}
+
 static void memobs_nccl__copy(char *dst, size_t cap, const char *src) {
     size_t n = 0;
     if (src)
@@ -684,10 +811,24 @@ static void memobs_nccl__a2a_add(memobs_nccl__comm_t *c, memobs_coll_kind_t alon
 }
 
 /* The last reference went: a Coll/P2p's record, then the slot back. */
+static void memobs_nccl__unref(memobs_nccl__slot_t *s);
+
 static void memobs_nccl__complete(memobs_nccl__slot_t *s) {
-    uint64_t ns = __atomic_load_n(&s->ns, __ATOMIC_RELAXED);
-    if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P) {
+    uint64_t ns = memobs_nccl__span(s);
+    if (s->type != MEMOBS_NCCL__EV_COLL && s->type != MEMOBS_NCCL__EV_P2P && s->type != MEMOBS_NCCL__EV_CAPI) {
         /* KernelCh, ProxyOp: nothing of their own to record */
+    } else if (s->type != MEMOBS_NCCL__EV_CAPI && s->parent) {
+        /* a task of a CollApi: its time and names go to the API's record */
+        memobs_nccl__slot_t *pa = &memobs_nccl__g.slots[s->parent - 1];
+        memobs_nccl__widen(pa, __atomic_load_n(&s->t0, __ATOMIC_RELAXED), __atomic_load_n(&s->ns, __ATOMIC_RELAXED));
+        if (!__atomic_exchange_n(&pa->dir, (uint8_t)1, __ATOMIC_ACQ_REL)) {
+            memcpy(pa->algo, s->algo, sizeof pa->algo);
+            memcpy(pa->proto, s->proto, sizeof pa->proto);
+            pa->nchannels = s->nchannels;
+            pa->aux = s->aux;
+            pa->start_ns = s->start_ns;
+        }
+        memobs_nccl__unref(pa);
     } else if (s->a2a) {
         memobs_nccl__a2a_add(memobs_nccl__comm_at(s->comm_ix), s->kind, s->bytes, (memobs_phase_t)s->phase, s->start_ns,
                              ns, s->captured);
@@ -730,7 +871,8 @@ static void memobs_nccl__sweep_slot(memobs_nccl__slot_t *s, uint64_t now, int co
     if ((uint32_t)w == 0 || !memobs_nccl__ref(s, (uint32_t)(w >> 32) & MEMOBS_NCCL__GEN_MASK)) return;
     stopped_at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
     e = __atomic_load_n(&s->expect, __ATOMIC_RELAXED);
-    if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P) && e > 0 && stopped_at &&
+    if ((s->type == MEMOBS_NCCL__EV_COLL || s->type == MEMOBS_NCCL__EV_P2P || s->type == MEMOBS_NCCL__EV_CAPI) && e > 0 &&
+        stopped_at &&
         (comm_ix < 0 ? now > stopped_at &&
                            now - stopped_at > ((e & ~MEMOBS_NCCL__GRACE) ? MEMOBS_NCCL__LATE_NS : MEMOBS_NCCL__GRACE_NS)
                      : s->comm_ix == comm_ix || comm_ix == INT32_MAX) &&
@@ -775,6 +917,43 @@ static void memobs_nccl__sweep(uint64_t now, unsigned n) {
     }
 }
 
+/* CollApi events a thread stopped with no task below them yet (a
+   Broadcast through AllGatherV, a symmetric or copy-engine collective, or
+   a group whose tasks are still to start), oldest first: each CollApi
+   start looks at the oldest and records it once its grace is over, so
+   that a run of Coll-less collectives is seen about 100 ms after each,
+   not when the sweep's hand comes round. A full list forgets its oldest
+   (the sweep or the finalize records it). */
+#define MEMOBS_NCCL__PENDING 8
+static __thread struct {
+    void *h[MEMOBS_NCCL__PENDING];
+    unsigned head, n;
+} memobs_nccl__pend;
+
+static void memobs_nccl__pending_add(void *handle) {
+    unsigned i = (memobs_nccl__pend.head + memobs_nccl__pend.n) % MEMOBS_NCCL__PENDING;
+    if (memobs_nccl__pend.n == MEMOBS_NCCL__PENDING) {
+        memobs_nccl__pend.head = (memobs_nccl__pend.head + 1) % MEMOBS_NCCL__PENDING;
+        memobs_nccl__pend.n--;
+    }
+    memobs_nccl__pend.h[i] = handle;
+    memobs_nccl__pend.n++;
+}
+
+static void memobs_nccl__pending_sweep(uint64_t now) {
+    while (memobs_nccl__pend.n) {
+        void *h = memobs_nccl__pend.h[memobs_nccl__pend.head];
+        memobs_nccl__slot_t *s = memobs_nccl__slot_of(h, NULL);
+        if (s && (__atomic_load_n(&s->expect, __ATOMIC_RELAXED) & MEMOBS_NCCL__GRACE)) {
+            uint64_t at = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
+            if (at && now > at && now - at <= MEMOBS_NCCL__GRACE_NS) return; /* the oldest is not due yet */
+            memobs_nccl__sweep_slot(s, now, -1);
+        }
+        memobs_nccl__pend.head = (memobs_nccl__pend.head + 1) % MEMOBS_NCCL__PENDING;
+        memobs_nccl__pend.n--;
+    }
+}
+
 /* ======================================================================== */
 /* Events, version-neutral                                                  */
 /* ======================================================================== */
@@ -801,8 +980,35 @@ static memobs_nccl__comm_t *memobs_nccl__ctx_comm(void *context) {
     return c == &memobs_nccl__g.legacy ? NULL : c;
 }
 
+/* The live CollApi a task names as its parent, with a reference held
+   (the API's wait for its first task handed over), or NULL. *stale: the
+   parent is a handle of the pool that is no longer live (the API was
+   recorded already: the task counts nothing). */
+static memobs_nccl__slot_t *memobs_nccl__api_parent(void *parent, int *stale) {
+    memobs_nccl__slot_t *pa;
+    uint32_t e;
+    *stale = 0;
+    if ((uintptr_t)parent < memobs_nccl__g.lo || (uintptr_t)parent >= memobs_nccl__g.hi) return NULL;
+    pa = memobs_nccl__slot_of(parent, NULL);
+    if (!pa || !memobs_nccl__ref(pa, memobs_nccl__gen_of(parent))) {
+        *stale = 1;
+        return NULL;
+    }
+    if (pa->type != MEMOBS_NCCL__EV_CAPI) {
+        memobs_nccl__unref(pa);
+        *stale = 1;
+        return NULL;
+    }
+    e = __atomic_load_n(&pa->expect, __ATOMIC_ACQUIRE);
+    if ((e & MEMOBS_NCCL__GRACE) &&
+        __atomic_compare_exchange_n(&pa->expect, &e, e & ~MEMOBS_NCCL__GRACE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        memobs_nccl__unref(pa); /* the grace reference: this task's now stands for it */
+    return pa;
+}
+
 static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t) {
     memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
+    memobs_nccl__slot_t *pa = NULL;
     memobs_coll_kind_t kind;
     unsigned esize;
     uint64_t bytes;
@@ -814,17 +1020,29 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     int waits;
     if (memobs_nccl__g.level == MEMOBS_NCCL__API && t->version >= 5) return NULL; /* counted by the API event */
     if (!c) c = memobs_nccl__comm_get(t->comm_name, t->comm_hash, t->rank, 0, 0);
-    kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
-    esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num) : memobs_nccl__dtype_size(t->dtype);
-    if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
-    bytes = t->count * esize;
     if (t->parent && memobs_nccl__is_api(t->parent)) {
         uintptr_t a = (uintptr_t)t->parent;
+        if (a & MEMOBS_NCCL__API_COUNTED) return NULL; /* its CollApi was recorded at its start */
         phase = (memobs_phase_t)(a & MEMOBS_NCCL__API_PHASE);
         captured = (a & MEMOBS_NCCL__API_CAPTURED) != 0;
         a2a = t->is_p2p && (a & MEMOBS_NCCL__API_A2A) != 0;
+    } else if (t->parent && t->version >= 5) {
+        int stale;
+        pa = memobs_nccl__api_parent(t->parent, &stale);
+        if (stale) return NULL; /* its CollApi was recorded: this late task counts nothing */
+        phase = pa ? (memobs_phase_t)pa->phase : memobs_nccl__phase(c);
     } else {
         phase = memobs_nccl__phase(c);
+    }
+    if (pa) { /* the CollApi has the kind and bytes (and said a bad datatype) */
+        kind = pa->kind;
+        bytes = 0;
+    } else {
+        kind = t->func_num >= 0 ? memobs_nccl__kind_num((unsigned)t->func_num) : memobs_nccl__kind(t->func);
+        esize = t->dtype_num >= 0 ? memobs_nccl__dtype_size_num((unsigned)t->dtype_num)
+                                  : memobs_nccl__dtype_size(t->dtype);
+        if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+        bytes = t->count * esize;
     }
     if (memobs_nccl__g.level == MEMOBS_NCCL__API) { /* v1-v4 at api level: counted at once */
         memobs_coll_record_t rec;
@@ -843,7 +1061,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     waits =
         memobs_nccl__g.level >= MEMOBS_NCCL__PROXY || (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && t->version >= 3);
     now = memobs_nccl__g.host->now_ns();
-    if (waits) memobs_nccl__sweep(now, 1);
+    if (waits && !pa) memobs_nccl__sweep(now, 1); /* under a CollApi: it swept */
     s = memobs_nccl__alloc();
     if (!s && waits) {
         memobs_nccl__sweep(now, 8);
@@ -851,7 +1069,9 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     }
     if (!s) {
         memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
-        if (a2a) {
+        if (pa) {
+            memobs_nccl__unref(pa); /* the CollApi counts it, untimed */
+        } else if (a2a) {
             memobs_nccl__a2a_add(c, kind, bytes, phase, now, 0, captured);
         } else {
             memobs_coll_record_t rec;
@@ -877,6 +1097,7 @@ static void *memobs_nccl__start_task(void *context, const memobs_nccl__task_t *t
     s->comm_ix = memobs_nccl__comm_ix(c);
     s->comm = c->h;
     s->kind = kind;
+    s->parent = pa ? (uint32_t)(pa - memobs_nccl__g.slots) + 1 : 0;
     s->nchannels = t->nchannels ? t->nchannels : t->max_channels;
     s->bytes = bytes;
     s->start_ns = now;
@@ -897,9 +1118,42 @@ static void *memobs_nccl__start_api(void *context, int p2p, const char *func, ui
                                     int captured) {
     memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
     memobs_phase_t phase = memobs_nccl__phase(c);
-    int a2a = p2p && func && strcmp(func, "AlltoAll") == 0;
+    int a2a = p2p && func && strcmp(func, "AlltoAll") == 0, counted = 0;
     if (captured) memobs_nccl__note(MEMOBS_COLL_NOTE_CAPTURED_CALLS);
-    if (memobs_nccl__g.level == MEMOBS_NCCL__API && !captured && c) {
+    if (memobs_nccl__g.level >= MEMOBS_NCCL__COLL && !p2p && !captured && c) {
+        /* The CollApi is the operation (NCCL 2.29+ starts no Coll for a
+           Broadcast played as AllGatherV, symmetric kernels, copy-engine
+           collectives): its record, timed by the Coll and KernelCh below
+           it when they come. It waits for its first task until
+           MEMOBS_NCCL__GRACE_NS after its stop (a group's tasks start at
+           ncclGroupEnd, after the call returned). */
+        uint64_t now = memobs_nccl__g.host->now_ns();
+        unsigned esize = memobs_nccl__dtype_size(dtype);
+        memobs_nccl__slot_t *s;
+        memobs_nccl__pending_sweep(now);
+        memobs_nccl__sweep(now, 1);
+        s = memobs_nccl__alloc();
+        if (!s) {
+            memobs_nccl__sweep(now, 8);
+            s = memobs_nccl__alloc();
+        }
+        if (s) {
+            if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
+            memobs_nccl__clear(s, MEMOBS_NCCL__EV_CAPI, 5);
+            s->phase = (uint8_t)phase;
+            s->comm_ix = memobs_nccl__comm_ix(c);
+            s->comm = c->h;
+            s->kind = memobs_nccl__kind(func);
+            s->bytes = count * esize;
+            s->start_ns = now;
+            __atomic_store_n(&s->expect, MEMOBS_NCCL__GRACE, __ATOMIC_RELAXED);
+            return memobs_nccl__publish(s, 2);
+        }
+        /* a full pool: recorded now, untimed; its tasks count nothing */
+        memobs_nccl__note(MEMOBS_COLL_NOTE_EVENTS_DROPPED);
+        counted = 1;
+    }
+    if ((memobs_nccl__g.level == MEMOBS_NCCL__API || counted) && !captured && c) {
         unsigned esize = memobs_nccl__dtype_size(dtype);
         if (!esize) memobs_nccl__note(MEMOBS_COLL_NOTE_BAD_EVENTS);
         if (a2a) {
@@ -916,7 +1170,7 @@ static void *memobs_nccl__start_api(void *context, int p2p, const char *func, ui
         }
     }
     return (void *)(uintptr_t)(MEMOBS_NCCL__API_TAG | (unsigned)phase | (captured ? MEMOBS_NCCL__API_CAPTURED : 0u) |
-                               (a2a ? MEMOBS_NCCL__API_A2A : 0u));
+                               (a2a ? MEMOBS_NCCL__API_A2A : 0u) | (counted ? MEMOBS_NCCL__API_COUNTED : 0u));
 }
 
 /* A KernelCh: times its parent Coll/P2p. has_timer: pTimer given (v4+). */
@@ -931,7 +1185,7 @@ static void *memobs_nccl__start_kch(void *parent, int version, int has_timer, ui
     while ((e & ~MEMOBS_NCCL__GRACE) > 0 && !held)
         held = __atomic_compare_exchange_n(&p->expect, &e, e - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     if (!held && !memobs_nccl__ref(p, memobs_nccl__gen_of(parent))) return NULL;
-    if (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P) {
+    if (p->type != MEMOBS_NCCL__EV_COLL && p->type != MEMOBS_NCCL__EV_P2P && p->type != MEMOBS_NCCL__EV_CAPI) {
         memobs_nccl__unref(p);
         return NULL;
     }
@@ -983,6 +1237,7 @@ static void *memobs_nccl__start_pop(void *context, void *parent, int version, pi
     }
     memobs_nccl__clear(s, MEMOBS_NCCL__EV_POP, version);
     s->parent = p ? (uint32_t)(p - memobs_nccl__g.slots) + 1 : 0;
+    s->wire = p ? memobs_nccl__wire(p->proto) : MEMOBS_NCCL__WIRE_UNKNOWN;
     s->phase = (uint8_t)phase;
     s->comm = comm;
     s->comm_ix = comm_ix;
@@ -1000,7 +1255,19 @@ static void *memobs_nccl__start_step(void *parent) {
     return (void *)((uintptr_t)parent | MEMOBS_NCCL__STEP_BIT);
 }
 
+/* Proxy-level sizes (transSize) count what the protocol moves: LL sends
+   16-byte lines of 8 bytes of data and 8 of flags, LL128 128-byte lines
+   of 120 bytes of data; Simple moves the data alone. The peer figures are
+   payload: LL halved, LL128 x 120/128; a protocol unknown (no parent in
+   this process: PXN) leaves them as NCCL gave them. */
+static uint64_t memobs_nccl__payload(int wire, uint64_t bytes) {
+    if (wire == MEMOBS_NCCL__WIRE_LL) return bytes / 2;
+    if (wire == MEMOBS_NCCL__WIRE_LL128) return bytes / 128 * 120 + bytes % 128 * 120 / 128;
+    return bytes;
+}
+
 static void memobs_nccl__peer_bytes(const memobs_nccl__slot_t *s, memobs_peer_dir_t dir, uint64_t bytes) {
+    bytes = memobs_nccl__payload(s->wire, bytes);
     if (s->peer < 0 || !bytes) return;
     memobs_nccl__g.host->record_peer_xfer_timed(s->peer, dir, bytes, (memobs_phase_t)s->phase, 0);
 }
@@ -1012,7 +1279,12 @@ static void memobs_nccl__record_state(void *handle, int state, const ncclProfile
     memobs_nccl__slot_t *s;
     if (!handle || memobs_nccl__is_api(handle)) return;
     s = memobs_nccl__slot_of(handle, &step);
-    if (!s) return;
+    if (!s) {
+        /* a stale handle of the pool (a state after the stop) is ignored;
+           one the plugin never gave is a bad call */
+        if ((uintptr_t)handle < memobs_nccl__g.lo || (uintptr_t)handle >= memobs_nccl__g.hi) memobs_nccl__bad();
+        return;
+    }
     if (step) {
         if (s->type != MEMOBS_NCCL__EV_POP || !a4) return;
         if (state == ncclProfilerProxyStepSendWait)
@@ -1051,26 +1323,26 @@ static void memobs_nccl__stop(void *handle) {
     switch (s->type) {
     case MEMOBS_NCCL__EV_COLL:
     case MEMOBS_NCCL__EV_P2P:
+    case MEMOBS_NCCL__EV_CAPI:
         __atomic_store_n(&s->t1, memobs_nccl__g.host->now_ns() | 1u, __ATOMIC_RELAXED); /* stopped at, never 0 */
+        if (s->type == MEMOBS_NCCL__EV_CAPI && (__atomic_load_n(&s->expect, __ATOMIC_RELAXED) & MEMOBS_NCCL__GRACE))
+            memobs_nccl__pending_add(handle);
         memobs_nccl__unref(s);
         return;
     case MEMOBS_NCCL__EV_KCH:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
         if (p) {
-            uint64_t t1 = __atomic_load_n(&s->t1, __ATOMIC_RELAXED), ns = 0;
+            uint64_t t1 = __atomic_load_n(&s->t1, __ATOMIC_RELAXED);
             if (!s->aux) t1 = memobs_nccl__g.host->now_ns(); /* v3: CPU time */
-            if (t1 > s->t0) ns = t1 - s->t0;
-            memobs_nccl__atomic_max(&p->ns, ns);
+            memobs_nccl__widen(p, s->t0, t1);
         }
         if (p) memobs_nccl__unref(p);
         memobs_nccl__unref(s);
         return;
     case MEMOBS_NCCL__EV_POP:
         p = s->parent ? &memobs_nccl__g.slots[s->parent - 1] : NULL;
-        if (p && s->version <= 2) { /* v1-v2: no KernelCh, the op's span */
-            uint64_t now = memobs_nccl__g.host->now_ns();
-            if (now > s->t0) memobs_nccl__atomic_max(&p->ns, now - s->t0);
-        }
+        if (p && s->version <= 2) /* v1-v2: no KernelCh, the ops' span */
+            memobs_nccl__widen(p, s->t0, memobs_nccl__g.host->now_ns());
         if (p) memobs_nccl__unref(p);
         memobs_nccl__unref(s);
         return;
@@ -1102,16 +1374,29 @@ static int memobs_nccl__mask(int version) {
 static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, const char *name, uint64_t id, int nnodes,
                                       int nranks, int rank, ncclDebugLogger_t logfn) {
     memobs_nccl__comm_t *c;
+    uint64_t early;
+    int m;
     pthread_once(&memobs_nccl__once, memobs_nccl__setup);
-    if (context) *context = NULL;
-    if (memobs_nccl__g.level == MEMOBS_NCCL__OFF || !memobs_nccl__g.host->get_enabled() || !context || !mask) {
-        if (mask) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
-        return ncclInternalError;
+    if (!context || !mask) return ncclInvalidArgument;
+    *context = NULL;
+    if (!memobs_nccl__ready() || !memobs_nccl__g.host->get_enabled()) {
+        /* Refused: an empty context and ncclSuccess (on an error NCCL
+           2.23-2.27 drop the plugin for the whole process; 2.28+ take a
+           reference off it at the error and another at the comm's
+           destroy). NCCL keeps one mask for the process: written 0 only
+           while no accepted init gave one. */
+        if (!__atomic_load_n(&memobs_nccl__g.given, __ATOMIC_ACQUIRE)) __atomic_store_n(mask, 0, __ATOMIC_RELAXED);
+        return ncclSuccess;
     }
+    early = __atomic_exchange_n(&memobs_nccl__g.early_bad, (uint64_t)0, __ATOMIC_RELAXED);
+    if (early) memobs_nccl__g.host->coll_note(MEMOBS_COLL_NOTE_BAD_EVENTS, early);
     memobs_nccl__g.host->coll_set_source("nccl-profiler", memobs_nccl__g.instance,
                                          memobs_nccl__level_names[memobs_nccl__g.level], version);
     c = version >= 4 ? memobs_nccl__comm_get(name, id, rank, nranks, nnodes) : &memobs_nccl__g.legacy;
-    __atomic_store_n(mask, memobs_nccl__mask(version), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->live, 1u, __ATOMIC_ACQ_REL);
+    m = memobs_nccl__mask(version);
+    __atomic_store_n(mask, m, __ATOMIC_RELAXED);
+    __atomic_store_n(&memobs_nccl__g.given, m, __ATOMIC_RELEASE);
     *context = c;
     if (logfn)
         logfn(NCCL_LOG_INFO, 1ul /* NCCL_INIT */, __FILE__, __LINE__,
@@ -1123,9 +1408,19 @@ static ncclResult_t memobs_nccl__init(int version, void **context, int *mask, co
 /* The comm goes: operations still waiting for announced KernelCh are
    recorded now. Its entry stays (memobs keeps the comm's figures). */
 static ncclResult_t memobs_nccl__finalize(void *context) {
-    memobs_nccl__comm_t *c = memobs_nccl__ctx_comm(context);
-    if (context && memobs_nccl__g.level >= MEMOBS_NCCL__API)
-        memobs_nccl__flush(c ? memobs_nccl__comm_ix(c) : INT32_MAX);
+    memobs_nccl__comm_t *e, *c;
+    uint32_t live;
+    if (!context) return ncclSuccess; /* a refused init's */
+    e = memobs_nccl__ctx_live(context);
+    live = e ? __atomic_load_n(&e->live, __ATOMIC_ACQUIRE) : 0;
+    while (live > 0 && !__atomic_compare_exchange_n(&e->live, &live, live - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    if (!live) {
+        memobs_nccl__bad(); /* a second finalize, one before any init, or a context never given */
+        return ncclSuccess;
+    }
+    c = memobs_nccl__ctx_comm(context);
+    if (memobs_nccl__g.level >= MEMOBS_NCCL__API) memobs_nccl__flush(c ? memobs_nccl__comm_ix(c) : INT32_MAX);
     return ncclSuccess;
 }
 
@@ -1179,6 +1474,10 @@ static ncclResult_t memobs_nccl__start_v1(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     switch (d->type) {
     case ncclProfileColl:
         memobs_nccl__task_v123(&t, 1, d->parentObj, d->rank);
@@ -1242,6 +1541,10 @@ static ncclResult_t memobs_nccl__start_v2(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     switch (d->type) {
     case ncclProfileColl:
     case ncclProfileP2p:
@@ -1262,6 +1565,10 @@ static ncclResult_t memobs_nccl__start_v3(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     switch (d->type) {
     case ncclProfileColl:
     case ncclProfileP2p:
@@ -1327,6 +1634,10 @@ static ncclResult_t memobs_nccl__start_v4(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     MEMOBS_NCCL__START_V456(4, d, context, h);
     return ncclSuccess;
 }
@@ -1335,6 +1646,10 @@ static ncclResult_t memobs_nccl__start_v5(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     if (d->type == ncclProfileCollApi)
         *h = memobs_nccl__start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
                                     d->collApi.graphCaptured);
@@ -1350,6 +1665,10 @@ static ncclResult_t memobs_nccl__start_v6(void *context, void **h, ncclProfilerE
     if (!h) return ncclSuccess;
     *h = NULL;
     if (!context || !d) return ncclSuccess;
+    if (!memobs_nccl__ctx_live(context)) {
+        memobs_nccl__bad(); /* before any init, after finalize, or never given */
+        return ncclSuccess;
+    }
     if (d->type == ncclProfileCollApi)
         *h = memobs_nccl__start_api(context, 0, d->collApi.func, d->collApi.count, d->collApi.datatype,
                                     d->collApi.graphCaptured);
@@ -1362,18 +1681,30 @@ static ncclResult_t memobs_nccl__start_v6(void *context, void **h, ncclProfilerE
 }
 
 static ncclResult_t memobs_nccl__stop_any(void *handle) {
-    memobs_nccl__stop(handle);
+    if (!handle) return ncclSuccess;
+    if (!memobs_nccl__ready())
+        memobs_nccl__bad();
+    else
+        memobs_nccl__stop(handle);
     return ncclSuccess;
 }
 
 static ncclResult_t memobs_nccl__state_v1(void *handle, ncclProfilerEventState_v1_t state,
                                           ncclProfilerEventStateArgs_v1_t *a) {
-    memobs_nccl__record_state(handle, (int)state, NULL, a);
+    if (!handle) return ncclSuccess;
+    if (!memobs_nccl__ready())
+        memobs_nccl__bad();
+    else
+        memobs_nccl__record_state(handle, (int)state, NULL, a);
     return ncclSuccess;
 }
 static ncclResult_t memobs_nccl__state_v4(void *handle, ncclProfilerEventState_v4_t state,
                                           ncclProfilerEventStateArgs_v4_t *a) {
-    memobs_nccl__record_state(handle, (int)state, a, NULL);
+    if (!handle) return ncclSuccess;
+    if (!memobs_nccl__ready())
+        memobs_nccl__bad();
+    else
+        memobs_nccl__record_state(handle, (int)state, a, NULL);
     return ncclSuccess;
 }
 

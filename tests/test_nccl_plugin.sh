@@ -74,7 +74,7 @@ for level in api coll proxy net ""; do
     out=$(MEMOBS_NCCL=$level "$SMOKE" "$PLUGIN" masks 2>"$B/masks.err")
     # level net says its event counts at exit, nothing else may be said
     sed -i '/^memobs: info: NCCL profiler: 0 network plugin events, 0 proxy control events$/d' "$B/masks.err"
-    got=$(echo "$out" | sed -n 's/^v[1-6] rc 0 mask //p' | tr '\n' ' ' | sed 's/ $//')
+    got=$(echo "$out" | sed -n 's/^v[1-6] rc 0 mask \(0x[0-9a-f]*\) ctx set$/\1/p' | tr '\n' ' ' | sed 's/ $//')
     want=$(expect_masks "${level:-coll}")
     if [ "$got" = "$want" ] && echo "$out" | grep -q '^names memobs memobs memobs memobs memobs memobs$' &&
         [ ! -s "$B/masks.err" ]; then
@@ -85,23 +85,23 @@ for level in api coll proxy net ""; do
 done
 for level in off 0 OFF; do
     out=$(MEMOBS_NCCL=$level "$SMOKE" "$PLUGIN" masks 2>&1)
-    if [ "$(echo "$out" | grep -c '^v[1-6] rc 3 mask 0$')" = 6 ]; then
-        ok "MEMOBS_NCCL=$level: every init refused (ncclInternalError, mask 0)"
+    if [ "$(echo "$out" | grep -c '^v[1-6] rc 0 mask 0 ctx NULL$')" = 6 ]; then
+        ok "MEMOBS_NCCL=$level: every init refused (ncclSuccess, NULL context, mask 0)"
     else
-        bad "MEMOBS_NCCL=$level: every init refused (ncclInternalError, mask 0)" "got: $out"
+        bad "MEMOBS_NCCL=$level: every init refused (ncclSuccess, NULL context, mask 0)" "got: $out"
     fi
 done
 out=$(MEMOBS=0 "$SMOKE" "$PLUGIN" masks 2>&1)
-if [ "$(echo "$out" | grep -c '^v[1-6] rc 3 mask 0$')" = 6 ]; then
-    ok "MEMOBS=0: every init refused (ncclInternalError, mask 0)"
+if [ "$(echo "$out" | grep -c '^v[1-6] rc 0 mask 0 ctx NULL$')" = 6 ]; then
+    ok "MEMOBS=0: every init refused (ncclSuccess, NULL context, mask 0)"
 else
-    bad "MEMOBS=0: every init refused (ncclInternalError, mask 0)" "got: $out"
+    bad "MEMOBS=0: every init refused (ncclSuccess, NULL context, mask 0)" "got: $out"
 fi
 
 out=$(MEMOBS_NCCL=bogus MEMOBS_NCCL_EVENTS=12x "$SMOKE" "$PLUGIN" masks 2>&1)
 if [ "$(echo "$out" | grep -c 'MEMOBS_NCCL=bogus: not one of off, 0, api, coll, proxy, net; using coll')" = 1 ] &&
     [ "$(echo "$out" | grep -c 'MEMOBS_NCCL_EVENTS=12x: not a number from 1 to 1048576; using 4096')" = 1 ] &&
-    echo "$out" | grep -q '^v5 rc 0 mask 0x646$'; then
+    echo "$out" | grep -q '^v5 rc 0 mask 0x646 ctx set$'; then
     ok "a bad MEMOBS_NCCL and MEMOBS_NCCL_EVENTS: one warning each, the defaults"
 else
     bad "a bad MEMOBS_NCCL and MEMOBS_NCCL_EVENTS: one warning each, the defaults" "got: $out"

@@ -36,22 +36,22 @@ static void masks(void) {
     const ncclProfiler_v4_t *p4 = (const ncclProfiler_v4_t *)sym("ncclProfiler_v4");
     const ncclProfiler_v5_t *p5 = (const ncclProfiler_v5_t *)sym("ncclProfiler_v5");
     const ncclProfiler_v6_t *p6 = (const ncclProfiler_v6_t *)sym("ncclProfiler_v6");
-    void *ctx;
+    void *ctx = NULL;
     int mask, rc;
     if (failures) return;
     printf("names %s %s %s %s %s %s\n", p1->name, p2->name, p3->name, p4->name, p5->name, p6->name);
     mask = -1, rc = p1->init(&ctx, &mask);
-    printf("v1 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v1 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
     mask = -1, rc = p2->init(&ctx, &mask);
-    printf("v2 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v2 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
     mask = -1, rc = p3->init(&ctx, &mask);
-    printf("v3 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v3 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
     mask = -1, rc = p4->init(&ctx, &mask, "tp", 41, 1, 4, 0, NULL);
-    printf("v4 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v4 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
     mask = -1, rc = p5->init(&ctx, 42, &mask, "tp", 1, 4, 0, NULL);
-    printf("v5 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v5 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
     mask = -1, rc = p6->init(&ctx, 43, &mask, "tp", 1, 4, 0, NULL);
-    printf("v6 rc %d mask %#x\n", rc, (unsigned)mask);
+    printf("v6 rc %d mask %#x ctx %s\n", rc, (unsigned)mask, ctx ? "set" : "NULL");
 }
 
 /* NCCL dlclose()s its profiler with the last communicator; the plugin

@@ -9,7 +9,9 @@
 #
 #   1. the job: 4 ranks in 4 processes, communicators tp (4 ranks) and pp
 #      (pairs), prefill all-reduces, decode all-gathers, an all-to-all,
-#      a send/recv pair and a captured call, v5 at level proxy, the driver
+#      a send/recv pair, a captured call, and (v5+) a Broadcast played
+#      through AllGatherV and two symmetric-kernel all-reduces (NCCL 2.29+:
+#      their CollApi events only, counted untimed), v5 at level proxy, the driver
 #      built with memobs (instance "program"): the JSON summary, the text
 #      summary, Prometheus (+ promtool), the timeline, the Stormlog events,
 #      the 4x4 ring matrix merged from the ranks, and Stormlog's collective
@@ -174,7 +176,7 @@ for how in "MEMOBS_NCCL=0" "MEMOBS_NCCL=off" "MEMOBS=0"; do
     for v in 1 4 5; do
         export "$how"
         if run "refuse-$how-v$v" "$B/driver_asan" "$B/plugin_asan.so" $v refuse 0; then
-            ok "refusal ($how, v$v): init fails, mask 0, NULL context; NULL-context starts succeed with NULL handles"
+            ok "refusal ($how, v$v): init refused (ncclSuccess, mask 0, NULL context); NULL-context starts succeed with NULL handles"
         fi
         unset "${how%%=*}"
     done
