@@ -2309,7 +2309,8 @@ enum {
     MEMOBS__W_TRACE_OFF = 1u << 20,
     MEMOBS__W_NO_FP = 1u << 21,
     MEMOBS__W_TL_KEPT = 1u << 22,
-    MEMOBS__W_TOO_BIG = 1u << 23
+    MEMOBS__W_TOO_BIG = 1u << 23,
+    MEMOBS__W_TRK_SAT = 1u << 24
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -2455,7 +2456,12 @@ typedef struct {
     int64_t u[MEMOBS__ACCTS];  /* g + all leases: the ceiling of the current */
     memobs__u64_t peak[MEMOBS__ACCTS]; /* kinds: the window's peak; devices: the highest ever */
     memobs__u64_t cur[MEMOBS__ACCTS];  /* exact while live */
+    memobs__u32_t sat[MEMOBS__ACCTS];  /* passed MEMOBS__ESC_CEIL: current and peak read UINT64_MAX from then on */
 } memobs__esc_t;
+/* The most bytes an account holds (2^60, 16 x MEMOBS_MAX_BYTES): an
+   allocation that would take it higher saturates it, for good; every sum
+   of the escrow (the kinds', a shard's d) then stays far from 2^63. */
+#define MEMOBS__ESC_CEIL ((int64_t)1 << 60)
 
 typedef struct {
     uint64_t key;  /* 0: empty; else the content hash (never 0), stored last */
@@ -4951,9 +4957,21 @@ __attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(
 
 static const char *const memobs__kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
-/* Adds n to a tracker count of the calling thread's shard (on the shared
-   shard alloc bytes, what 2, saturate; the others wrap: pending counts go
-   down too). */
+/* memobs__own_add that stays at UINT64_MAX once it passes it (one
+   thread's alloc bytes): on x86-64 the add, then all ones or'ed in on its
+   carry, each one instruction (a signal handler's add in between carries
+   too, or lands on the sum it saturates). */
+#if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
+static void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
+    uint64_t t;
+    __asm__ __volatile__("addq %2, %0\n\tsbbq %1, %1\n\torq %1, %0" : "+m"(c->v), "=&r"(t) : "er"(n) : "cc");
+}
+#else
+static void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, memobs__sat(MEMOBS__LOAD(&c->v), n)); }
+#endif
+
+/* Adds n to a tracker count of the calling thread's shard (alloc bytes,
+   what 2, saturate; the others wrap: pending counts go down too). */
 static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
     int nomem;
     memobs__shard_t *s = memobs__shard_try(&nomem);
@@ -4965,7 +4983,8 @@ static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
         else MEMOBS__ADD(&c->v, n);
     } else {
         MEMOBS__OWN_BEGIN();
-        memobs__own_add(c, n);
+        if (what == 2) memobs__own_add_sat(c, n);
+        else memobs__own_add(c, n);
         MEMOBS__OWN_END();
     }
 }
@@ -5374,7 +5393,21 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     memobs__esc_t *E = &MEMOBS__ESC;
     memobs__esc_shard_t *e = memobs__esc_mine();
     unsigned k, acct[2];
+    int kind_sat = 0;
+    unsigned sat_now = 0;
     memset(r, 0, sizeof *r);
+    /* A saturated account keeps no change (nothing of it is exact). */
+    if (b != MEMOBS__ACCT_NONE && MEMOBS__LOAD(&E->sat[b].v)) b = MEMOBS__ACCT_NONE;
+    if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&E->sat[a].v) != 0)) {
+        kind_sat = 1;
+        if (__atomic_load_n(&E->live.v, __ATOMIC_ACQUIRE)) {
+            r->live = UINT64_MAX;
+            r->has_live = 1;
+        }
+        if (b == MEMOBS__ACCT_NONE) return;
+        a = b; /* the device's alone */
+        b = MEMOBS__ACCT_NONE;
+    }
     acct[0] = a;
     acct[1] = b;
     if (e) {
@@ -5390,6 +5423,7 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
                 __atomic_fetch_add(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
             }
             memobs__esc_live_add(a, b, delta, r);
+            if (kind_sat) r->live = UINT64_MAX;
         }
         memobs__spin_unlock(&e->lock);
         if (ok) return;
@@ -5409,11 +5443,17 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     for (k = 0; k < 2 && acct[k] != MEMOBS__ACCT_NONE; k++) {
         unsigned x = acct[k];
         uint64_t p = MEMOBS__LOAD(&E->peak[x].v);
+        /* g is exact here unless u + delta <= P (then far below the ceiling) */
+        if (delta > 0 && E->g[x] + delta > MEMOBS__ESC_CEIL) {
+            MEMOBS__STORE(&E->sat[x].v, 1u);
+            sat_now = x + 1;
+            continue;
+        }
         E->g[x] += delta;
         E->u[x] += delta;
         if (E->g[x] > (int64_t)p) {
             MEMOBS__STORE(&E->peak[x].v, (uint64_t)E->g[x]);
-            if (k == 1) {
+            if (x >= MEMOBS__ACCT_DEV) {
                 r->dev_peak = 1;
                 r->dev_now = (uint64_t)E->g[x];
                 r->dev_before = p;
@@ -5431,7 +5471,11 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     }
     memobs__esc_held();
     memobs__esc_live_add(a, b, delta, r);
+    if (kind_sat) r->live = UINT64_MAX;
     memobs__spin_unlock(&E->lock);
+    if (sat_now)
+        memobs__warn_once(MEMOBS__W_TRK_SAT, "tracked %s bytes passed 2^60; their current and peak read 2^64-1 "
+                          "(saturated) from now on", sat_now <= MEMOBS__ACCT_DEV ? memobs__kind_name[sat_now - 1] : "device");
 }
 
 /* The exact current of every account (MEMOBS__ACCTS), by a fold. */
@@ -5440,8 +5484,14 @@ static void memobs__esc_read(uint64_t *cur) {
     unsigned a;
     memobs__spin_lock(&E->lock);
     memobs__esc_exact(-1);
-    for (a = 0; a < MEMOBS__ACCTS; a++) cur[a] = E->g[a] > 0 ? (uint64_t)E->g[a] : 0u;
+    for (a = 0; a < MEMOBS__ACCTS; a++)
+        cur[a] = MEMOBS__LOAD(&E->sat[a].v) ? UINT64_MAX : E->g[a] > 0 ? (uint64_t)E->g[a] : 0u;
     memobs__spin_unlock(&E->lock);
+}
+
+/* An account's peak as read: UINT64_MAX once saturated. */
+static uint64_t memobs__esc_peak(unsigned a) {
+    return MEMOBS__LOAD(&MEMOBS__ESC.sat[a].v) ? UINT64_MAX : MEMOBS__LOAD(&MEMOBS__ESC.peak[a].v);
 }
 
 /* The exact cur[] on (a fold sets it from g) or off: the timeline's. */
@@ -5894,7 +5944,7 @@ uint64_t memobs_get_device_bytes(int device, uint64_t *max_bytes) {
         return 0;
     }
     memobs__esc_read(cur);
-    if (max_bytes) *max_bytes = MEMOBS__LOAD(&MEMOBS__ESC.peak[MEMOBS__ACCT_DEV + (unsigned)device].v);
+    if (max_bytes) *max_bytes = memobs__esc_peak(MEMOBS__ACCT_DEV + (unsigned)device);
     return cur[MEMOBS__ACCT_DEV + (unsigned)device];
 }
 int memobs_get_device(void) { return memobs__tls.device; }
@@ -7807,8 +7857,34 @@ void memobs_get_identity(memobs_identity_t *out) {
 
 /* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
    the shared shard saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
-static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d) {
-    x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d].v), s->base_xfer[ph][d]));
+
+/* One thread's bytes of a direction and phase in the window, unwrapped.
+   The record's plain add wraps past 2^64 (256 adds of MEMOBS_MAX_BYTES);
+   its size slots say how far: a record in slot b >= 1 moved more than
+   2^(b-1) bytes (n at once: n at their mean size, more than n x 2^(b-1)),
+   so the window's true total T is at least L = sum(k_b x 2^(b-1)) and at
+   most 2L + k_0 < L + 2^64 while L < 2^64. The one T in [L, L + 2^64)
+   with T = v mod 2^64 is then L + (v - L mod 2^64); T or L at 2^64 or
+   above reads UINT64_MAX. k[]: the window's count per slot, loaded before
+   v (a record made between the loads only raises T above L). */
+static uint64_t memobs__xfer_unwrap(uint64_t v, const uint64_t *k) {
+    uint64_t lo = 0, t;
+    unsigned b;
+    for (b = 1; b < MEMOBS_SIZE_BUCKETS; b++) {
+        if (!k[b]) continue;
+        if (k[b] > (UINT64_MAX >> (b - 1))) return UINT64_MAX;
+        lo = memobs__sat(lo, k[b] << (b - 1));
+    }
+    if (lo == UINT64_MAX) return UINT64_MAX;
+    t = lo + (v - lo);
+    return t < lo ? UINT64_MAX : t;
+}
+
+/* k[]: the window's count per size slot (see memobs__xfer_unwrap). */
+static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d, const uint64_t *k) {
+    uint64_t v = MEMOBS__LOAD(&s->xfer[ph][d].v);
+    if (s->shared) x->bytes = memobs__sat(x->bytes, memobs__win(v, s->base_xfer[ph][d])); /* saturating adds */
+    else x->bytes = memobs__sat(x->bytes, memobs__xfer_unwrap(v - s->base_xfer[ph][d], k));
 }
 
 static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
@@ -7869,13 +7945,14 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
                 memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
+                uint64_t k[MEMOBS__XSLOTS];
                 uint32_t b;
-                memobs__xfer_sum(x, s, i, c);
                 for (b = 0; b < MEMOBS__XSLOTS; b++) { /* the count is the slots' sum */
-                    uint64_t k = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
-                    out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k; /* slot 63: size 0 */
-                    x->count += k;
+                    k[b] = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
+                    out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k[b]; /* slot 63: size 0 */
+                    x->count += k[b];
                 }
+                memobs__xfer_sum(x, s, i, c, k); /* after the counts */
             }
         for (c = 0; c < out->ncounters; c++)
             out->counters[c].value = memobs__sat(out->counters[c].value,
@@ -7893,7 +7970,7 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     }
     for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
         out->mem[c].current_bytes = cur[c];
-        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.esc.peak[c].v); /* the fold cannot lower it */
+        out->mem[c].peak_bytes = memobs__esc_peak(c); /* the fold cannot lower it */
     }
     for (c = 0; c < out->ncounters; c++) {
         const char *h = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);
