@@ -2812,11 +2812,16 @@ static int memobs__parse_int(const char *s, int *out) {
 
 /* Reads the first set variable of a launcher family; 1 on success. */
 static int memobs__env_int(const char *name, int *out, int *found) {
-    const char *s = getenv(name);
+    const char *s = getenv(name), *p;
     if (!s) return 0;
     *found = 1;
     if (memobs__parse_int(s, out)) return 1;
-    memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a non-negative integer; ignored", name, s);
+    for (p = s; isdigit((unsigned char)*p); p++) {
+    }
+    if (p != s && !*p) /* digits alone: too many of them */
+        memobs__log(MEMOBS_LOG_WARN, "%s='%s' is above the maximum 2147483647; ignored", name, s);
+    else
+        memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a non-negative integer; ignored", name, s);
     return 0;
 }
 
@@ -2982,8 +2987,15 @@ static void memobs__track_env(void) {
     memobs__unwind_check(t->unwind.v);
     if (memobs__env_int("MEMOBS_REPORT_ROWS", &v, &found)) t->rows = v;
     if ((s = getenv("MEMOBS_PEAK_GROWTH")) != NULL) {
-        char *end;
-        double g = strtod(s, &end);
+        /* the counts' rule: decimal digits from the first character (no
+           space, sign, hex or exponent), then at most one point and digits */
+        const char *p = s;
+        char *end = (char *)s;
+        double g = -1.0;
+        while (isdigit((unsigned char)*p)) p++;
+        if (*p == '.' && p != s) p++;
+        while (p != s && isdigit((unsigned char)*p)) p++;
+        if (p != s && !*p) g = strtod(s, &end);
         if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_GROWTH='%s' is not a fraction in [0, 1000]; using %g", s,
                          (double)t->peak_growth_ppm.v / 1e6);
@@ -6230,7 +6242,7 @@ static void memobs__clk_setup(void) {
     const char *s = getenv("MEMOBS_CLOCK");
     int want = 0, tsc = 0; /* want: 0 auto, 1 tsc, 2 monotonic */
     uint64_t t, n;
-    if (s && *s && !memobs__streq_nocase(s, "auto")) {
+    if (s && !memobs__streq_nocase(s, "auto")) {
         if (memobs__streq_nocase(s, "tsc")) want = 1;
         else if (memobs__streq_nocase(s, "monotonic") || memobs__streq_nocase(s, "clock_gettime")) want = 2;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CLOCK='%s' is not auto, tsc or monotonic; using auto", s);
