@@ -50,8 +50,8 @@ if build sums_asan tests/hostile/numbers_sums.c $SAN && build sums_tsan tests/ho
         else bad "c99 -O2: $m" "$(grep -A1 'not ok' "$B/out.c99" | head -n 6)"; fi
     done
     M=18446744073709551615
-    if json_check "$B/one.json" "s['total']['h2d_bytes'] == $M and s['prefill']['h2d_bytes'] == $M and s['total']['h2d_count'] == 300 and s['sizes']['h2d']['bytes'] == $M"; then
-        ok "JSON summary: one thread's 300 x 2^56 reads h2d_bytes 2^64-1 (saturated), count 300"
+    if json_check "$B/one.json" "s['total']['h2d_bytes'] == $M and s['prefill']['h2d_bytes'] == $M and s['total']['h2d_count'] == 300 and s['sizes']['h2d']['bytes'] == $M and s['counters']['numbers_big'] == $M"; then
+        ok "JSON summary: one thread's 300 x 2^56 reads h2d_bytes 2^64-1 (saturated), count 300; its counter 2^64-1"
     else bad "JSON summary: one thread's 300 x 2^56"; fi
     if grep -q "^memobs_transfer_bytes_total{.*direction=\"h2d\",phase=\"prefill\"} $M\$" "$B/one.prom"; then
         ok "Prometheus: one thread's 300 x 2^56 reads $M (saturated)"

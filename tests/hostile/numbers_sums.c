@@ -72,6 +72,18 @@ static void one(void) {
     for (i = 0; i < 1000; i++) MEMOBS_RECORD_D2D(4096, 0);
     memobs_get_summary(&s);
     check("one thread, 250 x 2^56 + 1000 x 4096 (below 2^64): exact", 250 * BIG + 4096000u, s.total.d2d.bytes);
+    {
+        memobs_counter_t c = memobs_counter_register("numbers_big", NULL);
+        for (i = 0; i < 255; i++) memobs_counter_add(c, BIG);
+        memobs_get_summary(&s);
+        check("one thread's counter, 255 adds of 2^56: exact", 255 * BIG, s.counters[c].value);
+        for (i = 255; i < 300; i++) memobs_counter_add(c, BIG);
+        memobs_get_summary(&s);
+        check("one thread's counter, 300 adds of 2^56: saturated", SAT, s.counters[c].value);
+        memobs_counter_add(c, 5);
+        memobs_get_summary(&s);
+        check("a saturated counter stays saturated", SAT, s.counters[c].value);
+    }
     /* a new window on a wrapped shard: only the window's records */
     memobs_reset();
     for (i = 0; i < 10; i++) MEMOBS_RECORD_H2D(BIG, 1);
