@@ -3018,13 +3018,13 @@ static void memobs__track_env(void) {
         /* the counts' rule: decimal digits from the first character (no
            space, sign, hex or exponent), then at most one point and digits */
         const char *p = s;
-        char *end = (char *)s;
+        char *end = NULL;
         double g = -1.0;
         while (isdigit((unsigned char)*p)) p++;
         if (*p == '.' && p != s) p++;
         while (p != s && isdigit((unsigned char)*p)) p++;
         if (p != s && !*p) g = strtod(s, &end);
-        if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
+        if (end && end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_GROWTH='%s' is not a fraction in [0, 1000]; using %g", s,
                          (double)t->peak_growth_ppm.v / 1e6);
     }
