@@ -660,9 +660,8 @@ MEMOBS_API memobs_phase_t memobs_get_phase(void);
    carry (2^56 bytes, 64 PiB): a larger one (a negative size cast to
    unsigned, UINT64_MAX) is refused, nothing of it is kept, and it is
    counted as a bad record (bad_records; with one warning). Sums of bytes
-   and counters over threads, phases and windows, and the latency sums,
-   saturate at UINT64_MAX instead of wrapping (one thread's own running
-   total, a plain add, wraps past 2^64: 256 adds of the largest size). */
+   and counters, one thread's and over threads, phases and windows, and the
+   latency sums, saturate at UINT64_MAX instead of wrapping. */
 #define MEMOBS_MAX_BYTES (UINT64_C(1) << 56)
 
 /* Function form of the record macros; dir, phase and bytes are checked. */
@@ -1963,8 +1962,9 @@ MEMOBS_API int32_t memobs__counter_site(const char *name);
    it, adds atomically to the shared shard instead (the slow path).
    No saturation here (a test and a branch on the add's carry made the
    record twice as dear in a loop): with each add at most MEMOBS_MAX_BYTES,
-   one thread's running total wraps only past 256 adds of that size; the
-   sums over threads, windows and phases saturate. */
+   one thread's running total wraps only past 256 adds of that size, and a
+   summary unwraps it from the record's size slots (memobs__xfer_unwrap);
+   the sums over threads, windows and phases saturate. */
 #if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
 #define MEMOBS__OWN_OK() 1
 #define MEMOBS__OWN_BEGIN() ((void)0)
@@ -1977,6 +1977,34 @@ static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) {
 #define MEMOBS__OWN_BEGIN() (memobs__tls.in = 1, __atomic_signal_fence(__ATOMIC_SEQ_CST))
 #define MEMOBS__OWN_END() (__atomic_signal_fence(__ATOMIC_SEQ_CST), memobs__tls.in = 0)
 static inline void memobs__own_add(memobs__u64_t *c, uint64_t n) { MEMOBS__STORE(&c->v, MEMOBS__LOAD(&c->v) + n); }
+#endif
+
+/* A counter's add (memobs_counter_add) that stays at UINT64_MAX once it
+   passes it, so one thread's counter saturates as the sums do. x86-64 with
+   asm goto and outputs (gcc 11, clang 11 and later): the add, then a jump
+   on its carry, not taken until the counter passes 2^64 (with each add at
+   most MEMOBS_MAX_BYTES, never before 256 adds of that size): a record's
+   cost, measured beside the plain add, within noise. Elsewhere the add,
+   then all ones or'ed in on its carry (each step one instruction, or under
+   MEMOBS__OWN_BEGIN): branchless, a second write. */
+#if defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD) && !defined(__NVCC__) && !defined(__CUDACC__) && \
+    !defined(__INTEL_COMPILER) && ((defined(__clang__) && __clang_major__ >= 11) ||                      \
+                                   (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+static inline void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
+    __asm__ goto("addq %1, %0\n\tjc %l[memobs__carry]" : "+m"(c->v) : "er"(n) : "cc" : memobs__carry);
+    return;
+memobs__carry:
+    MEMOBS__STORE(&c->v, UINT64_MAX);
+}
+#elif defined(__x86_64__) && !defined(MEMOBS__NO_ASM_ADD)
+static inline void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
+    __asm__ __volatile__("addq %1, %0\n\tsbbq %%rax, %%rax\n\torq %%rax, %0" : "+m"(c->v) : "er"(n) : "cc", "rax");
+}
+#else
+static inline void memobs__own_add_sat(memobs__u64_t *c, uint64_t n) {
+    uint64_t v = MEMOBS__LOAD(&c->v) + n;
+    MEMOBS__STORE(&c->v, v < n ? UINT64_MAX : v);
+}
 #endif
 
 /* The size slot of a record of bytes (at most MEMOBS_MAX_BYTES): its
@@ -2042,7 +2070,7 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
         if (MEMOBS__LIKELY(s != NULL && c >= 0 && c < MEMOBS_MAX_COUNTERS && n <= MEMOBS_MAX_BYTES &&
                            MEMOBS__OWN_OK())) {
             MEMOBS__OWN_BEGIN();
-            memobs__own_add(&s->user[c], n);
+            memobs__own_add_sat(&s->user[c], n);
             MEMOBS__OWN_END();
         } else {
             memobs__counter_slow(c, n);
@@ -2316,7 +2344,8 @@ enum {
     MEMOBS__W_TRACE_OFF = 1u << 20,
     MEMOBS__W_NO_FP = 1u << 21,
     MEMOBS__W_TL_KEPT = 1u << 22,
-    MEMOBS__W_TOO_BIG = 1u << 23
+    MEMOBS__W_TOO_BIG = 1u << 23,
+    MEMOBS__W_TRK_SAT = 1u << 24
 };
 
 #define MEMOBS__REQ_STRIPES 16
@@ -2462,7 +2491,12 @@ typedef struct {
     int64_t u[MEMOBS__ACCTS];  /* g + all leases: the ceiling of the current */
     memobs__u64_t peak[MEMOBS__ACCTS]; /* kinds: the window's peak; devices: the highest ever */
     memobs__u64_t cur[MEMOBS__ACCTS];  /* exact while live */
+    memobs__u32_t sat[MEMOBS__ACCTS];  /* passed MEMOBS__ESC_CEIL: current and peak read UINT64_MAX from then on */
 } memobs__esc_t;
+/* The most bytes an account holds (2^60, 16 x MEMOBS_MAX_BYTES): an
+   allocation that would take it higher saturates it, for good; every sum
+   of the escrow (the kinds', a shard's d) then stays far from 2^63. */
+#define MEMOBS__ESC_CEIL ((int64_t)1 << 60)
 
 typedef struct {
     uint64_t key;  /* 0: empty; else the content hash (never 0), stored last */
@@ -2814,11 +2848,16 @@ static int memobs__parse_int(const char *s, int *out) {
 
 /* Reads the first set variable of a launcher family; 1 on success. */
 static int memobs__env_int(const char *name, int *out, int *found) {
-    const char *s = getenv(name);
+    const char *s = getenv(name), *p;
     if (!s) return 0;
     *found = 1;
     if (memobs__parse_int(s, out)) return 1;
-    memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a non-negative integer; ignored", name, s);
+    for (p = s; isdigit((unsigned char)*p); p++) {
+    }
+    if (p != s && !*p) /* digits alone: too many of them */
+        memobs__log(MEMOBS_LOG_WARN, "%s='%s' is above the maximum 2147483647; ignored", name, s);
+    else
+        memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a non-negative integer; ignored", name, s);
     return 0;
 }
 
@@ -2984,9 +3023,16 @@ static void memobs__track_env(void) {
     memobs__unwind_check(t->unwind.v);
     if (memobs__env_int("MEMOBS_REPORT_ROWS", &v, &found)) t->rows = v;
     if ((s = getenv("MEMOBS_PEAK_GROWTH")) != NULL) {
-        char *end;
-        double g = strtod(s, &end);
-        if (end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
+        /* the counts' rule: decimal digits from the first character (no
+           space, sign, hex or exponent), then at most one point and digits */
+        const char *p = s;
+        char *end = NULL;
+        double g = -1.0;
+        while (isdigit((unsigned char)*p)) p++;
+        if (*p == '.' && p != s) p++;
+        while (p != s && isdigit((unsigned char)*p)) p++;
+        if (p != s && !*p) g = strtod(s, &end);
+        if (end && end != s && !*end && g >= 0.0 && g <= 1000.0) t->peak_growth_ppm.v = (uint64_t)(g * 1e6 + 0.5);
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_GROWTH='%s' is not a fraction in [0, 1000]; using %g", s,
                          (double)t->peak_growth_ppm.v / 1e6);
     }
@@ -3411,7 +3457,7 @@ void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
     if (!MEMOBS__LOAD(&memobs__on.v)) return;
     if (s && MEMOBS__OWN_OK()) {
         MEMOBS__OWN_BEGIN();
-        memobs__own_add(&s->user[c], n);
+        memobs__own_add_sat(&s->user[c], n);
         MEMOBS__OWN_END();
         return;
     }
@@ -4959,9 +5005,8 @@ __attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(
 
 static const char *const memobs__kind_name[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
 
-/* Adds n to a tracker count of the calling thread's shard (on the shared
-   shard alloc bytes, what 2, saturate; the others wrap: pending counts go
-   down too). */
+/* Adds n to a tracker count of the calling thread's shard (alloc bytes,
+   what 2, saturate; the others wrap: pending counts go down too). */
 static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
     int nomem;
     memobs__shard_t *s = memobs__shard_try(&nomem);
@@ -4973,7 +5018,8 @@ static void memobs__trk_count(unsigned kind, unsigned what, uint64_t n) {
         else MEMOBS__ADD(&c->v, n);
     } else {
         MEMOBS__OWN_BEGIN();
-        memobs__own_add(c, n);
+        if (what == 2) memobs__own_add_sat(c, n);
+        else memobs__own_add(c, n);
         MEMOBS__OWN_END();
     }
 }
@@ -5382,7 +5428,21 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     memobs__esc_t *E = &MEMOBS__ESC;
     memobs__esc_shard_t *e = memobs__esc_mine();
     unsigned k, acct[2];
+    int kind_sat = 0;
+    unsigned sat_now = 0;
     memset(r, 0, sizeof *r);
+    /* A saturated account keeps no change (nothing of it is exact). */
+    if (b != MEMOBS__ACCT_NONE && MEMOBS__LOAD(&E->sat[b].v)) b = MEMOBS__ACCT_NONE;
+    if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&E->sat[a].v) != 0)) {
+        kind_sat = 1;
+        if (__atomic_load_n(&E->live.v, __ATOMIC_ACQUIRE)) {
+            r->live = UINT64_MAX;
+            r->has_live = 1;
+        }
+        if (b == MEMOBS__ACCT_NONE) return;
+        a = b; /* the device's alone */
+        b = MEMOBS__ACCT_NONE;
+    }
     acct[0] = a;
     acct[1] = b;
     if (e) {
@@ -5398,6 +5458,7 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
                 __atomic_fetch_add(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
             }
             memobs__esc_live_add(a, b, delta, r);
+            if (kind_sat) r->live = UINT64_MAX;
         }
         memobs__spin_unlock(&e->lock);
         if (ok) return;
@@ -5417,11 +5478,17 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     for (k = 0; k < 2 && acct[k] != MEMOBS__ACCT_NONE; k++) {
         unsigned x = acct[k];
         uint64_t p = MEMOBS__LOAD(&E->peak[x].v);
+        /* g is exact here unless u + delta <= P (then far below the ceiling) */
+        if (delta > 0 && E->g[x] + delta > MEMOBS__ESC_CEIL) {
+            MEMOBS__STORE(&E->sat[x].v, 1u);
+            sat_now = x + 1;
+            continue;
+        }
         E->g[x] += delta;
         E->u[x] += delta;
         if (E->g[x] > (int64_t)p) {
             MEMOBS__STORE(&E->peak[x].v, (uint64_t)E->g[x]);
-            if (k == 1) {
+            if (x >= MEMOBS__ACCT_DEV) {
                 r->dev_peak = 1;
                 r->dev_now = (uint64_t)E->g[x];
                 r->dev_before = p;
@@ -5439,7 +5506,11 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
     }
     memobs__esc_held();
     memobs__esc_live_add(a, b, delta, r);
+    if (kind_sat) r->live = UINT64_MAX;
     memobs__spin_unlock(&E->lock);
+    if (sat_now)
+        memobs__warn_once(MEMOBS__W_TRK_SAT, "tracked %s bytes passed 2^60; their current and peak read 2^64-1 "
+                          "(saturated) from now on", sat_now <= MEMOBS__ACCT_DEV ? memobs__kind_name[sat_now - 1] : "device");
 }
 
 /* The exact current of every account (MEMOBS__ACCTS), by a fold. */
@@ -5448,8 +5519,14 @@ static void memobs__esc_read(uint64_t *cur) {
     unsigned a;
     memobs__spin_lock(&E->lock);
     memobs__esc_exact(-1);
-    for (a = 0; a < MEMOBS__ACCTS; a++) cur[a] = E->g[a] > 0 ? (uint64_t)E->g[a] : 0u;
+    for (a = 0; a < MEMOBS__ACCTS; a++)
+        cur[a] = MEMOBS__LOAD(&E->sat[a].v) ? UINT64_MAX : E->g[a] > 0 ? (uint64_t)E->g[a] : 0u;
     memobs__spin_unlock(&E->lock);
+}
+
+/* An account's peak as read: UINT64_MAX once saturated. */
+static uint64_t memobs__esc_peak(unsigned a) {
+    return MEMOBS__LOAD(&MEMOBS__ESC.sat[a].v) ? UINT64_MAX : MEMOBS__LOAD(&MEMOBS__ESC.peak[a].v);
 }
 
 /* The exact cur[] on (a fold sets it from g) or off: the timeline's. */
@@ -5902,7 +5979,7 @@ uint64_t memobs_get_device_bytes(int device, uint64_t *max_bytes) {
         return 0;
     }
     memobs__esc_read(cur);
-    if (max_bytes) *max_bytes = MEMOBS__LOAD(&MEMOBS__ESC.peak[MEMOBS__ACCT_DEV + (unsigned)device].v);
+    if (max_bytes) *max_bytes = memobs__esc_peak(MEMOBS__ACCT_DEV + (unsigned)device);
     return cur[MEMOBS__ACCT_DEV + (unsigned)device];
 }
 int memobs_get_device(void) { return memobs__tls.device; }
@@ -6188,7 +6265,7 @@ static void memobs__clk_setup(void) {
     const char *s = getenv("MEMOBS_CLOCK");
     int want = 0, tsc = 0; /* want: 0 auto, 1 tsc, 2 monotonic */
     uint64_t t, n;
-    if (s && *s && !memobs__streq_nocase(s, "auto")) {
+    if (s && !memobs__streq_nocase(s, "auto")) {
         if (memobs__streq_nocase(s, "tsc")) want = 1;
         else if (memobs__streq_nocase(s, "monotonic") || memobs__streq_nocase(s, "clock_gettime")) want = 2;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_CLOCK='%s' is not auto, tsc or monotonic; using auto", s);
@@ -7815,8 +7892,34 @@ void memobs_get_identity(memobs_identity_t *out) {
 
 /* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
    the shared shard saturated, or a sum past UINT64_MAX, reads UINT64_MAX. */
-static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d) {
-    x->bytes = memobs__sat(x->bytes, memobs__win(MEMOBS__LOAD(&s->xfer[ph][d].v), s->base_xfer[ph][d]));
+
+/* One thread's bytes of a direction and phase in the window, unwrapped.
+   The record's plain add wraps past 2^64 (256 adds of MEMOBS_MAX_BYTES);
+   its size slots say how far: a record in slot b >= 1 moved more than
+   2^(b-1) bytes (n at once: n at their mean size, more than n x 2^(b-1)),
+   so the window's true total T is at least L = sum(k_b x 2^(b-1)) and at
+   most 2L + k_0 < L + 2^64 while L < 2^64. The one T in [L, L + 2^64)
+   with T = v mod 2^64 is then L + (v - L mod 2^64); T or L at 2^64 or
+   above reads UINT64_MAX. k[]: the window's count per slot, loaded before
+   v (a record made between the loads only raises T above L). */
+static uint64_t memobs__xfer_unwrap(uint64_t v, const uint64_t *k) {
+    uint64_t lo = 0, t;
+    unsigned b;
+    for (b = 1; b < MEMOBS_SIZE_BUCKETS; b++) {
+        if (!k[b]) continue;
+        if (k[b] > (UINT64_MAX >> (b - 1))) return UINT64_MAX;
+        lo = memobs__sat(lo, k[b] << (b - 1));
+    }
+    if (lo == UINT64_MAX) return UINT64_MAX;
+    t = lo + (v - lo);
+    return t < lo ? UINT64_MAX : t;
+}
+
+/* k[]: the window's count per size slot (see memobs__xfer_unwrap). */
+static void memobs__xfer_sum(memobs_xfer_t *x, memobs__shard_t *s, unsigned ph, unsigned d, const uint64_t *k) {
+    uint64_t v = MEMOBS__LOAD(&s->xfer[ph][d].v);
+    if (s->shared) x->bytes = memobs__sat(x->bytes, memobs__win(v, s->base_xfer[ph][d])); /* saturating adds */
+    else x->bytes = memobs__sat(x->bytes, memobs__xfer_unwrap(v - s->base_xfer[ph][d], k));
 }
 
 static void memobs__dirs_add(memobs_dirs_t *to, const memobs_dirs_t *a) {
@@ -7877,13 +7980,14 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
                 memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
+                uint64_t k[MEMOBS__XSLOTS];
                 uint32_t b;
-                memobs__xfer_sum(x, s, i, c);
                 for (b = 0; b < MEMOBS__XSLOTS; b++) { /* the count is the slots' sum */
-                    uint64_t k = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
-                    out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k; /* slot 63: size 0 */
-                    x->count += k;
+                    k[b] = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
+                    out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k[b]; /* slot 63: size 0 */
+                    x->count += k[b];
                 }
+                memobs__xfer_sum(x, s, i, c, k); /* after the counts */
             }
         for (c = 0; c < out->ncounters; c++)
             out->counters[c].value = memobs__sat(out->counters[c].value,
@@ -7901,7 +8005,7 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     }
     for (c = 0; c < MEMOBS_MEM_KINDS; c++) {
         out->mem[c].current_bytes = cur[c];
-        out->mem[c].peak_bytes = MEMOBS__LOAD(&memobs__g.trk.esc.peak[c].v); /* the fold cannot lower it */
+        out->mem[c].peak_bytes = memobs__esc_peak(c); /* the fold cannot lower it */
     }
     for (c = 0; c < out->ncounters; c++) {
         const char *h = __atomic_load_n(&memobs__g.counters[c].help, __ATOMIC_ACQUIRE);

@@ -186,13 +186,14 @@ static int pymod_u64_slow(PyObject *o, const char *fname, const char *what, uint
     } else if (!overflow && v >= 0) {
         *out = (uint64_t)v;
         rc = 0;
-    } else if (overflow < 0 || v < 0) {
+    } else if (overflow < 0 || (!overflow && v < 0)) { /* on overflow v is -1: not the sign */
         PyErr_Format(PyExc_ValueError, "%s(): %s must be >= 0, got %R", fname, what, idx);
     } else {
         unsigned long long u = PyLong_AsUnsignedLongLong(idx);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s(): %s must be below 2**64, got %R", fname, what, idx);
+            PyErr_Format(PyExc_ValueError, "%s(): %s is out of range: above 2**64-1 (the largest), got %R", fname,
+                         what, idx);
         } else {
             *out = (uint64_t)u;
             rc = 0;
@@ -224,6 +225,51 @@ static int pymod_u64_max(PyObject *o, const char *fname, const char *what, uint6
     if (pymod_u64(o, fname, what, out) < 0) return -1;
     if (MEMOBS__LIKELY(*out <= max)) return 0;
     PyErr_Format(PyExc_ValueError, "%s(): %s must be at most 2**56 (%s), got %R", fname, what, max_name, o);
+    return -1;
+}
+
+/* A boolean argument, by the one rule of every boolean of the module (the
+   environment's words): True/False, an int 0 or 1, or a str memobs reads
+   as one (0/1/on/off/true/false/yes/no, any case, as memobs__parse_bool).
+   1 or 0, or -1 with TypeError (another type) / ValueError (another value). */
+static int pymod_bool_word(const char *s) { /* memobs__parse_bool's words (not in the attached build) */
+    static const char *const words[8] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
+    int i, j;
+    for (i = 0; i < 8; i++) {
+        for (j = 0; s[j] && words[i][j] && (s[j] | 0x20) == words[i][j]; j++) {
+        }
+        if (!s[j] && !words[i][j]) return i >= 4;
+    }
+    return -1;
+}
+
+static int pymod_bool(PyObject *o, const char *fname, const char *what) {
+    if (o == Py_True) return 1;
+    if (o == Py_False) return 0;
+    if (PyUnicode_Check(o)) {
+        const char *s = PyUnicode_AsUTF8(o);
+        int b;
+        if (!s) return -1;
+        if ((b = pymod_bool_word(s)) >= 0) return b;
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be True/False, 0/1 or one of \"0\", \"1\", \"on\", \"off\", "
+                     "\"true\", \"false\", \"yes\", \"no\" (any case), got %R", fname, what, o);
+        return -1;
+    }
+    if (PyLong_Check(o) || PyIndex_Check(o)) {
+        PyObject *idx = PyNumber_Index(o);
+        int overflow = 0;
+        long v;
+        if (!idx) return -1;
+        v = PyLong_AsLongAndOverflow(idx, &overflow);
+        Py_DECREF(idx);
+        if (v == -1 && !overflow && PyErr_Occurred()) return -1;
+        if (!overflow && (v == 0 || v == 1)) return (int)v;
+        PyErr_Format(PyExc_ValueError, "%s(): %s must be True/False, 0/1 or a str like \"on\"/\"off\", got %R",
+                     fname, what, o);
+        return -1;
+    }
+    PyErr_Format(PyExc_TypeError, "%s(): %s must be True/False, 0/1 or a str like \"on\"/\"off\", not %.200s", fname,
+                 what, Py_TYPE(o)->tp_name);
     return -1;
 }
 
@@ -653,7 +699,7 @@ static PyObject *pymod_enable(PyObject *self, PyObject *const *args, Py_ssize_t 
     int on = 1;
     (void)self;
     if (pymod_args("enable", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
-    if (a[0] && (on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if (a[0] && (on = pymod_bool(a[0], "enable", "on")) < 0) return NULL;
     (void)memobs_set_enabled(on);
     Py_RETURN_NONE;
 }
@@ -665,7 +711,7 @@ static PyObject *pymod_set_enabled(PyObject *self, PyObject *const *args, Py_ssi
     int on;
     (void)self;
     if (pymod_args("set_enabled", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
-    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if ((on = pymod_bool(a[0], "set_enabled", "on")) < 0) return NULL;
     return PyBool_FromLong(memobs_set_enabled(on));
 }
 
@@ -698,7 +744,7 @@ static PyObject *pymod_set_signals(PyObject *self, PyObject *const *args, Py_ssi
     int on;
     (void)self;
     if (pymod_args("set_signals", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
-    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if ((on = pymod_bool(a[0], "set_signals", "on")) < 0) return NULL;
     return PyBool_FromLong(memobs_set_signals(on));
 }
 
@@ -1137,7 +1183,7 @@ static PyObject *pymod_region_timing(PyObject *self, PyObject *const *args, Py_s
     (void)self;
     if (pymod_args("region_timing", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
     if (!a[0] || a[0] == Py_None) return PyBool_FromLong(memobs_region_get_timing());
-    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if ((on = pymod_bool(a[0], "region_timing", "on")) < 0) return NULL;
     return PyBool_FromLong(memobs_region_set_timing(on));
 }
 
@@ -1147,7 +1193,7 @@ static PyObject *pymod_region_set_timing(PyObject *self, PyObject *const *args, 
     int on;
     (void)self;
     if (pymod_args("region_set_timing", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
-    if ((on = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if ((on = pymod_bool(a[0], "region_set_timing", "on")) < 0) return NULL;
     return PyBool_FromLong(memobs_region_set_timing(on));
 }
 
@@ -2074,7 +2120,7 @@ static PyObject *pymod_track_python_stacks(PyObject *self, PyObject *const *args
                 goto done;
     }
     if (a[7] && a[7] != Py_None) {
-        int t = PyObject_IsTrue(a[7]);
+        int t = pymod_bool(a[7], "track_python_stacks", "take_gil");
         if (t < 0) goto done;
         cfg.take_gil = t;
     }
@@ -2119,7 +2165,7 @@ static PyObject *pymod_stack_text(PyObject *self, PyObject *const *args, Py_ssiz
     int boxed = 0;
     (void)self;
     if (pymod_args("stack_text", args, nargs, kwnames, kw, 1, 0, a) < 0) return NULL;
-    if (a[0] && (boxed = PyObject_IsTrue(a[0])) < 0) return NULL;
+    if (a[0] && (boxed = pymod_bool(a[0], "stack_text", "boxed")) < 0) return NULL;
     /* the text is cut at len - 1: retry larger while it fills the buffer */
     while ((n = memobs_py_stack_text(buf, len, boxed)) + 1 >= len && len < ((size_t)1 << 24)) {
         if (buf != small) PyMem_Free(buf);
