@@ -339,14 +339,16 @@
 
    STOPS AND CRASHES (when an exit output is set; MEMOBS_SIGNALS=0 or
    memobs_set_signals(0): none of this)
-     SIGTERM, SIGINT, SIGHUP, SIGQUIT write every exit output, then do what
-     they did before memobs: a default disposition ends the process by the
-     signal once written (exit status and core dump unchanged; a second
-     stop meanwhile ends it at once); a handler the program installed
+     SIGTERM, SIGINT, SIGHUP write every exit output, then do what they
+     did before memobs: a default disposition ends the process by the
+     signal once written (exit status unchanged; a second stop within 1 s
+     is absorbed, a later one or a third ends it at once); SIGQUIT is left
+     alone; a handler the program installed
      first is called at once with the same arguments while a thread of
      memobs writes; an ignored signal is left alone. In a process that
      holds CPython, SIGINT is left to Python (KeyboardInterrupt; the Python
-     package writes at an exit by it). The handler only wakes that thread
+     package writes at an exit by it), SIGTERM and SIGHUP are taken only
+     once CPython has started. The handler only wakes that thread
      (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT call the
      crash writer once, then the crash goes on (into a previous handler,
      else the default action). The crash writer (async-signal-safe: no
@@ -632,7 +634,7 @@ MEMOBS_API const char *memobs_strerror(int err);
 MEMOBS_API uint64_t memobs_now_ns(void);
 /* Stop and crash signals (see STOPS AND CRASHES): 1 (the default; env
    MEMOBS_SIGNALS) puts memobs' handlers in front of SIGTERM, SIGINT,
-   SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT when an exit
+   SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT when an exit
    output is configured (none otherwise); 0 puts back what they replaced,
    where they are still installed. Returns the setting before the call
    (always 0 where memobs has no signal handling: see LIMITS). */
@@ -14654,9 +14656,10 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
 /* ======================================================================== */
 
 /* With an exit output configured and MEMOBS_SIGNALS on (the default),
-   memobs puts its handlers in front of the stops (SIGTERM, SIGINT, SIGHUP,
-   SIGQUIT) and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) at
-   start-up (the end of memobs__init_once).
+   memobs puts its handlers in front of the stops (SIGTERM, SIGINT, SIGHUP)
+   and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) at start-up
+   (the end of memobs__init_once). SIGQUIT is left alone: its core dump
+   shows where the program was, which a write before it would hide.
 
    A stop's handler makes async-signal-safe calls only. It posts a
    semaphore that wakes memobs' writer thread (which blocks every
@@ -14664,10 +14667,14 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
      - SIG_DFL: returns. The writer writes every exit output, then, still
        holding the flush lock (no write starts after it), restores SIG_DFL
        and raises the signal: the process ends by it as it would have
-       (exit status, SIGQUIT's core dump). A second stop meanwhile ends
-       the process at once by its default action; exit() meanwhile ends
-       it by the first stop's signal once the outputs are written
-       (memobs__sig_exit).
+       (exit status). A second stop within MEMOBS__SIG_PATIENCE_NS of the
+       first (a launcher forwarding the signal) is absorbed; a later one,
+       or a third, is a person's and ends the process at once by its
+       default action (memobs__sig_stop_dfl); exit() meanwhile ends it by
+       the first stop's signal once the outputs are written
+       (memobs__sig_exit). With several instances of memobs in the
+       process, the writer first waits for the others' writes (the
+       marks, below).
      - a handler (the program's, CPython's): calls it at once with the
        same arguments. Ours was installed with its mask and its SA_RESTART,
        SA_ONSTACK, SA_NODEFER and SA_RESETHAND, so it runs as it would
@@ -14679,6 +14686,12 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
    installed first (the LD_PRELOAD library, a program that embeds Python)
    would take Ctrl-C's KeyboardInterrupt away; the Python package's exit
    hook writes the outputs at an exit by an uncaught KeyboardInterrupt.
+   SIGTERM and SIGHUP go in only once Py_IsInitialized() (CPython reads
+   every disposition when it starts, and signal.getsignal says None for
+   one that is neither SIG_DFL nor SIG_IGN): deferred until then
+   (memobs__sig_late), they are answered from CPython's table as SIG_DFL.
+   The Python package puts a Python handler of its own there (_memobs.c's
+   pymod_stops).
    The interrupted thread runs on, so it releases any lock the writer
    needs. One write answers a stop: a write that began after the signal
    came (memobs__g.flushes counts the writes begun; memobs_flush and exit
@@ -14693,12 +14706,16 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
    is blocked in its thread: a fault inside the crash writer is one the
    kernel cannot deliver, so it ends the process at once by its default
    action (no recursion). Another thread that crashes meanwhile waits for
-   the writer (MEMOBS__CRASH_WAIT_NS at most) before it goes on.
+   the writer (MEMOBS__CRASH_ALL_NS at most: as long as it can take)
+   before it goes on. An asynchronous SIGBUS (BUS_MCEERR_AO: the kernel's
+   early notice of a memory failure elsewhere) is no fault: it goes to
+   what ours replaced, untouched. The crash path touches no thread-local
+   state (memobs__crash_unlock).
    Handlers run on the thread's alternate signal stack where it has one
    (SA_ONSTACK). The thread that starts memobs (the main thread with the
-   constructor) gets one, a static 64 KB, if it has none, so that a stack
-   overflow there is written too; other threads have one only if the
-   program (or a sanitizer) gave them one.
+   constructor) gets one, a static 64 KB, if it has none, and every other
+   thread one of its own at its first record (memobs__sig_thread_stack,
+   given back at its exit), so that a stack overflow is written too.
 
    Handlers installed after memobs' replace them, as they replace any;
    memobs_set_signals(0) puts back what ours replaced where ours are still
