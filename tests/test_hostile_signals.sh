@@ -68,7 +68,7 @@ build preload $CC -std=gnu11 -O2 -g $W -fPIC -shared -ftls-model=initial-exec -D
 if [ -x "$B/signals_host_tsan" ]; then
     d="$B/run/tsan-sigwait" && mkdir -p "$d"
     try $S "TSan: a sigwait server with the periodic Prometheus writer and the sampler: SIGHUP, SIGTERM to its own thread, exit 0" \
-        sh -c "cd '$d' && ( MEMOBS_PROM_FILE=m.prom MEMOBS_PROM_INTERVAL_MS=20 MEMOBS_SAMPLE_MS=5 '$B/signals_host_tsan' sigwait >out.txt 2>err.txt & pid=\$!
+        sh -c "cd '$d' && ( MEMOBS_PROM_FILE=m.prom MEMOBS_PROM_INTERVAL_MS=100 MEMOBS_SAMPLE_MS=5 '$B/signals_host_tsan' sigwait >out.txt 2>err.txt & pid=\$!
             i=0; until grep -q ready out.txt 2>/dev/null && [ -s m.prom ]; do i=\$((i+1)); [ \$i -gt 6000 ] && break; sleep 0.01; done
             kill -HUP \$pid; i=0; until grep -q 'reload 1' out.txt; do i=\$((i+1)); [ \$i -gt 6000 ] && break; sleep 0.01; done
             kill -TERM \$pid; wait \$pid; r=\$?; cat out.txt err.txt; [ \$r = 0 ] && grep -q term out.txt )"

@@ -175,13 +175,13 @@ def all_outputs_env(d, **kw):
 
 def sigwait_case(signals_env):
     name = "6: a sigwait server (TERM/INT/HUP/USR1 blocked in main, its thread sigwaits; MEMOBS_PROM_FILE every " \
-           "20 ms, the sampler every 5 ms%s): its thread gets SIGHUP twice and SIGTERM, prints its lines, returns 0; " \
+           "100 ms, the sampler every 5 ms%s): its thread gets SIGHUP twice and SIGTERM, prints its lines, returns 0; " \
            "3 runs" % (", MEMOBS_SIGNALS=0" if signals_env else "")
     problems = []
     for run in range(3):
         d = fresh("sigwait%s" % ("-off" if signals_env else ""))
         env = clean_env(MEMOBS_FORMAT="json", MEMOBS_SUMMARY=os.path.join(d, "summary.json"),
-                        MEMOBS_PROM_FILE=os.path.join(d, "m.prom"), MEMOBS_PROM_INTERVAL_MS=20, MEMOBS_SAMPLE_MS=5)
+                        MEMOBS_PROM_FILE=os.path.join(d, "m.prom"), MEMOBS_PROM_INTERVAL_MS=100, MEMOBS_SAMPLE_MS=5)
         if signals_env:
             env["MEMOBS_SIGNALS"] = "0"
         p = Proc([HOST, "sigwait"], env, d)
