@@ -346,14 +346,16 @@
 
    STOPS AND CRASHES (when an exit output is set; MEMOBS_SIGNALS=0 or
    memobs_set_signals(0): none of this)
-     SIGTERM, SIGINT, SIGHUP, SIGQUIT write every exit output, then do what
-     they did before memobs: a default disposition ends the process by the
-     signal once written (exit status and core dump unchanged; a second
-     stop meanwhile ends it at once); a handler the program installed
+     SIGTERM, SIGINT, SIGHUP write every exit output, then do what they
+     did before memobs: a default disposition ends the process by the
+     signal once written (exit status unchanged; a second stop within 1 s
+     is absorbed, a later one or a third ends it at once); SIGQUIT is left
+     alone; a handler the program installed
      first is called at once with the same arguments while a thread of
      memobs writes; an ignored signal is left alone. In a process that
      holds CPython, SIGINT is left to Python (KeyboardInterrupt; the Python
-     package writes at an exit by it). The handler only wakes that thread
+     package writes at an exit by it), SIGTERM and SIGHUP are taken only
+     once CPython has started. The handler only wakes that thread
      (async-signal-safe). SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT call the
      crash writer once, then the crash goes on (into a previous handler,
      else the default action). The crash writer (async-signal-safe: no
@@ -639,7 +641,7 @@ MEMOBS_API const char *memobs_strerror(int err);
 MEMOBS_API uint64_t memobs_now_ns(void);
 /* Stop and crash signals (see STOPS AND CRASHES): 1 (the default; env
    MEMOBS_SIGNALS) puts memobs' handlers in front of SIGTERM, SIGINT,
-   SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT when an exit
+   SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT when an exit
    output is configured (none otherwise); 0 puts back what they replaced,
    where they are still installed. Returns the setting before the call
    (always 0 where memobs has no signal handling: see LIMITS). */
@@ -2912,6 +2914,8 @@ static void memobs__at_exit(void);
 static void memobs__exit_all(void);
 static void memobs__sig_env(void);
 static void memobs__sig_exit(void);
+static void memobs__sig_thread_stack(void);
+static void memobs__sig_thread_unstack(void);
 static void memobs__exit_add(unsigned which, void (*fn)(void));
 static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
@@ -3308,6 +3312,7 @@ static memobs__shard_t *memobs__shard_get(int wait, int *nomem) {
     pthread_mutex_unlock(&memobs__g.lock);
     if (s && memobs__g.key_ok) pthread_setspecific(memobs__g.key, s);
     memobs__tls.shard = s;
+    if (s) memobs__sig_thread_stack(); /* a stack overflow on this thread is written too */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memobs__tls.in--;
     *nomem = s == NULL;
@@ -3335,6 +3340,7 @@ static void memobs__shard_release(void *p) {
     memobs__esc_leave(s);  /* its escrow record into the totals */
     memobs__tsn_leave(s);  /* its staged snapshot history into the rings */
     memobs__tls.shard = NULL;
+    memobs__sig_thread_unstack();
     pthread_mutex_lock(&memobs__g.lock);
     s->in_use = 0;
     pthread_mutex_unlock(&memobs__g.lock);
@@ -12433,11 +12439,24 @@ static int memobs__bg_stop_locked(pthread_t *th) {
 
 static void memobs__bg_at_exit(void);
 
-/* Caller holds the lock. */
+/* Caller holds the lock. The worker is started with every asynchronous
+   signal blocked (a program's SIGTERM, SIGHUP, SIGUSR1... go to the
+   program's threads, to its sigwait() say); the faults a bug of the worker
+   raises on itself (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV,
+   SIGSYS) stay deliverable so that a crash there is written as any. */
 static int memobs__bg_start_locked(void) {
     int e;
+#if defined(MEMOBS__OUT_LINUX) && defined(MEMOBS__SIG_BLOCK)
+    memobs__sigset_t block, old;
+    memset(&block, 0xff, sizeof block);
+    block.w[0] &= ~((1ul << 3) | (1ul << 4) | (1ul << 5) | (1ul << 6) | (1ul << 7) | (1ul << 10) | (1ul << 30));
+    memobs__sigmask(MEMOBS__SIG_BLOCK, &block, &old);
+#endif
     memobs__bg.gen++;
     e = pthread_create(&memobs__bg.thread, NULL, memobs__bg_main, (void *)(uintptr_t)memobs__bg.gen);
+#if defined(MEMOBS__OUT_LINUX) && defined(MEMOBS__SIG_BLOCK)
+    memobs__sigmask(MEMOBS__SIG_SETMASK, &old, NULL);
+#endif
     if (e != 0) {
         memobs__log(MEMOBS_LOG_WARN, "cannot start the background thread: %s", strerror(e));
         return MEMOBS_ERR_NOMEM;
@@ -14783,6 +14802,10 @@ static void memobs__html_env(void) {
 #define MEMOBS__CRASH_CHUNK 4096           /* at most this per write(): a pipe with room takes it whole */
 #define MEMOBS__CRASH_WAIT_MS 2000         /* the most one output may wait on its destination */
 #define MEMOBS__CRASH_HOLD_NS 2000000000u  /* periodic Prometheus writes held off after a crash write */
+/* The most a crash write takes: two outputs and the wait for a periodic
+   Prometheus write, each bounded by MEMOBS__CRASH_WAIT_MS, and a second
+   for the figures; a second crashing thread waits that long for it. */
+#define MEMOBS__CRASH_ALL_NS ((3u * (uint64_t)MEMOBS__CRASH_WAIT_MS + 1000u) * 1000000u)
 
 static struct {
     memobs__u32_t busy;       /* a crash write is under way */
@@ -14829,14 +14852,20 @@ static void memobs__crash_drain(memobs__out_t *o, const char *s, size_t k) {
 
 /* ---- the figures, without a lock ---- */
 
+/* The escrow's locks, taken with one try and released here without
+   memobs__spin_lock's bookkeeping: the crash path touches no thread-local
+   state (a thread that never recorded, a dlopen()ed build whose TLS goes
+   through __tls_get_addr, which may allocate; a process whose own handler
+   recovers keeps its count of memobs calls in progress right). */
 static int memobs__crash_trylock(memobs__u32_t *l) { return __atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE) == 0; }
+static void memobs__crash_unlock(memobs__u32_t *l) { __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE); }
 
 /* Unlocks the escrow records of the shards from first up to stop (not included). */
 static void memobs__crash_unlock_to(memobs__shard_t *first, memobs__shard_t *stop) {
     memobs__shard_t *s;
     unsigned n;
     for (s = first, n = 0; s && s != stop && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++)
-        if (!s->shared) memobs__spin_unlock(&MEMOBS__ESC_OF(s)->lock);
+        if (!s->shared) memobs__crash_unlock(&MEMOBS__ESC_OF(s)->lock);
 }
 
 /* g + every shard's d, per kind (see memobs__esc_t). Without the locks
@@ -14873,7 +14902,7 @@ static void memobs__crash_current(uint64_t *cur) {
         for (s = first, n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
             if (s->shared || memobs__crash_trylock(&MEMOBS__ESC_OF(s)->lock)) continue;
             memobs__crash_unlock_to(first, s);
-            memobs__spin_unlock(&E->lock);
+            memobs__crash_unlock(&E->lock);
             locked = 0;
             break;
         }
@@ -14881,7 +14910,7 @@ static void memobs__crash_current(uint64_t *cur) {
     memobs__crash_esc_sum(first, sum);
     if (locked) {
         memobs__crash_unlock_to(first, NULL);
-        memobs__spin_unlock(&E->lock);
+        memobs__crash_unlock(&E->lock);
     }
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) cur[k] = sum[k] > 0 ? (uint64_t)sum[k] : 0u;
 }
@@ -15011,13 +15040,13 @@ static void memobs__crash_emit(unsigned which) {
    destination that takes nothing, and a periodic Prometheus write under
    way is waited for as long at most. A second thread that crashes
    meanwhile waits for the first one's write (so the process does not end
-   in the middle of it), 3 x MEMOBS__CRASH_WAIT_MS at most; a crash inside
+   in the middle of it), MEMOBS__CRASH_ALL_NS at most; a crash inside
    the writer, on its own thread, proceeds at once. */
 static __attribute__((unused)) void memobs__crash_write(int sig) {
     int saved = errno;
     pthread_t me = pthread_self(), w;
     if (__atomic_exchange_n(&memobs__crash.busy.v, 1u, __ATOMIC_ACQUIRE)) {
-        uint64_t end = memobs_now_ns() + 3u * (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+        uint64_t end = memobs_now_ns() + MEMOBS__CRASH_ALL_NS;
         __atomic_load(&memobs__crash.writer, &w, __ATOMIC_RELAXED);
         if (!pthread_equal(w, me))
             while (__atomic_load_n(&memobs__crash.busy.v, __ATOMIC_ACQUIRE) && memobs_now_ns() < end) poll(NULL, 0, 1);
@@ -15052,9 +15081,10 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
 /* ======================================================================== */
 
 /* With an exit output configured and MEMOBS_SIGNALS on (the default),
-   memobs puts its handlers in front of the stops (SIGTERM, SIGINT, SIGHUP,
-   SIGQUIT) and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) at
-   start-up (the end of memobs__init_once).
+   memobs puts its handlers in front of the stops (SIGTERM, SIGINT, SIGHUP)
+   and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) at start-up
+   (the end of memobs__init_once). SIGQUIT is left alone: its core dump
+   shows where the program was, which a write before it would hide.
 
    A stop's handler makes async-signal-safe calls only. It posts a
    semaphore that wakes memobs' writer thread (which blocks every
@@ -15062,10 +15092,14 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
      - SIG_DFL: returns. The writer writes every exit output, then, still
        holding the flush lock (no write starts after it), restores SIG_DFL
        and raises the signal: the process ends by it as it would have
-       (exit status, SIGQUIT's core dump). A second stop meanwhile ends
-       the process at once by its default action; exit() meanwhile ends
-       it by the first stop's signal once the outputs are written
-       (memobs__sig_exit).
+       (exit status). A second stop within MEMOBS__SIG_PATIENCE_NS of the
+       first (a launcher forwarding the signal) is absorbed; a later one,
+       or a third, is a person's and ends the process at once by its
+       default action (memobs__sig_stop_dfl); exit() meanwhile ends it by
+       the first stop's signal once the outputs are written
+       (memobs__sig_exit). With several instances of memobs in the
+       process, the writer first waits for the others' writes (the
+       marks, below).
      - a handler (the program's, CPython's): calls it at once with the
        same arguments. Ours was installed with its mask and its SA_RESTART,
        SA_ONSTACK, SA_NODEFER and SA_RESETHAND, so it runs as it would
@@ -15077,6 +15111,12 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
    installed first (the LD_PRELOAD library, a program that embeds Python)
    would take Ctrl-C's KeyboardInterrupt away; the Python package's exit
    hook writes the outputs at an exit by an uncaught KeyboardInterrupt.
+   SIGTERM and SIGHUP go in only once Py_IsInitialized() (CPython reads
+   every disposition when it starts, and signal.getsignal says None for
+   one that is neither SIG_DFL nor SIG_IGN): deferred until then
+   (memobs__sig_late), they are answered from CPython's table as SIG_DFL.
+   The Python package puts a Python handler of its own there (_memobs.c's
+   pymod_stops).
    The interrupted thread runs on, so it releases any lock the writer
    needs. One write answers a stop: a write that began after the signal
    came (memobs__g.flushes counts the writes begun; memobs_flush and exit
@@ -15091,12 +15131,16 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
    is blocked in its thread: a fault inside the crash writer is one the
    kernel cannot deliver, so it ends the process at once by its default
    action (no recursion). Another thread that crashes meanwhile waits for
-   the writer (MEMOBS__CRASH_WAIT_NS at most) before it goes on.
+   the writer (MEMOBS__CRASH_ALL_NS at most: as long as it can take)
+   before it goes on. An asynchronous SIGBUS (BUS_MCEERR_AO: the kernel's
+   early notice of a memory failure elsewhere) is no fault: it goes to
+   what ours replaced, untouched. The crash path touches no thread-local
+   state (memobs__crash_unlock).
    Handlers run on the thread's alternate signal stack where it has one
    (SA_ONSTACK). The thread that starts memobs (the main thread with the
-   constructor) gets one, a static 64 KB, if it has none, so that a stack
-   overflow there is written too; other threads have one only if the
-   program (or a sanitizer) gave them one.
+   constructor) gets one, a static 64 KB, if it has none, and every other
+   thread one of its own at its first record (memobs__sig_thread_stack,
+   given back at its exit), so that a stack overflow is written too.
 
    Handlers installed after memobs' replace them, as they replace any;
    memobs_set_signals(0) puts back what ours replaced where ours are still
@@ -15139,6 +15183,7 @@ enum {
 #define MEMOBS__SA_NODEFER 0x40000000
 #define MEMOBS__SA_RESETHAND (-0x7fffffff - 1) /* 0x80000000 */
 #define MEMOBS__SIG_UNBLOCK 1 /* MEMOBS__SIG_BLOCK, _SETMASK, memobs__sigset_t and memobs__sigmask: the writers' */
+#define MEMOBS__SS_ONSTACK 1
 #define MEMOBS__SS_DISABLE 2
 #define MEMOBS__SIG_IGN ((void (*)(int))1)
 
@@ -15155,15 +15200,20 @@ typedef struct { void *sp; int flags; size_t size; } memobs__stack_t; /* stack_t
 extern int memobs__sigaction(int sig, const memobs__sa_t *sa, memobs__sa_t *old) __asm__("sigaction");
 extern int memobs__sigaltstack(const memobs__stack_t *ss, memobs__stack_t *old) __asm__("sigaltstack");
 extern int memobs__nanosleep(const struct memobs__timespec *t, struct memobs__timespec *rem) __asm__("nanosleep");
+extern unsigned long memobs__getauxval(unsigned long type) __asm__("getauxval");
+#define MEMOBS__AT_RANDOM 25
+#define MEMOBS__BUS_MCEERR_AO 5 /* SIGBUS's si_code for the kernel's early notice of a memory failure */
 /* Non-NULL in a process that holds CPython (the interpreter, a program
    embedding it, an extension module, the LD_PRELOAD library in python3). */
 extern int memobs__py_is_initialized(void) __asm__("Py_IsInitialized") __attribute__((weak));
 
-#define MEMOBS__SIG_STOPS 4 /* memobs__sig_no[0..3]; the crashes follow */
-#define MEMOBS__SIG_N 9
-#define MEMOBS__CRASH_WAIT_NS 5000000000ull
+#define MEMOBS__SIG_STOPS 3 /* memobs__sig_no[0..2]; the crashes follow */
+#define MEMOBS__SIG_N 8
+#define MEMOBS__SIG_PATIENCE_NS 1000000000ull /* a second stop later than this after the first: a person's */
+#define MEMOBS__SIG_MARKS 8                   /* instances of memobs in one process that stop as one */
+#define MEMOBS__SIG_OTHERS_NS 10000000000ull  /* the most the last writer waits for the other instances */
 
-static const int memobs__sig_no[MEMOBS__SIG_N] = {MEMOBS__SIGTERM, MEMOBS__SIGINT, MEMOBS__SIGHUP, MEMOBS__SIGQUIT,
+static const int memobs__sig_no[MEMOBS__SIG_N] = {MEMOBS__SIGTERM, MEMOBS__SIGINT, MEMOBS__SIGHUP,
                                                   MEMOBS__SIGSEGV, MEMOBS__SIGBUS, MEMOBS__SIGFPE, MEMOBS__SIGILL,
                                                   MEMOBS__SIGABRT};
 static pthread_once_t memobs__sig_once = PTHREAD_ONCE_INIT;
@@ -15179,6 +15229,14 @@ static struct {
     sem_t ready;                      /* posted by the writer once it runs */
     memobs__u32_t writer_pid;         /* the process whose writer runs (0: none) */
     memobs__u32_t fatal;              /* the stop that ends the process once written (0: none) */
+    memobs__u64_t first_ns;           /* when that stop came (0: not yet known) */
+    memobs__u32_t stops;              /* stops that came since (itself included) */
+    memobs__u32_t deferred;           /* stops left for CPython to start first (memobs__sig_late) */
+    memobs__u32_t stacks;             /* crash handlers in place: threads get alternate stacks */
+    memobs__u32_t marking;            /* this instance's "writing" mark is bound (or being bound) */
+    int mark_fd, mark_slot;           /* its socket and slot (-1: none), set by the handler */
+    char mark_name[64];               /* lock: "memobs-stop.PID.TOKEN." (the slot follows) */
+    int mark_len;                     /* lock: its length; 0 = no marks (no socket support) */
     memobs__u32_t snap;               /* a stop that went on to a handler asks for a write */
     memobs__u32_t seen;               /* memobs__g.flushes when the latest stop came */
     memobs__u32_t crashing;           /* 1: the crash writer runs, 2: it ran */
@@ -15205,25 +15263,142 @@ static void memobs__sig_default(int sig) {
     raise(sig);
 }
 
+/* ---- several instances stop as one ----
+   Copies of memobs in one process (a program and a MEMOBS_HIDDEN plugin,
+   the NCCL profiler's own) share no symbol, so each marks "writing" where
+   the others can find it: an abstract unix socket named
+   memobs-stop.PID.TOKEN.SLOT (TOKEN: the process's AT_RANDOM bytes, the
+   same for every instance of the process and unknown to other processes;
+   the first free SLOT of MEMOBS__SIG_MARKS), bound by a stop's handler
+   (socket() and bind() are async-signal-safe) before it chains to the
+   handler it replaced, closed by its writer once written. The instance
+   that ends the process (its previous disposition SIG_DFL) waits, after
+   its own write, until no other slot is bound (MEMOBS__SIG_OTHERS_NS at
+   most), then raises: the last writer ends the process. */
+#if defined(SOCK_CLOEXEC)
+static socklen_t memobs__sig_mark_addr(struct sockaddr_un *a, int slot) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path + 1, memobs__sig.mark_name, (size_t)memobs__sig.mark_len); /* sun_path[0] = 0: abstract */
+    a->sun_path[1 + memobs__sig.mark_len] = (char)('0' + slot);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 2 + (size_t)memobs__sig.mark_len);
+}
+
+/* Async-signal-safe: this instance's mark, once. */
+static void memobs__sig_mark(void) {
+    struct sockaddr_un a;
+    int fd, k;
+    if (!memobs__sig.mark_len || MEMOBS__XCHG(&memobs__sig.marking.v, 1u)) return;
+    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0) {
+        for (k = 0; k < MEMOBS__SIG_MARKS; k++) {
+            socklen_t n = memobs__sig_mark_addr(&a, k);
+            if (bind(fd, (const struct sockaddr *)(const void *)&a, n) == 0) {
+                __atomic_store_n(&memobs__sig.mark_slot, k, __ATOMIC_RELAXED);
+                __atomic_store_n(&memobs__sig.mark_fd, fd, __ATOMIC_RELEASE);
+                return;
+            }
+            if (errno != EADDRINUSE) break;
+        }
+        close(fd);
+    }
+    MEMOBS__STORE(&memobs__sig.marking.v, 0u);
+}
+
+/* The writer, once written: the mark goes (its socket checked first: a
+   program that closed every descriptor may have reused the number). */
+static void memobs__sig_unmark(void) {
+    struct sockaddr_un a, b;
+    socklen_t n, m = (socklen_t)sizeof b;
+    int fd;
+    if (!MEMOBS__LOAD(&memobs__sig.marking.v)) return;
+    fd = __atomic_exchange_n(&memobs__sig.mark_fd, -1, __ATOMIC_ACQUIRE);
+    if (fd >= 0) {
+        n = memobs__sig_mark_addr(&a, __atomic_load_n(&memobs__sig.mark_slot, __ATOMIC_RELAXED));
+        if (getsockname(fd, (struct sockaddr *)(void *)&b, &m) == 0 && m == n && !memcmp(&a, &b, (size_t)n)) close(fd);
+    }
+    MEMOBS__STORE(&memobs__sig.marking.v, 0u);
+}
+
+/* The writer that ends the process: until no other instance's mark
+   remains, MEMOBS__SIG_OTHERS_NS at most. */
+static void memobs__sig_wait_others(void) {
+    uint64_t end = memobs_now_ns() + MEMOBS__SIG_OTHERS_NS;
+    struct sockaddr_un a;
+    int fd, k, busy;
+    if (!memobs__sig.mark_len) return;
+    do {
+        if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) return;
+        for (k = 0, busy = 0; k < MEMOBS__SIG_MARKS && !busy; k++) {
+            socklen_t n = memobs__sig_mark_addr(&a, k);
+            busy = connect(fd, (const struct sockaddr *)(const void *)&a, n) == 0;
+        }
+        close(fd);
+    } while (busy && memobs_now_ns() < end && poll(NULL, 0, 2) >= 0);
+}
+
+/* The caller holds memobs__sig.lock: the marks' name for this process. */
+static void memobs__sig_mark_init(void) {
+    const unsigned char *r = (const unsigned char *)memobs__getauxval(MEMOBS__AT_RANDOM);
+    int n = 12, i;
+    memobs__sig.mark_len = 0;
+    if (!r) return;
+    memcpy(memobs__sig.mark_name, "memobs-stop.", 12);
+    n += (int)memobs__utoa(memobs__sig.mark_name + n, (uint64_t)getpid());
+    memobs__sig.mark_name[n++] = '.';
+    for (i = 0; i < 8; i++) {
+        memobs__sig.mark_name[n++] = "0123456789abcdef"[r[i] >> 4];
+        memobs__sig.mark_name[n++] = "0123456789abcdef"[r[i] & 15];
+    }
+    memobs__sig.mark_name[n++] = '.';
+    memobs__sig.mark_len = n;
+}
+#else
+static void memobs__sig_mark(void) {}
+static void memobs__sig_unmark(void) {}
+static void memobs__sig_wait_others(void) {}
+static void memobs__sig_mark_init(void) {}
+#endif
+
+/* A stop whose disposition before memobs was SIG_DFL. The first one is
+   written, then ends the process (the writer raises it again). One that
+   follows within MEMOBS__SIG_PATIENCE_NS (a launcher forwarding the
+   signal the process already got, a process group's and its parent's)
+   is absorbed: the first one's write answers it. A later one, or a
+   third, is a person's: the process ends at once. */
+static void memobs__sig_stop_dfl(int sig) {
+    uint32_t none = 0;
+    if (!memobs__sig_writer_here()) {
+        memobs__sig_default(sig); /* no writer in this process: at once */
+        return;
+    }
+    if (__atomic_compare_exchange_n(&memobs__sig.fatal.v, &none, (uint32_t)sig, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        MEMOBS__STORE(&memobs__sig.stops.v, 1u);
+        __atomic_store_n(&memobs__sig.first_ns.v, memobs_now_ns() | 1u, __ATOMIC_RELEASE);
+        memobs__sig_mark();
+        sem_post(&memobs__sig.wake);
+    } else {
+        uint64_t first = __atomic_load_n(&memobs__sig.first_ns.v, __ATOMIC_ACQUIRE);
+        uint32_t n = MEMOBS__ADD(&memobs__sig.stops.v, 1u) + 1u;
+        if (n >= 3 || (first && memobs_now_ns() - first > MEMOBS__SIG_PATIENCE_NS)) memobs__sig_default(sig);
+    }
+}
+
 static void memobs__sig_on_stop(int sig, void *info, void *uctx) {
     int e = errno, i = memobs__sig_slot(sig);
     const memobs__sa_t *prev;
-    uint32_t none = 0;
     if (i < 0) return;
     prev = &memobs__sig.prev[i];
     if (!prev->u.handler) {
         MEMOBS__STORE(&memobs__sig.seen.v, MEMOBS__LOAD(&memobs__g.flushes.v));
-        if (memobs__sig_writer_here() && __atomic_compare_exchange_n(&memobs__sig.fatal.v, &none, (uint32_t)sig, 0,
-                                                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-            sem_post(&memobs__sig.wake);
-        else
-            memobs__sig_default(sig); /* no writer in this process, or a second stop: at once */
+        memobs__sig_stop_dfl(sig);
         errno = e;
         return;
     }
     if (memobs__sig_writer_here()) {
         MEMOBS__STORE(&memobs__sig.seen.v, MEMOBS__LOAD(&memobs__g.flushes.v));
         __atomic_store_n(&memobs__sig.snap.v, 1u, __ATOMIC_RELEASE);
+        memobs__sig_mark(); /* before the handler it chains to: another instance's, maybe */
         sem_post(&memobs__sig.wake);
     }
     errno = e;
@@ -15233,18 +15408,29 @@ static void memobs__sig_on_stop(int sig, void *info, void *uctx) {
 
 static void memobs__sig_on_crash(int sig, void *info, void *uctx) {
     int e = errno, i = memobs__sig_slot(sig);
-    (void)uctx;
+    const memobs__sa_t *prev;
     if (i < 0) return;
+    prev = &memobs__sig.prev[i];
+    if (sig == MEMOBS__SIGBUS && info && ((const int *)info)[2] == MEMOBS__BUS_MCEERR_AO) {
+        /* the kernel's early notice of a memory failure elsewhere: no fault
+           here; to what ours replaced, untouched */
+        errno = e;
+        if (prev->u.handler == MEMOBS__SIG_IGN) return;
+        if (!prev->u.handler) memobs__sig_default(sig);
+        else if (prev->flags & MEMOBS__SA_SIGINFO) prev->u.action(sig, info, uctx);
+        else prev->u.handler(sig);
+        return;
+    }
     if (MEMOBS__XCHG(&memobs__sig.crashing.v, 1u) == 0) {
         memobs__crash_write(sig);
         __atomic_store_n(&memobs__sig.crashing.v, 2u, __ATOMIC_RELEASE);
     } else {
         struct memobs__timespec ms = {0, 1000000};
-        uint64_t end = memobs_now_ns() + MEMOBS__CRASH_WAIT_NS;
+        uint64_t end = memobs_now_ns() + MEMOBS__CRASH_ALL_NS;
         while (__atomic_load_n(&memobs__sig.crashing.v, __ATOMIC_ACQUIRE) == 1 && memobs_now_ns() < end)
             memobs__nanosleep(&ms, NULL);
     }
-    memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
+    memobs__sigaction(sig, prev, NULL);
     if (!info || ((const int *)info)[2] <= 0) raise(sig); /* si_code <= 0: sent; send it again */
     errno = e;
 }
@@ -15278,8 +15464,12 @@ static void *memobs__sig_writer(void *arg) {
         if (!__atomic_exchange_n(&memobs__sig.snap.v, 0u, __ATOMIC_ACQUIRE) && !sig) continue;
         pthread_mutex_lock(&memobs__g.flush_lock);
         memobs__sig_write_locked();
+        memobs__sig_unmark();
         if (sig) {
+            memobs__sig_wait_others(); /* the last writer ends the process */
             memobs__sig_end((int)sig); /* the flush lock held: no write starts after ours */
+            MEMOBS__STORE(&memobs__sig.stops.v, 0u);
+            MEMOBS__STORE(&memobs__sig.first_ns.v, 0u);
             MEMOBS__STORE(&memobs__sig.fatal.v, 0u);
         }
         pthread_mutex_unlock(&memobs__g.flush_lock);
@@ -15296,6 +15486,8 @@ static void memobs__sig_exit(void) {
     if (!sig || !memobs__sig_writer_here()) return;
     pthread_mutex_lock(&memobs__g.flush_lock);
     memobs__sig_write_locked();
+    memobs__sig_unmark();
+    memobs__sig_wait_others();
     memobs__sig_end((int)sig);
     pthread_mutex_unlock(&memobs__g.flush_lock);
 }
@@ -15308,6 +15500,11 @@ static int memobs__sig_start(void) {
     if (memobs__sig_writer_here()) return 1;
     MEMOBS__STORE(&memobs__sig.fatal.v, 0u); /* a parent's, copied by fork() */
     MEMOBS__STORE(&memobs__sig.snap.v, 0u);
+    MEMOBS__STORE(&memobs__sig.stops.v, 0u);
+    MEMOBS__STORE(&memobs__sig.first_ns.v, 0u);
+    memobs__sig_unmark(); /* a fork() child's copy of a mark made while it forked */
+    memobs__sig.mark_fd = -1;
+    memobs__sig_mark_init();
     if (sem_init(&memobs__sig.wake, 0, 0) != 0 || sem_init(&memobs__sig.ready, 0, 0) != 0) {
         memobs__log(MEMOBS_LOG_WARN, "cannot make a semaphore (%s): no outputs are written on a stop signal",
                     strerror(errno));
@@ -15338,12 +15535,16 @@ static int memobs__sig_start(void) {
 /* The caller holds memobs__sig.lock: ours in front of each signal (on),
    or what ours replaced back where ours are still there (off). */
 static void memobs__sig_put(int on) {
-    int i, j;
+    int i, j, later = 0;
     for (i = 0; i < MEMOBS__SIG_N; i++) {
         int sig = memobs__sig_no[i], stop = i < MEMOBS__SIG_STOPS;
         void (*fn)(int, void *, void *) = stop ? memobs__sig_on_stop : memobs__sig_on_crash;
         memobs__sa_t cur, ours;
-        int mine = on && !(sig == MEMOBS__SIGINT && memobs__py_is_initialized); /* CPython's: see above */
+        int mine = on;
+        if (on && stop && memobs__py_is_initialized) { /* CPython's: see above */
+            if (sig == MEMOBS__SIGINT) mine = 0;
+            else if (!memobs__py_is_initialized()) mine = 0, later = 1;
+        }
         if (memobs__sigaction(sig, NULL, &cur) != 0) continue;
         if ((cur.flags & MEMOBS__SA_SIGINFO) && cur.u.action == fn) {
             if (!mine) memobs__sigaction(sig, &memobs__sig.prev[i], NULL);
@@ -15365,6 +15566,50 @@ static void memobs__sig_put(int on) {
         }
         memobs__sigaction(sig, &ours, NULL);
     }
+    MEMOBS__STORE(&memobs__sig.deferred.v, (uint32_t)later);
+    MEMOBS__STORE(&memobs__sig.stacks.v, (uint32_t)(on != 0));
+}
+
+/* Stops left for CPython to start first (memobs__sig_put) go in once it
+   has: called by memobs_set_signals and by the LD_PRELOAD library at its
+   first intercepted call. Not in a handler. */
+static void memobs__sig_apply(void);
+static __attribute__((unused)) void memobs__sig_late(void) {
+    if (!MEMOBS__LOAD(&memobs__sig.deferred.v) || !memobs__py_is_initialized || !memobs__py_is_initialized()) return;
+    pthread_mutex_lock(&memobs__sig.lock);
+    if (MEMOBS__LOAD(&memobs__sig.deferred.v)) memobs__sig_apply();
+    pthread_mutex_unlock(&memobs__sig.lock);
+}
+
+/* A thread's first record (its shard, memobs__shard_get), with memobs'
+   crash handlers in place: an alternate signal stack of its own unless it
+   has one, so that a stack overflow there is written too; given back at
+   the thread's exit (memobs__shard_release). Async-signal-safe (mmap). The
+   stack's lowest word holds a mark: only ours is given back. */
+#define MEMOBS__SIG_TSTACK 65536
+static void memobs__sig_thread_stack(void) {
+    memobs__stack_t cur, ss;
+    void *m;
+    if (!MEMOBS__LOAD(&memobs__sig.stacks.v) || memobs__sigaltstack(NULL, &cur) != 0 ||
+        !(cur.flags & MEMOBS__SS_DISABLE))
+        return;
+    m = mmap(NULL, MEMOBS__SIG_TSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
+    if (m == MAP_FAILED) return;
+    *(uintptr_t *)m = (uintptr_t)&memobs__sig ^ (uintptr_t)MEMOBS__SIG_TSTACK;
+    ss.sp = m;
+    ss.flags = 0;
+    ss.size = MEMOBS__SIG_TSTACK;
+    if (memobs__sigaltstack(&ss, NULL) != 0) munmap(m, MEMOBS__SIG_TSTACK);
+}
+static void memobs__sig_thread_unstack(void) {
+    memobs__stack_t cur, off;
+    if (memobs__sigaltstack(NULL, &cur) != 0 || (cur.flags & (MEMOBS__SS_DISABLE | MEMOBS__SS_ONSTACK)) ||
+        cur.size != MEMOBS__SIG_TSTACK || !cur.sp ||
+        *(const uintptr_t *)cur.sp != ((uintptr_t)&memobs__sig ^ (uintptr_t)MEMOBS__SIG_TSTACK))
+        return;
+    memset(&off, 0, sizeof off);
+    off.flags = MEMOBS__SS_DISABLE;
+    if (memobs__sigaltstack(&off, NULL) == 0) munmap(cur.sp, MEMOBS__SIG_TSTACK);
 }
 
 /* The caller holds memobs__sig.lock: the calling thread gets memobs'
@@ -15432,7 +15677,7 @@ int memobs_set_signals(int on) {
     memobs_init();
     pthread_once(&memobs__sig_once, memobs__sig_init);
     pthread_mutex_lock(&memobs__sig.lock);
-    was = memobs__sig.want;
+    was = memobs__sig.want; /* with on: stops left for CPython to start first go in now if it has */
     memobs__sig.want = on != 0;
     memobs__sig_apply();
     pthread_mutex_unlock(&memobs__sig.lock);
@@ -15460,6 +15705,9 @@ static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) {
 
 static __attribute__((unused)) void memobs__sig_env(void) {}
 static void memobs__sig_exit(void) {}
+static void memobs__sig_thread_stack(void) {}
+static void memobs__sig_thread_unstack(void) {}
+static __attribute__((unused)) void memobs__sig_late(void) {}
 static __attribute__((unused)) void memobs__sig_set_skip(int (*fn)(void)) { (void)fn; }
 int memobs_set_signals(int on) {
     (void)on;

@@ -252,8 +252,10 @@ static int memobs_pl__begin(void) {
     if (memobs_pl__busy || __atomic_load_n(&memobs_pl__g.done, __ATOMIC_RELAXED)) return 0;
     memobs_pl__busy = 1;
     memobs_observer_enter(); /* observed records, apart from the program's own (memobs_set_manual_apart) */
-    if (!__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED)) {
         __atomic_store_n(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
+        memobs__sig_late(); /* in python3: the stop handlers, now that CPython has set its own */
+    }
     return 1;
 }
 

@@ -53,13 +53,15 @@ record_xfer_ns(dir, nbytes, phase, ns) and `with timed_transfer(dir,
 nbytes):` a transfer the engine timed itself (get_summary()["timed"]);
 get_summary()["sizes"] the size distribution of each direction.
 
-Stops: with an exit output set (MEMOBS_SUMMARY, MEMOBS_PROM_FILE, ...),
-SIGTERM, SIGHUP and SIGQUIT write the outputs through memobs' C handlers
-and then end the process as they would have (Python leaves them at their
-default). An exit by an uncaught KeyboardInterrupt ends in SIGINT, which
-CPython raises again after finalizing, past C's exit handlers: an atexit
-hook of the package writes the outputs then (flush()). set_signals(False)
-or MEMOBS_SIGNALS=0 turns the handlers off.
+Stops: where Python's handler of SIGTERM or SIGHUP is SIG_DFL, the package
+puts its own there (signal.getsignal shows it; a program that saves and
+restores the handlers keeps it): it writes the outputs (MEMOBS_SUMMARY,
+MEMOBS_PROM_FILE, ...) and ends the process by the signal as SIG_DFL
+would. SIGQUIT is left alone (its core shows where the program was). An
+exit by an uncaught KeyboardInterrupt ends in SIGINT, which CPython raises
+again after finalizing, past C's exit handlers: an atexit hook of the
+package writes the outputs then (flush()). set_signals(False) or
+MEMOBS_SIGNALS=0 turns the handlers off.
 
 Names: the C names minus "memobs_" (set_enabled / get_enabled,
 region_set_timing / region_get_timing, get_device_bytes, record_ttft...).
@@ -222,3 +224,4 @@ def _flush_at_interrupt():
 
 
 _atexit.register(_flush_at_interrupt)
+_ext._stops()  # SIGTERM and SIGHUP: the package's handler where Python's is SIG_DFL (see set_signals)

@@ -118,6 +118,7 @@ void *memobs_cuda_driver_symbol(const char *name);
 #include "memobs_cuda.h"
 #endif
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -738,14 +739,78 @@ static PyObject *pymod_flush(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* Stops under CPython. memobs' C handlers leave SIGINT to Python, and
+   SIGTERM and SIGHUP too until CPython has set its own up (so that
+   signal.getsignal never says None because of memobs: memobs.h's "Private:
+   stops and signals"). The package puts a Python handler of its own,
+   _on_stop, on SIGTERM and SIGHUP where Python's is SIG_DFL (the main
+   thread, memobs' signals on): it writes the outputs (flush) and ends the
+   process by the signal as SIG_DFL would. A program that saves and
+   restores the handlers (uvicorn) restores it, and a signal it raises
+   again after its own shutdown is still written. */
+static PyObject *pymod_on_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long sig;
+    (void)self;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "_on_stop(signum, frame): the signal number is missing");
+        return NULL;
+    }
+    if ((sig = PyLong_AsLong(args[0])) == -1 && PyErr_Occurred()) return NULL;
+    if (sig <= 0 || sig > 64) return PyErr_Format(PyExc_ValueError, "_on_stop: %ld is not a signal number", sig);
+    Py_BEGIN_ALLOW_THREADS
+    (void)memobs_flush(); /* a failure is said through memobs' log hook */
+    Py_END_ALLOW_THREADS
+    signal((int)sig, SIG_DFL);
+    raise((int)sig);
+    Py_RETURN_NONE;
+}
+
+/* _on_stop on SIGTERM and SIGHUP where Python's handler is SIG_DFL (memobs'
+   signals on), or SIG_DFL back where it is _on_stop (off). Best effort:
+   outside the main thread signal.signal refuses, and nothing changes. */
+static void pymod_stops(PyObject *m) {
+    static const char *const names[2] = {"SIGTERM", "SIGHUP"};
+    int on = memobs_get_signals(), i;
+    PyObject *sm = PyImport_ImportModule("signal"), *mine = NULL, *dfl = NULL;
+    if (!sm || !(mine = PyObject_GetAttrString(m, "_on_stop")) || !(dfl = PyObject_GetAttrString(sm, "SIG_DFL"))) {
+        PyErr_Clear();
+        Py_XDECREF(sm);
+        Py_XDECREF(mine);
+        return;
+    }
+    for (i = 0; i < 2; i++) {
+        PyObject *num = PyObject_GetAttrString(sm, names[i]), *cur = NULL, *r = NULL;
+        if (num && (cur = PyObject_CallMethod(sm, "getsignal", "O", num)) != NULL) {
+            if (on && PyObject_RichCompareBool(cur, dfl, Py_EQ) == 1)
+                r = PyObject_CallMethod(sm, "signal", "OO", num, mine);
+            else if (!on && cur == mine)
+                r = PyObject_CallMethod(sm, "signal", "OO", num, dfl);
+        }
+        PyErr_Clear();
+        Py_XDECREF(r);
+        Py_XDECREF(cur);
+        Py_XDECREF(num);
+    }
+    Py_DECREF(dfl);
+    Py_DECREF(mine);
+    Py_DECREF(sm);
+}
+
+static PyObject *pymod_stops_py(PyObject *self, PyObject *unused) {
+    (void)unused;
+    pymod_stops(self);
+    Py_RETURN_NONE;
+}
+
 static PyObject *pymod_set_signals(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     static const char *const kw[1] = {"on"};
     PyObject *a[1];
-    int on;
-    (void)self;
+    int on, was;
     if (pymod_args("set_signals", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
     if ((on = pymod_bool(a[0], "set_signals", "on")) < 0) return NULL;
-    return PyBool_FromLong(memobs_set_signals(on));
+    was = memobs_set_signals(on);
+    pymod_stops(self);
+    return PyBool_FromLong(was);
 }
 
 static PyObject *pymod_get_signals(PyObject *self, PyObject *unused) {
@@ -2410,9 +2475,10 @@ static PyMethodDef pymod_methods[] = {
      "writer failed."},
     {"set_signals", PYMOD_FN(pymod_set_signals), PYMOD_KW,
      "set_signals(on)\n--\n\nmemobs' handlers for stop and crash signals on (True, the default; env "
-     "MEMOBS_SIGNALS) or off (False: what they replaced is put back where they are still installed). With an exit output set, SIGTERM, "
-     "SIGHUP and SIGQUIT write the outputs, then end the process as they would have; SIGINT is left to Python "
-     "(KeyboardInterrupt: an exit by it is written by the package's exit hook); crashes call the crash writer. "
+     "MEMOBS_SIGNALS) or off (False: what they replaced is put back where they are still installed). SIGTERM and "
+     "SIGHUP get the package's handler where Python's is SIG_DFL: it writes the outputs, then ends the process by "
+     "the signal; SIGINT is left to Python (KeyboardInterrupt: an exit by it is written by the package's exit "
+     "hook), SIGQUIT alone; crashes call the crash writer. "
      "Returns the setting before the call."},
     {"is_enabled", pymod_is_enabled, METH_NOARGS,
      "is_enabled()\n--\n\nTrue when recording is on. Deprecated name: get_enabled()."},
@@ -2504,6 +2570,12 @@ static PyMethodDef pymod_methods[] = {
      "\"program\" or \"own\"), \"level\", \"api_version\" (the NCCL profiler API NCCL chose, 0 none), "
      "\"events_dropped\", \"bad_events\", \"captured_calls\", \"captured_replays\", \"comms_dropped\", "
      "\"kinds_dropped\", \"peers_dropped\"."},
+    {"_on_stop", PYMOD_FN(pymod_on_stop), METH_FASTCALL,
+     "_on_stop(signum, frame)\n--\n\nThe package's handler of SIGTERM and SIGHUP: writes the outputs (flush()), "
+     "then ends the process by the signal as its default action would."},
+    {"_stops", pymod_stops_py, METH_NOARGS,
+     "_stops()\n--\n\nPuts _on_stop on SIGTERM and SIGHUP where Python's handler is SIG_DFL (signals on), or "
+     "SIG_DFL back where it is _on_stop (off). Called by memobs/__init__.py and set_signals()."},
     {"_preload_abi", pymod_preload_abi, METH_NOARGS,
      "_preload_abi()\n--\n\nmemobs_preload_abi() of the LD_PRELOAD library in the process (its MEMOBS__ABI_KEY), "
      "or None without one; compare _abi_key."},

@@ -977,8 +977,11 @@ def c_cases(s):
         Case("C, return from main", [st, "return"], [ref, "return"]),
         Case("C, exit(5)", [st, "exit"], [ref, "exit"]),
     ]
-    for sig in (S.SIGTERM, S.SIGINT, S.SIGHUP, S.SIGQUIT):
+    for sig in (S.SIGTERM, S.SIGINT, S.SIGHUP):
         cases.append(Case("C, %s, no handler" % sig.name, [st, "wait"], [ref, "wait"], signal_after_ready(sig)))
+    # issue 38: SIGQUIT is left alone (its core shows where the program was)
+    cases.append(Case("C, SIGQUIT, no handler (left alone by memobs)", [st, "wait"], [ref, "wait"],
+                      signal_after_ready(S.SIGQUIT), want=want_none()))
     for sig in (S.SIGTERM, S.SIGINT):
         for h, what, want in (("flag-before", "own handler (flag, then return 0) installed before memobs'",
                                want_all()),
