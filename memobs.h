@@ -2613,6 +2613,8 @@ static struct {
     memobs__u64_t ttft_start_ns, tpot_last_ns; /* global clock; 0 = not set */
     memobs__u64_t window_start_ns;
     memobs__req_stripe_t req[MEMOBS__REQ_STRIPES];
+    memobs__u32_t req_used; /* set under lock before a stripe is first locked (memobs__req_use) */
+    uint32_t req_held;      /* fork() holds the stripes' locks: they were in use */
     memobs__u64_t req_timeout_ns; /* abandon requests idle this long; 0 = never */
     memobs__counter_def_t counters[MEMOBS_MAX_COUNTERS];
     memobs__u32_t ncounters;
@@ -3301,7 +3303,10 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.trk.init_lock);
     pthread_mutex_lock(&memobs__g.trk.trace_lock);
     pthread_mutex_lock(&memobs__g.lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
+    /* Only stripes that were ever locked: each sits on its own page, which
+       the unlock after fork() would copy, in the parent and the child. */
+    memobs__g.req_held = MEMOBS__LOAD(&memobs__g.req_used.v);
+    for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
     memobs__spin_lock(&memobs__g.trk.esc.lock);
     memobs__esc_lock_all(1);
@@ -3317,7 +3322,7 @@ static void memobs__atfork_parent(void) {
     memobs__esc_lock_all(0);
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
+    for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
     pthread_mutex_unlock(&memobs__g.lock);
     pthread_mutex_unlock(&memobs__g.trk.trace_lock);
     pthread_mutex_unlock(&memobs__g.trk.init_lock);
@@ -3655,11 +3660,21 @@ static void memobs__req_probe(memobs__req_stripe_t *st, uint64_t id, uint64_t h,
     }
 }
 
+/* Before a thread first locks a stripe: fork() holds the stripes' locks
+   from then on (memobs__atfork_prepare reads req_used under the lock). */
+static void memobs__req_use(void) {
+    if (MEMOBS__LOAD(&memobs__g.req_used.v)) return;
+    pthread_mutex_lock(&memobs__g.lock);
+    MEMOBS__STORE(&memobs__g.req_used.v, 1u);
+    pthread_mutex_unlock(&memobs__g.lock);
+}
+
 /* Locks the stripe of id and probes it (memobs__req_probe). */
 static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
     uint64_t h = memobs__mix(id);
     memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
     memobs_init();
+    memobs__req_use();
     memobs__mutex_lock(&st->lock);
     memobs__req_probe(st, id, h, at, found);
     return st;
@@ -3742,7 +3757,7 @@ static void memobs__req_evict(memobs__req_stripe_t *st, uint64_t id) {
 static void memobs__req_sweep(void) {
     uint64_t now = MEMOBS__REQ_NOW(), timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
     unsigned i;
-    if (!timeout) return;
+    if (!timeout || !MEMOBS__LOAD(&memobs__g.req_used.v)) return; /* no request yet */
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
         memobs__req_stripe_t *st = &memobs__g.req[i];
         memobs__mutex_lock(&st->lock);
@@ -3762,6 +3777,7 @@ uint64_t memobs_request_set_timeout(uint64_t ns) {
     memobs_init();
     if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
     was = MEMOBS__XCHG(&memobs__g.req_timeout_ns.v, ns);
+    memobs__req_use();
     /* The stripes' bounds held for the old timeout: look again (a begin
        that locks a stripe after this sees the new timeout). */
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
@@ -7988,7 +8004,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     memobs__esc_read(cur);
     memobs__summary_read(out, cur);
     pthread_mutex_unlock(&memobs__g.lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+    for (i = 0; i < MEMOBS__REQ_STRIPES && MEMOBS__LOAD(&memobs__g.req_used.v); i++) {
         memobs__mutex_lock(&memobs__g.req[i].lock);
         out->requests_in_flight += memobs__g.req[i].n;
         memobs__mutex_unlock(&memobs__g.req[i].lock);
