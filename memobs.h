@@ -213,7 +213,8 @@
      never writes over its parent's files. Two memobs instances of one
      process (MEMOBS_HIDDEN modules) never write one path: the second to
      configure it writes PATH with .2 before the extension (out.2.json;
-     .3, ...) and says so once. A write to a closed pipe costs that
+     .3, ...) and says so once; another process (another user) never
+     renames one. A write to a closed pipe costs that
      output only (SIGPIPE is held and consumed around it). O_TMPFILE, the
      claims and the SIGPIPE guard are Linux's; elsewhere files go through
      named temporaries and instances are not told apart.
