@@ -15,7 +15,9 @@
 #     CUDA call: s.json is the program's, the preload claims nothing
 #     (host_own.c, the preload from make preload);
 #   - fork() under the preload: page faults per fork, parent and child
-#     (host_forkcost.c; reported, bounded loosely).
+#     (host_forkcost.c): at most HH_FORK_FAULTS (20) more in the parent than
+#     without the preload (copy-on-write copies of what the fork handlers
+#     write; deterministic, unlike the times, which are only reported).
 # Builds: C99 -O2, ASan+UBSan; TSan for the unload test (threads).
 cd "$(dirname "$0")/.." || exit 2
 R=$PWD
@@ -72,8 +74,9 @@ for way in $WAYS tsan; do
     d=$B/u_$way
     mkdir -p "$d"
     (MEMOBS_FORMAT=json MEMOBS_SUMMARY="$d/s.json" MEMOBS_PROM_FILE="$d/m.prom" timeout 60 "$B/unload_$way" \
-        "$B/libunload_$way.so" >"$d.out" 2>"$d.err") 2>/dev/null # no "Terminated" from this shell
-    st=$?
+        "$B/libunload_$way.so" >"$d.out" 2>"$d.err"
+        echo $? >"$d.st") 2>/dev/null # its "Terminated" line goes nowhere
+    st=$(cat "$d.st")
     what="dlclose ($way): dlopen, record (2 threads), dlclose, the second thread ends, raise(SIGTERM)"
     if [ $st = 143 ] && grep -qx "second thread ended" "$d.out" && [ -s "$d/m.prom" ] &&
         json_check "$d/s.json" "s['total']['h2d_bytes'] == 8192" >"$d.chk"; then
@@ -140,8 +143,8 @@ else
     t0=$(sed -n 's/^fork() in the parent \([0-9]*\) us.*/\1/p' "$B/fork0.out")
     t1=$(sed -n 's/^fork() in the parent \([0-9]*\) us.*/\1/p' "$B/fork1.out")
     if [ -n "$p0" ] && [ -n "$p1" ] && python3 -c "import sys; a = sys.argv[1].split(); b = sys.argv[2].split()
-sys.exit(0 if float(b[0]) - float(a[0]) <= ${HH_FORK_FAULTS:-40} else 1)" "$p0" "$p1"; then
-        ok "fork() under the preload: page faults per fork (parent, child) $p1 against $p0 without; fork() ${t1} us against ${t0} us (medians)"
+sys.exit(0 if float(b[0]) - float(a[0]) <= ${HH_FORK_FAULTS:-20} else 1)" "$p0" "$p1"; then
+        ok "fork() under the preload: page faults per fork (parent, child) $p1 against $p0 without (at most ${HH_FORK_FAULTS:-20} more in the parent; 1.0 had 26 more); fork() ${t1} us against ${t0} us (medians)"
     else
         bad "fork() under the preload: page faults per fork" "without: $(cat "$B/fork0.out")" "with: $(cat "$B/fork1.out")"
     fi
