@@ -6170,7 +6170,12 @@ static int memobs__clk_tsc_stable(char *why, size_t len) {
     char buf[8192];
     FILE *f;
     int cst = 0, nst = 0, in_flags = 0;
-    if ((f = fopen(MEMOBS__CLOCKSOURCE_PATH, "r")) != NULL) {
+#if defined(__linux__)
+    const char *rd = "re"; /* close-on-exec (glibc, musl): a fork() and exec meanwhile inherits nothing */
+#else
+    const char *rd = "r";
+#endif
+    if ((f = fopen(MEMOBS__CLOCKSOURCE_PATH, rd)) != NULL) {
         int tsc = fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
         fclose(f);
         if (tsc) {
@@ -6178,7 +6183,7 @@ static int memobs__clk_tsc_stable(char *why, size_t len) {
             return 1;
         }
     }
-    if ((f = fopen(MEMOBS__CPUINFO_PATH, "r")) != NULL) {
+    if ((f = fopen(MEMOBS__CPUINFO_PATH, rd)) != NULL) {
         while (fgets(buf, sizeof buf, f)) {
             size_t k = strlen(buf);
             if (!in_flags && strncmp(buf, "flags", 5) != 0) continue;
