@@ -2614,8 +2614,9 @@ static struct {
     memobs__u64_t ttft_start_ns, tpot_last_ns; /* global clock; 0 = not set */
     memobs__u64_t window_start_ns;
     memobs__req_stripe_t req[MEMOBS__REQ_STRIPES];
-    memobs__u32_t req_used; /* set under lock before a stripe is first locked (memobs__req_use) */
-    uint32_t req_held;      /* fork() holds the stripes' locks: they were in use */
+    memobs__u32_t req_used;       /* set under req_use_lock before a stripe is first locked (memobs__req_use) */
+    uint32_t req_held;            /* fork() holds the stripes' locks: they were in use */
+    pthread_mutex_t req_use_lock; /* req_used's changes; held across fork() */
     memobs__u64_t req_timeout_ns; /* abandon requests idle this long; 0 = never */
     memobs__counter_def_t counters[MEMOBS_MAX_COUNTERS];
     memobs__u32_t ncounters;
@@ -3015,6 +3016,7 @@ static void memobs__init_once(void) {
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     atexit(memobs__exit_all);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
+    pthread_mutex_init(&memobs__g.req_use_lock, NULL);
     pthread_mutex_init(&memobs__g.trk.init_lock, NULL);
     pthread_mutex_init(&memobs__g.trk.trace_lock, NULL);
     memobs__g.trk.capacity = MEMOBS_TRACK_CAPACITY;
@@ -3306,6 +3308,7 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.lock);
     /* Only stripes that were ever locked: each sits on its own page, which
        the unlock after fork() would copy, in the parent and the child. */
+    pthread_mutex_lock(&memobs__g.req_use_lock);
     memobs__g.req_held = MEMOBS__LOAD(&memobs__g.req_used.v);
     for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
@@ -3324,6 +3327,7 @@ static void memobs__atfork_parent(void) {
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
+    pthread_mutex_unlock(&memobs__g.req_use_lock);
     pthread_mutex_unlock(&memobs__g.lock);
     pthread_mutex_unlock(&memobs__g.trk.trace_lock);
     pthread_mutex_unlock(&memobs__g.trk.init_lock);
@@ -3662,12 +3666,14 @@ static void memobs__req_probe(memobs__req_stripe_t *st, uint64_t id, uint64_t h,
 }
 
 /* Before a thread first locks a stripe: fork() holds the stripes' locks
-   from then on (memobs__atfork_prepare reads req_used under the lock). */
+   from then on (memobs__atfork_prepare reads req_used under
+   req_use_lock, which nothing else is taken under; a signal handler that
+   interrupts this is refused by memobs__req_nested). */
 static void memobs__req_use(void) {
     if (MEMOBS__LOAD(&memobs__g.req_used.v)) return;
-    pthread_mutex_lock(&memobs__g.lock);
+    memobs__mutex_lock(&memobs__g.req_use_lock);
     MEMOBS__STORE(&memobs__g.req_used.v, 1u);
-    pthread_mutex_unlock(&memobs__g.lock);
+    memobs__mutex_unlock(&memobs__g.req_use_lock);
 }
 
 /* Locks the stripe of id and probes it (memobs__req_probe). */
