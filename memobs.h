@@ -220,7 +220,8 @@
      never writes over its parent's files. Two memobs instances of one
      process (MEMOBS_HIDDEN modules) never write one path: the second to
      configure it writes PATH with .2 before the extension (out.2.json;
-     .3, ...) and says so once. A write to a closed pipe costs that
+     .3, ...) and says so once; another process (another user) never
+     renames one. A write to a closed pipe costs that
      output only (SIGPIPE is held and consumed around it). O_TMPFILE, the
      claims and the SIGPIPE guard are Linux's; elsewhere files go through
      named temporaries and instances are not told apart.
@@ -2614,7 +2615,9 @@ enum {
 /* The file outputs configured from the environment (see OUTPUTS in the
    doc block). Each destination is resolved when it is configured:
    expanded (%r, %p, %%) and claimed against the other memobs instances of
-   the process (memobs__claim_try), so a writer, the crash writer
+   the process (memobs__claim_try; an instance built with
+   MEMOBS__CLAIM_LATE, the LD_PRELOAD library, claims at its first write
+   or memobs__claims_now instead), so a writer, the crash writer
    included, finds the final name in path with no formatting; refreshed
    in a fork() child (a %p path) and by memobs_set_identity (a %r path). */
 enum {
@@ -2630,6 +2633,8 @@ typedef struct {
     int64_t owner;               /* the process that configured it */
     int64_t path_pid;            /* the process path was resolved for */
     int claim;                   /* the claim's socket + 1 (0: none) */
+    uint32_t claimed;            /* path is claimed (or claims cannot be made): memobs__dest_claim */
+    uint64_t claim_dev, claim_ino; /* the claim socket's identity: closed only while fstat shows it */
     uint32_t renamed_said;       /* the claimed name is the expanded one, or the other was told */
     char spec[MEMOBS__SPEC_LEN]; /* as set: "stderr", "stdout" or a path with %r, %p, %% */
     char path[MEMOBS__PATH_LEN]; /* the file written ("" for a stream, or when it did not fit) */
@@ -2652,6 +2657,9 @@ static struct {
     memobs__u64_t ttft_start_ns, tpot_last_ns; /* global clock; 0 = not set */
     memobs__u64_t window_start_ns;
     memobs__req_stripe_t req[MEMOBS__REQ_STRIPES];
+    memobs__u32_t req_used;       /* set under req_use_lock before a stripe is first locked (memobs__req_use) */
+    uint32_t req_held;            /* fork() holds the stripes' locks: they were in use */
+    pthread_mutex_t req_use_lock; /* req_used's changes; held across fork() */
     memobs__u64_t req_timeout_ns; /* abandon requests idle this long; 0 = never */
     memobs__counter_def_t counters[MEMOBS_MAX_COUNTERS];
     memobs__u32_t ncounters;
@@ -3057,6 +3065,7 @@ static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
 static void memobs__reg_init(int env);
 static void memobs__html_env(void) __attribute__((unused)); /* HTML report */
+static void memobs__pin_self(void);
 
 static void memobs__init_once(void) {
     const char *s;
@@ -3065,6 +3074,7 @@ static void memobs__init_once(void) {
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     atexit(memobs__exit_all);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
+    pthread_mutex_init(&memobs__g.req_use_lock, NULL);
     pthread_mutex_init(&memobs__g.trk.init_lock, NULL);
     pthread_mutex_init(&memobs__g.trk.trace_lock, NULL);
     memobs__g.trk.capacity = MEMOBS_TRACK_CAPACITY;
@@ -3112,6 +3122,7 @@ static void memobs__init_once(void) {
 
 int memobs_init(void) {
     pthread_once(&memobs__once, memobs__init_once);
+    memobs__pin_self(); /* outside the once: its dlopen waits for the loader's lock */
     return MEMOBS_OK;
 }
 
@@ -3355,7 +3366,11 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.trk.init_lock);
     pthread_mutex_lock(&memobs__g.trk.trace_lock);
     pthread_mutex_lock(&memobs__g.lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
+    /* Only stripes that were ever locked: each sits on its own page, which
+       the unlock after fork() would copy, in the parent and the child. */
+    pthread_mutex_lock(&memobs__g.req_use_lock);
+    memobs__g.req_held = MEMOBS__LOAD(&memobs__g.req_used.v);
+    for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
     memobs__spin_lock(&memobs__g.trk.esc.lock);
     memobs__esc_lock_all(1);
@@ -3371,7 +3386,8 @@ static void memobs__atfork_parent(void) {
     memobs__esc_lock_all(0);
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
     for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
+    for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
+    pthread_mutex_unlock(&memobs__g.req_use_lock);
     pthread_mutex_unlock(&memobs__g.lock);
     pthread_mutex_unlock(&memobs__g.trk.trace_lock);
     pthread_mutex_unlock(&memobs__g.trk.init_lock);
@@ -3709,11 +3725,23 @@ static void memobs__req_probe(memobs__req_stripe_t *st, uint64_t id, uint64_t h,
     }
 }
 
+/* Before a thread first locks a stripe: fork() holds the stripes' locks
+   from then on (memobs__atfork_prepare reads req_used under
+   req_use_lock, which nothing else is taken under; a signal handler that
+   interrupts this is refused by memobs__req_nested). */
+static void memobs__req_use(void) {
+    if (MEMOBS__LOAD(&memobs__g.req_used.v)) return;
+    memobs__mutex_lock(&memobs__g.req_use_lock);
+    MEMOBS__STORE(&memobs__g.req_used.v, 1u);
+    memobs__mutex_unlock(&memobs__g.req_use_lock);
+}
+
 /* Locks the stripe of id and probes it (memobs__req_probe). */
 static memobs__req_stripe_t *memobs__req_find(uint64_t id, int *at, int *found) {
     uint64_t h = memobs__mix(id);
     memobs__req_stripe_t *st = &memobs__g.req[h % MEMOBS__REQ_STRIPES];
     memobs_init();
+    memobs__req_use();
     memobs__mutex_lock(&st->lock);
     memobs__req_probe(st, id, h, at, found);
     return st;
@@ -3796,7 +3824,7 @@ static void memobs__req_evict(memobs__req_stripe_t *st, uint64_t id) {
 static void memobs__req_sweep(void) {
     uint64_t now = MEMOBS__REQ_NOW(), timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
     unsigned i;
-    if (!timeout) return;
+    if (!timeout || !MEMOBS__LOAD(&memobs__g.req_used.v)) return; /* no request yet */
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
         memobs__req_stripe_t *st = &memobs__g.req[i];
         memobs__mutex_lock(&st->lock);
@@ -3816,6 +3844,7 @@ uint64_t memobs_request_set_timeout(uint64_t ns) {
     memobs_init();
     if (ns > MEMOBS__REQ_TIMEOUT_MAX_NS) ns = MEMOBS__REQ_TIMEOUT_MAX_NS;
     was = MEMOBS__XCHG(&memobs__g.req_timeout_ns.v, ns);
+    memobs__req_use();
     /* The stripes' bounds held for the old timeout: look again (a begin
        that locks a stripe after this sees the new timeout). */
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
@@ -6238,7 +6267,12 @@ static int memobs__clk_tsc_stable(char *why, size_t len) {
     char buf[8192];
     FILE *f;
     int cst = 0, nst = 0, in_flags = 0;
-    if ((f = fopen(MEMOBS__CLOCKSOURCE_PATH, "r")) != NULL) {
+#if defined(__linux__)
+    const char *rd = "re"; /* close-on-exec (glibc, musl): a fork() and exec meanwhile inherits nothing */
+#else
+    const char *rd = "r";
+#endif
+    if ((f = fopen(MEMOBS__CLOCKSOURCE_PATH, rd)) != NULL) {
         int tsc = fgets(buf, sizeof buf, f) && strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
         fclose(f);
         if (tsc) {
@@ -6246,7 +6280,7 @@ static int memobs__clk_tsc_stable(char *why, size_t len) {
             return 1;
         }
     }
-    if ((f = fopen(MEMOBS__CPUINFO_PATH, "r")) != NULL) {
+    if ((f = fopen(MEMOBS__CPUINFO_PATH, rd)) != NULL) {
         while (fgets(buf, sizeof buf, f)) {
             size_t k = strlen(buf);
             if (!in_flags && strncmp(buf, "flags", 5) != 0) continue;
@@ -8100,7 +8134,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     memobs__esc_read(cur);
     memobs__summary_read(out, cur);
     pthread_mutex_unlock(&memobs__g.lock);
-    for (i = 0; i < MEMOBS__REQ_STRIPES; i++) {
+    for (i = 0; i < MEMOBS__REQ_STRIPES && MEMOBS__LOAD(&memobs__g.req_used.v); i++) {
         memobs__mutex_lock(&memobs__g.req[i].lock);
         out->requests_in_flight += memobs__g.req[i].n;
         memobs__mutex_unlock(&memobs__g.req[i].lock);
@@ -9547,24 +9581,35 @@ static void memobs__pipe_unblock(memobs__pipe_t *p) {
 /* ---- Instances: one writer per path in a process ----------------------- */
 
 /* A claim on a file name, visible to every memobs instance of the process
-   (two modules built with MEMOBS_HIDDEN share no symbol): a unix socket
-   bound in the abstract namespace (Linux) under a name made of the pid and
-   a hash of the file (its folder's device and inode, and its name), kept
-   open (close-on-exec) while the output is configured. The second
-   instance to claim a name finds it bound and tries name.2.ext,
-   name.3.ext, ... Returns the socket + 1, or 0 when the name is taken
-   (*busy set) or claims cannot be made here (then the name is used
-   unclaimed). */
-static int memobs__claim_try(const char *path, int64_t pid, int *busy) {
-#if defined(MEMOBS__OUT_LINUX) && defined(SOCK_CLOEXEC)
-    struct sockaddr_un a;
+   (two modules built with MEMOBS_HIDDEN share no symbol): a listening unix
+   stream socket bound in the abstract namespace (Linux) under a name made
+   of the pid and a hash of the file (its folder's device and inode, and
+   its name), kept open (close-on-exec) while the output is configured.
+   A name found bound counts as another instance's only when a connection
+   to it shows a peer of this process (SO_PEERCRED): then the second
+   instance tries name.2.ext, name.3.ext, ... Any other holder (another
+   user's process, a process of another container sharing the network
+   namespace, a socket of another type) names nothing: the same file is
+   claimed under the next try of the name (k = 1, 2, ...), and when every
+   try is taken the file is written unclaimed, under its own name. */
+#define MEMOBS__CLAIM_TRIES 8
+
+#if defined(MEMOBS__OUT_LINUX) && defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
+#define MEMOBS__CLAIMS 1
+#if defined(SO_PEERCRED)
+#define MEMOBS__SO_PEERCRED SO_PEERCRED
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || defined(__riscv)
+#define MEMOBS__SO_PEERCRED 17
+#endif
+
+/* The claim's address for path in process pid, try k (0: the name every
+   memobs since 1.0 uses); its length. */
+static socklen_t memobs__claim_name(const char *path, int64_t pid, unsigned k, struct sockaddr_un *a) {
     struct stat st;
     char dir[MEMOBS__PATH_LEN];
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     size_t n, i;
-    int fd;
-    *busy = 0;
     if (!slash) strcpy(dir, ".");
     else if (slash == path) strcpy(dir, "/");
     else if ((size_t)(slash - path) < sizeof dir) memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = 0;
@@ -9578,24 +9623,86 @@ static int memobs__claim_try(const char *path, int64_t pid, int *busy) {
         for (i = 0; dir[i]; i++) h = (h ^ (unsigned char)dir[i]) * 1099511628211ull;
     }
     for (i = 0; base[i]; i++) h = (h ^ (unsigned char)base[i]) * 1099511628211ull;
-    memset(&a, 0, sizeof a);
-    a.sun_family = AF_UNIX;
-    memcpy(a.sun_path + 1, "memobs-out.", 11); /* sun_path[0] = 0: the abstract namespace */
-    n = 12 + memobs__utoa(a.sun_path + 12, (uint64_t)pid);
-    a.sun_path[n++] = '.';
-    for (i = 0; i < 16; i++) a.sun_path[n++] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
-    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) return 0;
-    if (bind(fd, (const struct sockaddr *)(const void *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) == 0)
-        return fd + 1;
-    *busy = errno == EADDRINUSE;
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path + 1, "memobs-out.", 11); /* sun_path[0] = 0: the abstract namespace */
+    n = 12 + memobs__utoa(a->sun_path + 12, (uint64_t)pid);
+    a->sun_path[n++] = '.';
+    for (i = 0; i < 16; i++) a->sun_path[n++] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    if (k) a->sun_path[n++] = '.', n += memobs__utoa(a->sun_path + n, k);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
+/* 1 when the socket listening at a belongs to this process: another
+   memobs instance's claim. Anything unproven (no listener, another
+   process, a full backlog) is 0. */
+static int memobs__claim_ours(const struct sockaddr_un *a, socklen_t len) {
+#ifdef MEMOBS__SO_PEERCRED
+    struct { int32_t pid; uint32_t uid, gid; } cred; /* struct ucred (Linux) */
+    socklen_t cl = (socklen_t)sizeof cred;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ours = 0;
+    if (fd < 0) return 0;
+    if (connect(fd, (const struct sockaddr *)(const void *)a, len) == 0 &&
+        getsockopt(fd, SOL_SOCKET, MEMOBS__SO_PEERCRED, &cred, &cl) == 0 && cl == (socklen_t)sizeof cred)
+        ours = (int64_t)cred.pid == (int64_t)getpid();
     close(fd);
+    return ours;
+#else
+    (void)a;
+    (void)len;
+    return 0;
+#endif
+}
+#endif
+
+/* Claims path for process pid: returns the socket + 1, with its identity
+   in *dev, *ino; or 0 when another instance of this process holds it
+   (*busy set), or when no claim can be made here (then the name is used
+   unclaimed). */
+static int memobs__claim_try(const char *path, int64_t pid, int *busy, uint64_t *dev, uint64_t *ino) {
+#ifdef MEMOBS__CLAIMS
+    struct sockaddr_un a;
+    struct stat st;
+    unsigned k;
+    *busy = 0;
+    for (k = 0; k < MEMOBS__CLAIM_TRIES; k++) {
+        socklen_t len = memobs__claim_name(path, pid, k, &a);
+        int fd, e;
+        if (!len || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return 0;
+        if (bind(fd, (const struct sockaddr *)(const void *)&a, len) == 0) {
+            if (listen(fd, 4096) == 0 && fstat(fd, &st) == 0) {
+                *dev = (uint64_t)st.st_dev;
+                *ino = (uint64_t)st.st_ino;
+                return fd + 1;
+            }
+            close(fd);
+            return 0;
+        }
+        e = errno;
+        close(fd);
+        if (e != EADDRINUSE) return 0;
+        if (memobs__claim_ours(&a, len)) return *busy = 1, 0;
+    }
     return 0;
 #else
     (void)path;
     (void)pid;
+    (void)dev;
+    (void)ino;
     *busy = 0;
     return 0;
 #endif
+}
+
+/* Gives up d's claim: its socket is closed only while it is still the one
+   bound (same device and inode): a program that closed it, and reused the
+   number for a file of its own, keeps that file. Async-signal-safe. */
+static void memobs__claim_drop(memobs__dest_t *d) {
+    struct stat st;
+    if (d->claim && fstat(d->claim - 1, &st) == 0 && (uint64_t)st.st_dev == d->claim_dev &&
+        (uint64_t)st.st_ino == d->claim_ino)
+        close(d->claim - 1);
+    d->claim = 0;
 }
 
 /* path with ".n" before its extension (the last dot of the file name,
@@ -9711,29 +9818,21 @@ static void memobs__sweep_as(const char *path, const char *spec) {
 /* The temporaries of path itself. */
 static void memobs__sweep(const char *path) { memobs__sweep_as(path, NULL); }
 
-/* Output which's destination for this process: spec expanded and the
-   name claimed (the claim held before is given up first). Caller holds
-   memobs__g.lock, or runs inside memobs__init_once or a fork() child's
-   handler; quiet: no message now (the writer tells the rename later). */
-static void memobs__dest_resolve(unsigned which, int quiet) {
+/* Claims output which's expanded path (memobs__dest_resolve) for this
+   process, once: the name itself, else name.2.ext, ... (another instance
+   of the process holds it). Same callers and quiet as
+   memobs__dest_resolve. */
+static void memobs__dest_claim(unsigned which, int quiet) {
     memobs__dest_t *d = &memobs__g.out[which];
     char full[MEMOBS__PATH_LEN], name[MEMOBS__PATH_LEN];
     unsigned n;
     int busy;
-    if (d->claim) close(d->claim - 1);
-    d->claim = 0;
-    d->path[0] = 0;
-    d->path_pid = (int64_t)getpid();
-    d->renamed_said = 1;
-    if (d->stream) return;
-    if (!memobs__expand_as(d->spec, full, sizeof full, (int)memobs__g.identity.rank, d->path_pid)) {
-        if (!quiet) memobs__log(MEMOBS_LOG_WARN, "%s='%s' is longer than %u bytes once expanded; off",
-                                memobs__out_info[which].var, d->spec, (unsigned)sizeof full - 1);
-        return;
-    }
+    if (d->claimed || d->stream || !d->path[0]) return;
+    d->claimed = 1;
+    strcpy(full, d->path);
     strcpy(name, full);
     for (n = 2; n <= 100; n++) {
-        d->claim = memobs__claim_try(name, d->path_pid, &busy);
+        d->claim = memobs__claim_try(name, d->path_pid, &busy, &d->claim_dev, &d->claim_ino);
         if (!busy) break;
         if (n == 100 || !memobs__numbered(full, n, name, sizeof name)) { /* no free name: shared, as before */
             strcpy(name, full);
@@ -9748,6 +9847,32 @@ static void memobs__dest_resolve(unsigned which, int quiet) {
         d->renamed_said = 1;
     }
     if (!quiet) memobs__sweep(d->path);
+}
+
+/* Output which's destination for this process: spec expanded and the
+   name claimed (the claim held before is given up first; with
+   MEMOBS__CLAIM_LATE the claim waits for memobs__dest_claim). Caller
+   holds memobs__g.lock, or runs inside memobs__init_once or a fork()
+   child's handler; quiet: no message now (the writer tells the rename
+   later). */
+static void memobs__dest_resolve(unsigned which, int quiet) {
+    memobs__dest_t *d = &memobs__g.out[which];
+    char full[MEMOBS__PATH_LEN];
+    memobs__claim_drop(d);
+    d->claimed = 0;
+    d->path[0] = 0;
+    d->path_pid = (int64_t)getpid();
+    d->renamed_said = 1;
+    if (d->stream) return;
+    if (!memobs__expand_as(d->spec, full, sizeof full, (int)memobs__g.identity.rank, d->path_pid)) {
+        if (!quiet) memobs__log(MEMOBS_LOG_WARN, "%s='%s' is longer than %u bytes once expanded; off",
+                                memobs__out_info[which].var, d->spec, (unsigned)sizeof full - 1);
+        return;
+    }
+    strcpy(d->path, full);
+#ifndef MEMOBS__CLAIM_LATE
+    memobs__dest_claim(which, quiet);
+#endif
 }
 
 /* Reads output which's variable (the one rule: memobs__dest_parse) and
@@ -9777,6 +9902,18 @@ static int memobs__dest_ours(const memobs__dest_t *d) {
     return MEMOBS__LOAD(&d->on.v) && (d->has_pid || d->owner == (int64_t)getpid());
 }
 
+/* MEMOBS__CLAIM_LATE (the LD_PRELOAD library, which may have nothing to
+   write): claims every output of this process's now, at its first
+   observed call; a write claims its own output first otherwise. */
+static __attribute__((unused)) void memobs__claims_now(void) {
+    unsigned i;
+    pthread_mutex_lock(&memobs__g.lock);
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (memobs__dest_ours(&memobs__g.out[i]) && memobs__g.out[i].path_pid == (int64_t)getpid())
+            memobs__dest_claim(i, 1); /* the writer tells a rename */
+    pthread_mutex_unlock(&memobs__g.lock);
+}
+
 /* A fork() child, from memobs__atfork_child (every memobs lock held, one
    thread): the parent's claims are the parent's; a %p path is resolved
    for the child. A flush that held flush_lock in a thread that did not
@@ -9787,12 +9924,8 @@ static void memobs__outs_fork(void) {
     for (i = 0; i < MEMOBS__OUTS; i++) {
         memobs__dest_t *d = &memobs__g.out[i];
         if (!MEMOBS__LOAD(&d->on.v)) continue;
-        if (d->has_pid) {
-            memobs__dest_resolve(i, 1);
-        } else if (d->claim) {
-            close(d->claim - 1);
-            d->claim = 0;
-        }
+        if (d->has_pid) memobs__dest_resolve(i, 1);
+        else memobs__claim_drop(d);
     }
 }
 
@@ -10308,6 +10441,7 @@ static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg
     if (!memobs__dest_ours(g)) return MEMOBS_OK;
     pthread_mutex_lock(&memobs__g.lock);
     if (!g->stream && g->path_pid != (int64_t)getpid()) memobs__dest_resolve(which, 1); /* forked, %p */
+    memobs__dest_claim(which, 1);                                                         /* MEMOBS__CLAIM_LATE */
     if (!g->renamed_said && !(flags & MEMOBS__WW_QUIET)) { /* renamed in a fork() child or for a new rank */
         tell = memobs__expand_as(g->spec, full, sizeof full, (int)memobs__g.identity.rank, g->path_pid);
         g->renamed_said = 1;
@@ -11022,6 +11156,23 @@ typedef struct { const char *fname; void *fbase; const char *sname; void *saddr;
 extern int memobs__dladdr(const void *addr, memobs__dlinfo_t *info) __asm__("dladdr") __attribute__((weak));
 extern char *memobs__demangle(const char *name, char *buf, size_t *len, int *status) __asm__("__cxa_demangle")
     __attribute__((weak));
+extern void *memobs__dlopen(const char *path, int mode) __asm__("dlopen") __attribute__((weak));
+
+/* A shared object that holds memobs (a backend a host unloads, a
+   MEMOBS_HIDDEN plugin) stays mapped for good once memobs has a hook in
+   the process (from memobs_init on: the thread-exit destructor, then the
+   signal handlers and threads): its own module opened again with
+   RTLD_NOLOAD | RTLD_NODELETE, so a dlclose() never unmaps code that is
+   still called. Once; nothing for the executable or a static build, nor
+   where dlopen/dladdr are not linked (glibc before 2.34 without -ldl). */
+static void memobs__pin_self(void) {
+    static memobs__u32_t once;
+    memobs__dlinfo_t di;
+    if (MEMOBS__LOAD(&once.v) || MEMOBS__XCHG(&once.v, 1u) || !memobs__dladdr || !memobs__dlopen) return;
+    memset(&di, 0, sizeof di);
+    if (memobs__dladdr((const void *)&once, &di) && di.fname && di.fname[0])
+        (void)memobs__dlopen(di.fname, 2 | 4 | 0x1000); /* RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE (glibc, musl) */
+}
 
 /* "function+0x1c (module+0x1a2c)", or "module+0x1a2c" without a symbol.
    Returns 0 when no function name was found. */

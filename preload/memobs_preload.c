@@ -44,7 +44,10 @@
    inherit (a shell's or Python's helpers stay quiet). A process that
    made no CUDA call and recorded nothing writes no files at exit
    (memobs_set_exit_outputs(0)) nor on a stop signal: a launcher or a shell
-   around the program leaves the program's summary alone. Built -Bsymbolic, with
+   around the program leaves the program's summary alone. Nor does it claim
+   their names (MEMOBS__CLAIM_LATE): the names are claimed at the first
+   intercepted call (or the first write), so a program with its own memobs
+   that configured them first keeps them. Built -Bsymbolic, with
    initial-exec TLS (mk/preload.mk): loaded at start-up, never dlopen'ed.
 
    At exit: this library's exit outputs are written after every library's
@@ -217,6 +220,7 @@ static cudaError_t memobs_pl__missing(const char *name);
 #define MEMOBS_IMPLEMENTATION
 #define MEMOBS_EXPORT_HOST /* memobs_host_api: the NCCL profiler plugin records into this instance */
 #define MEMOBS_HOST_INSTANCE "preload"
+#define MEMOBS__CLAIM_LATE /* output names are claimed at the first intercepted call or write, not at start-up */
 #include "memobs_cuda.h"
 
 #undef cudaMalloc
@@ -252,9 +256,10 @@ static int memobs_pl__begin(void) {
     if (memobs_pl__busy || __atomic_load_n(&memobs_pl__g.done, __ATOMIC_RELAXED)) return 0;
     memobs_pl__busy = 1;
     memobs_observer_enter(); /* observed records, apart from the program's own (memobs_set_manual_apart) */
-    if (!__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED);
-        memobs__sig_late(); /* in python3: the stop handlers, now that CPython has set its own */
+    if (!__atomic_load_n(&memobs_pl__g.intercepted, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&memobs_pl__g.intercepted, 1, __ATOMIC_RELAXED)) {
+        memobs__claims_now(); /* something to write now: its names (a program's own memobs keeps those it has) */
+        memobs__sig_late();   /* in python3: the stop handlers, now that CPython has set its own */
     }
     return 1;
 }
