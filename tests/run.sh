@@ -80,6 +80,11 @@ step names bash tests/test_names.sh
 step docs bash tests/test_docs.sh
 step launcher bash tests/test_launcher.sh
 step examples bash tests/test_examples.sh
+step hostile-files bash tests/test_hostile_files.sh
+step hostile-signals bash tests/test_hostile_signals.sh
+step hostile-host bash tests/test_hostile_host.sh
+step hostile-numbers bash tests/test_hostile_numbers.sh
+step hostile-nccl bash tests/test_hostile_nccl.sh
 
 # The suites asked for (all by default), in the order given
 if [ $# -gt 0 ]; then
@@ -104,7 +109,8 @@ declare -A est=(
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45
-    [preload-engine]=20 [vmm]=55 [cuda-review]=45 [coll]=60 [nccl]=60 [nccl-plugin]=15 [real-nccl]=15
+    [preload-engine]=20 [vmm]=55 [hostile-files]=210 [hostile-signals]=240 [hostile-host]=60
+    [hostile-numbers]=70 [hostile-nccl]=60 [cuda-review]=45 [coll]=60 [nccl]=60 [nccl-plugin]=15 [real-nccl]=15
 )
 if [ -f "$LOGS/times.txt" ]; then
     while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"
