@@ -89,7 +89,7 @@ done
 
 # ---- 14. a squatted claim name ---------------------------------------------------
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
-    ok "squatted name # SKIP needs root, setpriv and the user nobody"
+    bad "squatted name: needs root, setpriv and the user nobody (uid $(id -u)); a missing tool fails, never skips"
 else
     chmod 755 "$B"
     for way in $WAYS; do

@@ -590,11 +590,14 @@ def stress(n):
                 h2d = s["total"]["h2d_bytes"]
                 cnt = s["total"]["h2d_count"]
                 pre = s["prefill"]["h2d_bytes"]
-                # a copy adds bytes, then its count; the summary reads bytes,
-                # then the count, racing the threads: the count may lag by
-                # one copy per thread, or lead by the copies made between
+                # a copy adds bytes, then its count (its size slot); the
+                # summary reads a thread's slots, then its bytes (which it
+                # unwraps from the slots: memobs__xfer_unwrap), racing the
+                # threads: the count lags by the copies made meanwhile (as
+                # many as a preempted reader lets through), never leads by
+                # more than one copy per thread
                 if pre == 3000:
-                    bad = (h2d - 3000) % 64 or (cnt - 3) < (h2d - 3000) // 64 - 2
+                    bad = (h2d - 3000) % 64 or cnt < 3 or (cnt - 3) > (h2d - 3000) // 64 + 2
                 else:
                     # stopped after memobs_init() put its handlers in place and
                     # before the three prefill copies were all recorded: the
