@@ -15351,6 +15351,7 @@ typedef struct { void *sp; int flags; size_t size; } memobs__stack_t; /* stack_t
 extern int memobs__sigaction(int sig, const memobs__sa_t *sa, memobs__sa_t *old) __asm__("sigaction");
 extern int memobs__sigaltstack(const memobs__stack_t *ss, memobs__stack_t *old) __asm__("sigaltstack");
 extern int memobs__nanosleep(const struct memobs__timespec *t, struct memobs__timespec *rem) __asm__("nanosleep");
+extern int memobs__sem_timedwait(sem_t *s, const struct memobs__timespec *at) __asm__("sem_timedwait");
 extern unsigned long memobs__getauxval(unsigned long type) __asm__("getauxval");
 #define MEMOBS__AT_RANDOM 25
 #define MEMOBS__BUS_MCEERR_AO 5 /* SIGBUS's si_code for the kernel's early notice of a memory failure */
@@ -15363,6 +15364,7 @@ extern int memobs__py_is_initialized(void) __asm__("Py_IsInitialized") __attribu
 #define MEMOBS__SIG_PATIENCE_NS 1000000000ull /* a second stop later than this after the first: a person's */
 #define MEMOBS__SIG_MARKS 8                   /* instances of memobs in one process that stop as one */
 #define MEMOBS__SIG_OTHERS_NS 10000000000ull  /* the most the last writer waits for the other instances */
+#define MEMOBS__SIG_READY_NS 5000000000ull    /* the most memobs (or a fork() child) waits for its writer to run */
 
 static const int memobs__sig_no[MEMOBS__SIG_N] = {MEMOBS__SIGTERM, MEMOBS__SIGINT, MEMOBS__SIGHUP,
                                                   MEMOBS__SIGSEGV, MEMOBS__SIGBUS, MEMOBS__SIGFPE, MEMOBS__SIGILL,
@@ -15378,7 +15380,8 @@ static struct {
     memobs__sa_t dfl;                 /* never written: SIG_DFL, no flags */
     sem_t wake;                       /* posted by a stop's handler */
     sem_t ready;                      /* posted by the writer once it runs */
-    memobs__u32_t writer_pid;         /* the process whose writer runs (0: none) */
+    memobs__u32_t writer_pid;         /* the process whose writer runs (0: none), set by the writer */
+    uint32_t started_pid;             /* lock: the process whose writer was started (it may still be starting) */
     memobs__u32_t fatal;              /* the stop that ends the process once written (0: none) */
     memobs__u64_t first_ns;           /* when that stop came (0: not yet known) */
     memobs__u32_t stops;              /* stops that came since (itself included) */
@@ -15607,6 +15610,7 @@ static void memobs__sig_write_locked(void) {
 
 static void *memobs__sig_writer(void *arg) {
     (void)arg;
+    MEMOBS__STORE(&memobs__sig.writer_pid.v, (uint32_t)getpid()); /* stops are written from now on */
     sem_post(&memobs__sig.ready);
     for (;;) {
         uint32_t sig;
@@ -15647,8 +15651,10 @@ static void memobs__sig_exit(void) {
 static int memobs__sig_start(void) {
     memobs__sigset_t block, old;
     pthread_t th;
+    uint64_t end;
     int e, i;
-    if (memobs__sig_writer_here()) return 1;
+    if (memobs__sig_writer_here() || memobs__sig.started_pid == (uint32_t)getpid()) return 1;
+    MEMOBS__STORE(&memobs__sig.writer_pid.v, 0u); /* a parent's, copied by fork(): until ours runs, none */
     MEMOBS__STORE(&memobs__sig.fatal.v, 0u); /* a parent's, copied by fork() */
     MEMOBS__STORE(&memobs__sig.snap.v, 0u);
     MEMOBS__STORE(&memobs__sig.stops.v, 0u);
@@ -15674,12 +15680,27 @@ static int memobs__sig_start(void) {
         return 0;
     }
     pthread_detach(th);
+    memobs__sig.started_pid = (uint32_t)getpid();
     /* the writer runs before memobs goes on: a process that exits (or a
        fork() child that ends) at once never has a thread still starting,
-       which LeakSanitizer's stop of the threads at exit cannot suspend */
-    while (sem_wait(&memobs__sig.ready) != 0) {
+       which LeakSanitizer's stop of the threads at exit cannot suspend.
+       Bounded: in a fork() child the new thread may wait forever on a lock
+       another thread of the parent held when it forked (an allocator that
+       is not fork-safe: ASan's); fork() returns all the same, and stops act
+       as without memobs until the writer runs (writer_pid) */
+    end = memobs_now_ns() + MEMOBS__SIG_READY_NS;
+    for (;;) {
+        struct memobs__timespec at; /* sem_timedwait's clock is the wall clock: slices of 10 ms */
+        memobs__clock_gettime(0, &at);
+        if ((at.tv_nsec += 10000000) >= 1000000000) at.tv_sec++, at.tv_nsec -= 1000000000;
+        if (memobs__sem_timedwait(&memobs__sig.ready, &at) == 0) break;
+        if (memobs_now_ns() >= end) {
+            memobs__log(MEMOBS_LOG_WARN, "the thread that writes the outputs on a stop signal did not start within "
+                        "%d s: until it does, SIGTERM, SIGINT and SIGHUP act as without memobs",
+                        (int)(MEMOBS__SIG_READY_NS / 1000000000u));
+            break;
+        }
     }
-    MEMOBS__STORE(&memobs__sig.writer_pid.v, (uint32_t)getpid());
     return 1;
 }
 
