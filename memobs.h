@@ -26,6 +26,143 @@
         MEMOBS_SUMMARY=stderr (or a path), MEMOBS_PROM_FILE, MEMOBS_TIMELINE,
         MEMOBS_HTML, ... (ENVIRONMENT below), written at exit and on a stop.
 
+   CONTENTS (the sections of this file, in order. Search for ">>tag": from
+   an entry here the search lands on its section's banner, and the next
+   search from there comes back here. tests/test_map.sh checks the list.)
+     Public API: what a program calls (declarations)
+       >>api-types        Types: result codes, phases, directions, memory
+                          kinds, memobs_summary_t and the stats structs
+       >>api-control      Control: memobs_init, on/off, reset, the log
+                          hook, memobs_now_ns, stop and crash signals
+       >>api-transfers    Transfers and phase: memobs_record_xfer(_timed),
+                          memobs_set_phase, manual records apart
+       >>api-timing       Timing: TTFT/TPOT clock, per-request calls
+       >>api-regions      Regions and markers: memobs_region_*, memobs_mark
+       >>api-counters     User counters: memobs_counter_register
+       >>api-collectives  Collectives and peers: memobs_coll_*, peers
+       >>api-tracker      Allocation tracker: memobs_track_*, device bytes,
+                          the allocation, group and leak reports
+       >>api-snapshot     PyTorch memory snapshot: memobs_write_torch_*
+       >>api-timeline     Timeline: memobs_timeline_*, the clock, the
+                          Chrome trace writers
+       >>api-identity     Identity: memobs_set/get_identity
+       >>api-sampler      Sampler, leak detector and Stormlog: samples,
+                          memobs_leak_check, memobs_write_stormlog*
+       >>api-summaries    Summaries: memobs_get/print/write_summary, the
+                          exit outputs, memobs_flush, format helpers
+       >>api-prometheus   Prometheus: memobs_write/format_prometheus
+       >>api-html         HTML report: memobs_write_html(_file)
+     Recording macros
+       >>macros           MEMOBS_RECORD_*, _TRACK_*, _REGION_*, ...: off
+                          (MEMOBS_DISABLE) and on
+     Private hot path (inline in every file that includes memobs.h)
+       >>hot-path         atomics, one-field counters, the on/off flag, the
+                          thread's own-shard add, memobs__xfer
+     Names before 1.0
+       >>deprecated       the old names as inline wrappers (warnings)
+     Private state and start-up (MEMOBS_IMPLEMENTATION only from here)
+       >>implementation   where the implementation starts: its defaults,
+                          includes
+       >>state            locks, saturating sums, problem counts, the
+                          shared types, memobs__g
+       >>diagnostics      the log hook, one warning per kind
+       >>startup          parsing the environment, memobs__init_once, the
+                          exit registry, memobs_flush, fork handlers
+     Facilities: what records and keeps the figures
+       >>shards           per-thread shards, memobs_record_xfer, phases
+       >>histograms       latency histograms, the TTFT/TPOT clock
+       >>requests         the per-request table (striped, timeouts)
+       >>counters         user counters: names and handles
+       >>regions          region and marker names, per-thread stacks
+       >>collectives      communicators, kinds, peers and their rows
+       >>tracker          the allocation table, traces, C stacks, the
+                          escrow (current and peak), peak reports' trigger
+       >>timeline         the clock (TSC), per-thread chunks, the merge,
+                          the Chrome trace writer
+       >>identity         job id, ranks, host: set and read
+     Outputs: what turns the figures into text and files
+       >>summary          memobs_get_summary (shards summed), memobs_reset
+       >>outputs          one row per output (MEMOBS__OUTPUT_TABLE):
+                          variable, name, exit order, writer
+       >>writers          the sink, text and JSON summaries, destinations,
+                          whole files, claims (split by the outputs work:
+                          their entries are completed at merge)
+       >>prometheus       the Prometheus exposition and its file
+       >>reports          symbols, the block, group and leak tables, peak
+                          and out-of-memory reports
+       >>snapshot         device event rings, the pickle writer
+       >>worker           the background thread of periodic tasks
+       >>sampler          host memory samples, the leak detector
+       >>stormlog         notable events, Stormlog telemetry (schema v2)
+       >>html             the one-file HTML report and its SVG charts
+     Process life: stops and crashes
+       >>crash            the async-signal-safe crash writer
+       >>signals          stop and crash handlers, the writer thread
+
+   PRIVATE PREFIXES (memobs__PREFIX_name: functions, types and data;
+   MEMOBS__PREFIX_NAME: macros and constants). Names with one underscore
+   after memobs (memobs_, MEMOBS_) are the API; two (memobs__, MEMOBS__)
+   are private and may change. The mutable state is memobs__g (section
+   state), and each facility's own struct, named by its prefix
+   (memobs__tl, memobs__coll, memobs__smp, ...). tests/test_map.sh checks
+   this list.
+     prefixes        section        stands for: what it names
+     u64 u32         hot-path       one-field counters (a plain assignment
+                                    does not compile)
+     own OWN         hot-path       an add to the thread's own shard, safe
+                                    against a handler on that thread
+     xfer size       hot-path       a transfer record (inline, slow path,
+                                    the summary's unwrap); its size slot
+     spin mutex      state          locks that mark the thread as in memobs
+     ST W            state          STatistics of problems and drops
+                                    (memobs__g.st[]); Warn-once bits
+     warn            diagnostics    one warning per kind
+     parse env       startup        the environment's values (bool, int,
+                                    bytes, seconds); env_dest: a report's
+                                    variable as a string (not dest_env)
+     exit EXIT       startup        the exit registry and EXIT_ write order
+     atfork init     startup        fork() handlers; the one start-up
+     shard SHARD     shards         a thread's shard of counts
+     hist HIST       histograms     log-linear latency histograms
+     req REQ         requests       the per-request table
+     reg REG         regions        region and marker names and stats
+     coll COLL peer  collectives    collectives, communicators (comm), peers
+     trk TRK         tracker        the allocation table (TRacKer)
+     esc ESC ACCT    tracker        the ESCrow: exact current and peak per
+                                    ACCounT (memory kind or device)
+     trace           tracker        an allocation's trace: tag and stack
+                                    (MEMOBS__OUT_TRACE, MEMOBS__EXIT_TRACE
+                                    and memobs__write_trace_f: the timeline)
+     clk             timeline       the timeline's CLocK (TSC to ns)
+     tl TL TLC       timeline       TimeLine: events, chunks (TLC_ states)
+     dir             implementation
+                                    dir_name, dir_key: a transfer direction;
+                                    dir_of, dir_len: a path's folder
+     alloc           reports        a snapshot of live allocations
+     out             writers        the sink every text writer formats into
+     OUT             state          an exit output's id (memobs__g.out[])
+     figs            writers        the FIGureS one summary is written from
+     text json       writers        the text and JSON summaries' blocks
+     dest            writers        an output's DESTination: spec, path,
+                                    claim; dest_env reads its variable
+     write           writers        write_X_f: output X's writer to a FILE;
+                                    write_whole, write_path: to a file
+     whole WH WW     writers        a file written whole (temporary and
+                                    rename): WH_ how, WW_ flags
+     claim pipe O    writers        claims on a path against the other
+                                    instances; SIGPIPE held; O_ open flags
+     prom PROM       prometheus     PROMetheus exposition
+     tsn TSN         snapshot       Torch SNapshot: device event rings
+     pk PK           snapshot       PicKle writer (protocol 4) and its keys
+     bg              worker         BackGround worker
+     smp             sampler        SaMPler state (memobs__smp), its lock
+     sl              stormlog       StormLog telemetry and notable events
+     html HTML       html           the HTML report
+     crash CRASH     crash          the crash writer
+     sig SIG         signals        stop and crash SIGnal handling
+     sigset SA SS    signals        private sigset_t, sigaction and
+                                    sigaltstack constants
+
    This block and the declarations below (each with its units and
    semantics) are the C reference. The long form, with concepts and
    examples, is README.md and the pages of docs/ (docs/configuration.md
@@ -447,7 +584,7 @@ extern "C" {
 #endif
 
 /* ======================================================================== */
-/* Types                                                                    */
+/* Types                                                        >>api-types */
 /* ======================================================================== */
 
 /* Result codes of setup and export calls. */
@@ -624,7 +761,7 @@ typedef int32_t memobs_counter_t; /* counter handle; negative = invalid */
 typedef void (*memobs_log_fn)(int level, const char *msg, void *user);
 
 /* ======================================================================== */
-/* Control                                                                  */
+/* Control                                                    >>api-control */
 /* ======================================================================== */
 
 /* Reads the environment once (also done at load time). Idempotent. */
@@ -650,7 +787,7 @@ MEMOBS_API int memobs_set_signals(int on);
 MEMOBS_API int memobs_get_signals(void);
 
 /* ======================================================================== */
-/* Transfers and phase                                                      */
+/* Transfers and phase                                      >>api-transfers */
 /* ======================================================================== */
 
 /* Current phase of the calling thread, read by the _CUR record forms.
@@ -712,7 +849,7 @@ MEMOBS_API int memobs_set_manual_apart(int on);
 MEMOBS_API int memobs_get_manual_apart(void);
 
 /* ======================================================================== */
-/* Timing                                                                   */
+/* Timing                                                      >>api-timing */
 /* ======================================================================== */
 
 /* Global clock, nano-vllm compatible: every call yields a sample, not a
@@ -760,7 +897,7 @@ MEMOBS_API uint64_t memobs_request_set_timeout(uint64_t ns);
 MEMOBS_API uint64_t memobs_request_get_timeout(void);
 
 /* ======================================================================== */
-/* Regions and markers                                                      */
+/* Regions and markers                                        >>api-regions */
 /* ======================================================================== */
 
 /* What the engine is doing: a region is a named span of a thread ("decode
@@ -843,7 +980,7 @@ typedef struct {
 MEMOBS_API size_t memobs_get_regions(memobs_region_stats_t *out, size_t max);
 
 /* ======================================================================== */
-/* User counters                                                            */
+/* User counters                                             >>api-counters */
 /* ======================================================================== */
 
 /* Registers a counter (or finds one of the same name: any file may register
@@ -854,7 +991,7 @@ MEMOBS_API memobs_counter_t memobs_counter_register(const char *name, const char
 /* memobs_counter_add(handle, n) is an inline function declared below. */
 
 /* ======================================================================== */
-/* Collectives and peers                                                    */
+/* Collectives and peers                                  >>api-collectives */
 /* ======================================================================== */
 
 /* Traffic between processes: collectives of a communicator (NCCL's, seen
@@ -1047,7 +1184,7 @@ __attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(
 #endif
 
 /* ======================================================================== */
-/* Allocation tracker                                                       */
+/* Allocation tracker                                         >>api-tracker */
 /* ======================================================================== */
 
 /* Record an allocation after obtaining it and its free BEFORE releasing it
@@ -1202,7 +1339,7 @@ MEMOBS_API int memobs_print_alloc_groups(FILE *f);
 MEMOBS_API int memobs_print_leaks(FILE *f);
 
 /* ======================================================================== */
-/* PyTorch memory snapshot                                                  */
+/* PyTorch memory snapshot                                   >>api-snapshot */
 /* ======================================================================== */
 
 /* Tracked DEVICE memory as PyTorch's memory snapshot (the dict that
@@ -1276,7 +1413,7 @@ typedef struct {
 MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out);
 
 /* ======================================================================== */
-/* Timeline                                                                 */
+/* Timeline                                                  >>api-timeline */
 /* ======================================================================== */
 
 /* A bounded timeline of events written out as a Chrome trace (Perfetto
@@ -1415,7 +1552,7 @@ MEMOBS_API uint64_t memobs_timeline_set_write_limit(uint64_t ns);
 MEMOBS_API uint64_t memobs_timeline_get_write_limit(void);
 
 /* ======================================================================== */
-/* Identity                                                                 */
+/* Identity                                                  >>api-identity */
 /* ======================================================================== */
 
 /* job_id may be NULL (keeps the current one). Needs world_size >= 1 and
@@ -1424,7 +1561,7 @@ MEMOBS_API int memobs_set_identity(const char *job_id, int rank, int local_rank,
 MEMOBS_API void memobs_get_identity(memobs_identity_t *out);
 
 /* ======================================================================== */
-/* Sampler, leak detector and Stormlog                                      */
+/* Sampler, leak detector and Stormlog                        >>api-sampler */
 /* ======================================================================== */
 
 /* A sample field that could not be read (a missing /proc file, no
@@ -1558,7 +1695,7 @@ MEMOBS_API int memobs_write_stormlog_host(FILE *f);
 MEMOBS_API int memobs_write_stormlog_host_file(const char *path);
 
 /* ======================================================================== */
-/* Summaries                                                                */
+/* Summaries                                                >>api-summaries */
 /* ======================================================================== */
 
 MEMOBS_API void memobs_get_summary(memobs_summary_t *out);
@@ -1592,7 +1729,7 @@ MEMOBS_API const char *memobs_format_bytes(char *buf, size_t len, uint64_t bytes
 MEMOBS_API const char *memobs_format_ns(char *buf, size_t len, uint64_t ns);
 
 /* ======================================================================== */
-/* Prometheus                                                               */
+/* Prometheus                                              >>api-prometheus */
 /* ======================================================================== */
 
 /* Prometheus text exposition format 0.0.4 of one snapshot: transfers by
@@ -1637,7 +1774,7 @@ MEMOBS_API size_t memobs_format_prometheus(char *buf, size_t len);
 MEMOBS_API int memobs_write_prometheus_file(const char *path);
 
 /* ======================================================================== */
-/* HTML report                                                              */
+/* HTML report                                                   >>api-html */
 /* ======================================================================== */
 
 /* One self-contained HTML page of what memobs holds, for people: it opens
@@ -1676,7 +1813,7 @@ MEMOBS_API int memobs_write_html(FILE *f);
 MEMOBS_API int memobs_write_html_file(const char *path);
 
 /* ======================================================================== */
-/* Recording macros                                                         */
+/* Recording macros                                                >>macros */
 /* ======================================================================== */
 
 #ifdef MEMOBS_DISABLE
@@ -1836,7 +1973,7 @@ MEMOBS_API int memobs_write_html_file(const char *path);
 #endif /* MEMOBS_DISABLE */
 
 /* ======================================================================== */
-/* Private: the inline hot path (names with two underscores are not API)    */
+/* Private: the inline hot path (memobs__ names are not API)     >>hot-path */
 /* ======================================================================== */
 
 #define MEMOBS__LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -2082,7 +2219,7 @@ static inline void memobs_counter_add(memobs_counter_t c, uint64_t n) {
 }
 
 /* ======================================================================== */
-/* Deprecated names (before 1.0)                                            */
+/* Deprecated names (before 1.0)                               >>deprecated */
 /* ======================================================================== */
 
 /* The names memobs had before 1.0, each a static inline wrapper of its
@@ -2188,7 +2325,7 @@ struct memobs_region_scope_t {
 
 /* ======================================================================== */
 /* ======================================================================== */
-/*                              IMPLEMENTATION                              */
+/*                              IMPLEMENTATION             >>implementation */
 /* ======================================================================== */
 /* ======================================================================== */
 
@@ -2269,7 +2406,7 @@ extern "C" {
 #endif
 
 /* ======================================================================== */
-/* Private: state                                                           */
+/* Private: state                                                   >>state */
 /* ======================================================================== */
 
 #define MEMOBS__XCHG(p, v) __atomic_exchange_n((p), (v), __ATOMIC_RELAXED)
@@ -2742,7 +2879,7 @@ static void memobs__tsn_leave(memobs__shard_t *s);
 static void memobs__tsn_env(void);
 
 /* ======================================================================== */
-/* Private: diagnostics                                                     */
+/* Private: diagnostics                                       >>diagnostics */
 /* ======================================================================== */
 
 static void memobs__vlog(int level, const char *fmt, va_list ap) {
@@ -2796,7 +2933,7 @@ const char *memobs_strerror(int err) {
 }
 
 /* ======================================================================== */
-/* Private: environment and start-up                                        */
+/* Private: environment and start-up                              >>startup */
 /* ======================================================================== */
 
 #if defined(__linux__) && defined(__LP64__)
@@ -3227,7 +3364,7 @@ static void memobs__leaks_at_exit(void) {
 }
 
 /* ======================================================================== */
-/* Private: shards                                                          */
+/* Private: shards                                                 >>shards */
 /* ======================================================================== */
 
 /* Shard blocks (a shard and its escrow record) are carved from slabs of
@@ -3551,7 +3688,7 @@ static memobs__shard_t *memobs__shard_next(memobs__shard_t *s) {
 }
 
 /* ======================================================================== */
-/* Private: histograms and timing                                           */
+/* Private: histograms and timing                              >>histograms */
 /* ======================================================================== */
 
 static unsigned memobs__hist_index(uint64_t v) {
@@ -3679,7 +3816,7 @@ void memobs_record_tpot(uint64_t ns) {
 }
 
 /* ======================================================================== */
-/* Private: per-request table                                               */
+/* Private: per-request table                                    >>requests */
 /* ======================================================================== */
 
 static uint64_t memobs__mix(uint64_t x) {
@@ -3985,7 +4122,7 @@ void memobs_request_end(uint64_t id) {
 }
 
 /* ======================================================================== */
-/* Private: user counters                                                   */
+/* Private: user counters                                        >>counters */
 /* ======================================================================== */
 
 static int memobs__valid_name(const char *s) {
@@ -4042,7 +4179,7 @@ int32_t memobs__counter_site(const char *name) {
 }
 
 /* ======================================================================== */
-/* Private: regions and markers                                             */
+/* Private: regions and markers                                   >>regions */
 /* ======================================================================== */
 
 /* Interned names: an open-addressing index of id + 1 (0: empty), probed
@@ -4418,7 +4555,7 @@ static uint32_t memobs__reg_open(memobs_region_t *out, uint32_t max) {
 }
 
 /* ======================================================================== */
-/* Private: collectives and peers                                           */
+/* Private: collectives and peers                             >>collectives */
 /* ======================================================================== */
 
 /* Fixed tables, published entry by entry: a registration (under a spin
@@ -5033,7 +5170,7 @@ __attribute__((visibility("default"))) const memobs_host_api_t *memobs_host_api(
 #endif
 
 /* ======================================================================== */
-/* Private: allocation tracker                                              */
+/* Private: allocation tracker                                    >>tracker */
 /* ======================================================================== */
 
 #define MEMOBS__TRK (memobs__g.trk)
@@ -6164,7 +6301,7 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
 }
 
 /* ======================================================================== */
-/* Private: timeline                                                        */
+/* Private: timeline                                             >>timeline */
 /* ======================================================================== */
 
 /* The clock. Timeline events are stamped with memobs__ticks(): the TSC
@@ -7872,7 +8009,7 @@ static void memobs__tl_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: identity                                                        */
+/* Private: identity                                             >>identity */
 /* ======================================================================== */
 
 /* in, cut to fit len at a character boundary, with each byte that is not
@@ -7927,7 +8064,7 @@ void memobs_get_identity(memobs_identity_t *out) {
 }
 
 /* ======================================================================== */
-/* Private: summary and reset                                               */
+/* Private: summary and reset                                     >>summary */
 /* ======================================================================== */
 
 /* Bytes and counter values are summed saturating (memobs__sat, memobs__win):
@@ -10554,7 +10691,7 @@ int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
 }
 
 /* ======================================================================== */
-/* Private: Prometheus                                                      */
+/* Private: Prometheus                                         >>prometheus */
 /* ======================================================================== */
 
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
@@ -11146,7 +11283,7 @@ static void memobs__prom_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: allocation reports                                              */
+/* Private: allocation reports                                    >>reports */
 /* ======================================================================== */
 
 /* dladdr() and __cxa_demangle() under private names, weak: strict C modes
@@ -11643,7 +11780,7 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 }
 
 /* ======================================================================== */
-/* Private: PyTorch memory snapshot                                         */
+/* Private: PyTorch memory snapshot                              >>snapshot */
 /* ======================================================================== */
 
 /* Per device, a ring of the newest device allocation events under a spin
@@ -12472,7 +12609,7 @@ static void memobs__tsn_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: background worker                                               */
+/* Private: background worker                                      >>worker */
 /* ======================================================================== */
 
 /* One thread for periodic tasks (the sampler, exporters that rewrite a
@@ -12691,7 +12828,7 @@ static void memobs__bg_at_exit(void) {
 }
 
 /* ======================================================================== */
-/* Private: host memory sampler and leak detector                           */
+/* Private: host memory sampler and leak detector                 >>sampler */
 /* ======================================================================== */
 
 #ifndef MEMOBS_SAMPLES
@@ -13166,7 +13303,7 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
 }
 
 /* ======================================================================== */
-/* Private: notable events and Stormlog telemetry                           */
+/* Private: notable events and Stormlog telemetry                >>stormlog */
 /* ======================================================================== */
 
 /* A ring of cap slots that keeps the newest: the slot for the next entry
@@ -13789,7 +13926,7 @@ static void memobs__smp_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: HTML report                                                     */
+/* Private: HTML report                                              >>html */
 /* ======================================================================== */
 
 /* Bounds that keep a report under 2 MB at default limits: the sampler's
@@ -14918,7 +15055,7 @@ static void memobs__html_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: crash writer                                                    */
+/* Private: crash writer                                            >>crash */
 /* ======================================================================== */
 
 /* At a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) the summary and the
@@ -15228,7 +15365,7 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
 }
 
 /* ======================================================================== */
-/* Private: stops and signals                                               */
+/* Private: stops and signals                                     >>signals */
 /* ======================================================================== */
 
 /* With an exit output configured and MEMOBS_SIGNALS on (the default),
