@@ -928,27 +928,23 @@ static void close_reports(const char *path) {
     E.reports_tmp = 0;
 }
 
+/* A tally of a direction d: p 0 the total, 1 prefill, 2 decode, 3
+   unphased (memobs phase 0). */
+static uint64_t tally_of(const uint64_t v[3][MEMOBS_DIRS], int p, int d) {
+    return p == 0 ? v[0][d] + v[1][d] + v[2][d] : v[p == 3 ? 0 : p][d];
+}
+
 /* --tallies FILE: one line, "engine tallies: key=value ...", for
    tests/test_demo.sh: the copies (total and per phase), requests, counters,
    then per memory kind. */
 static void write_tallies(FILE *f, const tally_t *t) {
+    static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};
     int p, d, k;
     fprintf(f, "engine tallies:");
-    for (p = 0; p < 4; p++) {
-        static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};
-        for (d = 0; d < MEMOBS_DIRS; d++) {
-            uint64_t b = 0, n = 0;
-            int q;
-            for (q = 0; q < 3; q++) {
-                /* p: 0 total, 1 prefill, 2 decode, 3 unphased (memobs phase 0) */
-                if (p != 0 && q != (p == 3 ? 0 : p)) continue;
-                b += t->bytes[q][d];
-                n += t->ops[q][d];
-            }
-            fprintf(f, " %s%s=%llu %s%s_ops=%llu", pre[p], dir_name[d], (unsigned long long)b, pre[p], dir_name[d],
-                    (unsigned long long)n);
-        }
-    }
+    for (p = 0; p < 4; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            fprintf(f, " %s%s=%llu %s%s_ops=%llu", pre[p], dir_name[d], (unsigned long long)tally_of(t->bytes, p, d),
+                    pre[p], dir_name[d], (unsigned long long)tally_of(t->ops, p, d));
     fprintf(f, " requests=%d tokens=%llu kv_blocks_offloaded=%llu attention_flops=%llu", N_REQUESTS,
             (unsigned long long)t->tokens, (unsigned long long)t->blocks_offloaded,
             (unsigned long long)t->attention_flops);

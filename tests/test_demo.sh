@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/test_demo.sh - builds examples/offload_engine.c, runs it, and checks
 # memobs' JSON summary against the engine's own tallies of what it copied and
-# of the memory it tracked, and the tracker's reports on stderr (the peak
-# report, the allocations-by-trace report, the leak report with --leak).
+# of the memory it tracked (--tallies FILE), and the tracker's reports on
+# stderr (the peak report, the allocations-by-trace report, the leak report
+# with --leak); that the summary comes first (stderr's first line, and
+# make demo's), the reports after it or in --reports FILE.
 #
 # Run from anywhere (it changes to the repository root): bash tests/test_demo.sh
 # Prints one line per check, "ok - demo: <what>" or
