@@ -17,7 +17,8 @@
 #                 per peer in memobs (NCCL_PROFILER_PLUGIN=memobs)
 #   make examples the small examples: build/examples/hello (examples/hello.c), hello_cuda
 #                 (nvcc), and the Python package and preload library that hello.py and
-#                 hello_preload.sh use
+#                 hello_preload.sh use (the CUDA parts left out, with a line, without the
+#                 CUDA Toolkit)
 #   make clean    removes build/
 
 CC ?= cc
