@@ -1,5 +1,7 @@
 # memobs: header-only; this Makefile builds the demo, the tests and the benches.
-#   make demo     run examples/offload_engine.c (no GPU needed)
+#   make demo     run examples/offload_engine.c (no GPU needed): its summary first, then
+#                 its requests; the peak report and the allocations by trace go to
+#                 $(DEMO_REPORTS) (DEMO_REPORTS=stderr: on the terminal, after the rest)
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
@@ -15,7 +17,8 @@
 #                 per peer in memobs (NCCL_PROFILER_PLUGIN=memobs)
 #   make examples the small examples: build/examples/hello (examples/hello.c), hello_cuda
 #                 (nvcc), and the Python package and preload library that hello.py and
-#                 hello_preload.sh use
+#                 hello_preload.sh use (the CUDA parts left out, with a line, without the
+#                 CUDA Toolkit)
 #   make clean    removes build/
 
 CC ?= cc
@@ -36,8 +39,9 @@ $(BUILD):
 $(BUILD)/offload_engine: examples/offload_engine.c memobs.h | $(BUILD)
 	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread -lm -rdynamic
 
+DEMO_REPORTS ?= $(BUILD)/demo_reports.txt
 demo: $(BUILD)/offload_engine
-	./$(BUILD)/offload_engine
+	@$(BUILD)/offload_engine --reports '$(DEMO_REPORTS)'
 
 test:
 	@bash tests/run.sh

@@ -432,7 +432,8 @@
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
                               SLURM_LOCALID/SLURM_NTASKS, then OMPI_COMM_WORLD_*,
-                              then PMI_RANK/PMI_SIZE. Default rank 0 of 1.
+                              then PMI_RANK/PMI_LOCAL_RANK/PMI_SIZE. Default
+                              rank 0 of 1.
      MEMOBS_SIGNALS=0|1       write the exit outputs on a stop or crash
                               signal (default 1; see STOPS AND CRASHES).
      A malformed value gets one warning through the log hook and the default.

@@ -8,8 +8,9 @@
        cc -std=c99 -I. examples/hello.c -o hello -pthread && ./hello
        make examples && build/examples/hello        (the same)
 
-   No GPU needed: the "copies" are memcpy calls, recorded the way a real
-   engine records each cudaMemcpyAsync it queues. */
+   Needs: a C99 compiler and pthreads, nothing else (no GPU: the "copies"
+   are memcpy calls, recorded the way a real engine records each
+   cudaMemcpyAsync it queues). */
 
 #define MEMOBS_IMPLEMENTATION /* in exactly one .c file: memobs' code */
 #include "memobs.h"

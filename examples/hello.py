@@ -5,15 +5,21 @@ to the GPU (prefill), then it generates 8 tokens and reads their logits
 back (decode). memobs counts each copy by direction and phase, times the
 request (TTFT, TPOT, end to end) and each decode step.
 
-    pip install .                     # the package memobs, then:
+    pip install --no-build-isolation .   # the package memobs (offline), then:
     python3 examples/hello.py
     # or, from a source tree without installing:
     make python-module && PYTHONPATH=build/python python3 examples/hello.py
 
-No GPU needed: the "copies" are bytearray copies, recorded the way an
-engine records each copy it queues.
+Needs: Python 3.9+ and the package memobs (above; without it: "skipped:
+needs ...", status 0). No GPU: the "copies" are bytearray copies.
 """
-import memobs
+import sys
+
+try:
+    import memobs
+except ImportError as e:
+    print("hello.py: skipped: needs the package memobs (%s): see the top of this file" % e, file=sys.stderr)
+    sys.exit(0)
 
 BLOCK = 64 * 1024  # bytes per KV cache block
 PROMPT_BLOCKS = 4

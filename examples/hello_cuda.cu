@@ -8,9 +8,10 @@
 
        nvcc -I. examples/hello_cuda.cu -o hello_cuda && ./hello_cuda
 
-   On a machine with no GPU every call fails and nothing is recorded: the
-   tests run this program against a stand-in CUDA runtime instead
-   (make examples, tests/test_examples.sh). */
+   Needs: the CUDA Toolkit (nvcc) to build, a GPU to run. Without a GPU it
+   prints "hello_cuda: skipped: needs a GPU (...)" and exits 0, no summary;
+   the tests run it against a stand-in CUDA runtime instead (make examples,
+   tests/test_examples.sh). */
 
 #define MEMOBS_IMPLEMENTATION /* in exactly one file: memobs' code */
 #include "memobs_cuda.h"      /* includes memobs.h and cuda_runtime_api.h */
@@ -20,6 +21,12 @@ enum { PROMPT = 1 << 20, LOGITS = 4096, TOKENS = 4 };
 int main(void) {
     void *host = NULL, *dev = NULL;
     cudaStream_t stream;
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev); /* no GPU: no result to show */
+    if (e != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "hello_cuda: skipped: needs a GPU (%s)\n", cudaGetErrorString(e));
+        return 0;
+    }
     /* MEMOBS_CUDA_CHECK logs a failed call (its text, file, line) through
        memobs' log hook and yields the error; it never aborts. */
     if (MEMOBS_CUDA_CHECK(memobs_cudaMallocHost(&host, PROMPT)) != cudaSuccess) return 1; /* pinned */

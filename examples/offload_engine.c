@@ -49,7 +49,7 @@
    under the same lock, so memobs and the engine see the allocations in one
    order: current bytes, peaks, allocs and frees per kind must agree
    exactly, checked at the end like the copies.
-   The peak report goes to stderr, growth 25%, min_bytes one past the
+   The peak report (held back until after the summary), growth 25%, min_bytes one past the
    planned device footprint (the arena): set-up stays below it, the first
    step's logits go past it, and that one report shows what holds device
    memory; nothing later grows by 25%. (MEMOBS_PEAK_REPORT in the
@@ -63,17 +63,20 @@
    demo's function names):
        cc -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. \
           examples/offload_engine.c -o offload_engine -lm -rdynamic
-   Run:
-       ./offload_engine [--json] [--leak]
+   Run (make demo runs it with --reports build/demo_reports.txt):
+       ./offload_engine [--json] [--leak] [--tallies FILE] [--reports FILE]
    --leak: request 100 never gives its last host block back, so the leak
    report at the end shows one live pinned kv_block, with its stack (the
    engine's tallies expect it: the run still exits 0).
-   stderr: the peak report, the group-by report, one line per request,
-   memobs_print_summary(), then the leak report.
-   stdout: "engine tallies: key=value ..." (copies, requests, counters, then
+   stderr, in this order: memobs_print_summary() first, one line per
+   request, the reports written during the run (the peak report, the
+   group-by report; with --reports FILE they stay in FILE and one line
+   names it), then the leak report.
+   stdout: nothing, or with --json the memobs JSON summary (one line).
+   --tallies FILE: the engine's own tallies, for tests/test_demo.sh, as one
+   line "engine tallies: key=value ..." (copies, requests, counters, then
    per memory kind: device_current_bytes, _peak_bytes, _live, _allocs,
-   _frees, _alloc_bytes; host_...; pinned_...), then with --json the memobs
-   JSON summary as the last line. */
+   _frees, _alloc_bytes; host_...; pinned_...). */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pread, pwrite under -std=c99 */
@@ -187,10 +190,14 @@ static struct {
     memobs_counter_t c_offloaded;
     const request_t *leaky; /* --leak: this request keeps its last host block */
     FILE *disk;             /* the disk tier: request i's block k at (i * MAX_BLOCKS + k) blocks */
+    FILE *reports;          /* the run's reports, shown after the summary (or --reports FILE) */
+    char reports_path[512];
+    int reports_tmp;        /* reports_path is ours to remove */
 } E;
 
 static void die(const char *msg) {
     fprintf(stderr, "offload_engine: %s\n", msg);
+    if (E.reports_tmp) remove(E.reports_path);
     exit(2);
 }
 
@@ -612,9 +619,11 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
     if (r == &E.req[N_REQUESTS - 1]) {
         /* The last request, finished but still holding its host blocks (and
            the other worker may hold some too): who holds memory now. */
-        fprintf(stderr, "offload_engine: request %llu done, %d host blocks not yet back in the pool:\n",
+        fprintf(E.reports, "offload_engine: request %llu done, %d host blocks not yet back in the pool:\n",
                 (unsigned long long)r->id, r->nblocks);
-        memobs_print_alloc_groups(stderr);
+        fflush(E.reports); /* the file is shared with the peak report's appends */
+        memobs_print_alloc_groups(E.reports);
+        fflush(E.reports);
     }
     for (k = 0; k < r->nblocks; k++) {
         if (r == E.leaky && k == r->nblocks - 1) continue; /* --leak: never given back */
@@ -872,6 +881,86 @@ static void cross_check(const tally_t *t) {
 }
 
 /* ======================================================================== */
+/* What the demo prints, and where                                          */
+/* ======================================================================== */
+
+/* The reports written during the run (the peak report, by memobs; the
+   allocations by trace, by the last request's worker) go to one file, so
+   that the summary comes first: --reports FILE keeps them there, else a
+   temporary file is copied to stderr after the summary. The peak report
+   appends to the path, so the engine's FILE appends too. */
+static void open_reports(const char *path) {
+    FILE *f;
+    if (path) {
+        if (strlen(path) >= sizeof E.reports_path || strchr(path, '%')) die("--reports: a path without %, please");
+        strcpy(E.reports_path, path);
+        if (!(f = fopen(path, "w")) || fclose(f) != 0) die("--reports: cannot create the file");
+    } else {
+        const char *dir = getenv("TMPDIR");
+        int fd;
+        if (!dir || !*dir || strchr(dir, '%')) dir = "/tmp";
+        if ((size_t)snprintf(E.reports_path, sizeof E.reports_path, "%s/offload_engine.XXXXXX", dir) >=
+            sizeof E.reports_path)
+            die("TMPDIR is too long");
+        if ((fd = mkstemp(E.reports_path)) < 0) die("cannot create a temporary file for the run's reports");
+        close(fd);
+        E.reports_tmp = 1;
+    }
+    if (!(E.reports = fopen(E.reports_path, "a"))) die("cannot open the reports file");
+}
+
+static void close_reports(const char *path) {
+    char chunk[4096];
+    size_t n;
+    fclose(E.reports);
+    E.reports = NULL;
+    if (path) {
+        fprintf(stderr, "offload_engine: the peak report and the allocations by trace: %s\n", path);
+        return;
+    }
+    {
+        FILE *f = fopen(E.reports_path, "r");
+        if (!f) die("cannot read the reports file back");
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, stderr);
+        fclose(f);
+    }
+    remove(E.reports_path);
+    E.reports_tmp = 0;
+}
+
+/* A tally of a direction d: p 0 the total, 1 prefill, 2 decode, 3
+   unphased (memobs phase 0). */
+static uint64_t tally_of(const uint64_t v[3][MEMOBS_DIRS], int p, int d) {
+    return p == 0 ? v[0][d] + v[1][d] + v[2][d] : v[p == 3 ? 0 : p][d];
+}
+
+/* --tallies FILE: one line, "engine tallies: key=value ...", for
+   tests/test_demo.sh: the copies (total and per phase), requests, counters,
+   then per memory kind. */
+static void write_tallies(FILE *f, const tally_t *t) {
+    static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};
+    int p, d, k;
+    fprintf(f, "engine tallies:");
+    for (p = 0; p < 4; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            fprintf(f, " %s%s=%llu %s%s_ops=%llu", pre[p], dir_name[d], (unsigned long long)tally_of(t->bytes, p, d),
+                    pre[p], dir_name[d], (unsigned long long)tally_of(t->ops, p, d));
+    fprintf(f, " requests=%d tokens=%llu kv_blocks_offloaded=%llu attention_flops=%llu", N_REQUESTS,
+            (unsigned long long)t->tokens, (unsigned long long)t->blocks_offloaded,
+            (unsigned long long)t->attention_flops);
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        const mem_tally_t *m = &E.mem[k];
+        if (k == MEMOBS_MEM_MANAGED) continue; /* the engine has none */
+        fprintf(f, " %s_current_bytes=%llu %s_peak_bytes=%llu %s_live=%llu %s_allocs=%llu %s_frees=%llu"
+                   " %s_alloc_bytes=%llu", kind_name[k], (unsigned long long)m->current, kind_name[k],
+                (unsigned long long)m->peak, kind_name[k], (unsigned long long)(m->allocs - m->frees),
+                kind_name[k], (unsigned long long)m->allocs, kind_name[k], (unsigned long long)m->frees,
+                kind_name[k], (unsigned long long)m->alloc_bytes);
+    }
+    fprintf(f, "\n");
+}
+
+/* ======================================================================== */
 /* Main                                                                     */
 /* ======================================================================== */
 
@@ -883,18 +972,26 @@ int main(int argc, char **argv) {
     size_t used;
     uint64_t t0, t1;
     char buf[32];
-    int json = 0, i, p, d, k;
+    const char *tallies = NULL, *reports = NULL;
+    FILE *tf = NULL;
+    int json = 0, i, p, d;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--leak") == 0) {
             E.leaky = &E.req[0];
+        } else if (strcmp(argv[i], "--tallies") == 0 && i + 1 < argc) {
+            tallies = argv[++i];
+        } else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc) {
+            reports = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--json] [--leak]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--json] [--leak] [--tallies FILE] [--reports FILE|stderr]\n", argv[0]);
             return 2;
         }
     }
+    if (reports && strcmp(reports, "stderr") == 0) reports = NULL;
+    open_reports(reports);
 
     pthread_mutex_init(&E.pool_lock, NULL);
     pthread_mutex_init(&E.alloc_lock, NULL);
@@ -904,7 +1001,7 @@ int main(int argc, char **argv) {
        slots, buffers: the arena), then at the first byte past it and at
        each 25% beyond the last report. */
     if (!getenv("MEMOBS_PEAK_REPORT") &&
-        memobs_track_set_peak_report("stderr", 0.25, (uint64_t)used * sizeof(float) + 1) != MEMOBS_OK)
+        memobs_track_set_peak_report(E.reports_path, 0.25, (uint64_t)used * sizeof(float) + 1) != MEMOBS_OK)
         die("memobs_track_set_peak_report failed");
     E.arena = (float *)calloc(used, sizeof(float));
     E.pool = (float *)calloc((size_t)N_CPU_BLOCKS * N_LAYERS * LB_FLOATS, sizeof(float));
@@ -951,44 +1048,21 @@ int main(int argc, char **argv) {
         t.attention_flops += wt->attention_flops;
     }
 
+    /* The summary first: it is what the demo is for. Then the requests,
+       then the reports memobs and the engine wrote during the run. */
+    memobs_print_summary();
+    fprintf(stderr, "served %d requests, %llu tokens, on %d workers in %s\n", N_REQUESTS,
+            (unsigned long long)t.tokens, N_WORKERS, memobs_format_ns(buf, sizeof buf, t1 - t0));
     for (i = 0; i < N_REQUESTS; i++) {
         const request_t *r = &E.req[i];
         fprintf(stderr, "request %llu: prompt %3d, generated %2d, worker %d, host blocks %2d, tokens %08x\n",
                 (unsigned long long)r->id, r->prompt_len, r->out_len, r->worker, r->nblocks, r->checksum);
     }
-    fprintf(stderr, "served %d requests, %llu tokens, on %d workers in %s\n", N_REQUESTS,
-            (unsigned long long)t.tokens, N_WORKERS, memobs_format_ns(buf, sizeof buf, t1 - t0));
-    memobs_print_summary();
+    close_reports(reports);
 
-    printf("engine tallies:");
-    for (p = 0; p < 4; p++) {
-        static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};
-        for (d = 0; d < MEMOBS_DIRS; d++) {
-            uint64_t b = 0, n = 0;
-            int q;
-            for (q = 0; q < 3; q++) {
-                /* p: 0 total, 1 prefill, 2 decode, 3 unphased (memobs phase 0) */
-                if (p != 0 && q != (p == 3 ? 0 : p)) continue;
-                b += t.bytes[q][d];
-                n += t.ops[q][d];
-            }
-            printf(" %s%s=%llu %s%s_ops=%llu", pre[p], dir_name[d], (unsigned long long)b, pre[p], dir_name[d],
-                   (unsigned long long)n);
-        }
-    }
-    printf(" requests=%d tokens=%llu kv_blocks_offloaded=%llu attention_flops=%llu", N_REQUESTS,
-           (unsigned long long)t.tokens, (unsigned long long)t.blocks_offloaded,
-           (unsigned long long)t.attention_flops);
-    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
-        const mem_tally_t *m = &E.mem[k];
-        if (k == MEMOBS_MEM_MANAGED) continue; /* the engine has none */
-        printf(" %s_current_bytes=%llu %s_peak_bytes=%llu %s_live=%llu %s_allocs=%llu %s_frees=%llu"
-               " %s_alloc_bytes=%llu", kind_name[k], (unsigned long long)m->current, kind_name[k],
-               (unsigned long long)m->peak, kind_name[k], (unsigned long long)(m->allocs - m->frees),
-               kind_name[k], (unsigned long long)m->allocs, kind_name[k], (unsigned long long)m->frees,
-               kind_name[k], (unsigned long long)m->alloc_bytes);
-    }
-    printf("\n");
+    if (tallies && !(tf = fopen(tallies, "w"))) die("--tallies: cannot open the file");
+    if (tf) write_tallies(tf, &t);
+    if (tf && fclose(tf) != 0) die("--tallies: cannot write the file");
     if (json) memobs_write_summary(stdout, MEMOBS_FORMAT_JSON);
     fflush(stdout);
 

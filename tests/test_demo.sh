@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/test_demo.sh - builds examples/offload_engine.c, runs it, and checks
 # memobs' JSON summary against the engine's own tallies of what it copied and
-# of the memory it tracked, and the tracker's reports on stderr (the peak
-# report, the allocations-by-trace report, the leak report with --leak).
+# of the memory it tracked (--tallies FILE), and the tracker's reports on
+# stderr (the peak report, the allocations-by-trace report, the leak report
+# with --leak); that the summary comes first (stderr's first line, and
+# make demo's), the reports after it or in --reports FILE.
 #
 # Run from anywhere (it changes to the repository root): bash tests/test_demo.sh
 # Prints one line per check, "ok - demo: <what>" or
@@ -51,7 +53,7 @@ else
 fi
 
 # The run under test.
-"$bin" --json >"$tmp/out" 2>"$tmp/err"
+"$bin" --json --tallies "$tmp/tallies" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ]; then
     pass "--json run exits 0 (its own cross-check found memobs agreeing)"
@@ -64,9 +66,9 @@ else
     fail "text summary on stderr" "expected a '== memobs summary ==' line, got none" "$tmp/err"
 fi
 
-# The figures, from the tallies line and the JSON line; the reports, from
-# stderr. check.py MODE STDOUT STDERR: MODE "main" for a plain --json run,
-# "leak" for a --leak --json run.
+# The figures, from the tallies line (--tallies FILE) and the JSON line
+# (stdout); the reports, from stderr. check.py MODE STDOUT STDERR TALLIES:
+# MODE "main" for a plain --json run, "leak" for a --leak --json run.
 cat >"$tmp/check.py" <<'PY'
 import json, re, sys, traceback
 
@@ -135,7 +137,7 @@ def report(err, header):
 
 def parse_tallies(pre, lines):
     tally_lines = [l for l in lines if l.startswith("engine tallies:")]
-    check("%sone tallies line on stdout" % pre, 1, len(tally_lines))
+    check("%sone tallies line, in --tallies FILE (none on stdout)" % pre, 1, len(tally_lines))
     if not tally_lines:
         return None
     t = {}
@@ -321,19 +323,26 @@ def main_run(lines, err):
     check("host: the weight staging buffer, allocated and freed once",
           [1, 1, 0, h["alloc_bytes"]], [h["allocs"], h["frees"], h["current_bytes"], h["peak_bytes"]])
 
-    # The reports on stderr, all before the summary.
+    # stderr: the summary first, then the requests and the reports the run
+    # wrote (held back until after the summary), then the leak report.
+    check_true("stderr's first line opens the summary", err[:1] and err[0].startswith("== memobs summary =="),
+               "got %r" % err[:1])
     try:
-        end = err.index([l for l in err if l.startswith("== memobs summary ==")][0])
-    except IndexError:
-        end = len(err)
+        start = err.index([l for l in err if l.startswith("== memobs summary ==")][0])
+        end = start + err[start:].index([l for l in err if l.startswith("== memobs leak report ==")][0])
+    except (IndexError, ValueError):
+        start, end = len(err), len(err)
+    err_rep = err
+    err = err[start:end]
+    end = len(err)
     peaks = [l for l in err[:end] if "tracked memory reached new maximum" in l]
-    check_true("one or two peak reports before the summary", 1 <= len(peaks) <= 2,
+    check_true("one or two peak reports after the summary", 1 <= len(peaks) <= 2,
                "expected 1 or 2 lines 'tracked memory reached new maximum', got %d" % len(peaks))
     if peaks:
         check_true("the peak report is about device 0", peaks[0].startswith("memobs: [rank 0] device 0 "),
                    "got %r" % peaks[0])
     reps = report(err[:end], "== memobs allocations by trace ==")
-    check("one allocations-by-trace report before the summary", 1, len(reps))
+    check("one allocations-by-trace report after the summary, before the leak report", 1, len(reps))
     if reps:
         head, groups = reps[0]
         kv = kv_block_groups("allocations by trace", groups)
@@ -347,8 +356,8 @@ def main_run(lines, err):
                    {"weights", "kv_slots", "prefill_buffer", "decode_buffer", "activations"}
                    <= {g["tag"] for g in groups if g["kinds"] == "device"},
                    "got device tags %s" % sorted(g["tag"] for g in groups if g["kinds"] == "device"))
-    leaks = [l for l in err[end:] if l.startswith("== memobs leak report ==")]
-    check_true("leak report after shut-down: nothing live",
+    leaks = [l for l in err_rep[start + end:] if l.startswith("== memobs leak report ==")]
+    check_true("leak report after the reports, at shut-down: nothing live",
                len(leaks) == 1 and leaks[0].endswith(": no tracked allocation is live"),
                "expected one '== memobs leak report == ...: no tracked allocation is live' line, got %s" % leaks)
 
@@ -376,8 +385,10 @@ def leak_run(lines, err):
 
 
 def main():
-    mode, out, err = sys.argv[1:4]
+    mode, out, err, tallies = sys.argv[1:5]
     lines = open(out).read().splitlines()
+    check("%sstdout: the JSON summary, one line" % ("--leak: " if mode == "leak" else ""), 1, len(lines))
+    lines = open(tallies).read().splitlines() + lines
     err_lines = open(err, encoding="utf-8", errors="replace").read().splitlines()
     (main_run if mode == "main" else leak_run)(lines, err_lines)
 
@@ -391,27 +402,58 @@ except Exception as e:  # a missing key or a bad number: say so, do not just die
         print("    # " + l)
 sys.exit(1 if failed else 0)
 PY
-python3 "$tmp/check.py" main "$tmp/out" "$tmp/err" || failed=1
+python3 "$tmp/check.py" main "$tmp/out" "$tmp/err" "$tmp/tallies" || failed=1
 
 # Same workload, same figures, whichever worker got which request. The
 # device and pinned peaks are the exception: they depend on how the two
 # workers' requests overlap in time (check.py bounds them instead).
-"$bin" >"$tmp/out2" 2>"$tmp/err2"
-b=$(grep '^engine tallies:' "$tmp/out2")
+# This run keeps its reports in a file (--reports FILE), as make demo does.
+"$bin" --tallies "$tmp/tallies2" --reports "$tmp/reports2" >"$tmp/out2" 2>"$tmp/err2"
 unpeak() { grep '^engine tallies:' "$1" | sed -E 's/ (device|pinned)_peak_bytes=[0-9]+//g'; }
-a1=$(unpeak "$tmp/out")
-b1=$(unpeak "$tmp/out2")
+a1=$(unpeak "$tmp/tallies")
+b1=$(unpeak "$tmp/tallies2")
 if [ -n "$a1" ] && [ "$a1" = "$b1" ]; then
     pass "a second run gives the same tallies (device and pinned peaks aside)"
 else
     fail "a second run gives the same tallies (device and pinned peaks aside)" "expected '$a1', got '$b1'" \
         "$tmp/err2"
 fi
-last=$(tail -n 1 "$tmp/out2")
-if [ -n "$b" ] && [ "$last" = "$b" ]; then
-    pass "without --json, the tallies line is the last line"
+if [ ! -s "$tmp/out2" ]; then
+    pass "without --json, stdout is empty (the tallies only in --tallies FILE)"
 else
-    fail "without --json, the tallies line is the last line" "expected '$b', got '$last'"
+    fail "without --json, stdout is empty (the tallies only in --tallies FILE)" \
+        "expected nothing, got '$(head -c 200 "$tmp/out2")'"
+fi
+w="offload_engine: the peak report and the allocations by trace: $tmp/reports2"
+if grep -q '^memobs: \[rank 0\] device 0 tracked memory reached new maximum' "$tmp/reports2" &&
+    grep -q '^== memobs allocations by trace ==' "$tmp/reports2" &&
+    ! grep -q 'tracked memory reached new maximum\|^== memobs allocations by trace ==' "$tmp/err2" &&
+    grep -qxF "$w" "$tmp/err2"; then
+    pass "--reports FILE: the peak report and the allocations by trace in FILE, one line on stderr names it"
+else
+    fail "--reports FILE: the peak report and the allocations by trace in FILE, one line on stderr names it" \
+        "expected both reports in FILE, none on stderr, and the line '$w'" "$tmp/err2"
+fi
+
+# make demo, as a new user runs it: the summary is the first thing on the
+# terminal (the binary above is up to date for make), the reports in
+# DEMO_REPORTS, and one screen of output, not three.
+if ! command -v make >/dev/null 2>&1; then
+    fail "make demo" "expected make on PATH, got none"
+else
+    (unset MAKEFLAGS MFLAGS MAKELEVEL; make -s demo BUILD="$tmp" >"$tmp/make.out" 2>&1)
+    rc=$?
+    first=$(head -n 1 "$tmp/make.out")
+    n=$(wc -l <"$tmp/make.out")
+    if [ "$rc" -eq 0 ] && case $first in "== memobs summary == "*) true ;; *) false ;; esac &&
+        [ "$n" -le 60 ] && ! grep -q '^engine tallies:' "$tmp/make.out" &&
+        grep -q '^== memobs allocations by trace ==' "$tmp/demo_reports.txt"; then
+        pass "make demo: its first line opens the summary, $n lines in all, the reports in build/demo_reports.txt"
+    else
+        fail "make demo: its first line opens the summary, 60 lines at most, the reports in DEMO_REPORTS" \
+            "expected status 0, '== memobs summary == ...' first, <= 60 lines, got status $rc, '$first', $n lines" \
+            "$tmp/make.out"
+    fi
 fi
 
 # The cross-check must be able to fail: with recording off, memobs sees
@@ -427,7 +469,7 @@ fi
 
 # --leak: request 100 keeps one host block; the engine expects it (exit 0)
 # and the leak report at the end shows it, with its stack.
-"$bin" --leak --json >"$tmp/out4" 2>"$tmp/err4"
+"$bin" --leak --json --tallies "$tmp/tallies4" >"$tmp/out4" 2>"$tmp/err4"
 rc=$?
 if [ "$rc" -eq 0 ]; then
     pass "--leak --json run exits 0 (the engine's tallies count the leaked block too)"
@@ -435,6 +477,6 @@ else
     fail "--leak --json run exits 0 (the engine's tallies count the leaked block too)" "expected 0, got $rc" \
         "$tmp/err4"
 fi
-python3 "$tmp/check.py" leak "$tmp/out4" "$tmp/err4" || failed=1
+python3 "$tmp/check.py" leak "$tmp/out4" "$tmp/err4" "$tmp/tallies4" || failed=1
 
 exit "$failed"

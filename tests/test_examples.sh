@@ -9,9 +9,13 @@
 #                    (tests/cuda/cudart_double.c) instead of libcudart:
 #                    H2D 1 MiB in prefill, D2H 4 x 4 KiB in decode, device
 #                    and pinned peaks 1 MiB; with the real runtime and no
-#                    GPU, a message and status 1
+#                    GPU, "skipped: needs a GPU (...)", status 0, no summary
 #   hello_preload.sh its plain CUDA program under memobs-run, against the
-#                    double as libcudart.so.13: the same figures, unphased
+#                    double as libcudart.so.13: the same figures, unphased;
+#                    with no GPU or no toolkit, "skipped: needs ...", status 0
+# Each example's header says what it needs ("Needs:"); make examples with no
+# CUDA Toolkit (CUDA_INC, NVCC pointed at a missing folder) leaves the CUDA
+# parts out with one line each, status 0.
 cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/examples
 rm -rf "$B" && mkdir -p "$B"
@@ -50,6 +54,22 @@ for f in examples/hello.c examples/hello.py examples/hello_cuda.cu examples/hell
     [ "$n" -le 60 ] || long="$long $f: $n lines;"
 done
 if [ -z "$long" ]; then ok "hello.c, hello.py, hello_cuda.cu, hello_preload.sh: 60 lines at most each"; else bad "examples of 60 lines at most" "$long"; fi
+miss=
+for f in examples/hello.c examples/hello.py examples/hello_cuda.cu examples/hello_preload.sh; do
+    grep -q 'Needs: ' "$f" || miss="$miss $f"
+done
+if [ -z "$miss" ]; then ok "each example's header says what it needs (Needs: ...)"; else bad "each example's header says what it needs" "no 'Needs: ' in:$miss"; fi
+
+# make examples without the CUDA Toolkit: the CUDA parts left out, one line
+# each, status 0 (as make install leaves the preload library out)
+NO=$B/no-cuda
+if make -s examples BUILD="$B" NVCC="$NO/bin/nvcc" CUDA_INC="$NO/include" >"$B/make-nocuda.log" 2>&1 &&
+    [ "$(cat "$B/make-nocuda.log")" = "make examples: no $NO/include/cuda_runtime_api.h (set CUDA_INC): the preload library (hello_preload.sh) left out
+make examples: no nvcc at $NO/bin/nvcc (set NVCC): hello_cuda left out" ]; then
+    ok "make examples without the CUDA Toolkit: status 0, hello_cuda and the preload library left out, one line each"
+else
+    bad "make examples without the CUDA Toolkit: status 0, one line per part left out" "$(head -c 1500 "$B/make-nocuda.log")"
+fi
 
 # rows KIND FILE: the text summary's rows, checked against the regexes that follow
 rows() {
@@ -94,6 +114,16 @@ else
     bad "hello.py: the figures printed and the summary" "status $st" "$(cat "$B/py.out")" "$out" "$(head -c 1500 "$B/py.err")"
 fi
 
+# hello.py without the package (python3 -S: no site-packages): a skip, not a failure
+python3 -S examples/hello.py >"$B/py-skip.out" 2>"$B/py-skip.err"
+st=$?
+if [ $st = 0 ] && [ ! -s "$B/py-skip.out" ] && grep -q '^hello.py: skipped: needs the package memobs (' "$B/py-skip.err" &&
+    [ "$(wc -l <"$B/py-skip.err")" = 1 ]; then
+    ok "hello.py without the package memobs: 'hello.py: skipped: needs the package memobs (...)', status 0"
+else
+    bad "hello.py without the package memobs: one skipped line, status 0" "status $st" "$(head -c 800 "$B/py-skip.err")"
+fi
+
 # 4. hello_cuda.cu: nvcc's object with the runtime double (and nvcc's fat binary stubs)
 CUDA_JSON='{"prefill": {"h2d_bytes": 1048576, "h2d_count": 1, "d2h_bytes": 0}, "decode": {"d2h_bytes": 16384, "d2h_count": 4, "h2d_bytes": 0}, "memory": {"device": {"current_bytes": 0, "peak_bytes": 1048576, "allocs": 1, "frees": 1}, "pinned": {"current_bytes": 0, "peak_bytes": 1048576, "allocs": 1, "frees": 1}}}'
 if { $CC -std=c11 -O2 $W -I. -I"$CUDA_INC" -c tests/cuda/cudart_double.c -o "$B/double.o" &&
@@ -116,10 +146,12 @@ else
 fi
 "$E/hello_cuda" >"$B/real.out" 2>"$B/real.err"
 st=$?
-if [ $st = 0 ] || { [ $st = 1 ] && grep -q '^memobs: error: examples/hello_cuda.cu:[0-9]*: memobs_cudaMallocHost(&host, PROMPT): ' "$B/real.err"; }; then
-    ok "hello_cuda with the real runtime: runs on a GPU, else status 1 and the failed call's message ($(head -n 1 "$B/real.err" | sed 's/.*(\(cuda[A-Za-z]*\))$/\1/'))"
+if [ $st = 0 ] && { grep -q '^== memobs summary ==' "$B/real.err" ||
+    { [ "$(wc -l <"$B/real.err")" = 1 ] && grep -q '^hello_cuda: skipped: needs a GPU (.*)$' "$B/real.err"; }; }; then
+    ok "hello_cuda with the real runtime: a summary on a GPU, else status 0 and one line: $(head -n 1 "$B/real.err")"
 else
-    bad "hello_cuda with the real runtime: runs, else status 1 and a message" "status $st" "$(head -c 800 "$B/real.err")"
+    bad "hello_cuda with the real runtime: a summary, else status 0 and 'hello_cuda: skipped: needs a GPU (...)' alone" \
+        "status $st" "$(head -c 800 "$B/real.err")"
 fi
 
 # 5. hello_preload.sh: its program, linked with -lcudart, finds the double first
@@ -140,6 +172,23 @@ if $CC -std=c11 -O2 -g -fPIC -shared $W -I. -I"$CUDA_INC" tests/cuda/cudart_doub
     fi
 else
     bad "the runtime double as libcudart.so.13" "$(head -c 1500 "$B/dbl.log")"
+fi
+# with the real runtime: a GPU's figures, or a skip (never a zero summary)
+BUILD="$B" MEMOBS_PRELOAD_LIB="$B/libmemobs_preload.so" examples/hello_preload.sh >"$B/pre-real.out" 2>"$B/pre-real.err"
+st=$?
+if [ $st = 0 ] && { grep -Eq '^  H2D +\| +1\.05 MB +1 ' "$B/pre-real.err" ||
+    { [ "$(wc -l <"$B/pre-real.err")" = 1 ] && grep -q '^hello_preload.sh: skipped: needs a GPU (.*)$' "$B/pre-real.err"; }; }; then
+    ok "hello_preload.sh with the real runtime: the figures on a GPU, else status 0 and one line: $(head -n 1 "$B/pre-real.err")"
+else
+    bad "hello_preload.sh with the real runtime: figures, else 'hello_preload.sh: skipped: needs a GPU (...)' alone" \
+        "status $st" "$(head -c 800 "$B/pre-real.err")"
+fi
+CUDA_HOME="$NO" BUILD="$B" MEMOBS_PRELOAD_LIB="$B/libmemobs_preload.so" examples/hello_preload.sh >"$B/pre-nk.out" 2>"$B/pre-nk.err"
+st=$?
+if [ $st = 0 ] && [ "$(cat "$B/pre-nk.err")" = "hello_preload.sh: skipped: needs the CUDA Toolkit (no $NO/include/cuda_runtime_api.h; set CUDA_HOME)" ]; then
+    ok "hello_preload.sh with no CUDA Toolkit (CUDA_HOME at a missing folder): one skipped line, status 0"
+else
+    bad "hello_preload.sh with no CUDA Toolkit: one skipped line, status 0" "status $st" "$(head -c 800 "$B/pre-nk.err")"
 fi
 
 exit $rc

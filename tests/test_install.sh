@@ -171,6 +171,21 @@ if [ -n "$problems" ]; then
 fi
 pass "$what"
 
+# What a user reads about the install: the usage comment of the installed
+# memobsConfig.cmake names this version (a find_package line that works),
+# and README.md's Install section names every file install puts there.
+what="memobsConfig.cmake's comment suggests find_package(memobs $version REQUIRED), the installed version"
+sug=$(sed -n 's/^#   find_package(memobs \([^ ]*\) REQUIRED)$/\1/p' "$prefix/lib/cmake/memobs/memobsConfig.cmake")
+if [ "$sug" = "$version" ]; then pass "$what"; else : >"$log"; fail "$what" "got '$sug'"; fi
+what="README.md's Install section names every file make install writes"
+readme_install=$(sed -n '/^## Install$/,/^## /p' README.md)
+missing=
+while read -r f m; do
+    case $f in include/*) f=include/ ;; lib/cmake/memobs/*) f=lib/cmake/memobs/ ;; esac
+    case $readme_install in *"\`$f"*) ;; *) missing="$missing $f" ;; esac
+done < <(expected_files)
+if [ -z "$missing" ]; then pass "$what"; else : >"$log"; fail "$what" "not named:$missing"; fi
+
 # 2. pkg-config
 if [ $have_pkgconfig = 1 ]; then
     what="pkg-config --modversion is $version"
@@ -252,8 +267,9 @@ endif()
 try("range up to next major" 1 0 "${major}" "${next_major}" EXCLUDE)
 try("range ending at it" 1 0 "${major}" "${v}" INCLUDE)
 try("range ending before it" 0 0 "${major}" "${v}" EXCLUDE)
+try("the version memobsConfig.cmake's comment suggests" 1 1 "${SUG}")
 EOF
-    if quiet cmake -DVF="$prefix/lib/cmake/memobs/memobsConfigVersion.cmake" -P "$tmp/version_check.cmake"; then
+    if quiet cmake -DVF="$prefix/lib/cmake/memobs/memobsConfigVersion.cmake" -DSUG="$sug" -P "$tmp/version_check.cmake"; then
         pass "$what"
     else
         fail "$what" "see log"

@@ -267,9 +267,13 @@ miss=
 for o in --summary --json --prom --timeline --html --stormlog --lib --help --version; do
     grep -q -- "^  $o" "$B/help.out" || miss="$miss $o"
 done
+# the three places the library is looked for, in order, the source tree's build/ last
+grep -q 'default: MEMOBS_PRELOAD_LIB,$' "$B/help.out" || miss="$miss MEMOBS_PRELOAD_LIB"
+grep -q 'else ../lib/libmemobs_preload.so beside this script,$' "$B/help.out" || miss="$miss ../lib/"
+grep -q " build/libmemobs_preload.so: make preload)$" "$B/help.out" || miss="$miss build/"
 if [ "$(st help)" = 0 ] && [ -z "$miss" ] && grep -q '^Usage: memobs-run ' "$B/help.out" &&
     [ "$(st ver)" = 0 ] && [ "$(cat "$B/ver.out")" = "memobs-run $version" ]; then
-    ok "--help lists every option (exit 0); --version says 'memobs-run $version' (memobs.h's MEMOBS_VERSION)"
+    ok "--help lists every option and the library's three defaults, build/ last (exit 0); --version says 'memobs-run $version' (memobs.h's MEMOBS_VERSION)"
 else
     bad "--help lists every option; --version says memobs.h's version" "missing:$miss" "version: $(cat "$B/ver.out")"
 fi
