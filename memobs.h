@@ -2605,25 +2605,57 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
     } while (w != v && !MEMOBS__CAS(&c->v, &v, w));
 }
 
-/* The exit outputs, in the order they are written (small and urgent
-   first, the trace, the largest, last). */
-enum {
-    MEMOBS__EXIT_SUMMARY, MEMOBS__EXIT_PROM, MEMOBS__EXIT_LEAKS, MEMOBS__EXIT_STORMLOG, MEMOBS__EXIT_TORCH,
-    MEMOBS__EXIT_HTML, MEMOBS__EXIT_TRACE, MEMOBS__EXIT_OUTPUTS
-};
-
 /* The file outputs configured from the environment (see OUTPUTS in the
-   doc block). Each destination is resolved when it is configured:
+   doc block), one row each, in the order they are written at exit and by
+   memobs_flush (small and urgent first, the timeline, the largest, last).
+   Everything that tells the outputs apart is generated from or driven by
+   these rows: the MEMOBS__OUT_* ids, memobs__out_info, the exit registry
+   (memobs__output_exit), memobs_flush, the *_file calls (memobs__output_file)
+   and the crash writer's choice (see "outputs, one row each"). A new
+   format is one row and one writer. Each row:
+     id      MEMOBS__OUT_<id>
+     var     its environment variable (the one rule: memobs__dest_parse)
+     alias   an older name of var, read when var is unset (0: none)
+     what    its name in messages
+     binary  never written to a terminal
+     write   the writer, int (*)(FILE *, int fmt): fmt is MEMOBS_FORMAT's
+             at exit, the caller's for memobs_write_summary_file
+     pre     called before its exit write (0: none), with its id
+     api     the public *_file call that writes it (0: none)
+     env     0: memobs__outputs_env reads var at start-up; 1: its section
+             does (memobs__output_env), after the settings it depends on
+     crash   the crash writer writes it too (async-signal-safe generator) */
+#define MEMOBS__OUTPUT_TABLE(X)                                                                                   \
+    X(SUMMARY, "MEMOBS_SUMMARY", 0, "summary", 0, memobs__write_summary_fmt, 0, "memobs_write_summary_file", 0, 1) \
+    X(PROM, "MEMOBS_PROM_FILE", 0, "Prometheus file", 0, memobs__write_prom_f, 0, "memobs_write_prometheus_file", \
+      1, 1)                                                                                                       \
+    X(LEAKS, "MEMOBS_LEAKS", 0, "leak report", 0, memobs__write_leaks_f, 0, 0, 0, 0)                              \
+    X(STORMLOG, "MEMOBS_STORMLOG", 0, "Stormlog telemetry", 0, memobs__write_stormlog_f, memobs__sl_exit_sample,  \
+      "memobs_write_stormlog_file", 1, 0)                                                                         \
+    X(STORMLOG_HOST, "MEMOBS_STORMLOG_HOST", 0, "Stormlog host telemetry", 0, memobs__write_stormlog_host_f,      \
+      memobs__sl_exit_sample, "memobs_write_stormlog_host_file", 1, 0)                                            \
+    X(TORCH, "MEMOBS_TORCH_SNAPSHOT", 0, "PyTorch memory snapshot", 1, memobs__write_torch_snapshot_arg, 0,       \
+      "memobs_write_torch_snapshot_file", 1, 0)                                                                   \
+    X(HTML, "MEMOBS_HTML", 0, "HTML report", 0, memobs__write_html_f, 0, "memobs_write_html_file", 1, 0)          \
+    X(TIMELINE, "MEMOBS_TIMELINE", "MEMOBS_TRACE", "Chrome trace", 0, memobs__write_timeline_f, 0,                \
+      "memobs_write_timeline_file", 1, 0)                                                                         \
+    MEMOBS__TEST_OUTPUT_ROWS(X)
+/* A test's own rows, after the real ones (tests/test_output_table.sh);
+   empty in every other build. */
+#ifndef MEMOBS__TEST_OUTPUT_ROWS
+#define MEMOBS__TEST_OUTPUT_ROWS(X)
+#endif
+
+/* Each output's destination is resolved when it is configured:
    expanded (%r, %p, %%) and claimed against the other memobs instances of
    the process (memobs__claim_try; an instance built with
    MEMOBS__CLAIM_LATE, the LD_PRELOAD library, claims at its first write
    or memobs__claims_now instead), so a writer, the crash writer
    included, finds the final name in path with no formatting; refreshed
    in a fork() child (a %p path) and by memobs_set_identity (a %r path). */
-enum {
-    MEMOBS__OUT_SUMMARY, MEMOBS__OUT_PROM, MEMOBS__OUT_LEAKS, MEMOBS__OUT_STORMLOG, MEMOBS__OUT_STORMLOG_HOST,
-    MEMOBS__OUT_TORCH, MEMOBS__OUT_HTML, MEMOBS__OUT_TRACE, MEMOBS__OUTS
-};
+#define MEMOBS__OUT_ID(id, var, alias, what, binary, write, pre, api, env, crash) MEMOBS__OUT_##id,
+enum { MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ID) MEMOBS__OUTS };
+#undef MEMOBS__OUT_ID
 #define MEMOBS__SPEC_LEN 512  /* an output variable's value, with its terminating 0 */
 #define MEMOBS__PATH_LEN 1024 /* a path once expanded */
 typedef struct {
@@ -2665,7 +2697,8 @@ static struct {
     memobs__u32_t ncounters;
     memobs_identity_t identity;
     memobs_format_t format;
-    memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on */
+    memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on;
+                                         on: written at exit and by memobs_flush (memobs__output_exit) */
     memobs__u32_t tmp_seq;      /* numbers the named temporary files */
     memobs__u32_t no_tmpfile;   /* O_TMPFILE files could not be linked: named temporaries only */
     int64_t swept[MEMOBS__OUTS]; /* the pid that swept a %p output's folder for other pids' temporaries */
@@ -2689,8 +2722,6 @@ static struct {
     pthread_mutex_t flush_lock;                            /* one memobs__flush at a time */
     memobs__u32_t write_fails;                             /* failed whole-file writes (memobs_flush) */
     memobs__u32_t flushes;                                 /* flushes begun (see memobs__sig_exit) */
-    void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
-    memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_set_manual_apart */
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
@@ -2918,27 +2949,23 @@ static void memobs__shard_release(void *p);
 static void memobs__esc_leave(memobs__shard_t *s);
 static void memobs__esc_lock_all(int lock);
 static void memobs__esc_fold_held(int live);
-static void memobs__at_exit(void);
 static void memobs__exit_all(void);
 static void memobs__sig_env(void);
 static void memobs__sig_exit(void);
 static void memobs__sig_thread_stack(void);
 static void memobs__sig_thread_unstack(void);
-static void memobs__exit_add(unsigned which, void (*fn)(void));
-static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
-static int memobs__dest_env(unsigned which);
+static int memobs__output_env(unsigned which);
+static void memobs__outputs_env(void);
+static void memobs__output_exit(unsigned which);
+static int memobs__output_file(unsigned which, const char *path, int fmt);
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags);
-static int memobs__write_summary_fmt(FILE *f, int fmt);
-static int memobs__write_torch_snapshot_arg(FILE *f, int unused);
 static void memobs__dest_resolve(unsigned which, int quiet);
 static void memobs__outs_fork(void);
 static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak detector, Stormlog */
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
 static void memobs__prom_env(void);
-static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
-                              int arg);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 static void memobs__req_env(void);
@@ -2991,7 +3018,7 @@ static int memobs__dest_parse(const char *name, const char *s, size_t len) {
 /* An output variable kept as a string (the peak and out-of-memory
    reports): unset, 0 with out unchanged; off, 0 with out ""; else 1 with
    out "stderr", "stdout" or the path. */
-static int memobs__env_dest(const char *name, char *out, size_t len) {
+static int memobs__report_env(const char *name, char *out, size_t len) {
     const char *s = getenv(name);
     int k = memobs__dest_parse(name, s, len);
     if (!s) return 0;
@@ -3053,11 +3080,10 @@ static void memobs__track_env(void) {
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_MIN='%s' is not a byte count (like 64M); using %llu", s,
                          (unsigned long long)t->peak_min.v);
     }
-    if (memobs__env_dest("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
+    if (memobs__report_env("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
-    if (memobs__dest_env(MEMOBS__OUT_LEAKS)) memobs__exit_add(MEMOBS__EXIT_LEAKS, memobs__leaks_at_exit);
     memobs__tsn_env();
 }
 static void memobs__atfork_prepare(void);
@@ -3097,7 +3123,7 @@ static void memobs__init_once(void) {
     memobs__reg_init(0);
     (void)s;
     (void)memobs__parse_bool;
-    (void)memobs__at_exit;
+    (void)memobs__outputs_env;
     (void)memobs__track_env;
     return; /* compiled out: stay off, read nothing */
 #else
@@ -3111,7 +3137,7 @@ static void memobs__init_once(void) {
         else if (memobs__streq_nocase(s, "text")) memobs__g.format = MEMOBS_FORMAT_TEXT;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_FORMAT='%s' is not text or json; using text", s);
     }
-    if (memobs__dest_env(MEMOBS__OUT_SUMMARY)) memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
+    memobs__outputs_env(); /* the outputs the table reads itself: MEMOBS_SUMMARY, MEMOBS_LEAKS */
     memobs__reg_init(1);
     memobs__track_env();
     memobs__smp_env();
@@ -3171,15 +3197,15 @@ int memobs_get_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 int memobs_set_exit_outputs(int on) { return MEMOBS__XCHG(&memobs__g.exit_off.v, on ? 0u : 1u) == 0; }
 int memobs_get_exit_outputs(void) { return MEMOBS__LOAD(&memobs__g.exit_off.v) == 0; }
 
-/* Every configured exit output, in memobs__exit_order; each writer checks
-   exit_off and reports its own failures. One flush at a time: a flush
-   asked for while one runs waits for it and writes again (newer figures).
-   The caller holds flush_lock. */
+/* Every configured output, in the table's order (MEMOBS__OUTPUT_TABLE);
+   memobs__output_exit checks exit_off and reports failures. One flush at a
+   time: a flush asked for while one runs waits for it and writes again
+   (newer figures). The caller holds flush_lock. */
 static void memobs__flush_locked(void) {
     unsigned i;
     MEMOBS__ADD(&memobs__g.flushes.v, 1u); /* a stop signal that came before this answered by it */
-    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
-        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__g.exit_fn[i]();
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.out[i].on.v)) memobs__output_exit(i);
 }
 
 static void memobs__flush_all(void) {
@@ -3188,19 +3214,13 @@ static void memobs__flush_all(void) {
     pthread_mutex_unlock(&memobs__g.flush_lock);
 }
 
-/* A stop signal that came meanwhile ends the process here (by that signal). */
+/* The one atexit handler, registered first thing in memobs__init_once,
+   before the background worker's, so the worker is stopped before the
+   files are written at exit. A stop signal that came meanwhile ends the
+   process here (by that signal). */
 static void memobs__exit_all(void) {
     memobs__flush_all();
     memobs__sig_exit();
-}
-
-/* Runs inside memobs__init_once (under its once): an exit writer. The one
-   atexit handler is registered first thing in memobs__init_once, before
-   the background worker's, so the worker is stopped before the files are
-   written at exit. */
-static void memobs__exit_add(unsigned which, void (*fn)(void)) {
-    memobs__g.exit_fn[which] = fn;
-    MEMOBS__STORE(&memobs__g.exit_fn_on[which].v, 1u);
 }
 
 int memobs_flush(void) {
@@ -3211,19 +3231,9 @@ int memobs_flush(void) {
     return MEMOBS__LOAD(&memobs__g.write_fails.v) == fails ? MEMOBS_OK : MEMOBS_ERR_IO;
 }
 
-/* The exit writers: memobs__dest_write reports their failures. */
-static void memobs__at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
-        (void)memobs__dest_write(MEMOBS__OUT_SUMMARY, memobs__write_summary_fmt, (int)memobs__g.format, 0);
-}
-
 static int memobs__write_leaks_f(FILE *f, int unused) {
     (void)unused;
     return memobs_print_leaks(f);
-}
-
-static void memobs__leaks_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_LEAKS, memobs__write_leaks_f, 0, 0);
 }
 
 /* ======================================================================== */
@@ -7780,19 +7790,12 @@ int memobs_write_timeline(FILE *f) {
     return rc;
 }
 
-static int memobs__write_trace_f(FILE *f, int unused) {
+static int memobs__write_timeline_f(FILE *f, int unused) {
     (void)unused;
     return memobs_write_timeline(f);
 }
 
-int memobs_write_timeline_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_timeline_file", "Chrome trace", memobs__write_trace_f, 0);
-}
-
-/* memobs__dest_write() reports its own failures. */
-static void memobs__tl_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_TRACE, memobs__write_trace_f, 0, 0);
-}
+int memobs_write_timeline_file(const char *path) { return memobs__output_file(MEMOBS__OUT_TIMELINE, path, 0); }
 
 /* fork(): the child gets the locks free; the chunks of threads that do
    not exist there join the queue (a slot one was writing stays unread),
@@ -7841,7 +7844,7 @@ static void memobs__tl_env(void) {
     pthread_mutex_init(&memobs__clk.lock, NULL); /* the clock's: set up at its first use */
     pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
 #ifdef MEMOBS_DISABLE
-    (void)memobs__tl_at_exit;
+    (void)memobs__write_timeline_f;
 #else
     const char *s, *var;
     uint64_t cap = MEMOBS__TL_DEFAULT;
@@ -7863,10 +7866,7 @@ static void memobs__tl_env(void) {
         else memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a number of seconds from 0 (no limit) to "
                          "1000000000 (like 20 or 2.5); using 20", var, s);
     }
-    if (cap && memobs__dest_env(MEMOBS__OUT_TRACE)) { /* MEMOBS_TIMELINE_EVENTS=0 wins */
-        memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
-        on = 1;
-    }
+    if (cap && memobs__output_env(MEMOBS__OUT_TIMELINE)) on = 1; /* MEMOBS_TIMELINE_EVENTS=0 wins */
     if (on) (void)memobs__tl_make(cap);
 #endif
 }
@@ -8171,6 +8171,103 @@ void memobs_reset(void) {
     memobs__coll_rebase();
     MEMOBS__STORE(&memobs__g.window_start_ns.v, memobs_now_ns());
     pthread_mutex_unlock(&memobs__g.lock);
+}
+
+/* ======================================================================== */
+/* Private: outputs, one row each                                  >>outputs */
+/* ======================================================================== */
+
+/* The rows are MEMOBS__OUTPUT_TABLE (next to memobs__g, which holds a
+   destination per row); here is all that they drive. */
+
+#define MEMOBS__WW_QUIET 1u  /* flags of memobs__write_whole: no warning */
+#define MEMOBS__WW_BINARY 2u /* never to a terminal */
+
+/* The writers and what runs before them, defined in their sections. */
+#define MEMOBS__OUT_DECL(id, var, alias, what, binary, write, pre, api, env, crash) static int write(FILE *f, int fmt);
+MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_DECL)
+#undef MEMOBS__OUT_DECL
+static void memobs__sl_exit_sample(unsigned which);
+static int memobs__expand_path(const char *in, char *out, size_t len);
+static int memobs__spec_has(const char *spec, char c);
+static int memobs__write_whole(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
+                               unsigned flags);
+
+/* The rows as data (MEMOBS__OUTPUT_TABLE says what each field is). Read
+   by the crash writer too: constant, async-signal-safe. */
+typedef struct {
+    const char *var, *alias, *what;
+    int binary;
+    int (*write)(FILE *f, int fmt);
+    void (*pre)(unsigned which);
+    const char *api;
+    int env, crash;
+} memobs__output_row_t;
+#define MEMOBS__OUT_ROW(id, var, alias, what, binary, write, pre, api, env, crash) \
+    {var, alias, what, binary, write, pre, api, env, crash},
+static const memobs__output_row_t memobs__out_info[MEMOBS__OUTS] = {MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ROW)};
+#undef MEMOBS__OUT_ROW
+
+/* Reads output which's variable (or its older alias when the variable is
+   unset) by the one rule (memobs__dest_parse) and resolves it; 1 when it
+   is on, which makes memobs_flush and the exit write it. Runs inside
+   memobs__init_once: from memobs__outputs_env, or from the section of a row
+   whose env is 1. */
+static int memobs__output_env(unsigned which) {
+    memobs__dest_t *d = &memobs__g.out[which];
+    const char *var = memobs__out_info[which].var, *s = getenv(var);
+    int k;
+    if (!s && memobs__out_info[which].alias && (s = getenv(memobs__out_info[which].alias)) != NULL)
+        var = memobs__out_info[which].alias;
+    k = memobs__dest_parse(var, s, sizeof d->spec);
+    if (!k) return 0;
+    strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
+    d->stream = k > 0 ? (uint32_t)k : 0u;
+    d->has_pid = (uint32_t)memobs__spec_has(d->spec, 'p');
+    d->has_rank = (uint32_t)memobs__spec_has(d->spec, 'r');
+    d->owner = (int64_t)getpid();
+    memobs__dest_resolve(which, 0);
+    if (!d->stream && !d->path[0]) return 0; /* too long once expanded: warned */
+    MEMOBS__STORE(&d->on.v, 1u);
+    return 1;
+}
+
+/* The rows whose variable depends on no other setting (env 0), in the
+   table's order; runs inside memobs__init_once. */
+static void memobs__outputs_env(void) {
+    unsigned i;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (!memobs__out_info[i].env) (void)memobs__output_env(i);
+}
+
+/* Output which at exit or from memobs_flush (it is on): its pre, then its
+   writer into its destination; memobs__dest_write reports failures. */
+static void memobs__output_exit(unsigned which) {
+    const memobs__output_row_t *r = &memobs__out_info[which];
+    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
+    if (r->pre) r->pre(which);
+    (void)memobs__dest_write(which, r->write, (int)memobs__g.format, 0);
+}
+
+/* The *_file calls (the row's api): path "stderr", "stdout" or a file
+   (%r, %p, %% expanded; not claimed: the caller named it), written whole
+   by the row's writer with fmt. */
+static int memobs__output_file(unsigned which, const char *path, int fmt) {
+    const memobs__output_row_t *r = &memobs__out_info[which];
+    char full[MEMOBS__PATH_LEN];
+    int fd = -1;
+    if (!path || !*path) {
+        memobs__log(MEMOBS_LOG_WARN, "%s: empty path", r->api);
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if (strcmp(path, "stderr") == 0) fd = 2;
+    else if (strcmp(path, "stdout") == 0) fd = 1;
+    else if (!memobs__expand_path(path, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", r->api, r->what, path);
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__write_whole(full, fd, r->what, r->write, fmt, r->binary ? MEMOBS__WW_BINARY : 0u);
 }
 
 /* ======================================================================== */
@@ -9468,23 +9565,6 @@ extern int memobs__sigwait(const memobs__sigset_t *set, int *sig) __asm__("sigwa
 #endif
 
 #define MEMOBS__OS_TTY 1u    /* warn-once bit of the writers (memobs__g.out_said): a terminal refused */
-#define MEMOBS__WW_QUIET 1u  /* flags of memobs__write_whole: no warning */
-#define MEMOBS__WW_BINARY 2u /* never to a terminal */
-
-/* What each output is called, and whether it is binary (never written to
-   a terminal). */
-static const struct {
-    const char *var, *what;
-    int binary;
-} memobs__out_info[MEMOBS__OUTS] = {
-    {"MEMOBS_SUMMARY", "summary", 0},
-    {"MEMOBS_PROM_FILE", "Prometheus file", 0},
-    {"MEMOBS_LEAKS", "leak report", 0},
-    {"MEMOBS_STORMLOG", "Stormlog telemetry", 0},
-    {"MEMOBS_STORMLOG_HOST", "Stormlog host telemetry", 0},
-    {"MEMOBS_TORCH_SNAPSHOT", "PyTorch memory snapshot", 1},
-    {"MEMOBS_HTML", "HTML report", 0},
-    {"MEMOBS_TIMELINE", "Chrome trace", 0}};
 
 /* Decimal digits of v at out (no terminating 0); their count. Async-signal-safe. */
 static size_t memobs__utoa(char *out, uint64_t v) {
@@ -9873,26 +9953,6 @@ static void memobs__dest_resolve(unsigned which, int quiet) {
 #ifndef MEMOBS__CLAIM_LATE
     memobs__dest_claim(which, quiet);
 #endif
-}
-
-/* Reads output which's variable (the one rule: memobs__dest_parse) and
-   resolves it; 1 when it is on. Runs inside memobs__init_once. */
-static int memobs__dest_env(unsigned which) {
-    memobs__dest_t *d = &memobs__g.out[which];
-    const char *var = memobs__out_info[which].var, *s = getenv(var);
-    int k;
-    if (!s && which == MEMOBS__OUT_TRACE && (s = getenv("MEMOBS_TRACE")) != NULL) var = "MEMOBS_TRACE"; /* before 1.0 */
-    k = memobs__dest_parse(var, s, sizeof d->spec);
-    if (!k) return 0;
-    strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
-    d->stream = k > 0 ? (uint32_t)k : 0u;
-    d->has_pid = (uint32_t)memobs__spec_has(d->spec, 'p');
-    d->has_rank = (uint32_t)memobs__spec_has(d->spec, 'r');
-    d->owner = (int64_t)getpid();
-    memobs__dest_resolve(which, 0);
-    if (!d->stream && !d->path[0]) return 0; /* too long once expanded: warned */
-    MEMOBS__STORE(&d->on.v, 1u);
-    return 1;
 }
 
 /* The fork rule: an output is written by the process that configured it,
@@ -10411,27 +10471,6 @@ static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int
     return e;
 }
 
-/* The *_file calls: path "stderr", "stdout" or a file (%r, %p, %%
-   expanded; not claimed: the caller named it), written whole. */
-static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
-                              int arg) {
-    char full[MEMOBS__PATH_LEN];
-    int fd = -1;
-    if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "%s: empty path", caller);
-        return MEMOBS_ERR_INVALID;
-    }
-    memobs_init();
-    if (strcmp(path, "stderr") == 0) fd = 2;
-    else if (strcmp(path, "stdout") == 0) fd = 1;
-    else if (!memobs__expand_path(path, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", caller, what, path);
-        return MEMOBS_ERR_INVALID;
-    }
-    return memobs__write_whole(full, fd, what, write, arg, /* the one binary output */
-                               write == memobs__write_torch_snapshot_arg ? MEMOBS__WW_BINARY : 0u);
-}
-
 /* An exit output, by the fork rule (memobs__dest_ours): MEMOBS_OK
    without writing when it is not this process's. */
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
@@ -10550,7 +10589,7 @@ static int memobs__append_end(memobs__append_t *a) {
 static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
 
 int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
-    return memobs__write_path(path, "memobs_write_summary_file", "summary", memobs__write_summary_fmt, (int)fmt);
+    return memobs__output_file(MEMOBS__OUT_SUMMARY, path, (int)fmt);
 }
 
 /* ======================================================================== */
@@ -11090,9 +11129,7 @@ static int memobs__write_prom_f(FILE *f, int unused) {
     return memobs_write_prometheus(f);
 }
 
-int memobs_write_prometheus_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_prometheus_file", "Prometheus file", memobs__write_prom_f, 0);
-}
+int memobs_write_prometheus_file(const char *path) { return memobs__output_file(MEMOBS__OUT_PROM, path, 0); }
 
 /* The periodic step, on the shared background worker: rewrites
    MEMOBS_PROM_FILE (by the fork rule: memobs__dest_ours). A run of
@@ -11114,16 +11151,11 @@ static void memobs__prom_tick(uint64_t now_ns) {
     __atomic_store_n(&memobs__g.prom_busy.v, 0u, __ATOMIC_SEQ_CST);
 }
 
-/* memobs__dest_write() reports its own failures. */
-static void memobs__prom_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_PROM, memobs__write_prom_f, 0, 0);
-}
-
 /* MEMOBS_PROM_FILE and MEMOBS_PROM_INTERVAL_MS; runs inside memobs__init_once. */
 static void memobs__prom_env(void) {
 #ifdef MEMOBS_DISABLE
     (void)memobs__prom_tick;
-    (void)memobs__prom_at_exit;
+    (void)memobs__write_prom_f;
 #else
     const char *s;
     int ms = 15000;
@@ -11134,8 +11166,7 @@ static void memobs__prom_env(void) {
                          "100 to 86400000; using 15000", s);
     }
     memobs__g.prom_interval_ns = (uint64_t)ms * 1000000u;
-    if (!memobs__dest_env(MEMOBS__OUT_PROM)) return;
-    memobs__exit_add(MEMOBS__EXIT_PROM, memobs__prom_at_exit);
+    if (!memobs__output_env(MEMOBS__OUT_PROM)) return;
     /* the worker's exit handler, registered later, stops it before this
        one writes the last file; a stream gets the exit's figures only */
     if (memobs__g.prom_interval_ns && !memobs__g.out[MEMOBS__OUT_PROM].stream &&
@@ -12446,16 +12477,7 @@ static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
     return memobs_write_torch_snapshot(f);
 }
 
-int memobs_write_torch_snapshot_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_torch_snapshot_file", "PyTorch memory snapshot",
-                              memobs__write_torch_snapshot_arg, 0);
-}
-
-/* memobs__dest_write() reports its own failures. */
-static void memobs__tsn_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
-        (void)memobs__dest_write(MEMOBS__OUT_TORCH, memobs__write_torch_snapshot_arg, 0, 0);
-}
+int memobs_write_torch_snapshot_file(const char *path) { return memobs__output_file(MEMOBS__OUT_TORCH, path, 0); }
 
 /* MEMOBS_TORCH_EVENTS and MEMOBS_TORCH_SNAPSHOT; from memobs__track_env. */
 static void memobs__tsn_env(void) {
@@ -12468,7 +12490,7 @@ static void memobs__tsn_env(void) {
             memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TORCH_EVENTS='%s' is not an event count up to %llu (like 16384 or "
                         "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
     }
-    if (memobs__dest_env(MEMOBS__OUT_TORCH)) memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_TORCH);
 }
 
 /* ======================================================================== */
@@ -13751,24 +13773,27 @@ int memobs_write_stormlog_host(FILE *f) {
     return memobs__sl_write(f, 1);
 }
 
-static int memobs__write_stormlog_f(FILE *f, int host_only) { return memobs__sl_write(f, host_only); }
-
-int memobs_write_stormlog_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_stormlog_file", "Stormlog telemetry", memobs__write_stormlog_f, 0);
+static int memobs__write_stormlog_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs__sl_write(f, 0);
 }
+
+static int memobs__write_stormlog_host_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs__sl_write(f, 1);
+}
+
+int memobs_write_stormlog_file(const char *path) { return memobs__output_file(MEMOBS__OUT_STORMLOG, path, 0); }
 
 int memobs_write_stormlog_host_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_stormlog_host_file", "Stormlog host telemetry",
-                              memobs__write_stormlog_f, 1);
+    return memobs__output_file(MEMOBS__OUT_STORMLOG_HOST, path, 0);
 }
 
-/* MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST: the files at exit, after one
-   last sample if sampling. */
-static void memobs__stormlog_at_exit(void) {
-    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
+/* Before MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST are written at exit
+   (their rows' pre): one last sample if sampling, once for the two. */
+static void memobs__sl_exit_sample(unsigned which) {
+    if (which == MEMOBS__OUT_STORMLOG_HOST && MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_STORMLOG].on.v)) return;
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
-    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG, memobs__write_stormlog_f, 0, 0);
-    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG_HOST, memobs__write_stormlog_f, 1, 0);
 }
 
 /* Sampler settings from the environment; runs inside memobs__init_once. */
@@ -13783,8 +13808,8 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
-    if (memobs__dest_env(MEMOBS__OUT_STORMLOG) | memobs__dest_env(MEMOBS__OUT_STORMLOG_HOST))
-        memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_STORMLOG);
+    (void)memobs__output_env(MEMOBS__OUT_STORMLOG_HOST);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
@@ -14903,18 +14928,11 @@ static int memobs__write_html_f(FILE *f, int unused) {
     return memobs_write_html(f);
 }
 
-int memobs_write_html_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_html_file", "HTML report", memobs__write_html_f, 0);
-}
-
-/* memobs__dest_write() reports its own failures (one warning). */
-static void memobs__html_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_HTML, memobs__write_html_f, 0, 0);
-}
+int memobs_write_html_file(const char *path) { return memobs__output_file(MEMOBS__OUT_HTML, path, 0); }
 
 /* MEMOBS_HTML; runs inside memobs__init_once. */
 static void memobs__html_env(void) {
-    if (memobs__dest_env(MEMOBS__OUT_HTML)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_HTML);
 }
 
 /* ======================================================================== */
@@ -15101,12 +15119,12 @@ static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
 /* ---- destinations ---- */
 
 /* An output's destination as the outputs resolved it when it was
-   configured (memobs__g.out; which: MEMOBS__EXIT_SUMMARY or
-   MEMOBS__EXIT_PROM): 2 or 1 for stderr and stdout; 0 with the path in
+   configured (memobs__g.out; which: a row of the crash column,
+   MEMOBS__OUT_SUMMARY or MEMOBS__OUT_PROM): 2 or 1 for stderr and stdout; 0 with the path in
    buf; -1 for none (or too long). A fork() child's %p path not resolved
    for it yet is expanded here from the spec. */
 static int memobs__crash_path(unsigned which, char *buf, size_t len) {
-    const memobs__dest_t *d = &memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM];
+    const memobs__dest_t *d = &memobs__g.out[which];
     const char *in = d->spec;
     memobs__out_t o;
     if (!MEMOBS__LOAD(&d->on.v)) return -1;
@@ -15130,12 +15148,12 @@ static int memobs__crash_path(unsigned which, char *buf, size_t len) {
 
 /* The outputs' fork rule (memobs__dest_ours). */
 static int memobs__crash_ours(unsigned which) {
-    return memobs__dest_ours(&memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM]);
+    return memobs__dest_ours(&memobs__g.out[which]);
 }
 
 /* The output's text, by the normal writers' generators. */
 static void memobs__crash_gen(unsigned which, memobs__out_t *o) {
-    if (which == MEMOBS__EXIT_SUMMARY) memobs__summary_gen(o, &memobs__crash.snap.f, (int)memobs__g.format);
+    if (which == MEMOBS__OUT_SUMMARY) memobs__summary_gen(o, &memobs__crash.snap.f, (int)memobs__g.format);
     else memobs__prom_write(o, &memobs__crash.snap);
     memobs__out_end(o);
 }
@@ -15183,6 +15201,15 @@ static void memobs__crash_emit(unsigned which) {
     }
 }
 
+/* Some output of the crash column (MEMOBS__OUTPUT_TABLE) is configured.
+   Async-signal-safe. */
+static int memobs__crash_outs(void) {
+    unsigned i;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (memobs__out_info[i].crash && MEMOBS__LOAD(&memobs__g.out[i].on.v)) return 1;
+    return 0;
+}
+
 /* Called from a crash signal's handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
    SIGABRT) before the crash proceeds: async-signal-safe code only. Writes
    the summary (MEMOBS_SUMMARY, in MEMOBS_FORMAT) and the Prometheus file
@@ -15195,6 +15222,7 @@ static void memobs__crash_emit(unsigned which) {
    the writer, on its own thread, proceeds at once. */
 static __attribute__((unused)) void memobs__crash_write(int sig) {
     int saved = errno;
+    unsigned i;
     pthread_t me = pthread_self(), w;
     if (__atomic_exchange_n(&memobs__crash.busy.v, 1u, __ATOMIC_ACQUIRE)) {
         uint64_t end = memobs_now_ns() + MEMOBS__CRASH_ALL_NS;
@@ -15205,20 +15233,21 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
         return;
     }
     __atomic_store(&memobs__crash.writer, &me, __ATOMIC_RELAXED);
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) &&
-        (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v) || MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v))) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) && memobs__crash_outs()) {
         /* hold the periodic Prometheus writes off (see memobs__prom_tick) */
         __atomic_store_n(&memobs__g.crash_until.v, UINT64_MAX, __ATOMIC_SEQ_CST);
         memobs__crash_gather(&memobs__crash.snap, sig);
-        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v)) memobs__crash_emit(MEMOBS__EXIT_SUMMARY);
-        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) {
-            uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
-            while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
-                __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);
-                if (pthread_equal(w, me)) break; /* the crash is in that write */
-                poll(NULL, 0, 1);
+        for (i = 0; i < MEMOBS__OUTS; i++) {
+            if (!memobs__out_info[i].crash || !MEMOBS__LOAD(&memobs__g.out[i].on.v)) continue;
+            if (i == MEMOBS__OUT_PROM) {
+                uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+                while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
+                    __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);
+                    if (pthread_equal(w, me)) break; /* the crash is in that write */
+                    poll(NULL, 0, 1);
+                }
             }
-            memobs__crash_emit(MEMOBS__EXIT_PROM);
+            memobs__crash_emit(i);
         }
         /* a process that lives on (its own handler returned) writes again later */
         __atomic_store_n(&memobs__g.crash_until.v, memobs_now_ns() + MEMOBS__CRASH_HOLD_NS, __ATOMIC_SEQ_CST);
@@ -15838,8 +15867,8 @@ static void memobs__sig_env(void) {
         if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SIGNALS='%s' is not 0/1/on/off/true/false/yes/no; using 1", s);
         else memobs__sig.want = b;
     }
-    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
-        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__sig.outputs = 1;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.out[i].on.v)) memobs__sig.outputs = 1;
     memobs__sig_apply();
     pthread_mutex_unlock(&memobs__sig.lock);
 }
