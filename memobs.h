@@ -8271,10 +8271,8 @@ static int memobs__output_file(unsigned which, const char *path, int fmt) {
 }
 
 /* ======================================================================== */
-/* Private: formatting and writers                                          */
+/* Private: the output sink                                          >>sink */
 /* ======================================================================== */
-
-/* ---- One sink and one printf for every text writer ---------------------- */
 
 /* Where a writer's text goes: a string (a caller's buffer: what does not
    fit is cut, and counted), a FILE, or a file descriptor (the crash
@@ -8766,7 +8764,9 @@ static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
     memobs__out_write(o, (const char *)run, (size_t)(p - run));
 }
 
-/* ---- Units ------------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: units                                                   >>units */
+/* ======================================================================== */
 
 const char *memobs_format_bytes(char *buf, size_t len, uint64_t bytes) {
     static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
@@ -8790,7 +8790,9 @@ const char *memobs_format_ns(char *buf, size_t len, uint64_t ns) {
     return memobs__out_sprintf(buf, len, "%.2f s", (double)ns / 1e9);
 }
 
-/* ---- The summary ------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: the summary's figures and text                   >>summary-text */
+/* ======================================================================== */
 
 /* What the summary and Prometheus generators format: the summary's
    figures, the regions (a copy, or each read as written), the host-memory
@@ -9081,101 +9083,6 @@ static void memobs__text_coll(memobs__out_t *o) {
                        (unsigned long long)info.peers_dropped);
 }
 
-/* "collectives" and "peers" of the JSON summary (see memobs__text_coll). */
-static void memobs__json_coll(memobs__out_t *o) {
-    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
-    uint32_t nc, nk, np, c, k, ph, d, nco = 0, npe = 0;
-    memobs_coll_info_t info;
-    if (!memobs__coll_shown()) return;
-    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
-    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
-    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
-    memobs__coll_info_read(&info);
-    memobs__out_str(o, ",\"collectives\":{\"source\":");
-    memobs__out_json_str(o, info.source);
-    memobs__out_str(o, ",\"instance\":");
-    memobs__out_json_str(o, info.instance);
-    memobs__out_str(o, ",\"level\":");
-    memobs__out_json_str(o, info.level);
-    memobs__out_printf(o, ",\"api_version\":%d,\"events_dropped\":%llu,\"bad_events\":%llu,\"captured_calls\":%llu,"
-                       "\"captured_replays\":%llu,\"comms_dropped\":%llu,\"kinds_dropped\":%llu,"
-                       "\"peers_dropped\":%llu,\"comms\":[", info.api_version,
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
-                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
-                       (unsigned long long)info.peers_dropped);
-    for (c = 0; c < nc; c++) {
-        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
-        uint32_t nkind = 0;
-        memobs_coll_stats_t x;
-        for (k = 0; k < nk; k++)
-            for (ph = 0; ph < MEMOBS__NPHASE && !nkind; ph++) nkind += memobs__coll_row_read(c, k, ph, &x) != 0;
-        if (c == 0 && !nkind) continue; /* "(other)", unused */
-        memobs__out_str(o, nco++ ? ",{\"name\":" : "{\"name\":");
-        memobs__out_json_str(o, cd->name);
-        memobs__out_printf(o, ",\"id\":%llu,\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"kinds\":{",
-                           (unsigned long long)cd->id, (int)cd->rank, (int)cd->nranks, (int)cd->nnodes);
-        nkind = 0;
-        for (k = 0; k < nk; k++) {
-            uint32_t nph = 0;
-            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-                uint64_t num, den;
-                int f;
-                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
-                if (!nph++) {
-                    if (nkind++) memobs__out_write(o, ",", 1);
-                    memobs__out_json_str(o, x.kind_name);
-                    memobs__out_write(o, ":{", 2);
-                } else {
-                    memobs__out_write(o, ",", 1);
-                }
-                f = memobs__coll_factor((int)k, cd->nranks, &num, &den);
-                memobs__out_printf(o, "\"%s\":{\"ops\":%llu,\"bytes\":%llu,\"timed_ops\":%llu,\"ns\":%llu,"
-                                   "\"algo_bytes\":%llu,\"bus_bytes\":%llu,\"algbw_gbs\":", ph_name[ph],
-                                   (unsigned long long)x.ops, (unsigned long long)x.bytes,
-                                   (unsigned long long)x.timed_ops, (unsigned long long)x.ns,
-                                   (unsigned long long)x.algo_bytes, (unsigned long long)x.bus_bytes);
-                if (x.ns) memobs__out_printf(o, "%.9g", x.algbw_gbs);
-                else memobs__out_str(o, "null");
-                memobs__out_str(o, ",\"busbw_gbs\":");
-                if (x.ns && f) memobs__out_printf(o, "%.9g}", x.busbw_gbs);
-                else memobs__out_str(o, "null}");
-            }
-            if (nph) memobs__out_write(o, "}", 1);
-        }
-        memobs__out_str(o, "}}");
-    }
-    memobs__out_str(o, "]},\"peers\":[");
-    for (c = 0; c < np; c++) {
-        memobs_peer_stats_t y;
-        if (!memobs__peer_read(c, &y)) continue;
-        memobs__out_str(o, npe++ ? ",{\"name\":" : "{\"name\":");
-        memobs__out_json_str(o, y.name);
-        if (y.comm >= 0) {
-            memobs__out_str(o, ",\"comm\":");
-            memobs__out_json_str(o, memobs__coll.comm[y.comm].name);
-            memobs__out_printf(o, ",\"rank\":%d", (int)y.rank);
-        } else {
-            memobs__out_str(o, ",\"comm\":null,\"rank\":null");
-        }
-        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
-            uint32_t nph = 0;
-            memobs__out_str(o, d ? ",\"recv\":{" : ",\"send\":{");
-            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
-                memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu,\"ns\":%llu}", nph++ ? "," : "",
-                                   ph_name[ph], (unsigned long long)y.bytes[d][ph], (unsigned long long)y.ops[d][ph],
-                                   (unsigned long long)y.ns[d][ph]);
-            }
-            memobs__out_write(o, "}", 1);
-        }
-        memobs__out_write(o, "}", 1);
-    }
-    memobs__out_write(o, "]", 1);
-}
-
 /* The directions the text summary and the HTML report show: the storage
    tier's too once any of its transfers was recorded in the window (the
    JSON and Prometheus show every direction always). */
@@ -9297,6 +9204,105 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__text_coll(o);
     memobs__out_str(o, p->host);
     memobs__text_problems(o, s);
+}
+
+/* ======================================================================== */
+/* Private: the JSON summary                                 >>summary-json */
+/* ======================================================================== */
+
+/* "collectives" and "peers" of the JSON summary (see memobs__text_coll). */
+static void memobs__json_coll(memobs__out_t *o) {
+    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
+    uint32_t nc, nk, np, c, k, ph, d, nco = 0, npe = 0;
+    memobs_coll_info_t info;
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    memobs__coll_info_read(&info);
+    memobs__out_str(o, ",\"collectives\":{\"source\":");
+    memobs__out_json_str(o, info.source);
+    memobs__out_str(o, ",\"instance\":");
+    memobs__out_json_str(o, info.instance);
+    memobs__out_str(o, ",\"level\":");
+    memobs__out_json_str(o, info.level);
+    memobs__out_printf(o, ",\"api_version\":%d,\"events_dropped\":%llu,\"bad_events\":%llu,\"captured_calls\":%llu,"
+                       "\"captured_replays\":%llu,\"comms_dropped\":%llu,\"kinds_dropped\":%llu,"
+                       "\"peers_dropped\":%llu,\"comms\":[", info.api_version,
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
+                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
+                       (unsigned long long)info.peers_dropped);
+    for (c = 0; c < nc; c++) {
+        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+        uint32_t nkind = 0;
+        memobs_coll_stats_t x;
+        for (k = 0; k < nk; k++)
+            for (ph = 0; ph < MEMOBS__NPHASE && !nkind; ph++) nkind += memobs__coll_row_read(c, k, ph, &x) != 0;
+        if (c == 0 && !nkind) continue; /* "(other)", unused */
+        memobs__out_str(o, nco++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, cd->name);
+        memobs__out_printf(o, ",\"id\":%llu,\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"kinds\":{",
+                           (unsigned long long)cd->id, (int)cd->rank, (int)cd->nranks, (int)cd->nnodes);
+        nkind = 0;
+        for (k = 0; k < nk; k++) {
+            uint32_t nph = 0;
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                uint64_t num, den;
+                int f;
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (!nph++) {
+                    if (nkind++) memobs__out_write(o, ",", 1);
+                    memobs__out_json_str(o, x.kind_name);
+                    memobs__out_write(o, ":{", 2);
+                } else {
+                    memobs__out_write(o, ",", 1);
+                }
+                f = memobs__coll_factor((int)k, cd->nranks, &num, &den);
+                memobs__out_printf(o, "\"%s\":{\"ops\":%llu,\"bytes\":%llu,\"timed_ops\":%llu,\"ns\":%llu,"
+                                   "\"algo_bytes\":%llu,\"bus_bytes\":%llu,\"algbw_gbs\":", ph_name[ph],
+                                   (unsigned long long)x.ops, (unsigned long long)x.bytes,
+                                   (unsigned long long)x.timed_ops, (unsigned long long)x.ns,
+                                   (unsigned long long)x.algo_bytes, (unsigned long long)x.bus_bytes);
+                if (x.ns) memobs__out_printf(o, "%.9g", x.algbw_gbs);
+                else memobs__out_str(o, "null");
+                memobs__out_str(o, ",\"busbw_gbs\":");
+                if (x.ns && f) memobs__out_printf(o, "%.9g}", x.busbw_gbs);
+                else memobs__out_str(o, "null}");
+            }
+            if (nph) memobs__out_write(o, "}", 1);
+        }
+        memobs__out_str(o, "}}");
+    }
+    memobs__out_str(o, "]},\"peers\":[");
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        memobs__out_str(o, npe++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, y.name);
+        if (y.comm >= 0) {
+            memobs__out_str(o, ",\"comm\":");
+            memobs__out_json_str(o, memobs__coll.comm[y.comm].name);
+            memobs__out_printf(o, ",\"rank\":%d", (int)y.rank);
+        } else {
+            memobs__out_str(o, ",\"comm\":null,\"rank\":null");
+        }
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+            uint32_t nph = 0;
+            memobs__out_str(o, d ? ",\"recv\":{" : ",\"send\":{");
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu,\"ns\":%llu}", nph++ ? "," : "",
+                                   ph_name[ph], (unsigned long long)y.bytes[d][ph], (unsigned long long)y.ops[d][ph],
+                                   (unsigned long long)y.ns[d][ph]);
+            }
+            memobs__out_write(o, "}", 1);
+        }
+        memobs__out_write(o, "}", 1);
+    }
+    memobs__out_write(o, "]", 1);
 }
 
 static void memobs__json_dirs(memobs__out_t *o, const char *name, const memobs_dirs_t *d) {
@@ -9472,6 +9478,10 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__out_str(o, "}\n");
 }
 
+/* ======================================================================== */
+/* Private: the summary's writers                                 >>summary */
+/* ======================================================================== */
+
 static void memobs__summary_gen(memobs__out_t *o, const memobs__figs_t *p, int fmt) {
     if (fmt == MEMOBS_FORMAT_JSON) memobs__summary_json(o, p);
     else memobs__summary_text(o, p);
@@ -9505,7 +9515,15 @@ void memobs_print_summary(void) {
     memobs_write_summary(stderr, memobs__g.format);
 }
 
-/* ---- Output destinations ------------------------------------------------ */
+static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
+
+int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+    return memobs__output_file(MEMOBS__OUT_SUMMARY, path, (int)fmt);
+}
+
+/* ======================================================================== */
+/* Private: destinations: platform calls and file naming           >>naming */
+/* ======================================================================== */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -9611,7 +9629,9 @@ static int memobs__spec_has(const char *spec, char c) {
     return 0;
 }
 
-/* ---- SIGPIPE: a write to a closed pipe costs that output only ----------- */
+/* ======================================================================== */
+/* Private: SIGPIPE: a closed pipe costs one output only          >>sigpipe */
+/* ======================================================================== */
 
 /* SIGPIPE is blocked on the writing thread around a write; a SIGPIPE the
    write raised (pending afterwards, not before) is taken with sigwait, so
@@ -9658,7 +9678,9 @@ static void memobs__pipe_unblock(memobs__pipe_t *p) {
 #endif
 }
 
-/* ---- Instances: one writer per path in a process ----------------------- */
+/* ======================================================================== */
+/* Private: destinations: one writer per path                >>destinations */
+/* ======================================================================== */
 
 /* A claim on a file name, visible to every memobs instance of the process
    (two modules built with MEMOBS_HIDDEN share no symbol): a listening unix
@@ -9989,7 +10011,9 @@ static void memobs__outs_fork(void) {
     }
 }
 
-/* ---- Whole files -------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: whole files                                       >>whole-files */
+/* ======================================================================== */
 
 /* What a configured path is, one decision for the exit, periodic and crash
    writers (memobs__path_kind, async-signal-safe):
@@ -10503,7 +10527,9 @@ static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg
     return memobs__write_whole(d.path, d.stream ? (int)d.stream : -1, memobs__out_info[which].what, write, arg, flags);
 }
 
-/* ---- Appended outputs: the peak and out-of-memory reports --------------- */
+/* ======================================================================== */
+/* Private: appended reports (peak, out of memory)                 >>append */
+/* ======================================================================== */
 
 /* A report is built in memory and appended with one write(2) (O_APPEND),
    so reports from several threads, processes or memobs instances never
@@ -10584,12 +10610,6 @@ static int memobs__append_end(memobs__append_t *a) {
 #endif
     memobs__pipe_unblock(&pg);
     return e;
-}
-
-static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
-
-int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
-    return memobs__output_file(MEMOBS__OUT_SUMMARY, path, (int)fmt);
 }
 
 /* ======================================================================== */
