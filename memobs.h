@@ -7407,211 +7407,192 @@ static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e,
     memobs__tl_end(o, p);
 }
 
-static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
-                                    memobs__tl_cut_t *cut) {
-    static const char *const xname[MEMOBS__NDIR][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
-                                                       {"D2H unphased", "D2H prefill", "D2H decode"},
-                                                       {"D2D unphased", "D2D prefill", "D2D decode"},
-                                                       {"H2S unphased", "H2S prefill", "H2S decode"},
-                                                       {"S2H unphased", "S2H prefill", "S2H decode"},
-                                                       {"D2S unphased", "D2S prefill", "D2S decode"},
-                                                       {"S2D unphased", "S2D prefill", "S2D decode"}};
-    static const char *const aname[2][MEMOBS_MEM_KINDS] = {
-        {"alloc device", "alloc host", "alloc pinned", "alloc managed"},
-        {"free device", "free host", "free pinned", "free managed"}};
-    static const char *const cname[MEMOBS__NDIR] = {"H2D bytes", "D2H bytes", "D2D bytes", "H2S bytes",
-                                                    "S2H bytes", "D2S bytes", "S2D bytes"};
-    static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
-                                                        "live managed bytes"};
-    uint64_t next[MEMOBS__NDIR], cum[MEMOBS__NDIR], written = 0, tf = MEMOBS__TL_WRITE_NOW();
+/* What memobs__tl_write_events carries from one event to the next, and
+   the event names (made once a write from memobs__dir_name, memobs__tl_ph
+   and memobs__kind_name). */
+typedef struct {
+    uint64_t next[MEMOBS__NDIR], cum[MEMOBS__NDIR]; /* a direction's next host record; its bytes so far */
     uint64_t lane_end[MEMOBS__NDIR][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned char coll_seen[MEMOBS_MAX_COMMS];  /* communicators with a slice: their tracks */
-    unsigned lanes[MEMOBS__NDIR], seen = 0, nthr = 0, d, k;
-    size_t i, from = 0; /* events before from are left out (the write limit) */
-    char name[64], *p;
-    memset(lane_end, 0, sizeof lane_end);
-    memset(next, 0xff, sizeof next);
-    memset(cum, 0, sizeof cum);
-    memset(lanes, 0, sizeof lanes);
-    memset(thr_ph, 0, sizeof thr_ph);
-    memset(thr_t0, 0, sizeof thr_t0);
-    memset(thr_has, 0, sizeof thr_has);
-    memset(coll_seen, 0, sizeof coll_seen);
+    unsigned lanes[MEMOBS__NDIR], seen, nthr;
+    char xname[MEMOBS__NDIR][3][16];          /* "H2D prefill" */
+    char cname[MEMOBS__NDIR][16];             /* "H2D bytes" */
+    char aname[2][MEMOBS_MEM_KINDS][16];      /* "alloc device", "free device" */
+    char lname[MEMOBS_MEM_KINDS][24];         /* "live device bytes" */
+} memobs__tl_ws_t;
+
+static void memobs__tl_ws_init(memobs__tl_ws_t *w) {
+    unsigned d, ph, k;
+    memset(w, 0, sizeof *w);
+    memset(w->next, 0xff, sizeof w->next);
+    for (d = 0; d < MEMOBS__NDIR; d++) {
+        for (ph = 0; ph < 3; ph++)
+            snprintf(w->xname[d][ph], sizeof w->xname[d][ph], "%s %s", memobs__dir_name[d], memobs__tl_ph[ph]);
+        snprintf(w->cname[d], sizeof w->cname[d], "%s bytes", memobs__dir_name[d]);
+    }
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        snprintf(w->aname[0][k], sizeof w->aname[0][k], "alloc %s", memobs__kind_name[k]);
+        snprintf(w->aname[1][k], sizeof w->aname[1][k], "free %s", memobs__kind_name[k]);
+        snprintf(w->lname[k], sizeof w->lname[k], "live %s bytes", memobs__kind_name[k]);
+    }
     memset(memobs__tl_peer_cum, 0, sizeof memobs__tl_peer_cum);
-    /* Host-side records: end before the next one of the direction. */
-    for (i = n; i-- > 0;) {
-        memobs__tl_ev_t *e = &ev[i];
-        if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
-        d = (unsigned)(e->meta >> 4 & 15u) % MEMOBS__NDIR;
-        e->b = next[d] - e->ts < MEMOBS__TL_HOST_NS ? next[d] - e->ts : MEMOBS__TL_HOST_NS;
-        next[d] = e->ts;
+}
+
+/* A host-side transfer record: a slice on its direction's track, and the
+   direction's running sum. */
+static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                               unsigned ph, int out) {
+    char *p;
+    w->cum[d] += e->a;
+    w->seen |= 1u << d;
+    if (!out) return;
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, e->b);
+    p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":")
+                         : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
+    p = memobs__tl_dec(p, e->a);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\"}}");
+    memobs__tl_end(o, p);
+    memobs__tl_counter(o, w->cname[d], 1, e->ts, w->cum[d]);
+}
+
+/* A device-timed transfer: on the first of its direction's lanes free at
+   its start, or after the one that ends first when all are busy. */
+static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                                unsigned ph, int out) {
+    unsigned best = 0, l;
+    uint64_t ts = e->ts;
+    int tid;
+    char *p;
+    for (l = 0; l < MEMOBS__TL_LANES; l++) {
+        if (l == w->lanes[d] || w->lane_end[d][l] <= ts) break;
+        if (w->lane_end[d][l] < w->lane_end[d][best]) best = l;
     }
-    /* Events left out still move the state (running sums, lanes, phases),
-       so what is written after them is right. */
-    for (i = 0; i < n && !o->err; i++) {
-        memobs__tl_ev_t *e = &ev[i];
-        unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
-        unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
-        int dev = (int)(e->meta >> 16 & 0xffffu) - 1, out;
-        uint32_t trace = (uint32_t)(e->meta >> 32);
-        if (cut->deadline && i >= from && i % MEMOBS__TL_CHECK == 0)
-            memobs__tl_plan(cut, ev, n, i, &from, written, tf);
-        out = i >= from;
-        written += (uint64_t)out;
-        switch (type) {
-        case MEMOBS__TL_XFER:
-            d = sub % MEMOBS__NDIR;
-            cum[d] += e->a;
-            seen |= 1u << d;
-            if (!out) break;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
-            p = MEMOBS__TL_LIT(p, ",\"dur\":");
-            p = memobs__tl_usec(p, e->b);
-            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":")
-                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-            p = memobs__tl_dec(p, e->a);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\"}}");
-            memobs__tl_end(o, p);
-            memobs__tl_counter(o, cname[d], 1, e->ts, cum[d]);
-            break;
-        case MEMOBS__TL_TIMED: {
-            unsigned best = 0, l;
-            uint64_t ts = e->ts;
-            int tid;
-            d = sub % MEMOBS__NDIR;
-            for (l = 0; l < MEMOBS__TL_LANES; l++) {
-                if (l == lanes[d] || lane_end[d][l] <= ts) break;
-                if (lane_end[d][l] < lane_end[d][best]) best = l;
-            }
-            if (l == MEMOBS__TL_LANES) { /* all busy: after the one that ends first */
-                l = best;
-                ts = lane_end[d][l];
-            }
-            if (l == lanes[d]) lanes[d]++;
-            lane_end[d][l] = ts + e->b;
-            if (!out) break;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
-                                   : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
-            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, tid, ts);
-            p = MEMOBS__TL_LIT(p, ",\"dur\":");
-            p = memobs__tl_usec(p, e->b);
-            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":")
-                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-            p = memobs__tl_dec(p, e->a);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
-            p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
-            if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
-            p = MEMOBS__TL_LIT(p, "}}");
-            memobs__tl_end(o, p);
-            break;
-        }
-        case MEMOBS__TL_ALLOC:
-        case MEMOBS__TL_FREE: {
-            const char *text = "";
-            if (!out) break;
-            k = sub % MEMOBS_MEM_KINDS;
-            if (trace != MEMOBS_NO_TRACE) text = memobs__tl_trace(o, trace);
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * strlen(text));
-            p = memobs__tl_head(o, p, "i", aname[type == MEMOBS__TL_FREE][k], 1, MEMOBS__TL_TID_ALLOC, e->ts);
-            p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x");
-            p = memobs__tl_hex(p, e->a);
-            p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
-            p = memobs__tl_dec(p, e->b);
-            p = MEMOBS__TL_LIT(p, ",\"kind\":\"");
-            p = memobs__tl_str(p, memobs__kind_name[k]);
-            p = MEMOBS__TL_LIT(p, "\",\"device\":");
-            p = memobs__tl_int(p, dev);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\",\"trace_id\":");
-            p = memobs__tl_int(p, trace == MEMOBS_NO_TRACE ? -1 : (int64_t)trace);
-            p = MEMOBS__TL_LIT(p, ",\"trace\":");
-            p = memobs__tl_jstr(p, text);
-            p = MEMOBS__TL_LIT(p, "}}");
-            memobs__tl_end(o, p);
-            /* The kind's tracked bytes right after this change (exact: see
-               memobs__tl_track), each event its own: a running sum from
-               the first would carry any reordering of two threads' changes
-               in time into every later value. */
-            memobs__tl_counter(o, lname[k], 1, e->ts, e->c);
-            break;
-        }
-        case MEMOBS__TL_PHASE: {
-            unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->a);
-            if (out) thr_has[t] |= 1u;
-            if (thr_ph[t] == ph) break; /* the same phase again: one slice */
-            if (out) memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
-            thr_ph[t] = ph;
-            thr_t0[t] = e->ts;
-            break;
-        }
-        case MEMOBS__TL_SAMPLE:
-            if (out) memobs__tl_counter(o, (const char *)(uintptr_t)e->c, 0, e->ts, e->a);
-            break;
-        case MEMOBS__TL_REGION:
-        case MEMOBS__TL_MARK: {
-            unsigned t;
-            const char *label;
-            if (!out) break; /* no track for a thread whose events all went */
-            t = memobs__tl_slot(thr, &nthr, (uint32_t)e->b);
-            label = memobs_region_label((memobs_region_t)trace);
-            thr_has[t] |= 2u;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            p = memobs__tl_head(o, p, type == MEMOBS__TL_REGION ? "X" : "i", label ? label : "(unknown)", 0,
-                                MEMOBS__TL_TID_REGION + (int)t, e->ts);
-            if (type == MEMOBS__TL_REGION) {
-                p = MEMOBS__TL_LIT(p, ",\"dur\":");
-                p = memobs__tl_usec(p, e->a);
-                p = MEMOBS__TL_LIT(p, ",\"cat\":\"region\",\"args\":{\"depth\":");
-                p = memobs__tl_dec(p, e->c);
-                p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            } else {
-                p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"");
-            }
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\"}}");
-            memobs__tl_end(o, p);
-            break;
-        }
-        case MEMOBS__TL_COLL:
-            if (out) memobs__tl_coll_slice(o, e, coll_seen);
-            break;
-        case MEMOBS__TL_PEER: { /* a counter per peer and direction: its bytes so far */
-            uint32_t id = trace;
-            uint64_t *v;
-            char pn[MEMOBS__PEER_LABEL + 16];
-            if (id >= MEMOBS_MAX_PEERS) break;
-            v = &memobs__tl_peer_cum[id][sub & 1u];
-            *v = *v + e->a < *v ? ~0ull : *v + e->a;
-            if (!out) break;
-            snprintf(pn, sizeof pn, "peer %s %s bytes", memobs__coll.peer[id].label, (sub & 1u) ? "recv" : "send");
-            memobs__tl_counter(o, pn, 0, e->ts, *v);
-            break;
-        }
-        default: break;
-        }
+    if (l == MEMOBS__TL_LANES) { /* all busy: after the one that ends first */
+        l = best;
+        ts = w->lane_end[d][l];
     }
-    for (k = 0; k < nthr; k++) {
-        if (thr_ph[k] != MEMOBS_PHASE_NONE) thr_has[k] |= 1u; /* a phase still set: its track shows it */
-        memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, thr_ph[k], thr_t0[k], now > thr_t0[k] ? now : thr_t0[k]);
+    if (l == w->lanes[d]) w->lanes[d]++;
+    w->lane_end[d][l] = ts + e->b;
+    if (!out) return;
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
+                           : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
+    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, tid, ts);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, e->b);
+    p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":")
+                         : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
+    p = memobs__tl_dec(p, e->a);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
+    p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
+    if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
+}
+
+/* An allocation or a free (freed): an instant on the allocations track,
+   and its kind's tracked bytes right after the change (exact: see
+   memobs__tl_track), each event its own: a running sum from the first
+   would carry any reordering of two threads' changes in time into every
+   later value. */
+static void memobs__tl_ev_alloc(memobs__tl_out_t *o, const memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned k,
+                                unsigned ph, int freed) {
+    uint32_t trace = (uint32_t)(e->meta >> 32);
+    int dev = (int)(e->meta >> 16 & 0xffffu) - 1;
+    const char *text = "";
+    char *p;
+    if (trace != MEMOBS_NO_TRACE) text = memobs__tl_trace(o, trace);
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * strlen(text));
+    p = memobs__tl_head(o, p, "i", w->aname[freed][k], 1, MEMOBS__TL_TID_ALLOC, e->ts);
+    p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x");
+    p = memobs__tl_hex(p, e->a);
+    p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
+    p = memobs__tl_dec(p, e->b);
+    p = MEMOBS__TL_LIT(p, ",\"kind\":\"");
+    p = memobs__tl_str(p, memobs__kind_name[k]);
+    p = MEMOBS__TL_LIT(p, "\",\"device\":");
+    p = memobs__tl_int(p, dev);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\",\"trace_id\":");
+    p = memobs__tl_int(p, trace == MEMOBS_NO_TRACE ? -1 : (int64_t)trace);
+    p = MEMOBS__TL_LIT(p, ",\"trace\":");
+    p = memobs__tl_jstr(p, text);
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
+    memobs__tl_counter(o, w->lname[k], 1, e->ts, e->c);
+}
+
+/* A thread's phase change: the slice of the phase it leaves. */
+static void memobs__tl_ev_phase(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned ph,
+                                int out) {
+    unsigned t = memobs__tl_slot(w->thr, &w->nthr, (uint32_t)e->a);
+    if (out) w->thr_has[t] |= 1u;
+    if (w->thr_ph[t] == ph) return; /* the same phase again: one slice */
+    if (out) memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, w->thr_ph[t], w->thr_t0[t], e->ts);
+    w->thr_ph[t] = ph;
+    w->thr_t0[t] = e->ts;
+}
+
+/* A region (a slice) or a marker (an instant) on its thread's regions
+   track; written only (no track for a thread whose events all went). */
+static void memobs__tl_ev_region(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, int is_region,
+                                 unsigned ph) {
+    unsigned t = memobs__tl_slot(w->thr, &w->nthr, (uint32_t)e->b);
+    const char *label = memobs_region_label((memobs_region_t)(uint32_t)(e->meta >> 32));
+    char *p;
+    w->thr_has[t] |= 2u;
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, is_region ? "X" : "i", label ? label : "(unknown)", 0, MEMOBS__TL_TID_REGION + (int)t,
+                        e->ts);
+    if (is_region) {
+        p = MEMOBS__TL_LIT(p, ",\"dur\":");
+        p = memobs__tl_usec(p, e->a);
+        p = MEMOBS__TL_LIT(p, ",\"cat\":\"region\",\"args\":{\"depth\":");
+        p = memobs__tl_dec(p, e->c);
+        p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    } else {
+        p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"");
     }
-    /* Track names, in a fixed order. */
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\"}}");
+    memobs__tl_end(o, p);
+}
+
+/* A peer transfer: a counter per peer and direction, its bytes so far. */
+static void memobs__tl_ev_peer(memobs__tl_out_t *o, const memobs__tl_ev_t *e, unsigned sub, int out) {
+    uint32_t id = (uint32_t)(e->meta >> 32);
+    uint64_t *v;
+    char pn[MEMOBS__PEER_LABEL + 16];
+    if (id >= MEMOBS_MAX_PEERS) return;
+    v = &memobs__tl_peer_cum[id][sub & 1u];
+    *v = *v + e->a < *v ? ~0ull : *v + e->a;
+    if (!out) return;
+    snprintf(pn, sizeof pn, "peer %s %s bytes", memobs__coll.peer[id].label, (sub & 1u) ? "recv" : "send");
+    memobs__tl_counter(o, pn, 0, e->ts, *v);
+}
+
+/* The track names, in a fixed order, after the events. */
+static void memobs__tl_track_names(memobs__tl_out_t *o, const memobs__tl_ws_t *w) {
+    unsigned d, k;
+    char name[64];
     for (d = 0; d < MEMOBS__NDIR; d++) {
         const char *what = d < MEMOBS__NGPU ? "copies" : "transfers";
-        if (d < MEMOBS__NGPU || (seen >> d & 1u)) { /* the storage tier's tracks once used */
+        if (d < MEMOBS__NGPU || (w->seen >> d & 1u)) { /* the storage tier's tracks once used */
             snprintf(name, sizeof name, "%s %s", memobs__dir_name[d], what);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_COPY + (int)d, name, (int)d);
         }
-        for (k = 0; k < lanes[d]; k++) {
+        for (k = 0; k < w->lanes[d]; k++) {
             int tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + k)
                                        : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + k);
             const char *by = d < MEMOBS__NGPU ? "device" : "engine";
@@ -7624,22 +7605,78 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     for (k = 0; k < MEMOBS_MAX_COMMS; k++) {
         const memobs__comm_def_t *c = &memobs__coll.comm[k];
         char cn[MEMOBS__REG_NAME + 24];
-        if (!coll_seen[k]) continue;
+        if (!w->coll_seen[k]) continue;
         if (c->rank >= 0) snprintf(cn, sizeof cn, "nccl %s r%d", c->name, (int)c->rank);
         else snprintf(cn, sizeof cn, "nccl %s", c->name);
         memobs__tl_thread_name(o, MEMOBS__TL_TID_COLL + (int)k, cn, (int)(5000 + k));
     }
-    for (k = 0; k < nthr; k++) {
+    for (k = 0; k < w->nthr; k++) {
         const char *last = k + 1 == MEMOBS__TL_THREADS ? "s" : "", *later = k + 1 == MEMOBS__TL_THREADS ? " and later" : "";
-        if (thr_has[k] & 1u) {
-            snprintf(name, sizeof name, "phase, thread%s %u%s", last, thr[k], later);
+        if (w->thr_has[k] & 1u) {
+            snprintf(name, sizeof name, "phase, thread%s %u%s", last, w->thr[k], later);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_PHASE + (int)k, name, (int)(1000 + k));
         }
-        if (thr_has[k] & 2u) {
-            snprintf(name, sizeof name, "regions, thread%s %u%s", last, thr[k], later);
+        if (w->thr_has[k] & 2u) {
+            snprintf(name, sizeof name, "regions, thread%s %u%s", last, w->thr[k], later);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_REGION + (int)k, name, (int)(3000 + k));
         }
     }
+}
+
+static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
+                                    memobs__tl_cut_t *cut) {
+    memobs__tl_ws_t ws, *w = &ws;
+    uint64_t written = 0, tf = MEMOBS__TL_WRITE_NOW();
+    size_t i, from = 0; /* events before from are left out (the write limit) */
+    unsigned d, k;
+    memobs__tl_ws_init(w);
+    /* Host-side records: end before the next one of the direction. */
+    for (i = n; i-- > 0;) {
+        memobs__tl_ev_t *e = &ev[i];
+        if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
+        d = (unsigned)(e->meta >> 4 & 15u) % MEMOBS__NDIR;
+        e->b = w->next[d] - e->ts < MEMOBS__TL_HOST_NS ? w->next[d] - e->ts : MEMOBS__TL_HOST_NS;
+        w->next[d] = e->ts;
+    }
+    /* Events left out still move the state (running sums, lanes, phases),
+       so what is written after them is right. */
+    for (i = 0; i < n && !o->err; i++) {
+        const memobs__tl_ev_t *e = &ev[i];
+        unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
+        unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
+        int out;
+        if (cut->deadline && i >= from && i % MEMOBS__TL_CHECK == 0)
+            memobs__tl_plan(cut, ev, n, i, &from, written, tf);
+        out = i >= from;
+        written += (uint64_t)out;
+        switch (type) {
+        case MEMOBS__TL_XFER: memobs__tl_ev_xfer(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_TIMED: memobs__tl_ev_timed(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_ALLOC:
+        case MEMOBS__TL_FREE:
+            if (out) memobs__tl_ev_alloc(o, w, e, sub % MEMOBS_MEM_KINDS, ph, type == MEMOBS__TL_FREE);
+            break;
+        case MEMOBS__TL_PHASE: memobs__tl_ev_phase(o, w, e, ph, out); break;
+        case MEMOBS__TL_SAMPLE:
+            if (out) memobs__tl_counter(o, (const char *)(uintptr_t)e->c, 0, e->ts, e->a);
+            break;
+        case MEMOBS__TL_REGION:
+        case MEMOBS__TL_MARK:
+            if (out) memobs__tl_ev_region(o, w, e, type == MEMOBS__TL_REGION, ph);
+            break;
+        case MEMOBS__TL_COLL:
+            if (out) memobs__tl_coll_slice(o, e, w->coll_seen);
+            break;
+        case MEMOBS__TL_PEER: memobs__tl_ev_peer(o, e, sub, out); break;
+        default: break;
+        }
+    }
+    for (k = 0; k < w->nthr; k++) {
+        if (w->thr_ph[k] != MEMOBS_PHASE_NONE) w->thr_has[k] |= 1u; /* a phase still set: its track shows it */
+        memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, w->thr_ph[k], w->thr_t0[k],
+                               now > w->thr_t0[k] ? now : w->thr_t0[k]);
+    }
+    memobs__tl_track_names(o, w);
 }
 
 #define MEMOBS__TL_OFF_NOTE                                                                                 \
