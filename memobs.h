@@ -2344,7 +2344,7 @@ enum {
     MEMOBS__W_REGION_UNMATCHED = 1u << 17,
     MEMOBS__W_REGION_DEEP = 1u << 18,
     MEMOBS__W_REGION_DROPPED = 1u << 19,
-    MEMOBS__W_TRACE_OFF = 1u << 20,
+    MEMOBS__W_TIMELINE_OFF = 1u << 20,
     MEMOBS__W_NO_FP = 1u << 21,
     MEMOBS__W_TL_KEPT = 1u << 22,
     MEMOBS__W_TOO_BIG = 1u << 23,
@@ -7812,7 +7812,7 @@ int memobs_write_timeline(FILE *f) {
     memobs__tl_flush(&o);
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)
-        memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_timeline: %s", MEMOBS__TL_OFF_NOTE);
+        memobs__warn_once(MEMOBS__W_TIMELINE_OFF, "memobs_write_timeline: %s", MEMOBS__TL_OFF_NOTE);
     if (cut.left)
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_timeline: the trace's write limit (MEMOBS_TIMELINE_WRITE_S=%.9g) "
                     "left out %llu of its %llu events (older than the newest that fit, or all the rest once the "
