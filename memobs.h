@@ -7441,6 +7441,23 @@ static void memobs__tl_ws_init(memobs__tl_ws_t *w) {
     memset(memobs__tl_peer_cum, 0, sizeof memobs__tl_peer_cum);
 }
 
+/* The start of a transfer's slice, up to its phase's name: on track tid
+   at ts, host-timed (a copy) or device-timed (a device copy); the storage
+   tier's either way "storage". */
+static char *memobs__tl_xfer_head(memobs__tl_out_t *o, const memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                                  unsigned ph, int tid, uint64_t ts, int timed) {
+    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, tid, ts);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, e->b);
+    if (d >= MEMOBS__NGPU) p = MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
+    else if (timed) p = MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":");
+    else p = MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":");
+    p = memobs__tl_dec(p, e->a);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    return memobs__tl_str(p, memobs__tl_ph[ph]);
+}
+
 /* A host-side transfer record: a slice on its direction's track, and the
    direction's running sum. */
 static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
@@ -7449,15 +7466,7 @@ static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const me
     w->cum[d] += e->a;
     w->seen |= 1u << d;
     if (!out) return;
-    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
-    p = MEMOBS__TL_LIT(p, ",\"dur\":");
-    p = memobs__tl_usec(p, e->b);
-    p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":")
-                         : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-    p = memobs__tl_dec(p, e->a);
-    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = memobs__tl_xfer_head(o, w, e, d, ph, MEMOBS__TL_TID_COPY + (int)d, e->ts, 0);
     p = MEMOBS__TL_LIT(p, "\"}}");
     memobs__tl_end(o, p);
     memobs__tl_counter(o, w->cname[d], 1, e->ts, w->cum[d]);
@@ -7482,17 +7491,9 @@ static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const m
     if (l == w->lanes[d]) w->lanes[d]++;
     w->lane_end[d][l] = ts + e->b;
     if (!out) return;
-    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
     tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
                            : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
-    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, tid, ts);
-    p = MEMOBS__TL_LIT(p, ",\"dur\":");
-    p = memobs__tl_usec(p, e->b);
-    p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":")
-                         : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-    p = memobs__tl_dec(p, e->a);
-    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = memobs__tl_xfer_head(o, w, e, d, ph, tid, ts, 1);
     p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
     p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
     if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");

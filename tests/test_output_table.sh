@@ -9,21 +9,18 @@
 # reports by its api name. Then the real rows against docs/outputs.md: the
 # same variables, names and order.
 cd "$(dirname "$0")/.." || exit 2
+S=output-table CC=${CC:-cc} CXX=${CXX:-c++}
 B=${BUILD:-build/tests}/output_table
-mkdir -p "$B"
-B=$(cd "$B" && pwd)
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-S=output-table
-
+mkdir -p "$B" && B=$(cd "$B" && pwd)
 . tests/lib.sh # a clean environment, sanitizer options
 unset MEMOBS_TEST_A MEMOBS_TEST_B MEMOBS_TEST_B_OLD TABLE_LOG TABLE_SEEN
 
 ok() { echo "ok - $S: $1"; }
+# bad WHAT LINE...: a failure, each line shown as a comment
 bad() {
-    echo "not ok - $S: $1"
+    printf 'not ok - %s: %s\n' "$S" "$1"
     shift
-    for l in "$@"; do printf '%s\n' "$l" | sed 's/^/    # /'; done
+    printf '%s\n' "$@" | sed 's/^/    # /'
     rc=1
 }
 # same WHAT EXPECTED ACTUAL
