@@ -28,7 +28,8 @@ same() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "expected: $2" "actual:
 
 P=$B/table_prog
 if ! $CC -std=c99 -Wall -Wextra -Werror -I. -o "$P" tests/outputs/table_prog.c -pthread >"$B/build.log" 2>&1 ||
-    ! $CXX -x c++ -std=c++17 -Wall -Wextra -Werror -I. -o "$P.cxx" tests/outputs/table_prog.c -pthread >>"$B/build.log" 2>&1; then
+    ! $CXX -x c++ -std=c++17 -Wall -Wextra -Werror -I. -o "$P.cxx" tests/outputs/table_prog.c -pthread \
+        >>"$B/build.log" 2>&1; then
     bad "two test rows and their writers build (C99, C++17)" "$(head -n 30 "$B/build.log")"
     exit 1
 fi
@@ -107,7 +108,7 @@ fi
 # -- the exit order: the table's, the test rows after the real ones
 run order MEMOBS_SUMMARY="$B/order/s.txt" MEMOBS_TIMELINE="$B/order/t.json" MEMOBS_TEST_A="$B/order/a.txt" \
     MEMOBS_TEST_B="$B/order/b.txt"
-same "at exit: the summary and the timeline (real rows) first, then A, then B's pre and B, each seeing the files before it" \
+same "at exit: the summary and the timeline (real rows), then A, then B's pre and B, each seeing the files before" \
     "A: s.txt t.json|pre B: s.txt t.json a.txt|B: s.txt t.json a.txt" "$(log order)"
 run order_b MEMOBS_TEST_B="$B/order_b/b.txt"
 same "a row alone: its pre, then its writer (into a temporary: no b.txt yet), then b.txt" "pre B:|B:|table output B" \
@@ -161,11 +162,12 @@ if not bad:
 sys.exit(bad)
 PY
 }
+what="docs/outputs.md lists the rows' variables, aliases and names in the table's (exit) order"
 if docs_check >"$B/docs.log" 2>&1; then
-    ok "docs/outputs.md lists the rows' variables, aliases and names in the table's (exit) order"
+    ok "$what"
     sed 's/^/    # /' "$B/docs.log"
 else
-    bad "docs/outputs.md lists the rows' variables, aliases and names in the table's (exit) order" "$(cat "$B/docs.log")"
+    bad "$what" "$(cat "$B/docs.log")"
 fi
 
 exit $rc
