@@ -2482,7 +2482,7 @@ enum {
     MEMOBS__W_REGION_UNMATCHED = 1u << 17,
     MEMOBS__W_REGION_DEEP = 1u << 18,
     MEMOBS__W_REGION_DROPPED = 1u << 19,
-    MEMOBS__W_TRACE_OFF = 1u << 20,
+    MEMOBS__W_TIMELINE_OFF = 1u << 20,
     MEMOBS__W_NO_FP = 1u << 21,
     MEMOBS__W_TL_KEPT = 1u << 22,
     MEMOBS__W_TOO_BIG = 1u << 23,
@@ -2743,25 +2743,57 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
     } while (w != v && !MEMOBS__CAS(&c->v, &v, w));
 }
 
-/* The exit outputs, in the order they are written (small and urgent
-   first, the trace, the largest, last). */
-enum {
-    MEMOBS__EXIT_SUMMARY, MEMOBS__EXIT_PROM, MEMOBS__EXIT_LEAKS, MEMOBS__EXIT_STORMLOG, MEMOBS__EXIT_TORCH,
-    MEMOBS__EXIT_HTML, MEMOBS__EXIT_TRACE, MEMOBS__EXIT_OUTPUTS
-};
-
 /* The file outputs configured from the environment (see OUTPUTS in the
-   doc block). Each destination is resolved when it is configured:
+   doc block), one row each, in the order they are written at exit and by
+   memobs_flush (small and urgent first, the timeline, the largest, last).
+   Everything that tells the outputs apart is generated from or driven by
+   these rows: the MEMOBS__OUT_* ids, memobs__out_info, the exit registry
+   (memobs__output_exit), memobs_flush, the *_file calls (memobs__output_file)
+   and the crash writer's choice (see "outputs, one row each"). A new
+   format is one row and one writer. Each row:
+     id      MEMOBS__OUT_<id>
+     var     its environment variable (the one rule: memobs__dest_parse)
+     alias   an older name of var, read when var is unset (0: none)
+     what    its name in messages
+     binary  never written to a terminal
+     write   the writer, int (*)(FILE *, int fmt): fmt is MEMOBS_FORMAT's
+             at exit, the caller's for memobs_write_summary_file
+     pre     called before its exit write (0: none), with its id
+     api     the public *_file call that writes it (0: none)
+     env     0: memobs__outputs_env reads var at start-up; 1: its section
+             does (memobs__output_env), after the settings it depends on
+     crash   the crash writer writes it too (async-signal-safe generator) */
+#define MEMOBS__OUTPUT_TABLE(X)                                                                                   \
+    X(SUMMARY, "MEMOBS_SUMMARY", 0, "summary", 0, memobs__write_summary_fmt, 0, "memobs_write_summary_file", 0, 1) \
+    X(PROM, "MEMOBS_PROM_FILE", 0, "Prometheus file", 0, memobs__write_prom_f, 0, "memobs_write_prometheus_file", \
+      1, 1)                                                                                                       \
+    X(LEAKS, "MEMOBS_LEAKS", 0, "leak report", 0, memobs__write_leaks_f, 0, 0, 0, 0)                              \
+    X(STORMLOG, "MEMOBS_STORMLOG", 0, "Stormlog telemetry", 0, memobs__write_stormlog_f, memobs__sl_exit_sample,  \
+      "memobs_write_stormlog_file", 1, 0)                                                                         \
+    X(STORMLOG_HOST, "MEMOBS_STORMLOG_HOST", 0, "Stormlog host telemetry", 0, memobs__write_stormlog_host_f,      \
+      memobs__sl_exit_sample, "memobs_write_stormlog_host_file", 1, 0)                                            \
+    X(TORCH, "MEMOBS_TORCH_SNAPSHOT", 0, "PyTorch memory snapshot", 1, memobs__write_torch_snapshot_arg, 0,       \
+      "memobs_write_torch_snapshot_file", 1, 0)                                                                   \
+    X(HTML, "MEMOBS_HTML", 0, "HTML report", 0, memobs__write_html_f, 0, "memobs_write_html_file", 1, 0)          \
+    X(TIMELINE, "MEMOBS_TIMELINE", "MEMOBS_TRACE", "Chrome trace", 0, memobs__write_timeline_f, 0,                \
+      "memobs_write_timeline_file", 1, 0)                                                                         \
+    MEMOBS__TEST_OUTPUT_ROWS(X)
+/* A test's own rows, after the real ones (tests/test_output_table.sh);
+   empty in every other build. */
+#ifndef MEMOBS__TEST_OUTPUT_ROWS
+#define MEMOBS__TEST_OUTPUT_ROWS(X)
+#endif
+
+/* Each output's destination is resolved when it is configured:
    expanded (%r, %p, %%) and claimed against the other memobs instances of
    the process (memobs__claim_try; an instance built with
    MEMOBS__CLAIM_LATE, the LD_PRELOAD library, claims at its first write
    or memobs__claims_now instead), so a writer, the crash writer
    included, finds the final name in path with no formatting; refreshed
    in a fork() child (a %p path) and by memobs_set_identity (a %r path). */
-enum {
-    MEMOBS__OUT_SUMMARY, MEMOBS__OUT_PROM, MEMOBS__OUT_LEAKS, MEMOBS__OUT_STORMLOG, MEMOBS__OUT_STORMLOG_HOST,
-    MEMOBS__OUT_TORCH, MEMOBS__OUT_HTML, MEMOBS__OUT_TRACE, MEMOBS__OUTS
-};
+#define MEMOBS__OUT_ID(id, var, alias, what, binary, write, pre, api, env, crash) MEMOBS__OUT_##id,
+enum { MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ID) MEMOBS__OUTS };
+#undef MEMOBS__OUT_ID
 #define MEMOBS__SPEC_LEN 512  /* an output variable's value, with its terminating 0 */
 #define MEMOBS__PATH_LEN 1024 /* a path once expanded */
 typedef struct {
@@ -2803,7 +2835,8 @@ static struct {
     memobs__u32_t ncounters;
     memobs_identity_t identity;
     memobs_format_t format;
-    memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on */
+    memobs__dest_t out[MEMOBS__OUTS]; /* the outputs, by MEMOBS__OUT_*; changed under lock once on;
+                                         on: written at exit and by memobs_flush (memobs__output_exit) */
     memobs__u32_t tmp_seq;      /* numbers the named temporary files */
     memobs__u32_t no_tmpfile;   /* O_TMPFILE files could not be linked: named temporaries only */
     int64_t swept[MEMOBS__OUTS]; /* the pid that swept a %p output's folder for other pids' temporaries */
@@ -2827,8 +2860,6 @@ static struct {
     pthread_mutex_t flush_lock;                            /* one memobs__flush at a time */
     memobs__u32_t write_fails;                             /* failed whole-file writes (memobs_flush) */
     memobs__u32_t flushes;                                 /* flushes begun (see memobs__sig_exit) */
-    void (*exit_fn[MEMOBS__EXIT_OUTPUTS])(void);           /* exit writers, by memobs__exit_order */
-    memobs__u32_t exit_fn_on[MEMOBS__EXIT_OUTPUTS];
     memobs__u64_t manual[MEMOBS__NPHASE][MEMOBS__NDIR][2]; /* bytes, count: see memobs_set_manual_apart */
     uint64_t manual_base[MEMOBS__NPHASE][MEMOBS__NDIR][2];
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
@@ -3056,27 +3087,23 @@ static void memobs__shard_release(void *p);
 static void memobs__esc_leave(memobs__shard_t *s);
 static void memobs__esc_lock_all(int lock);
 static void memobs__esc_fold_held(int live);
-static void memobs__at_exit(void);
 static void memobs__exit_all(void);
 static void memobs__sig_env(void);
 static void memobs__sig_exit(void);
 static void memobs__sig_thread_stack(void);
 static void memobs__sig_thread_unstack(void);
-static void memobs__exit_add(unsigned which, void (*fn)(void));
-static void memobs__leaks_at_exit(void);
 static void memobs__peak_arm(void);
-static int memobs__dest_env(unsigned which);
+static int memobs__output_env(unsigned which);
+static void memobs__outputs_env(void);
+static void memobs__output_exit(unsigned which);
+static int memobs__output_file(unsigned which, const char *path, int fmt);
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags);
-static int memobs__write_summary_fmt(FILE *f, int fmt);
-static int memobs__write_torch_snapshot_arg(FILE *f, int unused);
 static void memobs__dest_resolve(unsigned which, int quiet);
 static void memobs__outs_fork(void);
 static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak detector, Stormlog */
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
 static void memobs__prom_env(void);
-static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
-                              int arg);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 static void memobs__req_env(void);
@@ -3129,7 +3156,7 @@ static int memobs__dest_parse(const char *name, const char *s, size_t len) {
 /* An output variable kept as a string (the peak and out-of-memory
    reports): unset, 0 with out unchanged; off, 0 with out ""; else 1 with
    out "stderr", "stdout" or the path. */
-static int memobs__env_dest(const char *name, char *out, size_t len) {
+static int memobs__report_env(const char *name, char *out, size_t len) {
     const char *s = getenv(name);
     int k = memobs__dest_parse(name, s, len);
     if (!s) return 0;
@@ -3191,11 +3218,10 @@ static void memobs__track_env(void) {
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PEAK_MIN='%s' is not a byte count (like 64M); using %llu", s,
                          (unsigned long long)t->peak_min.v);
     }
-    if (memobs__env_dest("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
+    if (memobs__report_env("MEMOBS_PEAK_REPORT", t->peak_dest, sizeof t->peak_dest)) {
         memobs__peak_arm();
         MEMOBS__STORE(&t->peak_on.v, 1u);
     }
-    if (memobs__dest_env(MEMOBS__OUT_LEAKS)) memobs__exit_add(MEMOBS__EXIT_LEAKS, memobs__leaks_at_exit);
     memobs__tsn_env();
 }
 static void memobs__atfork_prepare(void);
@@ -3235,7 +3261,7 @@ static void memobs__init_once(void) {
     memobs__reg_init(0);
     (void)s;
     (void)memobs__parse_bool;
-    (void)memobs__at_exit;
+    (void)memobs__outputs_env;
     (void)memobs__track_env;
     return; /* compiled out: stay off, read nothing */
 #else
@@ -3249,7 +3275,7 @@ static void memobs__init_once(void) {
         else if (memobs__streq_nocase(s, "text")) memobs__g.format = MEMOBS_FORMAT_TEXT;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_FORMAT='%s' is not text or json; using text", s);
     }
-    if (memobs__dest_env(MEMOBS__OUT_SUMMARY)) memobs__exit_add(MEMOBS__EXIT_SUMMARY, memobs__at_exit);
+    memobs__outputs_env(); /* the outputs the table reads itself: MEMOBS_SUMMARY, MEMOBS_LEAKS */
     memobs__reg_init(1);
     memobs__track_env();
     memobs__smp_env();
@@ -3309,15 +3335,15 @@ int memobs_get_enabled(void) { return MEMOBS__LOAD(&memobs__on.v) != 0; }
 int memobs_set_exit_outputs(int on) { return MEMOBS__XCHG(&memobs__g.exit_off.v, on ? 0u : 1u) == 0; }
 int memobs_get_exit_outputs(void) { return MEMOBS__LOAD(&memobs__g.exit_off.v) == 0; }
 
-/* Every configured exit output, in memobs__exit_order; each writer checks
-   exit_off and reports its own failures. One flush at a time: a flush
-   asked for while one runs waits for it and writes again (newer figures).
-   The caller holds flush_lock. */
+/* Every configured output, in the table's order (MEMOBS__OUTPUT_TABLE);
+   memobs__output_exit checks exit_off and reports failures. One flush at a
+   time: a flush asked for while one runs waits for it and writes again
+   (newer figures). The caller holds flush_lock. */
 static void memobs__flush_locked(void) {
     unsigned i;
     MEMOBS__ADD(&memobs__g.flushes.v, 1u); /* a stop signal that came before this answered by it */
-    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
-        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__g.exit_fn[i]();
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.out[i].on.v)) memobs__output_exit(i);
 }
 
 static void memobs__flush_all(void) {
@@ -3326,19 +3352,13 @@ static void memobs__flush_all(void) {
     pthread_mutex_unlock(&memobs__g.flush_lock);
 }
 
-/* A stop signal that came meanwhile ends the process here (by that signal). */
+/* The one atexit handler, registered first thing in memobs__init_once,
+   before the background worker's, so the worker is stopped before the
+   files are written at exit. A stop signal that came meanwhile ends the
+   process here (by that signal). */
 static void memobs__exit_all(void) {
     memobs__flush_all();
     memobs__sig_exit();
-}
-
-/* Runs inside memobs__init_once (under its once): an exit writer. The one
-   atexit handler is registered first thing in memobs__init_once, before
-   the background worker's, so the worker is stopped before the files are
-   written at exit. */
-static void memobs__exit_add(unsigned which, void (*fn)(void)) {
-    memobs__g.exit_fn[which] = fn;
-    MEMOBS__STORE(&memobs__g.exit_fn_on[which].v, 1u);
 }
 
 int memobs_flush(void) {
@@ -3349,19 +3369,9 @@ int memobs_flush(void) {
     return MEMOBS__LOAD(&memobs__g.write_fails.v) == fails ? MEMOBS_OK : MEMOBS_ERR_IO;
 }
 
-/* The exit writers: memobs__dest_write reports their failures. */
-static void memobs__at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
-        (void)memobs__dest_write(MEMOBS__OUT_SUMMARY, memobs__write_summary_fmt, (int)memobs__g.format, 0);
-}
-
 static int memobs__write_leaks_f(FILE *f, int unused) {
     (void)unused;
     return memobs_print_leaks(f);
-}
-
-static void memobs__leaks_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_LEAKS, memobs__write_leaks_f, 0, 0);
 }
 
 /* ======================================================================== */
@@ -7535,211 +7545,193 @@ static void memobs__tl_coll_slice(memobs__tl_out_t *o, const memobs__tl_ev_t *e,
     memobs__tl_end(o, p);
 }
 
-static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
-                                    memobs__tl_cut_t *cut) {
-    static const char *const xname[MEMOBS__NDIR][3] = {{"H2D unphased", "H2D prefill", "H2D decode"},
-                                                       {"D2H unphased", "D2H prefill", "D2H decode"},
-                                                       {"D2D unphased", "D2D prefill", "D2D decode"},
-                                                       {"H2S unphased", "H2S prefill", "H2S decode"},
-                                                       {"S2H unphased", "S2H prefill", "S2H decode"},
-                                                       {"D2S unphased", "D2S prefill", "D2S decode"},
-                                                       {"S2D unphased", "S2D prefill", "S2D decode"}};
-    static const char *const aname[2][MEMOBS_MEM_KINDS] = {
-        {"alloc device", "alloc host", "alloc pinned", "alloc managed"},
-        {"free device", "free host", "free pinned", "free managed"}};
-    static const char *const cname[MEMOBS__NDIR] = {"H2D bytes", "D2H bytes", "D2D bytes", "H2S bytes",
-                                                    "S2H bytes", "D2S bytes", "S2D bytes"};
-    static const char *const lname[MEMOBS_MEM_KINDS] = {"live device bytes", "live host bytes", "live pinned bytes",
-                                                        "live managed bytes"};
-    uint64_t next[MEMOBS__NDIR], cum[MEMOBS__NDIR], written = 0, tf = MEMOBS__TL_WRITE_NOW();
+/* What memobs__tl_write_events carries from one event to the next, and
+   the event names (made once a write from memobs__dir_name, memobs__tl_ph
+   and memobs__kind_name). */
+typedef struct {
+    uint64_t next[MEMOBS__NDIR], cum[MEMOBS__NDIR]; /* a direction's next host record; its bytes so far */
     uint64_t lane_end[MEMOBS__NDIR][MEMOBS__TL_LANES];
     uint32_t thr[MEMOBS__TL_THREADS], thr_ph[MEMOBS__TL_THREADS];
     uint64_t thr_t0[MEMOBS__TL_THREADS];
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned char coll_seen[MEMOBS_MAX_COMMS];  /* communicators with a slice: their tracks */
-    unsigned lanes[MEMOBS__NDIR], seen = 0, nthr = 0, d, k;
-    size_t i, from = 0; /* events before from are left out (the write limit) */
-    char name[64], *p;
-    memset(lane_end, 0, sizeof lane_end);
-    memset(next, 0xff, sizeof next);
-    memset(cum, 0, sizeof cum);
-    memset(lanes, 0, sizeof lanes);
-    memset(thr_ph, 0, sizeof thr_ph);
-    memset(thr_t0, 0, sizeof thr_t0);
-    memset(thr_has, 0, sizeof thr_has);
-    memset(coll_seen, 0, sizeof coll_seen);
+    unsigned lanes[MEMOBS__NDIR], seen, nthr;
+    char xname[MEMOBS__NDIR][3][16];          /* "H2D prefill" */
+    char cname[MEMOBS__NDIR][16];             /* "H2D bytes" */
+    char aname[2][MEMOBS_MEM_KINDS][16];      /* "alloc device", "free device" */
+    char lname[MEMOBS_MEM_KINDS][24];         /* "live device bytes" */
+} memobs__tl_ws_t;
+
+static void memobs__tl_ws_init(memobs__tl_ws_t *w) {
+    unsigned d, ph, k;
+    memset(w, 0, sizeof *w);
+    memset(w->next, 0xff, sizeof w->next);
+    for (d = 0; d < MEMOBS__NDIR; d++) {
+        for (ph = 0; ph < 3; ph++)
+            snprintf(w->xname[d][ph], sizeof w->xname[d][ph], "%s %s", memobs__dir_name[d], memobs__tl_ph[ph]);
+        snprintf(w->cname[d], sizeof w->cname[d], "%s bytes", memobs__dir_name[d]);
+    }
+    for (k = 0; k < MEMOBS_MEM_KINDS; k++) {
+        snprintf(w->aname[0][k], sizeof w->aname[0][k], "alloc %s", memobs__kind_name[k]);
+        snprintf(w->aname[1][k], sizeof w->aname[1][k], "free %s", memobs__kind_name[k]);
+        snprintf(w->lname[k], sizeof w->lname[k], "live %s bytes", memobs__kind_name[k]);
+    }
     memset(memobs__tl_peer_cum, 0, sizeof memobs__tl_peer_cum);
-    /* Host-side records: end before the next one of the direction. */
-    for (i = n; i-- > 0;) {
-        memobs__tl_ev_t *e = &ev[i];
-        if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
-        d = (unsigned)(e->meta >> 4 & 15u) % MEMOBS__NDIR;
-        e->b = next[d] - e->ts < MEMOBS__TL_HOST_NS ? next[d] - e->ts : MEMOBS__TL_HOST_NS;
-        next[d] = e->ts;
+}
+
+/* The start of a transfer's slice, up to its phase's name: on track tid
+   at ts, host-timed (a copy) or device-timed (a device copy); the storage
+   tier's either way "storage". */
+static char *memobs__tl_xfer_head(memobs__tl_out_t *o, const memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                                  unsigned ph, int tid, uint64_t ts, int timed) {
+    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, tid, ts);
+    p = MEMOBS__TL_LIT(p, ",\"dur\":");
+    p = memobs__tl_usec(p, e->b);
+    if (d >= MEMOBS__NGPU) p = MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
+    else if (timed) p = MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":");
+    else p = MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":");
+    p = memobs__tl_dec(p, e->a);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    return memobs__tl_str(p, memobs__tl_ph[ph]);
+}
+
+/* A host-side transfer record: a slice on its direction's track, and the
+   direction's running sum. */
+static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                               unsigned ph, int out) {
+    char *p;
+    w->cum[d] += e->a;
+    w->seen |= 1u << d;
+    if (!out) return;
+    p = memobs__tl_xfer_head(o, w, e, d, ph, MEMOBS__TL_TID_COPY + (int)d, e->ts, 0);
+    p = MEMOBS__TL_LIT(p, "\"}}");
+    memobs__tl_end(o, p);
+    memobs__tl_counter(o, w->cname[d], 1, e->ts, w->cum[d]);
+}
+
+/* A device-timed transfer: on the first of its direction's lanes free at
+   its start, or after the one that ends first when all are busy. */
+static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
+                                unsigned ph, int out) {
+    unsigned best = 0, l;
+    uint64_t ts = e->ts;
+    int tid;
+    char *p;
+    for (l = 0; l < MEMOBS__TL_LANES; l++) {
+        if (l == w->lanes[d] || w->lane_end[d][l] <= ts) break;
+        if (w->lane_end[d][l] < w->lane_end[d][best]) best = l;
     }
-    /* Events left out still move the state (running sums, lanes, phases),
-       so what is written after them is right. */
-    for (i = 0; i < n && !o->err; i++) {
-        memobs__tl_ev_t *e = &ev[i];
-        unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
-        unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
-        int dev = (int)(e->meta >> 16 & 0xffffu) - 1, out;
-        uint32_t trace = (uint32_t)(e->meta >> 32);
-        if (cut->deadline && i >= from && i % MEMOBS__TL_CHECK == 0)
-            memobs__tl_plan(cut, ev, n, i, &from, written, tf);
-        out = i >= from;
-        written += (uint64_t)out;
-        switch (type) {
-        case MEMOBS__TL_XFER:
-            d = sub % MEMOBS__NDIR;
-            cum[d] += e->a;
-            seen |= 1u << d;
-            if (!out) break;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, MEMOBS__TL_TID_COPY + (int)d, e->ts);
-            p = MEMOBS__TL_LIT(p, ",\"dur\":");
-            p = memobs__tl_usec(p, e->b);
-            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"copy\",\"args\":{\"bytes\":")
-                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-            p = memobs__tl_dec(p, e->a);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\"}}");
-            memobs__tl_end(o, p);
-            memobs__tl_counter(o, cname[d], 1, e->ts, cum[d]);
-            break;
-        case MEMOBS__TL_TIMED: {
-            unsigned best = 0, l;
-            uint64_t ts = e->ts;
-            int tid;
-            d = sub % MEMOBS__NDIR;
-            for (l = 0; l < MEMOBS__TL_LANES; l++) {
-                if (l == lanes[d] || lane_end[d][l] <= ts) break;
-                if (lane_end[d][l] < lane_end[d][best]) best = l;
-            }
-            if (l == MEMOBS__TL_LANES) { /* all busy: after the one that ends first */
-                l = best;
-                ts = lane_end[d][l];
-            }
-            if (l == lanes[d]) lanes[d]++;
-            lane_end[d][l] = ts + e->b;
-            if (!out) break;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
-                                   : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
-            p = memobs__tl_head(o, p, "X", xname[d][ph], 1, tid, ts);
-            p = MEMOBS__TL_LIT(p, ",\"dur\":");
-            p = memobs__tl_usec(p, e->b);
-            p = d < MEMOBS__NGPU ? MEMOBS__TL_LIT(p, ",\"cat\":\"device copy\",\"args\":{\"bytes\":")
-                                 : MEMOBS__TL_LIT(p, ",\"cat\":\"storage\",\"args\":{\"bytes\":");
-            p = memobs__tl_dec(p, e->a);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
-            p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
-            if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
-            p = MEMOBS__TL_LIT(p, "}}");
-            memobs__tl_end(o, p);
-            break;
-        }
-        case MEMOBS__TL_ALLOC:
-        case MEMOBS__TL_FREE: {
-            const char *text = "";
-            if (!out) break;
-            k = sub % MEMOBS_MEM_KINDS;
-            if (trace != MEMOBS_NO_TRACE) text = memobs__tl_trace(o, trace);
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * strlen(text));
-            p = memobs__tl_head(o, p, "i", aname[type == MEMOBS__TL_FREE][k], 1, MEMOBS__TL_TID_ALLOC, e->ts);
-            p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x");
-            p = memobs__tl_hex(p, e->a);
-            p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
-            p = memobs__tl_dec(p, e->b);
-            p = MEMOBS__TL_LIT(p, ",\"kind\":\"");
-            p = memobs__tl_str(p, memobs__kind_name[k]);
-            p = MEMOBS__TL_LIT(p, "\",\"device\":");
-            p = memobs__tl_int(p, dev);
-            p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\",\"trace_id\":");
-            p = memobs__tl_int(p, trace == MEMOBS_NO_TRACE ? -1 : (int64_t)trace);
-            p = MEMOBS__TL_LIT(p, ",\"trace\":");
-            p = memobs__tl_jstr(p, text);
-            p = MEMOBS__TL_LIT(p, "}}");
-            memobs__tl_end(o, p);
-            /* The kind's tracked bytes right after this change (exact: see
-               memobs__tl_track), each event its own: a running sum from
-               the first would carry any reordering of two threads' changes
-               in time into every later value. */
-            memobs__tl_counter(o, lname[k], 1, e->ts, e->c);
-            break;
-        }
-        case MEMOBS__TL_PHASE: {
-            unsigned t = memobs__tl_slot(thr, &nthr, (uint32_t)e->a);
-            if (out) thr_has[t] |= 1u;
-            if (thr_ph[t] == ph) break; /* the same phase again: one slice */
-            if (out) memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, thr_ph[t], thr_t0[t], e->ts);
-            thr_ph[t] = ph;
-            thr_t0[t] = e->ts;
-            break;
-        }
-        case MEMOBS__TL_SAMPLE:
-            if (out) memobs__tl_counter(o, (const char *)(uintptr_t)e->c, 0, e->ts, e->a);
-            break;
-        case MEMOBS__TL_REGION:
-        case MEMOBS__TL_MARK: {
-            unsigned t;
-            const char *label;
-            if (!out) break; /* no track for a thread whose events all went */
-            t = memobs__tl_slot(thr, &nthr, (uint32_t)e->b);
-            label = memobs_region_label((memobs_region_t)trace);
-            thr_has[t] |= 2u;
-            p = memobs__tl_room(o, MEMOBS__TL_ROOM);
-            p = memobs__tl_head(o, p, type == MEMOBS__TL_REGION ? "X" : "i", label ? label : "(unknown)", 0,
-                                MEMOBS__TL_TID_REGION + (int)t, e->ts);
-            if (type == MEMOBS__TL_REGION) {
-                p = MEMOBS__TL_LIT(p, ",\"dur\":");
-                p = memobs__tl_usec(p, e->a);
-                p = MEMOBS__TL_LIT(p, ",\"cat\":\"region\",\"args\":{\"depth\":");
-                p = memobs__tl_dec(p, e->c);
-                p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
-            } else {
-                p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"");
-            }
-            p = memobs__tl_str(p, memobs__tl_ph[ph]);
-            p = MEMOBS__TL_LIT(p, "\"}}");
-            memobs__tl_end(o, p);
-            break;
-        }
-        case MEMOBS__TL_COLL:
-            if (out) memobs__tl_coll_slice(o, e, coll_seen);
-            break;
-        case MEMOBS__TL_PEER: { /* a counter per peer and direction: its bytes so far */
-            uint32_t id = trace;
-            uint64_t *v;
-            char pn[MEMOBS__PEER_LABEL + 16];
-            if (id >= MEMOBS_MAX_PEERS) break;
-            v = &memobs__tl_peer_cum[id][sub & 1u];
-            *v = *v + e->a < *v ? ~0ull : *v + e->a;
-            if (!out) break;
-            snprintf(pn, sizeof pn, "peer %s %s bytes", memobs__coll.peer[id].label, (sub & 1u) ? "recv" : "send");
-            memobs__tl_counter(o, pn, 0, e->ts, *v);
-            break;
-        }
-        default: break;
-        }
+    if (l == MEMOBS__TL_LANES) { /* all busy: after the one that ends first */
+        l = best;
+        ts = w->lane_end[d][l];
     }
-    for (k = 0; k < nthr; k++) {
-        if (thr_ph[k] != MEMOBS_PHASE_NONE) thr_has[k] |= 1u; /* a phase still set: its track shows it */
-        memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, thr_ph[k], thr_t0[k], now > thr_t0[k] ? now : thr_t0[k]);
+    if (l == w->lanes[d]) w->lanes[d]++;
+    w->lane_end[d][l] = ts + e->b;
+    if (!out) return;
+    tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + l)
+                           : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + l);
+    p = memobs__tl_xfer_head(o, w, e, d, ph, tid, ts, 1);
+    p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
+    p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
+    if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
+}
+
+/* An allocation or a free (freed): an instant on the allocations track,
+   and its kind's tracked bytes right after the change (exact: see
+   memobs__tl_track), each event its own: a running sum from the first
+   would carry any reordering of two threads' changes in time into every
+   later value. */
+static void memobs__tl_ev_alloc(memobs__tl_out_t *o, const memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned k,
+                                unsigned ph, int freed) {
+    uint32_t trace = (uint32_t)(e->meta >> 32);
+    int dev = (int)(e->meta >> 16 & 0xffffu) - 1;
+    const char *text = "";
+    char *p;
+    if (trace != MEMOBS_NO_TRACE) text = memobs__tl_trace(o, trace);
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * strlen(text));
+    p = memobs__tl_head(o, p, "i", w->aname[freed][k], 1, MEMOBS__TL_TID_ALLOC, e->ts);
+    p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"memory\",\"args\":{\"ptr\":\"0x");
+    p = memobs__tl_hex(p, e->a);
+    p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
+    p = memobs__tl_dec(p, e->b);
+    p = MEMOBS__TL_LIT(p, ",\"kind\":\"");
+    p = memobs__tl_str(p, memobs__kind_name[k]);
+    p = MEMOBS__TL_LIT(p, "\",\"device\":");
+    p = memobs__tl_int(p, dev);
+    p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\",\"trace_id\":");
+    p = memobs__tl_int(p, trace == MEMOBS_NO_TRACE ? -1 : (int64_t)trace);
+    p = MEMOBS__TL_LIT(p, ",\"trace\":");
+    p = memobs__tl_jstr(p, text);
+    p = MEMOBS__TL_LIT(p, "}}");
+    memobs__tl_end(o, p);
+    memobs__tl_counter(o, w->lname[k], 1, e->ts, e->c);
+}
+
+/* A thread's phase change: the slice of the phase it leaves. */
+static void memobs__tl_ev_phase(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned ph,
+                                int out) {
+    unsigned t = memobs__tl_slot(w->thr, &w->nthr, (uint32_t)e->a);
+    if (out) w->thr_has[t] |= 1u;
+    if (w->thr_ph[t] == ph) return; /* the same phase again: one slice */
+    if (out) memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)t, w->thr_ph[t], w->thr_t0[t], e->ts);
+    w->thr_ph[t] = ph;
+    w->thr_t0[t] = e->ts;
+}
+
+/* A region (a slice) or a marker (an instant) on its thread's regions
+   track; written only (no track for a thread whose events all went). */
+static void memobs__tl_ev_region(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, int is_region,
+                                 unsigned ph) {
+    unsigned t = memobs__tl_slot(w->thr, &w->nthr, (uint32_t)e->b);
+    const char *label = memobs_region_label((memobs_region_t)(uint32_t)(e->meta >> 32));
+    char *p;
+    w->thr_has[t] |= 2u;
+    p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, is_region ? "X" : "i", label ? label : "(unknown)", 0, MEMOBS__TL_TID_REGION + (int)t,
+                        e->ts);
+    if (is_region) {
+        p = MEMOBS__TL_LIT(p, ",\"dur\":");
+        p = memobs__tl_usec(p, e->a);
+        p = MEMOBS__TL_LIT(p, ",\"cat\":\"region\",\"args\":{\"depth\":");
+        p = memobs__tl_dec(p, e->c);
+        p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+    } else {
+        p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"marker\",\"args\":{\"phase\":\"");
     }
-    /* Track names, in a fixed order. */
+    p = memobs__tl_str(p, memobs__tl_ph[ph]);
+    p = MEMOBS__TL_LIT(p, "\"}}");
+    memobs__tl_end(o, p);
+}
+
+/* A peer transfer: a counter per peer and direction, its bytes so far. */
+static void memobs__tl_ev_peer(memobs__tl_out_t *o, const memobs__tl_ev_t *e, unsigned sub, int out) {
+    uint32_t id = (uint32_t)(e->meta >> 32);
+    uint64_t *v;
+    char pn[MEMOBS__PEER_LABEL + 16];
+    if (id >= MEMOBS_MAX_PEERS) return;
+    v = &memobs__tl_peer_cum[id][sub & 1u];
+    *v = *v + e->a < *v ? ~0ull : *v + e->a;
+    if (!out) return;
+    snprintf(pn, sizeof pn, "peer %s %s bytes", memobs__coll.peer[id].label, (sub & 1u) ? "recv" : "send");
+    memobs__tl_counter(o, pn, 0, e->ts, *v);
+}
+
+/* The track names, in a fixed order, after the events. */
+static void memobs__tl_track_names(memobs__tl_out_t *o, const memobs__tl_ws_t *w) {
+    unsigned d, k;
+    char name[64];
     for (d = 0; d < MEMOBS__NDIR; d++) {
         const char *what = d < MEMOBS__NGPU ? "copies" : "transfers";
-        if (d < MEMOBS__NGPU || (seen >> d & 1u)) { /* the storage tier's tracks once used */
+        if (d < MEMOBS__NGPU || (w->seen >> d & 1u)) { /* the storage tier's tracks once used */
             snprintf(name, sizeof name, "%s %s", memobs__dir_name[d], what);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_COPY + (int)d, name, (int)d);
         }
-        for (k = 0; k < lanes[d]; k++) {
+        for (k = 0; k < w->lanes[d]; k++) {
             int tid = d < MEMOBS__NGPU ? MEMOBS__TL_TID_TIMED + (int)(d * MEMOBS__TL_LANES + k)
                                        : MEMOBS__TL_TID_STORE + (int)((d - MEMOBS__NGPU) * MEMOBS__TL_LANES + k);
             const char *by = d < MEMOBS__NGPU ? "device" : "engine";
@@ -7752,22 +7744,78 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     for (k = 0; k < MEMOBS_MAX_COMMS; k++) {
         const memobs__comm_def_t *c = &memobs__coll.comm[k];
         char cn[MEMOBS__REG_NAME + 24];
-        if (!coll_seen[k]) continue;
+        if (!w->coll_seen[k]) continue;
         if (c->rank >= 0) snprintf(cn, sizeof cn, "nccl %s r%d", c->name, (int)c->rank);
         else snprintf(cn, sizeof cn, "nccl %s", c->name);
         memobs__tl_thread_name(o, MEMOBS__TL_TID_COLL + (int)k, cn, (int)(5000 + k));
     }
-    for (k = 0; k < nthr; k++) {
+    for (k = 0; k < w->nthr; k++) {
         const char *last = k + 1 == MEMOBS__TL_THREADS ? "s" : "", *later = k + 1 == MEMOBS__TL_THREADS ? " and later" : "";
-        if (thr_has[k] & 1u) {
-            snprintf(name, sizeof name, "phase, thread%s %u%s", last, thr[k], later);
+        if (w->thr_has[k] & 1u) {
+            snprintf(name, sizeof name, "phase, thread%s %u%s", last, w->thr[k], later);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_PHASE + (int)k, name, (int)(1000 + k));
         }
-        if (thr_has[k] & 2u) {
-            snprintf(name, sizeof name, "regions, thread%s %u%s", last, thr[k], later);
+        if (w->thr_has[k] & 2u) {
+            snprintf(name, sizeof name, "regions, thread%s %u%s", last, w->thr[k], later);
             memobs__tl_thread_name(o, MEMOBS__TL_TID_REGION + (int)k, name, (int)(3000 + k));
         }
     }
+}
+
+static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
+                                    memobs__tl_cut_t *cut) {
+    memobs__tl_ws_t ws, *w = &ws;
+    uint64_t written = 0, tf = MEMOBS__TL_WRITE_NOW();
+    size_t i, from = 0; /* events before from are left out (the write limit) */
+    unsigned d, k;
+    memobs__tl_ws_init(w);
+    /* Host-side records: end before the next one of the direction. */
+    for (i = n; i-- > 0;) {
+        memobs__tl_ev_t *e = &ev[i];
+        if ((e->meta & 15u) != MEMOBS__TL_XFER) continue;
+        d = (unsigned)(e->meta >> 4 & 15u) % MEMOBS__NDIR;
+        e->b = w->next[d] - e->ts < MEMOBS__TL_HOST_NS ? w->next[d] - e->ts : MEMOBS__TL_HOST_NS;
+        w->next[d] = e->ts;
+    }
+    /* Events left out still move the state (running sums, lanes, phases),
+       so what is written after them is right. */
+    for (i = 0; i < n && !o->err; i++) {
+        const memobs__tl_ev_t *e = &ev[i];
+        unsigned type = (unsigned)(e->meta & 15u), sub = (unsigned)(e->meta >> 4 & 15u);
+        unsigned ph = (unsigned)(e->meta >> 8 & 15u) % 3u;
+        int out;
+        if (cut->deadline && i >= from && i % MEMOBS__TL_CHECK == 0)
+            memobs__tl_plan(cut, ev, n, i, &from, written, tf);
+        out = i >= from;
+        written += (uint64_t)out;
+        switch (type) {
+        case MEMOBS__TL_XFER: memobs__tl_ev_xfer(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_TIMED: memobs__tl_ev_timed(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_ALLOC:
+        case MEMOBS__TL_FREE:
+            if (out) memobs__tl_ev_alloc(o, w, e, sub % MEMOBS_MEM_KINDS, ph, type == MEMOBS__TL_FREE);
+            break;
+        case MEMOBS__TL_PHASE: memobs__tl_ev_phase(o, w, e, ph, out); break;
+        case MEMOBS__TL_SAMPLE:
+            if (out) memobs__tl_counter(o, (const char *)(uintptr_t)e->c, 0, e->ts, e->a);
+            break;
+        case MEMOBS__TL_REGION:
+        case MEMOBS__TL_MARK:
+            if (out) memobs__tl_ev_region(o, w, e, type == MEMOBS__TL_REGION, ph);
+            break;
+        case MEMOBS__TL_COLL:
+            if (out) memobs__tl_coll_slice(o, e, w->coll_seen);
+            break;
+        case MEMOBS__TL_PEER: memobs__tl_ev_peer(o, e, sub, out); break;
+        default: break;
+        }
+    }
+    for (k = 0; k < w->nthr; k++) {
+        if (w->thr_ph[k] != MEMOBS_PHASE_NONE) w->thr_has[k] |= 1u; /* a phase still set: its track shows it */
+        memobs__tl_phase_slice(o, MEMOBS__TL_TID_PHASE + (int)k, w->thr_ph[k], w->thr_t0[k],
+                               now > w->thr_t0[k] ? now : w->thr_t0[k]);
+    }
+    memobs__tl_track_names(o, w);
 }
 
 #define MEMOBS__TL_OFF_NOTE                                                                                 \
@@ -7903,7 +7951,7 @@ int memobs_write_timeline(FILE *f) {
     memobs__tl_flush(&o);
     pthread_mutex_unlock(&memobs__tl.lock);
     if (!st.capacity)
-        memobs__warn_once(MEMOBS__W_TRACE_OFF, "memobs_write_timeline: %s", MEMOBS__TL_OFF_NOTE);
+        memobs__warn_once(MEMOBS__W_TIMELINE_OFF, "memobs_write_timeline: %s", MEMOBS__TL_OFF_NOTE);
     if (cut.left)
         memobs__log(MEMOBS_LOG_WARN, "memobs_write_timeline: the trace's write limit (MEMOBS_TIMELINE_WRITE_S=%.9g) "
                     "left out %llu of its %llu events (older than the newest that fit, or all the rest once the "
@@ -7918,19 +7966,12 @@ int memobs_write_timeline(FILE *f) {
     return rc;
 }
 
-static int memobs__write_trace_f(FILE *f, int unused) {
+static int memobs__write_timeline_f(FILE *f, int unused) {
     (void)unused;
     return memobs_write_timeline(f);
 }
 
-int memobs_write_timeline_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_timeline_file", "Chrome trace", memobs__write_trace_f, 0);
-}
-
-/* memobs__dest_write() reports its own failures. */
-static void memobs__tl_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_TRACE, memobs__write_trace_f, 0, 0);
-}
+int memobs_write_timeline_file(const char *path) { return memobs__output_file(MEMOBS__OUT_TIMELINE, path, 0); }
 
 /* fork(): the child gets the locks free; the chunks of threads that do
    not exist there join the queue (a slot one was writing stays unread),
@@ -7979,7 +8020,7 @@ static void memobs__tl_env(void) {
     pthread_mutex_init(&memobs__clk.lock, NULL); /* the clock's: set up at its first use */
     pthread_atfork(memobs__tl_prepare, memobs__tl_parent, memobs__tl_child);
 #ifdef MEMOBS_DISABLE
-    (void)memobs__tl_at_exit;
+    (void)memobs__write_timeline_f;
 #else
     const char *s, *var;
     uint64_t cap = MEMOBS__TL_DEFAULT;
@@ -8001,10 +8042,7 @@ static void memobs__tl_env(void) {
         else memobs__log(MEMOBS_LOG_WARN, "%s='%s' is not a number of seconds from 0 (no limit) to "
                          "1000000000 (like 20 or 2.5); using 20", var, s);
     }
-    if (cap && memobs__dest_env(MEMOBS__OUT_TRACE)) { /* MEMOBS_TIMELINE_EVENTS=0 wins */
-        memobs__exit_add(MEMOBS__EXIT_TRACE, memobs__tl_at_exit);
-        on = 1;
-    }
+    if (cap && memobs__output_env(MEMOBS__OUT_TIMELINE)) on = 1; /* MEMOBS_TIMELINE_EVENTS=0 wins */
     if (on) (void)memobs__tl_make(cap);
 #endif
 }
@@ -8312,10 +8350,105 @@ void memobs_reset(void) {
 }
 
 /* ======================================================================== */
-/* Private: formatting and writers                                          */
+/* Private: outputs, one row each                                  >>outputs */
 /* ======================================================================== */
 
-/* ---- One sink and one printf for every text writer ---------------------- */
+/* The rows are MEMOBS__OUTPUT_TABLE (next to memobs__g, which holds a
+   destination per row); here is all that they drive. */
+
+#define MEMOBS__WW_QUIET 1u  /* flags of memobs__write_whole: no warning */
+#define MEMOBS__WW_BINARY 2u /* never to a terminal */
+
+/* The writers and what runs before them, defined in their sections. */
+#define MEMOBS__OUT_DECL(id, var, alias, what, binary, write, pre, api, env, crash) static int write(FILE *f, int fmt);
+MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_DECL)
+#undef MEMOBS__OUT_DECL
+static void memobs__sl_exit_sample(unsigned which);
+static int memobs__expand_path(const char *in, char *out, size_t len);
+static int memobs__spec_has(const char *spec, char c);
+static int memobs__write_whole(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
+                               unsigned flags);
+
+/* The rows as data (MEMOBS__OUTPUT_TABLE says what each field is). Read
+   by the crash writer too: constant, async-signal-safe. */
+typedef struct {
+    const char *var, *alias, *what;
+    int binary;
+    int (*write)(FILE *f, int fmt);
+    void (*pre)(unsigned which);
+    const char *api;
+    int env, crash;
+} memobs__output_row_t;
+#define MEMOBS__OUT_ROW(id, var, alias, what, binary, write, pre, api, env, crash) \
+    {var, alias, what, binary, write, pre, api, env, crash},
+static const memobs__output_row_t memobs__out_info[MEMOBS__OUTS] = {MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ROW)};
+#undef MEMOBS__OUT_ROW
+
+/* Reads output which's variable (or its older alias when the variable is
+   unset) by the one rule (memobs__dest_parse) and resolves it; 1 when it
+   is on, which makes memobs_flush and the exit write it. Runs inside
+   memobs__init_once: from memobs__outputs_env, or from the section of a row
+   whose env is 1. */
+static int memobs__output_env(unsigned which) {
+    memobs__dest_t *d = &memobs__g.out[which];
+    const char *var = memobs__out_info[which].var, *s = getenv(var);
+    int k;
+    if (!s && memobs__out_info[which].alias && (s = getenv(memobs__out_info[which].alias)) != NULL)
+        var = memobs__out_info[which].alias;
+    k = memobs__dest_parse(var, s, sizeof d->spec);
+    if (!k) return 0;
+    strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
+    d->stream = k > 0 ? (uint32_t)k : 0u;
+    d->has_pid = (uint32_t)memobs__spec_has(d->spec, 'p');
+    d->has_rank = (uint32_t)memobs__spec_has(d->spec, 'r');
+    d->owner = (int64_t)getpid();
+    memobs__dest_resolve(which, 0);
+    if (!d->stream && !d->path[0]) return 0; /* too long once expanded: warned */
+    MEMOBS__STORE(&d->on.v, 1u);
+    return 1;
+}
+
+/* The rows whose variable depends on no other setting (env 0), in the
+   table's order; runs inside memobs__init_once. */
+static void memobs__outputs_env(void) {
+    unsigned i;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (!memobs__out_info[i].env) (void)memobs__output_env(i);
+}
+
+/* Output which at exit or from memobs_flush (it is on): its pre, then its
+   writer into its destination; memobs__dest_write reports failures. */
+static void memobs__output_exit(unsigned which) {
+    const memobs__output_row_t *r = &memobs__out_info[which];
+    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
+    if (r->pre) r->pre(which);
+    (void)memobs__dest_write(which, r->write, (int)memobs__g.format, 0);
+}
+
+/* The *_file calls (the row's api): path "stderr", "stdout" or a file
+   (%r, %p, %% expanded; not claimed: the caller named it), written whole
+   by the row's writer with fmt. */
+static int memobs__output_file(unsigned which, const char *path, int fmt) {
+    const memobs__output_row_t *r = &memobs__out_info[which];
+    char full[MEMOBS__PATH_LEN];
+    int fd = -1;
+    if (!path || !*path) {
+        memobs__log(MEMOBS_LOG_WARN, "%s: empty path", r->api);
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if (strcmp(path, "stderr") == 0) fd = 2;
+    else if (strcmp(path, "stdout") == 0) fd = 1;
+    else if (!memobs__expand_path(path, full, sizeof full)) {
+        memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", r->api, r->what, path);
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__write_whole(full, fd, r->what, r->write, fmt, r->binary ? MEMOBS__WW_BINARY : 0u);
+}
+
+/* ======================================================================== */
+/* Private: the output sink                                          >>sink */
+/* ======================================================================== */
 
 /* Where a writer's text goes: a string (a caller's buffer: what does not
    fit is cut, and counted), a FILE, or a file descriptor (the crash
@@ -8807,7 +8940,9 @@ static void memobs__out_escaped(memobs__out_t *o, const char *s, int quote) {
     memobs__out_write(o, (const char *)run, (size_t)(p - run));
 }
 
-/* ---- Units ------------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: units                                                   >>units */
+/* ======================================================================== */
 
 const char *memobs_format_bytes(char *buf, size_t len, uint64_t bytes) {
     static const char *const unit[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
@@ -8831,7 +8966,9 @@ const char *memobs_format_ns(char *buf, size_t len, uint64_t ns) {
     return memobs__out_sprintf(buf, len, "%.2f s", (double)ns / 1e9);
 }
 
-/* ---- The summary ------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: the summary's figures and text                   >>summary-text */
+/* ======================================================================== */
 
 /* What the summary and Prometheus generators format: the summary's
    figures, the regions (a copy, or each read as written), the host-memory
@@ -9122,101 +9259,6 @@ static void memobs__text_coll(memobs__out_t *o) {
                        (unsigned long long)info.peers_dropped);
 }
 
-/* "collectives" and "peers" of the JSON summary (see memobs__text_coll). */
-static void memobs__json_coll(memobs__out_t *o) {
-    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
-    uint32_t nc, nk, np, c, k, ph, d, nco = 0, npe = 0;
-    memobs_coll_info_t info;
-    if (!memobs__coll_shown()) return;
-    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
-    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
-    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
-    memobs__coll_info_read(&info);
-    memobs__out_str(o, ",\"collectives\":{\"source\":");
-    memobs__out_json_str(o, info.source);
-    memobs__out_str(o, ",\"instance\":");
-    memobs__out_json_str(o, info.instance);
-    memobs__out_str(o, ",\"level\":");
-    memobs__out_json_str(o, info.level);
-    memobs__out_printf(o, ",\"api_version\":%d,\"events_dropped\":%llu,\"bad_events\":%llu,\"captured_calls\":%llu,"
-                       "\"captured_replays\":%llu,\"comms_dropped\":%llu,\"kinds_dropped\":%llu,"
-                       "\"peers_dropped\":%llu,\"comms\":[", info.api_version,
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
-                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
-                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
-                       (unsigned long long)info.peers_dropped);
-    for (c = 0; c < nc; c++) {
-        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
-        uint32_t nkind = 0;
-        memobs_coll_stats_t x;
-        for (k = 0; k < nk; k++)
-            for (ph = 0; ph < MEMOBS__NPHASE && !nkind; ph++) nkind += memobs__coll_row_read(c, k, ph, &x) != 0;
-        if (c == 0 && !nkind) continue; /* "(other)", unused */
-        memobs__out_str(o, nco++ ? ",{\"name\":" : "{\"name\":");
-        memobs__out_json_str(o, cd->name);
-        memobs__out_printf(o, ",\"id\":%llu,\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"kinds\":{",
-                           (unsigned long long)cd->id, (int)cd->rank, (int)cd->nranks, (int)cd->nnodes);
-        nkind = 0;
-        for (k = 0; k < nk; k++) {
-            uint32_t nph = 0;
-            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-                uint64_t num, den;
-                int f;
-                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
-                if (!nph++) {
-                    if (nkind++) memobs__out_write(o, ",", 1);
-                    memobs__out_json_str(o, x.kind_name);
-                    memobs__out_write(o, ":{", 2);
-                } else {
-                    memobs__out_write(o, ",", 1);
-                }
-                f = memobs__coll_factor((int)k, cd->nranks, &num, &den);
-                memobs__out_printf(o, "\"%s\":{\"ops\":%llu,\"bytes\":%llu,\"timed_ops\":%llu,\"ns\":%llu,"
-                                   "\"algo_bytes\":%llu,\"bus_bytes\":%llu,\"algbw_gbs\":", ph_name[ph],
-                                   (unsigned long long)x.ops, (unsigned long long)x.bytes,
-                                   (unsigned long long)x.timed_ops, (unsigned long long)x.ns,
-                                   (unsigned long long)x.algo_bytes, (unsigned long long)x.bus_bytes);
-                if (x.ns) memobs__out_printf(o, "%.9g", x.algbw_gbs);
-                else memobs__out_str(o, "null");
-                memobs__out_str(o, ",\"busbw_gbs\":");
-                if (x.ns && f) memobs__out_printf(o, "%.9g}", x.busbw_gbs);
-                else memobs__out_str(o, "null}");
-            }
-            if (nph) memobs__out_write(o, "}", 1);
-        }
-        memobs__out_str(o, "}}");
-    }
-    memobs__out_str(o, "]},\"peers\":[");
-    for (c = 0; c < np; c++) {
-        memobs_peer_stats_t y;
-        if (!memobs__peer_read(c, &y)) continue;
-        memobs__out_str(o, npe++ ? ",{\"name\":" : "{\"name\":");
-        memobs__out_json_str(o, y.name);
-        if (y.comm >= 0) {
-            memobs__out_str(o, ",\"comm\":");
-            memobs__out_json_str(o, memobs__coll.comm[y.comm].name);
-            memobs__out_printf(o, ",\"rank\":%d", (int)y.rank);
-        } else {
-            memobs__out_str(o, ",\"comm\":null,\"rank\":null");
-        }
-        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
-            uint32_t nph = 0;
-            memobs__out_str(o, d ? ",\"recv\":{" : ",\"send\":{");
-            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
-                memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu,\"ns\":%llu}", nph++ ? "," : "",
-                                   ph_name[ph], (unsigned long long)y.bytes[d][ph], (unsigned long long)y.ops[d][ph],
-                                   (unsigned long long)y.ns[d][ph]);
-            }
-            memobs__out_write(o, "}", 1);
-        }
-        memobs__out_write(o, "}", 1);
-    }
-    memobs__out_write(o, "]", 1);
-}
-
 /* The directions the text summary and the HTML report show: the storage
    tier's too once any of its transfers was recorded in the window (the
    JSON and Prometheus show every direction always). */
@@ -9338,6 +9380,105 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__text_coll(o);
     memobs__out_str(o, p->host);
     memobs__text_problems(o, s);
+}
+
+/* ======================================================================== */
+/* Private: the JSON summary                                 >>summary-json */
+/* ======================================================================== */
+
+/* "collectives" and "peers" of the JSON summary (see memobs__text_coll). */
+static void memobs__json_coll(memobs__out_t *o) {
+    static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
+    uint32_t nc, nk, np, c, k, ph, d, nco = 0, npe = 0;
+    memobs_coll_info_t info;
+    if (!memobs__coll_shown()) return;
+    nc = memobs__coll_n(&memobs__coll.ncomms, MEMOBS_MAX_COMMS);
+    nk = memobs__coll_n(&memobs__coll.nkinds, MEMOBS_MAX_COLL_KINDS);
+    np = memobs__coll_n(&memobs__coll.npeers, MEMOBS_MAX_PEERS);
+    memobs__coll_info_read(&info);
+    memobs__out_str(o, ",\"collectives\":{\"source\":");
+    memobs__out_json_str(o, info.source);
+    memobs__out_str(o, ",\"instance\":");
+    memobs__out_json_str(o, info.instance);
+    memobs__out_str(o, ",\"level\":");
+    memobs__out_json_str(o, info.level);
+    memobs__out_printf(o, ",\"api_version\":%d,\"events_dropped\":%llu,\"bad_events\":%llu,\"captured_calls\":%llu,"
+                       "\"captured_replays\":%llu,\"comms_dropped\":%llu,\"kinds_dropped\":%llu,"
+                       "\"peers_dropped\":%llu,\"comms\":[", info.api_version,
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_EVENTS_DROPPED],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_BAD_EVENTS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_CALLS],
+                       (unsigned long long)info.notes[MEMOBS_COLL_NOTE_CAPTURED_REPLAYS],
+                       (unsigned long long)info.comms_dropped, (unsigned long long)info.kinds_dropped,
+                       (unsigned long long)info.peers_dropped);
+    for (c = 0; c < nc; c++) {
+        const memobs__comm_def_t *cd = &memobs__coll.comm[c];
+        uint32_t nkind = 0;
+        memobs_coll_stats_t x;
+        for (k = 0; k < nk; k++)
+            for (ph = 0; ph < MEMOBS__NPHASE && !nkind; ph++) nkind += memobs__coll_row_read(c, k, ph, &x) != 0;
+        if (c == 0 && !nkind) continue; /* "(other)", unused */
+        memobs__out_str(o, nco++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, cd->name);
+        memobs__out_printf(o, ",\"id\":%llu,\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"kinds\":{",
+                           (unsigned long long)cd->id, (int)cd->rank, (int)cd->nranks, (int)cd->nnodes);
+        nkind = 0;
+        for (k = 0; k < nk; k++) {
+            uint32_t nph = 0;
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                uint64_t num, den;
+                int f;
+                if (!memobs__coll_row_read(c, k, ph, &x)) continue;
+                if (!nph++) {
+                    if (nkind++) memobs__out_write(o, ",", 1);
+                    memobs__out_json_str(o, x.kind_name);
+                    memobs__out_write(o, ":{", 2);
+                } else {
+                    memobs__out_write(o, ",", 1);
+                }
+                f = memobs__coll_factor((int)k, cd->nranks, &num, &den);
+                memobs__out_printf(o, "\"%s\":{\"ops\":%llu,\"bytes\":%llu,\"timed_ops\":%llu,\"ns\":%llu,"
+                                   "\"algo_bytes\":%llu,\"bus_bytes\":%llu,\"algbw_gbs\":", ph_name[ph],
+                                   (unsigned long long)x.ops, (unsigned long long)x.bytes,
+                                   (unsigned long long)x.timed_ops, (unsigned long long)x.ns,
+                                   (unsigned long long)x.algo_bytes, (unsigned long long)x.bus_bytes);
+                if (x.ns) memobs__out_printf(o, "%.9g", x.algbw_gbs);
+                else memobs__out_str(o, "null");
+                memobs__out_str(o, ",\"busbw_gbs\":");
+                if (x.ns && f) memobs__out_printf(o, "%.9g}", x.busbw_gbs);
+                else memobs__out_str(o, "null}");
+            }
+            if (nph) memobs__out_write(o, "}", 1);
+        }
+        memobs__out_str(o, "}}");
+    }
+    memobs__out_str(o, "]},\"peers\":[");
+    for (c = 0; c < np; c++) {
+        memobs_peer_stats_t y;
+        if (!memobs__peer_read(c, &y)) continue;
+        memobs__out_str(o, npe++ ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, y.name);
+        if (y.comm >= 0) {
+            memobs__out_str(o, ",\"comm\":");
+            memobs__out_json_str(o, memobs__coll.comm[y.comm].name);
+            memobs__out_printf(o, ",\"rank\":%d", (int)y.rank);
+        } else {
+            memobs__out_str(o, ",\"comm\":null,\"rank\":null");
+        }
+        for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
+            uint32_t nph = 0;
+            memobs__out_str(o, d ? ",\"recv\":{" : ",\"send\":{");
+            for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
+                if (!y.ops[d][ph] && !y.bytes[d][ph]) continue;
+                memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu,\"ns\":%llu}", nph++ ? "," : "",
+                                   ph_name[ph], (unsigned long long)y.bytes[d][ph], (unsigned long long)y.ops[d][ph],
+                                   (unsigned long long)y.ns[d][ph]);
+            }
+            memobs__out_write(o, "}", 1);
+        }
+        memobs__out_write(o, "}", 1);
+    }
+    memobs__out_write(o, "]", 1);
 }
 
 static void memobs__json_dirs(memobs__out_t *o, const char *name, const memobs_dirs_t *d) {
@@ -9513,6 +9654,10 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__out_str(o, "}\n");
 }
 
+/* ======================================================================== */
+/* Private: the summary's writers                                 >>summary */
+/* ======================================================================== */
+
 static void memobs__summary_gen(memobs__out_t *o, const memobs__figs_t *p, int fmt) {
     if (fmt == MEMOBS_FORMAT_JSON) memobs__summary_json(o, p);
     else memobs__summary_text(o, p);
@@ -9546,7 +9691,15 @@ void memobs_print_summary(void) {
     memobs_write_summary(stderr, memobs__g.format);
 }
 
-/* ---- Output destinations ------------------------------------------------ */
+static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
+
+int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
+    return memobs__output_file(MEMOBS__OUT_SUMMARY, path, (int)fmt);
+}
+
+/* ======================================================================== */
+/* Private: destinations: platform calls and file naming           >>naming */
+/* ======================================================================== */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -9606,23 +9759,6 @@ extern int memobs__sigwait(const memobs__sigset_t *set, int *sig) __asm__("sigwa
 #endif
 
 #define MEMOBS__OS_TTY 1u    /* warn-once bit of the writers (memobs__g.out_said): a terminal refused */
-#define MEMOBS__WW_QUIET 1u  /* flags of memobs__write_whole: no warning */
-#define MEMOBS__WW_BINARY 2u /* never to a terminal */
-
-/* What each output is called, and whether it is binary (never written to
-   a terminal). */
-static const struct {
-    const char *var, *what;
-    int binary;
-} memobs__out_info[MEMOBS__OUTS] = {
-    {"MEMOBS_SUMMARY", "summary", 0},
-    {"MEMOBS_PROM_FILE", "Prometheus file", 0},
-    {"MEMOBS_LEAKS", "leak report", 0},
-    {"MEMOBS_STORMLOG", "Stormlog telemetry", 0},
-    {"MEMOBS_STORMLOG_HOST", "Stormlog host telemetry", 0},
-    {"MEMOBS_TORCH_SNAPSHOT", "PyTorch memory snapshot", 1},
-    {"MEMOBS_HTML", "HTML report", 0},
-    {"MEMOBS_TIMELINE", "Chrome trace", 0}};
 
 /* Decimal digits of v at out (no terminating 0); their count. Async-signal-safe. */
 static size_t memobs__utoa(char *out, uint64_t v) {
@@ -9669,7 +9805,9 @@ static int memobs__spec_has(const char *spec, char c) {
     return 0;
 }
 
-/* ---- SIGPIPE: a write to a closed pipe costs that output only ----------- */
+/* ======================================================================== */
+/* Private: SIGPIPE: a closed pipe costs one output only          >>sigpipe */
+/* ======================================================================== */
 
 /* SIGPIPE is blocked on the writing thread around a write; a SIGPIPE the
    write raised (pending afterwards, not before) is taken with sigwait, so
@@ -9716,7 +9854,9 @@ static void memobs__pipe_unblock(memobs__pipe_t *p) {
 #endif
 }
 
-/* ---- Instances: one writer per path in a process ----------------------- */
+/* ======================================================================== */
+/* Private: destinations: one writer per path                >>destinations */
+/* ======================================================================== */
 
 /* A claim on a file name, visible to every memobs instance of the process
    (two modules built with MEMOBS_HIDDEN share no symbol): a listening unix
@@ -10013,26 +10153,6 @@ static void memobs__dest_resolve(unsigned which, int quiet) {
 #endif
 }
 
-/* Reads output which's variable (the one rule: memobs__dest_parse) and
-   resolves it; 1 when it is on. Runs inside memobs__init_once. */
-static int memobs__dest_env(unsigned which) {
-    memobs__dest_t *d = &memobs__g.out[which];
-    const char *var = memobs__out_info[which].var, *s = getenv(var);
-    int k;
-    if (!s && which == MEMOBS__OUT_TRACE && (s = getenv("MEMOBS_TRACE")) != NULL) var = "MEMOBS_TRACE"; /* before 1.0 */
-    k = memobs__dest_parse(var, s, sizeof d->spec);
-    if (!k) return 0;
-    strcpy(d->spec, k == 2 ? "stderr" : k == 1 ? "stdout" : s);
-    d->stream = k > 0 ? (uint32_t)k : 0u;
-    d->has_pid = (uint32_t)memobs__spec_has(d->spec, 'p');
-    d->has_rank = (uint32_t)memobs__spec_has(d->spec, 'r');
-    d->owner = (int64_t)getpid();
-    memobs__dest_resolve(which, 0);
-    if (!d->stream && !d->path[0]) return 0; /* too long once expanded: warned */
-    MEMOBS__STORE(&d->on.v, 1u);
-    return 1;
-}
-
 /* The fork rule: an output is written by the process that configured it,
    or by any process when its path holds %p (then its own). Async-signal-
    safe; with path_pid == getpid(), d->path is this process's file. */
@@ -10067,7 +10187,9 @@ static void memobs__outs_fork(void) {
     }
 }
 
-/* ---- Whole files -------------------------------------------------------- */
+/* ======================================================================== */
+/* Private: whole files                                       >>whole-files */
+/* ======================================================================== */
 
 /* What a configured path is, one decision for the exit, periodic and crash
    writers (memobs__path_kind, async-signal-safe):
@@ -10549,27 +10671,6 @@ static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int
     return e;
 }
 
-/* The *_file calls: path "stderr", "stdout" or a file (%r, %p, %%
-   expanded; not claimed: the caller named it), written whole. */
-static int memobs__write_path(const char *path, const char *caller, const char *what, int (*write)(FILE *, int),
-                              int arg) {
-    char full[MEMOBS__PATH_LEN];
-    int fd = -1;
-    if (!path || !*path) {
-        memobs__log(MEMOBS_LOG_WARN, "%s: empty path", caller);
-        return MEMOBS_ERR_INVALID;
-    }
-    memobs_init();
-    if (strcmp(path, "stderr") == 0) fd = 2;
-    else if (strcmp(path, "stdout") == 0) fd = 1;
-    else if (!memobs__expand_path(path, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "%s: the %s path '%s' is too long once expanded", caller, what, path);
-        return MEMOBS_ERR_INVALID;
-    }
-    return memobs__write_whole(full, fd, what, write, arg, /* the one binary output */
-                               write == memobs__write_torch_snapshot_arg ? MEMOBS__WW_BINARY : 0u);
-}
-
 /* An exit output, by the fork rule (memobs__dest_ours): MEMOBS_OK
    without writing when it is not this process's. */
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
@@ -10602,7 +10703,9 @@ static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg
     return memobs__write_whole(d.path, d.stream ? (int)d.stream : -1, memobs__out_info[which].what, write, arg, flags);
 }
 
-/* ---- Appended outputs: the peak and out-of-memory reports --------------- */
+/* ======================================================================== */
+/* Private: appended reports (peak, out of memory)                 >>append */
+/* ======================================================================== */
 
 /* A report is built in memory and appended with one write(2) (O_APPEND),
    so reports from several threads, processes or memobs instances never
@@ -10683,12 +10786,6 @@ static int memobs__append_end(memobs__append_t *a) {
 #endif
     memobs__pipe_unblock(&pg);
     return e;
-}
-
-static int memobs__write_summary_fmt(FILE *f, int fmt) { return memobs_write_summary(f, (memobs_format_t)fmt); }
-
-int memobs_write_summary_file(const char *path, memobs_format_t fmt) {
-    return memobs__write_path(path, "memobs_write_summary_file", "summary", memobs__write_summary_fmt, (int)fmt);
 }
 
 /* ======================================================================== */
@@ -11228,9 +11325,7 @@ static int memobs__write_prom_f(FILE *f, int unused) {
     return memobs_write_prometheus(f);
 }
 
-int memobs_write_prometheus_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_prometheus_file", "Prometheus file", memobs__write_prom_f, 0);
-}
+int memobs_write_prometheus_file(const char *path) { return memobs__output_file(MEMOBS__OUT_PROM, path, 0); }
 
 /* The periodic step, on the shared background worker: rewrites
    MEMOBS_PROM_FILE (by the fork rule: memobs__dest_ours). A run of
@@ -11252,16 +11347,11 @@ static void memobs__prom_tick(uint64_t now_ns) {
     __atomic_store_n(&memobs__g.prom_busy.v, 0u, __ATOMIC_SEQ_CST);
 }
 
-/* memobs__dest_write() reports its own failures. */
-static void memobs__prom_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_PROM, memobs__write_prom_f, 0, 0);
-}
-
 /* MEMOBS_PROM_FILE and MEMOBS_PROM_INTERVAL_MS; runs inside memobs__init_once. */
 static void memobs__prom_env(void) {
 #ifdef MEMOBS_DISABLE
     (void)memobs__prom_tick;
-    (void)memobs__prom_at_exit;
+    (void)memobs__write_prom_f;
 #else
     const char *s;
     int ms = 15000;
@@ -11272,8 +11362,7 @@ static void memobs__prom_env(void) {
                          "100 to 86400000; using 15000", s);
     }
     memobs__g.prom_interval_ns = (uint64_t)ms * 1000000u;
-    if (!memobs__dest_env(MEMOBS__OUT_PROM)) return;
-    memobs__exit_add(MEMOBS__EXIT_PROM, memobs__prom_at_exit);
+    if (!memobs__output_env(MEMOBS__OUT_PROM)) return;
     /* the worker's exit handler, registered later, stops it before this
        one writes the last file; a stream gets the exit's figures only */
     if (memobs__g.prom_interval_ns && !memobs__g.out[MEMOBS__OUT_PROM].stream &&
@@ -12584,16 +12673,7 @@ static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
     return memobs_write_torch_snapshot(f);
 }
 
-int memobs_write_torch_snapshot_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_torch_snapshot_file", "PyTorch memory snapshot",
-                              memobs__write_torch_snapshot_arg, 0);
-}
-
-/* memobs__dest_write() reports its own failures. */
-static void memobs__tsn_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v))
-        (void)memobs__dest_write(MEMOBS__OUT_TORCH, memobs__write_torch_snapshot_arg, 0, 0);
-}
+int memobs_write_torch_snapshot_file(const char *path) { return memobs__output_file(MEMOBS__OUT_TORCH, path, 0); }
 
 /* MEMOBS_TORCH_EVENTS and MEMOBS_TORCH_SNAPSHOT; from memobs__track_env. */
 static void memobs__tsn_env(void) {
@@ -12606,7 +12686,7 @@ static void memobs__tsn_env(void) {
             memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TORCH_EVENTS='%s' is not an event count up to %llu (like 16384 or "
                         "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
     }
-    if (memobs__dest_env(MEMOBS__OUT_TORCH)) memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_TORCH);
 }
 
 /* ======================================================================== */
@@ -13889,24 +13969,27 @@ int memobs_write_stormlog_host(FILE *f) {
     return memobs__sl_write(f, 1);
 }
 
-static int memobs__write_stormlog_f(FILE *f, int host_only) { return memobs__sl_write(f, host_only); }
-
-int memobs_write_stormlog_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_stormlog_file", "Stormlog telemetry", memobs__write_stormlog_f, 0);
+static int memobs__write_stormlog_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs__sl_write(f, 0);
 }
+
+static int memobs__write_stormlog_host_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs__sl_write(f, 1);
+}
+
+int memobs_write_stormlog_file(const char *path) { return memobs__output_file(MEMOBS__OUT_STORMLOG, path, 0); }
 
 int memobs_write_stormlog_host_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_stormlog_host_file", "Stormlog host telemetry",
-                              memobs__write_stormlog_f, 1);
+    return memobs__output_file(MEMOBS__OUT_STORMLOG_HOST, path, 0);
 }
 
-/* MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST: the files at exit, after one
-   last sample if sampling. */
-static void memobs__stormlog_at_exit(void) {
-    if (MEMOBS__LOAD(&memobs__g.exit_off.v)) return;
+/* Before MEMOBS_STORMLOG and MEMOBS_STORMLOG_HOST are written at exit
+   (their rows' pre): one last sample if sampling, once for the two. */
+static void memobs__sl_exit_sample(unsigned which) {
+    if (which == MEMOBS__OUT_STORMLOG_HOST && MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_STORMLOG].on.v)) return;
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
-    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG, memobs__write_stormlog_f, 0, 0);
-    (void)memobs__dest_write(MEMOBS__OUT_STORMLOG_HOST, memobs__write_stormlog_f, 1, 0);
 }
 
 /* Sampler settings from the environment; runs inside memobs__init_once. */
@@ -13921,8 +14004,8 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
-    if (memobs__dest_env(MEMOBS__OUT_STORMLOG) | memobs__dest_env(MEMOBS__OUT_STORMLOG_HOST))
-        memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_STORMLOG);
+    (void)memobs__output_env(MEMOBS__OUT_STORMLOG_HOST);
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
@@ -15041,18 +15124,11 @@ static int memobs__write_html_f(FILE *f, int unused) {
     return memobs_write_html(f);
 }
 
-int memobs_write_html_file(const char *path) {
-    return memobs__write_path(path, "memobs_write_html_file", "HTML report", memobs__write_html_f, 0);
-}
-
-/* memobs__dest_write() reports its own failures (one warning). */
-static void memobs__html_at_exit(void) {
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v)) (void)memobs__dest_write(MEMOBS__OUT_HTML, memobs__write_html_f, 0, 0);
-}
+int memobs_write_html_file(const char *path) { return memobs__output_file(MEMOBS__OUT_HTML, path, 0); }
 
 /* MEMOBS_HTML; runs inside memobs__init_once. */
 static void memobs__html_env(void) {
-    if (memobs__dest_env(MEMOBS__OUT_HTML)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
+    (void)memobs__output_env(MEMOBS__OUT_HTML);
 }
 
 /* ======================================================================== */
@@ -15239,12 +15315,12 @@ static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
 /* ---- destinations ---- */
 
 /* An output's destination as the outputs resolved it when it was
-   configured (memobs__g.out; which: MEMOBS__EXIT_SUMMARY or
-   MEMOBS__EXIT_PROM): 2 or 1 for stderr and stdout; 0 with the path in
+   configured (memobs__g.out; which: a row of the crash column,
+   MEMOBS__OUT_SUMMARY or MEMOBS__OUT_PROM): 2 or 1 for stderr and stdout; 0 with the path in
    buf; -1 for none (or too long). A fork() child's %p path not resolved
    for it yet is expanded here from the spec. */
 static int memobs__crash_path(unsigned which, char *buf, size_t len) {
-    const memobs__dest_t *d = &memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM];
+    const memobs__dest_t *d = &memobs__g.out[which];
     const char *in = d->spec;
     memobs__out_t o;
     if (!MEMOBS__LOAD(&d->on.v)) return -1;
@@ -15268,12 +15344,12 @@ static int memobs__crash_path(unsigned which, char *buf, size_t len) {
 
 /* The outputs' fork rule (memobs__dest_ours). */
 static int memobs__crash_ours(unsigned which) {
-    return memobs__dest_ours(&memobs__g.out[which == MEMOBS__EXIT_SUMMARY ? MEMOBS__OUT_SUMMARY : MEMOBS__OUT_PROM]);
+    return memobs__dest_ours(&memobs__g.out[which]);
 }
 
 /* The output's text, by the normal writers' generators. */
 static void memobs__crash_gen(unsigned which, memobs__out_t *o) {
-    if (which == MEMOBS__EXIT_SUMMARY) memobs__summary_gen(o, &memobs__crash.snap.f, (int)memobs__g.format);
+    if (which == MEMOBS__OUT_SUMMARY) memobs__summary_gen(o, &memobs__crash.snap.f, (int)memobs__g.format);
     else memobs__prom_write(o, &memobs__crash.snap);
     memobs__out_end(o);
 }
@@ -15321,6 +15397,15 @@ static void memobs__crash_emit(unsigned which) {
     }
 }
 
+/* Some output of the crash column (MEMOBS__OUTPUT_TABLE) is configured.
+   Async-signal-safe. */
+static int memobs__crash_outs(void) {
+    unsigned i;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (memobs__out_info[i].crash && MEMOBS__LOAD(&memobs__g.out[i].on.v)) return 1;
+    return 0;
+}
+
 /* Called from a crash signal's handler (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
    SIGABRT) before the crash proceeds: async-signal-safe code only. Writes
    the summary (MEMOBS_SUMMARY, in MEMOBS_FORMAT) and the Prometheus file
@@ -15333,6 +15418,7 @@ static void memobs__crash_emit(unsigned which) {
    the writer, on its own thread, proceeds at once. */
 static __attribute__((unused)) void memobs__crash_write(int sig) {
     int saved = errno;
+    unsigned i;
     pthread_t me = pthread_self(), w;
     if (__atomic_exchange_n(&memobs__crash.busy.v, 1u, __ATOMIC_ACQUIRE)) {
         uint64_t end = memobs_now_ns() + MEMOBS__CRASH_ALL_NS;
@@ -15343,20 +15429,21 @@ static __attribute__((unused)) void memobs__crash_write(int sig) {
         return;
     }
     __atomic_store(&memobs__crash.writer, &me, __ATOMIC_RELAXED);
-    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) &&
-        (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v) || MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v))) {
+    if (!MEMOBS__LOAD(&memobs__g.exit_off.v) && memobs__crash_outs()) {
         /* hold the periodic Prometheus writes off (see memobs__prom_tick) */
         __atomic_store_n(&memobs__g.crash_until.v, UINT64_MAX, __ATOMIC_SEQ_CST);
         memobs__crash_gather(&memobs__crash.snap, sig);
-        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_SUMMARY].on.v)) memobs__crash_emit(MEMOBS__EXIT_SUMMARY);
-        if (MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) {
-            uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
-            while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
-                __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);
-                if (pthread_equal(w, me)) break; /* the crash is in that write */
-                poll(NULL, 0, 1);
+        for (i = 0; i < MEMOBS__OUTS; i++) {
+            if (!memobs__out_info[i].crash || !MEMOBS__LOAD(&memobs__g.out[i].on.v)) continue;
+            if (i == MEMOBS__OUT_PROM) {
+                uint64_t end = memobs_now_ns() + (uint64_t)MEMOBS__CRASH_WAIT_MS * 1000000u;
+                while (__atomic_load_n(&memobs__g.prom_busy.v, __ATOMIC_SEQ_CST) && memobs_now_ns() < end) {
+                    __atomic_load(&memobs__g.prom_thread, &w, __ATOMIC_RELAXED);
+                    if (pthread_equal(w, me)) break; /* the crash is in that write */
+                    poll(NULL, 0, 1);
+                }
             }
-            memobs__crash_emit(MEMOBS__EXIT_PROM);
+            memobs__crash_emit(i);
         }
         /* a process that lives on (its own handler returned) writes again later */
         __atomic_store_n(&memobs__g.crash_until.v, memobs_now_ns() + MEMOBS__CRASH_HOLD_NS, __ATOMIC_SEQ_CST);
@@ -15976,8 +16063,8 @@ static void memobs__sig_env(void) {
         if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_SIGNALS='%s' is not 0/1/on/off/true/false/yes/no; using 1", s);
         else memobs__sig.want = b;
     }
-    for (i = 0; i < MEMOBS__EXIT_OUTPUTS; i++)
-        if (MEMOBS__LOAD(&memobs__g.exit_fn_on[i].v)) memobs__sig.outputs = 1;
+    for (i = 0; i < MEMOBS__OUTS; i++)
+        if (MEMOBS__LOAD(&memobs__g.out[i].on.v)) memobs__sig.outputs = 1;
     memobs__sig_apply();
     pthread_mutex_unlock(&memobs__sig.lock);
 }

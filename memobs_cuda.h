@@ -1234,7 +1234,7 @@ static void memobs_cuda__init_once(void) {
         else MEMOBS__STORE(&memobs_cuda__g.timing.v, (uint32_t)b);
     }
     /* unset: stderr (above); else the rule of every output variable */
-    (void)memobs__env_dest("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest);
+    (void)memobs__report_env("MEMOBS_OOM_REPORT", memobs_cuda__g.oom_dest, sizeof memobs_cuda__g.oom_dest);
 #endif
     __atomic_store_n(&memobs_cuda__g.ready.v, 1u, __ATOMIC_RELEASE);
 }

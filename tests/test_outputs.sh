@@ -24,7 +24,7 @@ bad() { echo "not ok - $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1
 
 # ---- the table ---------------------------------------------------------------
 # An output variable is one read through the one parser: an entry of
-# memobs__out_info in memobs.h or a name given to memobs__env_dest. Every
+# MEMOBS__OUTPUT_TABLE in memobs.h or a name given to memobs__report_env. Every
 # other MEMOBS_* name passed to getenv (memobs.h, memobs_cuda.h,
 # memobs_python.h, preload/, python/memobs) must not be named like
 # an output, and docs/outputs.md's table must list the parser's names exactly.
@@ -35,12 +35,12 @@ srcs = ["memobs.h", "memobs_cuda.h", "memobs_python.h"] + sorted(glob.glob("prel
     + sorted(glob.glob("python/memobs/*.c")) + sorted(glob.glob("python/memobs/*.py"))
 text = {p: open(p, encoding="utf-8").read() for p in srcs}
 h = text["memobs.h"]
-info = h[h.index("memobs__out_info[MEMOBS__OUTS] = {"):]
-info = info[:info.index("};")]
-parsed = set(re.findall(r'\{"(MEMOBS_[A-Z_]+)",', info))
+info = h[h.index("#define MEMOBS__OUTPUT_TABLE(X)"):]
+info = info[:info.index("MEMOBS__TEST_OUTPUT_ROWS(X)")]
+parsed = set(re.findall(r'X\(\w+, "(MEMOBS_[A-Z_]+)",', info))
 read = set()
 for p, t in text.items():
-    parsed |= set(re.findall(r'memobs__env_dest\("(MEMOBS_[A-Z_]+)"', t))
+    parsed |= set(re.findall(r'memobs__report_env\("(MEMOBS_[A-Z_]+)"', t))
     read |= set(re.findall(r'getenv\("(MEMOBS_[A-Z_]+)"\)', t))
     read |= set(re.findall(r'environ(?:\.get)?[\[(]\s*"(MEMOBS_[A-Z_]+)"', t))
 looks = re.compile(r"SUMMARY|_FILE$|_REPORT$|SNAPSHOT|^MEMOBS_TIMELINE$|STORMLOG|HTML|LEAKS|_OUT$|_PATH$")

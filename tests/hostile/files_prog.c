@@ -22,6 +22,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef FILES_OLD /* the timeline's output id had the timeline's old name */
+#define FILES_OUT_TIMELINE MEMOBS__OUT_TRACE
+#else
+#define FILES_OUT_TIMELINE MEMOBS__OUT_TIMELINE
+#endif
+
 static void record(void) {
     MEMOBS_RECORD_H2D(4096, 1);
     MEMOBS_TRACK_ALLOC_N((void *)(uintptr_t)0x7f0000000000ull, 4096, MEMOBS_MEM_DEVICE, "kv");
@@ -61,7 +67,7 @@ int main(int argc, char **argv) {
         abort();
     }
     if (strcmp(mode, "killmid") == 0) {
-        (void)memobs__dest_write(MEMOBS__OUT_TRACE, die_midway, 0, 0);
+        (void)memobs__dest_write(FILES_OUT_TIMELINE, die_midway, 0, 0);
         return 4; /* not reached */
     }
 #ifndef FILES_OLD /* built against an older memobs.h (the suite's "before" runs) */
