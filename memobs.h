@@ -84,9 +84,20 @@
        >>summary          memobs_get_summary (shards summed), memobs_reset
        >>outputs          one row per output (MEMOBS__OUTPUT_TABLE):
                           variable, name, exit order, writer
-       >>writers          the sink, text and JSON summaries, destinations,
-                          whole files, claims (split by the outputs work:
-                          their entries are completed at merge)
+       >>sink             the output sink: a FILE or a buffer that text
+                          writers format into; numbers, escapes
+       >>units            SI and binary units of the text figures
+       >>summary-text     the summary's figures (memobs__figs) and text
+       >>summary-json     the JSON summary
+       >>summary-writers  memobs_print/write_summary and the exit writer
+       >>naming           platform calls of the writers, file naming
+                          (%r, %p, %%), folders
+       >>sigpipe          a closed pipe costs one output only
+       >>destinations     one writer per path: claims against the other
+                          instances, an output variable's resolution
+       >>whole-files      a file written whole (temporary, rename) or in
+                          place (devices, FIFOs, links), the crash's kind
+       >>append           appended reports (peak, out of memory)
        >>prometheus       the Prometheus exposition and its file
        >>reports          symbols, the block, group and leak tables, peak
                           and out-of-memory reports
@@ -118,9 +129,10 @@
                                     (memobs__g.st[]); Warn-once bits
      warn            diagnostics    one warning per kind
      parse env       startup        the environment's values (bool, int,
-                                    bytes, seconds); env_dest: a report's
-                                    variable as a string (not dest_env)
-     exit EXIT       startup        the exit registry and EXIT_ write order
+                                    bytes, seconds); report_env: a
+                                    report's variable as a string
+     exit            startup        the exit writers (exit_all, in the
+                                    rows' order)
      atfork init     startup        fork() handlers; the one start-up
      shard SHARD     shards         a thread's shard of counts
      hist HIST       histograms     log-linear latency histograms
@@ -131,25 +143,27 @@
      esc ESC ACCT    tracker        the ESCrow: exact current and peak per
                                     ACCounT (memory kind or device)
      trace           tracker        an allocation's trace: tag and stack
-                                    (MEMOBS__OUT_TRACE, MEMOBS__EXIT_TRACE
-                                    and memobs__write_trace_f: the timeline)
+                                    (the timeline is "timeline" inside)
      clk             timeline       the timeline's CLocK (TSC to ns)
      tl TL TLC       timeline       TimeLine: events, chunks (TLC_ states)
      dir             implementation
                                     dir_name, dir_key: a transfer direction;
                                     dir_of, dir_len: a path's folder
      alloc           reports        a snapshot of live allocations
-     out             writers        the sink every text writer formats into
-     OUT             state          an exit output's id (memobs__g.out[])
-     figs            writers        the FIGureS one summary is written from
-     text json       writers        the text and JSON summaries' blocks
-     dest            writers        an output's DESTination: spec, path,
-                                    claim; dest_env reads its variable
-     write           writers        write_X_f: output X's writer to a FILE;
+     out             sink           the sink every text writer formats into
+     OUT output      outputs        an output's id and its row in
+                                    MEMOBS__OUTPUT_TABLE; output_env reads
+                                    its variable, output_file is its
+                                    memobs_write_*_file call
+     figs            summary-text   the FIGureS one summary is written from
+     text json       summary-text   the text and JSON summaries' blocks
+     dest            destinations   an output's DESTination: spec, path,
+                                    claim
+     write           whole-files    write_X_f: output X's writer to a FILE;
                                     write_whole, write_path: to a file
-     whole WH WW     writers        a file written whole (temporary and
+     whole WH WW     whole-files    a file written whole (temporary and
                                     rename): WH_ how, WW_ flags
-     claim pipe O    writers        claims on a path against the other
+     claim pipe O    destinations   claims on a path against the other
                                     instances; SIGPIPE held; O_ open flags
      prom PROM       prometheus     PROMetheus exposition
      tsn TSN         snapshot       Torch SNapshot: device event rings
@@ -8350,7 +8364,7 @@ void memobs_reset(void) {
 }
 
 /* ======================================================================== */
-/* Private: outputs, one row each                                  >>outputs */
+/* Private: outputs, one row each                                 >>outputs */
 /* ======================================================================== */
 
 /* The rows are MEMOBS__OUTPUT_TABLE (next to memobs__g, which holds a
@@ -9655,7 +9669,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
 }
 
 /* ======================================================================== */
-/* Private: the summary's writers                                 >>summary */
+/* Private: the summary's writers                         >>summary-writers */
 /* ======================================================================== */
 
 static void memobs__summary_gen(memobs__out_t *o, const memobs__figs_t *p, int fmt) {
