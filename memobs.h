@@ -4450,18 +4450,27 @@ typedef struct {
     int32_t comm, rank; /* -1, -1: a named peer */
 } memobs__peer_def_t;
 
-static struct {
-    memobs__u32_t lock;                       /* registrations, the source strings */
-    memobs__u32_t ncomms, nkinds, npeers, nstrs; /* entries given out (release after the entry) */
-    memobs__comm_def_t comm[MEMOBS_MAX_COMMS];
-    char kind[MEMOBS_MAX_COLL_KINDS][MEMOBS__COLL_LABEL];
+/* The tables of counts (about 350 KB) are allocated at the first
+   registration (memobs__coll_setup), so a program that never records a
+   collective pays no memory for them; before, every count is 0 and no
+   reader looks at them. */
+typedef struct {
     memobs__peer_def_t peer[MEMOBS_MAX_PEERS];
-    char strs[MEMOBS__COLL_STRS][MEMOBS__REG_NAME];
     memobs__u64_t row[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
     uint64_t row_base[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
     memobs__u64_t pxf[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
     uint64_t pxf_base[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
     memobs__u64_t sl_last[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS]; /* Stormlog's rate cap: last event */
+} memobs__coll_tab_t;
+
+static struct {
+    memobs__u32_t lock;                       /* registrations, the source strings */
+    memobs__u32_t ncomms, nkinds, npeers, nstrs; /* entries given out (release after the entry) */
+    memobs__coll_tab_t *tab;                  /* set once, before the first count is released */
+    memobs__peer_def_t *peer;                 /* tab->peer */
+    memobs__comm_def_t comm[MEMOBS_MAX_COMMS];
+    char kind[MEMOBS_MAX_COLL_KINDS][MEMOBS__COLL_LABEL];
+    char strs[MEMOBS__COLL_STRS][MEMOBS__REG_NAME];
     memobs__u64_t notes[MEMOBS_COLL_NOTES];
     uint64_t notes_base[MEMOBS_COLL_NOTES];
     memobs__u64_t drops[MEMOBS__COLL_DROPS]; /* full tables: kept across resets, as the entries are */
@@ -4491,21 +4500,42 @@ static void memobs__str_write(char *to, const char *from, size_t len) {
     __atomic_store_n(&to[i], (char)0, __ATOMIC_RELAXED);
 }
 
-/* Caller holds memobs__coll.lock: the fixed kinds and "(other)", once. */
-static void memobs__coll_setup(void) {
+/* Caller holds memobs__coll.lock: the tables, the fixed kinds and
+   "(other)", once; 0, or MEMOBS_ERR_NOMEM (said once). */
+static int memobs__coll_setup(void) {
     unsigned k;
-    if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return;
+    memobs__coll_tab_t *t;
+    if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return 0;
+#ifdef MEMOBS__MAP_ANON
+    t = (memobs__coll_tab_t *)mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
+    if (t == MAP_FAILED) t = NULL;
+#else
+    if ((t = (memobs__coll_tab_t *)MEMOBS_MALLOC(sizeof *t)) != NULL) memset(t, 0, sizeof *t);
+#endif
+    if (!t) {
+        if (!(MEMOBS__FETCH_OR(&memobs__coll.warned.v, 1u << MEMOBS__COLL_DROPS) & (1u << MEMOBS__COLL_DROPS)))
+            memobs__log(MEMOBS_LOG_WARN, "no memory for the collectives' tables (%lu bytes): collectives and peers "
+                        "are not recorded", (unsigned long)sizeof *t);
+        return MEMOBS_ERR_NOMEM;
+    }
+    memobs__coll.peer = t->peer;
+    __atomic_store_n(&memobs__coll.tab, t, __ATOMIC_RELEASE);
     for (k = 0; k < MEMOBS_COLL_FIXED_KINDS; k++) strcpy(memobs__coll.kind[k], memobs__coll_fixed[k][0]);
     strcpy(memobs__coll.comm[0].name, "(other)");
     memobs__coll.comm[0].rank = -1;
     __atomic_store_n(&memobs__coll.ncomms.v, 1u, __ATOMIC_RELEASE);
     __atomic_store_n(&memobs__coll.nkinds.v, (uint32_t)MEMOBS_COLL_FIXED_KINDS, __ATOMIC_RELEASE);
+    return 0;
 }
 
-static void memobs__coll_lock(void) {
+/* Takes the lock with the tables set up; without memory, MEMOBS_ERR_NOMEM
+   and the lock is not held. */
+static int memobs__coll_lock(void) {
     memobs_init();
     memobs__spin_lock(&memobs__coll.lock);
-    memobs__coll_setup();
+    if (memobs__coll_setup() == 0) return 0;
+    memobs__spin_unlock(&memobs__coll.lock);
+    return MEMOBS_ERR_NOMEM;
 }
 
 /* A full table: counted, and said once. */
@@ -4534,7 +4564,7 @@ memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank,
         name = raw;
     }
     memobs__reg_norm(name, nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     n = MEMOBS__LOAD(&memobs__coll.ncomms.v);
     for (i = 1; i < n && !(memobs__coll.comm[i].id == id && memobs__coll.comm[i].rank == rank); i++) {
     }
@@ -4593,7 +4623,7 @@ memobs_coll_kind_t memobs_coll_kind_intern(const char *name) {
     if ((k = memobs__coll_fixed_kind(name)) >= 0) return (memobs_coll_kind_t)k;
     memobs__reg_norm(name, nm);
     snprintf(label, sizeof label, "other:%s", nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     n = MEMOBS__LOAD(&memobs__coll.nkinds.v);
     for (i = MEMOBS_COLL_FIXED_KINDS; i < n && strcmp(memobs__coll.kind[i], label) != 0; i++) {
     }
@@ -4648,7 +4678,7 @@ memobs_peer_t memobs_peer_intern(const char *name) {
     memobs_peer_t rc;
     if (!name || !*name) return MEMOBS_ERR_INVALID;
     memobs__reg_norm(name, nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     rc = memobs__peer_add(nm, -1, -1);
     memobs__spin_unlock(&memobs__coll.lock);
     if (rc == MEMOBS_ERR_FULL)
@@ -4661,7 +4691,7 @@ memobs_peer_t memobs_peer_rank(memobs_comm_t comm, int rank) {
     char label[MEMOBS__PEER_LABEL];
     memobs_peer_t rc;
     const memobs__comm_def_t *c;
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     if (comm < 0 || (uint32_t)comm >= MEMOBS__LOAD(&memobs__coll.ncomms.v) || rank < 0 ||
         (memobs__coll.comm[comm].nranks > 0 && rank >= memobs__coll.comm[comm].nranks)) {
         memobs__spin_unlock(&memobs__coll.lock);
@@ -4758,6 +4788,7 @@ static const char *memobs__coll_str_text(unsigned i) {
 }
 
 void memobs_record_coll_ex(const memobs_coll_record_t *r) {
+    memobs__coll_tab_t *t; /* set: the counts were released after it */
     memobs__u64_t *row;
     uint64_t s, t0;
     int nranks;
@@ -4775,7 +4806,8 @@ void memobs_record_coll_ex(const memobs_coll_record_t *r) {
     if (memobs__too_big(r->bytes, 0, "a collective record") || memobs__too_big(r->ns, 1, "a collective record"))
         return;
     nranks = memobs__coll.comm[r->comm].nranks;
-    row = memobs__coll.row[r->comm][r->kind][r->phase];
+    t = memobs__coll.tab;
+    row = t->row[r->comm][r->kind][r->phase];
     MEMOBS__ADD(&row[0].v, 1u);
     memobs__add_sat_atomic(&row[1], r->bytes);
     s = memobs__coll_s(r->kind, nranks, r->bytes);
@@ -4799,7 +4831,7 @@ void memobs_record_coll_ex(const memobs_coll_record_t *r) {
         memobs__tl_coll(t0, r->ns, r->bytes, r->seq, meta);
     }
     {
-        memobs__u64_t *last = &memobs__coll.sl_last[r->comm][r->kind];
+        memobs__u64_t *last = &t->sl_last[r->comm][r->kind];
         uint64_t l = MEMOBS__LOAD(&last->v);
         if ((!l || t0 >= l + MEMOBS__COLL_SL_GAP_NS || t0 < l) && MEMOBS__CAS(&last->v, &l, t0 ? t0 : 1u))
             memobs__sl_coll(t0, r->ns, r->comm, r->kind, (unsigned)r->phase, r->bytes, r->seq);
@@ -4829,7 +4861,7 @@ void memobs_record_peer_xfer_timed(memobs_peer_t peer, memobs_peer_dir_t dir, ui
         return;
     }
     if (memobs__too_big(bytes, 0, "a peer transfer") || memobs__too_big(ns, 1, "a peer transfer")) return;
-    c = memobs__coll.pxf[peer][dir][phase];
+    c = memobs__coll.tab->pxf[peer][dir][phase];
     memobs__add_sat_atomic(&c[0], bytes);
     MEMOBS__ADD(&c[1].v, 1u);
     if (ns) memobs__add_sat_atomic(&c[2], ns);
@@ -4844,8 +4876,8 @@ void memobs_record_peer_xfer(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t
    crash writer reads it so too); returns its ops. */
 static uint64_t memobs__coll_row_read(uint32_t c, uint32_t k, uint32_t ph, memobs_coll_stats_t *out) {
     const memobs__comm_def_t *d = &memobs__coll.comm[c];
-    const memobs__u64_t *v = memobs__coll.row[c][k][ph];
-    const uint64_t *b = memobs__coll.row_base[c][k][ph];
+    const memobs__u64_t *v = memobs__coll.tab->row[c][k][ph];
+    const uint64_t *b = memobs__coll.tab->row_base[c][k][ph];
     uint64_t num, den;
     memset(out, 0, sizeof *out);
     out->comm = (memobs_comm_t)c;
@@ -4883,8 +4915,8 @@ static int memobs__peer_read(uint32_t i, memobs_peer_stats_t *out) {
     out->rank = p->rank;
     for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
         for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-            const memobs__u64_t *v = memobs__coll.pxf[i][d][ph];
-            const uint64_t *b = memobs__coll.pxf_base[i][d][ph];
+            const memobs__u64_t *v = memobs__coll.tab->pxf[i][d][ph];
+            const uint64_t *b = memobs__coll.tab->pxf_base[i][d][ph];
             out->bytes[d][ph] = memobs__win(MEMOBS__LOAD(&v[0].v), MEMOBS__LOAD(&b[0]));
             out->ops[d][ph] = MEMOBS__LOAD(&v[1].v) - MEMOBS__LOAD(&b[1]);
             out->ns[d][ph] = memobs__win(MEMOBS__LOAD(&v[2].v), MEMOBS__LOAD(&b[2]));
@@ -4937,7 +4969,7 @@ void memobs_coll_set_source(const char *source, const char *instance, const char
     (void)api_version;
     (void)memobs__str_write;
 #else
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) memobs__spin_lock(&memobs__coll.lock); /* the source, without tables */
     if (source) memobs__str_write(memobs__coll.source, source, sizeof memobs__coll.source);
     if (instance) memobs__str_write(memobs__coll.instance, instance, sizeof memobs__coll.instance);
     if (level) memobs__str_write(memobs__coll.level, level, sizeof memobs__coll.level);
@@ -5002,14 +5034,14 @@ static int memobs__coll_shown(void) {
 
 /* Caller holds memobs__g.lock: the window's figures start again. */
 static void memobs__coll_rebase(void) {
-    size_t i, n = sizeof memobs__coll.row_base / sizeof(uint64_t);
-    uint64_t *b = &memobs__coll.row_base[0][0][0][0];
-    const memobs__u64_t *v = &memobs__coll.row[0][0][0][0];
-    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
-    n = sizeof memobs__coll.pxf_base / sizeof(uint64_t);
-    b = &memobs__coll.pxf_base[0][0][0][0];
-    v = &memobs__coll.pxf[0][0][0][0];
-    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
+    memobs__coll_tab_t *t = __atomic_load_n(&memobs__coll.tab, __ATOMIC_ACQUIRE);
+    size_t i;
+    if (t) { /* none before the first registration */
+        for (i = 0; i < sizeof t->row_base / sizeof(uint64_t); i++)
+            MEMOBS__STORE(&(&t->row_base[0][0][0][0])[i], MEMOBS__LOAD(&(&t->row[0][0][0][0])[i].v));
+        for (i = 0; i < sizeof t->pxf_base / sizeof(uint64_t); i++)
+            MEMOBS__STORE(&(&t->pxf_base[0][0][0][0])[i], MEMOBS__LOAD(&(&t->pxf[0][0][0][0])[i].v));
+    }
     for (i = 0; i < MEMOBS_COLL_NOTES; i++)
         MEMOBS__STORE(&memobs__coll.notes_base[i], MEMOBS__LOAD(&memobs__coll.notes[i].v));
 }
