@@ -3000,6 +3000,22 @@ static int memobs__env_dest(const char *name, char *out, size_t len) {
     return k != 0;
 }
 
+#if defined(MEMOBS_NO_HTML) || defined(MEMOBS_NO_STORMLOG) || defined(MEMOBS_NO_TORCH_SNAPSHOT)
+/* An output compiled out (MEMOBS_NO_*, sw): its variable, when on, gets
+   one warning at start-up and nothing else. */
+static void memobs__cut_env(const char *var, const char *sw) {
+    const char *s = getenv(var);
+    if (memobs__dest_parse(var, s, MEMOBS__SPEC_LEN) != 0)
+        memobs__log(MEMOBS_LOG_WARN, "memobs was built with %s: %s=%s is not written", sw, var, s);
+}
+
+/* A writer of an output compiled out: one warning, MEMOBS_ERR_INVALID. */
+static int memobs__cut_call(const char *fn, const char *sw) {
+    memobs__log(MEMOBS_LOG_WARN, "%s: memobs was built with %s; nothing written", fn, sw);
+    return MEMOBS_ERR_INVALID;
+}
+#endif
+
 /* Frame pointers asked for where they are not walked: one warning. */
 static void memobs__unwind_check(uint32_t unwinder) {
 #ifdef MEMOBS__HAVE_FP
@@ -11678,6 +11694,8 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 /* Private: PyTorch memory snapshot                                         */
 /* ======================================================================== */
 
+#ifndef MEMOBS_NO_TORCH_SNAPSHOT
+
 /* Per device, a ring of the newest device allocation events under a spin
    lock of its own (a leaf: nothing else is taken while it is held). A
    thread with nothing staged that finds the ring's lock free writes into
@@ -12503,6 +12521,44 @@ static void memobs__tsn_env(void) {
     if (memobs__dest_env(MEMOBS__OUT_TORCH)) memobs__exit_add(MEMOBS__EXIT_TORCH, memobs__tsn_at_exit);
 }
 
+#else /* MEMOBS_NO_TORCH_SNAPSHOT: the names the rest calls, doing nothing */
+
+static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
+                             uint32_t trace) {
+    (void)device, (void)action, (void)addr, (void)bytes, (void)stream, (void)trace;
+}
+
+static void memobs__tsn_unrequest(int device, uint64_t addr) { (void)device, (void)addr; }
+
+static void memobs__tsn_leave(memobs__shard_t *s) { (void)s; }
+
+static void memobs__tsn_fork(int lock) { (void)lock; }
+
+/* No history: capacity 0, as MEMOBS_TORCH_EVENTS=0. */
+int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
+    if (out) memset(out, 0, sizeof *out);
+    return !out || device < 0 || device >= MEMOBS_MAX_DEVICES ? MEMOBS_ERR_INVALID : MEMOBS_OK;
+}
+
+static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
+    (void)f, (void)unused;
+    return memobs__cut_call("memobs_write_torch_snapshot", "MEMOBS_NO_TORCH_SNAPSHOT");
+}
+
+int memobs_write_torch_snapshot(FILE *f) { return memobs__write_torch_snapshot_arg(f, 0); }
+
+int memobs_write_torch_snapshot_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_torch_snapshot_file", "MEMOBS_NO_TORCH_SNAPSHOT");
+}
+
+static __attribute__((unused)) void memobs__tsn_at_exit(void) { (void)memobs__spin_trylock; /* the history's only */ }
+
+static void memobs__tsn_env(void) {
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_TORCH].var, "MEMOBS_NO_TORCH_SNAPSHOT");
+}
+#endif /* MEMOBS_NO_TORCH_SNAPSHOT */
+
 /* ======================================================================== */
 /* Private: background worker                                               */
 /* ======================================================================== */
@@ -12729,7 +12785,13 @@ static void memobs__bg_at_exit(void) {
 #ifndef MEMOBS_SAMPLES
 #define MEMOBS_SAMPLES 4096
 #endif
+#ifndef MEMOBS_NO_STORMLOG
 #define MEMOBS__SL_EVENTS 64       /* notable events (peaks, out-of-memory) kept */
+#define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
+#else
+#define MEMOBS__SL_EVENTS 1 /* Stormlog compiled out: its rings are not used */
+#define MEMOBS__SL_MARKS 1
+#endif
 #define MEMOBS__LEAK_MIN_SAMPLES 10
 #define MEMOBS__LEAK_MB_MIN 1.0    /* slope that counts as growth, MB/min */
 #define MEMOBS__LEAK_R2 0.9        /* fit that counts as linear */
@@ -12744,7 +12806,6 @@ static void memobs__bg_at_exit(void) {
 
 enum { MEMOBS__EV_PEAK = 1, MEMOBS__EV_OOM = 2 };
 
-#define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
 typedef struct {
     uint64_t t0, dur;   /* begin (a marker: its time), duration (0 for a marker) */
     int32_t id;         /* region id; a collective: comm << 12 | phase << 8 | kind */
@@ -13200,6 +13261,8 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
 /* ======================================================================== */
 /* Private: notable events and Stormlog telemetry                           */
 /* ======================================================================== */
+
+#ifndef MEMOBS_NO_STORMLOG
 
 /* A ring of cap slots that keeps the newest: the slot for the next entry
    (the oldest one when full, which is then dropped and counted). Caller
@@ -13803,6 +13866,50 @@ static void memobs__stormlog_at_exit(void) {
     (void)memobs__dest_write(MEMOBS__OUT_STORMLOG_HOST, memobs__write_stormlog_f, 1, 0);
 }
 
+#else /* MEMOBS_NO_STORMLOG: the names the rest calls, doing nothing */
+
+static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
+    (void)t0, (void)dur, (void)id, (void)is_mark;
+}
+
+static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kind, unsigned phase, uint64_t bytes,
+                            uint64_t seq) {
+    (void)t0, (void)dur, (void)comm, (void)kind, (void)phase, (void)bytes, (void)seq;
+}
+
+static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace) {
+    (void)device, (void)dc, (void)before, (void)trace;
+}
+
+static __attribute__((unused)) void memobs__sl_oom(const char *call, uint64_t size, int device) {
+    (void)call, (void)size, (void)device;
+}
+
+static __attribute__((unused)) int memobs__write_stormlog_f(FILE *f, int host_only) {
+    (void)f, (void)host_only;
+    return memobs__cut_call("memobs_write_stormlog", "MEMOBS_NO_STORMLOG");
+}
+
+int memobs_write_stormlog(FILE *f) { return memobs__write_stormlog_f(f, 0); }
+
+int memobs_write_stormlog_host(FILE *f) {
+    (void)f;
+    return memobs__cut_call("memobs_write_stormlog_host", "MEMOBS_NO_STORMLOG");
+}
+
+int memobs_write_stormlog_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_stormlog_file", "MEMOBS_NO_STORMLOG");
+}
+
+int memobs_write_stormlog_host_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_stormlog_host_file", "MEMOBS_NO_STORMLOG");
+}
+
+static __attribute__((unused)) void memobs__stormlog_at_exit(void) { (void)memobs__json_str; /* Stormlog's only */ }
+#endif /* MEMOBS_NO_STORMLOG */
+
 /* Sampler settings from the environment; runs inside memobs__init_once. */
 static void memobs__smp_env(void) {
     int v, found = 0;
@@ -13815,14 +13922,21 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
+#ifndef MEMOBS_NO_STORMLOG
     if (memobs__dest_env(MEMOBS__OUT_STORMLOG) | memobs__dest_env(MEMOBS__OUT_STORMLOG_HOST))
         memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
+#else
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG].var, "MEMOBS_NO_STORMLOG");
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG_HOST].var, "MEMOBS_NO_STORMLOG");
+#endif
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
 /* ======================================================================== */
 /* Private: HTML report                                                     */
 /* ======================================================================== */
+
+#ifndef MEMOBS_NO_HTML
 
 /* Bounds that keep a report under 2 MB at default limits: the sampler's
    series are cut into at most MEMOBS__HTML_POINTS buckets (the largest
@@ -14948,6 +15062,26 @@ static void memobs__html_at_exit(void) {
 static void memobs__html_env(void) {
     if (memobs__dest_env(MEMOBS__OUT_HTML)) memobs__exit_add(MEMOBS__EXIT_HTML, memobs__html_at_exit);
 }
+
+#else /* MEMOBS_NO_HTML: the names the rest calls, doing nothing */
+
+static __attribute__((unused)) int memobs__write_html_f(FILE *f, int unused) {
+    (void)f;
+    (void)unused;
+    return memobs__cut_call("memobs_write_html", "MEMOBS_NO_HTML");
+}
+
+int memobs_write_html(FILE *f) { return memobs__write_html_f(f, 0); }
+
+int memobs_write_html_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_html_file", "MEMOBS_NO_HTML");
+}
+
+static __attribute__((unused)) void memobs__html_at_exit(void) {}
+
+static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OUT_HTML].var, "MEMOBS_NO_HTML"); }
+#endif /* MEMOBS_NO_HTML */
 
 /* ======================================================================== */
 /* Private: crash writer                                                    */
