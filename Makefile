@@ -2,6 +2,7 @@
 #   make demo     run examples/offload_engine.c (no GPU needed)
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
+#   make size     object size and compile time with and without the exporters (MEMOBS_NO_*)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
 #                 library (lib/libmemobs_preload.so), its launcher (bin/memobs-run) and the
 #                 NCCL profiler plugin (lib/libnccl-profiler-memobs.so)
@@ -47,6 +48,7 @@ clean:
 
 include mk/install.mk
 include mk/bench.mk
+include mk/size.mk
 include mk/gpu.mk
 include mk/python.mk
 include mk/pymodule.mk

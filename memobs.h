@@ -194,6 +194,16 @@
                               from a constructor at load time; it is read at
                               the first call of memobs_init() or the first
                               record (whichever comes first) instead.
+     MEMOBS_NO_HTML           implementation only. Leaves out the HTML report:
+                              memobs_write_html* warn and return
+                              MEMOBS_ERR_INVALID; MEMOBS_HTML gets one warning.
+     MEMOBS_NO_STORMLOG       implementation only. Leaves out Stormlog (its
+                              writers, events and rings, about 190 KB);
+                              memobs_write_stormlog* as above.
+     MEMOBS_NO_TORCH_SNAPSHOT implementation only. Leaves out the PyTorch
+                              snapshot and its history (memobs_get_torch_history
+                              reads capacity 0); memobs_write_torch_snapshot*
+                              as above. docs/performance.md, "Size".
 
    OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
