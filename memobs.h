@@ -4526,18 +4526,28 @@ static void memobs__str_write(char *to, const char *from, size_t len) {
     __atomic_store_n(&to[i], (char)0, __ATOMIC_RELAXED);
 }
 
+/* len bytes of zeroed memory that lives as long as the process, from
+   mmap() (untouched pages cost nothing), or MEMOBS_MALLOC where there is
+   no anonymous mmap(); NULL without memory. For a facility's tables,
+   made at its first use. */
+static void *memobs__pages(size_t len) {
+#ifdef MEMOBS__MAP_ANON
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+#else
+    void *m = MEMOBS_MALLOC(len);
+    if (m) memset(m, 0, len);
+    return m;
+#endif
+}
+
 /* Caller holds memobs__coll.lock: the tables, the fixed kinds and
    "(other)", once; 0, or MEMOBS_ERR_NOMEM (said once). */
 static int memobs__coll_setup(void) {
     unsigned k;
     memobs__coll_tab_t *t;
     if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return 0;
-#ifdef MEMOBS__MAP_ANON
-    t = (memobs__coll_tab_t *)mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
-    if (t == MAP_FAILED) t = NULL;
-#else
-    if ((t = (memobs__coll_tab_t *)MEMOBS_MALLOC(sizeof *t)) != NULL) memset(t, 0, sizeof *t);
-#endif
+    t = (memobs__coll_tab_t *)memobs__pages(sizeof *t);
     if (!t) {
         if (!(MEMOBS__FETCH_OR(&memobs__coll.warned.v, 1u << MEMOBS__COLL_DROPS) & (1u << MEMOBS__COLL_DROPS)))
             memobs__log(MEMOBS_LOG_WARN, "no memory for the collectives' tables (%lu bytes): collectives and peers "
@@ -12797,10 +12807,8 @@ static void memobs__bg_at_exit(void) {
 #endif
 #ifndef MEMOBS_NO_STORMLOG
 #define MEMOBS__SL_EVENTS 64       /* notable events (peaks, out-of-memory) kept */
-#define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
 #else
-#define MEMOBS__SL_EVENTS 1 /* Stormlog compiled out: its rings are not used */
-#define MEMOBS__SL_MARKS 1
+#define MEMOBS__SL_EVENTS 1 /* Stormlog compiled out: its ring is not used */
 #endif
 #define MEMOBS__LEAK_MIN_SAMPLES 10
 #define MEMOBS__LEAK_MB_MIN 1.0    /* slope that counts as growth, MB/min */
@@ -12816,6 +12824,7 @@ static void memobs__bg_at_exit(void) {
 
 enum { MEMOBS__EV_PEAK = 1, MEMOBS__EV_OOM = 2 };
 
+#define MEMOBS__SL_MARKS 4096 /* collective regions and markers kept for Stormlog (oldest dropped) */
 typedef struct {
     uint64_t t0, dur;   /* begin (a marker: its time), duration (0 for a marker) */
     int32_t id;         /* region id; a collective: comm << 12 | phase << 8 | kind */
@@ -12858,7 +12867,7 @@ static struct {
     /* regions and markers of collective names, for Stormlog: a ring under
        a spin lock (taken at such a region's end) */
     memobs__u32_t mk_lock;
-    memobs__sl_mark_t mk[MEMOBS__SL_MARKS];
+    memobs__sl_mark_t *mk; /* MEMOBS__SL_MARKS, made at the first (memobs__sl_mark_put) */
     uint32_t mk_head, mk_n;
     uint64_t mk_dropped;
     /* notable events, under a spin lock (taken in the allocation path) */
@@ -13293,6 +13302,18 @@ static void memobs__sl_push(const memobs__sl_event_t *e) {
     memobs__spin_unlock(&memobs__smp.ev_lock);
 }
 
+/* Into the ring of marks, made at the first (160 KB a program without
+   collectives never pays); without memory, dropped and counted. */
+static void memobs__sl_mark_put(const memobs__sl_mark_t *m) {
+    memobs__spin_lock(&memobs__smp.mk_lock);
+    if (!memobs__smp.mk) memobs__smp.mk = (memobs__sl_mark_t *)memobs__pages(MEMOBS__SL_MARKS * sizeof *m);
+    if (memobs__smp.mk)
+        memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
+                                        MEMOBS__SL_MARKS)] = *m;
+    else memobs__smp.mk_dropped++;
+    memobs__spin_unlock(&memobs__smp.mk_lock);
+}
+
 /* A region (at its end) or marker of a collective name. */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
     memobs__sl_mark_t m;
@@ -13301,10 +13322,7 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
     m.id = id;
     m.is_mark = (uint32_t)is_mark;
     m.bytes = m.seq = 0;
-    memobs__spin_lock(&memobs__smp.mk_lock);
-    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
-                                    MEMOBS__SL_MARKS)] = m;
-    memobs__spin_unlock(&memobs__smp.mk_lock);
+    memobs__sl_mark_put(&m);
 }
 
 /* A collective (memobs_record_coll_ex, at most one per communicator and
@@ -13319,10 +13337,7 @@ static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kin
     m.is_mark = 2;
     m.bytes = bytes;
     m.seq = seq;
-    memobs__spin_lock(&memobs__smp.mk_lock);
-    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
-                                    MEMOBS__SL_MARKS)] = m;
-    memobs__spin_unlock(&memobs__smp.mk_lock);
+    memobs__sl_mark_put(&m);
 }
 
 static void memobs__sl_devmem(memobs__sl_event_t *e) {
