@@ -198,8 +198,8 @@
                               memobs_write_html* warn and return
                               MEMOBS_ERR_INVALID; MEMOBS_HTML gets one warning.
      MEMOBS_NO_STORMLOG       implementation only. Leaves out Stormlog (its
-                              writers, events and rings, about 190 KB);
-                              memobs_write_stormlog* as above.
+                              writers and events); memobs_write_stormlog* as
+                              above, MEMOBS_STORMLOG(_HOST) one warning each.
      MEMOBS_NO_TORCH_SNAPSHOT implementation only. Leaves out the PyTorch
                               snapshot and its history (memobs_get_torch_history
                               reads capacity 0); memobs_write_torch_snapshot*
