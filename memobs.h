@@ -3011,17 +3011,17 @@ static int memobs__env_dest(const char *name, char *out, size_t len) {
 }
 
 #if defined(MEMOBS_NO_HTML) || defined(MEMOBS_NO_STORMLOG) || defined(MEMOBS_NO_TORCH_SNAPSHOT)
-/* An output compiled out (MEMOBS_NO_*, sw): its variable, when on, gets
+/* An output compiled out (MEMOBS_ and sw: MEMOBS_NO_HTML, ...): its variable, when on, gets
    one warning at start-up and nothing else. */
 static void memobs__cut_env(const char *var, const char *sw) {
     const char *s = getenv(var);
     if (memobs__dest_parse(var, s, MEMOBS__SPEC_LEN) != 0)
-        memobs__log(MEMOBS_LOG_WARN, "memobs was built with %s: %s=%s is not written", sw, var, s);
+        memobs__log(MEMOBS_LOG_WARN, "memobs was built with MEMOBS_%s: %s=%s is not written", sw, var, s);
 }
 
 /* A writer of an output compiled out: one warning, MEMOBS_ERR_INVALID. */
 static int memobs__cut_call(const char *fn, const char *sw) {
-    memobs__log(MEMOBS_LOG_WARN, "%s: memobs was built with %s; nothing written", fn, sw);
+    memobs__log(MEMOBS_LOG_WARN, "%s: memobs was built with MEMOBS_%s; nothing written", fn, sw);
     return MEMOBS_ERR_INVALID;
 }
 #endif
@@ -12562,20 +12562,20 @@ int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
 
 static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
     (void)f, (void)unused;
-    return memobs__cut_call("memobs_write_torch_snapshot", "MEMOBS_NO_TORCH_SNAPSHOT");
+    return memobs__cut_call("memobs_write_torch_snapshot", "NO_TORCH_SNAPSHOT");
 }
 
 int memobs_write_torch_snapshot(FILE *f) { return memobs__write_torch_snapshot_arg(f, 0); }
 
 int memobs_write_torch_snapshot_file(const char *path) {
     (void)path;
-    return memobs__cut_call("memobs_write_torch_snapshot_file", "MEMOBS_NO_TORCH_SNAPSHOT");
+    return memobs__cut_call("memobs_write_torch_snapshot_file", "NO_TORCH_SNAPSHOT");
 }
 
 static __attribute__((unused)) void memobs__tsn_at_exit(void) { (void)memobs__spin_trylock; /* the history's only */ }
 
 static void memobs__tsn_env(void) {
-    memobs__cut_env(memobs__out_info[MEMOBS__OUT_TORCH].var, "MEMOBS_NO_TORCH_SNAPSHOT");
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_TORCH].var, "NO_TORCH_SNAPSHOT");
 }
 #endif /* MEMOBS_NO_TORCH_SNAPSHOT */
 
@@ -13912,24 +13912,24 @@ static __attribute__((unused)) void memobs__sl_oom(const char *call, uint64_t si
 
 static __attribute__((unused)) int memobs__write_stormlog_f(FILE *f, int host_only) {
     (void)f, (void)host_only;
-    return memobs__cut_call("memobs_write_stormlog", "MEMOBS_NO_STORMLOG");
+    return memobs__cut_call("memobs_write_stormlog", "NO_STORMLOG");
 }
 
 int memobs_write_stormlog(FILE *f) { return memobs__write_stormlog_f(f, 0); }
 
 int memobs_write_stormlog_host(FILE *f) {
     (void)f;
-    return memobs__cut_call("memobs_write_stormlog_host", "MEMOBS_NO_STORMLOG");
+    return memobs__cut_call("memobs_write_stormlog_host", "NO_STORMLOG");
 }
 
 int memobs_write_stormlog_file(const char *path) {
     (void)path;
-    return memobs__cut_call("memobs_write_stormlog_file", "MEMOBS_NO_STORMLOG");
+    return memobs__cut_call("memobs_write_stormlog_file", "NO_STORMLOG");
 }
 
 int memobs_write_stormlog_host_file(const char *path) {
     (void)path;
-    return memobs__cut_call("memobs_write_stormlog_host_file", "MEMOBS_NO_STORMLOG");
+    return memobs__cut_call("memobs_write_stormlog_host_file", "NO_STORMLOG");
 }
 
 static __attribute__((unused)) void memobs__stormlog_at_exit(void) { (void)memobs__json_str; /* Stormlog's only */ }
@@ -13951,8 +13951,8 @@ static void memobs__smp_env(void) {
     if (memobs__dest_env(MEMOBS__OUT_STORMLOG) | memobs__dest_env(MEMOBS__OUT_STORMLOG_HOST))
         memobs__exit_add(MEMOBS__EXIT_STORMLOG, memobs__stormlog_at_exit);
 #else
-    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG].var, "MEMOBS_NO_STORMLOG");
-    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG_HOST].var, "MEMOBS_NO_STORMLOG");
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG].var, "NO_STORMLOG");
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG_HOST].var, "NO_STORMLOG");
 #endif
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
@@ -15093,19 +15093,19 @@ static void memobs__html_env(void) {
 static __attribute__((unused)) int memobs__write_html_f(FILE *f, int unused) {
     (void)f;
     (void)unused;
-    return memobs__cut_call("memobs_write_html", "MEMOBS_NO_HTML");
+    return memobs__cut_call("memobs_write_html", "NO_HTML");
 }
 
 int memobs_write_html(FILE *f) { return memobs__write_html_f(f, 0); }
 
 int memobs_write_html_file(const char *path) {
     (void)path;
-    return memobs__cut_call("memobs_write_html_file", "MEMOBS_NO_HTML");
+    return memobs__cut_call("memobs_write_html_file", "NO_HTML");
 }
 
 static __attribute__((unused)) void memobs__html_at_exit(void) {}
 
-static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OUT_HTML].var, "MEMOBS_NO_HTML"); }
+static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OUT_HTML].var, "NO_HTML"); }
 #endif /* MEMOBS_NO_HTML */
 
 /* ======================================================================== */

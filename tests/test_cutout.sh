@@ -12,9 +12,9 @@ cd "$(dirname "$0")/.." || exit 2
 B=${BUILD:-build/tests}/cutout
 mkdir -p "$B"
 B=$(cd "$B" && pwd)
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 W="-Wall -Wextra -Werror -I."
 SRC=tests/cutout/engine.c
 
