@@ -924,7 +924,10 @@ typedef enum { MEMOBS_PEER_SEND = 0, MEMOBS_PEER_RECV = 1 } memobs_peer_dir_t;
 #define MEMOBS_PEER_DIRS 2
 
 /* Returns the communicator's handle; MEMOBS_ERR_INVALID for rank < 0 or
-   rank >= nranks (when nranks > 0). name NULL or "" reads "comm <id hex>". */
+   rank >= nranks (when nranks > 0). name NULL or "" reads "comm <id hex>".
+   The first registration (here, or of a kind or peer) makes the tables of
+   counts (about 350 KB, mmap()); without memory every registration
+   returns MEMOBS_ERR_NOMEM (one warning) and nothing is recorded. */
 MEMOBS_API memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank, int nranks,
                                                    int nnodes);
 /* A kind from a name: NCCL's ("AllReduce", "AllGather", "ReduceScatter",
