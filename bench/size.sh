@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make size: the implementation object (-O2) with every exporter, with each
 # MEMOBS_NO_* switch and with all of them: text, data and bss (size(1)) and
-# the compile's wall and user CPU time, side by side. SIZE_REF=<git revision> adds a row
-# built from that revision's memobs.h (the figures before a change).
+# the compile's wall and user CPU time, side by side. SIZE_REF=<git revision>
+# (or a memobs.h file) adds a row built from that memobs.h (the figures
+# before a change).
 set -euo pipefail
 CC=${CC:-cc}
 OUT=${1:-build/size}
@@ -26,8 +27,8 @@ TIMEFORMAT=%U # user seconds of the compile: steadier than wall time on a busy m
 printf '%-28s %9s %7s %9s %9s %7s %7s\n' "memobs.h (-O2, $CC)" text data bss total "wall s" "user s"
 if [ -n "${SIZE_REF:-}" ]; then
     mkdir -p "$OUT/ref"
-    git show "$SIZE_REF:memobs.h" >"$OUT/ref/memobs.h"
-    row "$SIZE_REF (every exporter)" "$OUT/ref"
+    if [ -f "$SIZE_REF" ]; then cp "$SIZE_REF" "$OUT/ref/memobs.h"; else git show "$SIZE_REF:memobs.h" >"$OUT/ref/memobs.h"; fi
+    row "$(basename "$SIZE_REF") (every exporter)" "$OUT/ref"
 fi
 row "every exporter" .
 for s in $SWITCHES; do row "$s" . "$s"; done
