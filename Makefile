@@ -4,6 +4,7 @@
 #                 $(DEMO_REPORTS) (DEMO_REPORTS=stderr: on the terminal, after the rest)
 #   make test     every test; ends with "N passed, N failed"
 #   make bench    speed figures, side by side with baselines (C, then Python)
+#   make size     object size and compile time with and without the exporters (MEMOBS_NO_*)
 #   make install PREFIX=/usr/local   headers, memobs.pc, CMake package, the preload
 #                 library (lib/libmemobs_preload.so), its launcher (bin/memobs-run) and the
 #                 NCCL profiler plugin (lib/libnccl-profiler-memobs.so)
@@ -51,6 +52,7 @@ clean:
 
 include mk/install.mk
 include mk/bench.mk
+include mk/size.mk
 include mk/gpu.mk
 include mk/python.mk
 include mk/pymodule.mk

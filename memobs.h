@@ -345,6 +345,16 @@
                               from a constructor at load time; it is read at
                               the first call of memobs_init() or the first
                               record (whichever comes first) instead.
+     MEMOBS_NO_HTML           implementation only. Leaves out the HTML report:
+                              memobs_write_html* warn and return
+                              MEMOBS_ERR_INVALID; MEMOBS_HTML gets one warning.
+     MEMOBS_NO_STORMLOG       implementation only. Leaves out Stormlog (its
+                              writers and events); memobs_write_stormlog* as
+                              above, MEMOBS_STORMLOG(_HOST) one warning each.
+     MEMOBS_NO_TORCH_SNAPSHOT implementation only. Leaves out the PyTorch
+                              snapshot and its history (memobs_get_torch_history
+                              reads capacity 0); memobs_write_torch_snapshot*
+                              as above. docs/performance.md, "Size".
 
    OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
@@ -1066,7 +1076,10 @@ typedef enum { MEMOBS_PEER_SEND = 0, MEMOBS_PEER_RECV = 1 } memobs_peer_dir_t;
 #define MEMOBS_PEER_DIRS 2
 
 /* Returns the communicator's handle; MEMOBS_ERR_INVALID for rank < 0 or
-   rank >= nranks (when nranks > 0). name NULL or "" reads "comm <id hex>". */
+   rank >= nranks (when nranks > 0). name NULL or "" reads "comm <id hex>".
+   The first registration (here, or of a kind or peer) makes the tables of
+   counts (about 350 KB, mmap()); without memory every registration
+   returns MEMOBS_ERR_NOMEM (one warning) and nothing is recorded. */
 MEMOBS_API memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank, int nranks,
                                                    int nnodes);
 /* A kind from a name: NCCL's ("AllReduce", "AllGather", "ReduceScatter",
@@ -3179,6 +3192,22 @@ static int memobs__report_env(const char *name, char *out, size_t len) {
     return k != 0;
 }
 
+#if defined(MEMOBS_NO_HTML) || defined(MEMOBS_NO_STORMLOG) || defined(MEMOBS_NO_TORCH_SNAPSHOT)
+/* An output compiled out (MEMOBS_ and sw: MEMOBS_NO_HTML, ...): its variable, when on, gets
+   one warning at start-up and nothing else. */
+static void memobs__cut_env(const char *var, const char *sw) {
+    const char *s = getenv(var);
+    if (memobs__dest_parse(var, s, MEMOBS__SPEC_LEN) != 0)
+        memobs__log(MEMOBS_LOG_WARN, "memobs was built with MEMOBS_%s: %s=%s is not written", sw, var, s);
+}
+
+/* A writer of an output compiled out: one warning, MEMOBS_ERR_INVALID. */
+static int memobs__cut_call(const char *fn, const char *sw) {
+    memobs__log(MEMOBS_LOG_WARN, "%s: memobs was built with MEMOBS_%s; nothing written", fn, sw);
+    return MEMOBS_ERR_INVALID;
+}
+#endif
+
 /* Frame pointers asked for where they are not walked: one warning. */
 static void memobs__unwind_check(uint32_t unwinder) {
 #ifdef MEMOBS__HAVE_FP
@@ -4612,18 +4641,27 @@ typedef struct {
     int32_t comm, rank; /* -1, -1: a named peer */
 } memobs__peer_def_t;
 
-static struct {
-    memobs__u32_t lock;                       /* registrations, the source strings */
-    memobs__u32_t ncomms, nkinds, npeers, nstrs; /* entries given out (release after the entry) */
-    memobs__comm_def_t comm[MEMOBS_MAX_COMMS];
-    char kind[MEMOBS_MAX_COLL_KINDS][MEMOBS__COLL_LABEL];
+/* The tables of counts (about 350 KB) are allocated at the first
+   registration (memobs__coll_setup), so a program that never records a
+   collective pays no memory for them; before, every count is 0 and no
+   reader looks at them. */
+typedef struct {
     memobs__peer_def_t peer[MEMOBS_MAX_PEERS];
-    char strs[MEMOBS__COLL_STRS][MEMOBS__REG_NAME];
     memobs__u64_t row[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
     uint64_t row_base[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS][MEMOBS__NPHASE][MEMOBS__COLL_NF];
     memobs__u64_t pxf[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
     uint64_t pxf_base[MEMOBS_MAX_PEERS][MEMOBS_PEER_DIRS][MEMOBS__NPHASE][MEMOBS__PEER_NF];
     memobs__u64_t sl_last[MEMOBS_MAX_COMMS][MEMOBS_MAX_COLL_KINDS]; /* Stormlog's rate cap: last event */
+} memobs__coll_tab_t;
+
+static struct {
+    memobs__u32_t lock;                       /* registrations, the source strings */
+    memobs__u32_t ncomms, nkinds, npeers, nstrs; /* entries given out (release after the entry) */
+    memobs__coll_tab_t *tab;                  /* set once, before the first count is released */
+    memobs__peer_def_t *peer;                 /* tab->peer */
+    memobs__comm_def_t comm[MEMOBS_MAX_COMMS];
+    char kind[MEMOBS_MAX_COLL_KINDS][MEMOBS__COLL_LABEL];
+    char strs[MEMOBS__COLL_STRS][MEMOBS__REG_NAME];
     memobs__u64_t notes[MEMOBS_COLL_NOTES];
     uint64_t notes_base[MEMOBS_COLL_NOTES];
     memobs__u64_t drops[MEMOBS__COLL_DROPS]; /* full tables: kept across resets, as the entries are */
@@ -4653,21 +4691,52 @@ static void memobs__str_write(char *to, const char *from, size_t len) {
     __atomic_store_n(&to[i], (char)0, __ATOMIC_RELAXED);
 }
 
-/* Caller holds memobs__coll.lock: the fixed kinds and "(other)", once. */
-static void memobs__coll_setup(void) {
+/* len bytes of zeroed memory that lives as long as the process, from
+   mmap() (untouched pages cost nothing), or MEMOBS_MALLOC where there is
+   no anonymous mmap(); NULL without memory. For a facility's tables,
+   made at its first use. */
+static void *memobs__pages(size_t len) {
+#ifdef MEMOBS__MAP_ANON
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MEMOBS__MAP_ANON, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+#else
+    void *m = MEMOBS_MALLOC(len);
+    if (m) memset(m, 0, len);
+    return m;
+#endif
+}
+
+/* Caller holds memobs__coll.lock: the tables, the fixed kinds and
+   "(other)", once; 0, or MEMOBS_ERR_NOMEM (said once). */
+static int memobs__coll_setup(void) {
     unsigned k;
-    if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return;
+    memobs__coll_tab_t *t;
+    if (MEMOBS__LOAD(&memobs__coll.nkinds.v)) return 0;
+    t = (memobs__coll_tab_t *)memobs__pages(sizeof *t);
+    if (!t) {
+        if (!(MEMOBS__FETCH_OR(&memobs__coll.warned.v, 1u << MEMOBS__COLL_DROPS) & (1u << MEMOBS__COLL_DROPS)))
+            memobs__log(MEMOBS_LOG_WARN, "no memory for the collectives' tables (%lu bytes): collectives and peers "
+                        "are not recorded", (unsigned long)sizeof *t);
+        return MEMOBS_ERR_NOMEM;
+    }
+    memobs__coll.peer = t->peer;
+    __atomic_store_n(&memobs__coll.tab, t, __ATOMIC_RELEASE);
     for (k = 0; k < MEMOBS_COLL_FIXED_KINDS; k++) strcpy(memobs__coll.kind[k], memobs__coll_fixed[k][0]);
     strcpy(memobs__coll.comm[0].name, "(other)");
     memobs__coll.comm[0].rank = -1;
     __atomic_store_n(&memobs__coll.ncomms.v, 1u, __ATOMIC_RELEASE);
     __atomic_store_n(&memobs__coll.nkinds.v, (uint32_t)MEMOBS_COLL_FIXED_KINDS, __ATOMIC_RELEASE);
+    return 0;
 }
 
-static void memobs__coll_lock(void) {
+/* Takes the lock with the tables set up; without memory, MEMOBS_ERR_NOMEM
+   and the lock is not held. */
+static int memobs__coll_lock(void) {
     memobs_init();
     memobs__spin_lock(&memobs__coll.lock);
-    memobs__coll_setup();
+    if (memobs__coll_setup() == 0) return 0;
+    memobs__spin_unlock(&memobs__coll.lock);
+    return MEMOBS_ERR_NOMEM;
 }
 
 /* A full table: counted, and said once. */
@@ -4696,7 +4765,7 @@ memobs_comm_t memobs_coll_register_comm(const char *name, uint64_t id, int rank,
         name = raw;
     }
     memobs__reg_norm(name, nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     n = MEMOBS__LOAD(&memobs__coll.ncomms.v);
     for (i = 1; i < n && !(memobs__coll.comm[i].id == id && memobs__coll.comm[i].rank == rank); i++) {
     }
@@ -4755,7 +4824,7 @@ memobs_coll_kind_t memobs_coll_kind_intern(const char *name) {
     if ((k = memobs__coll_fixed_kind(name)) >= 0) return (memobs_coll_kind_t)k;
     memobs__reg_norm(name, nm);
     snprintf(label, sizeof label, "other:%s", nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     n = MEMOBS__LOAD(&memobs__coll.nkinds.v);
     for (i = MEMOBS_COLL_FIXED_KINDS; i < n && strcmp(memobs__coll.kind[i], label) != 0; i++) {
     }
@@ -4810,7 +4879,7 @@ memobs_peer_t memobs_peer_intern(const char *name) {
     memobs_peer_t rc;
     if (!name || !*name) return MEMOBS_ERR_INVALID;
     memobs__reg_norm(name, nm);
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     rc = memobs__peer_add(nm, -1, -1);
     memobs__spin_unlock(&memobs__coll.lock);
     if (rc == MEMOBS_ERR_FULL)
@@ -4823,7 +4892,7 @@ memobs_peer_t memobs_peer_rank(memobs_comm_t comm, int rank) {
     char label[MEMOBS__PEER_LABEL];
     memobs_peer_t rc;
     const memobs__comm_def_t *c;
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) return MEMOBS_ERR_NOMEM;
     if (comm < 0 || (uint32_t)comm >= MEMOBS__LOAD(&memobs__coll.ncomms.v) || rank < 0 ||
         (memobs__coll.comm[comm].nranks > 0 && rank >= memobs__coll.comm[comm].nranks)) {
         memobs__spin_unlock(&memobs__coll.lock);
@@ -4920,6 +4989,7 @@ static const char *memobs__coll_str_text(unsigned i) {
 }
 
 void memobs_record_coll_ex(const memobs_coll_record_t *r) {
+    memobs__coll_tab_t *t; /* set: the counts were released after it */
     memobs__u64_t *row;
     uint64_t s, t0;
     int nranks;
@@ -4937,7 +5007,8 @@ void memobs_record_coll_ex(const memobs_coll_record_t *r) {
     if (memobs__too_big(r->bytes, 0, "a collective record") || memobs__too_big(r->ns, 1, "a collective record"))
         return;
     nranks = memobs__coll.comm[r->comm].nranks;
-    row = memobs__coll.row[r->comm][r->kind][r->phase];
+    t = memobs__coll.tab;
+    row = t->row[r->comm][r->kind][r->phase];
     MEMOBS__ADD(&row[0].v, 1u);
     memobs__add_sat_atomic(&row[1], r->bytes);
     s = memobs__coll_s(r->kind, nranks, r->bytes);
@@ -4961,7 +5032,7 @@ void memobs_record_coll_ex(const memobs_coll_record_t *r) {
         memobs__tl_coll(t0, r->ns, r->bytes, r->seq, meta);
     }
     {
-        memobs__u64_t *last = &memobs__coll.sl_last[r->comm][r->kind];
+        memobs__u64_t *last = &t->sl_last[r->comm][r->kind];
         uint64_t l = MEMOBS__LOAD(&last->v);
         if ((!l || t0 >= l + MEMOBS__COLL_SL_GAP_NS || t0 < l) && MEMOBS__CAS(&last->v, &l, t0 ? t0 : 1u))
             memobs__sl_coll(t0, r->ns, r->comm, r->kind, (unsigned)r->phase, r->bytes, r->seq);
@@ -4991,7 +5062,7 @@ void memobs_record_peer_xfer_timed(memobs_peer_t peer, memobs_peer_dir_t dir, ui
         return;
     }
     if (memobs__too_big(bytes, 0, "a peer transfer") || memobs__too_big(ns, 1, "a peer transfer")) return;
-    c = memobs__coll.pxf[peer][dir][phase];
+    c = memobs__coll.tab->pxf[peer][dir][phase];
     memobs__add_sat_atomic(&c[0], bytes);
     MEMOBS__ADD(&c[1].v, 1u);
     if (ns) memobs__add_sat_atomic(&c[2], ns);
@@ -5006,8 +5077,8 @@ void memobs_record_peer_xfer(memobs_peer_t peer, memobs_peer_dir_t dir, uint64_t
    crash writer reads it so too); returns its ops. */
 static uint64_t memobs__coll_row_read(uint32_t c, uint32_t k, uint32_t ph, memobs_coll_stats_t *out) {
     const memobs__comm_def_t *d = &memobs__coll.comm[c];
-    const memobs__u64_t *v = memobs__coll.row[c][k][ph];
-    const uint64_t *b = memobs__coll.row_base[c][k][ph];
+    const memobs__u64_t *v = memobs__coll.tab->row[c][k][ph];
+    const uint64_t *b = memobs__coll.tab->row_base[c][k][ph];
     uint64_t num, den;
     memset(out, 0, sizeof *out);
     out->comm = (memobs_comm_t)c;
@@ -5045,8 +5116,8 @@ static int memobs__peer_read(uint32_t i, memobs_peer_stats_t *out) {
     out->rank = p->rank;
     for (d = 0; d < MEMOBS_PEER_DIRS; d++) {
         for (ph = 0; ph < MEMOBS__NPHASE; ph++) {
-            const memobs__u64_t *v = memobs__coll.pxf[i][d][ph];
-            const uint64_t *b = memobs__coll.pxf_base[i][d][ph];
+            const memobs__u64_t *v = memobs__coll.tab->pxf[i][d][ph];
+            const uint64_t *b = memobs__coll.tab->pxf_base[i][d][ph];
             out->bytes[d][ph] = memobs__win(MEMOBS__LOAD(&v[0].v), MEMOBS__LOAD(&b[0]));
             out->ops[d][ph] = MEMOBS__LOAD(&v[1].v) - MEMOBS__LOAD(&b[1]);
             out->ns[d][ph] = memobs__win(MEMOBS__LOAD(&v[2].v), MEMOBS__LOAD(&b[2]));
@@ -5099,7 +5170,7 @@ void memobs_coll_set_source(const char *source, const char *instance, const char
     (void)api_version;
     (void)memobs__str_write;
 #else
-    memobs__coll_lock();
+    if (memobs__coll_lock() < 0) memobs__spin_lock(&memobs__coll.lock); /* the source, without tables */
     if (source) memobs__str_write(memobs__coll.source, source, sizeof memobs__coll.source);
     if (instance) memobs__str_write(memobs__coll.instance, instance, sizeof memobs__coll.instance);
     if (level) memobs__str_write(memobs__coll.level, level, sizeof memobs__coll.level);
@@ -5164,14 +5235,14 @@ static int memobs__coll_shown(void) {
 
 /* Caller holds memobs__g.lock: the window's figures start again. */
 static void memobs__coll_rebase(void) {
-    size_t i, n = sizeof memobs__coll.row_base / sizeof(uint64_t);
-    uint64_t *b = &memobs__coll.row_base[0][0][0][0];
-    const memobs__u64_t *v = &memobs__coll.row[0][0][0][0];
-    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
-    n = sizeof memobs__coll.pxf_base / sizeof(uint64_t);
-    b = &memobs__coll.pxf_base[0][0][0][0];
-    v = &memobs__coll.pxf[0][0][0][0];
-    for (i = 0; i < n; i++) MEMOBS__STORE(&b[i], MEMOBS__LOAD(&v[i].v));
+    memobs__coll_tab_t *t = __atomic_load_n(&memobs__coll.tab, __ATOMIC_ACQUIRE);
+    size_t i;
+    if (t) { /* none before the first registration */
+        for (i = 0; i < sizeof t->row_base / sizeof(uint64_t); i++)
+            MEMOBS__STORE(&(&t->row_base[0][0][0][0])[i], MEMOBS__LOAD(&(&t->row[0][0][0][0])[i].v));
+        for (i = 0; i < sizeof t->pxf_base / sizeof(uint64_t); i++)
+            MEMOBS__STORE(&(&t->pxf_base[0][0][0][0])[i], MEMOBS__LOAD(&(&t->pxf[0][0][0][0])[i].v));
+    }
     for (i = 0; i < MEMOBS_COLL_NOTES; i++)
         MEMOBS__STORE(&memobs__coll.notes_base[i], MEMOBS__LOAD(&memobs__coll.notes[i].v));
 }
@@ -11887,6 +11958,8 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 /* Private: PyTorch memory snapshot                              >>snapshot */
 /* ======================================================================== */
 
+#ifndef MEMOBS_NO_TORCH_SNAPSHOT
+
 /* Per device, a ring of the newest device allocation events under a spin
    lock of its own (a leaf: nothing else is taken while it is held). A
    thread with nothing staged that finds the ring's lock free writes into
@@ -12703,6 +12776,44 @@ static void memobs__tsn_env(void) {
     (void)memobs__output_env(MEMOBS__OUT_TORCH);
 }
 
+#else /* MEMOBS_NO_TORCH_SNAPSHOT: the names the rest calls, doing nothing */
+
+static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
+                             uint32_t trace) {
+    (void)device, (void)action, (void)addr, (void)bytes, (void)stream, (void)trace;
+}
+
+static void memobs__tsn_unrequest(int device, uint64_t addr) { (void)device, (void)addr; }
+
+static void memobs__tsn_leave(memobs__shard_t *s) { (void)s; }
+
+static void memobs__tsn_fork(int lock) { (void)lock; }
+
+/* No history: capacity 0, as MEMOBS_TORCH_EVENTS=0. */
+int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
+    if (out) memset(out, 0, sizeof *out);
+    return !out || device < 0 || device >= MEMOBS_MAX_DEVICES ? MEMOBS_ERR_INVALID : MEMOBS_OK;
+}
+
+static int memobs__write_torch_snapshot_arg(FILE *f, int unused) {
+    (void)f, (void)unused;
+    return memobs__cut_call("memobs_write_torch_snapshot", "NO_TORCH_SNAPSHOT");
+}
+
+int memobs_write_torch_snapshot(FILE *f) { return memobs__write_torch_snapshot_arg(f, 0); }
+
+int memobs_write_torch_snapshot_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_torch_snapshot_file", "NO_TORCH_SNAPSHOT");
+}
+
+static __attribute__((unused)) void memobs__tsn_unused(void) { (void)memobs__spin_trylock; /* the history's only user */ }
+
+static void memobs__tsn_env(void) {
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_TORCH].var, "NO_TORCH_SNAPSHOT");
+}
+#endif /* MEMOBS_NO_TORCH_SNAPSHOT */
+
 /* ======================================================================== */
 /* Private: background worker                                      >>worker */
 /* ======================================================================== */
@@ -12929,7 +13040,11 @@ static void memobs__bg_at_exit(void) {
 #ifndef MEMOBS_SAMPLES
 #define MEMOBS_SAMPLES 4096
 #endif
+#ifndef MEMOBS_NO_STORMLOG
 #define MEMOBS__SL_EVENTS 64       /* notable events (peaks, out-of-memory) kept */
+#else
+#define MEMOBS__SL_EVENTS 1 /* Stormlog compiled out: its ring is not used */
+#endif
 #define MEMOBS__LEAK_MIN_SAMPLES 10
 #define MEMOBS__LEAK_MB_MIN 1.0    /* slope that counts as growth, MB/min */
 #define MEMOBS__LEAK_R2 0.9        /* fit that counts as linear */
@@ -12987,7 +13102,7 @@ static struct {
     /* regions and markers of collective names, for Stormlog: a ring under
        a spin lock (taken at such a region's end) */
     memobs__u32_t mk_lock;
-    memobs__sl_mark_t mk[MEMOBS__SL_MARKS];
+    memobs__sl_mark_t *mk; /* MEMOBS__SL_MARKS, made at the first (memobs__sl_mark_put) */
     uint32_t mk_head, mk_n;
     uint64_t mk_dropped;
     /* notable events, under a spin lock (taken in the allocation path) */
@@ -13401,6 +13516,8 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
 /* Private: notable events and Stormlog telemetry                >>stormlog */
 /* ======================================================================== */
 
+#ifndef MEMOBS_NO_STORMLOG
+
 /* A ring of cap slots that keeps the newest: the slot for the next entry
    (the oldest one when full, which is then dropped and counted). Caller
    holds the ring's lock. */
@@ -13420,6 +13537,18 @@ static void memobs__sl_push(const memobs__sl_event_t *e) {
     memobs__spin_unlock(&memobs__smp.ev_lock);
 }
 
+/* Into the ring of marks, made at the first (160 KB a program without
+   collectives never pays); without memory, dropped and counted. */
+static void memobs__sl_mark_put(const memobs__sl_mark_t *m) {
+    memobs__spin_lock(&memobs__smp.mk_lock);
+    if (!memobs__smp.mk) memobs__smp.mk = (memobs__sl_mark_t *)memobs__pages(MEMOBS__SL_MARKS * sizeof *m);
+    if (memobs__smp.mk)
+        memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
+                                        MEMOBS__SL_MARKS)] = *m;
+    else memobs__smp.mk_dropped++;
+    memobs__spin_unlock(&memobs__smp.mk_lock);
+}
+
 /* A region (at its end) or marker of a collective name. */
 static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
     memobs__sl_mark_t m;
@@ -13428,10 +13557,7 @@ static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) 
     m.id = id;
     m.is_mark = (uint32_t)is_mark;
     m.bytes = m.seq = 0;
-    memobs__spin_lock(&memobs__smp.mk_lock);
-    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
-                                    MEMOBS__SL_MARKS)] = m;
-    memobs__spin_unlock(&memobs__smp.mk_lock);
+    memobs__sl_mark_put(&m);
 }
 
 /* A collective (memobs_record_coll_ex, at most one per communicator and
@@ -13446,10 +13572,7 @@ static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kin
     m.is_mark = 2;
     m.bytes = bytes;
     m.seq = seq;
-    memobs__spin_lock(&memobs__smp.mk_lock);
-    memobs__smp.mk[memobs__ring_put(&memobs__smp.mk_head, &memobs__smp.mk_n, &memobs__smp.mk_dropped,
-                                    MEMOBS__SL_MARKS)] = m;
-    memobs__spin_unlock(&memobs__smp.mk_lock);
+    memobs__sl_mark_put(&m);
 }
 
 static void memobs__sl_devmem(memobs__sl_event_t *e) {
@@ -14006,6 +14129,60 @@ static void memobs__sl_exit_sample(unsigned which) {
     if (MEMOBS__LOAD(&memobs__smp.interval_ms.v)) memobs__sampler_tick(memobs_now_ns()); /* one of the series */
 }
 
+#else /* MEMOBS_NO_STORMLOG: the names the rest calls, doing nothing */
+
+static void memobs__sl_mark(uint64_t t0, uint64_t dur, int32_t id, int is_mark) {
+    (void)t0, (void)dur, (void)id, (void)is_mark;
+}
+
+static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kind, unsigned phase, uint64_t bytes,
+                            uint64_t seq) {
+    (void)t0, (void)dur, (void)comm, (void)kind, (void)phase, (void)bytes, (void)seq;
+}
+
+static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace) {
+    (void)device, (void)dc, (void)before, (void)trace;
+}
+
+static __attribute__((unused)) void memobs__sl_oom(const char *call, uint64_t size, int device) {
+    (void)call, (void)size, (void)device;
+}
+
+int memobs_write_stormlog(FILE *f) {
+    (void)f;
+    return memobs__cut_call("memobs_write_stormlog", "NO_STORMLOG");
+}
+
+int memobs_write_stormlog_host(FILE *f) {
+    (void)f;
+    return memobs__cut_call("memobs_write_stormlog_host", "NO_STORMLOG");
+}
+
+/* The rows' writers and pre (never on: memobs__cut_env keeps them off). */
+static int memobs__write_stormlog_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_stormlog(f);
+}
+
+static int memobs__write_stormlog_host_f(FILE *f, int unused) {
+    (void)unused;
+    return memobs_write_stormlog_host(f);
+}
+
+static void memobs__sl_exit_sample(unsigned which) { (void)which, (void)memobs__json_str; /* Stormlog's only user */ }
+
+int memobs_write_stormlog_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_stormlog_file", "NO_STORMLOG");
+}
+
+int memobs_write_stormlog_host_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_stormlog_host_file", "NO_STORMLOG");
+}
+
+#endif /* MEMOBS_NO_STORMLOG */
+
 /* Sampler settings from the environment; runs inside memobs__init_once. */
 static void memobs__smp_env(void) {
     int v, found = 0;
@@ -14018,14 +14195,21 @@ static void memobs__smp_env(void) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
     }
+#ifndef MEMOBS_NO_STORMLOG
     (void)memobs__output_env(MEMOBS__OUT_STORMLOG);
     (void)memobs__output_env(MEMOBS__OUT_STORMLOG_HOST);
+#else
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG].var, "NO_STORMLOG");
+    memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG_HOST].var, "NO_STORMLOG");
+#endif
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
 }
 
 /* ======================================================================== */
 /* Private: HTML report                                              >>html */
 /* ======================================================================== */
+
+#ifndef MEMOBS_NO_HTML
 
 /* Bounds that keep a report under 2 MB at default limits: the sampler's
    series are cut into at most MEMOBS__HTML_POINTS buckets (the largest
@@ -15144,6 +15328,24 @@ int memobs_write_html_file(const char *path) { return memobs__output_file(MEMOBS
 static void memobs__html_env(void) {
     (void)memobs__output_env(MEMOBS__OUT_HTML);
 }
+
+#else /* MEMOBS_NO_HTML: the names the rest calls, doing nothing */
+
+static __attribute__((unused)) int memobs__write_html_f(FILE *f, int unused) {
+    (void)f;
+    (void)unused;
+    return memobs__cut_call("memobs_write_html", "NO_HTML");
+}
+
+int memobs_write_html(FILE *f) { return memobs__write_html_f(f, 0); }
+
+int memobs_write_html_file(const char *path) {
+    (void)path;
+    return memobs__cut_call("memobs_write_html_file", "NO_HTML");
+}
+
+static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OUT_HTML].var, "NO_HTML"); }
+#endif /* MEMOBS_NO_HTML */
 
 /* ======================================================================== */
 /* Private: crash writer                                            >>crash */
