@@ -14943,7 +14943,7 @@ static void memobs__html_env(void) {
    measures (memobs_cuda.h's timed copies stay as last seen).
    Static storage: 73 KB (the 64 KB buffer, the 5 KB snapshot, three paths);
    stack: about 3.5 KB beyond the kernel's signal frame (x86-64, -O2,
-   measured by tests/crash/crash.c on an alternate stack). */
+   measured by tests/serving/crash/crash.c on an alternate stack). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -10,7 +10,7 @@
 
    On a machine with no GPU every call fails and nothing is recorded: the
    tests run this program against a stand-in CUDA runtime instead
-   (make examples, tests/test_examples.sh). */
+   (make examples, tests/docs/test_examples.sh). */
 
 #define MEMOBS_IMPLEMENTATION /* in exactly one file: memobs' code */
 #include "memobs_cuda.h"      /* includes memobs.h and cuda_runtime_api.h */

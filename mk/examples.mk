@@ -7,7 +7,7 @@
 #   LD_PRELOAD library (make preload) for examples/hello_preload.sh
 # Run them: build/examples/hello; PYTHONPATH=build/python python3
 # examples/hello.py; build/examples/hello_cuda (a GPU); examples/hello_preload.sh.
-# tests/test_examples.sh builds and runs each one (hello_cuda against the
+# tests/docs/test_examples.sh builds and runs each one (hello_cuda against the
 # CUDA runtime double) and checks its figures.
 .PHONY: examples
 examples: $(BUILD)/examples/hello python-module preload
@@ -21,7 +21,7 @@ $(BUILD)/examples:
 $(BUILD)/examples/hello: examples/hello.c memobs.h | $(BUILD)/examples
 	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread
 
-# The object apart: tests/test_examples.sh links it with the runtime double.
+# The object apart: tests/docs/test_examples.sh links it with the runtime double.
 $(BUILD)/examples/hello_cuda.o: examples/hello_cuda.cu memobs.h memobs_cuda.h | $(BUILD)/examples
 	$(NVCC) -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. -c $< -o $@
 

@@ -2,7 +2,7 @@
 # tests/four_ways.sh NAME SOURCE: builds a self-checking test program four
 # ways, C99, C++17, ASan+UBSan and TSan, as $B/NAME_<way>, and runs each
 # (its "ok"/"not ok" lines are the suite's). Exit status 1 if a build or a
-# run failed. Used by tests/test_core.sh and tests/test_storage.sh.
+# run failed. Used by tests/core/test_core.sh and tests/core/test_storage.sh.
 cd "$(dirname "$0")/.." || exit 2
 name=$1 src=$2
 B=${BUILD:-build/tests}
