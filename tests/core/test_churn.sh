@@ -7,18 +7,13 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/churn
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 
 . tests/lib.sh # a clean environment, sanitizer options
 unset THREADS
 
-build_run() { # name threads compiler flags...
-    local name=$1 n=$2 comp=$3
-    shift 3
-    if ! $comp "$@" $W -DTEST_SUITE="\"churn-$name\"" -o "$B/churn_$name" tests/core/test_churn.c -pthread \
-        >"$B/churn_$name.log" 2>&1; then
+build_run() { # name threads: churn_NAME as mk/tests.mk makes it, run with THREADS=threads
+    local name=$1 n=$2
+    if ! test_make "$B/churn_$name" >"$B/churn_$name.log" 2>&1; then
         echo "not ok - churn-$name: build failed"
         sed 's/^/    # /' "$B/churn_$name.log" | head -n 30
         rc=1
@@ -26,11 +21,10 @@ build_run() { # name threads compiler flags...
     fi
     THREADS=$n "$B/churn_$name" || rc=1
 }
-build_run c99 100000 "$CC" -std=c99 -O2 -g
-build_run cxx17 100000 "$CXX" -x c++ -std=c++17 -O2 -g
-build_run asan+ubsan 30000 "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-build_run tsan 5000 "$CC" -std=c11 -O1 -g -fsanitize=thread
+build_run c99 100000
+build_run cxx17 100000
+build_run asan+ubsan 30000
+build_run tsan 5000
 
 if [ -x "$B/churn_c99" ]; then
     if "$B/churn_c99" trace "$B/churn.json" >"$B/trace.out" 2>"$B/trace.err" && [ ! -s "$B/trace.err" ]; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/core/test_storage.c built four ways: C99, C++17, ASan+UBSan, TSan.
+# tests/core/test_storage.c built four ways (mk/tests.mk): C99, C++17, ASan+UBSan, TSan.
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}
 rc=0
-bash tests/four_ways.sh storage tests/core/test_storage.c || rc=1
+bash tests/four_ways.sh storage || rc=1
 
 # The Stormlog file with the "transfers" event passes the schema v2 validator.
 if [ -x "$B/storage_c99" ]; then

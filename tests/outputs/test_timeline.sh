@@ -8,7 +8,6 @@ cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/timeline
 mkdir -p "$B"
 CC=${CC:-cc}
-CXX=${CXX:-c++}
 W="-Wall -Wextra -Werror -I."
 rc=0
 
@@ -18,18 +17,16 @@ unset MEMOBS_TIMELINE MEMOBS_TIMELINE_EVENTS
 # ok/bad report under $suite, the caller's (dynamic scope)
 ok() { echo "ok - $suite: $1"; }
 bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-build() { # source binary compiler flags...: 0 when built, else says why
-    local src=$1 bin=$2 comp=$3
-    shift 3
-    $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" "$src" -pthread >"$bin.log" 2>&1 && return 0
+build() { # binary: made by mk/tests.mk's rules; 0 when built, else says why
+    local bin=$1
+    test_make "$bin" >"$bin.log" 2>&1 && return 0
     bad "build failed" "$(head -n 30 "$bin.log")"
     return 1
 }
 
-run_variant() { # name suite compiler flags...
-    local name=$1 suite=$2 comp=$3 bin="$B/timeline_$1" out="$B/$1" sc
-    shift 3
-    build tests/outputs/test_timeline.c "$bin" "$comp" "$@" || return
+run_variant() { # name suite: timeline_NAME
+    local name=$1 suite=$2 bin="$B/timeline_$1" out="$B/$1" sc
+    build "$bin" || return
     # in-process tests
     "$bin" || rc=1
 
@@ -114,18 +111,16 @@ run_variant() { # name suite compiler flags...
     done
 }
 
-run_variant c99 timeline-c99 "$CC" -std=c99 -O2 -g
-run_variant cxx17 timeline-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
-run_variant asan timeline-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-run_variant tsan timeline-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+run_variant c99 timeline-c99
+run_variant cxx17 timeline-c++17
+run_variant asan timeline-asan+ubsan
+run_variant tsan timeline-tsan
 
 # The clock (tests/outputs/test_clock.c): the in-process tests with each source,
 # then the choice of source from the kernel's files (fakes here).
-clock_variant() { # name suite compiler flags...
-    local name=$1 suite=$2 comp=$3 bin="$B/clock_$1" want got
-    shift 3
-    build tests/outputs/test_clock.c "$bin" "$comp" "$@" || return
+clock_variant() { # name suite: clock_NAME
+    local name=$1 suite=$2 bin="$B/clock_$1" want got
+    build "$bin" || return
     "$bin" || rc=1
     MEMOBS_CLOCK=monotonic "$bin" | sed "s/- $suite: /- $suite: MEMOBS_CLOCK=monotonic: /"
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
@@ -141,8 +136,8 @@ clock_variant() { # name suite compiler flags...
         [ "$(printf '%s\n' "$got" | wc -l)" = 2 ]; then ok "MEMOBS_CLOCK=sundial: one warning, auto"
     else bad "MEMOBS_CLOCK=sundial: one warning, auto" "$got"; fi
 }
-clock_variant c99 clock-c99 "$CC" -std=c99 -O2 -g
-clock_variant tsan clock-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+clock_variant c99 clock-c99
+clock_variant tsan clock-tsan
 
 # The choice from the kernel's files (x86-64 Linux: a TSC to read)
 if [ "$(uname -m)" = x86_64 ]; then

@@ -6,9 +6,6 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/trace_write
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 
 . tests/lib.sh # a clean environment, sanitizer options
 unset MEMOBS_TIMELINE_WRITE_S MEMOBS_REQUEST_TIMEOUT_S
@@ -16,10 +13,9 @@ unset MEMOBS_TIMELINE_WRITE_S MEMOBS_REQUEST_TIMEOUT_S
 ok() { echo "ok - $suite: $1"; }
 bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
 
-run_variant() { # name compiler flags...
-    local name=$1 comp=$2 suite="trace-write-$1" bin="$B/tw_$1" sc
-    shift 2
-    if ! $comp "$@" $W -o "$bin" tests/outputs/test_trace_write.c -pthread >"$bin.log" 2>&1; then
+run_variant() { # name: tw_NAME as mk/tests.mk makes it
+    local name=$1 suite="trace-write-$1" bin="$B/tw_$1" sc
+    if ! test_make "$bin" >"$bin.log" 2>&1; then
         bad "build failed" "$(head -n 30 "$bin.log")"
         return
     fi
@@ -41,11 +37,10 @@ run_variant() { # name compiler flags...
         bad "exit: the program failed" "$(cat "$B/$name.exit.out" "$B/$name.exit.err" | head -n 10)"
     fi
 }
-run_variant c99 "$CC" -std=c99 -O2 -g
-run_variant cxx17 "$CXX" -x c++ -std=c++17 -O2 -g
-run_variant asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-run_variant tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+run_variant c99
+run_variant cxx17
+run_variant asan+ubsan
+run_variant tsan
 
 # MEMOBS_TIMELINE_WRITE_S: seconds with decimals; 0 = no limit; anything else
 # one warning and the default (20 s).

@@ -17,9 +17,6 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/crash
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 rc=0
 
 . tests/lib.sh # a clean environment, sanitizer options
@@ -35,12 +32,11 @@ fi
 
 CHECK="python3 tests/serving/crash/check.py"
 
-run_variant() { # name suite compiler flags...
-    local name=$1 suite=$2 comp=$3 bin="$B/crash_$1" d st pid f
-    shift 3
+run_variant() { # name suite: crash_NAME as mk/tests.mk makes it
+    local name=$1 suite=$2 bin="$B/crash_$1" d st pid f
     ok() { echo "ok - $suite: $1"; }
     bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-    if ! $comp "$@" $W -o "$bin" tests/serving/crash/crash.c -pthread -lm >"$bin.log" 2>&1; then
+    if ! test_make "$bin" >"$bin.log" 2>&1; then
         bad "build failed" "$(head -n 30 "$bin.log")"
         return
     fi
@@ -213,12 +209,11 @@ PY
     [ -s "$d/err" ] && bad "alive: stderr is empty" "$(head -c 400 "$d/err")"
 }
 
-run_variant c99 crash-c99 "$CC" -std=c99 -O2 -g -DCRASH_INTERPOSE
-run_variant cxx17 crash-c++17 "$CXX" -x c++ -std=c++17 -O2 -g -DCRASH_INTERPOSE
-run_variant asan crash-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
+run_variant c99 crash-c99 # these two with -DCRASH_INTERPOSE
+run_variant cxx17 crash-c++17
+run_variant asan crash-asan+ubsan
 if [ "${CRASH_TSAN:-1}" = 1 ]; then
-    run_variant tsan crash-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+    run_variant tsan crash-tsan
 fi
 
 # what the writer may call, read in memobs.h

@@ -7,9 +7,6 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/prom
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 rc=0
 
 . tests/lib.sh # a clean environment, sanitizer options
@@ -145,12 +142,11 @@ else
     echo "ok - prom: promtool check metrics # SKIP promtool not installed (tests/deps.sh installs Debian's prometheus)"
 fi
 
-run_variant() { # name suite compiler flags...
-    local name=$1 suite=$2 comp=$3 bin="$B/prom_$1" out="$B/$1"
-    shift 3
+run_variant() { # name suite: prom_NAME as mk/tests.mk makes it
+    local name=$1 suite=$2 bin="$B/prom_$1" out="$B/$1"
     ok() { echo "ok - $suite: $1"; }
     bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/serving/test_prom.c -pthread -lm >"$bin.log" 2>&1; then
+    if ! test_make "$bin" >"$bin.log" 2>&1; then
         bad "build failed" "$(head -n 30 "$bin.log")"
         return
     fi
@@ -255,9 +251,8 @@ run_variant() { # name suite compiler flags...
     done
 }
 
-run_variant c99 prom-c99 "$CC" -std=c99 -O2 -g
-run_variant cxx17 prom-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
-run_variant asan prom-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-run_variant tsan prom-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+run_variant c99 prom-c99
+run_variant cxx17 prom-c++17
+run_variant asan prom-asan+ubsan
+run_variant tsan prom-tsan
 exit $rc

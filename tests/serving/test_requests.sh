@@ -6,9 +6,6 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/requests
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 
 . tests/lib.sh # a clean environment, sanitizer options
 unset MEMOBS_REQUEST_TIMEOUT_S REQUESTS
@@ -16,11 +13,9 @@ unset MEMOBS_REQUEST_TIMEOUT_S REQUESTS
 ok() { echo "ok - requests-env: $1"; }
 bad() { echo "not ok - requests-env: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
 
-build_run() { # name requests compiler flags...
-    local name=$1 n=$2 comp=$3
-    shift 3
-    if ! $comp "$@" $W -DTEST_SUITE="\"requests-$name\"" -o "$B/requests_$name" tests/serving/test_requests.c -pthread \
-        >"$B/requests_$name.log" 2>&1; then
+build_run() { # name requests: requests_NAME as mk/tests.mk makes it, run with REQUESTS=requests
+    local name=$1 n=$2
+    if ! test_make "$B/requests_$name" >"$B/requests_$name.log" 2>&1; then
         echo "not ok - requests-$name: build failed"
         sed 's/^/    # /' "$B/requests_$name.log" | head -n 30
         rc=1
@@ -28,11 +23,10 @@ build_run() { # name requests compiler flags...
     fi
     REQUESTS=$n "$B/requests_$name" || rc=1
 }
-build_run c99 1000000 "$CC" -std=c99 -O2 -g
-build_run cxx17 1000000 "$CXX" -x c++ -std=c++17 -O2 -g
-build_run asan+ubsan 1000000 "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-build_run tsan 200000 "$CC" -std=c11 -O1 -g -fsanitize=thread
+build_run c99 1000000
+build_run cxx17 1000000
+build_run asan+ubsan 1000000
+build_run tsan 200000
 
 # MEMOBS_REQUEST_TIMEOUT_S: seconds with decimals; 0 = never; anything
 # else one warning and the default (600 s).

@@ -11,7 +11,6 @@ cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/sampler
 mkdir -p "$B"
 CC=${CC:-cc}
-CXX=${CXX:-c++}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 W="-Wall -Wextra -Werror -I."
 rc=0
@@ -28,13 +27,10 @@ validate() {
     if out=$(python3 tests/python/stormlog_check.py "$file" "$@" 2>&1); then ok "$name"; else bad "$name" "$out"; fi
 }
 
-run_variant() { # name suite compiler flags...
+run_variant() { # name suite: sampler_NAME as mk/tests.mk makes it
     local name=$1 bin="$B/sampler_$1" out="$B/$1"
     suite=$2
-    local comp=$3
-    shift 3
-    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/tracker/test_sampler.c -pthread -rdynamic -lm \
-        >"$bin.log" 2>&1; then
+    if ! test_make "$bin" >"$bin.log" 2>&1; then
         bad "build failed" "$(head -n 30 "$bin.log")"
         return
     fi
@@ -114,11 +110,10 @@ else
     bad "the Stormlog validator rejects broken records and files" "$out"
 fi
 
-run_variant c99 sampler-c99 "$CC" -std=c99 -O2 -g
-run_variant cxx17 sampler-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
-run_variant asan sampler-asan+ubsan "$CC" -std=c11 -DTEST_FORK_NO_THREADS -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-run_variant tsan sampler-tsan "$CC" -std=c11 -DTEST_FORK_NO_THREADS -O1 -g -fsanitize=thread
+run_variant c99 sampler-c99
+run_variant cxx17 sampler-c++17
+run_variant asan sampler-asan+ubsan # these two with -DTEST_FORK_NO_THREADS
+run_variant tsan sampler-tsan
 
 suite=sampler-cuda
 if [ -f "$CUDA_INC/cuda_runtime_api.h" ]; then

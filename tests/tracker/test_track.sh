@@ -6,20 +6,15 @@
 cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build/tests}/track
 mkdir -p "$B"
-CC=${CC:-cc}
-CXX=${CXX:-c++}
-W="-Wall -Wextra -Werror -I."
 rc=0
 
 . tests/lib.sh # json_check; a clean environment, sanitizer options
 
-run_variant() { # name suite compiler flags...
-    local name=$1 suite=$2 comp=$3 bin="$B/track_$1" out="$B/$1"
-    shift 3
+run_variant() { # name suite: track_NAME as mk/tests.mk makes it
+    local name=$1 suite=$2 bin="$B/track_$1" out="$B/$1"
     ok() { echo "ok - $suite: $1"; }
     bad() { echo "not ok - $suite: $1"; shift; for l in "$@"; do echo "    # $l"; done; rc=1; }
-    if ! $comp "$@" $W -DTEST_SUITE="\"$suite\"" -o "$bin" tests/tracker/test_track.c -pthread -rdynamic -lm \
-        >"$bin.log" 2>&1; then
+    if ! test_make "$bin" >"$bin.log" 2>&1; then
         bad "build failed" "$(head -n 30 "$bin.log")"
         return
     fi
@@ -102,9 +97,8 @@ run_variant() { # name suite compiler flags...
     fi
 }
 
-run_variant c99 track-c99 "$CC" -std=c99 -O2 -g
-run_variant cxx17 track-c++17 "$CXX" -x c++ -std=c++17 -O2 -g
-run_variant asan track-asan+ubsan "$CC" -std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=undefined
-run_variant tsan track-tsan "$CC" -std=c11 -O1 -g -fsanitize=thread
+run_variant c99 track-c99
+run_variant cxx17 track-c++17
+run_variant asan track-asan+ubsan
+run_variant tsan track-tsan
 exit $rc
