@@ -2,7 +2,9 @@
 # make rules: each program's source and libraries are one line below, each
 # build flavour's compiler and flags one variable, and make rebuilds a
 # program only when its source, a header it includes (the compiler's -MMD
-# list), this file, or the compilers (CC, CXX) changed.
+# list, read for the programs asked for only: suites side by side never read
+# a list another one is writing), this file, or the compilers (CC, CXX)
+# changed.
 #
 # The suites ask for their programs through tests/lib.sh's test_make (or
 # tests/four_ways.sh), which runs
@@ -43,7 +45,7 @@ $(TESTS_B)/$(1): $(2) mk/tests.mk $(TESTS_B)/$(1).cc
 	$$(TESTS_WAY_$(4)) $$(TESTS_EXTRA) $(TESTS_W) $(if $(5),-DTEST_SUITE='"$(5)"') -o $$@ $(2) $(3) -MMD -MP -MF $$@.d
 $(TESTS_B)/$(1).cc: tests-force
 	@mkdir -p $$(@D) && { echo '$$(CC) $$(CXX)' | cmp -s - $$@ || echo '$$(CC) $$(CXX)' >$$@; }
--include $(TESTS_B)/$(1).d
+$(if $(filter $(TESTS_B)/$(1),$(MAKECMDGOALS)),-include $(TESTS_B)/$(1).d)
 endef
 .PHONY: tests-force
 tests-force:
