@@ -7,7 +7,7 @@
 #   bash tests/run.sh                 every suite
 #   bash tests/run.sh core track      only those suites (names as in `step`)
 #   MEMOBS_TEST_JOBS=1 make test      one suite at a time (default: nproc)
-#   BUILD=/tmp/b make test            build and log under /tmp/b/tests
+#   make test BUILD=/tmp/b            build and log under /tmp/b/tests
 #
 # Each suite's whole output (stdout and stderr) goes to
 # $BUILD/tests/logs/NAME.log; its ok/not ok lines are shown as it ends.
@@ -16,6 +16,9 @@
 # every failing suite, and the closing line.
 cd "$(dirname "$0")/.." || exit 2
 export BUILD=${BUILD:-build}/tests
+# Several suites name their files "$PWD/$B/...": a BUILD given as an
+# absolute path reaches them relative to the repository root instead
+case $BUILD in /*) BUILD=$(realpath -sm --relative-to=. "$BUILD") || exit 2 ;; esac
 LOGS=$BUILD/logs
 mkdir -p "$LOGS"
 JOBS=${MEMOBS_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
