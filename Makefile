@@ -60,3 +60,4 @@ include mk/torch.mk
 include mk/preload.mk
 include mk/nccl.mk
 include mk/examples.mk
+include mk/tests.mk

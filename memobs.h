@@ -28,7 +28,7 @@
 
    CONTENTS (the sections of this file, in order. Search for ">>tag": from
    an entry here the search lands on its section's banner, and the next
-   search from there comes back here. tests/test_map.sh checks the list.)
+   search from there comes back here. tests/docs/test_map.sh checks the list.)
      Public API: what a program calls (declarations)
        >>api-types        Types: result codes, phases, directions, memory
                           kinds, memobs_summary_t and the stats structs
@@ -115,7 +115,7 @@
    after memobs (memobs_, MEMOBS_) are the API; two (memobs__, MEMOBS__)
    are private and may change. The mutable state is memobs__g (section
    state), and each facility's own struct, named by its prefix
-   (memobs__tl, memobs__coll, memobs__smp, ...). tests/test_map.sh checks
+   (memobs__tl, memobs__coll, memobs__smp, ...). tests/docs/test_map.sh checks
    this list.
      prefixes        section        stands for: what it names
      u64 u32         hot-path       one-field counters (a plain assignment
@@ -2805,7 +2805,7 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
     X(TIMELINE, "MEMOBS_TIMELINE", "MEMOBS_TRACE", "Chrome trace", 0, memobs__write_timeline_f, 0,                \
       "memobs_write_timeline_file", 1, 0)                                                                         \
     MEMOBS__TEST_OUTPUT_ROWS(X)
-/* A test's own rows, after the real ones (tests/test_output_table.sh);
+/* A test's own rows, after the real ones (tests/outputs/test_output_table.sh);
    empty in every other build. */
 #ifndef MEMOBS__TEST_OUTPUT_ROWS
 #define MEMOBS__TEST_OUTPUT_ROWS(X)
@@ -15373,7 +15373,7 @@ static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OU
    measures (memobs_cuda.h's timed copies stay as last seen).
    Static storage: 73 KB (the 64 KB buffer, the 5 KB snapshot, three paths);
    stack: about 3.5 KB beyond the kernel's signal frame (x86-64, -O2,
-   measured by tests/crash/crash.c on an alternate stack). */
+   measured by tests/serving/crash/crash.c on an alternate stack). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -11,7 +11,7 @@
    Needs: the CUDA Toolkit (nvcc) to build, a GPU to run. Without a GPU it
    prints "hello_cuda: skipped: needs a GPU (...)" and exits 0, no summary;
    the tests run it against a stand-in CUDA runtime instead (make examples,
-   tests/test_examples.sh). */
+   tests/docs/test_examples.sh). */
 
 #define MEMOBS_IMPLEMENTATION /* in exactly one file: memobs' code */
 #include "memobs_cuda.h"      /* includes memobs.h and cuda_runtime_api.h */

@@ -73,7 +73,7 @@
    group-by report; with --reports FILE they stay in FILE and one line
    names it), then the leak report.
    stdout: nothing, or with --json the memobs JSON summary (one line).
-   --tallies FILE: the engine's own tallies, for tests/test_demo.sh, as one
+   --tallies FILE: the engine's own tallies, for tests/docs/test_demo.sh, as one
    line "engine tallies: key=value ..." (copies, requests, counters, then
    per memory kind: device_current_bytes, _peak_bytes, _live, _allocs,
    _frees, _alloc_bytes; host_...; pinned_...). */
@@ -935,7 +935,7 @@ static uint64_t tally_of(const uint64_t v[3][MEMOBS_DIRS], int p, int d) {
 }
 
 /* --tallies FILE: one line, "engine tallies: key=value ...", for
-   tests/test_demo.sh: the copies (total and per phase), requests, counters,
+   tests/docs/test_demo.sh: the copies (total and per phase), requests, counters,
    then per memory kind. */
 static void write_tallies(FILE *f, const tally_t *t) {
     static const char *const pre[4] = {"", "prefill_", "decode_", "unphased_"};

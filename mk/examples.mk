@@ -10,7 +10,7 @@
 # examples/hello.py; build/examples/hello_cuda (a GPU); examples/hello_preload.sh
 # (the toolkit and a GPU). Without what it needs, each one says
 # "skipped: needs ..." and exits 0.
-# tests/test_examples.sh builds and runs each one (hello_cuda against the
+# tests/docs/test_examples.sh builds and runs each one (hello_cuda against the
 # CUDA runtime double) and checks its figures.
 .PHONY: examples
 CUDA_INC ?= /usr/local/cuda/include
@@ -28,7 +28,7 @@ $(BUILD)/examples:
 $(BUILD)/examples/hello: examples/hello.c memobs.h | $(BUILD)/examples
 	$(CC) -std=c99 $(CFLAGS) $(WARN) -I. $< -o $@ -pthread
 
-# The object apart: tests/test_examples.sh links it with the runtime double.
+# The object apart: tests/docs/test_examples.sh links it with the runtime double.
 $(BUILD)/examples/hello_cuda.o: examples/hello_cuda.cu memobs.h memobs_cuda.h | $(BUILD)/examples
 	$(NVCC) -O2 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. -c $< -o $@
 

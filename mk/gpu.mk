@@ -58,7 +58,7 @@
 #                    lines, "N passed, N failed"; exits 1 on a failure or
 #                    when there is no CUDA device
 #   make gpu-build   build all five programs and gpu-bench-preload's two,
-#                    run nothing (no GPU needed: tests/test_gpu_build.sh)
+#                    run nothing (no GPU needed: tests/cuda/test_gpu_build.sh)
 #
 # GPU_ARCH: the code generated; default SASS for sm_90 (H100) plus PTX for
 # sm_75 that the driver compiles for any other GPU. Variables of our own

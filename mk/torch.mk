@@ -10,7 +10,7 @@
 #                      tracked and tagged with its Python stack
 #   TORCH_PYTHON=python3.12 make torch-demo   another interpreter
 #
-# Without a GPU, tests/test_torch_alloc.sh drives the allocator against the
+# Without a GPU, tests/python/test_torch_alloc.sh drives the allocator against the
 # CUDA runtime double. Variables of our own start TORCH_.
 
 TORCH_PYTHON ?= $(PYMOD_PYTHON)

@@ -13,7 +13,7 @@
 # not recognise as one plain compile runs the compiler as it is. The runner
 # empties the store at the start of each run (the sources may have changed
 # since); MEMOBS_TEST_BUILD_ONCE=0 turns it off. A suite run alone (bash
-# tests/test_X.sh) calls the compilers directly.
+# tests/AREA/test_X.sh) calls the compilers directly.
 name=${0##*/}
 here=$(cd "${0%/*}" && pwd -P)
 

@@ -10,19 +10,19 @@ command -v python3 >/dev/null || need+=(python3)
 command -v g++ >/dev/null || need+=(g++)
 # CPython's headers and libpython for memobs_python.h (python3-config)
 command -v python3-config >/dev/null || need+=(python3-dev)
-# a venv with pip (tests/test_pip.sh: python3 -m venv; Debian splits it out)
+# a venv with pip (tests/python/test_pip.sh: python3 -m venv; Debian splits it out)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-# PyTorch on the CPU under the system Python (tests/test_torch.sh: memobs.torch)
+# PyTorch on the CPU under the system Python (tests/python/test_torch.sh: memobs.torch)
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
-# promtool (tests/test_prom.sh: `promtool check metrics`) and the server
-# (tests/test_dashboard.sh), from Debian's prometheus
+# promtool (tests/serving/test_prom.sh: `promtool check metrics`) and the server
+# (tests/serving/test_dashboard.sh), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)
 command -v prometheus >/dev/null || need+=(prometheus)
-# node_exporter's textfile collector (tests/test_dashboard.sh)
+# node_exporter's textfile collector (tests/serving/test_dashboard.sh)
 command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
-# curl (tests/test_dashboard.sh: waits for the servers)
+# curl (tests/serving/test_dashboard.sh: waits for the servers)
 command -v curl >/dev/null || need+=(curl)
-# headless Chromium (tests/test_html.sh: opens the HTML report, screenshots)
+# headless Chromium (tests/outputs/test_html.sh: opens the HTML report, screenshots)
 command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 echo "tests/deps.sh: installing ${need[*]}" >&2

@@ -29,6 +29,14 @@ try() {
     fi
 }
 
+# test_make BIN...: makes test programs by mk/tests.mk's rules (each one's
+# source, libraries and build flavour are there; make redoes only what
+# changed since), quiet but for the compilers' own output. BIN is
+# $BUILD/PROGRAM_WAY as mk/tests.mk names it.
+test_make() {
+    MAKEFLAGS= MFLAGS= make --no-print-directory -s -f mk/tests.mk TESTS_B="${BUILD:-build/tests}" CC="${CC:-cc}" CXX="${CXX:-c++}" "$@"
+}
+
 # json_check FILE PYTHON-EXPR [KEY]: the expression over the parsed JSON `s`
 # is true; on failure shows the expression and s (or s[KEY]), cut to 800
 # characters, as "    # " lines.

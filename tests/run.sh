@@ -7,7 +7,7 @@
 #   bash tests/run.sh                 every suite
 #   bash tests/run.sh core track      only those suites (names as in `step`)
 #   MEMOBS_TEST_JOBS=1 make test      one suite at a time (default: nproc)
-#   BUILD=/tmp/b make test            build and log under /tmp/b/tests
+#   make test BUILD=/tmp/b            build and log under /tmp/b/tests
 #
 # Each suite's whole output (stdout and stderr) goes to
 # $BUILD/tests/logs/NAME.log; its ok/not ok lines are shown as it ends.
@@ -16,6 +16,9 @@
 # every failing suite, and the closing line.
 cd "$(dirname "$0")/.." || exit 2
 export BUILD=${BUILD:-build}/tests
+# Several suites name their files "$PWD/$B/...": a BUILD given as an
+# absolute path reaches them relative to the repository root instead
+case $BUILD in /*) BUILD=$(realpath -sm --relative-to=. "$BUILD") || exit 2 ;; esac
 LOGS=$BUILD/logs
 mkdir -p "$LOGS"
 JOBS=${MEMOBS_TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -28,63 +31,66 @@ step() { # step NAME CMD...: a suite
     cmd[$1]=$(printf '%q ' "${@:2}")
 }
 
-step compile bash tests/test_compile.sh
-step core bash tests/test_core.sh
-step storage bash tests/test_storage.sh
-step track bash tests/test_track.sh
-step snapshot bash tests/test_snapshot.sh
-step unwind bash tests/test_unwind.sh
-step timeline bash tests/test_timeline.sh
-step regions bash tests/test_regions.sh
-step prom bash tests/test_prom.sh
-step dashboard bash tests/test_dashboard.sh
-step cuda bash tests/test_cuda.sh
-step cuda-stops bash tests/test_cuda_stops.sh
-step capture bash tests/test_capture.sh
-step nvtx bash tests/test_nvtx.sh
-step python bash tests/test_python.sh
-step pymodule bash tests/test_pymodule.sh
-step pip bash tests/test_pip.sh
-step torch-alloc bash tests/test_torch_alloc.sh
-step torch bash tests/test_torch.sh
-step preload bash tests/test_preload.sh
-step preload-driver bash tests/test_preload_driver.sh
-step preload-python bash tests/test_preload_python.sh
-step preload-majors bash tests/test_preload_majors.sh
-step preload-entry bash tests/test_preload_entry.sh
-step preload-vmm bash tests/test_preload_vmm.sh
-step preload-engine bash tests/test_preload_engine.sh
-step vmm bash tests/test_vmm.sh
-step cuda-review bash tests/test_cuda_review.sh
-step coll bash tests/test_coll.sh
-step nccl-plugin bash tests/test_nccl_plugin.sh
+step compile bash tests/core/test_compile.sh
+step core bash tests/core/test_core.sh
+step cutout bash tests/core/test_cutout.sh
+step storage bash tests/core/test_storage.sh
+step track bash tests/tracker/test_track.sh
+step snapshot bash tests/tracker/test_snapshot.sh
+step unwind bash tests/tracker/test_unwind.sh
+step timeline bash tests/outputs/test_timeline.sh
+step regions bash tests/core/test_regions.sh
+step prom bash tests/serving/test_prom.sh
+step dashboard bash tests/serving/test_dashboard.sh
+step cuda bash tests/cuda/test_cuda.sh
+step cuda-stops bash tests/cuda/test_cuda_stops.sh
+step capture bash tests/cuda/test_capture.sh
+step nvtx bash tests/cuda/test_nvtx.sh
+step python bash tests/python/test_python.sh
+step pymodule bash tests/python/test_pymodule.sh
+step pip bash tests/python/test_pip.sh
+step torch-alloc bash tests/python/test_torch_alloc.sh
+step torch bash tests/python/test_torch.sh
+step preload bash tests/preload/test_preload.sh
+step preload-driver bash tests/preload/test_preload_driver.sh
+step preload-python bash tests/preload/test_preload_python.sh
+step preload-majors bash tests/preload/test_preload_majors.sh
+step preload-entry bash tests/preload/test_preload_entry.sh
+step preload-vmm bash tests/preload/test_preload_vmm.sh
+step preload-engine bash tests/preload/test_preload_engine.sh
+step vmm bash tests/cuda/test_vmm.sh
+step cuda-review bash tests/cuda/test_cuda_review.sh
+step coll bash tests/nccl/test_coll.sh
+step nccl-plugin bash tests/nccl/test_nccl_plugin.sh
 step nccl bash tests/nccl/test_nccl.sh
 step real-nccl bash tests/nccl/test_real_nccl.sh
-step sampler bash tests/test_sampler.sh
-step distributed bash tests/test_distributed.sh
-step env bash tests/test_env.sh
-step outputs bash tests/test_outputs.sh
-step crash bash tests/test_crash.sh
-step handlers bash tests/test_handlers.sh
-step signals bash tests/test_signals.sh
-step stops bash tests/test_stops.sh
-step requests bash tests/test_requests.sh
-step churn bash tests/test_churn.sh
-step trace-write bash tests/test_trace_write.sh
-step shared bash tests/test_shared.sh
-step demo bash tests/test_demo.sh
-step html bash tests/test_html.sh
-step install bash tests/test_install.sh
-step gpu-build bash tests/test_gpu_build.sh
-step names bash tests/test_names.sh
-step docs bash tests/test_docs.sh
-step launcher bash tests/test_launcher.sh
-step examples bash tests/test_examples.sh
-step hostile-files bash tests/test_hostile_files.sh
-step hostile-signals bash tests/test_hostile_signals.sh
-step hostile-host bash tests/test_hostile_host.sh
-step hostile-numbers bash tests/test_hostile_numbers.sh
-step hostile-nccl bash tests/test_hostile_nccl.sh
+step sampler bash tests/tracker/test_sampler.sh
+step distributed bash tests/nccl/test_distributed.sh
+step env bash tests/core/test_env.sh
+step outputs bash tests/outputs/test_outputs.sh
+step output-table bash tests/outputs/test_output_table.sh
+step crash bash tests/serving/test_crash.sh
+step handlers bash tests/serving/test_handlers.sh
+step signals bash tests/serving/test_signals.sh
+step stops bash tests/serving/test_stops.sh
+step requests bash tests/serving/test_requests.sh
+step churn bash tests/core/test_churn.sh
+step trace-write bash tests/outputs/test_trace_write.sh
+step shared bash tests/core/test_shared.sh
+step demo bash tests/docs/test_demo.sh
+step html bash tests/outputs/test_html.sh
+step install bash tests/docs/test_install.sh
+step gpu-build bash tests/cuda/test_gpu_build.sh
+step names bash tests/docs/test_names.sh
+step docs bash tests/docs/test_docs.sh
+step map bash tests/docs/test_map.sh
+step launcher bash tests/preload/test_launcher.sh
+step examples bash tests/docs/test_examples.sh
+step hostile-files bash tests/outputs/test_hostile_files.sh
+step hostile-signals bash tests/serving/test_hostile_signals.sh
+step hostile-host bash tests/serving/test_hostile_host.sh
+step hostile-numbers bash tests/core/test_hostile_numbers.sh
+step hostile-nccl bash tests/nccl/test_hostile_nccl.sh
 
 # The suites asked for (all by default), in the order given
 if [ $# -gt 0 ]; then

@@ -1,5 +1,5 @@
 /* vmm_util.h - the two steps every virtual memory test takes, for
-   tests/test_vmm.c and tests/preload/vmm.c: the properties of a pinned
+   tests/cuda/test_vmm.c and tests/preload/vmm.c: the properties of a pinned
    physical allocation at a location, and read-write access for a device
    to a mapped range. Include <cuda.h> first. */
 #ifndef VMM_UTIL_H

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""docs_check.py: the checks of tests/test_docs.sh, over a repository tree.
+"""docs_check.py: the checks of tests/docs/test_docs.sh, over a repository tree.
 
     docs_check.py config ROOT   docs/configuration.md against the sources, both ways
     docs_check.py links ROOT    relative links and #anchors of README.md, docs/**/*.md,

@@ -2,7 +2,7 @@
    real GPU, for tests/gpu/test_gpu_preload.sh (`make gpu-preload-test`):
    a CUDA program that knows nothing of memobs, linked with the real
    libcudart.so (-cudart shared) and libcuda.so.1 (-lcuda), run with and
-   without the preload. What tests/test_preload.sh, test_preload_entry.sh and
+   without the preload. What tests/preload/test_preload.sh, test_preload_entry.sh and
    test_preload_vmm.sh check against the doubles, here against NVIDIA's
    runtime and driver. Each mode prints every return code ("rcs:"), the
    figures the JSON summary must hold ("expect: {json}") and exits 1 when a

@@ -1,12 +1,12 @@
 /* Tests of memobs_cuda.h on a real GPU (the real libcudart, a real device):
-   what tests/test_cuda.c checks against the runtime double, checked here
+   what tests/cuda/test_cuda.c checks against the runtime double, checked here
    against the driver. Byte counts per wrapper, direction and phase;
    cudaMemcpyDefault resolved for device, pinned, pageable and managed
    memory; allocations in the tracker with their kind and device; a
    cudaFreeAsync pending until its stream gets there; CUDA-event timing
    beside a measurement of our own; memobs_cuda_get_mem_info against memory
    allocated around the wrappers; the out-of-memory flight recorder.
-   And tests/test_capture.c's cases (there against the runtime double),
+   And tests/cuda/test_capture.c's cases (there against the runtime double),
    here against the real runtime and driver:
      - test_graph_decode_step: a decode step captured in global mode with
        timing on (H2D, D2D, D2H, cudaMemcpyDefault), ended with cudaSuccess,
@@ -676,7 +676,7 @@ static void log_hook(int level, const char *msg, void *user) {
 
 /* ------------------------------------------------------------------------ */
 /* Capture and graphs, the runtime's last error, contexts, default streams, */
-/* sync vs async timing, cudaDeviceReset (tests/test_capture.c's cases      */
+/* sync vs async timing, cudaDeviceReset (tests/cuda/test_capture.c's cases      */
 /* against the real runtime and driver)                                     */
 /* ------------------------------------------------------------------------ */
 

@@ -7,7 +7,7 @@
 
    usage: plugin_smoke PLUGIN masks|pin|late|uint8
    The plugin records into its own memobs (MEMOBS_NCCL_ATTACH=0 set by
-   tests/test_nccl_plugin.sh, which reads the JSON summary it writes). */
+   tests/nccl/test_nccl_plugin.sh, which reads the JSON summary it writes). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* A module with its own memobs (built twice with MEMOBS_HIDDEN by
-   tests/test_outputs.sh): two instances in one process, each writing the
+   tests/outputs/test_outputs.sh): two instances in one process, each writing the
    outputs the environment asks for. */
 #define MEMOBS_IMPLEMENTATION
 #include "../../memobs.h"

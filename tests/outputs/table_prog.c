@@ -1,4 +1,4 @@
-/* tests/test_output_table.sh: memobs.h with two test-only rows of the
+/* tests/outputs/test_output_table.sh: memobs.h with two test-only rows of the
    output table (MEMOBS__TEST_OUTPUT_ROWS) and their writers, nothing
    else. Each writer appends a line to $TABLE_LOG saying which of the
    files in $TABLE_SEEN (space-separated paths) exist when it runs, then

@@ -1,5 +1,5 @@
 /* driver_double.c - a test double of the CUDA driver (libcuda.so.1) for
-   tests/test_preload_driver.sh: built as a shared libcuda.so.1, no GPU.
+   tests/preload/test_preload_driver.sh: built as a shared libcuda.so.1, no GPU.
    It defines, with cuda.h's prototypes (a mismatch is a "conflicting
    types" error), the copies and allocations the preload intercepts and
    the driver functions memobs_cuda.h calls on its own (contexts, streams,

@@ -1,4 +1,4 @@
-/* A runtime layer built on the driver, for tests/test_preload_driver.sh:
+/* A runtime layer built on the driver, for tests/preload/test_preload_driver.sh:
    its cudaMallocHost, cudaFreeHost and cudaMemcpy2D call the driver
    (cuMemAllocHost_v2, cuMemFreeHost, one cuMemcpy per row) by name, so
    through the preload's driver interposers while the same thread is

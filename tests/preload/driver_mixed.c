@@ -1,7 +1,7 @@
 /* driver_mixed.c - a program that uses both the CUDA runtime (linked with
    -lcudart: the runtime double as libcudart.so.13) and the driver
    (-lcuda: tests/preload/driver_double.c as libcuda.so.1), for
-   tests/test_preload_driver.sh, run under tests/preload/driver_layer.c
+   tests/preload/test_preload_driver.sh, run under tests/preload/driver_layer.c
    (whose cudaMallocHost, cudaFreeHost and cudaMemcpy2D are driver calls)
    with and without the preload. The two doubles know nothing of each
    other's memory: runtime copies use runtime memory, driver copies

@@ -1,5 +1,5 @@
 /* driver_user.c - a program that calls the CUDA driver API and knows
-   nothing of memobs, for tests/test_preload_driver.sh: linked with -lcuda
+   nothing of memobs, for tests/preload/test_preload_driver.sh: linked with -lcuda
    (tests/preload/driver_double.c built as libcuda.so.1, or the toolkit's
    stub libcuda.so) and run with and without
    LD_PRELOAD=libmemobs_preload.so. It checks each return code against

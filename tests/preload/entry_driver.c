@@ -1,5 +1,5 @@
 /* entry_driver.c - a driver API program that takes its functions from
-   cuGetProcAddress, for tests/test_preload_entry.sh: linked with -lcuda
+   cuGetProcAddress, for tests/preload/test_preload_entry.sh: linked with -lcuda
    (tests/preload/driver_double.c built as libcuda.so.1) and run with and
    without LD_PRELOAD=libmemobs_preload.so. One sequence of copies and
    allocations (1 of them failing) runs through a table of function

@@ -1,6 +1,6 @@
 /* entry_runtime.c - a program that takes driver functions from the CUDA
    runtime's cudaGetDriverEntryPoint(ByVersion)(_ptsz), for
-   tests/test_preload_entry.sh: linked with the runtime double
+   tests/preload/test_preload_entry.sh: linked with the runtime double
    (tests/cuda/cudart_double.c built as libcudart.so.13, which defines the
    driver functions too) and run with and without the preload. Built with
    -DENTRY_LOCAL it links no CUDA library and dlopen()s

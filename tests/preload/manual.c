@@ -1,5 +1,5 @@
 /* A program that counts its own KV-cache copies by hand, as the nano-vllm
-   seed did, for tests/test_preload.sh: under the preload its
+   seed did, for tests/preload/test_preload.sh: under the preload its
    memobs_record_xfer calls (memobs' API of the preloaded library, found with
    dlsym) are the manual figures and the copies the interposers see are
    the observed ones. Its hand count has the seed's two mistakes: the

@@ -1,4 +1,4 @@
-/* rc_check.h - what tests/test_preload.c (the runtime),
+/* rc_check.h - what tests/preload/test_preload.c (the runtime),
    tests/preload/driver_user.c (the driver) and the other programs run with
    and without the preload (tests/preload/, tests/gpu/preload_gpu.cu) share: each return code is
    checked against the one the double documents and printed, so the

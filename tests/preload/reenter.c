@@ -1,4 +1,4 @@
-/* A runtime layer that calls itself, for tests/test_preload.sh: its
+/* A runtime layer that calls itself, for tests/preload/test_preload.sh: its
    cudaMallocHost is cudaHostAlloc, called by name (so through the
    interposer again, on the same thread). Preloaded after
    libmemobs_preload.so, before the runtime double. */

@@ -1,5 +1,5 @@
 /* A program linked with the static CUDA runtime (libcudart_static.a), for
-   tests/test_preload.sh: its runtime calls never reach the dynamic
+   tests/preload/test_preload.sh: its runtime calls never reach the dynamic
    linker, so libmemobs_preload.so has nothing to intercept. Without a
    GPU cudaMalloc fails; exit status 4 then. */
 #include <cuda_runtime_api.h>

@@ -1,5 +1,5 @@
 /* vmm.c - the driver's virtual memory management as PyTorch's expandable
-   segments use it, for tests/test_preload_vmm.sh: a program that knows
+   segments use it, for tests/preload/test_preload_vmm.sh: a program that knows
    nothing of memobs, linked with the runtime double (tests/cuda/
    cudart_double.c as libcudart.so.13, which also defines the driver's
    cu* functions), run with and without the preload. It prints every

@@ -1,10 +1,10 @@
-"""Checks a Chrome trace written by memobs (tests/test_timeline.sh).
+"""Checks a Chrome trace written by memobs (tests/outputs/test_timeline.sh).
 
     python3 chrome_trace_check.py SCENARIO TRACE.json [SUITE]
 
 Parses the file with the json module, checks the fields every event needs
 for its phase type and that slices on one track never overlap, then the
-exact content the scenario of tests/test_timeline.c produced. Prints one
+exact content the scenario of tests/outputs/test_timeline.c produced. Prints one
 "ok - SUITE: ..." or "not ok - SUITE: ..." line per check (details as
 "    # " lines) and exits 1 if any failed. Times are compared in integer
 nanoseconds (memobs writes microseconds with three decimals).

@@ -1,4 +1,4 @@
-"""Checks the Chrome trace of tests/test_churn.c's "trace" scenario.
+"""Checks the Chrome trace of tests/core/test_churn.c's "trace" scenario.
 
     python3 churn_check.py TRACE.json STATS-LINE [SUITE]
 

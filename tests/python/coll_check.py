@@ -1,4 +1,4 @@
-"""The collectives and peers of the package memobs (tests/test_pymodule.sh
+"""The collectives and peers of the package memobs (tests/python/test_pymodule.sh
 runs it with the built package on PYTHONPATH, in a process of its own):
 the constants, named and rank peers recorded by phase (the thread's, a
 name, True/False), timed transfers, communicators and collectives with

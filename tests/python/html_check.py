@@ -1,5 +1,5 @@
 """Checks of memobs' HTML report as Chromium rendered it (the DOM that
-`chromium --dump-dom` printed), for tests/test_html.sh.
+`chromium --dump-dom` printed), for tests/outputs/test_html.sh.
 
     html_check.py summary DOM JSON [LABEL]   every data-memobs figure (and
         user counter) in the DOM equals the JSON summary's; the keys that
@@ -7,7 +7,7 @@
     html_check.py sections DOM MODE [LABEL]  the sections, and what each
         says: MODE "empty" (every one says what to turn on), "demo" (charts
         with their marks), "many" (the caps: 20 traces shown, the rest
-        summed), "storage" (tests/test_html.c storage: the storage tier's
+        summed), "storage" (tests/outputs/test_html.c storage: the storage tier's
         rows, bars and lines, the transfer sizes' table and bars exact)
     html_check.py odd DOM RAW [LABEL]        odd strings arrive as text:
         quotes, <script>alert(1)</script>, bytes that are not UTF-8 (as
@@ -273,7 +273,7 @@ def row_names(node):
     return out
 
 
-# tests/test_html.c storage: what it recorded, by direction
+# tests/outputs/test_html.c storage: what it recorded, by direction
 STORAGE_SIZES = {  # direction: (count, bytes, p50, p90, p99, max, their texts, {bucket bound: count})
     "h2d": (1, 1000, 1024, 1024, 1024, 1024, "1 KiB", {1024: 1}),
     "d2h": (2, 6291456, 4194304, 4194304, 4194304, 4194304, "4 MiB", {4194304: 2}),
@@ -285,7 +285,7 @@ STORAGE_SIZES = {  # direction: (count, bytes, p50, p90, p99, max, their texts, 
 
 
 def storage(t, root):
-    """tests/test_html.c storage: the storage tier beside the GPU directions."""
+    """tests/outputs/test_html.c storage: the storage tier beside the GPU directions."""
     names = row_names(section(root, "transfers"))
     want = ["H2D", "D2H", "D2D", "H2S", "S2H", "D2S", "S2D"]
     t("storage: the transfers table has a row per direction (7)", names == want, names)

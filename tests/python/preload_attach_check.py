@@ -1,4 +1,4 @@
-"""tests/test_preload_python.sh: the package memobs under
+"""tests/preload/test_preload_python.sh: the package memobs under
 LD_PRELOAD=libmemobs_preload.so, attached to the library's memobs.
 
 preload_attach_check.py MODE DIR: DIR holds libuser.so (tests/preload/user.c:

@@ -1,4 +1,4 @@
-"""tests/test_preload.sh: a Python program under LD_PRELOAD=libmemobs_preload.so.
+"""tests/preload/test_preload.sh: a Python program under LD_PRELOAD=libmemobs_preload.so.
 
 preload_check.py DIR: DIR holds libuser.so (tests/preload/user.c, linked
 with -lcudart) and the runtime double as libcudart.so.13. Sets the phase

@@ -4,7 +4,7 @@ section "PyTorch memory snapshot") and against memobs' own block table.
 
 usage: snapshot_check.py SNAPSHOT.pkl SIDE.json MODE LABEL [--torch]
 
-SIDE.json is written by tests/test_snapshot.c (or by the Python module's
+SIDE.json is written by tests/tracker/test_snapshot.c (or by the Python module's
 test): "allocations" (memobs_get_allocations: every kind), "history" (per
 device: recorded, kept, dropped, capacity) and "expected" (the events per
 device in order, or null when the run does not know them). MODE adds the

@@ -1,10 +1,10 @@
-"""What survives what: runs the programs tests/test_stops.sh built, stops
+"""What survives what: runs the programs tests/serving/test_stops.sh built, stops
 each one way, and checks what memobs left behind.
 
     python3 stops_check.py BIN [--tmpfs] [--only REGEX] [--list]
 
-BIN holds the builds (tests/test_stops.sh): stops and stops_ref
-(tests/stops/stops.c with memobs, and with -DMEMOBS_DISABLE: the
+BIN holds the builds (tests/serving/test_stops.sh): stops and stops_ref
+(tests/serving/stops/stops.c with memobs, and with -DMEMOBS_DISABLE: the
 reference), stops_setsig (-DSTOPS_SET_SIGNALS), stops_asan and stops_tsan,
 inst_main with libinst_a.so and libinst_b.so, cuda_stops with the runtime
 double libcudart.so.13, libmemobs_preload.so, and py/ (the package memobs
@@ -69,7 +69,7 @@ SIGNAME = {s: s.name for s in signal.Signals}
 
 
 def figures(threads, iters, counter=True, extra=None, live=None):
-    """The six records per iteration of tests/stops/stops.c (and
+    """The six records per iteration of tests/serving/stops/stops.c (and
     stops_py.py), the tracked allocations left live; extra: more
     {(dir, phase): (bytes, ops)}."""
     x = {(d, p): [0, 0] for d in ("h2d", "d2h", "d2d") for p in ("prefill", "decode", "unphased")}

@@ -1,10 +1,10 @@
 """A Python engine that records through `import memobs`, then stops the way
-its argument says (tests/python/stops_check.py runs it; tests/test_stops.sh).
+its argument says (tests/python/stops_check.py runs it; tests/serving/test_stops.sh).
 
     python3 stops_py.py END
 
 Records in STOPS_PY_THREADS threads, STOPS_PY_ITERS iterations each, the
-same six records per iteration as tests/stops/stops.c (H2D prefill 4096+t,
+same six records per iteration as tests/serving/stops/stops.c (H2D prefill 4096+t,
 H2D decode 1024, D2H prefill 512, D2H decode 2048+t, D2D decode 256, D2D
 unphased 64+t bytes) and the same tracked allocations (48 device, 32 host,
 8 pinned; the same ones freed). Then END:

@@ -1,6 +1,6 @@
 """Reads the Stormlog files of a distributed run the way Stormlog's
 per-rank analyses read them (REFERENCE.md, Stormlog section: schema v2,
-v0.2.9's rules) and checks what tests/test_ranks.c's 4-rank job must show.
+v0.2.9's rules) and checks what tests/nccl/test_ranks.c's 4-rank job must show.
 Our own code: no Stormlog in CI.
 
     stormlog_ranks.py --leader R --outside BYTES --burst BYTES [--devices N] \

@@ -9,7 +9,7 @@ names, timing, problems), the allocation tracker and its reports, the JSON
 summary, Python stacks on tracked allocations, and the PyTorch memory
 snapshot (write_torch_snapshot) with those stacks.
 
-Run with the built module on PYTHONPATH (tests/test_pymodule.sh does):
+Run with the built module on PYTHONPATH (tests/python/test_pymodule.sh does):
 prints one "ok - pymodule: NAME" / "not ok - pymodule: NAME" line per check,
 with "    # " detail lines, and exits 1 if any failed. No pytest needed."""
 import json

@@ -1,9 +1,9 @@
-"""Checks a trace written under a write limit by tests/test_trace_write.c.
+"""Checks a trace written under a write limit by tests/outputs/test_trace_write.c.
 
     python3 trace_write_check.py SCENARIO TRACE.json STDOUT STDERR [SUITE]
 
 STDOUT is what the program printed ("events N limit_ns L"), STDERR its
-log. Per scenario (see tests/test_trace_write.c), the H2D copies in the
+log. Per scenario (see tests/outputs/test_trace_write.c), the H2D copies in the
 trace (bytes 1..N numbers them, oldest first) must be exactly the ones
 expected, otherData must say how many were left out, and the log must hold
 one warning when events were left out, none otherwise. Prints one

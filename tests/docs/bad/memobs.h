@@ -1,4 +1,4 @@
-/* memobs.h (a fixture of tests/test_docs.sh): every fault the checks must
+/* memobs.h (a fixture of tests/docs/test_docs.sh): every fault the checks must
    report. This header was written in a review round by the lead. */
 #ifndef MEMOBS_H
 #define MEMOBS_H

@@ -1,4 +1,4 @@
-/* memobs.h (a fixture of tests/test_docs.sh): the shapes of names the
+/* memobs.h (a fixture of tests/docs/test_docs.sh): the shapes of names the
    configuration check must find, and those it must leave out. */
 #ifndef MEMOBS_H
 #define MEMOBS_H

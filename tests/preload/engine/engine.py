@@ -1,4 +1,4 @@
-"""tests/test_preload_engine.sh: a PyTorch-shaped engine under
+"""tests/preload/test_preload_engine.sh: a PyTorch-shaped engine under
 LD_PRELOAD=libmemobs_preload.so.
 
 engine.py MODE DIR LOG [vmm]: DIR holds libfaketorch.so

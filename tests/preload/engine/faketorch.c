@@ -1,5 +1,5 @@
 /* faketorch.c - a library shaped like PyTorch's libtorch_cuda.so, for
-   tests/test_preload_engine.sh: linked to the CUDA runtime by soname
+   tests/preload/test_preload_engine.sh: linked to the CUDA runtime by soname
    (-l:libcudart.so.N: a DT_NEEDED entry, its calls bound to that runtime's
    symbol version) and loaded from Python with ctypes, that is dlopen with
    RTLD_LOCAL, as an extension module is: the runtime is then in no global

@@ -1,5 +1,5 @@
 /* majors.h - the runtime API of one CUDA major (MAJOR: 11, 12 or 13) for
-   the programs of tests/test_preload_majors.sh, which are compiled
+   the programs of tests/preload/test_preload_majors.sh, which are compiled
    against the CUDA 13 headers: where an older major's signature differs,
    it is declared here under a private C name bound, by an asm label, to
    the runtime's symbol. INSTANTIATE, BATCH and BATCH3D call that major's

@@ -1,7 +1,7 @@
 /* tests/preload/majors/prog.c - a CUDA program of one runtime major
    (-DMAJOR=11, 12 or 13; majors.h), linked against the runtime double
    built as that major (libcudart.so.11.0, .12 or .13), for
-   tests/test_preload_majors.sh: run with and without the preload, it
+   tests/preload/test_preload_majors.sh: run with and without the preload, it
    checks each return code against the double's documented one and prints
    them ("rcs: ...") and what memobs should have recorded ("expect: {json}").
 

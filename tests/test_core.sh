@@ -1,4 +1,0 @@
-#!/usr/bin/env bash
-# tests/test_core.c built four ways: C99, C++17, ASan+UBSan, TSan.
-cd "$(dirname "$0")/.." || exit 2
-exec bash tests/four_ways.sh core tests/test_core.c
