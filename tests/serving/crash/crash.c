@@ -282,15 +282,19 @@ static void write_refs(void) {
     write_expect();
 }
 
-/* CRASH_PERIODIC: waits for the periodic write (20 s at most), keeps a copy. */
+/* CRASH_PERIODIC: waits for the periodic write (20 s at most), keeps a
+   copy. cp refuses a file renamed over between its stat and its open (the
+   next periodic write): tried again, 20 times at most. */
 static void keep_periodic(void) {
     const char *p = getenv("CRASH_PERIODIC");
     char cmd[2200];
     int i;
     if (!p) return;
     for (i = 0; i < 2000 && access(p, R_OK) != 0; i++) usleep(10000);
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s/periodic.prom'", p, dir_arg);
-    if (system(cmd) != 0) fprintf(stderr, "no periodic write in 20 s\n");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/periodic.prom' 2>/dev/null", p, dir_arg);
+    for (i = 0; i < 20 && system(cmd) != 0; i++) {
+    }
+    if (i == 20) fprintf(stderr, "no periodic write in 20 s (or cp failed 20 times)\n");
 }
 
 /* ---- the crashes ---- */
