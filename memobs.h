@@ -13272,9 +13272,12 @@ static int memobs__sample_push(const memobs_sample_t *s) {
 
 static void memobs__sampler_tick(uint64_t now_ns) {
     memobs_sample_t s;
-    if (!memobs_get_enabled()) return;
+    /* The interval read first: a stop between the fill and the read would
+       file a background sample as memobs_sample_now()'s (interval 0). */
+    uint32_t interval_ms = MEMOBS__LOAD(&memobs__smp.interval_ms.v);
+    if (!interval_ms || !memobs_get_enabled()) return;
     memobs__sample_fill(&s, now_ns);
-    s.interval_ms = MEMOBS__LOAD(&memobs__smp.interval_ms.v);
+    s.interval_ms = interval_ms;
     (void)memobs__sample_push(&s);
 }
 

@@ -83,7 +83,7 @@ for line in open(d + "/m.prom"):
     print(re.sub(r'pid="\d+"', 'pid=""', line.rstrip("\n")))
 for line in open(d + "/leaks.txt"):
     line = re.sub(r"pid \d+", "pid N", line.rstrip("\n"))
-    print(re.sub(r" *\d+\.\d\d (ms|s) ", " T ", line))  # an age, padded to its column: any width
+    print(re.sub(r" *\d+(\.\d\d)? (ns|us|ms|s) ", " T ", line))  # an age, padded to its column: any width
 print(open(d + "/stdout").read())
 PY
 }
