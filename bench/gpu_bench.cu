@@ -8,10 +8,11 @@
       PASS/MISS), then with CUDA-event timing ON (the extra cost shown).
       "issue" is the host time inside the calls, "per call" adds the batch
       synchronizations (what a program sees).
-   2. Bandwidth, 64 MiB copies, H2D and D2H, pinned and pageable host
-      memory: memobs' own event timing (the summary's timed[][]: bytes/ns)
-      beside a plain cudaEvent pair around identical copies, and host wall
-      clock.
+   2. Bandwidth, loops of 8 x 64 MiB copies, H2D and D2H, pinned and
+      pageable host memory: memobs' own event timing (the summary's
+      timed[][]: bytes/ns) beside a cudaEvent pair around the same wrapped
+      loop (memobs' accuracy), and a raw loop's pair (what wrapping costs),
+      rounds alternating, medians; host wall clock.
 
    Environment: GPU_BENCH_ITERS (calls per rep, default 20000),
    GPU_BENCH_REPS (reps per variant, default 7), GPU_BENCH_DEVICE
@@ -117,51 +118,78 @@ static void overhead(int timing, void *d, const void *h, int iters, int reps, cu
 
 static double pct(double x, double base) { return base > 0 ? (x - base) / base * 100.0 : 0.0; }
 
-/* Bandwidth of k copies of n bytes in one direction: memobs' timing (GB/s
-   from the summary), a plain event pair, and wall clock. */
-static void bandwidth(const char *label, memobs_dir_t dir, void *d, void *h, size_t n, int k, cudaStream_t st,
-                      cudaEvent_t e0, cudaEvent_t e1) {
+/* One loop of k copies of n bytes, wrapped (memobs timing on) or raw,
+   between a cudaEvent pair on the same stream: GB/s by the pair, by the
+   wall clock, and (wrapped) by memobs' own per-copy events. */
+typedef struct {
+    double memobs_gbs, pair_gbs, wall_gbs;
+} bw_t;
+static bw_t bw_loop(int wrapped, memobs_dir_t dir, void *dst, const void *src, size_t n, int k, cudaStream_t st,
+                    cudaEvent_t e0, cudaEvent_t e1) {
     static memobs_summary_t S;
     enum cudaMemcpyKind kind = dir == MEMOBS_DIR_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-    void *dst = dir == MEMOBS_DIR_H2D ? d : h;
-    const void *src = dir == MEMOBS_DIR_H2D ? (const void *)h : (const void *)d;
-    double memobs_gbs = 0, ev_gbs, wall_gbs, t0;
+    bw_t r = {0, 0, 0};
+    double t0;
     float ms = 0;
     int i;
-    uint64_t untimed0;
-    /* warm-up */
-    DIE_ON(cudaMemcpyAsync(dst, src, n, kind, st));
-    DIE_ON(cudaStreamSynchronize(st));
-
-    /* memobs' own timing */
+    uint64_t untimed0 = memobs_cuda_get_untimed();
     memobs_reset();
-    untimed0 = memobs_cuda_get_untimed();
-    memobs_cuda_set_timing(1);
-    for (i = 0; i < k; i++) DIE_ON(memobs_cudaMemcpyAsync(dst, src, n, kind, st));
+    memobs_cuda_set_timing(wrapped);
+    t0 = now_ns();
+    DIE_ON(cudaEventRecord(e0, st));
+    for (i = 0; i < k; i++) DIE_ON(wrapped ? memobs_cudaMemcpyAsync(dst, src, n, kind, st) : cudaMemcpyAsync(dst, src, n, kind, st));
+    DIE_ON(cudaEventRecord(e1, st));
+    DIE_ON(cudaEventSynchronize(e1));
+    r.wall_gbs = (double)k * n / (now_ns() - t0);
     memobs_cuda_set_timing(0);
-    DIE_ON(cudaStreamSynchronize(st));
-    (void)memobs_cuda_poll();
-    memobs_get_summary(&S);
-    {
+    DIE_ON(cudaEventElapsedTime(&ms, e0, e1));
+    r.pair_gbs = ms > 0 ? (double)k * n / (ms * 1e6) : 0.0;
+    if (wrapped) {
         const memobs_timed_t *t = &S.timed[MEMOBS_PHASE_NONE][dir];
-        if (t->ns) memobs_gbs = (double)t->bytes / (double)t->ns;
+        (void)memobs_cuda_poll();
+        memobs_get_summary(&S);
+        if (t->ns) r.memobs_gbs = (double)t->bytes / (double)t->ns;
         if (t->count != (uint64_t)k || t->bytes != (uint64_t)k * n || S.timed_in_flight_copies ||
             memobs_cuda_get_untimed() != untimed0)
-            printf("  (warning: %s: memobs timed %llu of %d copies, %llu in flight, %llu untimed)\n", label,
+            printf("  (warning: memobs timed %llu of %d copies, %llu in flight, %llu untimed)\n",
                    (unsigned long long)t->count, k, (unsigned long long)S.timed_in_flight_copies,
                    (unsigned long long)(memobs_cuda_get_untimed() - untimed0));
     }
+    return r;
+}
 
-    /* a plain event pair around identical raw copies, and the wall clock */
-    t0 = now_ns();
-    DIE_ON(cudaEventRecord(e0, st));
-    for (i = 0; i < k; i++) DIE_ON(cudaMemcpyAsync(dst, src, n, kind, st));
-    DIE_ON(cudaEventRecord(e1, st));
-    DIE_ON(cudaEventSynchronize(e1));
-    wall_gbs = (double)k * n / (now_ns() - t0);
-    DIE_ON(cudaEventElapsedTime(&ms, e0, e1));
-    ev_gbs = ms > 0 ? (double)k * n / (ms * 1e6) : 0.0;
-    printf("  %-22s %12.2f %14.2f %+9.1f%% %12.2f\n", label, memobs_gbs, ev_gbs, pct(memobs_gbs, ev_gbs), wall_gbs);
+/* Bandwidth of k copies of n bytes in one direction, BW_REPS rounds of a
+   wrapped loop and a raw loop, the order alternating, after a warm-up loop
+   of each; medians. memobs' timing is judged against the event pair around
+   the same wrapped copies (its accuracy); the raw loop beside it is what
+   wrapping costs. The first pageable loop after other copies can run a
+   third slower than the next (seen on an H200: 8.9-11.3 GB/s, then 14.6-15.6
+   for the same loop again) whoever times it, so one loop of each, in one
+   order, compares the order, not memobs. */
+#define BW_REPS 5
+static void bandwidth(const char *label, memobs_dir_t dir, void *d, void *h, size_t n, int k, cudaStream_t st,
+                      cudaEvent_t e0, cudaEvent_t e1) {
+    void *dst = dir == MEMOBS_DIR_H2D ? d : h;
+    const void *src = dir == MEMOBS_DIR_H2D ? (const void *)h : (const void *)d;
+    double mo[BW_REPS], same[BW_REPS], raw[BW_REPS], wall[BW_REPS];
+    double m, p, r;
+    int i;
+    (void)bw_loop(0, dir, dst, src, n, k, st, e0, e1); /* warm-up */
+    (void)bw_loop(1, dir, dst, src, n, k, st, e0, e1);
+    for (i = 0; i < BW_REPS; i++) {
+        bw_t w, x;
+        if (i % 2) {
+            x = bw_loop(0, dir, dst, src, n, k, st, e0, e1);
+            w = bw_loop(1, dir, dst, src, n, k, st, e0, e1);
+        } else {
+            w = bw_loop(1, dir, dst, src, n, k, st, e0, e1);
+            x = bw_loop(0, dir, dst, src, n, k, st, e0, e1);
+        }
+        mo[i] = w.memobs_gbs, same[i] = w.pair_gbs, raw[i] = x.pair_gbs, wall[i] = w.wall_gbs;
+    }
+    m = median(mo, BW_REPS), p = median(same, BW_REPS), r = median(raw, BW_REPS);
+    printf("  %-14s %12.2f %12.2f %+8.2f%% %12.2f %+8.2f%% %10.2f\n", label, m, p, pct(m, p), r, pct(p, r),
+           median(wall, BW_REPS));
 }
 
 int main(void) {
@@ -226,8 +254,12 @@ int main(void) {
     memset(pin, 2, big);
     memset(page, 3, big); /* fault the pages in */
     DIE_ON(cudaMemset(d, 4, big));
-    printf("Bandwidth, 8 x 64 MiB copies per row (GB/s = 1e9 bytes/s)\n");
-    printf("  %-22s %12s %14s %10s %12s\n", "copy", "memobs timed", "cudaEvent pair", "diff", "wall clock");
+    printf("Bandwidth, loops of 8 x 64 MiB copies (GB/s = 1e9 bytes/s; medians of %d rounds, wrapped and raw loops "
+           "alternating)\n", BW_REPS);
+    printf("  %-14s %12s %12s %9s %12s %9s %10s\n", "copy", "memobs timed", "event pair", "accuracy", "raw copies",
+           "wrapped", "wall");
+    printf("  %-14s %12s %12s %9s %12s %9s %10s\n", "", "(its events)", "(same loop)", "", "(event pair)", "vs raw",
+           "(wrapped)");
     bandwidth("H2D pinned", MEMOBS_DIR_H2D, d, pin, big, 8, st, e0, e1);
     bandwidth("D2H pinned", MEMOBS_DIR_D2H, d, pin, big, 8, st, e0, e1);
     bandwidth("H2D pageable", MEMOBS_DIR_H2D, d, page, big, 8, st, e0, e1);
