@@ -320,10 +320,13 @@
                               two), default 4096, with 8 frames each on
                               average: 310 bytes per trace (1.3 MB), allocated
                               at the first tracked allocation. The allocation
-                              table grows and shrinks with what is live (80
-                              to 320 bytes per live allocation). All through
-                              MEMOBS_MALLOC, never through the allocator the
-                              tracker watches unless MEMOBS_MALLOC is that one.
+                              table grows with what is live (80 bytes per
+                              live allocation at least) and is cut back past
+                              640 bytes per entry reserved from the capacity
+                              plus 40 KB (docs/allocation-tracker.md). All
+                              through MEMOBS_MALLOC, never through the
+                              allocator the tracker watches unless
+                              MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
      MEMOBS_TORCH_EVENTS      implementation only. Events of the PyTorch

@@ -132,6 +132,8 @@ static void test_follows_live(void) {
         if ((uintptr_t)a[k].ptr >= base && (uintptr_t)a[k].ptr < base + keep * 128 && a[k].bytes == 128) found++;
     CHECK_U64(keep, found);
     for (i = 0; i < keep; i++) MEMOBS_TRACK_FREE(FP(base + i * 128));
+    printf("    # nothing live: %llu slots (bound %llu, %llu reserved)\n", (unsigned long long)slots(),
+           (unsigned long long)bound(), (unsigned long long)reserved());
     CHECK_U64(0, nlive());
     CHECK(slots() <= bound());
     CHECK(reserved() <= 2ull * memobs__g.trk.batch * MEMOBS__TRK_STRIPES);
