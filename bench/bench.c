@@ -1040,9 +1040,10 @@ static void bench_slide_run(void) {
     for (k = 0; k < SL_COUNT; k++) {
         const bench_fig_t *f = &BS.fig[k];
         double md = bench_median_of(f);
-        printf("  %-*s %7.1f  %7.1f  %5.2fx %5.2fx  %5.2fx %5.2fx  %llu\n", BENCH_TRK_W, name[k], f->ns, md,
-               f->ns / h->ns, md / bench_median_of(h), f->ns / m->ns, md / bench_median_of(m),
-               (unsigned long long)BS.resizes[k]);
+        char rz[24] = "-";
+        if (k != SL_MALLOC) snprintf(rz, sizeof rz, "%llu", (unsigned long long)BS.resizes[k]);
+        printf("  %-*s %7.1f  %7.1f  %5.2fx %5.2fx  %5.2fx %5.2fx  %s\n", BENCH_TRK_W, name[k], f->ns, md,
+               f->ns / h->ns, md / bench_median_of(h), f->ns / m->ns, md / bench_median_of(m), rz);
     }
     printf("  (device pair: device %d, whose snapshot history is as the defaults make it; each run starts with the set "
            "filled and taken once through the pool, untimed; table exact after every loop and drain: %s)\n",

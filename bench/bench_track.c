@@ -80,17 +80,19 @@ const char *bench_ring_stack_text(const bench_ring_t *r) {
 /* Timed loops                                                              */
 /* ======================================================================== */
 
-/* arg: the worker's ring (bench_fig_t.arg, .arg1). */
-#define BENCH_RING_LOOP(name, body)                                       \
+/* arg: a set of live blocks of type T (a worker's ring: bench_fig_t.arg,
+   .arg1), as v; slot: its oldest block's, which the body replaces. */
+#define BENCH_LIVE_LOOP(name, T, v, body)                                 \
     __attribute__((aligned(64))) void name(uint64_t n, const void *arg) { \
-        bench_ring_t *r = (bench_ring_t *)(uintptr_t)arg;                 \
+        T *v = (T *)(uintptr_t)arg;                                       \
         uint64_t i;                                                       \
         for (i = 0; i < n; i++) {                                         \
-            void **slot = &r->live[r->pos++ % BENCH_TRK_LIVE];            \
+            void **slot = &v->live[v->pos++ % BENCH_TRK_LIVE];            \
             body;                                                         \
             BENCH_BARRIER();                                              \
         }                                                                 \
     }
+#define BENCH_RING_LOOP(name, body) BENCH_LIVE_LOOP(name, bench_ring_t, r, body)
 
 BENCH_RING_LOOP(bench_loop_malloc, {
     free(*slot);
@@ -205,16 +207,7 @@ void bench_slide_drain(bench_slide_t *s) {
 
 /* arg: the bench_slide_t. Each loop is one kind of pair, as the
    figures of the ring are. */
-#define BENCH_SLIDE_LOOP(name, body)                                      \
-    __attribute__((aligned(64))) void name(uint64_t n, const void *arg) { \
-        bench_slide_t *s = (bench_slide_t *)(uintptr_t)arg;               \
-        uint64_t i;                                                       \
-        for (i = 0; i < n; i++) {                                         \
-            void **slot = &s->live[s->pos++ % BENCH_TRK_LIVE];            \
-            body;                                                         \
-            BENCH_BARRIER();                                              \
-        }                                                                 \
-    }
+#define BENCH_SLIDE_LOOP(name, body) BENCH_LIVE_LOOP(name, bench_slide_t, s, body)
 
 BENCH_SLIDE_LOOP(bench_loop_slide_malloc, {
     free(*slot);
