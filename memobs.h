@@ -320,10 +320,13 @@
                               two), default 4096, with 8 frames each on
                               average: 310 bytes per trace (1.3 MB), allocated
                               at the first tracked allocation. The allocation
-                              table grows and shrinks with what is live (80
-                              to 320 bytes per live allocation). All through
-                              MEMOBS_MALLOC, never through the allocator the
-                              tracker watches unless MEMOBS_MALLOC is that one.
+                              table grows with what is live (80 bytes per
+                              live allocation at least) and is cut back past
+                              640 bytes per entry reserved from the capacity
+                              plus 40 KB (docs/allocation-tracker.md). All
+                              through MEMOBS_MALLOC, never through the
+                              allocator the tracker watches unless
+                              MEMOBS_MALLOC is that one.
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
      MEMOBS_TORCH_EVENTS      implementation only. Events of the PyTorch
@@ -2544,8 +2547,9 @@ typedef struct {
    open-addressing tables (linear probing, backward-shift delete), each
    under its own spin lock. A stripe is picked by the address's 64 KiB
    granule, so threads that allocate from their own arenas mostly touch
-   their own stripes; each stripe's table grows and shrinks with its
-   load (1/8 to 1/2), and stripes reserve their entries from
+   their own stripes; each stripe's table grows at 1/2 load and is cut
+   only when the tables together pass 16 slots per reserved entry
+   (memobs__trk_over), and stripes reserve their entries from
    MEMOBS_TRACK_CAPACITY in small batches. Traces (tag + stack) are
    interned in a table that only grows: lookups are lock-free (the key is
    published last, with release), inserts take trace_lock. Current and
@@ -2688,6 +2692,9 @@ typedef struct {
     memobs__u32_t unwind; /* memobs_unwind_t of C stacks */
     memobs__esc_t esc __attribute__((aligned(64))); /* current and peak bytes */
     memobs__u64_t reserved __attribute__((aligned(64))); /* capacity the stripes hold */
+    memobs__u64_t slots;      /* the stripes' table slots, all together (memobs__trk_over) */
+    memobs__u64_t resizes;    /* tables made, grown or cut, for the bench and tests */
+    memobs__u32_t fitting;    /* a thread is in memobs__trk_fit */
     memobs__u64_t untracked_live;
     memobs__trk_dev_t dev[MEMOBS_MAX_DEVICES];
     memobs__trk_stripe_t stripe[MEMOBS__TRK_STRIPES];
@@ -5891,6 +5898,8 @@ static int memobs__trk_resize(memobs__trk_stripe_t *st, uint32_t nslots) {
     memobs__tls.busy = busy;
     if (!ns) return 0;
     memset(ns, 0, nslots * sizeof *ns);
+    MEMOBS__ADD(&MEMOBS__TRK.slots.v, (uint64_t)nslots - (old ? omask + 1u : 0u));
+    MEMOBS__ADD(&MEMOBS__TRK.resizes.v, 1u);
     st->slot = ns;
     st->mask = nslots - 1;
     if (old) {
@@ -5929,15 +5938,49 @@ static int memobs__trk_room(memobs__trk_stripe_t *st) {
     return 1;
 }
 
-/* Caller holds st->lock, after a removal: gives back idle capacity and
-   shrinks a table at 1/8 load, so memory follows what is live. */
-static void memobs__trk_slack(memobs__trk_stripe_t *st) {
+/* Whether the tables hold more slots than memory that follows what is
+   live allows: 16 per entry reserved from the capacity (the live ones and
+   up to 2 batches more per stripe) and 16 per stripe. Under that bound no
+   table is cut, so a working set that slides through memory, emptying one
+   64 KiB granule's stripe while it fills the next, keeps its tables
+   instead of shrinking and regrowing them; past it, memobs__trk_fit. Read
+   only when a table grows or a stripe gives back capacity: the reserve
+   changes in batches, so a free does not read another thread's line. */
+static int memobs__trk_over(void) {
+    uint64_t r = MEMOBS__LOAD(&MEMOBS__TRK.reserved.v);
+    return MEMOBS__LOAD(&MEMOBS__TRK.slots.v) > 16 * (r + MEMOBS__TRK_STRIPES);
+}
+
+/* Caller holds st->lock, after a removal: gives back idle capacity; 1 when
+   the tables are then over their bound (memobs__trk_fit, after the lock). */
+static int memobs__trk_slack(memobs__trk_stripe_t *st) {
     uint32_t b = MEMOBS__TRK.batch;
-    if (st->limit - st->n > 2 * b) {
-        st->limit -= b;
-        MEMOBS__ADD(&MEMOBS__TRK.reserved.v, (uint64_t)0 - b);
-    }
-    if (st->mask + 1 > 16 && 8 * st->n < st->mask + 1) (void)memobs__trk_resize(st, (st->mask + 1) / 2);
+    if (st->limit - st->n <= 2 * b) return 0;
+    st->limit -= b;
+    MEMOBS__ADD(&MEMOBS__TRK.reserved.v, (uint64_t)0 - b);
+    return memobs__trk_over();
+}
+
+/* With no stripe lock held, the tables over their bound: cuts every table
+   under 1/8 load to the least that holds its entries at 1/4 (16 slots at
+   least): then the tables hold at most 16 slots per stripe and 8 per live
+   entry, half the bound.
+   One thread at a time: another that finds the tables over meanwhile
+   leaves them to it. */
+static void memobs__trk_fit(void) {
+    memobs__trk_t *t = &MEMOBS__TRK;
+    unsigned i, pass;
+    if (MEMOBS__XCHG(&t->fitting.v, 1u)) return;
+    for (pass = 0; pass < 2 && memobs__trk_over(); pass++) /* again if frees elsewhere kept it over */
+        for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+            memobs__trk_stripe_t *st = &t->stripe[i];
+            uint64_t want = 16;
+            memobs__spin_lock(&st->lock);
+            while (want < 4 * (uint64_t)st->n) want *= 2;
+            if (st->mask + 1 > 16 && 8 * (uint64_t)st->n < st->mask + 1) (void)memobs__trk_resize(st, (uint32_t)want);
+            memobs__spin_unlock(&st->lock);
+        }
+    MEMOBS__STORE(&t->fitting.v, 0u);
 }
 
 /* Caller holds st->lock. Slot holding addr, or -1; *hole is the empty slot
@@ -5998,10 +6041,10 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     memobs__trk_stripe_t *st;
     memobs__alloc_t old;
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i;
+    uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i, mask;
     uint64_t now;
     memobs__esc_res_t r;
-    int at, full = 0, dup = 0;
+    int at, full = 0, dup = 0, fit;
     if (kind >= MEMOBS_MEM_KINDS) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_BAD_KIND].v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_BAD, "tracked allocation with kind %u, which is not a memobs_mem_kind_t; "
@@ -6036,6 +6079,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
         st = memobs__trk_stripe(addr, &home);
         memobs__spin_lock(&st->lock);
         at = memobs__trk_find(st, home, addr, &hole);
+        mask = st->mask;
         if (at >= 0) {
             dup = 1;
             old = st->slot[at];
@@ -6060,7 +6104,9 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
             e->kind = (uint8_t)kind;
             e->phase = (uint8_t)memobs__tls.phase;
         }
+        fit = st->mask != mask && memobs__trk_over(); /* a table grew */
         memobs__spin_unlock(&st->lock);
+        if (fit) memobs__trk_fit();
         if (dup && (old.phase & MEMOBS__PENDING)) {
             memobs__trk_retire(&old); /* stream-ordered reuse of a pending block */
         } else if (dup) {
@@ -6104,7 +6150,7 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
     memobs__alloc_t old;
     uint64_t addr = (uint64_t)(uintptr_t)ptr, u;
     uint32_t home, hole, i;
-    int at, twice = 0;
+    int at, twice = 0, fit;
     if (!ptr) {
         if (how == MEMOBS__FREE_NOW || how == MEMOBS__FREE_PENDING || how == MEMOBS__COUNT)
             MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
@@ -6147,9 +6193,10 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
             old = st->slot[at];
             memobs__trk_remove(st, (uint32_t)at);
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
-            memobs__trk_slack(st);
+            fit = memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
             memobs__trk_retire(&old);
+            if (fit) memobs__trk_fit();
             return 0;
         }
         if (how == MEMOBS__FREE_SETTLED) {

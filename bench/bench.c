@@ -339,14 +339,14 @@ static int bench_cmp_double(const void *a, const void *b) {
 
 /* The median of a figure's counted runs (the upper one of an even count);
    its best when it has none. */
-static double bench_median(int fig) {
-    const bench_fig_t *f = &B.fig[fig];
+static double bench_median_of(const bench_fig_t *f) {
     double v[BENCH_MAX_RUNS];
     if (f->nrun == 0) return f->ns;
     memcpy(v, f->run, (size_t)f->nrun * sizeof v[0]);
     qsort(v, (size_t)f->nrun, sizeof v[0], bench_cmp_double);
     return v[f->nrun / 2];
 }
+static double bench_median(int fig) { return bench_median_of(&B.fig[fig]); }
 
 /* bench_scaling of the medians. */
 static double bench_scaling_med(int one, int two) { return 2.0 * bench_median(one) / bench_median(two); }
@@ -964,6 +964,93 @@ static void bench_prom_figure(void) {
 }
 
 /* ======================================================================== */
+/* Sliding working set (issue 40)                                           */
+/* ======================================================================== */
+
+/* bench_track.c's slide, after the report (its blocks are not the rings',
+   whose totals the report checks): BENCH_TRK_LIVE blocks
+   BENCH_SLIDE_BYTES apart through BENCH_SLIDE_POOL addresses, one thread,
+   BENCH_ITERS / BENCH_TRK_DIV pairs a run, its own interleaved rounds.
+   Before each run (untimed) the slide is filled and taken once through
+   its pool, so that every granule's stripe has met the set; the table
+   resizes made in the timed loop are counted (memobs__trk_t.resizes). */
+enum { SL_MALLOC, SL_HOST, SL_DEV, SL_COUNT };
+#define BENCH_SLIDE_DEV 2 /* a device no other figure uses: the snapshot history as by default */
+static struct {
+    bench_fig_t fig[SL_COUNT];
+    int cur;                   /* the figure being run */
+    uint64_t r0;               /* resizes before its timed loop */
+    uint64_t resizes[SL_COUNT]; /* the most in one timed loop */
+    int bad;                   /* table entries not as expected after a loop or a drain */
+} BS;
+
+static bench_slide_t *bench_slide_of(int k) { return bench_slide(k == SL_DEV ? BENCH_SLIDE_DEV : -1, k == SL_MALLOC); }
+
+static uint64_t bench_resizes(void) { return __atomic_load_n(&memobs__g.trk.resizes.v, __ATOMIC_RELAXED); }
+
+static void bench_slide_before(void) {
+    bench_slide_t *s = bench_slide_of(BS.cur);
+    static const bench_loop_fn lap[SL_COUNT] = {bench_loop_slide_malloc, bench_loop_slide_host, bench_loop_slide_dev};
+    bench_slide_fill(s);
+    lap[BS.cur](BENCH_SLIDE_POOL, s);
+    BS.r0 = bench_resizes();
+}
+
+static void bench_slide_after(void) {
+    uint64_t r = bench_resizes() - BS.r0, live = BS.cur == SL_MALLOC ? 0 : BENCH_TRK_LIVE;
+    if (r > BS.resizes[BS.cur]) BS.resizes[BS.cur] = r;
+    if (memobs_get_allocations(NULL, 0) != live) BS.bad++;
+    bench_slide_drain(bench_slide_of(BS.cur));
+    if (memobs_get_allocations(NULL, 0) != 0) BS.bad++;
+}
+
+static void bench_slide_run(void) {
+    static const char *const name[SL_COUNT] = {"malloc(256) + free, no memobs", "MEMOBS_MEM_HOST pair",
+                                               "MEMOBS_MEM_DEVICE pair (default history)"};
+    static const bench_loop_fn fn[SL_COUNT] = {bench_loop_slide_malloc, bench_loop_slide_host, bench_loop_slide_dev};
+    const bench_fig_t *h = &BS.fig[SL_HOST], *m = &BS.fig[SL_MALLOC];
+    int k, r;
+    for (k = 0; k < SL_COUNT; k++) {
+        bench_fig_t *f = &BS.fig[k];
+        f->fn = fn[k];
+        f->arg = bench_slide_of(k);
+        f->n = B.trk_iters;
+        f->nthreads = 1;
+        f->before = bench_slide_before;
+        f->after = bench_slide_after;
+    }
+    pthread_barrier_destroy(&B.start);
+    pthread_barrier_destroy(&B.done);
+    bench_workers_start();
+    for (r = 0; r <= B.reps; r++)
+        for (k = 0; k < SL_COUNT; k++) {
+            BS.cur = k;
+            BS.fig[k].arg = bench_slide_of(k);
+            bench_rep(&BS.fig[k], r == 0);
+        }
+    bench_workers_stop();
+    printf("\nsliding working set (issue 40): %d live blocks %d bytes apart slide through %d addresses (%d granules "
+           "of 64 KiB), one thread, %llu pairs a run; best and median of %d runs\n", BENCH_TRK_LIVE,
+           BENCH_SLIDE_BYTES, BENCH_SLIDE_POOL, BENCH_SLIDE_POOL * BENCH_SLIDE_BYTES / 65536,
+           (unsigned long long)B.trk_iters, B.reps);
+    printf("  %-*s %8s %7s  %13s  %13s  %s\n", BENCH_TRK_W, "pair", "best ns", "median", "x host pair",
+           "x malloc+free", "resizes in loop");
+    printf("  %-*s %8s %7s  %6s %6s  %6s %6s  %s\n", BENCH_TRK_W, "", "", "", "best", "median", "best", "median",
+           "(most in a run)");
+    for (k = 0; k < SL_COUNT; k++) {
+        const bench_fig_t *f = &BS.fig[k];
+        double md = bench_median_of(f);
+        char rz[24] = "-";
+        if (k != SL_MALLOC) snprintf(rz, sizeof rz, "%llu", (unsigned long long)BS.resizes[k]);
+        printf("  %-*s %7.1f  %7.1f  %5.2fx %5.2fx  %5.2fx %5.2fx  %s\n", BENCH_TRK_W, name[k], f->ns, md,
+               f->ns / h->ns, md / bench_median_of(h), f->ns / m->ns, md / bench_median_of(m), rz);
+    }
+    printf("  (device pair: device %d, whose snapshot history is as the defaults make it; each run starts with the set "
+           "filled and taken once through the pool, untimed; table exact after every loop and drain: %s)\n",
+           BENCH_SLIDE_DEV, BS.bad ? "NO" : "yes");
+}
+
+/* ======================================================================== */
 /* Main                                                                     */
 /* ======================================================================== */
 
@@ -1027,6 +1114,7 @@ int main(void) {
             B.uncounted_only++;
         }
     bench_report();
+    bench_slide_run();
     bench_prom_figure();
     return 0;
 }

@@ -77,4 +77,22 @@ void bench_loop_track_stack(uint64_t n, const void *arg);  /* ... + MEMOBS_TRACK
                                                               bench_track.c -fno-omit-frame-pointer,
                                                               so the fp unwinder can walk it) */
 
+/* bench_track.c: the sliding working set (issue 40), one thread.
+   BENCH_TRK_LIVE live blocks BENCH_SLIDE_BYTES apart slide through
+   BENCH_SLIDE_POOL addresses (16 granules of 64 KiB of the tracker's
+   table): a pair frees the oldest and allocates the next address, as
+   bench_loop_track does on a pool 4x the live set. */
+#define BENCH_SLIDE_BYTES 256
+#define BENCH_SLIDE_POOL 4096
+typedef struct bench_slide bench_slide_t;
+/* The one slide, set up for host blocks (dev < 0) or device blocks of
+   device dev, tracked blocks of its pool or malloc()ed ones, untracked. */
+bench_slide_t *bench_slide(int dev, int use_malloc);
+void bench_slide_fill(bench_slide_t *s);
+void bench_slide_drain(bench_slide_t *s);
+/* n pairs; arg: the slide */
+void bench_loop_slide_malloc(uint64_t n, const void *arg); /* free + malloc(BENCH_SLIDE_BYTES) */
+void bench_loop_slide_host(uint64_t n, const void *arg);   /* MEMOBS_TRACK_FREE + MEMOBS_TRACK_ALLOC */
+void bench_loop_slide_dev(uint64_t n, const void *arg);    /* the same, MEMOBS_MEM_DEVICE of the slide's device */
+
 #endif /* BENCH_H */

@@ -80,17 +80,19 @@ const char *bench_ring_stack_text(const bench_ring_t *r) {
 /* Timed loops                                                              */
 /* ======================================================================== */
 
-/* arg: the worker's ring (bench_fig_t.arg, .arg1). */
-#define BENCH_RING_LOOP(name, body)                                       \
+/* arg: a set of live blocks of type T (a worker's ring: bench_fig_t.arg,
+   .arg1), as v; slot: its oldest block's, which the body replaces. */
+#define BENCH_LIVE_LOOP(name, T, v, body)                                 \
     __attribute__((aligned(64))) void name(uint64_t n, const void *arg) { \
-        bench_ring_t *r = (bench_ring_t *)(uintptr_t)arg;                 \
+        T *v = (T *)(uintptr_t)arg;                                       \
         uint64_t i;                                                       \
         for (i = 0; i < n; i++) {                                         \
-            void **slot = &r->live[r->pos++ % BENCH_TRK_LIVE];            \
+            void **slot = &v->live[v->pos++ % BENCH_TRK_LIVE];            \
             body;                                                         \
             BENCH_BARRIER();                                              \
         }                                                                 \
     }
+#define BENCH_RING_LOOP(name, body) BENCH_LIVE_LOOP(name, bench_ring_t, r, body)
 
 BENCH_RING_LOOP(bench_loop_malloc, {
     free(*slot);
@@ -147,3 +149,81 @@ __attribute__((noinline)) static void bench_chain(int d, uint64_t n, const void 
 }
 
 void bench_loop_track_stack(uint64_t n, const void *arg) { bench_chain(BENCH_TRK_CHAIN, n, arg); }
+
+/* ======================================================================== */
+/* Sliding working set (issue 40)                                           */
+/* ======================================================================== */
+
+/* BENCH_TRK_LIVE live blocks BENCH_SLIDE_BYTES apart, sliding through a
+   pool of BENCH_SLIDE_POOL addresses (16 granules of 64 KiB): each pair
+   frees the oldest block and allocates the next address of the pool, so
+   one granule empties while the next fills, all the time. */
+struct bench_slide {
+    void *live[BENCH_TRK_LIVE];
+    uint64_t pos, next;
+    int dev; /* < 0: host blocks; else MEMOBS_MEM_DEVICE blocks of this device */
+    int use_malloc;
+    char pool[BENCH_SLIDE_POOL][BENCH_SLIDE_BYTES] __attribute__((aligned(65536)));
+};
+
+static bench_slide_t bench_slides[1];
+
+bench_slide_t *bench_slide(int dev, int use_malloc) {
+    bench_slide_t *s = &bench_slides[0];
+    s->dev = dev;
+    s->use_malloc = use_malloc;
+    return s;
+}
+
+static void bench_slide_track(const bench_slide_t *s, void *p) {
+    if (s->dev < 0) MEMOBS_TRACK_ALLOC(p, BENCH_SLIDE_BYTES, MEMOBS_MEM_HOST);
+    else memobs_track_alloc_full(p, BENCH_SLIDE_BYTES, MEMOBS_MEM_DEVICE, s->dev, NULL, NULL, -1);
+}
+
+static void *bench_slide_block(bench_slide_t *s) {
+    void *p = s->use_malloc ? malloc(BENCH_SLIDE_BYTES) : s->pool[s->next++ % BENCH_SLIDE_POOL];
+    if (!s->use_malloc) bench_slide_track(s, p);
+    return p;
+}
+
+static void bench_slide_drop(bench_slide_t *s, void *p) {
+    if (s->use_malloc) free(p);
+    else MEMOBS_TRACK_FREE(p);
+}
+
+void bench_slide_fill(bench_slide_t *s) {
+    int k;
+    s->pos = 0;
+    for (k = 0; k < BENCH_TRK_LIVE; k++) s->live[k] = bench_slide_block(s);
+}
+
+void bench_slide_drain(bench_slide_t *s) {
+    int k;
+    for (k = 0; k < BENCH_TRK_LIVE; k++) {
+        bench_slide_drop(s, s->live[k]);
+        s->live[k] = NULL;
+    }
+}
+
+/* arg: the bench_slide_t. Each loop is one kind of pair, as the
+   figures of the ring are. */
+#define BENCH_SLIDE_LOOP(name, body) BENCH_LIVE_LOOP(name, bench_slide_t, s, body)
+
+BENCH_SLIDE_LOOP(bench_loop_slide_malloc, {
+    free(*slot);
+    *slot = malloc(BENCH_SLIDE_BYTES);
+})
+
+BENCH_SLIDE_LOOP(bench_loop_slide_host, {
+    void *p = s->pool[s->next++ % BENCH_SLIDE_POOL];
+    MEMOBS_TRACK_FREE(*slot);
+    MEMOBS_TRACK_ALLOC(p, BENCH_SLIDE_BYTES, MEMOBS_MEM_HOST);
+    *slot = p;
+})
+
+BENCH_SLIDE_LOOP(bench_loop_slide_dev, {
+    void *p = s->pool[s->next++ % BENCH_SLIDE_POOL];
+    MEMOBS_TRACK_FREE(*slot);
+    memobs_track_alloc_full(p, BENCH_SLIDE_BYTES, MEMOBS_MEM_DEVICE, s->dev, NULL, NULL, -1);
+    *slot = p;
+})
