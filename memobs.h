@@ -3598,6 +3598,8 @@ static void memobs__atfork_child(void) {
     /* The threads that did not come along leave their escrow records in
        the totals (every lock is held: the cut is exact). */
     memobs__esc_fold_held(-1);
+    /* A thread cutting the tables (memobs__trk_fit) did not come along. */
+    MEMOBS__STORE(&memobs__g.trk.fitting.v, 0u);
     memobs__g.identity.pid = (int64_t)getpid();
     memobs__outs_fork();
     memobs__atfork_parent();

@@ -36,6 +36,7 @@ step core bash tests/core/test_core.sh
 step cutout bash tests/core/test_cutout.sh
 step storage bash tests/core/test_storage.sh
 step track bash tests/tracker/test_track.sh
+step table bash tests/tracker/test_table.sh
 step snapshot bash tests/tracker/test_snapshot.sh
 step unwind bash tests/tracker/test_unwind.sh
 step timeline bash tests/outputs/test_timeline.sh
@@ -111,7 +112,7 @@ bash tests/deps.sh
 declare -A est=(
     [compile]=91 [signals]=64 [outputs]=61 [timeline]=60 [cuda-stops]=52 [cuda]=51 [names]=50 [nvtx]=45
     [stops]=43 [pymodule]=41 [crash]=41 [sampler]=39 [python]=37 [churn]=36 [examples]=34 [prom]=31
-    [capture]=31 [dashboard]=20 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [handlers]=27
+    [capture]=31 [dashboard]=20 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [table]=45 [handlers]=27
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45
