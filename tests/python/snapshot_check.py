@@ -406,8 +406,9 @@ def check_main(tap, segs, traces):
             probs.append("tag at %#x: %r, want %r" % (addr, s and s["frames"], want))
     # the unmarked free left no event; the settled mark did
     acts = lambda a: [e["action"] for e in traces[0] if e["addr"] == a and e["action"] not in SEGMENT_EVENTS]  # noqa: E731
-    if acts(0x7f0000800000) != ["alloc"] or seg_at(segs, 0x7f0000800000) is None:
-        probs.append("unmarked: %r" % acts(0x7f0000800000))
+    for a in (0x7f0000800000, 0x7f0000810000):  # taken back from the thread's stage, then from the ring
+        if acts(a) != ["alloc"] or seg_at(segs, a) is None:
+            probs.append("unmarked at %#x: %r" % (a, acts(a)))
     if acts(0x7f0000900000) != ["alloc", "free_requested", "free_completed"]:
         probs.append("marked and settled: %r" % acts(0x7f0000900000))
     if acts(0x7f0000b00000) != ["alloc", "free_requested", "free_completed", "alloc"]:
