@@ -12257,8 +12257,10 @@ static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_
 /* A pending mark taken back (memobs_cuda.h: the runtime's free failed,
    on the thread that marked it): the block's newest event, if it is that
    free_requested, is removed, from the thread's stage, or from the ring
-   (the records after it there move down one). Under the ring's lock:
-   no gather moves the stage meanwhile. */
+   (the records after it there move down one; on a full ring the slot
+   it leaves may let a reader show one older event, and count one fewer
+   dropped, than a ring of events would have). Under the ring's lock: no
+   gather moves the stage meanwhile. */
 static void memobs__tsn_unrequest(int device, uint64_t addr) {
     memobs__tsn_ring_t *r;
     memobs__shard_t *s = memobs__tls.shard;
