@@ -2628,23 +2628,24 @@ typedef struct {
 #define MEMOBS__SHARD_BYTES ((sizeof(memobs__shard_t) + 63) & ~(size_t)63)
 #define MEMOBS__ESC_OF(s) ((memobs__esc_shard_t *)(void *)((char *)(s) + MEMOBS__SHARD_BYTES))
 
-/* An event of the PyTorch snapshot's history (see its section). */
+/* A record of the PyTorch snapshot's history (see its section): one
+   event, or a free's two (action MEMOBS__TSN_FREE_BOTH: free_requested
+   then free_completed at one time), expanded when a snapshot copies the
+   ring out. */
 typedef struct {
     uint64_t addr, bytes;
     uint64_t time; /* in the ring: memobs__ticks(); copied out: microseconds since the epoch */
     const void *stream;
-    uint32_t trace, action;
+    uint32_t trace;
+    uint16_t action, dev; /* dev: the device (in a thread's stage, which holds every device's) */
 } memobs__tsn_ev_t;
 
-/* A thread's newest history events, not yet in their devices' rings: the
+/* A thread's newest history records, not yet in their devices' rings: the
    third part of its shard's block (see the snapshot's section). */
-#define MEMOBS__TSN_STAGE 32
-#define MEMOBS__TSN_WAIT 1024
+#define MEMOBS__TSN_STAGE 64
 typedef struct {
-    memobs__u32_t lock;                /* the owner's pushes; every gather takes it too */
-    memobs__u32_t n;                   /* events staged (changed under lock; the owner reads it without) */
-    uint32_t wait;                     /* the owner's pushes left to stage before it tries the ring again */
-    uint16_t dev[MEMOBS__TSN_STAGE];   /* each event's device */
+    memobs__u32_t n;     /* records staged: written by the owner only (release), read by gathers (acquire) */
+    memobs__u32_t f;     /* records [f, n) not yet in a ring; changed under a ring lock only */
     memobs__tsn_ev_t ev[MEMOBS__TSN_STAGE];
 } memobs__tsn_stage_t;
 #define MEMOBS__ESC_BYTES ((sizeof(memobs__esc_shard_t) + 63) & ~(size_t)63)
@@ -2734,15 +2735,6 @@ static void memobs__spin_lock(memobs__u32_t *l) {
             }
         }
     }
-}
-/* 1 with the lock taken, 0 (nothing taken) when another holder has it. */
-static int memobs__spin_trylock(memobs__u32_t *l) {
-    memobs__tls.in++;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (!MEMOBS__LOAD(&l->v) && !__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE)) return 1;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memobs__tls.in--;
-    return 0;
 }
 static void memobs__spin_unlock(memobs__u32_t *l) {
     __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE);
@@ -2933,7 +2925,7 @@ static void memobs__coll_fork(int lock);
    (its section follows the allocation reports'). */
 enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 2 };
 /* memobs__tsn_push's action for a free's two events at once: free_requested
-   then free_completed, one lock and one clock read. */
+   then free_completed, one record and one clock read. */
 #define MEMOBS__TSN_FREE_BOTH 3u
 /* noinline, cold: device allocations are rare next to host ones, and
    these stay out of the host path's code. */
@@ -12009,49 +12001,66 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
 
 #ifndef MEMOBS_NO_TORCH_SNAPSHOT
 
-/* Per device, a ring of the newest device allocation events under a spin
+/* Per device, a ring of the newest device allocation records under a spin
    lock of its own (a leaf: nothing else is taken while it is held). A
-   thread with nothing staged that finds the ring's lock free writes into
-   the ring (a thread alone always does); one that finds it taken stages
-   its next MEMOBS__TSN_WAIT events in its shard's block
-   (memobs__tsn_stage_t, under a spin lock only it takes, besides
-   gathers), moving them into their rings MEMOBS__TSN_STAGE at a time: two
-   threads allocating on one device then meet at the ring once per
-   MEMOBS__TSN_STAGE events, not at each. The tracker pushes after its
-   stripe lock is released, before the call returns, so a free's events
-   come before any reuse of its address.
-   An event's time is the timeline's clock (memobs__ticks: the TSC, about
-   a third of a clock_gettime), read under the stage's lock; a snapshot
-   turns it into PyTorch's time_us when it copies the ring out.
+   thread with a shard of its own writes its records into its stage
+   (memobs__tsn_stage_t, the third part of its shard's block) with no lock
+   and no atomic read-modify-write, and moves them into their rings when
+   the stage is full, each run of one device's records under one take of
+   its ring's lock: two threads allocating on one device meet at the ring
+   once per MEMOBS__TSN_STAGE records, never at each. A thread without a
+   shard of its own writes into the ring under its lock. A free is one
+   record (MEMOBS__TSN_FREE_BOTH) that stands for its two events,
+   free_requested and free_completed, at one time; whatever counts or
+   copies out events counts it as two. The tracker pushes after its stripe
+   lock is released, before the call returns, so a free's record comes
+   before any reuse of its address.
+   A record's time is the timeline's clock (memobs__ticks: the TSC, about
+   a third of a clock_gettime), read as it is written: a stage, and one
+   thread's records in a ring, are in time order. A snapshot turns it into
+   PyTorch's time_us when it copies the ring out.
 
-   Every reader gathers first (memobs__tsn_gather): it takes every
-   thread's stage lock, in the order of the shard list, moves what is
-   staged into the rings, reads, and lets go. With every stage held, an
-   event is either in a ring or not yet pushed, and one whose push ended
-   before the gather began is in: a cut that never shows an address
-   reused without the free that came before it. One thread's events reach
+   Every reader gathers first (memobs__tsn_gather): it takes every ring's
+   lock, in device order, moves what each thread has staged ([f, n) of its
+   stage) into the rings, reads, and lets go. The owner publishes a record
+   by storing n with release once it is written (a gather reads n with
+   acquire); it changes f, and n other than by a push, only under a ring
+   lock, so nothing a gather moves changes under it. A push that happened
+   before the gather began (ended before something the reader's thread
+   synchronised with) is then in a ring: a cut that never shows an address
+   reused without the free that came before it. One thread's records reach
    a ring in the order they happened; two threads' batches interleave, so
    the snapshot sorts what it copies out by time (a stable sort: a free's
-   two events share one time). A full ring drops what reached it first:
-   with one thread the oldest events, with several the oldest but for a
-   thread's last MEMOBS__TSN_STAGE, which may reach the ring after newer
-   ones of another thread. */
+   two events share one time). A full ring drops the records that reached
+   it first: with one thread the oldest events, with several the oldest
+   but for a thread's last MEMOBS__TSN_STAGE, which may reach the ring
+   after newer ones of another thread. A ring of cap records holds cap
+   events at least; readers show the newest cap (of a free's record on the
+   edge, its free_completed alone), so that the counts and the events are
+   those of a ring of cap events.
+   A push counts itself in memobs__tls.in: a signal handler's tracker call
+   that interrupts it does nothing (memobs__trk_nested), so no handler
+   writes into the stage its thread is writing. */
 
 typedef struct {
     memobs__u32_t lock;
     memobs__u32_t state;   /* 0: no ring yet, 1: ready, 2: no history (capacity 0, no memory) */
     memobs__tsn_ev_t *ev;  /* cap slots */
     uint64_t cap;
-    uint64_t n;            /* the next event's number; slot n % cap */
+    uint64_t n;            /* the next record's number; slot n % cap */
     uint64_t pos;          /* n % cap, kept so that a push divides nothing */
-    uint64_t kept;         /* events [n - kept, n) are in the ring */
-    uint64_t dropped;
+    uint64_t kept;         /* records [n - kept, n) are in the ring */
+    uint64_t held;         /* the events those records stand for */
+    uint64_t events;       /* events recorded: the shown ones (memobs__tsn_shown) and those dropped */
 } __attribute__((aligned(64))) memobs__tsn_ring_t;
 
 static struct {
     memobs__u64_t cap_plus1;  /* MEMOBS_TORCH_EVENTS + 1 from the environment; 0: the default */
     memobs__tsn_ring_t ring[MEMOBS_MAX_DEVICES];
 } memobs__tsn;
+
+/* The events a record stands for. */
+#define MEMOBS__TSN_EVENTS(e) ((e)->action == MEMOBS__TSN_FREE_BOTH ? 2u : 1u)
 
 static uint64_t memobs__tsn_cap(void) {
     uint64_t c = MEMOBS__LOAD(&memobs__tsn.cap_plus1.v);
@@ -12157,163 +12166,173 @@ static int memobs__tsn_sort(memobs__tsn_ev_t *ev, uint64_t n) {
     return MEMOBS_OK;
 }
 
-/* Caller holds r->lock: the next event's slot. */
-static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r) {
+/* Caller holds r->lock: the next record's slot, for a record of w events. */
+static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r, unsigned w) {
     memobs__tsn_ev_t *e = &r->ev[r->pos];
     if (++r->pos == r->cap) r->pos = 0;
     r->n++;
     if (r->kept < r->cap) r->kept++;
-    else r->dropped++;
+    else r->held -= MEMOBS__TSN_EVENTS(e); /* the oldest record, dropped */
+    r->held += w;
+    r->events += w;
     return e;
 }
 
-/* Caller holds g->lock: what g holds goes into the rings, in order, each
-   run of one device's events under one take of its ring's lock. */
+/* Caller holds r->lock: the events a reader shows, the newest cap of
+   those the ring holds. */
+static uint64_t memobs__tsn_shown(const memobs__tsn_ring_t *r) { return r->held < r->cap ? r->held : r->cap; }
+
+/* Caller holds r->lock: the events shown (memobs__tsn_shown), oldest
+   first, each free's record as its two events (where only the second is
+   shown, that one), into out; returns how many. */
+static uint64_t memobs__tsn_copy(const memobs__tsn_ring_t *r, memobs__tsn_ev_t *out) {
+    uint64_t n = memobs__tsn_shown(r), o = n, k;
+    for (k = r->n; o > 0; k--) {
+        const memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
+        out[--o] = *e;
+        if (e->action != MEMOBS__TSN_FREE_BOTH) continue;
+        out[o].action = MEMOBS__TSN_FREE_DONE;
+        if (o == 0) break;
+        out[--o] = *e;
+        out[o].action = MEMOBS__TSN_FREE_REQ;
+    }
+    return n;
+}
+
+/* Caller holds r->lock (the ring of device dev): g's records from f on,
+   up to the first of another device or n, into r; returns where they end. */
+static uint32_t memobs__tsn_run(memobs__tsn_stage_t *g, uint32_t f, uint32_t n, memobs__tsn_ring_t *r, unsigned dev) {
+    for (; f < n && g->ev[f].dev == dev; f++) *memobs__tsn_slot(r, MEMOBS__TSN_EVENTS(&g->ev[f])) = g->ev[f];
+    return f;
+}
+
+/* The owner of g (or its thread's exit): what g holds into the rings,
+   in order, each run of one device's records under one take of its
+   ring's lock, and g emptied under the last (device 0's where a gather
+   had moved them all). */
 static void memobs__tsn_flush(memobs__tsn_stage_t *g) {
-    uint32_t i = 0, j, n = MEMOBS__LOAD(&g->n.v);
-    while (i < n) {
-        memobs__tsn_ring_t *r = &memobs__tsn.ring[g->dev[i]];
-        for (j = i; j < n && g->dev[j] == g->dev[i]; j++) {
-        }
-        memobs__spin_lock(&r->lock);
-        for (; i < j; i++) *memobs__tsn_slot(r) = g->ev[i];
-        memobs__spin_unlock(&r->lock);
+    uint32_t n = MEMOBS__LOAD(&g->n.v), f;
+    unsigned dev;
+    for (;;) {
+        f = MEMOBS__LOAD(&g->f.v);
+        dev = f < n ? g->ev[f].dev : 0u;
+        memobs__spin_lock(&memobs__tsn.ring[dev].lock);
+        f = MEMOBS__LOAD(&g->f.v); /* again, under the lock: a gather may have moved them */
+        if (f < n && g->ev[f].dev == dev) f = memobs__tsn_run(g, f, n, &memobs__tsn.ring[dev], dev);
+        MEMOBS__STORE(&g->f.v, f < n ? f : 0u);
+        if (f >= n) MEMOBS__STORE(&g->n.v, 0u);
+        memobs__spin_unlock(&memobs__tsn.ring[dev].lock);
+        if (f >= n) return;
     }
-    /* release: an owner that reads 0 without the lock finds these in the rings */
-    __atomic_store_n(&g->n.v, 0u, __ATOMIC_RELEASE);
 }
 
-/* Takes (lock 1) every thread's stage lock, in the order of the shard
-   list, and moves what each holds into the rings; lock 0 lets them go.
-   The list only grows, and the gather's lock 0 walks the same shards: a
-   shard published in between is skipped by both. */
-static memobs__shard_t *memobs__tsn_gather(int lock, memobs__shard_t *head) {
+/* Every ring's lock, in device order (lock 1), or let go (lock 0). */
+static void memobs__tsn_lock_all(int lock) {
+    unsigned d;
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        if (lock) memobs__spin_lock(&memobs__tsn.ring[d].lock);
+        else memobs__spin_unlock(&memobs__tsn.ring[MEMOBS_MAX_DEVICES - 1 - d].lock);
+    }
+}
+
+/* Takes (lock 1) every ring's lock and moves what every thread has
+   staged into the rings; lock 0 lets them go. */
+static void memobs__tsn_gather(int lock) {
     memobs__shard_t *s;
-    if (lock) head = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE);
-    for (s = head; s; s = s->next) {
+    memobs__tsn_stage_t *g;
+    uint32_t f, n;
+    memobs__tsn_lock_all(lock);
+    if (!lock) return;
+    for (s = __atomic_load_n(&memobs__g.shards, __ATOMIC_ACQUIRE); s; s = s->next) {
         if (s->shared) continue;
-        if (lock) {
-            memobs__spin_lock(&MEMOBS__TSN_OF(s)->lock);
-            memobs__tsn_flush(MEMOBS__TSN_OF(s));
-        } else {
-            memobs__spin_unlock(&MEMOBS__TSN_OF(s)->lock);
-        }
+        g = MEMOBS__TSN_OF(s);
+        n = __atomic_load_n(&g->n.v, __ATOMIC_ACQUIRE); /* the records up to n are written */
+        for (f = MEMOBS__LOAD(&g->f.v); f < n;)
+            f = memobs__tsn_run(g, f, n, &memobs__tsn.ring[g->ev[f].dev], g->ev[f].dev);
+        MEMOBS__STORE(&g->f.v, f);
     }
-    return head;
 }
 
-/* Thread exit (memobs__shard_release): its staged events go to the rings. */
+/* Thread exit (memobs__shard_release): its staged records go to the rings. */
 static void memobs__tsn_leave(memobs__shard_t *s) {
-    memobs__tsn_stage_t *g = MEMOBS__TSN_OF(s);
-    if (s->shared) return;
-    memobs__spin_lock(&g->lock);
-    memobs__tsn_flush(g);
-    memobs__spin_unlock(&g->lock);
+    if (!s->shared && MEMOBS__LOAD(&MEMOBS__TSN_OF(s)->n.v) != 0) memobs__tsn_flush(MEMOBS__TSN_OF(s));
 }
 
-/* Caller holds the lock of the stage or ring that e is in. */
-static void memobs__tsn_fill(memobs__tsn_ev_t *e, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
-                             uint32_t trace, uint64_t now) {
+static void memobs__tsn_fill(memobs__tsn_ev_t *e, unsigned action, int device, uint64_t addr, uint64_t bytes,
+                             const void *stream, uint32_t trace) {
     e->addr = addr;
     e->bytes = bytes;
     e->stream = stream;
     e->trace = trace;
-    e->action = action;
-    e->time = now;
+    e->action = (uint16_t)action;
+    e->dev = (uint16_t)device;
+    e->time = memobs__ticks();
 }
 
-/* Caller holds r->lock: n events (action, then action + 1) at one time. */
-static void memobs__tsn_put(memobs__tsn_ring_t *r, unsigned action, unsigned n, uint64_t addr, uint64_t bytes,
-                            const void *stream, uint32_t trace) {
-    uint64_t now = memobs__ticks();
-    unsigned k;
-    for (k = 0; k < n; k++) memobs__tsn_fill(memobs__tsn_slot(r), action + k, addr, bytes, stream, trace, now);
-}
-
-/* An event of a device allocation (the tracker calls it for device kind
-   only), or MEMOBS__TSN_FREE_BOTH's two: into the device's ring, or the
-   thread's stage while another thread was found at the ring (a thread
-   with no shard of its own: always into the ring, waiting for its lock).
-   The time is read under the lock: the stage, and one thread's events in
-   a ring, are in time order. */
+/* A record of a device allocation (the tracker calls it for device kind
+   only): an event, or MEMOBS__TSN_FREE_BOTH's two. Into the thread's
+   stage (a thread with no shard of its own: into the ring, under its
+   lock). */
 static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_t bytes, const void *stream,
                              uint32_t trace) {
     memobs__tsn_ring_t *r;
     memobs__shard_t *s = memobs__tls.shard;
     memobs__tsn_stage_t *g;
-    uint64_t now;
-    unsigned k, i, n = action == MEMOBS__TSN_FREE_BOTH ? 2u : 1u;
+    uint32_t i;
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     r = &memobs__tsn.ring[device];
     if (!memobs__tsn_ready(r)) return;
-    if (action == MEMOBS__TSN_FREE_BOTH) action = MEMOBS__TSN_FREE_REQ;
     if (!s || s->shared) {
         memobs__spin_lock(&r->lock);
-        memobs__tsn_put(r, action, n, addr, bytes, stream, trace);
+        memobs__tsn_fill(memobs__tsn_slot(r, action == MEMOBS__TSN_FREE_BOTH ? 2u : 1u), action, device, addr,
+                         bytes, stream, trace);
         memobs__spin_unlock(&r->lock);
         return;
     }
     g = MEMOBS__TSN_OF(s);
-    /* The ring free (a thread alone always finds it so): straight into it,
-       after what this thread has staged. Else this event and the next
-       MEMOBS__TSN_WAIT are staged: one thread's events reach the ring in
-       order. */
-    if (g->wait) {
-        g->wait--;
-    } else {
-        if (__atomic_load_n(&g->n.v, __ATOMIC_ACQUIRE) != 0) { /* the while is over: what is staged first */
-            memobs__spin_lock(&g->lock);
-            memobs__tsn_flush(g);
-            memobs__spin_unlock(&g->lock);
-        }
-        if (memobs__spin_trylock(&r->lock)) {
-            memobs__tsn_put(r, action, n, addr, bytes, stream, trace);
-            memobs__spin_unlock(&r->lock);
-            return;
-        }
-        g->wait = MEMOBS__TSN_WAIT; /* another thread at the ring: stage for a while */
+    memobs__tls.in++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    i = MEMOBS__LOAD(&g->n.v);
+    if (i == MEMOBS__TSN_STAGE) {
+        memobs__tsn_flush(g);
+        i = 0;
     }
-    memobs__spin_lock(&g->lock);
-    if (MEMOBS__LOAD(&g->n.v) + n > MEMOBS__TSN_STAGE) memobs__tsn_flush(g);
-    now = memobs__ticks();
-    for (k = 0, i = MEMOBS__LOAD(&g->n.v); k < n; k++, i++) {
-        g->dev[i] = (uint16_t)device;
-        memobs__tsn_fill(&g->ev[i], action + k, addr, bytes, stream, trace, now);
-    }
-    MEMOBS__STORE(&g->n.v, i);
-    memobs__spin_unlock(&g->lock);
+    memobs__tsn_fill(&g->ev[i], action, device, addr, bytes, stream, trace);
+    __atomic_store_n(&g->n.v, i + 1, __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memobs__tls.in--;
 }
 
 /* A pending mark taken back (memobs_cuda.h: the runtime's free failed,
    on the thread that marked it): the block's newest event, if it is that
    free_requested, is removed, from the thread's stage, or from the ring
-   (the events after it there move down one). */
+   (the records after it there move down one; on a full ring the slot
+   it leaves may let a reader show one older event, and count one fewer
+   dropped, than a ring of events would have). Under the ring's lock: no
+   gather moves the stage meanwhile. */
 static void memobs__tsn_unrequest(int device, uint64_t addr) {
     memobs__tsn_ring_t *r;
     memobs__shard_t *s = memobs__tls.shard;
     memobs__tsn_stage_t *g = s && !s->shared ? MEMOBS__TSN_OF(s) : NULL;
     uint64_t k, i;
-    uint32_t j, n;
+    uint32_t j, f, n;
     if (device < 0 || device >= MEMOBS_MAX_DEVICES) return;
     r = &memobs__tsn.ring[device];
     if (__atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE) != 1) return;
+    memobs__spin_lock(&r->lock);
     if (g) {
-        memobs__spin_lock(&g->lock);
         n = MEMOBS__LOAD(&g->n.v);
-        for (j = n; j > 0; j--) {
-            if (g->dev[j - 1] != (uint16_t)device || g->ev[j - 1].addr != addr) continue;
+        f = MEMOBS__LOAD(&g->f.v);
+        for (j = n; j > f; j--) {
+            if (g->ev[j - 1].dev != (uint16_t)device || g->ev[j - 1].addr != addr) continue;
             if (g->ev[j - 1].action == MEMOBS__TSN_FREE_REQ) {
-                for (; j < n; j++) {
-                    g->dev[j - 1] = g->dev[j];
-                    g->ev[j - 1] = g->ev[j];
-                }
+                for (; j < n; j++) g->ev[j - 1] = g->ev[j];
                 MEMOBS__STORE(&g->n.v, n - 1);
             }
-            memobs__spin_unlock(&g->lock);
+            memobs__spin_unlock(&r->lock);
             return;
         }
     }
-    memobs__spin_lock(&r->lock);
     for (k = r->n; k > r->n - r->kept; k--) {
         memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
         if (e->addr != addr) continue;
@@ -12321,45 +12340,31 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
             for (i = k - 1; i + 1 < r->n; i++) r->ev[i % r->cap] = r->ev[(i + 1) % r->cap];
             r->n--;
             r->kept--;
+            r->held--;
+            r->events--;
             r->pos = r->pos ? r->pos - 1 : r->cap - 1;
         }
         break;
     }
     memobs__spin_unlock(&r->lock);
-    if (g) memobs__spin_unlock(&g->lock);
 }
 
-/* fork(): the stage locks, then the ring locks, are held across it (taken
-   last, released first); memobs__g.lock is held, so the list is still. */
-static void memobs__tsn_fork(int lock) {
-    memobs__shard_t *s;
-    unsigned d;
-    if (lock)
-        for (s = memobs__g.shards; s; s = s->next)
-            if (!s->shared) memobs__spin_lock(&MEMOBS__TSN_OF(s)->lock);
-    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
-        if (lock) memobs__spin_lock(&memobs__tsn.ring[d].lock);
-        else memobs__spin_unlock(&memobs__tsn.ring[d].lock);
-    }
-    if (!lock)
-        for (s = memobs__g.shards; s; s = s->next)
-            if (!s->shared) memobs__spin_unlock(&MEMOBS__TSN_OF(s)->lock);
-}
+/* fork(): every ring's lock is held across it (taken last, released
+   first). A push in another thread has then written its record and n,
+   or not n (the child has no such record). */
+static void memobs__tsn_fork(int lock) { memobs__tsn_lock_all(lock); }
 
 int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
     memobs__tsn_ring_t *r;
-    memobs__shard_t *head;
     if (out) memset(out, 0, sizeof *out);
     if (!out || device < 0 || device >= MEMOBS_MAX_DEVICES) return MEMOBS_ERR_INVALID;
     r = &memobs__tsn.ring[device];
-    head = memobs__tsn_gather(1, NULL);
-    memobs__spin_lock(&r->lock);
-    out->kept = r->kept;
-    out->dropped = r->dropped;
-    out->recorded = r->kept + r->dropped;
+    memobs__tsn_gather(1);
+    out->kept = memobs__tsn_shown(r);
+    out->dropped = r->events - out->kept;
+    out->recorded = r->events;
     out->capacity = MEMOBS__LOAD(&r->state.v) == 0 ? memobs__tsn_cap() : r->cap;
-    memobs__spin_unlock(&r->lock);
-    (void)memobs__tsn_gather(0, head);
+    memobs__tsn_gather(0);
     return MEMOBS_OK;
 }
 
@@ -12671,7 +12676,6 @@ static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
 int memobs_write_torch_snapshot(FILE *f) {
     memobs__pk_t k;
     memobs__alloc_t *a = NULL;
-    memobs__shard_t *head;
     memobs__tsn_ev_t *ev[MEMOBS_MAX_DEVICES];
     uint64_t nev[MEMOBS_MAX_DEVICES], dropped[MEMOBS_MAX_DEVICES], cap[MEMOBS_MAX_DEVICES];
     size_t n = 0, max = 0, i, j, b;
@@ -12706,9 +12710,9 @@ int memobs_write_torch_snapshot(FILE *f) {
         memobs__sort(a, n, sizeof *a, memobs__tsn_seg_first);
         if (n && a[n - 1].device >= 0) ndev = a[n - 1].device + 1;
     }
-    /* Each device's history: room for it, then every
-       thread's staged events gathered into the rings, each ring copied
-       out under its lock, then sorted by time. */
+    /* Each device's history: room for it, then every thread's staged
+       records gathered into the rings, each ring's events copied out while
+       the gather holds every ring, then sorted by time. */
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
@@ -12720,17 +12724,14 @@ int memobs_write_torch_snapshot(FILE *f) {
             goto out;
         }
     }
-    head = memobs__tsn_gather(1, NULL);
+    memobs__tsn_gather(1);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         if (!ev[d]) continue;
-        memobs__spin_lock(&r->lock);
-        for (i = 0; i < r->kept; i++) ev[d][i] = r->ev[(r->n - r->kept + i) % r->cap];
-        nev[d] = r->kept;
-        dropped[d] = r->dropped;
-        memobs__spin_unlock(&r->lock);
+        nev[d] = memobs__tsn_copy(r, ev[d]);
+        dropped[d] = r->events - nev[d];
     }
-    (void)memobs__tsn_gather(0, head);
+    memobs__tsn_gather(0);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         if (!ev[d]) continue;
         if (memobs__tsn_sort(ev[d], nev[d]) != MEMOBS_OK) {
@@ -12855,8 +12856,6 @@ int memobs_write_torch_snapshot_file(const char *path) {
     (void)path;
     return memobs__cut_call("memobs_write_torch_snapshot_file", "NO_TORCH_SNAPSHOT");
 }
-
-static __attribute__((unused)) void memobs__tsn_unused(void) { (void)memobs__spin_trylock; /* the history's only user */ }
 
 static void memobs__tsn_env(void) {
     memobs__cut_env(memobs__out_info[MEMOBS__OUT_TORCH].var, "NO_TORCH_SNAPSHOT");

@@ -11,7 +11,7 @@
               unmarked frees, stream-ordered reuse, a missed free, odd tags,
               C stacks, a tag provider's frames, host memory (left out),
               two devices with an unused one between them
-     bound    (MEMOBS_TORCH_EVENTS=64) 301 events on device 0: 237 dropped
+     bound    (MEMOBS_TORCH_EVENTS=64, or 65: a free's record half kept) 301 events on device 0: 237 (236) dropped
      threads  six threads on four devices, allocating and freeing at once
      live     three threads (devices 0, 0, 1) with 7 events each, all of
               them still in the threads' stages (fewer than a stage
@@ -185,6 +185,12 @@ static void test_scenario(void) {
     dalloc(0, 0x7f0000800000ull, 4096, 0x11, "unmarked", 0);
     CHECK_U64(1, memobs__track_mark(FP(0x7f0000800000ull), MEMOBS__MARK));
     CHECK_U64(1, memobs__track_mark(FP(0x7f0000800000ull), MEMOBS__UNMARK));
+    /* the same with a reader in between, which moves the thread's staged
+       records into the ring: the free_requested taken back from there */
+    dalloc(0, 0x7f0000810000ull, 4096, 0x11, "unmarked", 0);
+    CHECK_U64(1, memobs__track_mark(FP(0x7f0000810000ull), MEMOBS__MARK));
+    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
+    CHECK_U64(1, memobs__track_mark(FP(0x7f0000810000ull), MEMOBS__UNMARK));
     dalloc(0, 0x7f0000900000ull, 4096, 0x11, "cudaFree", 0);
     CHECK_U64(1, memobs__track_mark(FP(0x7f0000900000ull), MEMOBS__MARK));
     expect(0, 0x7f0000900000ull, "free_requested");
@@ -213,8 +219,8 @@ static void test_scenario(void) {
     dalloc(0, 0x7f0000c00000ull, 512, ~0ull, "stream -1", 0);
 
     CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(23, h.recorded);
-    CHECK_U64(23, h.kept);
+    CHECK_U64(24, h.recorded);
+    CHECK_U64(24, h.kept);
     CHECK_U64(0, h.dropped);
     CHECK_U64(16384, h.capacity);
     CHECK_U64(MEMOBS_OK, memobs_get_torch_history(1, &h));

@@ -51,6 +51,7 @@ build() { # name compiler flags...: sets bin
 if build c99 "$CC" -std=c99 -O2 -g; then
     run c99 main
     run c99 bound MEMOBS_TORCH_EVENTS=64
+    run c99-edge bound MEMOBS_TORCH_EVENTS=65 # the oldest kept: half of a free's record
     run c99 threads
     run c99 live
     run c99 racing
