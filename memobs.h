@@ -12812,7 +12812,11 @@ int memobs_write_torch_snapshot(FILE *f) {
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
-        cap[d] = room[d] = st == 0 ? memobs__tsn_cap() : r->cap;
+        cap[d] = room[d] = memobs__tsn_cap();
+        if (st == 0) continue;
+        memobs__spin_lock(&r->lock); /* a start may resize it */
+        cap[d] = room[d] = r->cap;
+        memobs__spin_unlock(&r->lock);
         if (st != 1) continue;
         ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)room[d] * sizeof *ev[d]);
         if (!ev[d]) {
