@@ -358,19 +358,28 @@ static void mode_racing(void) {
     if (null) fclose(null);
 }
 
+/* 1 when the device's history counts are these; else 0, printing them. */
+static int hist_is(int device, uint64_t recorded, uint64_t kept, uint64_t dropped, uint64_t capacity, int recording) {
+    memobs_torch_history_t h;
+    int rc = memobs_get_torch_history(device, &h);
+    if (rc == MEMOBS_OK && h.recorded == recorded && h.kept == kept && h.dropped == dropped &&
+        h.capacity == capacity && h.recording == recording)
+        return 1;
+    printf("    # device %d (rc %d): recorded %llu, kept %llu, dropped %llu, capacity %llu, recording %d\n", device, rc,
+           (unsigned long long)h.recorded, (unsigned long long)h.kept, (unsigned long long)h.dropped,
+           (unsigned long long)h.capacity, h.recording);
+    return 0;
+}
+
 /* off: the default, nothing set: no history, whatever is tracked. */
 static void mode_off(void) {
-    memobs_torch_history_t h;
     FILE *null = fopen("/dev/null", "w");
     dalloc(0, 0x7f0000100000ull, 4096, 0x11, "off, live", 0);
     dalloc(0, 0x7f0000200000ull, 8192, 0x11, "off, freed", 0);
     dfree(0, 0x7f0000200000ull);
     memobs_track_free_pending(FP(0x7f0000100000ull));
     nexpect = 0;
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(0, h.recorded);
-    CHECK_U64(0, (uint64_t)h.recording);
-    CHECK_U64(16384, h.capacity);
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
     /* a first snapshot (the warning), then the one the checker reads */
     CHECK_U64(1, null != NULL);
     if (null) {
@@ -386,7 +395,6 @@ static void mode_off(void) {
 #define W_RESIZED 0x7f0000400000ull
 #define W_AFTER 0x7f0000500000ull
 static void mode_window(void) {
-    memobs_torch_history_t h;
     log_count = 0;
     memobs_set_log(capture_log, NULL);
     memobs_set_device(0);
@@ -395,56 +403,36 @@ static void mode_window(void) {
     memobs_track_alloc_full(FP(W_BEFORE_LIVE), 4096, DEVICE, 0, FP(0x11), "before, live", 0);
     memobs_track_alloc_full(FP(0x7f0000600000ull), 4096, DEVICE, 1, FP(0x11), "before, freed before", 0);
     memobs_track_free(FP(0x7f0000600000ull));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(0, h.recorded);
-    CHECK_U64(0, (uint64_t)h.recording);
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
     /* bad input: one warning, still off */
     CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_torch_history_start((1ull << 24) + 1));
     CHECK_U64(1, log_count);
     CHECK_U64(1, log_has("memobs_torch_history_start(16777217): at most 16777216 events per device; unchanged"));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(0, (uint64_t)h.recording);
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
     /* start, twice: harmless */
     CHECK_U64(MEMOBS_OK, memobs_torch_history_start(0));
     CHECK_U64(MEMOBS_OK, memobs_torch_history_start(0));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(1, (uint64_t)h.recording);
-    CHECK_U64(16384, h.capacity);
+    CHECK(hist_is(0, 0, 0, 0, 16384, 1));
     dalloc(0, W_IN, 65536, 0x11, "inside", 0);
     dfree(0, W_IN);
     memobs_track_free(FP(W_BEFORE_FREED)); /* its alloc came before the start */
     expect(0, W_BEFORE_FREED, "free_requested");
     expect(0, W_BEFORE_FREED, "free_completed");
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(5, h.recorded);
+    CHECK(hist_is(0, 5, 5, 0, 16384, 1));
     /* another capacity: the newest that fit stay, the rest dropped */
     CHECK_U64(MEMOBS_OK, memobs_torch_history_start(4));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(4, h.capacity);
-    CHECK_U64(4, h.kept);
-    CHECK_U64(1, h.dropped);
-    CHECK_U64(5, h.recorded);
+    CHECK(hist_is(0, 5, 4, 1, 4, 1));
     dalloc(0, W_RESIZED, 1u << 20, 0x11, "resized", 0);
     CHECK_U64(MEMOBS_OK, memobs_torch_history_start(64));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(64, h.capacity);
-    CHECK_U64(4, h.kept);
-    CHECK_U64(2, h.dropped);
+    CHECK(hist_is(0, 6, 4, 2, 64, 1));
     dfree(0, W_RESIZED);
     /* stop, twice: what was kept stays */
     CHECK_U64(MEMOBS_OK, memobs_torch_history_stop());
     CHECK_U64(MEMOBS_OK, memobs_torch_history_stop());
     memobs_track_alloc_full(FP(W_AFTER), 4096, DEVICE, 0, FP(0x11), "after", 0);
     memobs_track_free_pending(FP(W_BEFORE_LIVE));
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(0, &h));
-    CHECK_U64(0, (uint64_t)h.recording);
-    CHECK_U64(8, h.recorded);
-    CHECK_U64(6, h.kept);
-    CHECK_U64(2, h.dropped);
-    CHECK_U64(64, h.capacity);
-    CHECK_U64(MEMOBS_OK, memobs_get_torch_history(1, &h));
-    CHECK_U64(0, h.recorded);
-    CHECK_U64(64, h.capacity); /* a ring made now would hold the last start's */
+    CHECK(hist_is(0, 8, 6, 2, 64, 0));
+    CHECK(hist_is(1, 0, 0, 0, 64, 0)); /* a ring made now would hold the last start's */
     CHECK_U64(1, log_count);
     if (check__failed_checks) log_dump();
     memobs_set_log(NULL, NULL);
@@ -531,11 +519,11 @@ int main(int argc, char **argv) {
         dalloc(0, 0x7f0000100000ull, 4096, 0x11, "no history", 0);
         nexpect = 0;
     } else if (strcmp(mode, "off") == 0) {
-        mode_off();
+        RUN(mode_off);
     } else if (strcmp(mode, "window") == 0) {
-        mode_window();
+        RUN(mode_window);
     } else if (strcmp(mode, "toggle") == 0) {
-        mode_toggle();
+        RUN(mode_toggle);
         known = 0;
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
