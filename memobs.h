@@ -12345,11 +12345,13 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
     if (g) memobs__spin_unlock(&g->lock);
 }
 
-/* fork(): the stage locks, then the ring locks, are held across it (taken
-   last, released first); memobs__g.lock is held, so the list is still. */
+/* fork(): the start/stop lock, the stage locks, then the ring locks, are
+   held across it (taken last, released first); memobs__g.lock is held, so
+   the list is still. */
 static void memobs__tsn_fork(int lock) {
     memobs__shard_t *s;
     unsigned d;
+    if (lock) memobs__spin_lock(&memobs__tsn.ctl);
     if (lock)
         for (s = memobs__g.shards; s; s = s->next)
             if (!s->shared) memobs__spin_lock(&MEMOBS__TSN_OF(s)->lock);
@@ -12360,6 +12362,7 @@ static void memobs__tsn_fork(int lock) {
     if (!lock)
         for (s = memobs__g.shards; s; s = s->next)
             if (!s->shared) memobs__spin_unlock(&MEMOBS__TSN_OF(s)->lock);
+    if (!lock) memobs__spin_unlock(&memobs__tsn.ctl);
 }
 
 int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
