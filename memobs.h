@@ -355,7 +355,8 @@
      MEMOBS_NO_TORCH_SNAPSHOT implementation only. Leaves out the PyTorch
                               snapshot and its history (memobs_get_torch_history
                               reads capacity 0); memobs_write_torch_snapshot*
-                              and memobs_torch_history_start/_stop as above. docs/performance.md, "Size".
+                              and memobs_torch_history_start/_stop as above.
+                              docs/performance.md, "Size".
 
    OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
