@@ -218,8 +218,8 @@
        each new device peak (boxed stacks, UTF-8 box drawing). Device memory
        also as PyTorch's memory snapshot for its viewer (pytorch.org/
        memory_viz): the live blocks and each device's bounded history of
-       allocations and frees (memobs_write_torch_snapshot,
-       MEMOBS_TORCH_SNAPSHOT).
+       allocations and frees, recorded on request (memobs_write_torch_snapshot,
+       MEMOBS_TORCH_SNAPSHOT, memobs_torch_history_start).
      Regions and markers: named spans of a thread (nested) and instants,
        interned once; per name count, time and markers in every summary and
        export, slices on the timeline, context and events in Stormlog,
@@ -330,10 +330,11 @@
      MEMOBS_MAX_DEVICES       implementation only. Devices with their own
                               current/peak and peak report, default 16.
      MEMOBS_TORCH_EVENTS      implementation only. Events of the PyTorch
-                              snapshot's history kept per device (default
-                              16384, 40 bytes each, allocated at a device's
-                              first event; the oldest are dropped and
-                              counted); env MEMOBS_TORCH_EVENTS.
+                              snapshot's history kept per device when it is
+                              recorded (default 16384, 40 bytes each,
+                              allocated at a device's first event; the
+                              oldest are dropped and counted); env
+                              MEMOBS_TORCH_EVENTS.
      MEMOBS_MAX_REGIONS       implementation only. Region and marker names
                               kept (2 to 65535, default 256; id 0 is
                               "(other)"); a thread that uses regions holds
@@ -357,7 +358,8 @@
      MEMOBS_NO_TORCH_SNAPSHOT implementation only. Leaves out the PyTorch
                               snapshot and its history (memobs_get_torch_history
                               reads capacity 0); memobs_write_torch_snapshot*
-                              as above. docs/performance.md, "Size".
+                              and memobs_torch_history_start/_stop as above.
+                              docs/performance.md, "Size".
 
    OUTPUTS (the variables below marked =DEST; docs/outputs.md)
      One rule for every output variable: unset, empty, 0, off, false, no
@@ -414,7 +416,10 @@
                               at exit, tracked device memory as PyTorch's
                               memory snapshot (a pickle: not to a terminal).
      MEMOBS_TORCH_EVENTS=N    history events kept per device for it (default
-                              16384; suffixes K, M; 0 = no history).
+                              16384; suffixes K, M; 0 = no history). The
+                              history is recorded from start-up when
+                              MEMOBS_TORCH_SNAPSHOT is set, else only
+                              between memobs_torch_history_start/_stop.
      MEMOBS_TIMELINE=DEST     turn the timeline on at start-up and write it
                               at exit as a Chrome trace.
      MEMOBS_TIMELINE_EVENTS=N events the timeline keeps (default 65536;
@@ -1384,7 +1389,9 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
                     memory: only what was tracked. Blocks also carry
                     "address" and "real_size" (newer and older viewers).
      device_traces  one list per device from 0 to the highest used ([[]]
-                    when none was): "alloc" at each tracked allocation,
+                    when none was), empty lists when no history was
+                    recorded (see memobs_torch_history_start): "alloc" at
+                    each tracked allocation,
                     "free_requested" when its free is called or marked
                     pending, "free_completed" when the memory is free (at
                     once for memobs_track_free; at memobs_track_free_settled
@@ -1409,9 +1416,17 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    The history: per device the newest MEMOBS_TORCH_EVENTS events (alloc,
    free_requested, free_completed; segment events are written with theirs,
    not counted), default 16384, 40 bytes each, allocated at the device's
-   first event (env MEMOBS_TORCH_EVENTS; 0 = no history). Older ones are
-   dropped and counted (memobs_get_torch_history, and the snapshot's own
-   "memobs" entry, which the viewer ignores); memobs_reset() keeps them.
+   first event (env MEMOBS_TORCH_EVENTS; 0 = no history). It is recorded
+   only on request, as PyTorch's: from start-up when MEMOBS_TORCH_SNAPSHOT
+   is set, else between memobs_torch_history_start() and _stop() (below);
+   otherwise the tracker skips it at the cost of one load. A snapshot
+   written when none was ever recorded has its segments and blocks (exact),
+   empty device_traces, "history": "off" and a "history_help" in its
+   "memobs" entry, and logs one warning per process (none when
+   MEMOBS_TORCH_EVENTS=0 chose it). Older ones are dropped and counted
+   (memobs_get_torch_history, and the snapshot's own "memobs" entry, which
+   the viewer ignores, with "history": "on", "stopped" or "off");
+   memobs_reset() keeps them.
    Recording one takes a spin lock of the device's, a clock read and 40
    bytes; a thread that finds another at that lock stages its events in
    its own block (1.3 KB a thread) and moves them 32 at a time, so with
@@ -1432,12 +1447,38 @@ MEMOBS_API int memobs_write_torch_snapshot(FILE *f);
    at exit; "stdout"/"stderr" unless a terminal (MEMOBS_ERR_INVALID). */
 MEMOBS_API int memobs_write_torch_snapshot_file(const char *path);
 
+/* The snapshot's history on request, in the spirit of PyTorch's
+   torch.cuda.memory._record_memory_history(max_entries=N) ... (enabled=None).
+   start: recording on, each device keeping its newest max_events events
+   (0: MEMOBS_TORCH_EVENTS' value; at most 16777216). Events kept from an
+   earlier window stay; a ring of another size is made anew with the newest
+   that fit, the rest counted as dropped. Calling it while on is harmless
+   (with another max_events: that resize). MEMOBS_ERR_INVALID and one
+   warning above the limit, or for 0 when MEMOBS_TORCH_EVENTS=0;
+   MEMOBS_ERR_NOMEM (one warning) when a larger ring could not be made
+   (that device keeps its ring; recording is on).
+   stop: recording off; what was kept stays, so a snapshot written later
+   (at exit) shows that window. PyTorch forgets its history at
+   enabled=None; memobs keeps it until the process ends. MEMOBS_OK.
+   Both are safe against threads tracking meanwhile: an event is recorded
+   when its tracking call began while on (one under way at the switch may
+   fall either side). A block allocated before the start and freed after it
+   has only its free events; the viewer draws such a block as allocated
+   from the start of the trace. A block freed after the stop keeps its
+   alloc as its last event: write the snapshot before stopping for an
+   exact replay of the viewer's Allocator State History, as with PyTorch.
+   MEMOBS_NO_TORCH_SNAPSHOT: MEMOBS_ERR_INVALID and a warning each;
+   MEMOBS_DISABLE: MEMOBS_OK, nothing recorded. */
+MEMOBS_API int memobs_torch_history_start(uint64_t max_events);
+MEMOBS_API int memobs_torch_history_stop(void);
+
 /* One device's history of the snapshot. */
 typedef struct {
     uint64_t recorded; /* events recorded since start-up */
     uint64_t kept;     /* of those, still in the ring (the newest) */
     uint64_t dropped;  /* the oldest, overwritten: recorded - kept */
-    uint64_t capacity; /* events the ring holds (MEMOBS_TORCH_EVENTS) */
+    uint64_t capacity; /* events the ring holds (MEMOBS_TORCH_EVENTS, or the last start's) */
+    int recording;     /* 1 while the history is recorded (all devices), 0 when off */
 } memobs_torch_history_t;
 /* MEMOBS_OK, or MEMOBS_ERR_INVALID for a NULL out or a device outside
    0..MEMOBS_MAX_DEVICES-1 (out zeroed where it is not NULL). */
@@ -2932,6 +2973,21 @@ enum { MEMOBS__TSN_ALLOC = 0, MEMOBS__TSN_FREE_REQ = 1, MEMOBS__TSN_FREE_DONE = 
 static __attribute__((noinline, cold)) void memobs__tsn_push(int device, unsigned action, uint64_t addr,
                                                              uint64_t bytes, const void *stream, uint32_t trace);
 static __attribute__((noinline, cold)) void memobs__tsn_unrequest(int device, uint64_t addr);
+/* The history is kept only on request (memobs_torch_history_start, or
+   MEMOBS_TORCH_SNAPSHOT at start-up): the tracker loads this flag, one
+   relaxed load, before it calls the two above. Bit 0: recording now (a
+   push); bit 1: recorded since start-up (the ring may hold a request to
+   take back). Compiled out: constant 0. */
+#ifndef MEMOBS_NO_TORCH_SNAPSHOT
+static memobs__flag_t memobs__tsn_on __attribute__((aligned(64)));
+#endif
+#if defined(MEMOBS_NO_TORCH_SNAPSHOT) || defined(MEMOBS_DISABLE)
+#define MEMOBS__TSN_ON() 0
+#define MEMOBS__TSN_EVER() 0
+#else
+#define MEMOBS__TSN_ON() MEMOBS__UNLIKELY((MEMOBS__LOAD(&memobs__tsn_on.v) & 1u) != 0)
+#define MEMOBS__TSN_EVER() MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tsn_on.v) != 0)
+#endif
 static void memobs__tsn_fork(int lock);
 static void memobs__tsn_leave(memobs__shard_t *s);
 static void memobs__tsn_env(void);
@@ -6020,7 +6076,7 @@ static void memobs__trk_retire(const memobs__alloc_t *old) {
     if (MEMOBS__LOAD(&memobs__tl_on.v))
         memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
     memobs__trk_count(old->kind, 1, 1u);
-    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE)) /* the snapshot's history; a pending one's was requested */
+    if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE) && MEMOBS__TSN_ON()) /* a pending one's was requested */
         memobs__tsn_push(old->device, (old->phase & MEMOBS__PENDING) ? (unsigned)MEMOBS__TSN_FREE_DONE : MEMOBS__TSN_FREE_BOTH,
                          old->addr, old->bytes, old->stream, old->trace);
     if (old->phase & MEMOBS__PENDING) {
@@ -6111,7 +6167,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
                               "old record is counted as freed", ptr);
         }
         /* After the old block's free events: the snapshot's history. */
-        if (MEMOBS__UNLIKELY(kind == MEMOBS_MEM_DEVICE) && !full)
+        if (MEMOBS__UNLIKELY(kind == MEMOBS_MEM_DEVICE) && !full && MEMOBS__TSN_ON())
             memobs__tsn_push(device, MEMOBS__TSN_ALLOC, addr, bytes, stream, trace);
     }
     if (full) {
@@ -6164,9 +6220,9 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
                                                                 : st->slot[at].phase & ~MEMOBS__PENDING);
             old = st->slot[at];
             memobs__spin_unlock(&st->lock);
-            if (old.kind == MEMOBS_MEM_DEVICE && how == MEMOBS__MARK)
+            if (old.kind == MEMOBS_MEM_DEVICE && how == MEMOBS__MARK && MEMOBS__TSN_ON())
                 memobs__tsn_push(old.device, MEMOBS__TSN_FREE_REQ, old.addr, old.bytes, old.stream, old.trace);
-            else if (old.kind == MEMOBS_MEM_DEVICE)
+            else if (old.kind == MEMOBS_MEM_DEVICE && how == MEMOBS__UNMARK && MEMOBS__TSN_EVER())
                 memobs__tsn_unrequest(old.device, old.addr);
             memobs__trk_count(old.kind, 3, how == MEMOBS__MARK ? 1u : (uint64_t)-1);
             memobs__trk_count(old.kind, 4, how == MEMOBS__MARK ? old.bytes : (uint64_t)0 - old.bytes);
@@ -6177,7 +6233,7 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
             st->slot[at].phase = (uint8_t)(st->slot[at].phase | MEMOBS__PENDING);
             old = st->slot[at];
             memobs__spin_unlock(&st->lock);
-            if (old.kind == MEMOBS_MEM_DEVICE)
+            if (old.kind == MEMOBS_MEM_DEVICE && MEMOBS__TSN_ON())
                 memobs__tsn_push(old.device, MEMOBS__TSN_FREE_REQ, old.addr, old.bytes, old.stream, old.trace);
             memobs__trk_count(old.kind, 3, 1u);
             memobs__trk_count(old.kind, 4, old.bytes);
@@ -12056,15 +12112,25 @@ typedef struct {
 
 static struct {
     memobs__u64_t cap_plus1;  /* MEMOBS_TORCH_EVENTS + 1 from the environment; 0: the default */
+    memobs__u64_t run_plus1;  /* the capacity of the last start + 1; 0: none yet */
+    memobs__u32_t ctl;        /* a spin lock: one start or stop at a time */
+    memobs__u32_t warned;     /* the snapshot's "no history" warning was logged */
     memobs__tsn_ring_t ring[MEMOBS_MAX_DEVICES];
 } memobs__tsn;
 
 /* The events a record stands for. */
 #define MEMOBS__TSN_EVENTS(e) ((e)->action == MEMOBS__TSN_FREE_BOTH ? 2u : 1u)
 
-static uint64_t memobs__tsn_cap(void) {
+/* MEMOBS_TORCH_EVENTS (the environment's, else the compiled default). */
+static uint64_t memobs__tsn_cap_env(void) {
     uint64_t c = MEMOBS__LOAD(&memobs__tsn.cap_plus1.v);
     return c ? c - 1 : (uint64_t)MEMOBS_TORCH_EVENTS;
+}
+
+/* The capacity a ring is made with: the last start's, else the above. */
+static uint64_t memobs__tsn_cap(void) {
+    uint64_t c = MEMOBS__LOAD(&memobs__tsn.run_plus1.v);
+    return c ? c - 1 : memobs__tsn_cap_env();
 }
 
 /* 1 when the device's ring is ready (made now if need be). */
@@ -12085,7 +12151,7 @@ static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
                              "has none", (unsigned long long)cap);
     }
     memobs__spin_lock(&r->lock);
-    if (MEMOBS__LOAD(&r->state.v) == 0) {
+    if (MEMOBS__LOAD(&r->state.v) == 0 && cap == memobs__tsn_cap()) {
         r->ev = ev;
         r->cap = cap;
         ev = NULL;
@@ -12099,7 +12165,7 @@ static int memobs__tsn_ready(memobs__tsn_ring_t *r) {
         MEMOBS_FREE(ev); /* another thread made the ring first */
         memobs__tls.busy = busy;
     }
-    return st == 1;
+    return st == 0 ? memobs__tsn_ready(r) : st == 1; /* 0: a start changed the capacity meanwhile */
 }
 
 /* CLOCK_REALTIME less CLOCK_MONOTONIC now, in ns: ticks, once turned into
@@ -12182,11 +12248,11 @@ static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r, unsigned w) {
    those the ring holds. */
 static uint64_t memobs__tsn_shown(const memobs__tsn_ring_t *r) { return r->held < r->cap ? r->held : r->cap; }
 
-/* Caller holds r->lock: the events shown (memobs__tsn_shown), oldest
-   first, each free's record as its two events (where only the second is
-   shown, that one), into out; returns how many. */
-static uint64_t memobs__tsn_copy(const memobs__tsn_ring_t *r, memobs__tsn_ev_t *out) {
-    uint64_t n = memobs__tsn_shown(r), o = n, k;
+/* Caller holds r->lock: the events shown (memobs__tsn_shown), the newest
+   max at most, oldest first, each free's record as its two events (where
+   only the second is shown, that one), into out; returns how many. */
+static uint64_t memobs__tsn_copy(const memobs__tsn_ring_t *r, memobs__tsn_ev_t *out, uint64_t max) {
+    uint64_t n = memobs__tsn_shown(r) < max ? memobs__tsn_shown(r) : max, o = n, k;
     for (k = r->n; o > 0; k--) {
         const memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
         out[--o] = *e;
@@ -12349,10 +12415,14 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
     memobs__spin_unlock(&r->lock);
 }
 
-/* fork(): every ring's lock is held across it (taken last, released
-   first). A push in another thread has then written its record and n,
-   or not n (the child has no such record). */
-static void memobs__tsn_fork(int lock) { memobs__tsn_lock_all(lock); }
+/* fork(): the start/stop lock, then every ring's lock, are held across
+   it (taken last, released first). A push in another thread has then
+   written its record and n, or not n (the child has no such record). */
+static void memobs__tsn_fork(int lock) {
+    if (lock) memobs__spin_lock(&memobs__tsn.ctl);
+    memobs__tsn_lock_all(lock);
+    if (!lock) memobs__spin_unlock(&memobs__tsn.ctl);
+}
 
 int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
     memobs__tsn_ring_t *r;
@@ -12365,6 +12435,91 @@ int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
     out->recorded = r->events;
     out->capacity = MEMOBS__LOAD(&r->state.v) == 0 ? memobs__tsn_cap() : r->cap;
     memobs__tsn_gather(0);
+    out->recording = MEMOBS__TSN_ON() ? 1 : 0;
+    return MEMOBS_OK;
+}
+
+/* The highest events a ring may hold (40 bytes each: 640 MiB). */
+#define MEMOBS__TSN_MAX ((uint64_t)1 << 24)
+
+/* Caller holds memobs__tsn.ctl: ring r made to hold cap events. A ring of
+   another size is made anew with the newest events that fit (the rest
+   counted as dropped), each at its slot n % cap; one with no history
+   (capacity 0, or no memory) is made again at its next event. */
+static int memobs__tsn_resize(memobs__tsn_ring_t *r, uint64_t cap) {
+    uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE), busy = memobs__tls.busy;
+    memobs__tsn_ev_t *ev, *old;
+    uint64_t keep, i, held;
+    if (st == 2) {
+        memobs__spin_lock(&r->lock);
+        __atomic_store_n(&r->state.v, 0u, __ATOMIC_RELEASE);
+        memobs__spin_unlock(&r->lock);
+    }
+    if (st != 1 || r->cap == cap) return MEMOBS_OK; /* r->cap changes only here, under ctl */
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+    ev = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev);
+    memobs__tls.busy = busy;
+    if (!ev) return MEMOBS_ERR_NOMEM;
+    memobs__spin_lock(&r->lock);
+    keep = r->kept < cap ? r->kept : cap;
+    for (i = r->n - keep, held = 0; i < r->n; i++) {
+        ev[i % cap] = r->ev[i % r->cap];
+        held += MEMOBS__TSN_EVENTS(&ev[i % cap]);
+    }
+    r->kept = keep; /* the records dropped are counted: r->events less what is shown */
+    r->held = held;
+    old = r->ev;
+    r->ev = ev;
+    r->cap = cap;
+    r->pos = r->n % cap;
+    memobs__spin_unlock(&r->lock);
+    memobs__tls.busy = 1;
+    MEMOBS_FREE(old);
+    memobs__tls.busy = busy;
+    return MEMOBS_OK;
+}
+
+/* Recording on with rings of cap events (memobs__tsn_cap from now on). */
+static int memobs__tsn_start(uint64_t cap) {
+    int d, rc = MEMOBS_OK;
+    memobs__spin_lock(&memobs__tsn.ctl);
+    MEMOBS__STORE(&memobs__tsn.run_plus1.v, cap + 1);
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++)
+        if (memobs__tsn_resize(&memobs__tsn.ring[d], cap) != MEMOBS_OK) rc = MEMOBS_ERR_NOMEM;
+    __atomic_store_n(&memobs__tsn_on.v, 3u, __ATOMIC_RELEASE);
+    memobs__spin_unlock(&memobs__tsn.ctl);
+    if (rc != MEMOBS_OK)
+        memobs__log(MEMOBS_LOG_WARN, "memobs_torch_history_start(%llu): no memory for a ring of that size; a device "
+                    "keeps its ring as it was", (unsigned long long)cap);
+    return rc;
+}
+
+int memobs_torch_history_start(uint64_t max_events) {
+    uint64_t cap;
+    memobs_init();
+#ifdef MEMOBS_DISABLE
+    (void)max_events, (void)cap, (void)memobs__tsn_start;
+    return MEMOBS_OK;
+#else
+    cap = max_events ? max_events : memobs__tsn_cap_env();
+    if (max_events > MEMOBS__TSN_MAX || !cap) {
+        if (cap)
+            memobs__log(MEMOBS_LOG_WARN, "memobs_torch_history_start(%llu): at most %llu events per device; unchanged",
+                        (unsigned long long)max_events, (unsigned long long)MEMOBS__TSN_MAX);
+        else
+            memobs__log(MEMOBS_LOG_WARN, "memobs_torch_history_start(0): MEMOBS_TORCH_EVENTS=0 keeps no events: pass "
+                        "a count; unchanged");
+        return MEMOBS_ERR_INVALID;
+    }
+    return memobs__tsn_start(cap);
+#endif
+}
+
+int memobs_torch_history_stop(void) {
+    memobs_init();
+    memobs__spin_lock(&memobs__tsn.ctl);
+    __atomic_store_n(&memobs__tsn_on.v, MEMOBS__LOAD(&memobs__tsn_on.v) & ~1u, __ATOMIC_RELEASE);
+    memobs__spin_unlock(&memobs__tsn.ctl);
     return MEMOBS_OK;
 }
 
@@ -12670,16 +12825,18 @@ static void memobs__pk_event(memobs__pk_t *k, const memobs__tsn_ev_t *e) {
    Python's pickler does. */
 #define MEMOBS__PK_LIST_BEGIN(k) memobs__pk_op((k), ']')
 
-/* The highest events a ring may hold (40 bytes each: 640 MiB). */
-#define MEMOBS__TSN_MAX ((uint64_t)1 << 24)
+/* The snapshot's word, and the warning's, when no history was recorded. */
+static const char memobs__tsn_off[] = "no history of events: set MEMOBS_TORCH_SNAPSHOT or call "
+                                      "memobs_torch_history_start()";
 
 int memobs_write_torch_snapshot(FILE *f) {
     memobs__pk_t k;
     memobs__alloc_t *a = NULL;
     memobs__tsn_ev_t *ev[MEMOBS_MAX_DEVICES];
-    uint64_t nev[MEMOBS_MAX_DEVICES], dropped[MEMOBS_MAX_DEVICES], cap[MEMOBS_MAX_DEVICES];
+    uint64_t nev[MEMOBS_MAX_DEVICES], dropped[MEMOBS_MAX_DEVICES], cap[MEMOBS_MAX_DEVICES], room[MEMOBS_MAX_DEVICES];
     size_t n = 0, max = 0, i, j, b;
     int d, ndev = 0, rc = MEMOBS_OK;
+    uint32_t hist = MEMOBS__TSN_ON() ? 1u : MEMOBS__TSN_EVER() ? 2u : 0u; /* recording, stopped, never */
     if (!f) {
         memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL FILE passed to memobs_write_torch_snapshot; nothing written");
         return MEMOBS_ERR_INVALID;
@@ -12716,9 +12873,13 @@ int memobs_write_torch_snapshot(FILE *f) {
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE);
-        cap[d] = st == 0 ? memobs__tsn_cap() : r->cap;
+        cap[d] = room[d] = memobs__tsn_cap();
+        if (st == 0) continue;
+        memobs__spin_lock(&r->lock); /* a start may resize it */
+        cap[d] = room[d] = r->cap;
+        memobs__spin_unlock(&r->lock);
         if (st != 1) continue;
-        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)r->cap * sizeof *ev[d]);
+        ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)room[d] * sizeof *ev[d]);
         if (!ev[d]) {
             rc = MEMOBS_ERR_NOMEM;
             goto out;
@@ -12728,8 +12889,9 @@ int memobs_write_torch_snapshot(FILE *f) {
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
         if (!ev[d]) continue;
-        nev[d] = memobs__tsn_copy(r, ev[d]);
+        nev[d] = memobs__tsn_copy(r, ev[d], room[d]); /* a start may have made it larger meanwhile */
         dropped[d] = r->events - nev[d];
+        cap[d] = r->cap;
     }
     memobs__tsn_gather(0);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
@@ -12792,10 +12954,22 @@ int memobs_write_torch_snapshot(FILE *f) {
     memobs__pk_op(&k, '(');
     for (d = 0; d < ndev; d++) memobs__pk_uint(&k, d < MEMOBS_MAX_DEVICES ? dropped[d] : 0u);
     memobs__pk_op(&k, 'e');
+    memobs__pk_str(&k, "history");
+    memobs__pk_str(&k, hist == 1 ? "on" : hist == 2 ? "stopped" : "off");
+    if (!hist) {
+        memobs__pk_str(&k, "history_help");
+        memobs__pk_str(&k, memobs__tsn_off);
+    }
     memobs__pk_op(&k, 'u');
     memobs__pk_op(&k, 'u');
     memobs__pk_op(&k, '.'); /* STOP */
     if (fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
+#ifndef MEMOBS_DISABLE
+    /* No history by choice (MEMOBS_TORCH_EVENTS=0) is not warned of. */
+    if (!hist && memobs__tsn_cap_env() && !MEMOBS__XCHG(&memobs__tsn.warned.v, 1u))
+        memobs__log(MEMOBS_LOG_WARN, "the PyTorch memory snapshot has its segments and blocks but %s",
+                    memobs__tsn_off);
+#endif
 out:
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++)
         if (ev[d]) MEMOBS_FREE(ev[d]);
@@ -12823,7 +12997,12 @@ static void memobs__tsn_env(void) {
             memobs__log(MEMOBS_LOG_WARN, "MEMOBS_TORCH_EVENTS='%s' is not an event count up to %llu (like 16384 or "
                         "16K); using %llu", s, (unsigned long long)MEMOBS__TSN_MAX, (unsigned long long)memobs__tsn_cap());
     }
-    (void)memobs__output_env(MEMOBS__OUT_TORCH);
+    /* The snapshot wanted at exit: its history kept from start-up. */
+    if (memobs__output_env(MEMOBS__OUT_TORCH) && memobs__tsn_cap_env()) {
+#ifndef MEMOBS_DISABLE
+        (void)memobs__tsn_start(memobs__tsn_cap_env());
+#endif
+    }
 }
 
 #else /* MEMOBS_NO_TORCH_SNAPSHOT: the names the rest calls, doing nothing */
@@ -12834,6 +13013,19 @@ static void memobs__tsn_push(int device, unsigned action, uint64_t addr, uint64_
 }
 
 static void memobs__tsn_unrequest(int device, uint64_t addr) { (void)device, (void)addr; }
+
+/* Like memobs__cut_call, but nothing is written. */
+static int memobs__tsn_cut(const char *fn) {
+    memobs__log(MEMOBS_LOG_WARN, "%s: memobs was built with MEMOBS_NO_TORCH_SNAPSHOT; no history", fn);
+    return MEMOBS_ERR_INVALID;
+}
+
+int memobs_torch_history_start(uint64_t max_events) {
+    (void)max_events;
+    return memobs__tsn_cut("memobs_torch_history_start");
+}
+
+int memobs_torch_history_stop(void) { return memobs__tsn_cut("memobs_torch_history_stop"); }
 
 static void memobs__tsn_leave(memobs__shard_t *s) { (void)s; }
 

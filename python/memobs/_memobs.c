@@ -2066,6 +2066,49 @@ static PyObject *pymod_write_torch_snapshot(PyObject *self, PyObject *const *arg
     return pymod_io_result(rc, "write_torch_snapshot", a[0]);
 }
 
+/* torch_history_start(max_events=0): the snapshot's history on
+   (memobs_torch_history_start). */
+static PyObject *pymod_torch_history_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                           PyObject *kwnames) {
+    static const char *const kw[1] = {"max_events"};
+    PyObject *a[1];
+    uint64_t n = 0;
+    int rc;
+    (void)self;
+    if (pymod_args("torch_history_start", args, nargs, kwnames, kw, 1, 0, a) < 0 ||
+        (a[0] && pymod_u64(a[0], "torch_history_start", "max_events", &n) < 0))
+        return NULL;
+    if ((rc = memobs_torch_history_start(n)) != MEMOBS_OK)
+        return pymod_refused("torch_history_start", rc, rc == MEMOBS_ERR_INVALID ? "max_events (at most 2**24; 0 "
+                             "with MEMOBS_TORCH_EVENTS=0)" : "the history (no memory for its ring)");
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_torch_history_stop(PyObject *self, PyObject *unused) {
+    int rc;
+    (void)self, (void)unused;
+    if ((rc = memobs_torch_history_stop()) != MEMOBS_OK) return pymod_refused("torch_history_stop", rc, "it");
+    Py_RETURN_NONE;
+}
+
+/* get_torch_history(device=0): memobs_get_torch_history as a dict. */
+static PyObject *pymod_get_torch_history(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                         PyObject *kwnames) {
+    static const char *const kw[1] = {"device"};
+    PyObject *a[1];
+    memobs_torch_history_t h;
+    int dev = 0;
+    (void)self;
+    if (pymod_args("get_torch_history", args, nargs, kwnames, kw, 1, 0, a) < 0 ||
+        (a[0] && pymod_int(a[0], "get_torch_history", "device", 0, 1 << 20, &dev) < 0))
+        return NULL;
+    if (memobs_get_torch_history(dev, &h) != MEMOBS_OK)
+        return pymod_refused("get_torch_history", MEMOBS_ERR_INVALID, "the device (MEMOBS_MAX_DEVICES)");
+    return Py_BuildValue("{sKsKsKsKsO}", "recorded", PYMOD_ULL(h.recorded), "kept", PYMOD_ULL(h.kept), "dropped",
+                         PYMOD_ULL(h.dropped), "capacity", PYMOD_ULL(h.capacity), "recording",
+                         h.recording ? Py_True : Py_False);
+}
+
 /* get_allocations(): the live blocks as dicts, the trace's text with each. */
 static PyObject *pymod_get_allocations(PyObject *self, PyObject *unused) {
     static const char *const kname[MEMOBS_MEM_KINDS] = {"device", "host", "pinned", "managed"};
@@ -2511,7 +2554,22 @@ static PyMethodDef pymod_methods[] = {
      "write_torch_snapshot(path)\n--\n\nWrites tracked device memory as PyTorch's memory snapshot (a pickle, as "
      "torch.cuda.memory._snapshot() returns) to path: one segment per live device allocation and each device's "
      "history of allocations and frees, with their tags, C and Python stacks. Open it in "
-     "https://pytorch.org/memory_viz (drag the file in). OSError if it cannot be written."},
+     "https://pytorch.org/memory_viz (drag the file in). The history is recorded only on request: between "
+     "torch_history_start() and torch_history_stop(), or from start-up when MEMOBS_TORCH_SNAPSHOT is set; "
+     "without it the file has the segments and blocks, empty device_traces and memobs' \"history\": \"off\" "
+     "(one warning). OSError if it cannot be written."},
+    {"torch_history_start", PYMOD_FN(pymod_torch_history_start), PYMOD_KW,
+     "torch_history_start(max_events=0)\n--\n\nRecords the PyTorch snapshot's history of device allocations "
+     "and frees from now, each device keeping its newest max_events events (0: MEMOBS_TORCH_EVENTS, default "
+     "16384), as torch.cuda.memory._record_memory_history(max_entries=N). Events kept from before stay (a new "
+     "max_events keeps the newest that fit); calling it again is harmless. ValueError above 2**24."},
+    {"torch_history_stop", pymod_torch_history_stop, METH_NOARGS,
+     "torch_history_stop()\n--\n\nStops recording the history; what was kept stays for the snapshot (PyTorch's "
+     "_record_memory_history(enabled=None) forgets it, memobs keeps it)."},
+    {"get_torch_history", PYMOD_FN(pymod_get_torch_history), PYMOD_KW,
+     "get_torch_history(device=0)\n--\n\nThe snapshot history of a device: a dict with \"recorded\" (events "
+     "since start-up), \"kept\", \"dropped\", \"capacity\" and \"recording\" (True while the history is "
+     "recorded)."},
     {"get_allocations", pymod_get_allocations, METH_NOARGS,
      "get_allocations()\n--\n\nThe live tracked allocations: a list of dicts with \"ptr\", \"nbytes\", \"kind\", "
      "\"device\", \"phase\", \"stream\" (an int; 0: none), \"time_ns\", \"trace\" (an id or None), "

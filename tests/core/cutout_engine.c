@@ -53,6 +53,7 @@ static void writers(const char *dir) {
     char path[512];
     FILE *f;
     size_t i;
+    printf("memobs_torch_history_start %d\n", memobs_torch_history_start(0)); /* the snapshot's history wanted */
     for (i = 0; i < sizeof w / sizeof w[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, w[i].file);
         printf("%s %d\n", w[i].name, w[i].fn(path));
@@ -63,6 +64,7 @@ static void writers(const char *dir) {
     printf("memobs_write_stormlog %d\n", memobs_write_stormlog(f));
     printf("memobs_write_torch_snapshot %d\n", memobs_write_torch_snapshot(f));
     fclose(f);
+    printf("memobs_torch_history_stop %d\n", memobs_torch_history_stop());
 }
 
 int main(int argc, char **argv) {

@@ -192,6 +192,21 @@ for cfg in $CONFIGS; do
     else
         bad "$cfg: writers" "wrong:$wrong" "$(head -5 "$B/$name/writers.err")"
     fi
+    # the snapshot's history calls: MEMOBS_ERR_INVALID and one warning each where it is cut out, else 0, silent
+    wrong=""
+    for fn in memobs_torch_history_start memobs_torch_history_stop; do
+        v=$(sed -n "s/^$fn //p" "$B/$name/writers.out" | tail -1)
+        n=$(grep -c "^memobs: warning: $fn: memobs was built with MEMOBS_NO_TORCH_SNAPSHOT; no history\$" "$B/$name/writers.err")
+        case " $(switches_of "$cfg") " in
+        *" MEMOBS_NO_TORCH_SNAPSHOT "*) [ "$v" = -1 ] && [ "$n" = 1 ] || wrong="$wrong $fn=$v ($n warnings)" ;;
+        *) [ "$v" = 0 ] && [ "$n" = 0 ] || wrong="$wrong $fn=$v ($n warnings)" ;;
+        esac
+    done
+    if [ -z "$wrong" ]; then
+        ok "$cfg: memobs_torch_history_start/_stop: $(case " $(switches_of "$cfg") " in *" MEMOBS_NO_TORCH_SNAPSHOT "*) echo "MEMOBS_ERR_INVALID (-1), one warning each" ;; *) echo "0, no warning" ;; esac)"
+    else
+        bad "$cfg: memobs_torch_history_start/_stop" "wrong:$wrong" "$(head -5 "$B/$name/writers.err")"
+    fi
 done
 
 # ---- nvcc, all switches ----

@@ -6,10 +6,14 @@ usage: snapshot_check.py SNAPSHOT.pkl SIDE.json MODE LABEL [--torch]
 
 SIDE.json is written by tests/tracker/test_snapshot.c (or by the Python module's
 test): "allocations" (memobs_get_allocations: every kind), "history" (per
-device: recorded, kept, dropped, capacity) and "expected" (the events per
-device in order, or null when the run does not know them). MODE adds the
-checks of one scenario of test_snapshot.c (main, bound, threads, live,
-racing, nohist, exit; anything else: the generic rules only). --torch: also load it in an
+device: recorded, kept, dropped, capacity, recording), "expected" (the
+events per device in order, or null when the run does not know them), and
+optionally "late" (the history began after blocks were allocated: a
+block's first events may be its free's) and "gaps" (it was stopped and
+started again while blocks came and went: no per-block order). MODE adds
+the checks of one scenario of test_snapshot.c (main, bound, threads, live,
+racing, nohist, off, window, toggle, exit; anything else: the generic
+rules only). --torch: also load it in an
 interpreter with torch imported and run torch.cuda._memory_viz (PyTorch
 1.13's offline tools: stats() asserts each segment's blocks sum to its
 total_size; segments() and memory() walk every block).
@@ -166,6 +170,7 @@ def main():
 
     # --- device_traces
     hist = side["history"]
+    late, gaps = side.get("late"), side.get("gaps")
     used = {s["device"] for s in segs} | {d for d, h in enumerate(hist) if h["recorded"]}
     want_len = max(used) + 1 if used else 1
     tap("device_traces: one list per device from 0 to the highest used (%d)" % want_len,
@@ -200,10 +205,12 @@ def main():
                 probs.append("%s: time_us %d before the previous event's %d" % (w, e["time_us"], prev_t))
             prev_t = e["time_us"]
             a, act = e["addr"], e["action"]
-            if a in last:
+            if gaps:
+                pass
+            elif a in last:
                 if act not in NEXT.get(last[a], ()):
                     probs.append("%s: %s after %s at %#x" % (w, act, last[a], a))
-            elif act != "segment_alloc" and not dropped:
+            elif act != "segment_alloc" and not dropped and not late:
                 probs.append("%s: %s at %#x with no alloc before it (nothing was dropped)" % (w, act, a))
             last[a] = act
     tap("events: action, addr, size, stream, time_us, frames, no category; in time order; per address "
@@ -212,7 +219,7 @@ def main():
         *probs[:20])
 
     probs = []
-    for d in range(len(traces)):
+    for d in range(len(traces) if not gaps else 0):
         probs += viewer_replay(snap, d)
     tap("the viewer's Allocator State History, replayed back from the snapshot (a port of MemoryViz.js's "
         "simulate_memory): every block inside a segment at every event, every free_requested on a block",
@@ -225,6 +232,8 @@ def main():
         if d >= len(traces) or d >= len(hist) or hist[d]["dropped"] or not hist[d]["capacity"]:
             continue
         mine = [e for e in traces[d] if e["addr"] == s["address"] and e["action"] not in SEGMENT_EVENTS]
+        if gaps or (late and not mine) or snap.get("memobs", {}).get("history") == "off":
+            continue  # allocated before the history began, or in a gap
         want = "free_requested" if s["blocks"][0]["state"] == "active_pending_free" else "alloc"
         if not mine or mine[-1]["action"] != want or mine[-1]["size"] != s["total_size"]:
             probs.append("segment %#x (%s): last event %r" % (s["address"], want, mine[-1:] or None))
@@ -284,6 +293,28 @@ def main():
         tap("nohist: MEMOBS_TORCH_EVENTS=0: the segment, no events", len(segs) == 1 and traces == [[]]
             and hist[0]["capacity"] == 0 and hist[0]["recorded"] == 0, "segments %d, traces %r, %r" % (
                 len(segs), traces, hist[0]))
+    elif mode == "off":
+        tap("off: the history off by default: the live block, empty device_traces, \"history\": \"off\" with "
+            "how to turn it on, nothing recorded", len(segs) == 1 and traces == [[]] and mo.get("history") == "off"
+            and "memobs_torch_history_start()" in mo.get("history_help", "") and hist[0]["capacity"] == 16384
+            and hist[0]["recorded"] == 0 and not hist[0]["recording"],
+            "segments %d, traces %r, memobs %r, %r" % (len(segs), traces, mo, hist[0]))
+    elif mode == "window":
+        n = [(e["action"], e["addr"]) for e in traces[0] if e["action"] not in SEGMENT_EVENTS]
+        want = [("free_completed", 0x7f0000300000), ("free_requested", 0x7f0000100000),
+                ("free_completed", 0x7f0000100000), ("alloc", 0x7f0000400000), ("free_requested", 0x7f0000400000),
+                ("free_completed", 0x7f0000400000)]
+        tap("window: the newest 6 of 8 events between start and stop (capacity 64 after 4), the block from before "
+            "the start with its free only, nothing before or after; \"history\": \"stopped\", no help",
+            n == want and traces[1:] == [] and mo.get("history") == "stopped" and "history_help" not in mo
+            and (hist[0]["recorded"], hist[0]["dropped"], hist[0]["capacity"], hist[0]["recording"]) == (8, 2, 64, 0)
+            and sorted(s["address"] for s in segs) == [0x7f0000200000, 0x7f0000500000],
+            "events %r, segments %r, memobs %r, %r" % (n, [hex(s["address"]) for s in segs], mo, hist[0]))
+    elif mode == "toggle":
+        n = sum(1 for e in traces[0] if e["action"] not in SEGMENT_EVENTS) if traces else 0
+        tap("toggle: 200 starts and stops while two threads tracked: %d events kept, some recorded, "
+            "\"history\": \"stopped\"" % n, 0 < hist[0]["recorded"] and mo.get("history") == "stopped"
+            and not hist[0]["recording"], "history %r, memobs %r" % (hist[0], mo))
     elif mode == "threads":
         n = sum(len(t) for t in traces)
         tap("threads: six threads on devices 0-3, %d events, nothing dropped" % n,

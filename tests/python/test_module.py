@@ -1521,6 +1521,66 @@ def pymod_snap_alloc(ptr):
     memobs.track_alloc(ptr, 1 << 20, "device", tag="pymod_snap \u00e9\"q", device=1)
 
 
+@check("the snapshot's history off by default: segments, empty device_traces, \"history\": \"off\", one warning")
+def _(c):
+    import pickle
+
+    fresh()
+    c.eq("get_torch_history(): nothing recorded, not recording", memobs.get_torch_history(),
+         {"recorded": 0, "kept": 0, "dropped": 0, "capacity": 16384, "recording": False})
+    memobs.track_alloc(0x7e0000400000, 4096, "device", tag="pymod_off", device=0)
+    path = os.path.join(TMP, "off.pkl")
+    with CaptureStderr() as cap:
+        memobs.write_torch_snapshot(path)
+        memobs.write_torch_snapshot(path)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    c.true("its block a segment", any(s["address"] == 0x7e0000400000 for s in snap["segments"]), snap["segments"])
+    c.true("device_traces: empty lists", all(t == [] for t in snap["device_traces"]), snap["device_traces"])
+    c.eq("memobs' entry says off", snap["memobs"].get("history"), "off")
+    c.true("and how to turn it on", "memobs_torch_history_start()" in snap["memobs"].get("history_help", ""),
+           snap["memobs"])
+    c.eq("one warning for two snapshots", [l for l in cap.text.splitlines() if "no history of events" in l],
+         ["memobs: warning: the PyTorch memory snapshot has its segments and blocks but no history of events: "
+          "set MEMOBS_TORCH_SNAPSHOT or call memobs_torch_history_start()"])
+    memobs.track_free(0x7e0000400000)
+
+
+@check("torch_history_start/stop: a window of events, bad values, get_torch_history")
+def _(c):
+    import pickle
+
+    fresh()
+    memobs.track_alloc(0x7e0000500000, 4096, "device", tag="before", device=2)
+    c.raises("max_events=2**24 + 1", ValueError, memobs.torch_history_start, (1 << 24) + 1)
+    c.raises("max_events=-1", ValueError, memobs.torch_history_start, -1)
+    c.raises("max_events='8'", TypeError, memobs.torch_history_start, "8")
+    c.raises("torch_history_stop(1)", TypeError, memobs.torch_history_stop, 1)
+    c.raises("get_torch_history(device=-1)", ValueError, memobs.get_torch_history, device=-1)
+    c.raises("get_torch_history(4096): past MEMOBS_MAX_DEVICES", ValueError, memobs.get_torch_history, 4096)
+    c.eq("still off", memobs.get_torch_history(2)["recording"], False)
+    c.eq("torch_history_start(max_events=64)", memobs.torch_history_start(max_events=64), None)
+    c.eq("again: harmless", memobs.torch_history_start(64), None)
+    memobs.track_alloc(0x7e0000600000, 8192, "device", tag="inside", device=2)
+    memobs.track_free(0x7e0000600000)
+    memobs.track_free(0x7e0000500000)
+    c.eq("torch_history_stop()", memobs.torch_history_stop(), None)
+    memobs.track_alloc(0x7e0000700000, 4096, "device", tag="after", device=2)
+    c.eq("get_torch_history(2)", memobs.get_torch_history(device=2),
+         {"recorded": 5, "kept": 5, "dropped": 0, "capacity": 64, "recording": False})
+    path = os.path.join(TMP, "window.pkl")
+    memobs.write_torch_snapshot(path)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    c.eq("device 2's events: inside's alloc and free, before's free only", [
+        (e["action"], e["addr"]) for e in snap["device_traces"][2] if not e["action"].startswith("segment")], [
+        ("alloc", 0x7e0000600000), ("free_requested", 0x7e0000600000), ("free_completed", 0x7e0000600000),
+        ("free_requested", 0x7e0000500000), ("free_completed", 0x7e0000500000)])
+    c.eq("memobs' entry says stopped", snap["memobs"].get("history"), "stopped")
+    memobs.track_free(0x7e0000700000)
+    memobs.torch_history_start()  # on for the checks below
+
+
 @check("write_torch_snapshot(path): a pickle of the live device blocks with Python frames innermost first")
 def _(c):
     import pickle

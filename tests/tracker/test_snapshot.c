@@ -19,7 +19,19 @@
               by gathering the stages
      racing   two threads on device 0, 2000 rounds each, while 20
               snapshots are written (to /dev/null); then the final one
-     nohist   (MEMOBS_TORCH_EVENTS=0) segments, no history
+     nohist   segments, no history (run with MEMOBS_TORCH_EVENTS=0, or
+              with nothing set: the history is off by default)
+     off      (nothing set) the history off by default: blocks allocated
+              and freed, the snapshot written twice: segments, no events,
+              "history": "off", one warning
+     window   memobs_torch_history_start/_stop: blocks allocated before
+              the start (one freed inside the window: its free events
+              only), a window of events, resizes of the ring (4, then 64:
+              the newest kept), bad input, a block after the stop
+     toggle   two threads on device 0 while main starts (capacities 64 and
+              the default) and stops the history 200 times
+     The other modes are run with MEMOBS_TORCH_SNAPSHOT set (the history
+     from start-up), as a program that wants the snapshot.
      exit     one live block, then exit (MEMOBS_TORCH_SNAPSHOT writes it);
               prints the pid */
 #ifndef _GNU_SOURCE
@@ -31,6 +43,7 @@
 #include "../memobs_test.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -49,6 +62,10 @@ static struct {
     const char *action;
 } expect_ev[MAX_EXPECT];
 static int nexpect;
+/* The side file's "late": the history began after some blocks were
+   allocated (their free events come without an alloc); "gaps": it was
+   stopped and started again while blocks came and went. */
+static int side_late, side_gaps;
 static void expect(int device, uint64_t addr, const char *action) {
     if (nexpect < MAX_EXPECT) {
         expect_ev[nexpect].device = device;
@@ -87,11 +104,11 @@ static int write_side(const char *path, int with_expect) {
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
         memobs_torch_history_t h;
         memobs_get_torch_history(d, &h);
-        fprintf(f, "%s\n {\"recorded\": %llu, \"kept\": %llu, \"dropped\": %llu, \"capacity\": %llu}", d ? "," : "",
-                (unsigned long long)h.recorded, (unsigned long long)h.kept, (unsigned long long)h.dropped,
-                (unsigned long long)h.capacity);
+        fprintf(f, "%s\n {\"recorded\": %llu, \"kept\": %llu, \"dropped\": %llu, \"capacity\": %llu, "
+                "\"recording\": %d}", d ? "," : "", (unsigned long long)h.recorded, (unsigned long long)h.kept,
+                (unsigned long long)h.dropped, (unsigned long long)h.capacity, h.recording);
     }
-    fprintf(f, "],\n\"expected\": ");
+    fprintf(f, "],\n\"late\": %d, \"gaps\": %d,\n\"expected\": ", side_late, side_gaps);
     if (!with_expect) {
         fprintf(f, "null");
     } else {
@@ -347,6 +364,129 @@ static void mode_racing(void) {
     if (null) fclose(null);
 }
 
+/* 1 when the device's history counts are these; else 0, printing them. */
+static int hist_is(int device, uint64_t recorded, uint64_t kept, uint64_t dropped, uint64_t capacity, int recording) {
+    memobs_torch_history_t h;
+    int rc = memobs_get_torch_history(device, &h);
+    if (rc == MEMOBS_OK && h.recorded == recorded && h.kept == kept && h.dropped == dropped &&
+        h.capacity == capacity && h.recording == recording)
+        return 1;
+    printf("    # device %d (rc %d): recorded %llu, kept %llu, dropped %llu, capacity %llu, recording %d\n", device, rc,
+           (unsigned long long)h.recorded, (unsigned long long)h.kept, (unsigned long long)h.dropped,
+           (unsigned long long)h.capacity, h.recording);
+    return 0;
+}
+
+/* off: the default, nothing set: no history, whatever is tracked. */
+static void mode_off(void) {
+    FILE *null = fopen("/dev/null", "w");
+    dalloc(0, 0x7f0000100000ull, 4096, 0x11, "off, live", 0);
+    dalloc(0, 0x7f0000200000ull, 8192, 0x11, "off, freed", 0);
+    dfree(0, 0x7f0000200000ull);
+    memobs_track_free_pending(FP(0x7f0000100000ull));
+    nexpect = 0;
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
+    /* a first snapshot (the warning), then the one the checker reads */
+    CHECK_U64(1, null != NULL);
+    if (null) {
+        CHECK_U64(MEMOBS_OK, (uint64_t)(int64_t)memobs_write_torch_snapshot(null));
+        fclose(null);
+    }
+}
+
+/* window: the history between memobs_torch_history_start and _stop. */
+#define W_BEFORE_FREED 0x7f0000100000ull
+#define W_BEFORE_LIVE 0x7f0000200000ull
+#define W_IN 0x7f0000300000ull
+#define W_RESIZED 0x7f0000400000ull
+#define W_AFTER 0x7f0000500000ull
+static void mode_window(void) {
+    log_count = 0;
+    memobs_set_log(capture_log, NULL);
+    memobs_set_device(0);
+    side_late = 1;
+    memobs_track_alloc_full(FP(W_BEFORE_FREED), 4096, DEVICE, 0, FP(0x11), "before, freed inside", 0);
+    memobs_track_alloc_full(FP(W_BEFORE_LIVE), 4096, DEVICE, 0, FP(0x11), "before, live", 0);
+    memobs_track_alloc_full(FP(0x7f0000600000ull), 4096, DEVICE, 1, FP(0x11), "before, freed before", 0);
+    memobs_track_free(FP(0x7f0000600000ull));
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
+    /* bad input: one warning, still off */
+    CHECK_U64((uint64_t)(int64_t)MEMOBS_ERR_INVALID, (uint64_t)(int64_t)memobs_torch_history_start((1ull << 24) + 1));
+    CHECK_U64(1, log_count);
+    CHECK_U64(1, log_has("memobs_torch_history_start(16777217): at most 16777216 events per device; unchanged"));
+    CHECK(hist_is(0, 0, 0, 0, 16384, 0));
+    /* start, twice: harmless */
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_start(0));
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_start(0));
+    CHECK(hist_is(0, 0, 0, 0, 16384, 1));
+    dalloc(0, W_IN, 65536, 0x11, "inside", 0);
+    dfree(0, W_IN);
+    memobs_track_free(FP(W_BEFORE_FREED)); /* its alloc came before the start */
+    expect(0, W_BEFORE_FREED, "free_requested");
+    expect(0, W_BEFORE_FREED, "free_completed");
+    CHECK(hist_is(0, 5, 5, 0, 16384, 1));
+    /* another capacity: the newest that fit stay, the rest dropped */
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_start(4));
+    CHECK(hist_is(0, 5, 4, 1, 4, 1));
+    dalloc(0, W_RESIZED, 1u << 20, 0x11, "resized", 0);
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_start(64));
+    CHECK(hist_is(0, 6, 4, 2, 64, 1));
+    dfree(0, W_RESIZED);
+    /* stop, twice: what was kept stays */
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_stop());
+    CHECK_U64(MEMOBS_OK, memobs_torch_history_stop());
+    memobs_track_alloc_full(FP(W_AFTER), 4096, DEVICE, 0, FP(0x11), "after", 0);
+    memobs_track_free_pending(FP(W_BEFORE_LIVE));
+    CHECK(hist_is(0, 8, 6, 2, 64, 0));
+    CHECK(hist_is(1, 0, 0, 0, 64, 0)); /* a ring made now would hold the last start's */
+    CHECK_U64(1, log_count);
+    if (check__failed_checks) log_dump();
+    memobs_set_log(NULL, NULL);
+}
+
+/* toggle: the history switched on and off while two threads track, each
+   allocating and freeing until main is done switching. */
+static int toggle_started, toggle_done;
+static void *toggle_body(void *arg) {
+    int t = (int)(intptr_t)arg;
+    uint64_t base = 0x7b0000000000ull + (uint64_t)t * 0x10000000ull, i;
+    memobs_set_device(0);
+    __atomic_add_fetch(&toggle_started, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; !__atomic_load_n(&toggle_done, __ATOMIC_ACQUIRE); i++) {
+        const void *p = FP(base + (i % 16) * 0x100000u);
+        memobs_track_alloc_full(p, 4096u + i % 4096u, DEVICE, -1, FP(0x400 + t), "toggle", 0);
+        memobs_track_free(p);
+    }
+    return (void *)(uintptr_t)i;
+}
+static void mode_toggle(void) {
+    pthread_t th[2];
+    memobs_torch_history_t h;
+    uint64_t rounds = 0;
+    int i;
+    side_gaps = 1;
+    for (i = 0; i < 2; i++) pthread_create(&th[i], NULL, toggle_body, (void *)(intptr_t)i);
+    while (__atomic_load_n(&toggle_started, __ATOMIC_SEQ_CST) < 2) sched_yield();
+    for (i = 0; i < 200; i++) {
+        CHECK_U64(MEMOBS_OK, memobs_torch_history_start(i % 3 ? 0 : 64));
+        do { /* the first window holds an event at least */
+            sched_yield();
+            memobs_get_torch_history(0, &h);
+        } while (i == 0 && h.recorded == 0);
+        CHECK_U64(MEMOBS_OK, memobs_torch_history_stop());
+        sched_yield();
+    }
+    __atomic_store_n(&toggle_done, 1, __ATOMIC_RELEASE);
+    for (i = 0; i < 2; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        rounds += (uint64_t)(uintptr_t)r;
+    }
+    memobs_get_torch_history(0, &h);
+    CHECK_U64(1, h.recorded > 0 && h.recorded <= 3 * rounds); /* an alloc and a free's two events a round */
+    CHECK_U64(0, (uint64_t)h.recording);
+}
+
 static void mode_threads(void) {
     pthread_t th[T_THREADS];
     int i;
@@ -364,7 +504,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s main|bound|threads|live|racing|nohist|exit SNAPSHOT.pkl SIDE.json\n", argv[0]);
+        fprintf(stderr, "usage: %s main|bound|threads|live|racing|nohist|off|window|toggle|exit SNAPSHOT.pkl SIDE.json\n", argv[0]);
         return 2;
     }
     if (strcmp(mode, "main") == 0) {
@@ -384,6 +524,13 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "nohist") == 0) {
         dalloc(0, 0x7f0000100000ull, 4096, 0x11, "no history", 0);
         nexpect = 0;
+    } else if (strcmp(mode, "off") == 0) {
+        RUN(mode_off);
+    } else if (strcmp(mode, "window") == 0) {
+        RUN(mode_window);
+    } else if (strcmp(mode, "toggle") == 0) {
+        RUN(mode_toggle);
+        known = 0;
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # PyTorch memory snapshot (memobs_write_torch_snapshot): tests/tracker/test_snapshot.c
-# built four ways (C99, C++17, ASan+UBSan, TSan); each run writes a snapshot
+# built four ways (C99, C++17, ASan+UBSan, TSan); the modes that want the
+# history run with MEMOBS_TORCH_SNAPSHOT set ($HIST: the history from
+# start-up, as a program that wants the snapshot), the history's own modes
+# (off: the default; window, toggle: memobs_torch_history_start/_stop)
+# without it. Each run writes a snapshot
 # and a side file (memobs' block table, history counts, expected events)
 # that tests/python/snapshot_check.py checks: opcodes (pickletools), the
 # viewer's rules, the block table, the history bound. Then the environment:
@@ -48,14 +52,32 @@ build() { # name compiler flags...: sets bin
     ok "$name: build ($comp $* -Wall -Wextra -Werror)"
 }
 
+# stderr of the last run of NAME MODE: one line matching the pattern, or empty
+stderr_is() {
+    local name=$1 mode=$2 want=$3 err="$B/$1.$2.err"
+    if { [ -z "$want" ] && [ ! -s "$err" ]; } || { [ -n "$want" ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "$want" "$err"; }; then
+        ok "$name $mode: stderr ${want:+one line: }${want:-empty}"
+    else
+        bad "$name $mode: stderr, want ${want:-nothing}" "$(head -n 10 "$err")"
+    fi
+}
+HIST="MEMOBS_TORCH_SNAPSHOT=$B/atexit.pkl"
+WARN_OFF="^memobs: warning: the PyTorch memory snapshot has its segments and blocks but no history of events: set MEMOBS_TORCH_SNAPSHOT or call memobs_torch_history_start()$"
+
 if build c99 "$CC" -std=c99 -O2 -g; then
-    run c99 main
-    run c99 bound MEMOBS_TORCH_EVENTS=64
-    run c99-edge bound MEMOBS_TORCH_EVENTS=65 # the oldest kept: half of a free's record
-    run c99 threads
-    run c99 live
-    run c99 racing
-    run c99 nohist MEMOBS_TORCH_EVENTS=0
+    run c99 main "$HIST"
+    run c99 bound "$HIST" MEMOBS_TORCH_EVENTS=64
+    run c99-edge bound "$HIST" MEMOBS_TORCH_EVENTS=65 # the oldest kept: half of a free's record
+    run c99 threads "$HIST"
+    run c99 live "$HIST"
+    run c99 racing "$HIST"
+    run c99 nohist "$HIST" MEMOBS_TORCH_EVENTS=0
+    stderr_is c99 nohist ""
+    run c99 off
+    stderr_is c99 off "$WARN_OFF"
+    run c99 window
+    stderr_is c99 window ""
+    run c99 toggle
     # MEMOBS_TORCH_SNAPSHOT at exit, %p expanded
     rm -f "$B"/exit_*.pkl
     pid=$(MEMOBS_TORCH_SNAPSHOT="$B/exit_%p.pkl" "$bin" exit 2>"$B/exit.err")
@@ -78,7 +100,7 @@ if build c99 "$CC" -std=c99 -O2 -g; then
         bad "MEMOBS_TORCH_SNAPSHOT unwritable: exit status $st, stderr:" "$(cat "$B/exit.err")"
     fi
     # a malformed MEMOBS_TORCH_EVENTS: one warning, the default
-    MEMOBS_TORCH_EVENTS=lots "$bin" nohist "$B/m.pkl" "$B/m.json" >/dev/null 2>"$B/m.err"
+    env MEMOBS_TORCH_EVENTS=lots "$HIST" "$bin" nohist "$B/m.pkl" "$B/m.json" >/dev/null 2>"$B/m.err"
     if [ "$(wc -l <"$B/m.err")" -eq 1 ] && grep -q "MEMOBS_TORCH_EVENTS='lots' is not an event count up to 16777216 (like 16384 or 16K); using 16384" "$B/m.err" &&
         json_check "$B/m.json" 's["history"][0]["capacity"] == 16384 and s["history"][0]["recorded"] == 1'; then
         ok "MEMOBS_TORCH_EVENTS=lots: one warning, 16384 events kept"
@@ -115,20 +137,25 @@ else
     echo "ok - snapshot: memobs_cuda.h wrappers # SKIP no CUDA headers in $CUDA_INC"
 fi
 if build cxx17 "$CXX" -x c++ -std=c++17 -O2; then
-    run cxx17 main
-    run cxx17 bound MEMOBS_TORCH_EVENTS=64
+    run cxx17 main "$HIST"
+    run cxx17 bound "$HIST" MEMOBS_TORCH_EVENTS=64
+    run cxx17 window
 fi
 if build asan "$CC" -std=c11 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer; then
-    run asan main
-    run asan bound MEMOBS_TORCH_EVENTS=64
-    run asan threads
-    run asan live
-    run asan racing
+    run asan main "$HIST"
+    run asan bound "$HIST" MEMOBS_TORCH_EVENTS=64
+    run asan threads "$HIST"
+    run asan live "$HIST"
+    run asan racing "$HIST"
+    run asan off
+    run asan window
+    run asan toggle
 fi
 if build tsan "$CC" -std=c11 -O1 -g -fsanitize=thread; then
-    run tsan threads
-    run tsan live
-    run tsan racing
-    run tsan main
+    run tsan threads "$HIST"
+    run tsan live "$HIST"
+    run tsan racing "$HIST"
+    run tsan main "$HIST"
+    run tsan toggle
 fi
 exit $rc

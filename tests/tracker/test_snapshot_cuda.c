@@ -51,6 +51,7 @@ int main(int argc, char **argv) {
     int k;
     if (argc < 3) return fprintf(stderr, "usage: %s SNAPSHOT.pkl SIDE.json\n", argv[0]), 2;
     cudadbl_set_reuse(1); /* freed addresses come back, as from a real pool */
+    EXPECT(memobs_torch_history_start(0) == MEMOBS_OK); /* the history on request, from here */
     EXPECT(cudaStreamCreate(&s) == cudaSuccess);
     /* cudaMalloc + cudaFree: marked, freed, settled */
     EXPECT(memobs_cudaMalloc(&a, 4096) == cudaSuccess);

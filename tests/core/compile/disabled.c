@@ -58,11 +58,18 @@ int main(void) {
         memobs_torch_history_t h;
         FILE *f = tmpfile();
         long size;
+        if (memobs_torch_history_start(0) != MEMOBS_OK || memobs_torch_history_start((uint64_t)1 << 40) != MEMOBS_OK)
+            return printf("    # memobs_torch_history_start did not return MEMOBS_OK\n"), 1;
+        memobs_track_alloc_full(&x, 8, MEMOBS_MEM_DEVICE, 0, NULL, "t", 0);
+        if (memobs_get_torch_history(0, &h) != MEMOBS_OK || h.recording)
+            return printf("    # the snapshot history was switched on\n"), 1;
+        if (memobs_torch_history_stop() != MEMOBS_OK) return printf("    # memobs_torch_history_stop failed\n"), 1;
         if (!f || memobs_write_torch_snapshot(f) != MEMOBS_OK) return printf("    # torch snapshot not written\n"), 1;
         size = ftell(f);
         fclose(f);
-        /* PROTO, {"segments": [], "device_traces": [[]], "memobs": {...}}, STOP: a few hundred bytes */
-        if (size < 20 || size > 400) return printf("    # torch snapshot of %ld bytes\n", size), 1;
+        /* PROTO, {"segments": [], "device_traces": [[]], "memobs": {..., "history": "off", ...}}, STOP: a few
+           hundred bytes */
+        if (size < 20 || size > 500) return printf("    # torch snapshot of %ld bytes\n", size), 1;
         if (memobs_get_torch_history(0, &h) != MEMOBS_OK || h.recorded) return printf("    # snapshot history recorded\n"), 1;
     }
     return 0;
