@@ -1427,12 +1427,13 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    (memobs_get_torch_history, and the snapshot's own "memobs" entry, which
    the viewer ignores, with "history": "on", "stopped" or "off");
    memobs_reset() keeps them.
-   Recording one takes a spin lock of the device's, a clock read and 40
-   bytes; a thread that finds another at that lock stages its events in
-   its own block (1.3 KB a thread) and moves them 32 at a time, so with
-   several threads at once the ring may keep up to 32 of a thread's
-   events in place of as many newer ones of another; the snapshot shows
-   every event recorded before it began and sorts them by time. Host,
+   Recording one takes a clock read and a 40-byte record (a free's two
+   events are one record) written into the thread's own block (2.5 KB a
+   thread) with no lock, moved into the device's ring 64 at a time under
+   its lock, so with several threads at once the ring may keep up to 64
+   of a thread's events in place of as many newer ones of another; the
+   snapshot shows every event recorded before it began and sorts them by
+   time. Host,
    pinned and managed memory record nothing. Devices from
    MEMOBS_MAX_DEVICES up have segments but no history; allocations made
    while the table was full are in neither part.
