@@ -12443,50 +12443,64 @@ int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
 /* The highest events a ring may hold (40 bytes each: 640 MiB). */
 #define MEMOBS__TSN_MAX ((uint64_t)1 << 24)
 
-/* Caller holds memobs__tsn.ctl: ring r made to hold cap events. A ring of
-   another size is made anew with the newest events that fit (the rest
-   counted as dropped), each at its slot n % cap; one with no history
-   (capacity 0, or no memory) is made again at its next event. */
-static int memobs__tsn_resize(memobs__tsn_ring_t *r, uint64_t cap) {
-    uint32_t st = __atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE), busy = memobs__tls.busy;
-    memobs__tsn_ev_t *ev, *old;
-    uint64_t keep, i, held;
-    if (st == 2) {
-        memobs__spin_lock(&r->lock);
-        __atomic_store_n(&r->state.v, 0u, __ATOMIC_RELEASE);
-        memobs__spin_unlock(&r->lock);
+/* Caller holds memobs__tsn.ctl and every ring's lock, after a gather (no
+   record of a thread's stage is still to come for it): ring r, ready,
+   made anew in ev, cap events, with the newest of the events it shows
+   that fit, each record at its slot n % cap; returns the old array. The
+   records that hold them, newest first; a free's record with one event
+   too many keeps its free_completed alone, as a reader showed it, so an
+   event once dropped never shows again (r->events less held are dropped). */
+static memobs__tsn_ev_t *memobs__tsn_resize(memobs__tsn_ring_t *r, uint64_t cap, memobs__tsn_ev_t *ev) {
+    memobs__tsn_ev_t *old = r->ev;
+    uint64_t keep, held, want = memobs__tsn_shown(r) < cap ? memobs__tsn_shown(r) : cap;
+    for (keep = held = 0; held < want; keep++) {
+        memobs__tsn_ev_t *e = &ev[(r->n - 1 - keep) % cap];
+        *e = r->ev[(r->n - 1 - keep) % r->cap];
+        held += MEMOBS__TSN_EVENTS(e);
+        if (held > want) {
+            e->action = MEMOBS__TSN_FREE_DONE;
+            held = want;
+        }
     }
-    if (st != 1 || r->cap == cap) return MEMOBS_OK; /* r->cap changes only here, under ctl */
-    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
-    ev = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev);
-    memobs__tls.busy = busy;
-    if (!ev) return MEMOBS_ERR_NOMEM;
-    memobs__spin_lock(&r->lock);
-    keep = r->kept < cap ? r->kept : cap;
-    for (i = r->n - keep, held = 0; i < r->n; i++) {
-        ev[i % cap] = r->ev[i % r->cap];
-        held += MEMOBS__TSN_EVENTS(&ev[i % cap]);
-    }
-    r->kept = keep; /* the records dropped are counted: r->events less what is shown */
+    r->kept = keep;
     r->held = held;
-    old = r->ev;
     r->ev = ev;
     r->cap = cap;
     r->pos = r->n % cap;
-    memobs__spin_unlock(&r->lock);
-    memobs__tls.busy = 1;
-    MEMOBS_FREE(old);
-    memobs__tls.busy = busy;
-    return MEMOBS_OK;
+    return old;
 }
 
-/* Recording on with rings of cap events (memobs__tsn_cap from now on). */
+/* Recording on with rings of cap events (memobs__tsn_cap from now on): a
+   ready ring of another size is made anew (memobs__tsn_resize), one with
+   no history (capacity 0, or no memory) is made again at its next event.
+   The new rings are allocated first, then every thread's staged records
+   are gathered into the old ones, which are copied while the gather holds
+   every ring. r->cap changes only here, under ctl; a ring made meanwhile
+   (memobs__tsn_ready) is made with the new capacity. */
 static int memobs__tsn_start(uint64_t cap) {
+    memobs__tsn_ev_t *ev[MEMOBS_MAX_DEVICES];
+    uint32_t busy = memobs__tls.busy;
     int d, rc = MEMOBS_OK;
     memobs__spin_lock(&memobs__tsn.ctl);
     MEMOBS__STORE(&memobs__tsn.run_plus1.v, cap + 1);
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
+        ev[d] = NULL;
+        if (__atomic_load_n(&r->state.v, __ATOMIC_ACQUIRE) == 1 && r->cap != cap &&
+            !(ev[d] = (memobs__tsn_ev_t *)MEMOBS_MALLOC((size_t)cap * sizeof *ev[d])))
+            rc = MEMOBS_ERR_NOMEM;
+    }
+    memobs__tsn_gather(1);
+    for (d = 0; d < MEMOBS_MAX_DEVICES; d++) {
+        memobs__tsn_ring_t *r = &memobs__tsn.ring[d];
+        if (MEMOBS__LOAD(&r->state.v) == 2) __atomic_store_n(&r->state.v, 0u, __ATOMIC_RELEASE);
+        if (ev[d]) ev[d] = memobs__tsn_resize(r, cap, ev[d]);
+    }
+    memobs__tsn_gather(0);
     for (d = 0; d < MEMOBS_MAX_DEVICES; d++)
-        if (memobs__tsn_resize(&memobs__tsn.ring[d], cap) != MEMOBS_OK) rc = MEMOBS_ERR_NOMEM;
+        if (ev[d]) MEMOBS_FREE(ev[d]);
+    memobs__tls.busy = busy;
     __atomic_store_n(&memobs__tsn_on.v, 3u, __ATOMIC_RELEASE);
     memobs__spin_unlock(&memobs__tsn.ctl);
     if (rc != MEMOBS_OK)
