@@ -279,8 +279,13 @@ assert n == 64, n' "$d/snap.pkl"
             fails="$fails prom: $(grep 'direction="h2d",phase="prefill"' "$d/fork/m.prom");"
         only_files "$d/fork" s.json m.prom t.json sl.json h.html l.txt t.pkl >"$d/fork.ls" || fails="$fails $(cat "$d/fork.ls")"
         # (LeakSanitizer's tracer, two processes exiting at once on a busy
-        # machine, may say a thread was not suspended: a note, no leak)
-        grep -v 'was not suspended. False leaks are possible.$' "$d/fork.err" >"$d/fork.err2"
+        # machine, may say a thread was not suspended: a note, no leak; and
+        # a child whose stop-signal writer cannot start, ASan's allocator
+        # lock held at fork() by another thread of the parent, says so once
+        # after 5 s: the bounded wait of the hostile-host suite, not an output)
+        grep -v -e 'was not suspended. False leaks are possible.$' \
+            -e '^memobs: warning: the thread that writes the outputs on a stop signal did not start within 5 s' \
+            "$d/fork.err" >"$d/fork.err2"
         [ -s "$d/fork.err2" ] && fails="$fails stderr: $(head -c 300 "$d/fork.err2")"
         [ -z "$fails" ] && ok "$suite: $m: every output is the parent's (pid $parent, 3000 bytes), the child wrote none" ||
             bad "$suite: $m" "child $child" "$fails"
