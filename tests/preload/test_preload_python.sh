@@ -59,13 +59,15 @@ else
     exit 1
 fi
 
-# 2. the attached module holds no memobs: memobs' symbols undefined, only PyInit exported
+# 2. the attached module holds no memobs: memobs' symbols undefined, only PyInit exported;
+# none of memobs.torch's allocator (memobs_torch_malloc, memobs_torch__*) or CUDA
+# (memobs_torch_history_start/_stop are memobs' C API, the preload's)
 def=$(nm -D --defined-only "$ATT" | awk '$2 != "A" {print $3}' | tr '\n' ' ')
 und=$(nm -D --undefined-only "$ATT" | awk '{print $NF}')
 nund=$(echo "$und" | grep -c '^memobs')
 if [ "$def" = "PyInit__memobs_attached " ] && [ "$nund" -ge 40 ] &&
     echo "$und" | grep -qx memobs_set_phase && echo "$und" | grep -qx memobs__tls && echo "$und" | grep -qx memobs_track_set_tag_provider &&
-    ! nm -D "$ATT" | grep -q ' U memobs_torch\| U cuda'; then
+    ! nm -D "$ATT" | grep -v ' U memobs_torch_history_' | grep -q ' U memobs_torch\| U cuda'; then
     ok "_memobs_attached exports only PyInit__memobs_attached; $nund memobs symbols undefined (memobs_set_phase, memobs__tls, memobs_track_set_tag_provider...), no CUDA"
 else
     bad "_memobs_attached exports only PyInit__memobs_attached; memobs' symbols undefined, no CUDA" "defined: $def" \
