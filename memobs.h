@@ -2639,12 +2639,13 @@ typedef struct {
        C = g + sum(d)     u = g + sum(l)     d <= l in every shard     u <= P
 
    so C <= P at every moment. A thread frees, and allocates while its d
-   stays within its lease, under its own lock alone: no other thread's
-   line is touched, and no new peak can be missed, because none is
-   possible. An allocation that would pass its lease takes the global
-   lock: if u + bytes <= P it is added to g (no peak); else, unless g is
-   known to be C already (no shard dirty, no lease out), every shard's d
-   and l are folded in with all shard locks held at once, g = C exactly,
+   stays within its lease, under the stripe lock its table change holds
+   anyway: no other thread's line is touched, no second lock is taken,
+   and no new peak can be missed, because none is possible. An
+   allocation that would pass its lease lets its stripe go and takes the
+   global lock: if u + bytes <= P it is added to g (no peak); else, unless
+   g is known to be C already (no shard dirty, no lease out), every
+   shard's d and l are folded in with every stripe lock held, g = C exactly,
    and g + bytes is compared with P: a new peak is the true one. It then
    leases the thread half of the headroom P - u left. A thread that frees
    and then allocates the same bytes (a ring, a cache) gets them back
@@ -2656,11 +2657,14 @@ typedef struct {
 #define MEMOBS__ACCTS (MEMOBS_MEM_KINDS + MEMOBS_MAX_DEVICES)
 #define MEMOBS__ACCT_NONE 0xffffu
 
+/* A thread's escrow record has no lock of its own: its owner changes d
+   only while it holds a stripe lock of the tracker's table (the one of
+   the address it allocates or frees, which the table's change holds
+   anyway), and l only under esc.lock; a fold holds esc.lock and every
+   stripe lock, so it never meets a change half made. */
 typedef struct {
-    memobs__u32_t lock;        /* the owner's changes; folds and reads take it too */
     uint32_t dirty;            /* a d changed since the last fold (counted in esc.dirty) */
     uint32_t reg;              /* on esc.list (it never leaves) */
-    uint32_t pad;
     void *next;                /* the next memobs__shard_t on esc.list */
     int64_t d[MEMOBS__ACCTS];  /* bytes allocated - freed here since the last fold */
     int64_t l[MEMOBS__ACCTS];  /* lease: d may rise to it without the global lock */
@@ -3618,9 +3622,8 @@ static void memobs__atfork_prepare(void) {
     pthread_mutex_lock(&memobs__g.req_use_lock);
     memobs__g.req_held = MEMOBS__LOAD(&memobs__g.req_used.v);
     for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_lock(&memobs__g.req[i].lock);
-    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_lock(&memobs__g.trk.stripe[i].lock);
-    memobs__spin_lock(&memobs__g.trk.esc.lock);
-    memobs__esc_lock_all(1);
+    memobs__spin_lock(&memobs__g.trk.esc.lock); /* before the stripes, as a fold takes them */
+    memobs__esc_lock_all(1);                    /* every stripe */
     memobs__tsn_fork(1);
     memobs__coll_fork(1);
     memobs__bg_fork(0);
@@ -3632,7 +3635,6 @@ static void memobs__atfork_parent(void) {
     memobs__tsn_fork(0);
     memobs__esc_lock_all(0);
     memobs__spin_unlock(&memobs__g.trk.esc.lock);
-    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) memobs__spin_unlock(&memobs__g.trk.stripe[i].lock);
     for (i = 0; i < MEMOBS__REQ_STRIPES && memobs__g.req_held; i++) pthread_mutex_unlock(&memobs__g.req[i].lock);
     pthread_mutex_unlock(&memobs__g.req_use_lock);
     pthread_mutex_unlock(&memobs__g.lock);
@@ -5689,8 +5691,8 @@ static void memobs__esc_held(void) {
     MEMOBS__STORE(&MEMOBS__ESC.held.v, (uint64_t)h);
 }
 
-/* Caller holds esc.lock and every listed shard's lock: moves each shard's
-   d into g and takes its lease back (u = g). With all those locks held no
+/* Caller holds esc.lock and every stripe lock: moves each shard's d into
+   g and takes its lease back (u = g). With all those locks held no
    change is half made, so g is then the exact current of every account.
    live >= 0 switches the exact cur[] (from g) on or off at that cut. */
 static void memobs__esc_fold_held(int live) {
@@ -5716,18 +5718,21 @@ static void memobs__esc_fold_held(int live) {
     MEMOBS__ADD(&E->folds.v, 1u);
 }
 
+/* Every stripe lock of the tracker's table, in order: with esc.lock held
+   first (as a fold and fork() take them; the tracker never takes esc.lock
+   while it holds a stripe), no escrow record changes. */
 static void memobs__esc_lock_all(int lock) {
-    memobs__shard_t *s;
-    for (s = (memobs__shard_t *)MEMOBS__ESC.list; s; s = (memobs__shard_t *)MEMOBS__ESC_OF(s)->next) {
-        if (lock) memobs__spin_lock(&MEMOBS__ESC_OF(s)->lock);
-        else memobs__spin_unlock(&MEMOBS__ESC_OF(s)->lock);
+    unsigned i;
+    for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+        if (lock) memobs__spin_lock(&MEMOBS__TRK.stripe[i].lock);
+        else memobs__spin_unlock(&MEMOBS__TRK.stripe[i].lock);
     }
 }
 
 /* Caller holds esc.lock. Makes g exact and u = g: a fold, unless no shard
    has changed since the last one and no lease is out. A change that ends
    before the seq_cst load of the dirty count has counted itself there
-   (its shard's first change since a fold adds 1 under the shard's lock);
+   (its shard's first change since a fold adds 1 under a stripe lock);
    one that has not yet added is not over, so it falls after this cut. */
 static void memobs__esc_exact(int live) {
     memobs__esc_t *E = &MEMOBS__ESC;
@@ -5746,51 +5751,67 @@ static void memobs__esc_live_add(unsigned a, unsigned b, int64_t delta, memobs__
     if (b != MEMOBS__ACCT_NONE) MEMOBS__ADD(&E->cur[b].v, (uint64_t)delta);
 }
 
-/* One allocation (delta > 0) or free (delta < 0) on account a (a kind)
-   and b (a device account, or MEMOBS__ACCT_NONE). A free, and an
-   allocation within the thread's lease, change the thread's own record
-   alone. */
-static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__esc_res_t *r) {
+/* The accounts a change of kind on device keeps: a (the kind's, or the
+   device's alone once the kind is saturated) and b (the device's, or
+   MEMOBS__ACCT_NONE); 0 when it keeps none. Clears r; *kind_sat: the
+   kind is saturated (r's live reads UINT64_MAX). */
+static int memobs__esc_accts(unsigned kind, int device, unsigned *a, unsigned *b, int *kind_sat, memobs__esc_res_t *r) {
     memobs__esc_t *E = &MEMOBS__ESC;
-    memobs__esc_shard_t *e = memobs__esc_mine();
-    unsigned k, acct[2];
-    int kind_sat = 0;
-    unsigned sat_now = 0;
     memset(r, 0, sizeof *r);
+    *a = kind;
+    *b = kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES ? MEMOBS__ACCT_DEV + (unsigned)device
+                                                                                 : MEMOBS__ACCT_NONE;
+    *kind_sat = 0;
     /* A saturated account keeps no change (nothing of it is exact). */
-    if (b != MEMOBS__ACCT_NONE && MEMOBS__LOAD(&E->sat[b].v)) b = MEMOBS__ACCT_NONE;
-    if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&E->sat[a].v) != 0)) {
-        kind_sat = 1;
+    if (*b != MEMOBS__ACCT_NONE && MEMOBS__LOAD(&E->sat[*b].v)) *b = MEMOBS__ACCT_NONE;
+    if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&E->sat[kind].v) != 0)) {
+        *kind_sat = 1;
         if (__atomic_load_n(&E->live.v, __ATOMIC_ACQUIRE)) {
             r->live = UINT64_MAX;
             r->has_live = 1;
         }
-        if (b == MEMOBS__ACCT_NONE) return;
-        a = b; /* the device's alone */
-        b = MEMOBS__ACCT_NONE;
+        if (*b == MEMOBS__ACCT_NONE) return 0;
+        *a = *b; /* the device's alone */
+        *b = MEMOBS__ACCT_NONE;
     }
-    acct[0] = a;
-    acct[1] = b;
-    if (e) {
-        int ok;
-        memobs__spin_lock(&e->lock);
-        ok = e->reg && (delta <= 0 || (e->d[a] + delta <= e->l[a] &&
-                                       (b == MEMOBS__ACCT_NONE || e->d[b] + delta <= e->l[b])));
-        if (ok) {
-            e->d[a] += delta;
-            if (b != MEMOBS__ACCT_NONE) e->d[b] += delta;
-            if (!e->dirty) {
-                e->dirty = 1;
-                __atomic_fetch_add(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
-            }
-            memobs__esc_live_add(a, b, delta, r);
-            if (kind_sat) r->live = UINT64_MAX;
-        }
-        memobs__spin_unlock(&e->lock);
-        if (ok) return;
+    return 1;
+}
+
+/* Caller holds a stripe lock (any: see memobs__esc_shard_t). One
+   allocation (delta > 0) or free (delta < 0) of kind on device: into the
+   calling thread's own record when it is a free or stays within the
+   thread's lease (1); 0 when it needs the global lock (memobs__esc_slow,
+   once the stripe is let go). r: what it did. */
+static int memobs__esc_try(unsigned kind, int device, int64_t delta, memobs__esc_res_t *r) {
+    memobs__esc_shard_t *e = memobs__esc_mine();
+    unsigned a, b;
+    int kind_sat;
+    if (!memobs__esc_accts(kind, device, &a, &b, &kind_sat, r)) return 1;
+    if (!e || !e->reg ||
+        (delta > 0 && (e->d[a] + delta > e->l[a] || (b != MEMOBS__ACCT_NONE && e->d[b] + delta > e->l[b]))))
+        return 0;
+    e->d[a] += delta;
+    if (b != MEMOBS__ACCT_NONE) e->d[b] += delta;
+    if (!e->dirty) {
+        e->dirty = 1;
+        __atomic_fetch_add(&MEMOBS__ESC.dirty.v, 1u, __ATOMIC_SEQ_CST);
     }
+    memobs__esc_live_add(a, b, delta, r);
+    if (kind_sat) r->live = UINT64_MAX;
+    return 1;
+}
+
+/* With no stripe lock held: a change memobs__esc_try left (the thread's
+   first, one past its lease, or one of a thread with no record), under
+   the global lock (see memobs__esc_t). */
+static void memobs__esc_slow(unsigned kind, int device, int64_t delta, memobs__esc_res_t *r) {
+    memobs__esc_t *E = &MEMOBS__ESC;
+    memobs__esc_shard_t *e = memobs__esc_mine();
+    unsigned k, acct[2], sat_now = 0;
+    int kind_sat;
+    if (!memobs__esc_accts(kind, device, &acct[0], &acct[1], &kind_sat, r)) return;
     memobs__spin_lock(&E->lock);
-    if (e && !e->reg) { /* the owner reads reg under its lock; folds read the list under this one */
+    if (e && !e->reg) { /* the owner reads reg; folds read the list under this lock */
         e->reg = 1;
         e->next = E->list;
         E->list = memobs__tls.shard;
@@ -5820,7 +5841,8 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
                 r->dev_before = p;
             }
         }
-        /* Half the headroom left, leased to this thread for its next ones. */
+        /* Half the headroom left, leased to this thread for its next ones
+           (l changes under this lock, which every fold holds). */
         if (e && delta > 0 && E->u[x] < (int64_t)MEMOBS__LOAD(&E->peak[x].v)) {
             int64_t h = ((int64_t)MEMOBS__LOAD(&E->peak[x].v) - E->u[x]) / 2;
             if (h > 0) {
@@ -5831,7 +5853,7 @@ static void memobs__esc_change(unsigned a, unsigned b, int64_t delta, memobs__es
         }
     }
     memobs__esc_held();
-    memobs__esc_live_add(a, b, delta, r);
+    memobs__esc_live_add(acct[0], acct[1], delta, r);
     if (kind_sat) r->live = UINT64_MAX;
     memobs__spin_unlock(&E->lock);
     if (sat_now)
@@ -5878,9 +5900,8 @@ static void memobs__esc_leave(memobs__shard_t *s) {
     memobs__esc_shard_t *e = MEMOBS__ESC_OF(s);
     unsigned a;
     if (s->shared) return;
-    memobs__spin_lock(&E->lock);
+    memobs__spin_lock(&E->lock); /* its owner is here: a fold is all that could meet it */
     if (e->reg) {
-        memobs__spin_lock(&e->lock);
         for (a = 0; a < MEMOBS__ACCTS; a++) {
             E->g[a] += e->d[a];
             E->u[a] -= e->l[a];
@@ -5891,17 +5912,20 @@ static void memobs__esc_leave(memobs__shard_t *s) {
             e->dirty = 0;
             __atomic_fetch_sub(&E->dirty.v, 1u, __ATOMIC_SEQ_CST);
         }
-        memobs__spin_unlock(&e->lock);
         memobs__esc_held();
     }
     memobs__spin_unlock(&E->lock);
 }
 
-/* The accounts of a change: its kind, and its device for device memory. */
-static unsigned memobs__esc_dev(unsigned kind, int device) {
-    return kind == MEMOBS_MEM_DEVICE && device >= 0 && device < MEMOBS_MAX_DEVICES
-               ? MEMOBS__ACCT_DEV + (unsigned)device
-               : MEMOBS__ACCT_NONE;
+/* A change with no stripe lock held (an allocation the table does not
+   keep): under stripe st's lock, else the global lock. */
+static void memobs__esc_change(memobs__trk_stripe_t *st, unsigned kind, int device, int64_t delta,
+                               memobs__esc_res_t *r) {
+    int ok;
+    memobs__spin_lock(&st->lock);
+    ok = memobs__esc_try(kind, device, delta, r);
+    memobs__spin_unlock(&st->lock);
+    if (!ok) memobs__esc_slow(kind, device, delta, r);
 }
 
 /* The next report threshold after a report (or switching on) at m. */
@@ -6070,12 +6094,19 @@ static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
 /* A record's phase byte also carries its pending-free mark. */
 #define MEMOBS__PENDING 0x80u
 
-/* Accounts a record leaving the table (after the stripe lock). */
-static void memobs__trk_retire(const memobs__alloc_t *old) {
-    memobs__esc_res_t r;
-    memobs__esc_change(old->kind, memobs__esc_dev(old->kind, old->device), -(int64_t)old->bytes, &r);
+/* Caller holds the stripe lock: a record leaves the table, and its bytes
+   the thread's escrow record; 0 when that waits for memobs__trk_retire
+   (the global lock). */
+static int memobs__trk_out(const memobs__alloc_t *old, memobs__esc_res_t *r) {
+    return memobs__esc_try(old->kind, old->device, -(int64_t)old->bytes, r);
+}
+
+/* After the stripe lock: the rest of a record's leaving (r and done:
+   from memobs__trk_out). */
+static void memobs__trk_retire(const memobs__alloc_t *old, memobs__esc_res_t *r, int done) {
+    if (!done) memobs__esc_slow(old->kind, old->device, -(int64_t)old->bytes, r);
     if (MEMOBS__LOAD(&memobs__tl_on.v))
-        memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, &r);
+        memobs__tl_track(old->addr, old->bytes, old->kind, old->device, old->trace, old->phase & 0x7fu, 1, r);
     memobs__trk_count(old->kind, 1, 1u);
     if (MEMOBS__UNLIKELY(old->kind == MEMOBS_MEM_DEVICE) && MEMOBS__TSN_ON()) /* a pending one's was requested */
         memobs__tsn_push(old->device, (old->phase & MEMOBS__PENDING) ? (unsigned)MEMOBS__TSN_FREE_DONE : MEMOBS__TSN_FREE_BOTH,
@@ -6094,8 +6125,8 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
     uint32_t home, hole = 0, trace = MEMOBS_NO_TRACE, i, mask;
     uint64_t now;
-    memobs__esc_res_t r;
-    int at, full = 0, dup = 0, fit;
+    memobs__esc_res_t r, rold;
+    int at, full = 0, dup = 0, fit, out = 0;
     if (kind >= MEMOBS_MEM_KINDS) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_BAD_KIND].v, 1u);
         memobs__warn_once(MEMOBS__W_TRK_BAD, "tracked allocation with kind %u, which is not a memobs_mem_kind_t; "
@@ -6117,24 +6148,30 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
     if (device < 0) device = (kind == MEMOBS_MEM_DEVICE || kind == MEMOBS_MEM_MANAGED) ? memobs__tls.device : -1;
     memobs__trk_count(kind, 0, 1u);
     memobs__trk_count(kind, 2, bytes);
+    st = memobs__trk_stripe(addr, &home);
     if (memobs__tls.busy || !memobs__trk_ready()) {
         /* busy: from inside memobs' own MEMOBS_MALLOC or report; no table */
-        memobs__esc_change(kind, memobs__esc_dev(kind, device), (int64_t)bytes, &r);
+        memobs__esc_change(st, kind, device, (int64_t)bytes, &r);
         full = 1;
     } else {
         trace = memobs__trace_intern(tag, cst, nc);
         now = memobs__coarse_ns();
-        /* Accounted before it is in the table, so a free on another thread
-           can never take away bytes that were not added. */
-        memobs__esc_change(kind, memobs__esc_dev(kind, device), (int64_t)bytes, &r);
-        st = memobs__trk_stripe(addr, &home);
+        /* Accounted before it is in the table (under the same lock, or
+           before it), so a free on another thread can never take away
+           bytes that were not added. */
         memobs__spin_lock(&st->lock);
+        if (MEMOBS__UNLIKELY(!memobs__esc_try(kind, device, (int64_t)bytes, &r))) {
+            memobs__spin_unlock(&st->lock);
+            memobs__esc_slow(kind, device, (int64_t)bytes, &r);
+            memobs__spin_lock(&st->lock);
+        }
         at = memobs__trk_find(st, home, addr, &hole);
         mask = st->mask;
         if (at >= 0) {
             dup = 1;
             old = st->slot[at];
             hole = (uint32_t)at;
+            out = memobs__trk_out(&old, &rold);
         } else if (memobs__trk_room(st)) {
             (void)memobs__trk_find(st, home, addr, &hole); /* the table may have been resized */
             st->n++;
@@ -6159,10 +6196,10 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
         memobs__spin_unlock(&st->lock);
         if (fit) memobs__trk_fit();
         if (dup && (old.phase & MEMOBS__PENDING)) {
-            memobs__trk_retire(&old); /* stream-ordered reuse of a pending block */
+            memobs__trk_retire(&old, &rold, out); /* stream-ordered reuse of a pending block */
         } else if (dup) {
             /* The allocator reused an address whose free we never saw. */
-            memobs__trk_retire(&old);
+            memobs__trk_retire(&old, &rold, out);
             MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ALLOC_DUP].v, 1u);
             memobs__warn_once(MEMOBS__W_TRK_DUP, "allocation at %p tracked while already live (a missed free?); the "
                               "old record is counted as freed", ptr);
@@ -6201,7 +6238,8 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
     memobs__alloc_t old;
     uint64_t addr = (uint64_t)(uintptr_t)ptr, u;
     uint32_t home, hole, i;
-    int at, twice = 0, fit;
+    memobs__esc_res_t r;
+    int at, twice = 0, fit, out;
     if (!ptr) {
         if (how == MEMOBS__FREE_NOW || how == MEMOBS__FREE_PENDING || how == MEMOBS__COUNT)
             MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_FREE_NULL].v, 1u);
@@ -6243,10 +6281,11 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
         if (at >= 0 && (how == MEMOBS__FREE_NOW || (how == MEMOBS__FREE_SETTLED && (st->slot[at].phase & MEMOBS__PENDING)))) {
             old = st->slot[at];
             memobs__trk_remove(st, (uint32_t)at);
+            out = memobs__trk_out(&old, &r);
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
             fit = memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
-            memobs__trk_retire(&old);
+            memobs__trk_retire(&old, &r, out);
             if (fit) memobs__trk_fit();
             return 0;
         }
@@ -15699,16 +15738,14 @@ static void memobs__crash_drain(memobs__out_t *o, const char *s, size_t k) {
 static int memobs__crash_trylock(memobs__u32_t *l) { return __atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE) == 0; }
 static void memobs__crash_unlock(memobs__u32_t *l) { __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE); }
 
-/* Unlocks the escrow records of the shards from first up to stop (not included). */
-static void memobs__crash_unlock_to(memobs__shard_t *first, memobs__shard_t *stop) {
-    memobs__shard_t *s;
-    unsigned n;
-    for (s = first, n = 0; s && s != stop && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++)
-        if (!s->shared) memobs__crash_unlock(&MEMOBS__ESC_OF(s)->lock);
+/* Unlocks the stripes below n (the locks of the escrow records). */
+static void memobs__crash_unlock_to(unsigned n) {
+    unsigned i;
+    for (i = 0; i < n && i < MEMOBS__TRK_STRIPES; i++) memobs__crash_unlock(&MEMOBS__TRK.stripe[i].lock);
 }
 
 /* g + every shard's d, per kind (see memobs__esc_t). Without the locks
-   it races with a thread's change under its own lock, on purpose (a
+   it races with a thread's change under a stripe lock, on purpose (a
    change half in, never a crash): ThreadSanitizer need not see it. */
 #if defined(__has_attribute) && !defined(__CUDACC__)
 #if __has_attribute(no_sanitize)
@@ -15733,14 +15770,14 @@ static MEMOBS__NO_TSAN void memobs__crash_esc_sum(memobs__shard_t *first, int64_
    may hold one) and the sum read under them; else the sum as it stands. */
 static void memobs__crash_current(uint64_t *cur) {
     memobs__esc_t *E = &MEMOBS__ESC;
-    memobs__shard_t *first = memobs__shard_first(), *s;
+    memobs__shard_t *first = memobs__shard_first();
     int64_t sum[MEMOBS_MEM_KINDS];
     int locked = memobs__crash_trylock(&E->lock);
-    unsigned k, n;
+    unsigned k, i;
     if (locked) {
-        for (s = first, n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
-            if (s->shared || memobs__crash_trylock(&MEMOBS__ESC_OF(s)->lock)) continue;
-            memobs__crash_unlock_to(first, s);
+        for (i = 0; i < MEMOBS__TRK_STRIPES; i++) {
+            if (memobs__crash_trylock(&MEMOBS__TRK.stripe[i].lock)) continue;
+            memobs__crash_unlock_to(i);
             memobs__crash_unlock(&E->lock);
             locked = 0;
             break;
@@ -15748,7 +15785,7 @@ static void memobs__crash_current(uint64_t *cur) {
     }
     memobs__crash_esc_sum(first, sum);
     if (locked) {
-        memobs__crash_unlock_to(first, NULL);
+        memobs__crash_unlock_to(MEMOBS__TRK_STRIPES);
         memobs__crash_unlock(&E->lock);
     }
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) cur[k] = sum[k] > 0 ? (uint64_t)sum[k] : 0u;

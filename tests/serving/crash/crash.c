@@ -498,21 +498,17 @@ static void test_locks_held(void) {
     memobs__crash_current(cur);
     memobs__spin_unlock(&MEMOBS__ESC.lock);
     for (k = 0; k < MEMOBS_MEM_KINDS; k++) CHECK_U64(want[k], cur[k]);
-    /* a shard's record held: the locks taken before it are let go again */
+    /* a stripe's lock held (a thread in its change): the locks taken
+       before it are let go again */
     {
-        memobs__shard_t *s1 = memobs__shard_first();
-        while (s1 && s1->shared) s1 = memobs__shard_next(s1);
-        CHECK(s1 != NULL);
-        if (s1) {
-            memobs__shard_t *x;
-            memobs__spin_lock(&MEMOBS__ESC_OF(s1)->lock);
-            memobs__crash_current(cur);
-            for (k = 0; k < MEMOBS_MEM_KINDS; k++) CHECK_U64(want[k], cur[k]);
-            CHECK_U64(0, MEMOBS__LOAD(&MEMOBS__ESC.lock.v));
-            for (x = memobs__shard_first(); x; x = memobs__shard_next(x))
-                if (!x->shared && x != s1) CHECK_U64(0, MEMOBS__LOAD(&MEMOBS__ESC_OF(x)->lock.v));
-            memobs__spin_unlock(&MEMOBS__ESC_OF(s1)->lock);
-        }
+        unsigned i;
+        memobs__spin_lock(&MEMOBS__TRK.stripe[5].lock);
+        memobs__crash_current(cur);
+        for (k = 0; k < MEMOBS_MEM_KINDS; k++) CHECK_U64(want[k], cur[k]);
+        CHECK_U64(0, MEMOBS__LOAD(&MEMOBS__ESC.lock.v));
+        for (i = 0; i < MEMOBS__TRK_STRIPES; i++)
+            if (i != 5) CHECK_U64(0, MEMOBS__LOAD(&MEMOBS__TRK.stripe[i].lock.v));
+        memobs__spin_unlock(&MEMOBS__TRK.stripe[5].lock);
     }
     /* free: the exact path, and every lock let go */
     memobs__crash_current(cur);
