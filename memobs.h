@@ -2766,11 +2766,10 @@ typedef struct {
 /* Stripe locks of the allocation table. A spin lock, not a mutex: the
    critical section is a few probes, and fork() must hold all of them
    (ThreadSanitizer aborts when one thread holds more than 64 mutexes). */
-static void memobs__spin_lock(memobs__u32_t *l) {
+/* The wait of a lock found taken, out of line. */
+static __attribute__((noinline)) void memobs__spin_wait(memobs__u32_t *l) {
     unsigned n = 0;
-    memobs__tls.in++; /* before: a signal handler on this thread never waits for it (memobs__tls_t.in) */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    while (__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE)) {
+    do {
         while (MEMOBS__LOAD(&l->v)) {
             if (++n < 100) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -2780,7 +2779,12 @@ static void memobs__spin_lock(memobs__u32_t *l) {
                 sched_yield(); /* the holder was preempted */
             }
         }
-    }
+    } while (__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE));
+}
+static inline __attribute__((always_inline)) void memobs__spin_lock(memobs__u32_t *l) {
+    memobs__tls.in++; /* before: a signal handler on this thread never waits for it (memobs__tls_t.in) */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (MEMOBS__UNLIKELY(__atomic_exchange_n(&l->v, 1u, __ATOMIC_ACQUIRE))) memobs__spin_wait(l);
 }
 static void memobs__spin_unlock(memobs__u32_t *l) {
     __atomic_store_n(&l->v, 0u, __ATOMIC_RELEASE);
@@ -5755,7 +5759,8 @@ static void memobs__esc_live_add(unsigned a, unsigned b, int64_t delta, memobs__
    device's alone once the kind is saturated) and b (the device's, or
    MEMOBS__ACCT_NONE); 0 when it keeps none. Clears r; *kind_sat: the
    kind is saturated (r's live reads UINT64_MAX). */
-static int memobs__esc_accts(unsigned kind, int device, unsigned *a, unsigned *b, int *kind_sat, memobs__esc_res_t *r) {
+static inline __attribute__((always_inline)) int memobs__esc_accts(unsigned kind, int device, unsigned *a, unsigned *b,
+                                                                    int *kind_sat, memobs__esc_res_t *r) {
     memobs__esc_t *E = &MEMOBS__ESC;
     memset(r, 0, sizeof *r);
     *a = kind;
@@ -5782,7 +5787,8 @@ static int memobs__esc_accts(unsigned kind, int device, unsigned *a, unsigned *b
    calling thread's own record when it is a free or stays within the
    thread's lease (1); 0 when it needs the global lock (memobs__esc_slow,
    once the stripe is let go). r: what it did. */
-static int memobs__esc_try(unsigned kind, int device, int64_t delta, memobs__esc_res_t *r) {
+static inline __attribute__((always_inline)) int memobs__esc_try(unsigned kind, int device, int64_t delta,
+                                                                  memobs__esc_res_t *r) {
     memobs__esc_shard_t *e = memobs__esc_mine();
     unsigned a, b;
     int kind_sat;
@@ -5957,9 +5963,15 @@ static void memobs__peak_check(int device, uint64_t dc, uint64_t before, uint32_
 /* The stripe of an address: by its 64 KiB granule, so neighbouring blocks
    (one thread's arena) share a stripe and other threads' stripes stay in
    their caches; the slot within the stripe hashes the whole address. */
+static uint32_t memobs__trk_home(uint64_t addr) {
+    /* One multiply (Fibonacci hashing): the product's bits from 32 up
+       depend on every address bit below them, which is where blocks'
+       addresses differ; a probe is one or two slots at half load. */
+    return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32);
+}
 static memobs__trk_stripe_t *memobs__trk_stripe(uint64_t addr, uint32_t *home) {
-    *home = (uint32_t)(memobs__mix(addr) >> 32);
-    return &MEMOBS__TRK.stripe[memobs__mix(addr >> 16) % MEMOBS__TRK_STRIPES];
+    *home = memobs__trk_home(addr);
+    return &MEMOBS__TRK.stripe[((addr >> 16) * 0x9e3779b97f4a7c15ull) >> 58]; /* the top 6 bits: 64 stripes */
 }
 
 /* Caller holds st->lock. Moves the stripe's entries into a table of
@@ -5981,7 +5993,7 @@ static int memobs__trk_resize(memobs__trk_stripe_t *st, uint32_t nslots) {
         for (i = 0; i <= omask; i++) {
             uint32_t j;
             if (!old[i].addr) continue;
-            for (j = (uint32_t)(memobs__mix(old[i].addr) >> 32) & st->mask; ns[j].addr; j = (j + 1) & st->mask) {
+            for (j = memobs__trk_home(old[i].addr) & st->mask; ns[j].addr; j = (j + 1) & st->mask) {
             }
             ns[j] = old[i];
         }
@@ -6082,7 +6094,7 @@ static void memobs__trk_remove(memobs__trk_stripe_t *st, uint32_t j) {
         uint32_t home;
         k = (k + 1) & st->mask;
         if (st->slot[k].addr == 0) return;
-        home = (uint32_t)(memobs__mix(st->slot[k].addr) >> 32) & st->mask;
+        home = memobs__trk_home(st->slot[k].addr) & st->mask;
         if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
             st->slot[j] = st->slot[k];
             st->slot[k].addr = 0;
@@ -6173,7 +6185,7 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
             hole = (uint32_t)at;
             out = memobs__trk_out(&old, &rold);
         } else if (memobs__trk_room(st)) {
-            (void)memobs__trk_find(st, home, addr, &hole); /* the table may have been resized */
+            if (st->mask != mask) (void)memobs__trk_find(st, home, addr, &hole); /* resized */
             st->n++;
         } else {
             full = 1;
@@ -6279,9 +6291,9 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
             return 0;
         }
         if (at >= 0 && (how == MEMOBS__FREE_NOW || (how == MEMOBS__FREE_SETTLED && (st->slot[at].phase & MEMOBS__PENDING)))) {
+            out = memobs__trk_out(&st->slot[at], &r); /* from the slot: not from old's copy just stored */
             old = st->slot[at];
             memobs__trk_remove(st, (uint32_t)at);
-            out = memobs__trk_out(&old, &r);
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
             fit = memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
@@ -12139,8 +12151,12 @@ static void memobs__peak_report(int device, uint64_t now_max, uint64_t prev, uin
    writes into the stage its thread is writing. */
 
 typedef struct {
-    memobs__u32_t lock;
+    /* Read by every push, written when the ring is made or remade: a
+       line of its own, away from the one each record's move into the
+       ring writes (another thread's push would take that line back from
+       the mover at every record moved). */
     memobs__u32_t state;   /* 0: no ring yet, 1: ready, 2: no history (capacity 0, no memory) */
+    memobs__u32_t lock __attribute__((aligned(64)));
     memobs__tsn_ev_t *ev;  /* cap slots */
     uint64_t cap;
     uint64_t n;            /* the next record's number; slot n % cap */

@@ -1003,7 +1003,10 @@ static void test_escrow_timeline(void) {
 
 /* ---- the table: one stripe against a model -------------------------------- */
 
-static unsigned stripe_of(uintptr_t a) { return (unsigned)(memobs__mix((uint64_t)a >> 16) % MEMOBS__TRK_STRIPES); }
+static unsigned stripe_of(uintptr_t a) {
+    uint32_t home;
+    return (unsigned)(memobs__trk_stripe((uint64_t)a, &home) - memobs__g.trk.stripe); /* the tracker's own choice */
+}
 
 /* n addresses from start (step 64) whose table stripe is s. */
 static void addrs_in_stripe(unsigned s, uintptr_t start, uintptr_t *out, unsigned n) {
