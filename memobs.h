@@ -12162,7 +12162,6 @@ typedef struct {
     uint64_t n;            /* the next record's number; slot n % cap */
     uint64_t pos;          /* n % cap, kept so that a push divides nothing */
     uint64_t kept;         /* records [n - kept, n) are in the ring */
-    uint64_t held;         /* the events those records stand for */
     uint64_t events;       /* events recorded: the shown ones (memobs__tsn_shown) and those dropped */
 } __attribute__((aligned(64))) memobs__tsn_ring_t;
 
@@ -12288,27 +12287,40 @@ static int memobs__tsn_sort(memobs__tsn_ev_t *ev, uint64_t n) {
     return MEMOBS_OK;
 }
 
-/* Caller holds r->lock: the next record's slot, for a record of w events. */
+/* Caller holds r->lock: the next record's slot, for a record of w events.
+   It never reads the record it overwrites (what a reader wants of the
+   kept ones, it counts: memobs__tsn_held): that slot's line was often
+   written last by another thread, and a read of it would wait. */
 static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r, unsigned w) {
     memobs__tsn_ev_t *e = &r->ev[r->pos];
     if (++r->pos == r->cap) r->pos = 0;
     r->n++;
     if (r->kept < r->cap) r->kept++;
-    else r->held -= MEMOBS__TSN_EVENTS(e); /* the oldest record, dropped */
-    r->held += w;
     r->events += w;
     return e;
 }
 
 /* Caller holds r->lock: the events a reader shows, the newest cap of
    those the ring holds. */
-static uint64_t memobs__tsn_shown(const memobs__tsn_ring_t *r) { return r->held < r->cap ? r->held : r->cap; }
+static uint64_t memobs__tsn_held(const memobs__tsn_ring_t *r) { /* the events the kept records stand for */
+    uint64_t k, i, h = r->kept;
+    if (!r->kept) return 0;
+    for (k = 0, i = (r->n - r->kept) % r->cap; k < r->kept; k++, i = i + 1 == r->cap ? 0 : i + 1)
+        h += r->ev[i].action == MEMOBS__TSN_FREE_BOTH;
+    return h;
+}
+static uint64_t memobs__tsn_shown(const memobs__tsn_ring_t *r) {
+    uint64_t h = memobs__tsn_held(r);
+    return h < r->cap ? h : r->cap;
+}
 
 /* Caller holds r->lock: the events shown (memobs__tsn_shown), the newest
    max at most, oldest first, each free's record as its two events (where
    only the second is shown, that one), into out; returns how many. */
 static uint64_t memobs__tsn_copy(const memobs__tsn_ring_t *r, memobs__tsn_ev_t *out, uint64_t max) {
-    uint64_t n = memobs__tsn_shown(r) < max ? memobs__tsn_shown(r) : max, o = n, k;
+    uint64_t n = memobs__tsn_shown(r), o, k;
+    n = n < max ? n : max;
+    o = n;
     for (k = r->n; o > 0; k--) {
         const memobs__tsn_ev_t *e = &r->ev[(k - 1) % r->cap];
         out[--o] = *e;
@@ -12462,7 +12474,6 @@ static void memobs__tsn_unrequest(int device, uint64_t addr) {
             for (i = k - 1; i + 1 < r->n; i++) r->ev[i % r->cap] = r->ev[(i + 1) % r->cap];
             r->n--;
             r->kept--;
-            r->held--;
             r->events--;
             r->pos = r->pos ? r->pos - 1 : r->cap - 1;
         }
@@ -12507,7 +12518,8 @@ int memobs_get_torch_history(int device, memobs_torch_history_t *out) {
    event once dropped never shows again (r->events less held are dropped). */
 static memobs__tsn_ev_t *memobs__tsn_resize(memobs__tsn_ring_t *r, uint64_t cap, memobs__tsn_ev_t *ev) {
     memobs__tsn_ev_t *old = r->ev;
-    uint64_t keep, held, want = memobs__tsn_shown(r) < cap ? memobs__tsn_shown(r) : cap;
+    uint64_t keep, held, want = memobs__tsn_shown(r);
+    want = want < cap ? want : cap;
     for (keep = held = 0; held < want; keep++) {
         memobs__tsn_ev_t *e = &ev[(r->n - 1 - keep) % cap];
         *e = r->ev[(r->n - 1 - keep) % r->cap];
@@ -12518,7 +12530,6 @@ static memobs__tsn_ev_t *memobs__tsn_resize(memobs__tsn_ring_t *r, uint64_t cap,
         }
     }
     r->kept = keep;
-    r->held = held;
     r->ev = ev;
     r->cap = cap;
     r->pos = r->n % cap;
