@@ -208,7 +208,8 @@
        size, kind (device, host, pinned, managed), device, stream, phase,
        time and trace; current and peak bytes per kind, exact under threads
        and kept in escrow: a free, and an allocation that cannot make a new
-       peak, change only the calling thread's own record (no shared line).
+       peak, change only the calling thread's own record (no shared line,
+       no lock but the table stripe's that the call holds anyway).
        A trace is a tag string and/or a stack (C return addresses captured
        with backtrace() or, opt-in, by walking frame pointers; or frames
        from a tag provider such as memobs_python.h), interned once:
@@ -1257,8 +1258,8 @@ MEMOBS_API int memobs__track_mark(const void *ptr, int how);
 /* Tracked MEMOBS_MEM_DEVICE bytes of one device (0 <= device <
    MEMOBS_MAX_DEVICES) now; *max_bytes (may be NULL) gets the most there
    ever were. 0 for a device out of range. Exact: it folds every thread's
-   escrow record (each thread's lock taken briefly), so call it per step
-   or per report, not per allocation. */
+   escrow record (the table's 64 stripe locks taken briefly), so call it
+   per step or per report, not per allocation. */
 MEMOBS_API uint64_t memobs_get_device_bytes(int device, uint64_t *max_bytes);
 
 /* Device index used by the macros on this thread (default 0). */
