@@ -1483,7 +1483,10 @@ typedef struct {
     int recording;     /* 1 while the history is recorded (all devices), 0 when off */
 } memobs_torch_history_t;
 /* MEMOBS_OK, or MEMOBS_ERR_INVALID for a NULL out or a device outside
-   0..MEMOBS_MAX_DEVICES-1 (out zeroed where it is not NULL). */
+   0..MEMOBS_MAX_DEVICES-1 (out zeroed where it is not NULL). It counts
+   the kept events under the ring's lock (a pass over the ring, which
+   the pushes no longer keep a count for): call it per report, not per
+   allocation. */
 MEMOBS_API int memobs_get_torch_history(int device, memobs_torch_history_t *out);
 
 /* ======================================================================== */
@@ -12301,15 +12304,18 @@ static memobs__tsn_ev_t *memobs__tsn_slot(memobs__tsn_ring_t *r, unsigned w) {
     return e;
 }
 
-/* Caller holds r->lock: the events a reader shows, the newest cap of
-   those the ring holds. */
-static uint64_t memobs__tsn_held(const memobs__tsn_ring_t *r) { /* the events the kept records stand for */
+/* Caller holds r->lock: the events the kept records stand for, counted
+   when read (a push keeps no such count: see memobs__tsn_slot). */
+static uint64_t memobs__tsn_held(const memobs__tsn_ring_t *r) {
     uint64_t k, i, h = r->kept;
     if (!r->kept) return 0;
     for (k = 0, i = (r->n - r->kept) % r->cap; k < r->kept; k++, i = i + 1 == r->cap ? 0 : i + 1)
         h += r->ev[i].action == MEMOBS__TSN_FREE_BOTH;
     return h;
 }
+
+/* Caller holds r->lock: the events a reader shows, the newest cap of
+   those the ring holds. */
 static uint64_t memobs__tsn_shown(const memobs__tsn_ring_t *r) {
     uint64_t h = memobs__tsn_held(r);
     return h < r->cap ? h : r->cap;
