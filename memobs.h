@@ -13497,6 +13497,11 @@ static long memobs__read_proc(const char *path, char *buf, size_t len) {
     return got ? (long)got : -1;
 }
 
+#ifdef MEMOBS__HAVE_MALLINFO2
+static pthread_once_t memobs__mallinfo_once = PTHREAD_ONCE_INIT;
+static void memobs__mallinfo_first(void) { (void)mallinfo2(); }
+#endif
+
 static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
     char buf[4096];
     const char *p;
@@ -13517,7 +13522,14 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
     }
 #ifdef MEMOBS__HAVE_MALLINFO2
     {
-        struct mallinfo2 mi = mallinfo2();
+        struct mallinfo2 mi;
+        /* The first call once, alone: where the program's malloc is not
+           glibc's (a sanitizer, jemalloc, tcmalloc), glibc's heap is set
+           up by that first call, and a second thread's call racing it
+           read the heap's top before it was set (a crash, seen under
+           ASan with two threads sampling). */
+        pthread_once(&memobs__mallinfo_once, memobs__mallinfo_first);
+        mi = mallinfo2();
         s->heap_bytes = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
         s->heap_reserved_bytes = (uint64_t)mi.arena + (uint64_t)mi.hblkhd;
     }
