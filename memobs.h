@@ -2842,21 +2842,28 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
      api     the public *_file call that writes it (0: none)
      env     0: memobs__outputs_env reads var at start-up; 1: its section
              does (memobs__output_env), after the settings it depends on
-     crash   the crash writer writes it too (async-signal-safe generator) */
+     crash   the crash writer writes it too (async-signal-safe generator)
+     store   0: write makes the file at the path. Else how write's bytes are
+             kept instead, int (*)(const char *path, const char *bytes,
+             size_t len, unsigned flags): the prometheus_client multiprocess
+             files, whose folder is var's (see "prom-multiproc") */
 #define MEMOBS__OUTPUT_TABLE(X)                                                                                   \
-    X(SUMMARY, "MEMOBS_SUMMARY", 0, "summary", 0, memobs__write_summary_fmt, 0, "memobs_write_summary_file", 0, 1) \
+    X(SUMMARY, "MEMOBS_SUMMARY", 0, "summary", 0, memobs__write_summary_fmt, 0, "memobs_write_summary_file", 0, 1, \
+      0)                                                                                                          \
     X(PROM, "MEMOBS_PROM_FILE", 0, "Prometheus file", 0, memobs__write_prom_f, 0, "memobs_write_prometheus_file", \
-      1, 1)                                                                                                       \
-    X(LEAKS, "MEMOBS_LEAKS", 0, "leak report", 0, memobs__write_leaks_f, 0, 0, 0, 0)                              \
+      1, 1, 0)                                                                                                    \
+    X(PROM_MP, "PROMETHEUS_MULTIPROC_DIR", 0, "prometheus_client multiprocess files", 1, memobs__write_prom_f, 0, \
+      0, 1, 0, memobs__pmp_store)                                                                                 \
+    X(LEAKS, "MEMOBS_LEAKS", 0, "leak report", 0, memobs__write_leaks_f, 0, 0, 0, 0, 0)                           \
     X(STORMLOG, "MEMOBS_STORMLOG", 0, "Stormlog telemetry", 0, memobs__write_stormlog_f, memobs__sl_exit_sample,  \
-      "memobs_write_stormlog_file", 1, 0)                                                                         \
+      "memobs_write_stormlog_file", 1, 0, 0)                                                                      \
     X(STORMLOG_HOST, "MEMOBS_STORMLOG_HOST", 0, "Stormlog host telemetry", 0, memobs__write_stormlog_host_f,      \
-      memobs__sl_exit_sample, "memobs_write_stormlog_host_file", 1, 0)                                            \
+      memobs__sl_exit_sample, "memobs_write_stormlog_host_file", 1, 0, 0)                                         \
     X(TORCH, "MEMOBS_TORCH_SNAPSHOT", 0, "PyTorch memory snapshot", 1, memobs__write_torch_snapshot_arg, 0,       \
-      "memobs_write_torch_snapshot_file", 1, 0)                                                                   \
-    X(HTML, "MEMOBS_HTML", 0, "HTML report", 0, memobs__write_html_f, 0, "memobs_write_html_file", 1, 0)          \
+      "memobs_write_torch_snapshot_file", 1, 0, 0)                                                                \
+    X(HTML, "MEMOBS_HTML", 0, "HTML report", 0, memobs__write_html_f, 0, "memobs_write_html_file", 1, 0, 0)       \
     X(TIMELINE, "MEMOBS_TIMELINE", "MEMOBS_TRACE", "Chrome trace", 0, memobs__write_timeline_f, 0,                \
-      "memobs_write_timeline_file", 1, 0)                                                                         \
+      "memobs_write_timeline_file", 1, 0, 0)                                                                      \
     MEMOBS__TEST_OUTPUT_ROWS(X)
 /* A test's own rows, after the real ones (tests/outputs/test_output_table.sh);
    empty in every other build. */
@@ -2871,7 +2878,7 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
    or memobs__claims_now instead), so a writer, the crash writer
    included, finds the final name in path with no formatting; refreshed
    in a fork() child (a %p path) and by memobs_set_identity (a %r path). */
-#define MEMOBS__OUT_ID(id, var, alias, what, binary, write, pre, api, env, crash) MEMOBS__OUT_##id,
+#define MEMOBS__OUT_ID(id, var, alias, what, binary, write, pre, api, env, crash, store) MEMOBS__OUT_##id,
 enum { MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ID) MEMOBS__OUTS };
 #undef MEMOBS__OUT_ID
 #define MEMOBS__SPEC_LEN 512  /* an output variable's value, with its terminating 0 */
@@ -3199,6 +3206,8 @@ static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak dete
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
 static void memobs__prom_env(void);
+static void memobs__pmp_exit(void);
+static int memobs__pmp_env(void);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 static void memobs__req_env(void);
@@ -3468,6 +3477,7 @@ static void memobs__flush_all(void) {
    files are written at exit. A stop signal that came meanwhile ends the
    process here (by that signal). */
 static void memobs__exit_all(void) {
+    memobs__pmp_exit();
     memobs__flush_all();
     memobs__sig_exit();
 }
@@ -8598,10 +8608,12 @@ void memobs_reset(void) {
 #define MEMOBS__WW_BINARY 2u /* never to a terminal */
 
 /* The writers and what runs before them, defined in their sections. */
-#define MEMOBS__OUT_DECL(id, var, alias, what, binary, write, pre, api, env, crash) static int write(FILE *f, int fmt);
+#define MEMOBS__OUT_DECL(id, var, alias, what, binary, write, pre, api, env, crash, store) \
+    static int write(FILE *f, int fmt);
 MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_DECL)
 #undef MEMOBS__OUT_DECL
 static void memobs__sl_exit_sample(unsigned which);
+static int memobs__pmp_store(const char *path, const char *bytes, size_t len, unsigned flags);
 static int memobs__expand_path(const char *in, char *out, size_t len);
 static int memobs__spec_has(const char *spec, char c);
 static int memobs__write_whole(const char *path, int fd, const char *what, int (*write)(FILE *, int), int arg,
@@ -8616,9 +8628,10 @@ typedef struct {
     void (*pre)(unsigned which);
     const char *api;
     int env, crash;
+    int (*store)(const char *path, const char *bytes, size_t len, unsigned flags);
 } memobs__output_row_t;
-#define MEMOBS__OUT_ROW(id, var, alias, what, binary, write, pre, api, env, crash) \
-    {var, alias, what, binary, write, pre, api, env, crash},
+#define MEMOBS__OUT_ROW(id, var, alias, what, binary, write, pre, api, env, crash, store) \
+    {var, alias, what, binary, write, pre, api, env, crash, store},
 static const memobs__output_row_t memobs__out_info[MEMOBS__OUTS] = {MEMOBS__OUTPUT_TABLE(MEMOBS__OUT_ROW)};
 #undef MEMOBS__OUT_ROW
 
@@ -10909,6 +10922,35 @@ static __attribute__((unused)) int memobs__write_whole_raw(const char *path, int
     return e;
 }
 
+/* A row with a store (MEMOBS__OUTPUT_TABLE): write's bytes, made in
+   memory, handed to it with the resolved path. */
+static int memobs__dest_store(unsigned which, const char *path, int (*write)(FILE *, int), int arg, unsigned flags) {
+    const memobs__output_row_t *r = &memobs__out_info[which];
+#ifdef MEMOBS__OUT_LINUX
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = memobs__open_memstream(&buf, &len);
+    int rc;
+    if (!f) {
+        rc = MEMOBS_ERR_NOMEM;
+    } else {
+        rc = write(f, arg);
+        if (fclose(f) != 0 && rc == MEMOBS_OK) rc = MEMOBS_ERR_NOMEM;
+        if (rc == MEMOBS_OK) rc = r->store(path, buf, len, flags);
+        else if (!(flags & MEMOBS__WW_QUIET))
+            memobs__log(MEMOBS_LOG_WARN, "cannot write the %s: %s", r->what, memobs_strerror(rc));
+    }
+    free(buf); /* open_memstream's, from malloc */
+    if (!f && !(flags & MEMOBS__WW_QUIET)) memobs__log(MEMOBS_LOG_WARN, "no memory for the %s", r->what);
+    if (rc != MEMOBS_OK) MEMOBS__ADD(&memobs__g.write_fails.v, 1u); /* memobs_flush's result */
+    return rc;
+#else
+    (void)path, (void)write, (void)arg;
+    if (!(flags & MEMOBS__WW_QUIET)) memobs__log(MEMOBS_LOG_WARN, "the %s are written on Linux only", r->what);
+    return MEMOBS_ERR_INVALID;
+#endif
+}
+
 /* An exit output, by the fork rule (memobs__dest_ours): MEMOBS_OK
    without writing when it is not this process's. */
 static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg, unsigned flags) {
@@ -10937,6 +10979,7 @@ static int memobs__dest_write(unsigned which, int (*write)(FILE *, int), int arg
                         memobs__out_info[which].var, d.spec, (unsigned)sizeof d.path - 1, memobs__out_info[which].what);
         return MEMOBS_ERR_INVALID;
     }
+    if (memobs__out_info[which].store) return memobs__dest_store(which, d.path, write, arg, flags);
     if (memobs__out_info[which].binary) flags |= MEMOBS__WW_BINARY;
     return memobs__write_whole(d.path, d.stream ? (int)d.stream : -1, memobs__out_info[which].what, write, arg, flags);
 }
@@ -11566,21 +11609,25 @@ static int memobs__write_prom_f(FILE *f, int unused) {
 int memobs_write_prometheus_file(const char *path) { return memobs__output_file(MEMOBS__OUT_PROM, path, 0); }
 
 /* The periodic step, on the shared background worker: rewrites
-   MEMOBS_PROM_FILE (by the fork rule: memobs__dest_ours). A run of
-   failures is reported once. */
+   MEMOBS_PROM_FILE (a file, not a stream) and the prometheus_client
+   multiprocess files (by the fork rule: memobs__dest_ours). A run of
+   failures is reported once, for each (a bit of prom_failing). */
 static void memobs__prom_tick(uint64_t now_ns) {
+    static const unsigned rows[2] = {MEMOBS__OUT_PROM, MEMOBS__OUT_PROM_MP};
     pthread_t self = pthread_self();
-    int rc;
+    unsigned i;
     (void)now_ns;
-    if (!MEMOBS__LOAD(&memobs__g.out[MEMOBS__OUT_PROM].on.v)) return;
     /* Never rename an older snapshot over the crash writer's file: busy
        first, then its mark (both seq_cst; it sets its mark, then reads busy). */
     __atomic_store(&memobs__g.prom_thread, &self, __ATOMIC_RELAXED);
     __atomic_store_n(&memobs__g.prom_busy.v, 1u, __ATOMIC_SEQ_CST);
-    if (memobs_now_ns() >= __atomic_load_n(&memobs__g.crash_until.v, __ATOMIC_SEQ_CST)) {
-        rc = memobs__dest_write(MEMOBS__OUT_PROM, memobs__write_prom_f, 0,
-                                MEMOBS__LOAD(&memobs__g.prom_failing.v) ? MEMOBS__WW_QUIET : 0u);
-        MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? 1u : 0u);
+    for (i = 0; i < 2; i++) {
+        uint32_t failing = MEMOBS__LOAD(&memobs__g.prom_failing.v), bit = 1u << i;
+        int rc;
+        if (!MEMOBS__LOAD(&memobs__g.out[rows[i]].on.v) || memobs__g.out[rows[i]].stream) continue;
+        if (memobs_now_ns() < __atomic_load_n(&memobs__g.crash_until.v, __ATOMIC_SEQ_CST)) break;
+        rc = memobs__dest_write(rows[i], memobs__write_prom_f, 0, (failing & bit) ? MEMOBS__WW_QUIET : 0u);
+        MEMOBS__STORE(&memobs__g.prom_failing.v, rc != MEMOBS_OK ? failing | bit : failing & ~bit);
     }
     __atomic_store_n(&memobs__g.prom_busy.v, 0u, __ATOMIC_SEQ_CST);
 }
@@ -11590,9 +11637,10 @@ static void memobs__prom_env(void) {
 #ifdef MEMOBS_DISABLE
     (void)memobs__prom_tick;
     (void)memobs__write_prom_f;
+    (void)memobs__pmp_env;
 #else
     const char *s;
-    int ms = 15000;
+    int ms = 15000, file, mp;
     if ((s = getenv("MEMOBS_PROM_INTERVAL_MS")) != NULL) {
         int v;
         if (memobs__parse_int(s, &v) && (v == 0 || (v >= 100 && v <= 86400000))) ms = v;
@@ -11600,14 +11648,505 @@ static void memobs__prom_env(void) {
                          "100 to 86400000; using 15000", s);
     }
     memobs__g.prom_interval_ns = (uint64_t)ms * 1000000u;
-    if (!memobs__output_env(MEMOBS__OUT_PROM)) return;
+    file = memobs__output_env(MEMOBS__OUT_PROM) && !memobs__g.out[MEMOBS__OUT_PROM].stream;
+    mp = memobs__pmp_env();
     /* the worker's exit handler, registered later, stops it before this
        one writes the last file; a stream gets the exit's figures only */
-    if (memobs__g.prom_interval_ns && !memobs__g.out[MEMOBS__OUT_PROM].stream &&
+    if (memobs__g.prom_interval_ns && (file || mp) &&
         memobs__bg_schedule(memobs__prom_tick, memobs__g.prom_interval_ns) != MEMOBS_OK)
-        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_FILE: no background thread for the periodic writes; the "
-                    "file is written at exit only");
+        memobs__log(MEMOBS_LOG_WARN, "%s: no background thread for the periodic writes; the %s written at exit "
+                    "only", file ? "MEMOBS_PROM_FILE" : "PROMETHEUS_MULTIPROC_DIR", file ? "file is" : "files are");
 #endif
+}
+
+#include <locale.h>
+
+/* ======================================================================== */
+/* Private: prometheus_client's multiprocess files      >>prom-multiproc */
+/* ======================================================================== */
+
+/* prometheus_client's multiprocess mode (vLLM, SGLang): every process keeps
+   its values in files of PROMETHEUS_MULTIPROC_DIR, and the serving
+   process's MultiProcessCollector reads every *.db file there and merges
+   them: a file's type is its name's first '_' part (counter_*,
+   histogram_*, gauge_<mode>_<pid>.db, the pid a label in the all/liveall
+   modes), counters and histograms are summed, gauges by their mode.
+   memobs writes its exposition (the Prometheus row's writer) as four
+   such files, whole (a temporary renamed over the name: a reader sees the
+   old file or the new one, never a torn value): counter_B.db,
+   histogram_B.db, gauge_livesum_B.db and gauge_livemax_B.db, B the
+   claimed name memobs-<pid> (memobs-<pid>.2 for a second instance of the
+   process), never prometheus_client's own <pid>.db names. At exit the
+   two gauge files are removed (live modes: a process that has ended
+   holds nothing); counters and histograms stay, as prometheus_client
+   keeps them.
+   A file ("mmap dict"): an int32 of the bytes used, 4 zero bytes, then
+   entries: an int32 key length n, the key (UTF-8), spaces padding 4 + n
+   up to the next multiple of 8 (a whole 8 when it is one already), then
+   the value, a double (layout 1: prometheus_client 0.17 and before,
+   Debian 12's 0.16), or the value and a time stamp in seconds (layout 2:
+   0.18 on). Native byte order. A key is the JSON of [family, sample name,
+   labels sorted by name, help] as Python's json.dumps(sort_keys=True)
+   writes it (", " and ": ", non-ASCII as \uXXXX). A counter's family
+   drops its _total; a histogram's buckets are per bucket, not cumulative,
+   and its _count is not stored (the reader sums the buckets). */
+#define MEMOBS__PMP_FILES 4
+static const char *const memobs__pmp_kind[MEMOBS__PMP_FILES] = {"counter", "histogram", "gauge_livesum",
+                                                                 "gauge_livemax"};
+/* Gauges merged by their maximum: always 1, a peak, a device-wide figure
+   two processes of one device both read, the leak detector's fit. Every
+   other gauge is an amount this process holds: summed. */
+static const char *const memobs__pmp_max[] = {
+    "memobs_info", "memobs_collective_info", "memobs_tracked_peak_bytes", "memobs_device_used_bytes",
+    "memobs_device_total_bytes", "memobs_leak_slope_bytes_per_second", "memobs_leak_samples", "memobs_crash_signal"};
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int err; /* out of memory: the image is not written */
+} memobs__pmp_buf_t;
+
+static struct {
+    pthread_mutex_t lock;  /* one store at a time: the images and the layout */
+    uint32_t cfg;          /* MEMOBS_PROM_MULTIPROC_LAYOUT: 0 auto, 1, 2 */
+    uint32_t found;        /* the layout learned from another writer's file (0: none yet) */
+    uint32_t said;         /* the layout's message was given */
+    memobs__u32_t exiting; /* the exit write: the gauge files are removed after it */
+    memobs__pmp_buf_t img[MEMOBS__PMP_FILES];
+} memobs__pmp = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0}, {{0, 0, 0, 0}}};
+
+static void memobs__pmp_put(memobs__pmp_buf_t *b, const void *s, size_t k) {
+    if (b->err) return;
+    if (b->n + k > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        char *q;
+        while (cap < b->n + k) cap *= 2;
+        if ((q = (char *)realloc(b->p, cap)) == NULL) {
+            b->err = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, k);
+    b->n += k;
+}
+
+/* s (len bytes, well-formed UTF-8: the exposition's) as a JSON string
+   the way Python's json.dumps writes it: ASCII only. */
+static void memobs__pmp_json(memobs__pmp_buf_t *b, const char *s, size_t len) {
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0;
+    memobs__pmp_put(b, "\"", 1);
+    while (i < len) {
+        unsigned char c = (unsigned char)s[i];
+        uint32_t u = c;
+        size_t k = 1;
+        char e[12];
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            memobs__pmp_put(b, s + i, 1);
+            i++;
+            continue;
+        }
+        if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') {
+            e[0] = '\\';
+            e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : c == '\b' ? 'b' : c == '\f' ? 'f' : (char)c;
+            memobs__pmp_put(b, e, 2);
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            k = memobs__utf8_len((const unsigned char *)s + i);
+            if (k == 0 || i + k > len) k = 1, u = 0xfffd; /* not the exposition's: U+FFFD */
+            else if (k == 2) u = (uint32_t)(c & 0x1f) << 6 | ((unsigned char)s[i + 1] & 0x3f);
+            else if (k == 3)
+                u = (uint32_t)(c & 0x0f) << 12 | (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 6 |
+                    ((unsigned char)s[i + 2] & 0x3f);
+            else
+                u = (uint32_t)(c & 0x07) << 18 | (uint32_t)((unsigned char)s[i + 1] & 0x3f) << 12 |
+                    (uint32_t)((unsigned char)s[i + 2] & 0x3f) << 6 | ((unsigned char)s[i + 3] & 0x3f);
+        }
+        if (u >= 0x10000) { /* a surrogate pair */
+            uint32_t v = u - 0x10000, hi = 0xd800 + (v >> 10), lo = 0xdc00 + (v & 0x3ff);
+            e[0] = e[6] = '\\', e[1] = e[7] = 'u';
+            e[2] = hex[hi >> 12], e[3] = hex[(hi >> 8) & 15], e[4] = hex[(hi >> 4) & 15], e[5] = hex[hi & 15];
+            e[8] = hex[lo >> 12], e[9] = hex[(lo >> 8) & 15], e[10] = hex[(lo >> 4) & 15], e[11] = hex[lo & 15];
+            memobs__pmp_put(b, e, 12);
+        } else {
+            e[0] = '\\', e[1] = 'u';
+            e[2] = hex[u >> 12], e[3] = hex[(u >> 8) & 15], e[4] = hex[(u >> 4) & 15], e[5] = hex[u & 15];
+            memobs__pmp_put(b, e, 6);
+        }
+        i += k;
+    }
+    memobs__pmp_put(b, "\"", 1);
+}
+
+/* The exposition's number s (k bytes) as the double Python's float()
+   gives, locale or not: an integer, or digits with a point (exactly, by
+   one division, while the digits fit 2^53), else strtod with the
+   locale's decimal point. 0 when it is not a number. */
+static int memobs__pmp_num(const char *s, size_t k, double *out) {
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    uint64_t m = 0;
+    size_t i = 0, digits = 0, frac = 0, point = 0, small = 1;
+    int neg = k > 0 && s[0] == '-';
+    char tmp[64], *end;
+    for (i = (size_t)neg; i < k; i++) {
+        if (s[i] == '.' && !point) {
+            point = 1;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9') break;
+        if (m > (UINT64_MAX - 9) / 10) small = 0;
+        else m = m * 10 + (uint64_t)(s[i] - '0');
+        digits++;
+        frac += point;
+    }
+    if (i == k && digits) {
+        if (!point && small) {
+            *out = neg ? -(double)m : (double)m; /* one rounding, as float() */
+            return 1;
+        }
+        if (small && m <= ((uint64_t)1 << 53) && frac < sizeof p10 / sizeof p10[0]) {
+            *out = (double)m / p10[frac]; /* both exact: one rounding */
+            if (neg) *out = -*out;
+            return 1;
+        }
+    }
+    if (k == 0 || k >= sizeof tmp) return 0;
+    memcpy(tmp, s, k);
+    tmp[k] = 0;
+    {
+        const char *dp = localeconv()->decimal_point;
+        char *dot = strchr(tmp, '.');
+        if (dot && dp && dp[0] && !dp[1]) *dot = dp[0];
+    }
+    *out = strtod(tmp, &end);
+    return end == tmp + k;
+}
+
+/* Text of the exposition with its escapes undone (\\, \n, and \" in a
+   label value) into b, NUL-terminated; 0 when it does not fit. */
+static size_t memobs__pmp_unescape(const char *s, size_t k, char *b, size_t cap) {
+    size_t i, n = 0;
+    for (i = 0; i < k; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < k) c = s[++i] == 'n' ? '\n' : s[i];
+        if (n + 1 >= cap) return 0;
+        b[n++] = c;
+    }
+    b[n] = 0;
+    return n;
+}
+
+#define MEMOBS__PMP_LABELS 16
+typedef struct {
+    const char *name;
+    size_t nlen;
+    char *value; /* unescaped, NUL-terminated */
+    size_t vlen;
+} memobs__pmp_label_t;
+
+/* One entry into b: key, padding, value (and time stamp, layout 2). */
+static void memobs__pmp_entry(memobs__pmp_buf_t *b, memobs__pmp_buf_t *key, double v, double ts, unsigned layout) {
+    static const char pad[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+    int32_t n = (int32_t)key->n;
+    memobs__pmp_put(b, &n, 4);
+    memobs__pmp_put(b, key->p, key->n);
+    memobs__pmp_put(b, pad, 8 - (key->n + 4) % 8);
+    memobs__pmp_put(b, &v, 8);
+    if (layout == 2) memobs__pmp_put(b, &ts, 8);
+}
+
+/* The exposition text (len bytes) as the four images, in layout. */
+static void memobs__pmp_build(const char *text, size_t len, unsigned layout, double ts) {
+    char fam[256] = "", help[1024] = "", vals[4096];
+    unsigned kind = MEMOBS__PMP_FILES; /* the family's file; none: not stored */
+    int counter = 0, hist = 0;
+    double prev = 0; /* the series' cumulative count so far (a histogram's) */
+    memobs__pmp_buf_t key = {0, 0, 0, 0};
+    const char *p = text, *e = text + len;
+    unsigned f;
+    for (f = 0; f < MEMOBS__PMP_FILES; f++) {
+        memobs__pmp.img[f].n = 0;
+        memobs__pmp.img[f].err = 0;
+        memobs__pmp_put(&memobs__pmp.img[f], "\0\0\0\0\0\0\0\0", 8);
+    }
+    while (p < e) {
+        const char *nl = (const char *)memchr(p, '\n', (size_t)(e - p)), *q, *name;
+        size_t k, nn;
+        memobs__pmp_label_t lab[MEMOBS__PMP_LABELS];
+        unsigned nlab = 0, i, j;
+        size_t vused = 0;
+        double v;
+        if (!nl) nl = e;
+        k = (size_t)(nl - p);
+        if (k > 7 && memcmp(p, "# HELP ", 7) == 0) {
+            q = (const char *)memchr(p + 7, ' ', k - 7);
+            if (q && (size_t)(q - p - 7) < sizeof fam && !memobs__pmp_unescape(q + 1, (size_t)(nl - q - 1), help,
+                                                                                  sizeof help))
+                help[0] = 0;
+        } else if (k > 7 && memcmp(p, "# TYPE ", 7) == 0) {
+            q = (const char *)memchr(p + 7, ' ', k - 7);
+            kind = MEMOBS__PMP_FILES;
+            if (q && (size_t)(q - p - 7) < sizeof fam) {
+                size_t t = (size_t)(nl - q - 1);
+                memcpy(fam, p + 7, (size_t)(q - p - 7));
+                fam[q - p - 7] = 0;
+                counter = t == 7 && memcmp(q + 1, "counter", 7) == 0;
+                hist = t == 9 && memcmp(q + 1, "histogram", 9) == 0;
+                kind = counter ? 0u : hist ? 1u : t == 5 && memcmp(q + 1, "gauge", 5) == 0 ? 2u : MEMOBS__PMP_FILES;
+                if (kind == 2)
+                    for (i = 0; i < sizeof memobs__pmp_max / sizeof memobs__pmp_max[0]; i++)
+                        if (strcmp(fam, memobs__pmp_max[i]) == 0) kind = 3;
+                prev = 0;
+            }
+        } else if (k && p[0] != '#' && kind < MEMOBS__PMP_FILES) {
+            /* name{a="x",b="y"} value */
+            name = p;
+            for (q = p; q < nl && *q != '{' && *q != ' '; q++) {
+            }
+            nn = (size_t)(q - p);
+            if (q < nl && *q == '{') {
+                q++;
+                while (q < nl && *q != '}' && nlab < MEMOBS__PMP_LABELS) {
+                    const char *ln = q, *vs;
+                    while (q < nl && *q != '=') q++;
+                    if (q + 1 >= nl || q[1] != '"') break;
+                    lab[nlab].name = ln;
+                    lab[nlab].nlen = (size_t)(q - ln);
+                    vs = q += 2;
+                    while (q < nl && *q != '"') q += *q == '\\' ? 2 : 1;
+                    if (q >= nl) break;
+                    lab[nlab].value = vals + vused;
+                    lab[nlab].vlen = memobs__pmp_unescape(vs, (size_t)(q - vs), vals + vused, sizeof vals - vused);
+                    if (!lab[nlab].vlen && q != vs) break; /* no room */
+                    vused += lab[nlab].vlen + 1;
+                    nlab++;
+                    q++;
+                    if (q < nl && *q == ',') q++;
+                }
+                if (q >= nl || *q != '}') { /* not the exposition's form: skipped */
+                    p = nl + 1;
+                    continue;
+                }
+                q++;
+            }
+            if (q >= nl || *q != ' ' || !memobs__pmp_num(q + 1, (size_t)(nl - q - 1), &v)) {
+                p = nl + 1;
+                continue;
+            }
+            if (hist) {
+                int bucket = nn > 7 && memcmp(name + nn - 7, "_bucket", 7) == 0;
+                if (nn > 6 && memcmp(name + nn - 6, "_count", 6) == 0) { /* the reader's: the buckets' sum */
+                    prev = 0;
+                    p = nl + 1;
+                    continue;
+                }
+                if (bucket) {
+                    double cum = v;
+                    v = cum - prev;
+                    prev = cum;
+                    for (i = 0; i < nlab; i++)
+                        if (lab[i].nlen == 2 && memcmp(lab[i].name, "le", 2) == 0 && strcmp(lab[i].value, "+Inf") == 0)
+                            prev = 0; /* the series' last bucket */
+                } else {
+                    prev = 0;
+                }
+            }
+            /* labels by name: an insertion sort of a few */
+            for (i = 1; i < nlab; i++) {
+                memobs__pmp_label_t t = lab[i];
+                for (j = i; j > 0; j--) {
+                    size_t m = t.nlen < lab[j - 1].nlen ? t.nlen : lab[j - 1].nlen;
+                    int c = memcmp(t.name, lab[j - 1].name, m);
+                    if (c > 0 || (c == 0 && t.nlen >= lab[j - 1].nlen)) break;
+                    lab[j] = lab[j - 1];
+                }
+                lab[j] = t;
+            }
+            key.n = 0;
+            key.err = 0;
+            memobs__pmp_put(&key, "[", 1);
+            memobs__pmp_json(&key, fam, counter && strlen(fam) > 6 && strcmp(fam + strlen(fam) - 6, "_total") == 0
+                                            ? strlen(fam) - 6
+                                            : strlen(fam));
+            memobs__pmp_put(&key, ", ", 2);
+            memobs__pmp_json(&key, name, nn);
+            memobs__pmp_put(&key, ", {", 3);
+            for (i = 0; i < nlab; i++) {
+                if (i) memobs__pmp_put(&key, ", ", 2);
+                memobs__pmp_json(&key, lab[i].name, lab[i].nlen);
+                memobs__pmp_put(&key, ": ", 2);
+                memobs__pmp_json(&key, lab[i].value, lab[i].vlen);
+            }
+            memobs__pmp_put(&key, "}, ", 3);
+            memobs__pmp_json(&key, help, strlen(help));
+            memobs__pmp_put(&key, "]", 1);
+            if (key.err) memobs__pmp.img[kind].err = 1;
+            else memobs__pmp_entry(&memobs__pmp.img[kind], &key, v, ts, layout);
+        }
+        p = nl + 1;
+    }
+    for (f = 0; f < MEMOBS__PMP_FILES; f++) {
+        memobs__pmp_buf_t *b = &memobs__pmp.img[f];
+        int32_t used = (int32_t)b->n;
+        if (b->n > 0x7fffffffu) b->err = 1;
+        else if (!b->err) memcpy(b->p, &used, 4);
+    }
+    free(key.p);
+}
+
+/* The layout of another writer's file (1 or 2), 0 when it tells none:
+   empty, unreadable, or entries that read well with both or neither. */
+static unsigned memobs__pmp_layout_of(const char *path) {
+    unsigned char buf[65536];
+    ssize_t got;
+    int32_t used;
+    unsigned layout, fits = 0, which = 0;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | MEMOBS__O_CLOEXEC);
+    if (fd < 0) return 0;
+    got = read(fd, buf, sizeof buf);
+    close(fd);
+    if (got < 8) return 0;
+    memcpy(&used, buf, 4);
+    if (used <= 8 || (size_t)used > (size_t)got) return 0;
+    for (layout = 1; layout <= 2; layout++) {
+        size_t pos = 8;
+        int ok = 1;
+        while (ok && pos < (size_t)used) {
+            int32_t n;
+            if (pos + 4 > (size_t)used) break;
+            memcpy(&n, buf + pos, 4);
+            if (n < 2 || pos + 4 + (size_t)n > (size_t)used || buf[pos + 4] != '[') ok = 0;
+            else pos += 4 + (size_t)n + (8 - ((size_t)n + 4) % 8) + 8 * layout;
+        }
+        if (ok && pos == (size_t)used) fits++, which = layout;
+    }
+    return fits == 1 ? which : 0;
+}
+
+/* The layout to write (see the section's comment): MEMOBS_PROM_MULTIPROC_LAYOUT
+   when set; else the layout of the *.db files another writer left in the
+   folder (not memobs', named *_memobs-*), learned once; else 2, the
+   current release's, looked for again at the next write. Holds the lock. */
+static unsigned memobs__pmp_layout(const char *dir) {
+    DIR *dh;
+    struct dirent *de;
+    char path[MEMOBS__PATH_LEN];
+    unsigned found = 0;
+    if (memobs__pmp.cfg) return memobs__pmp.cfg;
+    if (memobs__pmp.found) return memobs__pmp.found;
+    if ((dh = opendir(dir)) == NULL) return 2;
+    while (!found && (de = readdir(dh)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 4 || strcmp(de->d_name + n - 3, ".db") != 0 || strstr(de->d_name, "_memobs-")) continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) continue;
+        found = memobs__pmp_layout_of(path);
+        if (found)
+            memobs__log(MEMOBS_LOG_INFO, "PROMETHEUS_MULTIPROC_DIR: writing prometheus_client's layout %u (%s), "
+                        "the layout of %s", found, found == 1 ? "0.17 and before" : "0.18 on", path);
+    }
+    closedir(dh);
+    if (found) return memobs__pmp.found = found;
+    if (!memobs__pmp.said) {
+        memobs__pmp.said = 1;
+        memobs__log(MEMOBS_LOG_INFO, "PROMETHEUS_MULTIPROC_DIR: no other writer's file in '%s' yet; writing "
+                    "prometheus_client's current layout (0.18 on) until one shows its own (or set "
+                    "MEMOBS_PROM_MULTIPROC_LAYOUT=1 for 0.17 and before)", dir);
+    }
+    return 2;
+}
+
+/* The exit write is next: it removes the gauge files (memobs__exit_all). */
+static void memobs__pmp_exit(void) { MEMOBS__STORE(&memobs__pmp.exiting.v, 1u); }
+
+static int memobs__pmp_put_f(FILE *f, int k) {
+    const memobs__pmp_buf_t *b = &memobs__pmp.img[k];
+    return fwrite(b->p, 1, b->n, f) == b->n ? MEMOBS_OK : MEMOBS_ERR_IO;
+}
+
+/* The row's store (MEMOBS__OUTPUT_TABLE): path is <folder>/B, B the
+   claimed base name; bytes the exposition. */
+static int memobs__pmp_store(const char *path, const char *bytes, size_t len, unsigned flags) {
+    char dir[MEMOBS__PATH_LEN], file[MEMOBS__PATH_LEN];
+    const char *base = strrchr(path, '/');
+    size_t dl = base ? (size_t)(base - path) : 0;
+    unsigned f, layout, files;
+    int rc = MEMOBS_OK, exiting = MEMOBS__LOAD(&memobs__pmp.exiting.v) != 0;
+    struct timespec now;
+    base = base ? base + 1 : path;
+    memcpy(dir, path, dl);
+    dir[dl] = 0;
+    if (!dl) strcpy(dir, ".");
+    clock_gettime(CLOCK_REALTIME, &now);
+    pthread_mutex_lock(&memobs__pmp.lock);
+    layout = memobs__pmp_layout(dir);
+    memobs__pmp_build(bytes, len, layout, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+    files = exiting ? 2u : MEMOBS__PMP_FILES; /* at exit: counters and histograms */
+    for (f = 0; f < MEMOBS__PMP_FILES; f++) {
+        if ((size_t)snprintf(file, sizeof file, "%s/%s_%s.db", dir, memobs__pmp_kind[f], base) >= sizeof file) {
+            rc = MEMOBS_ERR_INVALID;
+            break;
+        }
+        if (f >= files) {
+            (void)unlink(file);
+        } else if (memobs__pmp.img[f].err) {
+            if (!(flags & MEMOBS__WW_QUIET)) memobs__log(MEMOBS_LOG_WARN, "no memory for '%s'; not written", file);
+            rc = MEMOBS_ERR_NOMEM;
+        } else {
+            int r = memobs__write_whole(file, -1, "prometheus_client multiprocess file", memobs__pmp_put_f, (int)f,
+                                        (flags & MEMOBS__WW_QUIET) | MEMOBS__WW_BINARY);
+            if (r != MEMOBS_OK) rc = r;
+        }
+    }
+    pthread_mutex_unlock(&memobs__pmp.lock);
+    return rc;
+}
+
+/* PROMETHEUS_MULTIPROC_DIR, MEMOBS_PROM_MULTIPROC and
+   MEMOBS_PROM_MULTIPROC_LAYOUT; from memobs__prom_env. 1 when on. */
+static int memobs__pmp_env(void) {
+    memobs__dest_t *d = &memobs__g.out[MEMOBS__OUT_PROM_MP];
+    const char *s = getenv("PROMETHEUS_MULTIPROC_DIR"), *o = getenv("MEMOBS_PROM_MULTIPROC"),
+               *l = getenv("MEMOBS_PROM_MULTIPROC_LAYOUT");
+    struct stat st;
+    size_t i, n = 0;
+    if (l && *l && !memobs__streq_nocase(l, "auto")) {
+        if (strcmp(l, "1") == 0 || strcmp(l, "2") == 0) memobs__pmp.cfg = (uint32_t)(l[0] - '0');
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_MULTIPROC_LAYOUT='%s' is not auto, 1 or 2; using auto", l);
+    }
+    if (!s || !*s) return 0;
+    if (o && *o) {
+        int b = memobs__parse_bool(o);
+        if (b == 0) return 0;
+        if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_MULTIPROC='%s' is not 0 or 1; writing the files", o);
+    }
+    if (stat(s, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' %s%s; no prometheus_client multiprocess files "
+                    "written", s, S_ISDIR(st.st_mode) ? "cannot be read: " : "is not a folder", "");
+        return 0;
+    }
+    for (i = 0; s[i] && n + 16 < sizeof d->spec; i++) { /* the folder as a spec: a % doubled */
+        if (s[i] == '%') d->spec[n++] = '%';
+        d->spec[n++] = s[i];
+    }
+    if (s[i]) {
+        memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' is too long; no prometheus_client "
+                    "multiprocess files written", s);
+        return 0;
+    }
+    strcpy(d->spec + n, "/memobs-%p");
+    d->stream = 0;
+    d->has_pid = 0; /* the fork rule of a plain path: a child's figures hold its parent's */
+    d->has_rank = 0;
+    d->owner = (int64_t)getpid();
+    memobs__dest_resolve(MEMOBS__OUT_PROM_MP, 0);
+    if (!d->path[0]) return 0;
+    MEMOBS__STORE(&d->on.v, 1u);
+    return 1;
 }
 
 /* ======================================================================== */

@@ -12,8 +12,8 @@
 #define _POSIX_C_SOURCE 200809L
 static void table_pre_b(unsigned which); /* a row's pre is declared before the table (its writer need not be) */
 #define MEMOBS__TEST_OUTPUT_ROWS(X)                                                                      \
-    X(TEST_A, "MEMOBS_TEST_A", 0, "test output A", 0, table_write_a, 0, "table_a_file", 0, 0)            \
-    X(TEST_B, "MEMOBS_TEST_B", "MEMOBS_TEST_B_OLD", "test output B", 1, table_write_b, table_pre_b, 0, 0, 0)
+    X(TEST_A, "MEMOBS_TEST_A", 0, "test output A", 0, table_write_a, 0, "table_a_file", 0, 0, 0)         \
+    X(TEST_B, "MEMOBS_TEST_B", "MEMOBS_TEST_B_OLD", "test output B", 1, table_write_b, table_pre_b, 0, 0, 0, 0)
 #define MEMOBS_IMPLEMENTATION
 #include "../../memobs.h"
 

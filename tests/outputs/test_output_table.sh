@@ -42,15 +42,15 @@ cat >"$B/plain.c" <<'C'
 int main(void) { printf("%d %d\n", (int)MEMOBS__OUTS, (int)MEMOBS__OUT_TIMELINE); return 0; }
 C
 if $CC -std=c99 -Wall -Wextra -Werror -I. -o "$B/plain" "$B/plain.c" -pthread >"$B/plain.log" 2>&1; then
-    same "without MEMOBS__TEST_OUTPUT_ROWS the table has its 8 rows, the timeline last" "8 7" "$("$B/plain")"
+    same "without MEMOBS__TEST_OUTPUT_ROWS the table has its 9 rows, the timeline last" "9 8" "$("$B/plain")"
 else
     bad "a build with no test rows" "$(head -n 20 "$B/plain.log")"
 fi
 
 "$P" rows >"$B/rows" 2>"$B/rows.err"
 same "the test rows follow the real ones, as memobs__out_info gives them" \
-    "8 MEMOBS_TEST_A - test output A 0 table_a_file 0 0|9 MEMOBS_TEST_B MEMOBS_TEST_B_OLD test output B 1 - 0 0" \
-    "$(sed -n '9,$p' "$B/rows" | tr '\t' ' ' | paste -sd '|')"
+    "9 MEMOBS_TEST_A - test output A 0 table_a_file 0 0|10 MEMOBS_TEST_B MEMOBS_TEST_B_OLD test output B 1 - 0 0" \
+    "$(sed -n '10,$p' "$B/rows" | tr '\t' ' ' | paste -sd '|')"
 
 # run NAME VAR=VALUE... [-- MODE ARGS]: in a fresh folder $B/NAME, stdout
 # to $B/NAME.out, stderr to $B/NAME.err, the writers' log at $B/NAME/log
