@@ -7,7 +7,11 @@
    Round 1: records, samples, writes PROM_FILE, prints "written 1 DIRS" on
    stdout (DIRS: the transfer directions this memobs.h has), then waits for
    a line on stdin; round 2 records the same again, writes, prints
-   "written 2 DIRS" and exits. Built with memobs_cuda.h against the CUDA
+   "written 2 DIRS" and exits. With PROMETHEUS_MULTIPROC_DIR set
+   (tests/serving/test_prom_multiproc.sh), each round calls memobs_flush()
+   just before it writes PROM_FILE, so the prometheus_client multiprocess
+   files hold the same figures, and round 2 waits for a line too before
+   it exits. Built with memobs_cuda.h against the CUDA
    runtime double (tests/cuda/), so the samples carry the driver's figures
    of device 0: used = the double's live device memory + its "outside".
 
@@ -153,7 +157,7 @@ static void collectives(int r) {
 int main(int argc, char **argv) {
     memobs_counter_t round_counter;
     char line[64];
-    int r, round, i;
+    int r, round, i, mp = getenv("PROMETHEUS_MULTIPROC_DIR") != NULL;
     if (argc != 4) {
         fprintf(stderr, "usage: rank JOB_ID RANK PROM_FILE\n");
         return 2;
@@ -174,10 +178,11 @@ int main(int argc, char **argv) {
         collectives(r);
         for (i = 0; i < 12; i++) (void)memobs_sample_now();
         memobs_counter_add(round_counter, 1);
+        if (mp && memobs_flush() != MEMOBS_OK) return 1; /* the multiprocess files, with the same figures */
         if (memobs_write_prometheus_file(argv[3]) != MEMOBS_OK) return 1;
         printf("written %d %d\n", round, MEMOBS_DIRS);
         fflush(stdout);
-        if (round == 1 && !fgets(line, sizeof line, stdin)) return 1;
+        if ((round == 1 || mp) && !fgets(line, sizeof line, stdin)) return 1;
     }
     return 0;
 }
