@@ -270,7 +270,7 @@ tap("a text grown past the last call's buffer (%d -> %d bytes: 200 regions more)
 # -S: no site-packages (where prometheus_client is); the package itself is on PYTHONPATH
 r = subprocess.run([sys.executable, "-S", "-c", "import memobs\n"
                     "try:\n    import prometheus_client\nexcept ImportError:\n    pass\n"
-                    "else:\n    raise SystemExit('prometheus_client importable under -S: ' + prometheus_client.__file__)\n"
+                    "else:\n    raise SystemExit('prometheus_client under -S: ' + prometheus_client.__file__)\n"
                     "memobs.record_h2d(1, True)\n"
                     "import memobs.prometheus\n"],
                    capture_output=True, text=True, timeout=60)
