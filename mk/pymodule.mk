@@ -28,7 +28,7 @@ PYMOD_PKG := $(PYMOD_OUT)/memobs
 PYMOD_SO := $(PYMOD_PKG)/_memobs$(PYMOD_EXT_SUFFIX)
 PYMOD_ATTACHED_SO := $(PYMOD_PKG)/_memobs_attached$(PYMOD_EXT_SUFFIX)
 PYMOD_SRC := python/memobs/_memobs.c
-PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py torch.py)
+PYMOD_FILES := $(addprefix $(PYMOD_PKG)/,__init__.py __init__.pyi py.typed nanovllm.py torch.py prometheus.py)
 CUDA_HOME ?= /usr/local/cuda
 # the allocator needs only the CUDA headers (the runtime is bound at use_allocator())
 PYMOD_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),-DMEMOBS_PY_CUDA \

@@ -13,6 +13,8 @@ tracker with Python stacks, from memobs' C headers.
 
 memobs.nanovllm: nano-vllm's observer classes backed by memobs.
 memobs.torch: PyTorch's CUDA allocator through memobs; tensor copies.
+memobs.prometheus: a prometheus_client collector of format_prometheus()'s
+families, for an engine that serves /metrics with prometheus_client.
 
 Every function is the C extension (python/memobs/_memobs.c), re-exported
 here unchanged: a call costs what a call of the extension costs. Install
@@ -122,6 +124,7 @@ __all__ = [
     "device_bytes",
     "enable",
     "flush",
+    "format_prometheus",
     "get_allocations",
     "get_device_bytes",
     "get_enabled",

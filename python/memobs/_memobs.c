@@ -33,6 +33,7 @@
        p = memobs.peer_intern("decode-3")       # another instance: KV bytes sent to it, by phase
        memobs.record_peer_xfer(p, memobs.PEER_SEND, block.nbytes)
        memobs.print_summary()                   # on stderr
+       memobs.format_prometheus()               # the Prometheus text exposition, a str
 
    The module holds a private memobs (MEMOBS_HIDDEN): its figures are its
    own even when a C extension of the same process links another memobs.
@@ -1582,6 +1583,37 @@ static PyObject *pymod_write_html(PyObject *self, PyObject *const *args, Py_ssiz
     return pymod_io_result(rc, "write_html", a[0]);
 }
 
+/* format_prometheus(): memobs_format_prometheus' text as a str. The text
+   is whole or "" (its length says how much room it wanted): grow and call
+   again until one snapshot fits, since the figures may grow in between.
+   The size of the last one starts the next call, so that a scrape is one
+   snapshot in the usual case. */
+static size_t pymod_prom_hint = 1 << 16;
+
+static PyObject *pymod_format_prometheus(PyObject *self, PyObject *unused) {
+    size_t len = pymod_prom_hint, n;
+    char *buf;
+    PyObject *r;
+    (void)self, (void)unused;
+    for (;;) {
+        if (!(buf = (char *)PyMem_Malloc(len))) return PyErr_NoMemory();
+        Py_BEGIN_ALLOW_THREADS /* the snapshot takes memobs' locks: never with the GIL held */
+        n = memobs_format_prometheus(buf, len);
+        Py_END_ALLOW_THREADS
+        if (n == 0) { /* memobs found no memory for the snapshot */
+            PyMem_Free(buf);
+            return PyErr_NoMemory();
+        }
+        if (n < len) break;
+        PyMem_Free(buf);
+        len = n + n / 4 + 4096; /* room for what is recorded before the next call */
+    }
+    pymod_prom_hint = n + n / 4 + 4096;
+    r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "replace");
+    PyMem_Free(buf);
+    return r;
+}
+
 /* ======================================================================== */
 /* Collectives and peers                                                    */
 /* ======================================================================== */
@@ -2502,6 +2534,11 @@ static PyMethodDef pymod_methods[] = {
     {"write_html", PYMOD_FN(pymod_write_html), PYMOD_KW,
      "write_html(path)\n--\n\nWrites the one-file HTML report (inline SVG charts; opens offline) to path, "
      "\"stderr\" or \"stdout\". OSError if it cannot be written."},
+    {"format_prometheus", pymod_format_prometheus, METH_NOARGS,
+     "format_prometheus()\n--\n\nThe Prometheus text exposition (format 0.0.4) of one snapshot of memobs, as a str: "
+     "what MEMOBS_PROM_FILE writes, for an engine serving its own /metrics (memobs_format_prometheus). Names "
+     "start with memobs_; every sample has the labels job_id, rank, local_rank and host; times in seconds, sizes "
+     "in bytes. memobs.prometheus.Collector yields the same families to prometheus_client's registry."},
     {"reset", pymod_reset, METH_NOARGS,
      "reset()\n--\n\nStarts a new window: every figure back to zero (in-flight requests, clocks and phases are "
      "kept)."},

@@ -6,8 +6,8 @@
 # (tests/preload/user.c, tests/preload/pyuser.c), then runs
 # tests/python/preload_attach_check.py under the preload: the package
 # attaches to the library's memobs (phase, regions, Python stacks on the
-# intercepted allocations, its records apart as "manual"), the library's
-# JSON summary at exit holds it all, one summary, not two;
+# intercepted allocations, its records apart as "manual", memobs.prometheus'
+# scrape), the library's JSON summary at exit holds it all, one summary, not two;
 # MEMOBS_PY_ATTACH=0, a library with another ABI key, and no preload at all
 # give the private memobs, with one warning where one is due.
 cd "$(dirname "$0")/../.." || exit 2
@@ -74,11 +74,21 @@ else
         "undefined memobs symbols: $nund"
 fi
 
+# prometheus_client for memobs.prometheus' check (attached): $PY's own, else
+# Debian's python3-prometheus-client (pure Python) of /usr/bin/python3, the
+# package alone copied to $B/promclient; neither: that check says so
+PROMLIB=
+if ! "$PY" -c 'import prometheus_client' 2>/dev/null &&
+    d=$(/usr/bin/python3 -c 'import os, prometheus_client; print(os.path.dirname(prometheus_client.__file__))' 2>/dev/null) &&
+    mkdir -p "$B/promclient" && cp -r "$d" "$B/promclient/"; then
+    PROMLIB=$B/promclient
+fi
+
 # pyrun NAME MODE [VAR=VALUE...]: preload_attach_check.py MODE; $B/NAME.{out,err,st}
 pyrun() {
     local name=$1 mode=$2
     shift 2
-    timeout 60 env LD_LIBRARY_PATH="$B" PYTHONPATH="$PKG" "$@" "$PY" tests/python/preload_attach_check.py "$mode" "$B" \
+    timeout 60 env LD_LIBRARY_PATH="$B" PYTHONPATH="$PKG${PROMLIB:+:$PROMLIB}" "$@" "$PY" tests/python/preload_attach_check.py "$mode" "$B" \
         >"$B/$name.out" 2>"$B/$name.err"
     echo $? >"$B/$name.st"
 }

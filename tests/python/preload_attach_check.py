@@ -9,7 +9,8 @@ the runtime double as libcudart.so.13, called through ctypes.
 MODE attached: the package chose memobs._memobs_attached (and never loaded
 memobs._memobs); set_phase() and a region from Python file the copies the
 preload intercepts; record_*() are counted apart ("manual"); Python stacks
-on the allocations the preload intercepts; memobs.torch has no allocator.
+on the allocations the preload intercepts; memobs.torch has no allocator;
+memobs.prometheus.Collector's scrape holds the preload's figures.
 Prints one "ok - preload-python: NAME" / "not ok - ..." line per check, then
 "expect: JSON", what the preload's summary at exit must hold.
 
@@ -96,6 +97,38 @@ if MODE == "attached":
         s["manual"] == want_man, "expected %s" % want_man, "got      %s" % s["manual"])
     tap("a region from Python is the preload's: py_step ended once, timed",
         len(steps) == 1 and steps[0]["count"] == 1 and steps[0]["timed"] == 1 and steps[0]["total_ns"] > 0, steps)
+
+    # memobs.prometheus reads the preload's memobs too: the copies it intercepted
+    # (observed, by phase) and the program's records apart, in one scrape
+    try:
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.parser import text_string_to_metric_families
+        import memobs.prometheus
+    except ImportError as e:
+        tap("memobs.prometheus.Collector attached: prometheus_client importable (Debian's python3-prometheus-client; "
+            "tests/deps.sh installs it)", False, e)
+    else:
+        reg = CollectorRegistry()
+        reg.register(memobs.prometheus.Collector())
+
+        def samples(text):
+            return {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "host"))): s.value
+                    for m in text_string_to_metric_families(text) for s in m.samples}
+
+        prom = samples(generate_latest(reg).decode("utf-8"))
+        same = prom == samples(memobs.format_prometheus())
+
+        def h2d(family, phase):
+            return prom.get((family, (("direction", "h2d"), ("job_id", ""), ("local_rank", "0"), ("phase", phase),
+                                      ("rank", "0"))))
+        got_prom = {p: (h2d("memobs_transfer_bytes_total", p), h2d("memobs_manual_transfer_bytes_total", p))
+                    for p in ("decode", "prefill")}
+        want_prom = {"decode": (4096, 0), "prefill": (1000, 107)}
+        tap("memobs.prometheus.Collector's scrape is the preload's memobs: H2D observed 4096 B decode, 1000 B "
+            "prefill (the intercepted copies), manual 107 B prefill apart; the same samples as format_prometheus()",
+            got_prom == want_prom and same and len(prom) >= 500,
+            "expected %s" % want_prom, "got      %s" % got_prom, "same as format_prometheus(): %s" % same,
+            "%d samples" % len(prom))
 
     # Python stacks on the allocations the preload intercepts
     memobs.track_python_stacks(priority="", skip="", root="")
