@@ -99,6 +99,8 @@
                           place (devices, FIFOs, links), the crash's kind
        >>append           appended reports (peak, out of memory)
        >>prometheus       the Prometheus exposition and its file
+       >>multiproc        prometheus_client's multiprocess files: the
+                          exposition as its .db files, their layout
        >>reports          symbols, the block, group and leak tables, peak
                           and out-of-memory reports
        >>snapshot         device event rings, the pickle writer
@@ -157,7 +159,7 @@
                                     memobs_write_*_file call
      figs            summary-text   the FIGureS one summary is written from
      text json       summary-text   the text and JSON summaries' blocks
-     dest            destinations   an output's DESTination: spec, path,
+     dest PATH       destinations   an output's DESTination: spec, path (PATH_LEN),
                                     claim
      write           whole-files    write_X_f: output X's writer to a FILE;
                                     write_whole, write_path: to a file
@@ -166,6 +168,7 @@
      claim pipe O    destinations   claims on a path against the other
                                     instances; SIGPIPE held; O_ open flags
      prom PROM       prometheus     PROMetheus exposition
+     pmp PMP         multiproc      Prometheus MultiProcess files (prometheus_client's)
      tsn TSN         snapshot       Torch SNapshot: device event rings
      pk PK           snapshot       PicKle writer (protocol 4) and its keys
      bg              worker         BackGround worker
@@ -243,7 +246,9 @@
 
    EXPORTS
      Summary (text, JSON), Prometheus text exposition (to a FILE, a buffer,
-     or a textfile-collector file rewritten atomically: MEMOBS_PROM_FILE),
+     or a textfile-collector file rewritten atomically: MEMOBS_PROM_FILE;
+     into an engine's own /metrics as prometheus_client's multiprocess
+     files when PROMETHEUS_MULTIPROC_DIR is set),
      Chrome trace JSON for Perfetto UI (MEMOBS_TIMELINE), Stormlog telemetry
      schema v2 with one series per rank (MEMOBS_STORMLOG; the host series
      of a GPU process: MEMOBS_STORMLOG_HOST).
@@ -459,8 +464,19 @@
      MEMOBS_PROM_FILE=DEST    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below (a stream: at exit only).
-     MEMOBS_PROM_INTERVAL_MS=N  period of those writes (default 15000; 0 = at
-                              exit only; else 100 to 86400000).
+     MEMOBS_PROM_INTERVAL_MS=N  period of those writes and the next ones
+                              (default 15000; 0 = at exit only; else 100 to
+                              86400000).
+     PROMETHEUS_MULTIPROC_DIR=FOLDER
+                              prometheus_client's multiprocess folder (set by
+                              the engine): memobs' families are written there
+                              as its files, four per process, merged into the
+                              engine's /metrics ("multiproc").
+     MEMOBS_PROM_MULTIPROC=0  do not write them.
+     MEMOBS_PROM_MULTIPROC_LAYOUT=auto|1|2
+                              their layout: 1 for prometheus_client 0.17 and
+                              before, 2 for 0.18 on; auto (default): another
+                              writer's files in the folder say, else 2.
      MEMOBS_JOB_ID            job id; else TORCHELASTIC_RUN_ID, SLURM_JOB_ID.
      RANK, LOCAL_RANK, WORLD_SIZE
                               identity (torchrun); else SLURM_PROCID/
@@ -2846,7 +2862,7 @@ static void memobs__add_sat_atomic(memobs__u64_t *c, uint64_t n) {
      store   0: write makes the file at the path. Else how write's bytes are
              kept instead, int (*)(const char *path, const char *bytes,
              size_t len, unsigned flags): the prometheus_client multiprocess
-             files, whose folder is var's (see "prom-multiproc") */
+             files, whose folder is var's (see "multiproc") */
 #define MEMOBS__OUTPUT_TABLE(X)                                                                                   \
     X(SUMMARY, "MEMOBS_SUMMARY", 0, "summary", 0, memobs__write_summary_fmt, 0, "memobs_write_summary_file", 0, 1, \
       0)                                                                                                          \
@@ -3089,6 +3105,12 @@ static uint64_t memobs__coarse_ns(void) {
     if (memobs__clock_gettime(6, &ts) != 0) return memobs_now_ns();
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+/* CLOCK_REALTIME (0): ns since the epoch. */
+static uint64_t memobs__realtime_ns(void) {
+    struct memobs__timespec ts;
+    memobs__clock_gettime(0, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 #else
 uint64_t memobs_now_ns(void) {
     struct timespec ts;
@@ -3096,6 +3118,11 @@ uint64_t memobs_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 static uint64_t memobs__coarse_ns(void) { return memobs_now_ns(); }
+static uint64_t memobs__realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 #endif
 
 static int memobs__streq_nocase(const char *a, const char *b) {
@@ -11662,7 +11689,7 @@ static void memobs__prom_env(void) {
 #include <locale.h>
 
 /* ======================================================================== */
-/* Private: prometheus_client's multiprocess files      >>prom-multiproc */
+/* Private: prometheus_client's multiprocess files              >>multiproc */
 /* ======================================================================== */
 
 /* prometheus_client's multiprocess mode (vLLM, SGLang): every process keeps
@@ -12076,15 +12103,14 @@ static int memobs__pmp_store(const char *path, const char *bytes, size_t len, un
     size_t dl = base ? (size_t)(base - path) : 0;
     unsigned f, layout, files;
     int rc = MEMOBS_OK, exiting = MEMOBS__LOAD(&memobs__pmp.exiting.v) != 0;
-    struct timespec now;
+    uint64_t now = memobs__realtime_ns();
     base = base ? base + 1 : path;
     memcpy(dir, path, dl);
     dir[dl] = 0;
     if (!dl) strcpy(dir, ".");
-    clock_gettime(CLOCK_REALTIME, &now);
     pthread_mutex_lock(&memobs__pmp.lock);
     layout = memobs__pmp_layout(dir);
-    memobs__pmp_build(bytes, len, layout, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+    memobs__pmp_build(bytes, len, layout, (double)(now / 1000000000u) + (double)(now % 1000000000u) / 1e9);
     files = exiting ? 2u : MEMOBS__PMP_FILES; /* at exit: counters and histograms */
     for (f = 0; f < MEMOBS__PMP_FILES; f++) {
         if ((size_t)snprintf(file, sizeof file, "%s/%s_%s.db", dir, memobs__pmp_kind[f], base) >= sizeof file) {
@@ -12772,16 +12798,7 @@ static int64_t memobs__tsn_epoch_ns(void) {
     uint64_t best = ~(uint64_t)0, rt = 0, mono = 0;
     int i;
     for (i = 0; i < 3; i++) { /* the realtime read closest to its monotonic pair */
-        uint64_t a = memobs_now_ns(), w, b;
-#if defined(__linux__) && defined(__LP64__)
-        struct memobs__timespec ts;
-        memobs__clock_gettime(0, &ts); /* CLOCK_REALTIME (see memobs_now_ns) */
-#else
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-#endif
-        b = memobs_now_ns();
-        w = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        uint64_t a = memobs_now_ns(), w = memobs__realtime_ns(), b = memobs_now_ns();
         if (b - a < best) {
             best = b - a;
             rt = w;

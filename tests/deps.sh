@@ -14,6 +14,11 @@ command -v python3-config >/dev/null || need+=(python3-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 # PyTorch on the CPU under the system Python (tests/python/test_torch.sh: memobs.torch)
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
+# prometheus_client under the system Python (tests/python/test_prom_collector.sh:
+# memobs.prometheus; tests/serving/test_prom_multiproc.sh: its multiprocess
+# mode), and that Python's headers for the package built there
+/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || need+=(python3-prometheus-client)
+[ -x /usr/bin/python3-config ] || need+=(python3-dev)
 # promtool (tests/serving/test_prom.sh: `promtool check metrics`) and the server
 # (tests/serving/test_dashboard.sh), from Debian's prometheus
 command -v promtool >/dev/null || need+=(prometheus)

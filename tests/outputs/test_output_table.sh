@@ -143,8 +143,8 @@ if not m:
 doc = []
 for line in m.group(1).splitlines():
     c = [x.strip() for x in line.strip().strip("|").split("|")]
-    if len(c) > 2 and c[0].startswith("`MEMOBS_"):
-        doc.append((re.findall(r"`(MEMOBS_[A-Z_]+)`", c[0]), c[1]))
+    if len(c) > 2 and (c[0].startswith("`MEMOBS_") or c[0].startswith("`PROMETHEUS_")):
+        doc.append((re.findall(r"`((?:MEMOBS|PROMETHEUS)_[A-Z_]+)`", c[0]), c[1]))
 bad = 0
 if len(doc) < len(real):
     print("docs/outputs.md lists %d outputs, the table has %d rows" % (len(doc), len(real))); sys.exit(1)

@@ -70,7 +70,10 @@ start() {
     local n=$1
     shift
     mkfifo "$B/$n.in" || return 1
-    "$@" <"$B/$n.in" >"$B/$n.out" 2>"$B/$n.err" &
+    ( # without the other processes' stdin: each sees its end when its own is closed
+        for f in "${fd[@]}"; do eval "exec $f>&-"; done
+        exec "$@" <"$B/$n.in" >"$B/$n.out" 2>"$B/$n.err"
+    ) &
     pid[$n]=$!
     exec {fd[$n]}>"$B/$n.in"
 }
@@ -89,8 +92,10 @@ finish() { # closes NAME's stdin, waits; its status
     exec {fd[$1]}>&-
     wait "${pid[$1]}"
 }
-quiet() { # NAME: nothing on its stderr
-    if [ -s "$B/$1.err" ]; then bad "$1 says nothing on stderr" "$(head -n 5 "$B/$1.err")"; fi
+quiet() { # NAME [REGEX]: nothing on its stderr but the layout's message (and lines REGEX matches)
+    local extra
+    extra=$(grep -Ev "^memobs: info: PROMETHEUS_MULTIPROC_DIR: writing prometheus_client's layout${2:+|$2}" "$B/$1.err")
+    if [ -n "$extra" ]; then bad "$1 says nothing on stderr but the layout's message" "$(echo "$extra" | head -n 5)"; fi
 }
 
 # ---- the current release's layout: the fixture, and memobs beside it
@@ -102,7 +107,7 @@ if await b2 written; then
     "${CHECK[@]}" values "$D" 2 "$B/b2.prom" || rc=1
 fi
 finish b2 || bad "one record beside the fixture exits 0"
-grep -q "layout 2 (0.18 on), the layout of $D/counter_4242.db" "$B/b2.err" &&
+grep -Eq "layout 2 \(0.18 on\), the layout of $D/[a-z_]+_4242.db" "$B/b2.err" &&
     ok "beside the fixture, memobs says it writes layout 2, learned from the fixture's file" ||
     bad "beside the fixture, memobs says it writes layout 2, learned from the fixture's file" "$(cat "$B/b2.err")"
 
@@ -296,6 +301,9 @@ else
 fi
 
 for n in wa wb py; do say $n exit; done
-for n in py wa wb; do finish $n || bad "$n exits 0"; quiet $n; done
+for n in py wa wb; do
+    finish $n || bad "$n exits 0"
+    quiet $n "memobs: warning: (token for request 1900|memobs_region_end\(\) with no region open)" # rank.c's own
+done
 "${CHECK[@]}" merge "$D" "$B/py.round2.prom" "$B/wa.prom" "$B/wb.prom" --no-gauges || rc=1
 exit $rc

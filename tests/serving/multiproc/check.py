@@ -291,7 +291,7 @@ def prom_query(url, q):
 def aggregations(expr):
     """Every sum(...) / sum by (...) (...) of expr, as (by labels or None, inner)."""
     out, i = [], 0
-    pat = re.compile(r"sum(?: by \(([^)]*)\))? \(")
+    pat = re.compile(r"sum(?: by \(([^)]*)\))? ?\(")
     while True:
         m = pat.search(expr, i)
         if not m:
@@ -314,7 +314,7 @@ def cmd_prom(url, job, texts):
     livemax = livemax_doc()
     want_all, _ = merged(texts, livemax)
     # Prometheus keeps le as the text the server wrote: compare by its float
-    variables = {"$job": re.escape(job), "$rank": ".*", "$phase": "prefill|decode|unphased"}
+    variables = {"$job": job, "$rank": ".*", "$phase": "prefill|decode|unphased"}
     n_aggs = n_series = 0
     seen = set()
     for panel in dash["panels"]:
@@ -358,7 +358,7 @@ def cmd_prom(url, job, texts):
                                                            if g in got and not same_value(want[g], got[g])][:3]
                 n_aggs += 1
                 n_series += len(want)
-                check(not diff and want, "%s: %d series, each the processes' sum" % (q, len(want)),
+                check(not diff and want, "%s: %d series, each the processes' figures merged" % (q, len(want)),
                       "differences (series only one side has, or want vs got): %s" % diff)
     check(n_aggs >= 20, "the dashboard's queries gave %d aggregations (%d series) to compare" % (n_aggs, n_series))
 
