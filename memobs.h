@@ -3233,7 +3233,7 @@ static void memobs__smp_env(void) __attribute__((unused)); /* sampler, leak dete
 static void memobs__bg_fork(int stage);
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace);
 static void memobs__prom_env(void);
-static void memobs__pmp_exit(void);
+static void memobs__pmp_gone(int on);
 static int memobs__pmp_env(void);
 static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
@@ -3504,8 +3504,8 @@ static void memobs__flush_all(void) {
    files are written at exit. A stop signal that came meanwhile ends the
    process here (by that signal). */
 static void memobs__exit_all(void) {
-    memobs__pmp_exit();
     memobs__flush_all();
+    memobs__pmp_gone(1);
     memobs__sig_exit();
 }
 
@@ -11703,10 +11703,12 @@ static void memobs__prom_env(void) {
    old file or the new one, never a torn value): counter_B.db,
    histogram_B.db, gauge_livesum_B.db and gauge_livemax_B.db, B the
    claimed name memobs-<pid> (memobs-<pid>.2 for a second instance of the
-   process), never prometheus_client's own <pid>.db names. At exit the
-   two gauge files are removed (live modes: a process that has ended
-   holds nothing); counters and histograms stay, as prometheus_client
-   keeps them.
+   process), never prometheus_client's own <pid>.db names; none until
+   the process has a figure other than 0 (a shell or tool started under
+   the LD_PRELOAD library leaves no files). When the process ends (exit,
+   or a stop signal that ends it) the two gauge files are removed (live
+   modes: a process that has ended holds nothing); counters and histograms
+   stay, as prometheus_client keeps them.
    A file ("mmap dict"): an int32 of the bytes used, 4 zero bytes, then
    entries: an int32 key length n, the key (UTF-8), spaces padding 4 + n
    up to the next multiple of 8 (a whole 8 when it is one already), then
@@ -11738,9 +11740,11 @@ static struct {
     uint32_t cfg;          /* MEMOBS_PROM_MULTIPROC_LAYOUT: 0 auto, 1, 2 */
     uint32_t found;        /* the layout learned from another writer's file (0: none yet) */
     uint32_t said;         /* the layout's message was given */
-    memobs__u32_t exiting; /* the exit write: the gauge files are removed after it */
+    uint32_t gone;         /* the process ends: no gauge files (memobs__pmp_gone) */
+    uint32_t figures;      /* the images hold a figure other than 0 (a livemax gauge's aside) */
+    uint32_t wrote;        /* this process has written its files */
     memobs__pmp_buf_t img[MEMOBS__PMP_FILES];
-} memobs__pmp = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, {0}, {{0, 0, 0, 0}}};
+} memobs__pmp = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, {{0, 0, 0, 0}}};
 
 static void memobs__pmp_put(memobs__pmp_buf_t *b, const void *s, size_t k) {
     if (b->err) return;
@@ -11896,6 +11900,7 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
     memobs__pmp_buf_t key = {0, 0, 0, 0};
     const char *p = text, *e = text + len;
     unsigned f;
+    memobs__pmp.figures = 0;
     for (f = 0; f < MEMOBS__PMP_FILES; f++) {
         memobs__pmp.img[f].n = 0;
         memobs__pmp.img[f].err = 0;
@@ -12014,6 +12019,7 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
             memobs__pmp_put(&key, "]", 1);
             if (key.err) memobs__pmp.img[kind].err = 1;
             else memobs__pmp_entry(&memobs__pmp.img[kind], &key, v, ts, layout);
+            if (v != 0 && kind != 3) memobs__pmp.figures = 1;
         }
         p = nl + 1;
     }
@@ -12029,17 +12035,23 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
 /* The layout of another writer's file (1 or 2), 0 when it tells none:
    empty, unreadable, or entries that read well with both or neither. */
 static unsigned memobs__pmp_layout_of(const char *path) {
-    unsigned char buf[65536];
+    unsigned char *buf;
     ssize_t got;
     int32_t used;
     unsigned layout, fits = 0, which = 0;
     int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | MEMOBS__O_CLOEXEC);
     if (fd < 0) return 0;
-    got = read(fd, buf, sizeof buf);
+    if ((buf = (unsigned char *)malloc(65536)) == NULL) { /* the client's first mapping: 64 KiB */
+        close(fd);
+        return 0;
+    }
+    got = read(fd, buf, 65536);
     close(fd);
-    if (got < 8) return 0;
-    memcpy(&used, buf, 4);
-    if (used <= 8 || (size_t)used > (size_t)got) return 0;
+    if (got >= 8) memcpy(&used, buf, 4);
+    if (got < 8 || used <= 8 || (size_t)used > (size_t)got) {
+        free(buf);
+        return 0;
+    }
     for (layout = 1; layout <= 2; layout++) {
         size_t pos = 8;
         int ok = 1;
@@ -12052,6 +12064,7 @@ static unsigned memobs__pmp_layout_of(const char *path) {
         }
         if (ok && pos == (size_t)used) fits++, which = layout;
     }
+    free(buf);
     return fits == 1 ? which : 0;
 }
 
@@ -12087,8 +12100,24 @@ static unsigned memobs__pmp_layout(const char *dir) {
     return 2;
 }
 
-/* The exit write is next: it removes the gauge files (memobs__exit_all). */
-static void memobs__pmp_exit(void) { MEMOBS__STORE(&memobs__pmp.exiting.v, 1u); }
+/* on 1: the process ends (memobs__exit_all after its write, the stop
+   writer before it ends the process): its gauge files are removed, and no
+   write makes them again. on 0: it goes on after all (a handler the host
+   installed meanwhile took the stop): the next write makes them. */
+static void memobs__pmp_gone(int on) {
+    const memobs__dest_t *d = &memobs__g.out[MEMOBS__OUT_PROM_MP];
+    const char *base;
+    char file[MEMOBS__PATH_LEN];
+    unsigned f;
+    if (!memobs__dest_ours(d) || d->path_pid != (int64_t)getpid() || !(base = strrchr(d->path, '/'))) return;
+    pthread_mutex_lock(&memobs__pmp.lock);
+    memobs__pmp.gone = (uint32_t)on;
+    for (f = 2; on && memobs__pmp.wrote && f < MEMOBS__PMP_FILES; f++)
+        if ((size_t)snprintf(file, sizeof file, "%.*s/%s_%s.db", (int)(base - d->path), d->path, memobs__pmp_kind[f],
+                             base + 1) < sizeof file)
+            (void)unlink(file);
+    pthread_mutex_unlock(&memobs__pmp.lock);
+}
 
 static int memobs__pmp_put_f(FILE *f, int k) {
     const memobs__pmp_buf_t *b = &memobs__pmp.img[k];
@@ -12101,17 +12130,24 @@ static int memobs__pmp_store(const char *path, const char *bytes, size_t len, un
     char dir[MEMOBS__PATH_LEN], file[MEMOBS__PATH_LEN];
     const char *base = strrchr(path, '/');
     size_t dl = base ? (size_t)(base - path) : 0;
-    unsigned f, layout, files;
-    int rc = MEMOBS_OK, exiting = MEMOBS__LOAD(&memobs__pmp.exiting.v) != 0;
+    unsigned f, layout, guess, files;
+    int rc = MEMOBS_OK;
     uint64_t now = memobs__realtime_ns();
+    double ts = (double)(now / 1000000000u) + (double)(now % 1000000000u) / 1e9;
     base = base ? base + 1 : path;
     memcpy(dir, path, dl);
     dir[dl] = 0;
     if (!dl) strcpy(dir, ".");
     pthread_mutex_lock(&memobs__pmp.lock);
-    layout = memobs__pmp_layout(dir);
-    memobs__pmp_build(bytes, len, layout, (double)(now / 1000000000u) + (double)(now % 1000000000u) / 1e9);
-    files = exiting ? 2u : MEMOBS__PMP_FILES; /* at exit: counters and histograms */
+    guess = memobs__pmp.cfg ? memobs__pmp.cfg : memobs__pmp.found ? memobs__pmp.found : 2u;
+    memobs__pmp_build(bytes, len, guess, ts);
+    if (!memobs__pmp.figures && !memobs__pmp.wrote) { /* nothing recorded yet: no files (a shell under the preload) */
+        pthread_mutex_unlock(&memobs__pmp.lock);
+        return MEMOBS_OK;
+    }
+    if ((layout = memobs__pmp_layout(dir)) != guess) memobs__pmp_build(bytes, len, layout, ts);
+    memobs__pmp.wrote = 1;
+    files = memobs__pmp.gone ? 2u : MEMOBS__PMP_FILES; /* the process ends: counters and histograms */
     for (f = 0; f < MEMOBS__PMP_FILES; f++) {
         if ((size_t)snprintf(file, sizeof file, "%s/%s_%s.db", dir, memobs__pmp_kind[f], base) >= sizeof file) {
             rc = MEMOBS_ERR_INVALID;
@@ -16960,7 +16996,9 @@ static void *memobs__sig_writer(void *arg) {
         memobs__sig_unmark();
         if (sig) {
             memobs__sig_wait_others(); /* the last writer ends the process */
+            memobs__pmp_gone(1);
             memobs__sig_end((int)sig); /* the flush lock held: no write starts after ours */
+            memobs__pmp_gone(0);       /* not ended: a handler of the host's took it */
             MEMOBS__STORE(&memobs__sig.stops.v, 0u);
             MEMOBS__STORE(&memobs__sig.first_ns.v, 0u);
             MEMOBS__STORE(&memobs__sig.fatal.v, 0u);
@@ -16981,7 +17019,9 @@ static void memobs__sig_exit(void) {
     memobs__sig_write_locked();
     memobs__sig_unmark();
     memobs__sig_wait_others();
+    memobs__pmp_gone(1);
     memobs__sig_end((int)sig);
+    memobs__pmp_gone(0);
     pthread_mutex_unlock(&memobs__g.flush_lock);
 }
 

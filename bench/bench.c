@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef BENCH_CFLAGS_STR
@@ -951,6 +952,76 @@ static void bench_report(void) {
     bench_trk_check_totals();
 }
 
+/* The periodic writes' cost (one interval's work, the exposition made
+   each time): MEMOBS_PROM_FILE's file, and the prometheus_client
+   multiprocess files in either layout (memobs__dest_store: the exposition
+   through a memory stream, its four images, four whole-file writes), in a
+   fresh folder under $TMPDIR or /tmp; best of 20 after a warm-up, with
+   the files' sizes. Reported, not asserted: a whole file is fdatasync()ed,
+   so the figure is the file system's as much as memobs'. */
+static void bench_prom_writes(void) {
+    char dir[256], path[300];
+    const char *tmp = getenv("TMPDIR");
+    uint64_t best[3] = {~(uint64_t)0, ~(uint64_t)0, ~(uint64_t)0}, bytes[3] = {0, 0, 0}, conv = ~(uint64_t)0;
+    int i, k;
+    snprintf(dir, sizeof dir, "%s/memobs_bench_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return;
+    for (k = 0; k < 3; k++) {
+        for (i = 0; i <= 20; i++) {
+            uint64_t t0 = memobs_now_ns();
+            if (k == 0) {
+                snprintf(path, sizeof path, "%s/memobs.prom", dir);
+                (void)memobs_write_prometheus_file(path);
+            } else {
+                memobs__pmp.cfg = (uint32_t)k;
+                snprintf(path, sizeof path, "%s/memobs-%ld", dir, (long)getpid());
+                (void)memobs__dest_store(MEMOBS__OUT_PROM_MP, path, memobs__write_prom_f, 0, 0);
+            }
+            t0 = memobs_now_ns() - t0;
+            if (i > 0 && t0 < best[k]) best[k] = t0;
+        }
+        {
+            static const char *const names[4] = {"counter", "histogram", "gauge_livesum", "gauge_livemax"};
+            struct stat st;
+            int f;
+            if (k == 0 && stat(path, &st) == 0) bytes[k] = (uint64_t)st.st_size;
+            for (f = 0; k > 0 && f < 4; f++) {
+                snprintf(path, sizeof path, "%s/%s_memobs-%ld.db", dir, names[f], (long)getpid());
+                if (stat(path, &st) == 0) bytes[k] += (uint64_t)st.st_size;
+                (void)unlink(path);
+            }
+        }
+    }
+    snprintf(path, sizeof path, "%s/memobs.prom", dir);
+    (void)unlink(path);
+    (void)rmdir(dir);
+    memobs__pmp.cfg = 0;
+    { /* the conversion alone: an exposition made once, turned into the images */
+        size_t n = memobs_format_prometheus(NULL, 0) + 4096;
+        char *text = (char *)malloc(n);
+        if (text && (n = memobs_format_prometheus(text, n)) > 0) {
+            for (i = 0; i <= 20; i++) {
+                uint64_t t0 = memobs_now_ns();
+                pthread_mutex_lock(&memobs__pmp.lock);
+                memobs__pmp_build(text, n, 2, 0.0);
+                pthread_mutex_unlock(&memobs__pmp.lock);
+                t0 = memobs_now_ns() - t0;
+                if (i > 0 && t0 < conv) conv = t0;
+            }
+        }
+        free(text);
+    }
+    printf("A periodic write, per MEMOBS_PROM_INTERVAL_MS (the exposition made, then written whole and fdatasync()ed, "
+           "in %s), best of 20:\n", tmp && *tmp ? tmp : "/tmp");
+    printf("  MEMOBS_PROM_FILE (one file, %llu bytes):                        %8.1f us\n",
+           (unsigned long long)bytes[0], (double)best[0] / 1e3);
+    printf("  PROMETHEUS_MULTIPROC_DIR, layout 1 (four files, %llu bytes):   %8.1f us (%.2fx the file)\n",
+           (unsigned long long)bytes[1], (double)best[1] / 1e3, (double)best[1] / (double)best[0]);
+    printf("  PROMETHEUS_MULTIPROC_DIR, layout 2 (four files, %llu bytes):   %8.1f us (%.2fx the file)\n",
+           (unsigned long long)bytes[2], (double)best[2] / 1e3, (double)best[2] / (double)best[0]);
+    printf("  of which the exposition turned into the four images (no file):  %8.1f us\n", (double)conv / 1e3);
+}
+
 /* One Prometheus exposition of this process' figures (memobs_format_prometheus
    into a buffer that fits): best of 50, after a warm-up. Reported, not asserted. */
 static void bench_prom_figure(void) {
@@ -968,6 +1039,7 @@ static void bench_prom_figure(void) {
     printf("\nPrometheus exposition (memobs_format_prometheus, %llu bytes, %u user counters): %.1f us, best of 50\n",
            (unsigned long long)got, (unsigned)memobs__g.ncounters.v, (double)best / 1e3);
     free(buf);
+    bench_prom_writes();
 }
 
 /* ======================================================================== */

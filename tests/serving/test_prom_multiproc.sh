@@ -9,12 +9,14 @@
 #     memobs' files as the text says
 #   - two C processes (tests/serving/multiproc/one.c): layout 1 as set, every
 #     key as json.dumps writes it; MultiProcessCollector's merge equals their
-#     texts merged; at exit their gauge files go, counters and histograms stay
+#     texts merged; at exit (and at a SIGTERM, below) their gauge files go,
+#     counters and histograms stay
 #   - the layout rule: learned from another writer's file (Debian's), 2 in an
 #     empty folder, MEMOBS_PROM_MULTIPROC_LAYOUT first; MEMOBS_PROM_MULTIPROC=0
-#     and a folder that is not one write nothing; a fork() child writes
-#     nothing; the periodic write comes by itself; a reader that reads while
-#     a process rewrites 200 times never fails nor sees a value go back
+#     and a folder that is not one write nothing, nor does a process that
+#     recorded nothing; a fork() child writes nothing; the periodic write
+#     comes by itself; a reader that reads while a process rewrites 200
+#     times never fails nor sees a value go back
 #   - end to end, the way vLLM serves /metrics: a prometheus_client HTTP
 #     server in multiprocess mode, two C workers (tests/serving/dashboard/rank.c,
 #     the same rank) and one Python process (the package, with its own
@@ -164,6 +166,11 @@ D=$B/off && mkdir -p "$D"
 echo | PROMETHEUS_MULTIPROC_DIR="$D" MEMOBS_PROM_MULTIPROC=0 "$B/one" record "$B/off.prom" >/dev/null 2>"$B/off.err"
 st=$?
 same "MEMOBS_PROM_MULTIPROC=0: no files, nothing said" "0||" "$st|$(ls "$D")|$(cat "$B/off.err")"
+D=$B/idle && mkdir -p "$D"
+PROMETHEUS_MULTIPROC_DIR="$D" "$B/one" idle >/dev/null 2>"$B/idle.err"
+st=$?
+same "a process that recorded nothing (a flush, then exit) writes no files and says nothing" "0||" \
+    "$st|$(ls "$D")|$(cat "$B/idle.err")"
 echo x >"$B/notdir"
 echo | PROMETHEUS_MULTIPROC_DIR="$B/notdir" "$B/one" record "$B/nd.prom" >/dev/null 2>"$B/nd.err"
 st=$?
@@ -195,8 +202,12 @@ print(v)
 sys.exit(0 if v == [12288.0] else 1)
 PY
 fi
-say per done
-finish per || bad "per exits 0"
+kill -TERM "${pid[per]}" # a stop: memobs writes, then the process ends by the signal
+wait "${pid[per]}"
+st=$?
+exec {fd[per]}>&-
+same "SIGTERM: the process ends by it (143), leaving its counter and histogram files, no gauge files" \
+    "143|counter_memobs-${pid[per]}.db histogram_memobs-${pid[per]}.db" "$st|$(cd "$D" && ls | sort | paste -sd ' ')"
 quiet per
 
 # ---- a reader while a process rewrites its files 200 times

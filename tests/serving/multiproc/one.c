@@ -9,6 +9,7 @@
                        comes meanwhile), returns
      one fork          records, fork()s a child that records and exit()s,
                        waits for it and prints "child PID", returns
+     one idle          records nothing, memobs_flush(), returns (no files)
      one loop N        N rounds of a record (1 MiB H2D prefill) and
                        memobs_flush(), printing "flushed K" after each, so a
                        reader can read the files while they are rewritten
@@ -87,6 +88,7 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    fprintf(stderr, "usage: one record TEXT | wait | fork | loop N\n");
+    if (argc == 2 && strcmp(argv[1], "idle") == 0) return memobs_flush() == MEMOBS_OK ? 0 : 1;
+    fprintf(stderr, "usage: one record TEXT | wait | fork | idle | loop N\n");
     return 2;
 }
