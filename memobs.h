@@ -11744,7 +11744,11 @@ static struct {
     uint32_t figures;      /* the images hold a figure other than 0 (a livemax gauge's aside) */
     uint32_t wrote;        /* this process has written its files */
     memobs__pmp_buf_t img[MEMOBS__PMP_FILES];
-} memobs__pmp = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, {{0, 0, 0, 0}}};
+    /* memobs__pmp_build's text, off small thread stacks: the family, its
+       help, the sample's label values (the longest: a user counter's help,
+       the identity labels) */
+    char fam[256], help[4096], vals[8192];
+} memobs__pmp = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, {{0, 0, 0, 0}}, "", "", ""};
 
 static void memobs__pmp_put(memobs__pmp_buf_t *b, const void *s, size_t k) {
     if (b->err) return;
@@ -11774,9 +11778,12 @@ static void memobs__pmp_json(memobs__pmp_buf_t *b, const char *s, size_t len) {
         uint32_t u = c;
         size_t k = 1;
         char e[12];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            memobs__pmp_put(b, s + i, 1);
-            i++;
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { /* a run of plain ASCII at once */
+            size_t j = i + 1;
+            while (j < len && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] < 0x7f && s[j] != '"' && s[j] != '\\')
+                j++;
+            memobs__pmp_put(b, s + i, j - i);
+            i = j;
             continue;
         }
         if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') {
@@ -11893,14 +11900,15 @@ static void memobs__pmp_entry(memobs__pmp_buf_t *b, memobs__pmp_buf_t *key, doub
 
 /* The exposition text (len bytes) as the four images, in layout. */
 static void memobs__pmp_build(const char *text, size_t len, unsigned layout, double ts) {
-    char fam[256] = "", help[1024] = "", vals[4096];
+    char *fam = memobs__pmp.fam, *help = memobs__pmp.help, *vals = memobs__pmp.vals;
     unsigned kind = MEMOBS__PMP_FILES; /* the family's file; none: not stored */
     int counter = 0, hist = 0;
     double prev = 0; /* the series' cumulative count so far (a histogram's) */
-    memobs__pmp_buf_t key = {0, 0, 0, 0};
+    memobs__pmp_buf_t key = {0, 0, 0, 0}, famj = {0, 0, 0, 0}, helpj = {0, 0, 0, 0};
     const char *p = text, *e = text + len;
     unsigned f;
     memobs__pmp.figures = 0;
+    fam[0] = help[0] = 0;
     for (f = 0; f < MEMOBS__PMP_FILES; f++) {
         memobs__pmp.img[f].n = 0;
         memobs__pmp.img[f].err = 0;
@@ -11917,13 +11925,13 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
         k = (size_t)(nl - p);
         if (k > 7 && memcmp(p, "# HELP ", 7) == 0) {
             q = (const char *)memchr(p + 7, ' ', k - 7);
-            if (q && (size_t)(q - p - 7) < sizeof fam && !memobs__pmp_unescape(q + 1, (size_t)(nl - q - 1), help,
-                                                                                  sizeof help))
+            if (q && (size_t)(q - p - 7) < sizeof memobs__pmp.fam && !memobs__pmp_unescape(q + 1, (size_t)(nl - q - 1), help,
+                                                                                  sizeof memobs__pmp.help))
                 help[0] = 0;
         } else if (k > 7 && memcmp(p, "# TYPE ", 7) == 0) {
             q = (const char *)memchr(p + 7, ' ', k - 7);
             kind = MEMOBS__PMP_FILES;
-            if (q && (size_t)(q - p - 7) < sizeof fam) {
+            if (q && (size_t)(q - p - 7) < sizeof memobs__pmp.fam) {
                 size_t t = (size_t)(nl - q - 1);
                 memcpy(fam, p + 7, (size_t)(q - p - 7));
                 fam[q - p - 7] = 0;
@@ -11934,6 +11942,17 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
                     for (i = 0; i < sizeof memobs__pmp_max / sizeof memobs__pmp_max[0]; i++)
                         if (strcmp(fam, memobs__pmp_max[i]) == 0) kind = 3;
                 prev = 0;
+                /* the key's parts every sample of the family shares, in JSON once */
+                famj.n = helpj.n = 0;
+                famj.err = helpj.err = 0;
+                memobs__pmp_put(&famj, "[", 1);
+                memobs__pmp_json(&famj, fam, counter && strlen(fam) > 6 && strcmp(fam + strlen(fam) - 6, "_total") == 0
+                                                 ? strlen(fam) - 6
+                                                 : strlen(fam));
+                memobs__pmp_put(&famj, ", ", 2);
+                memobs__pmp_put(&helpj, "}, ", 3);
+                memobs__pmp_json(&helpj, help, strlen(help));
+                memobs__pmp_put(&helpj, "]", 1);
             }
         } else if (k && p[0] != '#' && kind < MEMOBS__PMP_FILES) {
             /* name{a="x",b="y"} value */
@@ -11943,7 +11962,7 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
             nn = (size_t)(q - p);
             if (q < nl && *q == '{') {
                 q++;
-                while (q < nl && *q != '}' && nlab < MEMOBS__PMP_LABELS) {
+                while (q < nl && *q != '}' && nlab < MEMOBS__PMP_LABELS && vused + 2 <= sizeof memobs__pmp.vals) {
                     const char *ln = q, *vs;
                     while (q < nl && *q != '=') q++;
                     if (q + 1 >= nl || q[1] != '"') break;
@@ -11953,7 +11972,7 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
                     while (q < nl && *q != '"') q += *q == '\\' ? 2 : 1;
                     if (q >= nl) break;
                     lab[nlab].value = vals + vused;
-                    lab[nlab].vlen = memobs__pmp_unescape(vs, (size_t)(q - vs), vals + vused, sizeof vals - vused);
+                    lab[nlab].vlen = memobs__pmp_unescape(vs, (size_t)(q - vs), vals + vused, sizeof memobs__pmp.vals - vused);
                     if (!lab[nlab].vlen && q != vs) break; /* no room */
                     vused += lab[nlab].vlen + 1;
                     nlab++;
@@ -12001,11 +12020,7 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
             }
             key.n = 0;
             key.err = 0;
-            memobs__pmp_put(&key, "[", 1);
-            memobs__pmp_json(&key, fam, counter && strlen(fam) > 6 && strcmp(fam + strlen(fam) - 6, "_total") == 0
-                                            ? strlen(fam) - 6
-                                            : strlen(fam));
-            memobs__pmp_put(&key, ", ", 2);
+            memobs__pmp_put(&key, famj.p, famj.n); /* [family, */
             memobs__pmp_json(&key, name, nn);
             memobs__pmp_put(&key, ", {", 3);
             for (i = 0; i < nlab; i++) {
@@ -12014,10 +12029,8 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
                 memobs__pmp_put(&key, ": ", 2);
                 memobs__pmp_json(&key, lab[i].value, lab[i].vlen);
             }
-            memobs__pmp_put(&key, "}, ", 3);
-            memobs__pmp_json(&key, help, strlen(help));
-            memobs__pmp_put(&key, "]", 1);
-            if (key.err) memobs__pmp.img[kind].err = 1;
+            memobs__pmp_put(&key, helpj.p, helpj.n); /* }, help] */
+            if (key.err || famj.err || helpj.err) memobs__pmp.img[kind].err = 1;
             else memobs__pmp_entry(&memobs__pmp.img[kind], &key, v, ts, layout);
             if (v != 0 && kind != 3) memobs__pmp.figures = 1;
         }
@@ -12030,6 +12043,8 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
         else if (!b->err) memcpy(b->p, &used, 4);
     }
     free(key.p);
+    free(famj.p);
+    free(helpj.p);
 }
 
 /* The layout of another writer's file (1 or 2), 0 when it tells none:
