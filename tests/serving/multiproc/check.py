@@ -42,29 +42,22 @@ import sys
 import urllib.parse
 import urllib.request
 
-SUITE = "prom-multiproc"
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tap import Tap  # noqa: E402
+
+tap = Tap("prom-multiproc")
 
 
 def ok(name):
-    print("ok - %s: %s" % (SUITE, name), flush=True)
+    tap(name, True)
 
 
 def bad(name, *lines):
-    global failed
-    failed += 1
-    print("not ok - %s: %s" % (SUITE, name), flush=True)
-    for block in lines:
-        for l in str(block).split("\n")[:30]:
-            print("    # " + l, flush=True)
+    tap(name, False, *lines)
 
 
 def check(cond, name, *lines):
-    if cond:
-        ok(name)
-    else:
-        bad(name, *lines)
-    return cond
+    return tap(name, bool(cond), *lines)
 
 
 def walk(data, layout):
@@ -383,7 +376,7 @@ def main(argv):
     else:
         print(__doc__)
         return 2
-    return 1 if failed else 0
+    return 1 if tap.failed else 0
 
 
 if __name__ == "__main__":
