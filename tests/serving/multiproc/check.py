@@ -185,7 +185,12 @@ def cmd_merge(d, texts, no_gauges):
     files = {kind_of(p): p for p in memobs_files(d)}
     for p in memobs_files(d):
         if kind_of(p) == "livemax":
-            fams = {json.loads(k)[0] for k, _, _ in walk(open(p, "rb").read(), 1)}
+            data = open(p, "rb").read()
+            try:
+                entries = walk(data, 1)
+            except ValueError:  # the other layout (a reader of 0.18 on, run by hand)
+                entries = walk(data, 2)
+            fams = {json.loads(k)[0] for k, _, _ in entries}
             check(fams <= livemax and fams, "the livemax files hold only the families the docs name (%d)" % len(fams),
                   "not in the docs: %s" % sorted(fams - livemax))
     reg = CollectorRegistry()
