@@ -114,7 +114,7 @@ bash tests/deps.sh
 declare -A est=(
     [compile]=91 [signals]=64 [outputs]=61 [timeline]=60 [cuda-stops]=52 [cuda]=51 [names]=50 [nvtx]=45
     [stops]=43 [pymodule]=41 [crash]=41 [sampler]=39 [python]=37 [churn]=36 [examples]=34 [prom]=31
-    [capture]=31 [dashboard]=20 [prom-multiproc]=45 [prom-collector]=12 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [table]=45 [handlers]=27
+    [capture]=31 [dashboard]=20 [prom-multiproc]=75 [prom-collector]=12 [snapshot]=30 [unwind]=30 [regions]=30 [trace-write]=29 [track]=28 [table]=45 [handlers]=27
     [html]=26 [core]=25 [gpu-build]=21 [requests]=20 [pip]=19 [launcher]=15 [torch]=15 [preload]=12
     [shared]=10 [env]=9 [preload-python]=7 [torch-alloc]=7 [docs]=5 [distributed]=4 [demo]=4 [install]=4
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45

@@ -7,6 +7,8 @@
 #   - the current release's layout (2) from a fixture that prometheus_client's
 #     source wrote; memobs writes it beside such a file, and our reader reads
 #     memobs' files as the text says
+#   - a CUDA program with no memobs in it (tests/serving/multiproc/gpuworker.c)
+#     under the LD_PRELOAD library: its copies and device memory in the files
 #   - two C processes (tests/serving/multiproc/one.c): layout 1 as set, every
 #     key as json.dumps writes it; MultiProcessCollector's merge equals their
 #     texts merged; at exit (and at a SIGTERM, below) their gauge files go,
@@ -63,6 +65,16 @@ if { $CC -std=c99 -O1 -g $W -o "$B/one" tests/serving/multiproc/one.c -pthread &
     ok "one.c, rank.c and the package (for $PY) build"
 else
     bad "one.c, rank.c and the package build" "$(head -n 30 "$B/build.log")"
+    exit 1
+fi
+if { make -s BUILD="$B" preload &&
+    $CC -std=c11 -O2 -g -fPIC -shared $W -I"$CUDA_INC" tests/cuda/cudart_double.c -o "$B/libcudart.so.13" \
+        -Wl,-soname,libcudart.so.13 -Wl,--version-script=mk/cudart_double.map -pthread &&
+    $CC -std=c99 -O1 -g $W -I"$CUDA_INC" tests/serving/multiproc/gpuworker.c -o "$B/gpuworker" \
+        -L"$B" -l:libcudart.so.13; } >"$B/build_preload.log" 2>&1; then
+    ok "make preload, the runtime double as libcudart.so.13, gpuworker.c (no memobs in it) build"
+else
+    bad "make preload, the double, gpuworker.c build" "$(head -n 30 "$B/build_preload.log")"
     exit 1
 fi
 
@@ -127,6 +139,41 @@ for n in c1 c2; do finish $n || bad "$n exits 0"; quiet $n; done
 same "at exit each process leaves its counter and histogram files" \
     "counter_memobs-${pid[c1]}.db counter_memobs-${pid[c2]}.db histogram_memobs-${pid[c1]}.db histogram_memobs-${pid[c2]}.db" \
     "$(cd "$D" && ls | sort | paste -sd ' ')"
+
+# ---- a GPU worker under the LD_PRELOAD library: its copies in the files
+D=$B/preload && mkdir -p "$D"
+start gpu env LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libmemobs_preload.so" PROMETHEUS_MULTIPROC_DIR="$D" \
+    MEMOBS_PROM_MULTIPROC_LAYOUT=1 MEMOBS_PROM_INTERVAL_MS=100 MEMOBS_OOM_REPORT=0 "$B/gpuworker"
+if await gpu copied; then
+    for ((i = 0; i < 1200; i++)); do # the periodic write, within 120 s
+        [ -s "$D/gauge_livesum_memobs-${pid[gpu]}.db" ] && break
+        sleep 0.1
+    done
+    "$PY" - "$D" <<'PY' >"$B/gpu.log" 2>&1
+import sys
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+r = CollectorRegistry()
+MultiProcessCollector(r, path=sys.argv[1])
+got = {}
+for f in r.collect():
+    for s in f.samples:
+        if s.name == "memobs_transfer_bytes_total" and s.labels["phase"] == "unphased":
+            got[s.labels["direction"]] = s.value
+        if s.name == "memobs_tracked_bytes" and s.labels["kind"] == "device":
+            got["device"] = s.value
+want = {"h2d": 12288.0, "d2h": 65536.0, "device": 1048576.0}
+print({k: got.get(k) for k in want})
+sys.exit(0 if all(got.get(k) == v for k, v in want.items()) else 1)
+PY
+    r=$?
+    if [ $r = 0 ]; then ok "a CUDA program under the LD_PRELOAD library writes its copies and device memory there: $(cat "$B/gpu.log")"
+    else bad "a CUDA program under the LD_PRELOAD library writes its copies and device memory there" "$(cat "$B/gpu.log")"; fi
+fi
+finish gpu || bad "gpuworker exits 0"
+quiet gpu
+same "after it exits: its counter and histogram files" \
+    "counter_memobs-${pid[gpu]}.db histogram_memobs-${pid[gpu]}.db" "$(cd "$D" && ls | sort | paste -sd ' ')"
 
 # ---- the layout rule
 # learned from Debian's prometheus_client's own file (the engine's counter)
