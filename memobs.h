@@ -12206,11 +12206,20 @@ static int memobs__pmp_env(void) {
                     "written", s, S_ISDIR(st.st_mode) ? "cannot be read: " : "is not a folder", "");
         return 0;
     }
+    if (s[0] != '/') { /* relative: from the folder it is relative to now, whatever chdir() comes later */
+        char cwd[MEMOBS__SPEC_LEN];
+        if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0; /* unknown: left relative */
+        for (i = 0; cwd[i] && n + 16 < sizeof d->spec; i++) {
+            if (cwd[i] == '%') d->spec[n++] = '%';
+            d->spec[n++] = cwd[i];
+        }
+        if (n) d->spec[n++] = '/';
+    }
     for (i = 0; s[i] && n + 16 < sizeof d->spec; i++) { /* the folder as a spec: a % doubled */
         if (s[i] == '%') d->spec[n++] = '%';
         d->spec[n++] = s[i];
     }
-    if (s[i]) {
+    if (s[i] || n + 16 >= sizeof d->spec) {
         memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' is too long; no prometheus_client "
                     "multiprocess files written", s);
         return 0;
