@@ -16,9 +16,10 @@
 #   - the layout rule: learned from another writer's file (Debian's), 2 in an
 #     empty folder, MEMOBS_PROM_MULTIPROC_LAYOUT first; MEMOBS_PROM_MULTIPROC=0
 #     and a folder that is not one write nothing, nor does a process that
-#     recorded nothing; a fork() child writes nothing; the periodic write
-#     comes by itself; a reader that reads while a process rewrites 200
-#     times never fails nor sees a value go back
+#     recorded nothing; a relative folder stays put across a chdir(); a
+#     fork() child writes nothing; the periodic write comes by itself; a
+#     reader that reads while a process rewrites 200 times never fails nor
+#     sees a value go back
 #   - end to end, the way vLLM serves /metrics: a prometheus_client HTTP
 #     server in multiprocess mode, two C workers (tests/serving/dashboard/rank.c,
 #     the same rank) and one Python process (the package, with its own
@@ -218,6 +219,12 @@ PROMETHEUS_MULTIPROC_DIR="$D" "$B/one" idle >/dev/null 2>"$B/idle.err"
 st=$?
 same "a process that recorded nothing (a flush, then exit) writes no files and says nothing" "0||" \
     "$st|$(ls "$D")|$(cat "$B/idle.err")"
+mkdir -p "$B/rel/mp" "$B/rel/elsewhere/mp"
+(cd "$B/rel" && PROMETHEUS_MULTIPROC_DIR=mp MEMOBS_PROM_MULTIPROC_LAYOUT=1 "$B/one" chdir elsewhere 2>"$B/rel.err")
+st=$?
+same "a relative folder is the start-up folder's, after a chdir too (the exit write: counter and histogram)" \
+    "0|counter_memobs-P.db histogram_memobs-P.db|" \
+    "$st|$(ls "$B/rel/mp" | sed 's/memobs-[0-9]*/memobs-P/' | paste -sd ' ')|$(ls "$B/rel/elsewhere/mp")"
 echo x >"$B/notdir"
 echo | PROMETHEUS_MULTIPROC_DIR="$B/notdir" "$B/one" record "$B/nd.prom" >/dev/null 2>"$B/nd.err"
 st=$?
