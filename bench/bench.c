@@ -981,12 +981,11 @@ static void bench_prom_writes(void) {
             if (i > 0 && t0 < best[k]) best[k] = t0;
         }
         {
-            static const char *const names[4] = {"counter", "histogram", "gauge_livesum", "gauge_livemax"};
             struct stat st;
             int f;
             if (k == 0 && stat(path, &st) == 0) bytes[k] = (uint64_t)st.st_size;
-            for (f = 0; k > 0 && f < 4; f++) {
-                snprintf(path, sizeof path, "%s/%s_memobs-%ld.db", dir, names[f], (long)getpid());
+            for (f = 0; k > 0 && f < MEMOBS__PMP_FILES; f++) {
+                snprintf(path, sizeof path, "%s/%s_memobs-%ld.db", dir, memobs__pmp_kind[f], (long)getpid());
                 if (stat(path, &st) == 0) bytes[k] += (uint64_t)st.st_size;
                 (void)unlink(path);
             }
