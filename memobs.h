@@ -11756,10 +11756,12 @@ static void memobs__pmp_put(memobs__pmp_buf_t *b, const void *s, size_t k) {
         size_t cap = b->cap ? b->cap : 65536;
         char *q;
         while (cap < b->n + k) cap *= 2;
-        if ((q = (char *)realloc(b->p, cap)) == NULL) {
+        if ((q = (char *)MEMOBS_MALLOC(cap)) == NULL) {
             b->err = 1;
             return;
         }
+        if (b->n) memcpy(q, b->p, b->n);
+        if (b->p) MEMOBS_FREE(b->p);
         b->p = q;
         b->cap = cap;
     }
@@ -12042,9 +12044,9 @@ static void memobs__pmp_build(const char *text, size_t len, unsigned layout, dou
         if (b->n > 0x7fffffffu) b->err = 1;
         else if (!b->err) memcpy(b->p, &used, 4);
     }
-    free(key.p);
-    free(famj.p);
-    free(helpj.p);
+    if (key.p) MEMOBS_FREE(key.p);
+    if (famj.p) MEMOBS_FREE(famj.p);
+    if (helpj.p) MEMOBS_FREE(helpj.p);
 }
 
 /* The layout of another writer's file (1 or 2), 0 when it tells none:
@@ -12056,7 +12058,7 @@ static unsigned memobs__pmp_layout_of(const char *path) {
     unsigned layout, fits = 0, which = 0;
     int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | MEMOBS__O_CLOEXEC);
     if (fd < 0) return 0;
-    if ((buf = (unsigned char *)malloc(65536)) == NULL) { /* the client's first mapping: 64 KiB */
+    if ((buf = (unsigned char *)MEMOBS_MALLOC(65536)) == NULL) { /* the client's first mapping: 64 KiB */
         close(fd);
         return 0;
     }
@@ -12064,7 +12066,7 @@ static unsigned memobs__pmp_layout_of(const char *path) {
     close(fd);
     if (got >= 8) memcpy(&used, buf, 4);
     if (got < 8 || used <= 8 || (size_t)used > (size_t)got) {
-        free(buf);
+        MEMOBS_FREE(buf);
         return 0;
     }
     for (layout = 1; layout <= 2; layout++) {
@@ -12079,7 +12081,7 @@ static unsigned memobs__pmp_layout_of(const char *path) {
         }
         if (ok && pos == (size_t)used) fits++, which = layout;
     }
-    free(buf);
+    MEMOBS_FREE(buf);
     return fits == 1 ? which : 0;
 }
 
