@@ -11703,7 +11703,8 @@ static void memobs__prom_env(void) {
    old file or the new one, never a torn value): counter_B.db,
    histogram_B.db, gauge_livesum_B.db and gauge_livemax_B.db, B the
    claimed name memobs-<pid> (memobs-<pid>.2 for a second instance of the
-   process), never prometheus_client's own <pid>.db names; none until
+   process), never prometheus_client's own <pid>.db names (the first
+   write sweeps dead processes' named temporaries of them); none until
    the process has a figure other than 0 (a shell or tool started under
    the LD_PRELOAD library leaves no files). When the process ends (exit,
    or a stop signal that ends it) the two gauge files are removed (live
@@ -12163,6 +12164,12 @@ static int memobs__pmp_store(const char *path, const char *bytes, size_t len, un
         return MEMOBS_OK;
     }
     if ((layout = memobs__pmp_layout(dir)) != guess) memobs__pmp_build(bytes, len, layout, ts);
+    if (!memobs__pmp.wrote) /* once: the named temporaries dead processes left of such files (a killed write) */
+        for (f = 0; f < MEMOBS__PMP_FILES; f++) {
+            char pat[64];
+            snprintf(pat, sizeof pat, "%s_memobs-%%p.db", memobs__pmp_kind[f]);
+            memobs__sweep_as(path, pat);
+        }
     memobs__pmp.wrote = 1;
     files = memobs__pmp.gone ? 2u : MEMOBS__PMP_FILES; /* the process ends: counters and histograms */
     for (f = 0; f < MEMOBS__PMP_FILES; f++) {
@@ -12185,6 +12192,17 @@ static int memobs__pmp_store(const char *path, const char *bytes, size_t len, un
     return rc;
 }
 
+/* spec[n...] gets text as a spec (a % doubled), leaving room for the
+   base name after it: the new length, 0 when it does not fit. */
+static size_t memobs__pmp_spec(char *spec, size_t n, const char *text) {
+    for (; *text; text++) {
+        if (n + 16 >= MEMOBS__SPEC_LEN) return 0;
+        if (*text == '%') spec[n++] = '%';
+        spec[n++] = *text;
+    }
+    return n;
+}
+
 /* PROMETHEUS_MULTIPROC_DIR, MEMOBS_PROM_MULTIPROC and
    MEMOBS_PROM_MULTIPROC_LAYOUT; from memobs__prom_env. 1 when on. */
 static int memobs__pmp_env(void) {
@@ -12192,7 +12210,7 @@ static int memobs__pmp_env(void) {
     const char *s = getenv("PROMETHEUS_MULTIPROC_DIR"), *o = getenv("MEMOBS_PROM_MULTIPROC"),
                *l = getenv("MEMOBS_PROM_MULTIPROC_LAYOUT");
     struct stat st;
-    size_t i, n = 0;
+    size_t n = 0;
     if (l && *l && !memobs__streq_nocase(l, "auto")) {
         if (strcmp(l, "1") == 0 || strcmp(l, "2") == 0) memobs__pmp.cfg = (uint32_t)(l[0] - '0');
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_MULTIPROC_LAYOUT='%s' is not auto, 1 or 2; using auto", l);
@@ -12203,25 +12221,23 @@ static int memobs__pmp_env(void) {
         if (b == 0) return 0;
         if (b < 0) memobs__log(MEMOBS_LOG_WARN, "MEMOBS_PROM_MULTIPROC='%s' is not 0 or 1; writing the files", o);
     }
-    if (stat(s, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' %s%s; no prometheus_client multiprocess files "
-                    "written", s, S_ISDIR(st.st_mode) ? "cannot be read: " : "is not a folder", "");
+    if (stat(s, &st) != 0) {
+        memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' cannot be read: %s; no prometheus_client "
+                    "multiprocess files written", s, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' is not a folder; no prometheus_client "
+                    "multiprocess files written", s);
         return 0;
     }
     if (s[0] != '/') { /* relative: from the folder it is relative to now, whatever chdir() comes later */
         char cwd[MEMOBS__SPEC_LEN];
-        if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0; /* unknown: left relative */
-        for (i = 0; cwd[i] && n + 16 < sizeof d->spec; i++) {
-            if (cwd[i] == '%') d->spec[n++] = '%';
-            d->spec[n++] = cwd[i];
-        }
-        if (n) d->spec[n++] = '/';
+        if (getcwd(cwd, sizeof cwd) && (n = memobs__pmp_spec(d->spec, 0, cwd)) != 0) /* unknown: left relative */
+            d->spec[n++] = '/';
     }
-    for (i = 0; s[i] && n + 16 < sizeof d->spec; i++) { /* the folder as a spec: a % doubled */
-        if (s[i] == '%') d->spec[n++] = '%';
-        d->spec[n++] = s[i];
-    }
-    if (s[i] || n + 16 >= sizeof d->spec) {
+    n = memobs__pmp_spec(d->spec, n, s);
+    if (!n) {
         memobs__log(MEMOBS_LOG_WARN, "PROMETHEUS_MULTIPROC_DIR='%s' is too long; no prometheus_client "
                     "multiprocess files written", s);
         return 0;

@@ -16,10 +16,10 @@
 #   - the layout rule: learned from another writer's file (Debian's), 2 in an
 #     empty folder, MEMOBS_PROM_MULTIPROC_LAYOUT first; MEMOBS_PROM_MULTIPROC=0
 #     and a folder that is not one write nothing, nor does a process that
-#     recorded nothing; a relative folder stays put across a chdir(); a
-#     fork() child writes nothing; the periodic write comes by itself; a
-#     reader that reads while a process rewrites 200 times never fails nor
-#     sees a value go back
+#     recorded nothing; a dead process's named temporaries are swept; a
+#     relative folder stays put across a chdir(); a fork() child writes
+#     nothing; the periodic write comes by itself; a reader that reads while
+#     a process rewrites 200 times never fails nor sees a value go back
 #   - end to end, the way vLLM serves /metrics: a prometheus_client HTTP
 #     server in multiprocess mode, two C workers (tests/serving/dashboard/rank.c,
 #     the same rank) and one Python process (the package, with its own
@@ -191,6 +191,16 @@ grep -q "layout 1 (0.17 and before), the layout of $D/counter_[0-9]*.db" "$B/l1.
     ok "beside Debian's file, memobs says it writes layout 1, learned from it" ||
     bad "beside Debian's file, memobs says it writes layout 1, learned from it" "$(cat "$B/l1.err")"
 # an empty folder: 2, said once
+# the named temporaries a killed write left (no O_TMPFILE): a dead process's
+# go at the first write, a live one's and another writer's stay
+D=$B/sweep && mkdir -p "$D"
+h=$("$B/one" hostid)
+touch "$D/counter_memobs-99999999.db.tmp.$h.99999999.1" "$D/gauge_livesum_memobs-99999999.db.tmp.$h.99999999.2" \
+    "$D/counter_memobs-1.db.tmp.$h.1.1" "$D/counter_4242.db.tmp.$h.99999999.1"
+echo | PROMETHEUS_MULTIPROC_DIR="$D" MEMOBS_PROM_MULTIPROC_LAYOUT=1 "$B/one" record "$B/sweep.prom" >/dev/null 2>&1
+same "a dead process's temporaries of memobs' files are swept; a live one's and another writer's kept" \
+    "counter_4242.db.tmp.$h.99999999.1 counter_memobs-1.db.tmp.$h.1.1" \
+    "$(cd "$D" && ls | grep '\.tmp\.' | sort | paste -sd ' ')"
 D=$B/empty2 && mkdir -p "$D"
 start e2 env PROMETHEUS_MULTIPROC_DIR="$D" "$B/one" record "$B/e2.prom"
 await e2 written && { "${CHECK[@]}" layout "$D" 2 || rc=1; }

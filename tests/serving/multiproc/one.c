@@ -11,6 +11,7 @@
                        waits for it and prints "child PID", returns
      one idle          records nothing, memobs_flush(), returns (no files)
      one chdir DIR     records, chdir(DIR), memobs_flush(), returns
+     one hostid        prints the HOST of this host's named temporaries
      one loop N        N rounds of a record (1 MiB H2D prefill) and
                        memobs_flush(), printing "flushed K" after each, so a
                        reader can read the files while they are rewritten
@@ -90,11 +91,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "idle") == 0) return memobs_flush() == MEMOBS_OK ? 0 : 1;
+    if (argc == 2 && strcmp(argv[1], "hostid") == 0) {
+        printf("%08x\n", (unsigned)memobs__host_id());
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "chdir") == 0) {
         record();
         if (chdir(argv[2]) != 0) return 1;
         return memobs_flush() == MEMOBS_OK ? 0 : 1;
     }
-    fprintf(stderr, "usage: one record TEXT | wait | fork | idle | chdir DIR | loop N\n");
+    fprintf(stderr, "usage: one record TEXT | wait | fork | idle | chdir DIR | hostid | loop N\n");
     return 2;
 }
