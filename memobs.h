@@ -784,6 +784,15 @@ typedef struct {
     uint64_t requests_dropped;   /* in flight, dropped untimed for a begin with the table full */
     uint64_t requests_unknown;   /* token/end for an id that is not in flight */
     uint64_t requests_duplicate; /* begin for an id already in flight */
+    /* Attribution (memobs_request_enter/_leave, memobs_request_xfer*): the
+       part of the transfer figures above made on a request's behalf, by
+       phase; unattributed = total - attributed, per direction and phase. */
+    struct {
+        memobs_dirs_t total, prefill, decode, unphased;
+        uint64_t orphan_bytes; /* attributed to an id not in flight: in no request's ledger */
+        uint64_t bind_misuse;  /* leaves with no enter, enters deeper than MEMOBS_REQUEST_DEPTH */
+        uint64_t tenant_misuse; /* bad names, ids not in flight, a second tenant */
+    } attributed;
     /* Misuse, counted rather than fatal. */
     uint64_t ttft_unmatched; /* TTFT_STOP without a TTFT_START */
     uint64_t tpot_unarmed;   /* TPOT_STEP before any TTFT_STOP */
@@ -945,6 +954,94 @@ MEMOBS_API void memobs_request_end(uint64_t id);
    MEMOBS_REQUEST_TIMEOUT_S (seconds, decimals allowed). */
 MEMOBS_API uint64_t memobs_request_set_timeout(uint64_t ns);
 MEMOBS_API uint64_t memobs_request_get_timeout(void);
+
+/* Attribution (docs/requests.md): which request moved the bytes, waited
+   on the transfers and held the memory. Each of the two ways records the
+   transfer in the figures as any record does and, besides, in the ledger
+   of the request it was made for:
+     memobs_request_enter(id) ... memobs_request_leave(), on one thread:
+       every transfer record the thread makes in between (MEMOBS_RECORD_*,
+       memobs_cuda.h's wrappers, the LD_PRELOAD library's observed copies)
+       is request id's, with the time of its engine-timed transfers, of
+       its device-timed copies (memobs_cuda.h: when their event completes),
+       of the regions it ends and the bytes its tracked allocations hold.
+       Enters nest MEMOBS_REQUEST_DEPTH (8) deep: the innermost request
+       gets the records, leave returns to the one outside; a leave with no
+       enter, and an enter deeper, are counted (attributed.bind_misuse).
+       A record with no request bound pays one test of a flag of the
+       thread's; a bound one two more adds to the thread's own counts. The
+       ledger is brought up to date at leave, at the next enter, and when
+       the request ends on the thread bound to it: one lock of its part of
+       the request table.
+     memobs_request_xfer(id, dir, bytes, phase), from any thread: one
+       transfer made on id's behalf (an engine that moves a batch's blocks
+       from its scheduler thread); a thread's binding does not take it.
+       memobs_request_xfer_ns: one the engine timed (ns), as
+       memobs_record_xfer_ns. memobs_request_xfer_split: one transfer of
+       bytes made for n requests, shared by the weights shares[] (tokens,
+       blocks): part i is the difference of the rounded cumulative shares,
+       floor(bytes x (s_0 + ... + s_i) / S) - floor(bytes x (s_0 + ... +
+       s_(i-1)) / S) with S the sum, so the parts are whole bytes, each
+       within one byte of its exact share, and add up to bytes (all shares
+       0: equal shares). It is one operation of the figures and one of
+       each request's ledger. Returns MEMOBS_OK, or MEMOBS_ERR_INVALID for
+       n 0, a NULL array, a bad direction, phase or size (nothing kept).
+   A ledger lives while its request is in flight (memobs_request_begin to
+   memobs_request_end, or abandoned, or dropped: then it is finished as
+   such). What is attributed to an id that is not in flight stays in the
+   attributed figures and is counted in attributed.orphan_bytes (in no
+   ledger). Records counted apart as manual (memobs_set_manual_apart) are
+   not in the transfer figures: they are attributed to no request.
+   memobs_request_tenant(id, name) files request id (in flight) under a
+   tenant: name is 1 to 63 bytes of UTF-8, no control characters; the
+   first MEMOBS_MAX_TENANTS names (default 32) have counters of their own,
+   later names are filed as "other". A request's tenant is set once (a
+   second name is counted as misuse, kept first). Returns MEMOBS_OK,
+   MEMOBS_ERR_INVALID (a bad name, an id not in flight). */
+#define MEMOBS_REQUEST_DEPTH 8
+MEMOBS_API void memobs_request_enter(uint64_t id);
+MEMOBS_API void memobs_request_leave(void);
+MEMOBS_API void memobs_request_xfer(uint64_t id, memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase);
+MEMOBS_API void memobs_request_xfer_ns(uint64_t id, memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase,
+                                       uint64_t ns);
+MEMOBS_API int memobs_request_xfer_split(const uint64_t *ids, const uint64_t *shares, size_t n, memobs_dir_t dir,
+                                         uint64_t bytes, memobs_phase_t phase);
+MEMOBS_API int memobs_request_tenant(uint64_t id, const char *name);
+/* The request the calling thread is bound to (innermost): 1 and *id, or
+   0 when none is. */
+MEMOBS_API int memobs_request_current(uint64_t *id);
+
+/* A request's ledger. */
+typedef enum {
+    MEMOBS_REQUEST_IN_FLIGHT = 0,
+    MEMOBS_REQUEST_COMPLETED = 1, /* ended after a token */
+    MEMOBS_REQUEST_ABORTED = 2,   /* ended with no token */
+    MEMOBS_REQUEST_ABANDONED = 3, /* idle past the request timeout */
+    MEMOBS_REQUEST_DROPPED = 4    /* dropped for a begin with the table full */
+} memobs_request_state_t;
+typedef struct {
+    uint64_t id;
+    char tenant[64];                   /* "" when none was set; "other" past MEMOBS_MAX_TENANTS */
+    memobs_request_state_t state;
+    uint64_t begin_ns, end_ns;         /* memobs_now_ns() clock; end_ns 0 while in flight */
+    memobs_dirs_t xfer[MEMOBS_PHASES]; /* bytes and operations, by memobs_phase_t and direction */
+    uint64_t engine_ns[MEMOBS_DIRS];   /* time of its engine-timed transfers (memobs_record_xfer_ns, _xfer_ns) */
+    uint64_t device_ns[MEMOBS_DIRS];   /* time of its device-timed copies (memobs_cuda.h) */
+    uint64_t wait_ns;                  /* the sum of engine_ns and device_ns: time waited on transfers */
+    uint64_t region_ns;                /* time of the regions its bound threads ended */
+    uint64_t tokens, ttft_ns, tpot_ns, e2e_ns; /* tpot_ns: the mean; 0 when not measured */
+    uint64_t current_bytes, peak_bytes; /* tracked bytes its allocations hold, and their peak */
+} memobs_request_info_t;
+/* The ledger of request id while it is in flight: MEMOBS_OK, or
+   MEMOBS_ERR_INVALID (out NULL, id not in flight). */
+MEMOBS_API int memobs_request_info(uint64_t id, memobs_request_info_t *out);
+/* The requests finished since start-up or the last memobs_reset() with
+   the most bytes moved (by MEMOBS_REQUEST_TOP_BYTES) or the longest time
+   waited on transfers (MEMOBS_REQUEST_TOP_WAIT), largest first: up to n
+   of the MEMOBS_REQUEST_TOP (10) kept; returns how many were written. */
+#define MEMOBS_REQUEST_TOP 10
+enum { MEMOBS_REQUEST_TOP_BYTES = 0, MEMOBS_REQUEST_TOP_WAIT = 1 };
+MEMOBS_API size_t memobs_request_top(int by, memobs_request_info_t *out, size_t n);
 
 /* ======================================================================== */
 /* Regions and markers                                        >>api-regions */
@@ -2093,6 +2190,13 @@ typedef struct { uint32_t v; char pad[60]; } memobs__flag_t;
 #define MEMOBS__NGPU 3 /* directions below it: the ones an observer sees (manual apart) */
 #define MEMOBS__XSLOTS 64 /* size slots a direction and phase keep (memobs__size_slot) */
 
+/* A thread's attributed records (see memobs__shard_t's att). */
+typedef struct {
+    memobs__u64_t x[2][MEMOBS__NPHASE][MEMOBS__NDIR]; /* bytes, operations */
+    memobs__u64_t eng[MEMOBS__NDIR];                  /* engine-timed ns */
+    memobs__u64_t reg;                                /* regions' ns */
+} memobs__att_t;
+
 /* Per-thread shard. The owner thread (and its signal handlers) is the
    only writer of xfer[], user[] and trk[] (memobs__own_add: a plain add,
    no lock prefix); readers sum all shards with relaxed loads, saturating
@@ -2103,6 +2207,12 @@ typedef struct memobs__shard_s {
        is bucket b but for size 0, which has slot 63 (memobs__size_slot);
        57..62 stay 0. */
     memobs__u64_t xfer[MEMOBS__NPHASE][MEMOBS__NDIR];
+    /* Attribution (owner only, monotonic): att, the records made while the
+       thread is bound to a request (memobs_request_enter), with their
+       engine-timed and regions' ns; attx, those made on a request's
+       behalf (memobs_request_xfer*). [0] bytes (saturating), [1] ops. */
+    memobs__att_t att;
+    memobs__u64_t attx[2][MEMOBS__NPHASE][MEMOBS__NDIR];
     memobs__u64_t xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS__XSLOTS];
     memobs__u64_t user[MEMOBS_MAX_COUNTERS];
     memobs__u64_t trk[MEMOBS_MEM_KINDS][5]; /* [kind][allocs, frees, alloc bytes, pending, pending bytes] */
@@ -2117,6 +2227,13 @@ typedef struct memobs__shard_s {
     uint64_t base_xsize[MEMOBS__NPHASE][MEMOBS__NDIR][MEMOBS__XSLOTS];
     uint64_t base_user[MEMOBS_MAX_COUNTERS];
     uint64_t base_trk[MEMOBS_MEM_KINDS][5];
+    uint64_t base_att[2][2][MEMOBS__NPHASE][MEMOBS__NDIR]; /* att.x, attx */
+    /* The requests the owner is bound to (owner only; memobs__tls.req is
+       1 while bind_depth > 0), and att when the innermost was bound or its
+       ledger last brought up to date: the ledger gets att - bind_at. */
+    uint64_t bind_id[MEMOBS_REQUEST_DEPTH];
+    uint32_t bind_depth, bind_over; /* bind_over: enters past the depth, each left by one leave */
+    memobs__att_t bind_at;
     struct memobs__shard_s *next; /* registry list */
     int in_use;                   /* owned by a live thread */
     int shared;                   /* the fallback shard: written with atomic adds */
@@ -2147,6 +2264,9 @@ typedef struct {
        interrupted is writing (see THREADS, SIGNALS). Plain stores:
        a handler leaves it as it found it. */
     uint32_t in;
+    /* Bound to a request (memobs_request_enter): the records also add to
+       the shard's att. */
+    uint32_t req;
 } memobs__tls_t;
 
 /* memobs__on.v: 0 off; MEMOBS__ON: on; MEMOBS__ON | MEMOBS__ON_APART: on,
@@ -2273,6 +2393,10 @@ static inline void memobs__xfer(unsigned dir, unsigned phase, uint64_t bytes) {
 #else /* private, bench/bench_sizes_off.c's "before": the count alone, as a record had it (filed at size 0) */
             memobs__own_add(&s->xsize[phase][dir][0], 1u);
 #endif
+            if (MEMOBS__UNLIKELY(memobs__tls.req != 0)) { /* bound to a request */
+                memobs__own_add_sat(&s->att.x[0][phase][dir], bytes);
+                memobs__own_add(&s->att.x[1][phase][dir], 1u);
+            }
             MEMOBS__OWN_END();
             if (MEMOBS__UNLIKELY(MEMOBS__LOAD(&memobs__tl_on.v) != 0)) memobs__tl_xfer(dir, phase, bytes);
         } else {
@@ -2441,6 +2565,9 @@ static const char *const memobs__dir_key[MEMOBS_DIRS] = {"h2d", "d2h", "d2d", "h
 #ifndef MEMOBS_MAX_REQUESTS
 #define MEMOBS_MAX_REQUESTS 4096
 #endif
+#ifndef MEMOBS_MAX_TENANTS
+#define MEMOBS_MAX_TENANTS 32
+#endif
 #ifndef MEMOBS_CALLSTACK
 #define MEMOBS_CALLSTACK 0
 #endif
@@ -2549,6 +2676,9 @@ enum {
     MEMOBS__ST_REGION_DEEP,
     MEMOBS__ST_REGION_DROPPED,
     MEMOBS__ST_NESTED, /* refused inside memobs on the same thread (a signal handler): signal_dropped */
+    MEMOBS__ST_ATT_ORPHAN, /* bytes attributed to an id not in flight */
+    MEMOBS__ST_ATT_BIND,   /* leaves with no enter, enters too deep */
+    MEMOBS__ST_ATT_TENANT, /* tenant calls refused */
     MEMOBS__ST_COUNT
 };
 
@@ -2578,15 +2708,28 @@ enum {
     MEMOBS__W_NO_FP = 1u << 21,
     MEMOBS__W_TL_KEPT = 1u << 22,
     MEMOBS__W_TOO_BIG = 1u << 23,
-    MEMOBS__W_TRK_SAT = 1u << 24
+    MEMOBS__W_TRK_SAT = 1u << 24,
+    MEMOBS__W_ATT_BIND = 1u << 25,
+    MEMOBS__W_ATT_ORPHAN = 1u << 26,
+    MEMOBS__W_ATT_TENANT = 1u << 27,
+    MEMOBS__W_ATT_LINES = 1u << 28
 };
 
 #define MEMOBS__REQ_STRIPES 16
 #define MEMOBS__REQ_PER_STRIPE ((MEMOBS_MAX_REQUESTS + MEMOBS__REQ_STRIPES - 1) / MEMOBS__REQ_STRIPES)
 
+/* A request's ledger (see "attribution"). */
 typedef struct {
-    uint64_t id, begin_ns, last_ns;
+    uint64_t x[2][MEMOBS__NPHASE][MEMOBS__NDIR]; /* bytes (saturating), operations */
+    uint64_t eng[MEMOBS__NDIR], dev[MEMOBS__NDIR], reg; /* engine-timed, device-timed, regions' ns */
+    uint64_t cur, peak;                          /* tracked bytes held, their peak */
+} memobs__led_t;
+
+typedef struct {
+    uint64_t id, begin_ns, last_ns, first_ns; /* first_ns: the first token's */
     uint32_t tokens, used;
+    uint32_t tenant; /* 0: none; t + 1: memobs__att.ten[t] (MEMOBS_MAX_TENANTS: "other") */
+    memobs__led_t led;
 } memobs__req_t;
 
 typedef struct {
@@ -2968,6 +3111,24 @@ static struct {
     void (*pre_summary)(void); /* a companion header's hook: settle what it measures */
     memobs__trk_t trk;         /* allocation tracker */
 } memobs__g;
+
+/* Attribution's state beside the request table (see "attribution"). lock:
+   the tenants' names, the top lists and the request lines' file; taken
+   under a request stripe's lock, never the other way round. */
+static struct {
+    pthread_mutex_t lock;
+    memobs__u32_t nten;                       /* tenant names taken; each written before (release) */
+    char ten[MEMOBS_MAX_TENANTS][64];
+    memobs__u64_t tx[MEMOBS_MAX_TENANTS + 1][2][MEMOBS__NDIR]; /* per tenant, "other" last: bytes, ops */
+    memobs__u64_t treq[MEMOBS_MAX_TENANTS + 1];                /* its requests finished */
+    uint64_t tx_base[MEMOBS_MAX_TENANTS + 1][2][MEMOBS__NDIR];
+    uint64_t treq_base[MEMOBS_MAX_TENANTS + 1];
+    memobs_request_info_t top[2][MEMOBS_REQUEST_TOP]; /* by bytes, by wait; largest first */
+    uint32_t ntop[2];
+    char lines[MEMOBS__SPEC_LEN]; /* MEMOBS_REQUESTS: "" off, "stderr", "stdout" or a path */
+    uint64_t lines_max;           /* MEMOBS_REQUESTS_MAX_BYTES: a file at or past it is rotated; 0 never */
+    memobs__u64_t lines_written, lines_failed, rotations;
+} memobs__att;
 
 #ifdef MEMOBS_DISABLE
 memobs__flag_t memobs__on __attribute__((aligned(64))) = {0, {0}};
@@ -3374,6 +3535,9 @@ static void memobs__track_env(void) {
 static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
+static void memobs__att_fork(int stage);
+static void memobs__att_release(memobs__shard_t *s);
+static void memobs__att_env(void);
 static void memobs__reg_init(int env);
 static void memobs__html_env(void) __attribute__((unused)); /* HTML report */
 static void memobs__pin_self(void);
@@ -3382,6 +3546,7 @@ static void memobs__init_once(void) {
     const char *s;
     unsigned i;
     pthread_mutex_init(&memobs__g.lock, NULL);
+    pthread_mutex_init(&memobs__att.lock, NULL);
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     atexit(memobs__exit_all);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
@@ -3425,6 +3590,7 @@ static void memobs__init_once(void) {
     memobs__outputs_env(); /* the outputs the table reads itself: MEMOBS_SUMMARY, MEMOBS_LEAKS */
     memobs__reg_init(1);
     memobs__track_env();
+    memobs__att_env();
     memobs__smp_env();
     memobs__html_env();
     memobs__sig_env(); /* last: after every exit output is configured */
@@ -3615,6 +3781,7 @@ static memobs__shard_t *memobs__shard_get(int wait, int *nomem) {
     if (s) {
         s->in_use = 1;
         MEMOBS__STORE(&s->rdepth.v, 0u); /* a recycled shard: its last owner's regions ended with it */
+        s->bind_depth = s->bind_over = 0; /* and its requests' bindings */
     }
     pthread_mutex_unlock(&memobs__g.lock);
     if (s && memobs__g.key_ok) pthread_setspecific(memobs__g.key, s);
@@ -3641,6 +3808,7 @@ static memobs__shard_t *memobs__shard_try(int *nomem) {
 /* Thread exit: the shard keeps its figures and goes to the next new thread. */
 static void memobs__shard_release(void *p) {
     memobs__shard_t *s = (memobs__shard_t *)p;
+    memobs__att_release(s); /* a binding left open: its ledger brought up to date */
     memobs__tls.in++; /* a signal handler's record from here on adds to the shared shard */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     memobs__tl_release(s); /* its timeline chunk joins the queue */
@@ -3672,9 +3840,11 @@ static void memobs__atfork_prepare(void) {
     memobs__tsn_fork(1);
     memobs__coll_fork(1);
     memobs__bg_fork(0);
+    memobs__att_fork(0);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
+    memobs__att_fork(1);
     memobs__bg_fork(1);
     memobs__coll_fork(0);
     memobs__tsn_fork(0);
@@ -3691,6 +3861,7 @@ static void memobs__atfork_child(void) {
     memobs__bg_fork(2);
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->shared && s != memobs__tls.shard) s->in_use = 0;
+    memobs__att_fork(2);
     /* The threads that did not come along leave their escrow records in
        the totals (every lock is held: the cut is exact). */
     memobs__esc_fold_held(-1);
@@ -3720,7 +3891,8 @@ static int memobs__too_big(uint64_t v, int ns, const char *what) {
     return 1;
 }
 
-void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) { memobs__xfer_n(dir, phase, bytes, 1); }
+static int memobs__xfer_do(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n, int on);
+void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes) { (void)memobs__xfer_do(dir, phase, bytes, 1, 0); }
 
 /* Every record but the inline fast path's ends here (n of them, bytes in
    all). A thread with no shard (a signal handler's record inside memobs on
@@ -3736,19 +3908,32 @@ static int memobs__bad_dir(unsigned dir, unsigned phase) {
 }
 
 void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
+    (void)memobs__xfer_do(dir, phase, bytes, n, 0);
+}
+
+/* memobs__xfer_n's record, attributed by the thread's binding (on 0) or
+   on a request's behalf (on 1: memobs_request_xfer*, not the binding's).
+   1 when it is in the transfer figures, 0 when not (refused, off, or
+   counted apart as manual). */
+static int memobs__xfer_do(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n, int on) {
     memobs__shard_t *s;
     uint64_t b;
-    int nomem;
-    if (!n) return;
-    if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a transfer record")) return;
+    int nomem, att = on || memobs__tls.req;
+    if (!n) return 0;
+    if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a transfer record")) return 0;
     b = memobs__size_slot(bytes / n + (bytes % n != 0)); /* n at once: at their mean size */
     s = memobs__shard_try(&nomem);
-    if (!MEMOBS__LOAD(&memobs__on.v)) return; /* start-up just read MEMOBS=0 */
-    if (memobs__manual(dir, phase, bytes, n)) return;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return 0; /* start-up just read MEMOBS=0 */
+    if (memobs__manual(dir, phase, bytes, n)) return 0;
     if (s && MEMOBS__OWN_OK()) { /* this thread's own shard */
         MEMOBS__OWN_BEGIN();
         memobs__own_add(&s->xfer[phase][dir], bytes);
         memobs__own_add(&s->xsize[phase][dir][b], n);
+        if (att) {
+            memobs__u64_t(*a)[MEMOBS__NPHASE][MEMOBS__NDIR] = on ? s->attx : s->att.x;
+            memobs__own_add_sat(&a[0][phase][dir], bytes);
+            memobs__own_add(&a[1][phase][dir], n);
+        }
         MEMOBS__OWN_END();
     } else {
         if (nomem) {
@@ -3758,8 +3943,14 @@ void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uint64_t n) {
         }
         memobs__add_sat_atomic(&memobs__g.fallback.xfer[phase][dir], bytes);
         MEMOBS__ADD(&memobs__g.fallback.xsize[phase][dir][b].v, n);
+        if (att) { /* attributed; a binding's ledger never sees the shared shard: orphans */
+            memobs__add_sat_atomic(&memobs__g.fallback.attx[0][phase][dir], bytes);
+            MEMOBS__ADD(&memobs__g.fallback.attx[1][phase][dir].v, n);
+            if (!on) memobs__add_sat_atomic(&memobs__g.st[MEMOBS__ST_ATT_ORPHAN], bytes);
+        }
     }
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
+    return 1;
 }
 
 void memobs__counter_slow(memobs_counter_t c, uint64_t n) {
@@ -3811,8 +4002,15 @@ void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phas
     memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
     /* a copy counted apart as manual is not timed among the observed */
     if (ns && ((unsigned)dir >= MEMOBS__NGPU || memobs__tls.observing ||
-               !(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART)))
+               !(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART))) {
+        memobs__shard_t *s = memobs__tls.shard;
         memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns);
+        if (memobs__tls.req && s && !s->shared && MEMOBS__OWN_OK()) { /* bound: the request waited for it */
+            MEMOBS__OWN_BEGIN();
+            memobs__own_add_sat(&s->att.eng[dir], ns);
+            MEMOBS__OWN_END();
+        }
+    }
 }
 
 void memobs_timed_in_flight(int64_t copies, int64_t bytes) {
@@ -4062,6 +4260,10 @@ static void memobs__req_remove(memobs__req_stripe_t *st, unsigned j) {
     }
 }
 
+/* A request's ledger finished (see "attribution"): stripe locked, or the
+   slot copied out of the table. */
+static void memobs__att_done(const memobs__req_t *r, memobs_request_state_t state, uint64_t now);
+
 /* When a request went idle: its begin, or its last token. */
 static uint64_t memobs__req_idle_from(const memobs__req_t *r) { return r->tokens ? r->last_ns : r->begin_ns; }
 
@@ -4083,6 +4285,7 @@ static void memobs__req_reap(memobs__req_stripe_t *st, uint64_t now, uint64_t ti
         if (r->used) {
             uint64_t exp = memobs__req_expiry(memobs__req_idle_from(r), timeout);
             if (exp <= now) {
+                memobs__att_done(r, MEMOBS_REQUEST_ABANDONED, now);
                 memobs__req_remove(st, j);
                 gone++;
                 continue;
@@ -4112,6 +4315,7 @@ static void memobs__req_evict(memobs__req_stripe_t *st, uint64_t id) {
                       "request %llu, idle the longest, dropped untimed to time request %llu (counted; raise "
                       "MEMOBS_MAX_REQUESTS or lower MEMOBS_REQUEST_TIMEOUT_S)", (unsigned)MEMOBS_MAX_REQUESTS,
                       (unsigned long long)st->slot[best].id, (unsigned long long)id);
+    memobs__att_done(&st->slot[best], MEMOBS_REQUEST_DROPPED, MEMOBS__REQ_NOW());
     memobs__req_remove(st, best);
 }
 
@@ -4212,10 +4416,9 @@ void memobs_request_begin(uint64_t id) {
         if (st->n == MEMOBS__REQ_PER_STRIPE) memobs__req_evict(st, id);
         memobs__req_probe(st, id, memobs__mix(id), &at, &found);
     }
+    memset(&st->slot[at], 0, sizeof st->slot[at]); /* its ledger too */
     st->slot[at].id = id;
     st->slot[at].begin_ns = now;
-    st->slot[at].last_ns = 0;
-    st->slot[at].tokens = 0;
     st->slot[at].used = 1;
     st->n++;
     if (timeout && memobs__req_expiry(now, timeout) < st->reap_ns) st->reap_ns = memobs__req_expiry(now, timeout);
@@ -4233,6 +4436,7 @@ static memobs__req_t *memobs__req_live(uint64_t id, uint64_t now, const char *wh
     if (found) {
         memobs__req_t *r = &(*st)->slot[at];
         if (!timeout || memobs__req_expiry(memobs__req_idle_from(r), timeout) > now) return r;
+        memobs__att_done(r, MEMOBS_REQUEST_ABANDONED, now);
         memobs__req_remove(*st, (unsigned)at);
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABANDONED].v, 1u);
     }
@@ -4255,29 +4459,495 @@ void memobs_request_token(uint64_t id) {
     prev = r->last_ns;
     begin = r->begin_ns;
     r->last_ns = now > begin ? now : begin; /* idle from here (never before the begin) */
+    if (tokens == 0) r->first_ns = r->last_ns;
     memobs__mutex_unlock(&st->lock);
     if (tokens == 0) memobs__hist_add(&memobs__g.ttft, now > begin ? now - begin : 0);
     else memobs__hist_add(&memobs__g.tpot, now > prev ? now - prev : 0);
 }
 
+static void memobs__att_end_bound(uint64_t id);
+
 void memobs_request_end(uint64_t id) {
     memobs__req_stripe_t *st;
-    memobs__req_t *r;
+    memobs__req_t *r, done;
     uint64_t now, begin;
     uint32_t tokens;
     if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
+    memobs__att_end_bound(id); /* this thread's records for it so far, in its ledger */
     now = MEMOBS__REQ_NOW();
     if ((r = memobs__req_live(id, now, "end", &st)) == NULL) return;
     tokens = r->tokens;
     begin = r->begin_ns;
+    done = *r;
     memobs__req_remove(st, (unsigned)(r - st->slot));
     memobs__mutex_unlock(&st->lock);
+    memobs__att_done(&done, tokens ? MEMOBS_REQUEST_COMPLETED : MEMOBS_REQUEST_ABORTED, now);
     if (tokens == 0) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_ABORTED].v, 1u);
         return;
     }
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_REQ_COMPLETED].v, 1u);
     memobs__hist_add(&memobs__g.e2e, now > begin ? now - begin : 0);
+}
+
+/* ======================================================================== */
+/* Private: attribution to requests                           >>attribution */
+/* ======================================================================== */
+
+/* A record made while its thread is bound to a request adds to the
+   shard's att as well (two plain adds, see memobs__xfer); the request's
+   ledger in the table gets att - bind_at when the binding changes
+   (memobs__att_flush: one stripe lock). A record made on a request's
+   behalf (memobs_request_xfer*) adds to the shard's attx and to the
+   ledger at once. The attributed figures are the shards' att.x + attx,
+   summed as the transfer figures are, so that attributed + unattributed =
+   total holds at any read. */
+
+/* The shard's att as plain numbers (owner, or the summary's reads). */
+static void memobs__att_read(memobs__shard_t *s, memobs__att_t *to) {
+    const memobs__u64_t *a = &s->att.x[0][0][0];
+    memobs__u64_t *t = &to->x[0][0][0];
+    size_t i;
+    for (i = 0; i < sizeof s->att / sizeof(memobs__u64_t); i++) t[i].v = MEMOBS__LOAD(&a[i].v);
+}
+
+/* Stripe locked: the ledger of r gets d, and r's tenant's counters its
+   bytes and operations. */
+static void memobs__att_add(memobs__req_t *r, const memobs__led_t *d) {
+    memobs__led_t *l = &r->led;
+    unsigned p, k;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) {
+            l->x[0][p][k] = memobs__sat(l->x[0][p][k], d->x[0][p][k]);
+            l->x[1][p][k] += d->x[1][p][k];
+        }
+    for (k = 0; k < MEMOBS__NDIR; k++) {
+        l->eng[k] = memobs__sat(l->eng[k], d->eng[k]);
+        l->dev[k] = memobs__sat(l->dev[k], d->dev[k]);
+    }
+    l->reg = memobs__sat(l->reg, d->reg);
+    if (r->tenant)
+        for (k = 0; k < MEMOBS__NDIR; k++) {
+            uint64_t b = 0, n = 0;
+            for (p = 0; p < MEMOBS__NPHASE; p++) {
+                b = memobs__sat(b, d->x[0][p][k]);
+                n += d->x[1][p][k];
+            }
+            if (b) memobs__add_sat_atomic(&memobs__att.tx[r->tenant - 1][0][k], b);
+            if (n) MEMOBS__ADD(&memobs__att.tx[r->tenant - 1][1][k].v, n);
+        }
+}
+
+/* The bytes of a ledger's change. */
+static uint64_t memobs__att_bytes(const memobs__led_t *d) {
+    uint64_t b = 0;
+    unsigned p, k;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) b = memobs__sat(b, d->x[0][p][k]);
+    return b;
+}
+
+/* Locks the stripe of request id when it is in flight (not idle past the
+   timeout): its slot, or NULL with nothing locked. */
+static memobs__req_t *memobs__att_slot(uint64_t id, memobs__req_stripe_t **st) {
+    int at, found;
+    uint64_t timeout = MEMOBS__LOAD(&memobs__g.req_timeout_ns.v);
+    *st = memobs__req_find(id, &at, &found);
+    if (found) {
+        memobs__req_t *r = &(*st)->slot[at];
+        if (!timeout || memobs__req_expiry(memobs__req_idle_from(r), timeout) > MEMOBS__REQ_NOW()) return r;
+    }
+    memobs__mutex_unlock(&(*st)->lock);
+    return NULL;
+}
+
+/* The ledger of request id gets d; for an id not in flight, d's bytes are
+   counted as orphans (one warning). */
+static void memobs__att_to(uint64_t id, const memobs__led_t *d) {
+    memobs__req_stripe_t *st;
+    memobs__req_t *r = memobs__att_slot(id, &st);
+    uint64_t b;
+    if (r) {
+        memobs__att_add(r, d);
+        memobs__mutex_unlock(&st->lock);
+        return;
+    }
+    if ((b = memobs__att_bytes(d)) == 0) return;
+    memobs__add_sat_atomic(&memobs__g.st[MEMOBS__ST_ATT_ORPHAN], b);
+    memobs__warn_once(MEMOBS__W_ATT_ORPHAN, "%llu bytes attributed to request %llu, which is not in flight (never "
+                      "begun, or ended); in the attributed figures, in no request's ledger (counted)",
+                      (unsigned long long)b, (unsigned long long)id);
+}
+
+/* Owner thread, bound: the ledger of its innermost request gets what the
+   thread attributed since bind_at, which moves up to now. */
+static void memobs__att_flush(memobs__shard_t *s) {
+    memobs__att_t now;
+    memobs__led_t d;
+    unsigned p, k;
+    int any = 0;
+    memobs__att_read(s, &now);
+    memset(&d, 0, sizeof d);
+    for (p = 0; p < 2; p++)
+        for (k = 0; k < MEMOBS__NPHASE * MEMOBS__NDIR; k++)
+            any |= ((&d.x[p][0][0])[k] = memobs__win((&now.x[p][0][0])[k].v, (&s->bind_at.x[p][0][0])[k].v)) != 0;
+    for (k = 0; k < MEMOBS__NDIR; k++) any |= (d.eng[k] = now.eng[k].v - s->bind_at.eng[k].v) != 0;
+    any |= (d.reg = now.reg.v - s->bind_at.reg.v) != 0;
+    s->bind_at = now;
+    if (any) memobs__att_to(s->bind_id[s->bind_depth - 1], &d);
+}
+
+void memobs_request_enter(uint64_t id) {
+    memobs__shard_t *s;
+    int nomem;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
+    s = memobs__shard_try(&nomem);
+    if (!s || s->shared) return; /* no shard: the records go to the shared one, unattributed */
+    if (s->bind_depth >= MEMOBS_REQUEST_DEPTH) {
+        s->bind_over++;
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_BIND].v, 1u);
+        memobs__warn_once(MEMOBS__W_ATT_BIND, "memobs_request_enter(%llu) deeper than MEMOBS_REQUEST_DEPTH=%d on "
+                          "this thread: its records stay with request %llu (counted)", (unsigned long long)id,
+                          MEMOBS_REQUEST_DEPTH, (unsigned long long)s->bind_id[s->bind_depth - 1]);
+        return;
+    }
+    if (s->bind_depth) memobs__att_flush(s); /* the outer request's records so far */
+    else memobs__att_read(s, &s->bind_at);
+    s->bind_id[s->bind_depth++] = id;
+    memobs__tls.req = 1;
+}
+
+void memobs_request_leave(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    if (memobs__req_nested()) return;
+    if (s && !s->shared && s->bind_over) {
+        s->bind_over--;
+        return;
+    }
+    if (!s || s->shared || !s->bind_depth) {
+        if (!MEMOBS__LOAD(&memobs__on.v)) return;
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_BIND].v, 1u);
+        memobs__warn_once(MEMOBS__W_ATT_BIND, "memobs_request_leave() with no request entered on this thread; "
+                          "ignored (counted)");
+        return;
+    }
+    memobs__att_flush(s);
+    s->bind_depth--;
+    memobs__tls.req = s->bind_depth != 0;
+}
+
+int memobs_request_current(uint64_t *id) {
+    memobs__shard_t *s = memobs__tls.shard;
+    if (!s || s->shared || !s->bind_depth) return 0;
+    if (id) *id = s->bind_id[s->bind_depth - 1];
+    return 1;
+}
+
+/* memobs_request_end(id) on a thread bound to id: its records so far. */
+static void memobs__att_end_bound(uint64_t id) {
+    memobs__shard_t *s = memobs__tls.shard;
+    if (s && !s->shared && s->bind_depth && s->bind_id[s->bind_depth - 1] == id) memobs__att_flush(s);
+}
+
+/* Thread exit, bound: the ledger gets the thread's last records. */
+static void memobs__att_release(memobs__shard_t *s) {
+    if (!s->shared && s->bind_depth && MEMOBS__LOAD(&memobs__g.req_used.v)) memobs__att_flush(s);
+    s->bind_depth = s->bind_over = 0;
+    memobs__tls.req = 0;
+}
+
+/* floor(a x b / c) for b <= c, c > 0: the 128-bit product, divided bit
+   by bit (the quotient is at most a). */
+static uint64_t memobs__muldiv(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    uint64_t lo = (p00 & 0xffffffffu) | (mid << 32), hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+    uint64_t q = 0, r = 0;
+    int i;
+    for (i = 127; i >= 0; i--) {
+        uint64_t top = r >> 63;
+        r = (r << 1) | (i >= 64 ? (hi >> (i - 64)) & 1u : (lo >> i) & 1u);
+        q <<= 1;
+        if (top || r >= c) {
+            r -= c;
+            q |= 1u;
+        }
+    }
+    return q;
+}
+
+/* memobs_request_xfer, _ns and _split: one transfer recorded outside the
+   thread's binding, then its parts in the ledgers (ns whole in each:
+   every one of them waited for it). */
+static int memobs__att_xfer(const uint64_t *ids, const uint64_t *shares, size_t n, unsigned dir, uint64_t bytes,
+                            unsigned phase, uint64_t ns) {
+    uint64_t sum = 0, cum = 0, prev = 0;
+    size_t i;
+    if (!ids || !n) {
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "memobs_request_xfer_split with %s; ignored (a bad record)",
+                          ids ? "n 0" : "ids NULL");
+        return MEMOBS_ERR_INVALID;
+    }
+    if (memobs__bad_dir(dir, phase) || memobs__too_big(bytes, 0, "a request's transfer") ||
+        memobs__too_big(ns, 1, "a request's transfer"))
+        return MEMOBS_ERR_INVALID;
+    for (i = 0; shares && i < n; i++) {
+        if (sum + shares[i] < sum) {
+            MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
+            memobs__warn_once(MEMOBS__W_BAD_RECORD, "memobs_request_xfer_split: the shares add up past 2^64; "
+                              "ignored (a bad record)");
+            return MEMOBS_ERR_INVALID;
+        }
+        sum += shares[i];
+    }
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return MEMOBS_OK;
+    if (!memobs__xfer_do(dir, phase, bytes, 1, 1)) return MEMOBS_OK; /* counted apart as manual */
+    if (ns) memobs__timed_add(dir, phase, bytes, ns);
+    for (i = 0; i < n; i++) {
+        memobs__led_t d;
+        uint64_t part;
+        cum += sum ? shares[i] : 1u;
+        part = memobs__muldiv(bytes, cum, sum ? sum : (uint64_t)n) - prev;
+        prev += part;
+        memset(&d, 0, sizeof d);
+        d.x[0][phase][dir] = part;
+        d.x[1][phase][dir] = 1u;
+        d.eng[dir] = ns;
+        memobs__att_to(ids[i], &d);
+    }
+    return MEMOBS_OK;
+}
+
+void memobs_request_xfer(uint64_t id, memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
+    (void)memobs__att_xfer(&id, NULL, 1, (unsigned)dir, bytes, (unsigned)phase, 0);
+}
+
+void memobs_request_xfer_ns(uint64_t id, memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
+    (void)memobs__att_xfer(&id, NULL, 1, (unsigned)dir, bytes, (unsigned)phase, ns);
+}
+
+int memobs_request_xfer_split(const uint64_t *ids, const uint64_t *shares, size_t n, memobs_dir_t dir, uint64_t bytes,
+                              memobs_phase_t phase) {
+    return memobs__att_xfer(ids, shares, n, (unsigned)dir, bytes, (unsigned)phase, 0);
+}
+
+/* A device-timed copy made while its thread was bound to request id,
+   completed: its time in the ledger (memobs_cuda.h). */
+void memobs__att_device(uint64_t id, unsigned dir, uint64_t ns) {
+    memobs__req_stripe_t *st;
+    memobs__req_t *r;
+    if (dir >= MEMOBS__NDIR || !MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
+    if ((r = memobs__att_slot(id, &st)) == NULL) return; /* ended: the time is in the totals only */
+    r->led.dev[dir] = memobs__sat(r->led.dev[dir], ns);
+    memobs__mutex_unlock(&st->lock);
+}
+
+/* A tracked allocation of bytes made (sign 1) or freed (-1) by request
+   id's: its current bytes and their peak. */
+void memobs__att_mem(uint64_t id, uint64_t bytes, int sign) {
+    memobs__req_stripe_t *st;
+    memobs__req_t *r;
+    if (!bytes || memobs__req_nested() || (r = memobs__att_slot(id, &st)) == NULL) return;
+    if (sign > 0) {
+        r->led.cur = memobs__sat(r->led.cur, bytes);
+        if (r->led.cur > r->led.peak) r->led.peak = r->led.cur;
+    } else {
+        r->led.cur = r->led.cur > bytes ? r->led.cur - bytes : 0;
+    }
+    memobs__mutex_unlock(&st->lock);
+}
+
+static size_t memobs__utf8_len(const unsigned char *p);
+
+/* A tenant's name: 1 to 63 bytes of UTF-8, no control character. */
+static int memobs__att_name_ok(const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t k;
+    if (!s || !*s || strlen(s) > 63) return 0;
+    for (; *p; p += k)
+        if (*p < 0x20 || *p == 0x7f || (k = memobs__utf8_len(p)) == 0) return 0;
+    return 1;
+}
+
+/* The tenant index of name (MEMOBS_MAX_TENANTS: "other"), taking a new
+   one while there is room. */
+static uint32_t memobs__att_tenant_of(const char *name) {
+    uint32_t t, n;
+    pthread_mutex_lock(&memobs__att.lock);
+    n = MEMOBS__LOAD(&memobs__att.nten.v);
+    for (t = 0; t < n && strcmp(memobs__att.ten[t], name) != 0; t++) {
+    }
+    if (t == n && n < MEMOBS_MAX_TENANTS) {
+        memcpy(memobs__att.ten[n], name, strlen(name) + 1);
+        __atomic_store_n(&memobs__att.nten.v, n + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&memobs__att.lock);
+    return t;
+}
+
+int memobs_request_tenant(uint64_t id, const char *name) {
+    memobs__req_stripe_t *st;
+    memobs__req_t *r;
+    memobs__led_t so_far;
+    uint32_t t;
+    const char *why = NULL;
+    if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return MEMOBS_OK;
+    if (!memobs__att_name_ok(name)) {
+        why = "is not 1 to 63 bytes of UTF-8 without control characters";
+    } else {
+        t = memobs__att_tenant_of(name);
+        if ((r = memobs__att_slot(id, &st)) == NULL) {
+            why = "names a request not in flight";
+        } else if (r->tenant && r->tenant != t + 1) {
+            memobs__mutex_unlock(&st->lock);
+            why = "names a request that has a tenant already (kept)";
+        } else {
+            if (!r->tenant) { /* what it moved so far counts for the tenant too */
+                so_far = r->led;
+                memset(&r->led, 0, sizeof r->led);
+                r->tenant = t + 1;
+                memobs__att_add(r, &so_far);
+                r->led.cur = so_far.cur;
+                r->led.peak = so_far.peak;
+            }
+            memobs__mutex_unlock(&st->lock);
+            return MEMOBS_OK;
+        }
+    }
+    MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_TENANT].v, 1u);
+    memobs__warn_once(MEMOBS__W_ATT_TENANT, "memobs_request_tenant(%llu, ...) %s; ignored (counted)",
+                      (unsigned long long)id, why);
+    return MEMOBS_ERR_INVALID;
+}
+
+/* A request's ledger as memobs_request_info_t: state and now (0 in
+   flight) as it stands. */
+static void memobs__att_info(const memobs__req_t *r, memobs_request_state_t state, uint64_t now,
+                             memobs_request_info_t *o) {
+    const memobs__led_t *l = &r->led;
+    unsigned p, k;
+    memset(o, 0, sizeof *o);
+    o->id = r->id;
+    if (r->tenant) /* a name is never written again once taken */
+        snprintf(o->tenant, sizeof o->tenant, "%s",
+                 r->tenant > MEMOBS_MAX_TENANTS ? "other" : memobs__att.ten[r->tenant - 1]);
+    o->state = state;
+    o->begin_ns = r->begin_ns;
+    o->end_ns = state != MEMOBS_REQUEST_IN_FLIGHT ? now : 0;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) {
+            memobs_xfer_t *x = memobs_dirs_at(&o->xfer[p], k);
+            x->bytes = l->x[0][p][k];
+            x->count = l->x[1][p][k];
+        }
+    for (k = 0; k < MEMOBS__NDIR; k++) {
+        o->engine_ns[k] = l->eng[k];
+        o->device_ns[k] = l->dev[k];
+        o->wait_ns = memobs__sat(o->wait_ns, memobs__sat(l->eng[k], l->dev[k]));
+    }
+    o->region_ns = l->reg;
+    o->tokens = r->tokens;
+    if (r->tokens) o->ttft_ns = r->first_ns - r->begin_ns;
+    if (r->tokens > 1) o->tpot_ns = (r->last_ns - r->first_ns) / (r->tokens - 1u);
+    if (state == MEMOBS_REQUEST_COMPLETED) o->e2e_ns = now > r->begin_ns ? now - r->begin_ns : 0;
+    o->current_bytes = l->cur;
+    o->peak_bytes = l->peak;
+}
+
+/* The bytes a request moved, all phases and directions. */
+static uint64_t memobs__att_moved(const memobs_request_info_t *i) {
+    uint64_t b = 0;
+    unsigned p, k;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) b = memobs__sat(b, memobs_dirs_get(&i->xfer[p], k)->bytes);
+    return b;
+}
+
+/* att.lock held: i into top list `by` when it is among the largest. */
+static void memobs__att_top_put(int by, const memobs_request_info_t *i) {
+    memobs_request_info_t *t = memobs__att.top[by];
+    uint32_t n = memobs__att.ntop[by], j;
+    uint64_t v = by ? i->wait_ns : memobs__att_moved(i);
+    if (!v) return;
+    for (j = n; j > 0 && (by ? t[j - 1].wait_ns : memobs__att_moved(&t[j - 1])) < v; j--) {
+    }
+    if (j >= MEMOBS_REQUEST_TOP) return;
+    if (n == MEMOBS_REQUEST_TOP) n--;
+    memmove(&t[j + 1], &t[j], (n - j) * sizeof *t);
+    t[j] = *i;
+    memobs__att.ntop[by] = n + 1;
+}
+
+static void memobs__att_line(const memobs_request_info_t *i);
+
+static void memobs__att_done(const memobs__req_t *r, memobs_request_state_t state, uint64_t now) {
+    memobs_request_info_t info;
+    memobs__att_info(r, state, now, &info);
+    if (r->tenant) MEMOBS__ADD(&memobs__att.treq[r->tenant - 1].v, 1u);
+    pthread_mutex_lock(&memobs__att.lock);
+    memobs__att_top_put(MEMOBS_REQUEST_TOP_BYTES, &info);
+    memobs__att_top_put(MEMOBS_REQUEST_TOP_WAIT, &info);
+    if (memobs__att.lines[0]) memobs__att_line(&info);
+    pthread_mutex_unlock(&memobs__att.lock);
+}
+
+int memobs_request_info(uint64_t id, memobs_request_info_t *out) {
+    memobs__req_stripe_t *st;
+    memobs__req_t *r;
+    if (!out || !MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return MEMOBS_ERR_INVALID;
+    memobs__att_end_bound(id); /* the calling thread's records so far */
+    if ((r = memobs__att_slot(id, &st)) == NULL) return MEMOBS_ERR_INVALID;
+    memobs__att_info(r, MEMOBS_REQUEST_IN_FLIGHT, 0, out);
+    memobs__mutex_unlock(&st->lock);
+    return MEMOBS_OK;
+}
+
+size_t memobs_request_top(int by, memobs_request_info_t *out, size_t n) {
+    size_t k;
+    if (!out || (by != MEMOBS_REQUEST_TOP_BYTES && by != MEMOBS_REQUEST_TOP_WAIT)) return 0;
+    memobs_init();
+    memobs__req_sweep(); /* the abandoned ones finished first */
+    pthread_mutex_lock(&memobs__att.lock);
+    k = memobs__att.ntop[by] < n ? memobs__att.ntop[by] : n;
+    memcpy(out, memobs__att.top[by], k * sizeof *out);
+    pthread_mutex_unlock(&memobs__att.lock);
+    return k;
+}
+
+/* memobs_reset: the tenants' counters and the top lists start again. */
+static void memobs__att_rebase(void) {
+    unsigned i;
+    pthread_mutex_lock(&memobs__att.lock);
+    for (i = 0; i < (MEMOBS_MAX_TENANTS + 1) * 2 * MEMOBS__NDIR; i++)
+        (&memobs__att.tx_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__att.tx[0][0][0])[i].v);
+    for (i = 0; i <= MEMOBS_MAX_TENANTS; i++) memobs__att.treq_base[i] = MEMOBS__LOAD(&memobs__att.treq[i].v);
+    memobs__att.ntop[0] = memobs__att.ntop[1] = 0;
+    pthread_mutex_unlock(&memobs__att.lock);
+}
+
+/* fork(): 0 before (the lock held), 1 the parent after, 2 the child
+   (before 1): the threads that did not come along leave no binding. */
+static void memobs__att_fork(int stage) {
+    memobs__shard_t *s;
+    if (stage == 0) pthread_mutex_lock(&memobs__att.lock);
+    else if (stage == 1) pthread_mutex_unlock(&memobs__att.lock);
+    else
+        for (s = memobs__g.shards; s; s = s->next)
+            if (!s->shared && s != memobs__tls.shard) s->bind_depth = s->bind_over = 0;
+}
+
+/* Runs inside memobs__init_once. */
+static void memobs__att_env(void) {
+    const char *s = getenv("MEMOBS_REQUESTS_MAX_BYTES");
+    memobs__att.lines_max = (uint64_t)256 << 20;
+    if (s && !memobs__parse_bytes(s, &memobs__att.lines_max)) {
+        memobs__log(MEMOBS_LOG_WARN, "MEMOBS_REQUESTS_MAX_BYTES='%s' is not a byte count (like 256M, 0: no limit); "
+                    "using 256M", s);
+        memobs__att.lines_max = (uint64_t)256 << 20;
+    }
+    (void)memobs__report_env("MEMOBS_REQUESTS", memobs__att.lines, sizeof memobs__att.lines);
 }
 
 /* ======================================================================== */
@@ -4587,6 +5257,11 @@ void memobs_region_end(void) {
         MEMOBS__STORE(&r[1].v, MEMOBS__LOAD(&r[1].v) + 1u);
         MEMOBS__STORE(&r[2].v, MEMOBS__LOAD(&r[2].v) + dur);
         memobs__reg_max(id, dur);
+        if (memobs__tls.req && MEMOBS__OWN_OK()) { /* bound: the request's time in regions */
+            MEMOBS__OWN_BEGIN();
+            memobs__own_add_sat(&s->att.reg, dur);
+            MEMOBS__OWN_END();
+        }
         if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_region(t0, dur, id, d);
         if (memobs__reg.names[id].collective) memobs__sl_mark(t0, dur, id, 0);
     }
@@ -8454,7 +9129,7 @@ static void memobs__str_read(char *to, const char *from, size_t len) {
    under it) or, the crash writer, nothing. cur: the tracker's current
    bytes per kind, read just before (the peaks are read after them). */
 static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
-    memobs_dirs_t *by_phase[MEMOBS__NPHASE];
+    memobs_dirs_t *by_phase[MEMOBS__NPHASE], *by_att[MEMOBS__NPHASE];
     const memobs_identity_t *gid = &memobs__g.identity;
     memobs__shard_t *s;
     uint64_t st[MEMOBS__ST_COUNT];
@@ -8463,11 +9138,25 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     by_phase[MEMOBS_PHASE_NONE] = &out->unphased;
     by_phase[MEMOBS_PHASE_PREFILL] = &out->prefill;
     by_phase[MEMOBS_PHASE_DECODE] = &out->decode;
+    by_att[MEMOBS_PHASE_NONE] = &out->attributed.unphased;
+    by_att[MEMOBS_PHASE_PREFILL] = &out->attributed.prefill;
+    by_att[MEMOBS_PHASE_DECODE] = &out->attributed.decode;
     out->enabled = memobs_get_enabled();
     out->window_ns = memobs_now_ns() - MEMOBS__LOAD(&memobs__g.window_start_ns.v);
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
     for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
+        /* the attributed part first: a record adds to it after the figures, so it never reads above them */
+        for (i = 0; i < MEMOBS__NPHASE; i++)
+            for (c = 0; c < MEMOBS__NDIR; c++) {
+                memobs_xfer_t *x = memobs_dirs_at(by_att[i], c);
+                uint64_t b = memobs__sat(memobs__win(MEMOBS__LOAD(&s->att.x[0][i][c].v), s->base_att[0][0][i][c]),
+                                         memobs__win(MEMOBS__LOAD(&s->attx[0][i][c].v), s->base_att[1][0][i][c]));
+                x->bytes = memobs__sat(x->bytes, b);
+                x->count += MEMOBS__LOAD(&s->att.x[1][i][c].v) - s->base_att[0][1][i][c] +
+                            MEMOBS__LOAD(&s->attx[1][i][c].v) - s->base_att[1][1][i][c];
+            }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
                 memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
@@ -8535,6 +9224,11 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     out->identity.world_size = __atomic_load_n(&gid->world_size, __ATOMIC_RELAXED);
     out->identity.pid = __atomic_load_n(&gid->pid, __ATOMIC_RELAXED);
     for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->total, by_phase[i]);
+    for (i = 0; i < MEMOBS__NPHASE; i++) memobs__dirs_add(&out->attributed.total, by_att[i]);
+    out->attributed.orphan_bytes = memobs__win(MEMOBS__LOAD(&memobs__g.st[MEMOBS__ST_ATT_ORPHAN].v),
+                                               memobs__g.st_base[MEMOBS__ST_ATT_ORPHAN]);
+    out->attributed.bind_misuse = st[MEMOBS__ST_ATT_BIND];
+    out->attributed.tenant_misuse = st[MEMOBS__ST_ATT_TENANT];
     for (c = 0; c < MEMOBS__NDIR; c++) {
         out->sizes[c].bytes = memobs_dirs_at(&out->total, c)->bytes;
         memobs__sizes_finish(&out->sizes[c]);
@@ -8607,7 +9301,12 @@ void memobs_reset(void) {
         }
         for (i = 0; i < MEMOBS_MAX_COUNTERS; i++) s->base_user[i] = MEMOBS__LOAD(&s->user[i].v);
         for (i = 0; i < MEMOBS_MEM_KINDS * 5; i++) (&s->base_trk[0][0])[i] = MEMOBS__LOAD(&(&s->trk[0][0])[i].v);
+        for (i = 0; i < 2 * MEMOBS__NPHASE * MEMOBS__NDIR; i++) {
+            (&s->base_att[0][0][0][0])[i] = MEMOBS__LOAD(&(&s->att.x[0][0][0])[i].v);
+            (&s->base_att[1][0][0][0])[i] = MEMOBS__LOAD(&(&s->attx[0][0][0])[i].v);
+        }
     }
+    memobs__att_rebase();
     /* The window's peak starts at what is allocated now. */
     memobs__esc_rebase();
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
@@ -11094,6 +11793,114 @@ static int memobs__append_end(memobs__append_t *a) {
 #endif
     memobs__pipe_unblock(&pg);
     return e;
+}
+
+/* ======================================================================== */
+/* Private: the request lines (MEMOBS_REQUESTS)               >>request-lines */
+/* ======================================================================== */
+
+/* One JSON line a finished request (docs/requests.md), appended with one
+   write(2) as the reports are: lines from threads, processes and memobs
+   instances never interleave. The file is bounded: a regular file of the
+   process's user at or past MEMOBS_REQUESTS_MAX_BYTES is renamed to
+   PATH.1 (replacing it) before the next line, so at most twice the limit
+   and a line are kept; a file that cannot be renamed (another user's, a
+   link, a device) gets no more lines once past it (counted, one warning). */
+static const char *const memobs__att_state_name[5] = {"in_flight", "completed", "aborted", "abandoned", "dropped"};
+
+/* att.lock held: the line of request i into buf (at most len - 1 bytes). */
+static void memobs__att_format(memobs__out_t *o, const memobs_request_info_t *i) {
+    static const char *const ph[MEMOBS__NPHASE] = {"unphased", "prefill", "decode"};
+    uint64_t mono = memobs_now_ns(), real = memobs__realtime_ns();
+    unsigned p, k;
+    memobs__out_printf(o, "{\"id\":%llu,\"tenant\":", (unsigned long long)i->id);
+    if (i->tenant[0]) memobs__out_json_str(o, i->tenant);
+    else memobs__out_str(o, "null");
+    memobs__out_printf(o, ",\"state\":\"%s\",\"abandoned\":%s,\"pid\":%lld,\"rank\":%d",
+                       memobs__att_state_name[i->state], i->state == MEMOBS_REQUEST_ABANDONED ? "true" : "false",
+                       (long long)__atomic_load_n(&memobs__g.identity.pid, __ATOMIC_RELAXED),
+                       (int)__atomic_load_n(&memobs__g.identity.rank, __ATOMIC_RELAXED));
+    memobs__out_printf(o, ",\"begin_unix_ns\":%llu,\"end_unix_ns\":%llu",
+                       (unsigned long long)(real - (mono - i->begin_ns)),
+                       (unsigned long long)(real - (mono - i->end_ns)));
+    memobs__out_printf(o, ",\"tokens\":%llu,\"ttft_ns\":%llu,\"tpot_ns\":%llu,\"e2e_ns\":%llu,\"wait_ns\":%llu,"
+                       "\"region_ns\":%llu,\"peak_bytes\":%llu,\"held_bytes\":%llu,\"xfer\":{",
+                       (unsigned long long)i->tokens, (unsigned long long)i->ttft_ns, (unsigned long long)i->tpot_ns,
+                       (unsigned long long)i->e2e_ns, (unsigned long long)i->wait_ns,
+                       (unsigned long long)i->region_ns, (unsigned long long)i->peak_bytes,
+                       (unsigned long long)i->current_bytes);
+    for (k = 0; k < MEMOBS__NDIR; k++) {
+        uint64_t b = 0, n = 0;
+        for (p = 0; p < MEMOBS__NPHASE; p++) {
+            b = memobs__sat(b, memobs_dirs_get(&i->xfer[p], k)->bytes);
+            n += memobs_dirs_get(&i->xfer[p], k)->count;
+        }
+        memobs__out_printf(o, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu", k ? "," : "", memobs__dir_key[k],
+                           (unsigned long long)b, (unsigned long long)n);
+        for (p = 0; p < MEMOBS__NPHASE; p++)
+            memobs__out_printf(o, ",\"%s\":[%llu,%llu]", ph[p],
+                               (unsigned long long)memobs_dirs_get(&i->xfer[p], k)->bytes,
+                               (unsigned long long)memobs_dirs_get(&i->xfer[p], k)->count);
+        memobs__out_printf(o, ",\"engine_ns\":%llu,\"device_ns\":%llu}", (unsigned long long)i->engine_ns[k],
+                           (unsigned long long)i->device_ns[k]);
+    }
+    memobs__out_str(o, "}}\n");
+}
+
+/* att.lock held: before a line to path full, a file past the limit is
+   rotated; 0 when the line may be written. */
+static int memobs__att_rotate(const char *full) {
+#ifdef MEMOBS__OUT_LINUX
+    struct stat st;
+    char old[MEMOBS__PATH_LEN + 2];
+    if (!memobs__att.lines_max || stat(full, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < memobs__att.lines_max)
+        return 0;
+    if (memobs__lstat(full, &st) == 0 && S_ISREG(st.st_mode) && (unsigned)st.st_uid == memobs__geteuid() &&
+        (size_t)snprintf(old, sizeof old, "%s.1", full) < sizeof old && rename(full, old) == 0) {
+        MEMOBS__ADD(&memobs__att.rotations.v, 1u);
+        return 0;
+    }
+    memobs__warn_once(MEMOBS__W_ATT_LINES, "request lines: '%s' reached MEMOBS_REQUESTS_MAX_BYTES (%llu) and cannot "
+                      "be renamed to '%s.1' (%s); no more lines (counted)", full,
+                      (unsigned long long)memobs__att.lines_max, full, errno ? strerror(errno) :
+                      "not a regular file of this user");
+    return -1;
+#else
+    (void)full;
+    return 0;
+#endif
+}
+
+/* att.lock held: request i's line, appended. */
+static void memobs__att_line(const memobs_request_info_t *i) {
+    char line[4096], full[MEMOBS__PATH_LEN];
+    memobs__out_t o;
+    memobs__append_t a;
+    const char *dest = memobs__att.lines;
+    int e;
+    memobs__out_string(&o, line, sizeof line);
+    memobs__att_format(&o, i);
+    memobs__out_end(&o);
+    if (strcmp(dest, "stderr") != 0 && strcmp(dest, "stdout") != 0 && memobs__expand_path(dest, full, sizeof full) &&
+        memobs__fd_name(full) < 0) {
+        errno = 0;
+        if (memobs__att_rotate(full) != 0) {
+            MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
+            return;
+        }
+    }
+    if (!memobs__append_begin(&a, dest, "request lines")) {
+        MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
+        return;
+    }
+    fputs(line, a.f);
+    if ((e = memobs__append_end(&a)) != 0) {
+        MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
+        memobs__warn_once(MEMOBS__W_ATT_LINES, "request lines: cannot write to '%s': %s (counted)", dest, strerror(e));
+        return;
+    }
+    MEMOBS__ADD(&memobs__att.lines_written.v, 1u);
 }
 
 /* ======================================================================== */
