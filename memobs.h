@@ -2304,6 +2304,9 @@ MEMOBS_API void memobs__xfer_n(unsigned dir, unsigned phase, uint64_t bytes, uin
 extern MEMOBS_API memobs__flag_t memobs__tl_on;
 MEMOBS_API void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes);
 MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
+/* A device-timed copy issued by a thread bound to request id, completed
+   (memobs_cuda.h): its ns in that request's ledger. */
+MEMOBS_API void memobs__att_device(uint64_t id, unsigned dir, uint64_t ns);
 MEMOBS_API int32_t memobs__counter_site(const char *name);
 
 /* Adds to the calling thread's own shard, which a signal handler on this
@@ -4746,7 +4749,7 @@ void memobs__att_device(uint64_t id, unsigned dir, uint64_t ns) {
 
 /* A tracked allocation of bytes made (sign 1) or freed (-1) by request
    id's: its current bytes and their peak. */
-void memobs__att_mem(uint64_t id, uint64_t bytes, int sign) {
+static void memobs__att_mem(uint64_t id, uint64_t bytes, int sign) {
     memobs__req_stripe_t *st;
     memobs__req_t *r;
     if (!bytes || memobs__req_nested() || (r = memobs__att_slot(id, &st)) == NULL) return;
@@ -4760,6 +4763,78 @@ void memobs__att_mem(uint64_t id, uint64_t bytes, int sign) {
 }
 
 static size_t memobs__utf8_len(const unsigned char *p);
+
+/* The tracked allocations made by a bound thread, live: address to
+   request and size (linear probing, backward-shift removal), so that their
+   free lowers the request's held bytes. Bounded: an allocation that finds
+   it full (3/4 of MEMOBS__ATT_MEM) is not held against its request (one
+   warning). A free looks here only while it holds any: one load
+   otherwise. */
+#define MEMOBS__ATT_MEM 4096
+static struct {
+    pthread_mutex_t lock; /* PTHREAD_MUTEX_INITIALIZER: used before memobs_init may have run */
+    memobs__u32_t n;
+    uint64_t addr[MEMOBS__ATT_MEM], id[MEMOBS__ATT_MEM], bytes[MEMOBS__ATT_MEM];
+} memobs__att_held = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, {0}, {0}};
+
+static uint32_t memobs__att_home(uint64_t addr) { return (uint32_t)(memobs__mix(addr) & (MEMOBS__ATT_MEM - 1)); }
+
+/* A tracked allocation made by a bound thread (the tracker, after its
+   insert). */
+static void memobs__att_alloc(uint64_t addr, uint64_t bytes) {
+    memobs__shard_t *s = memobs__tls.shard;
+    uint64_t id;
+    uint32_t j, k;
+    if (!s || s->shared || !s->bind_depth || !addr) return;
+    id = s->bind_id[s->bind_depth - 1];
+    memobs__mutex_lock(&memobs__att_held.lock);
+    for (j = memobs__att_home(addr), k = 0; k < MEMOBS__ATT_MEM; k++, j = (j + 1) & (MEMOBS__ATT_MEM - 1))
+        if (!memobs__att_held.addr[j] || memobs__att_held.addr[j] == addr) break;
+    if (k == MEMOBS__ATT_MEM || MEMOBS__LOAD(&memobs__att_held.n.v) >= MEMOBS__ATT_MEM * 3 / 4) {
+        memobs__mutex_unlock(&memobs__att_held.lock);
+        memobs__warn_once(MEMOBS__W_ATT_ORPHAN, "more than %d live tracked allocations made for requests: later "
+                          "ones are not held against their request", MEMOBS__ATT_MEM * 3 / 4);
+        return;
+    }
+    if (!memobs__att_held.addr[j]) MEMOBS__STORE(&memobs__att_held.n.v, MEMOBS__LOAD(&memobs__att_held.n.v) + 1u);
+    memobs__att_held.addr[j] = addr;
+    memobs__att_held.id[j] = id;
+    memobs__att_held.bytes[j] = bytes;
+    memobs__mutex_unlock(&memobs__att_held.lock);
+    memobs__att_mem(id, bytes, 1);
+}
+
+/* A tracked allocation retired (freed, or its address reused): its
+   request holds its bytes no more. */
+static void memobs__att_freed(uint64_t addr) {
+    uint64_t id = 0, bytes = 0;
+    uint32_t j, k, home;
+    if (!MEMOBS__LOAD(&memobs__att_held.n.v)) return;
+    memobs__mutex_lock(&memobs__att_held.lock);
+    for (j = memobs__att_home(addr), k = 0; k < MEMOBS__ATT_MEM && memobs__att_held.addr[j];
+         k++, j = (j + 1) & (MEMOBS__ATT_MEM - 1))
+        if (memobs__att_held.addr[j] == addr) break;
+    if (k < MEMOBS__ATT_MEM && memobs__att_held.addr[j] == addr) {
+        uint32_t hole = j;
+        id = memobs__att_held.id[j];
+        bytes = memobs__att_held.bytes[j];
+        memobs__att_held.addr[hole] = 0;
+        MEMOBS__STORE(&memobs__att_held.n.v, MEMOBS__LOAD(&memobs__att_held.n.v) - 1u);
+        for (j = (hole + 1) & (MEMOBS__ATT_MEM - 1); memobs__att_held.addr[j]; j = (j + 1) & (MEMOBS__ATT_MEM - 1)) {
+            home = memobs__att_home(memobs__att_held.addr[j]);
+            /* move j into the hole unless its home lies in (hole, j] cyclically */
+            if (((j - home) & (MEMOBS__ATT_MEM - 1)) >= ((j - hole) & (MEMOBS__ATT_MEM - 1))) {
+                memobs__att_held.addr[hole] = memobs__att_held.addr[j];
+                memobs__att_held.id[hole] = memobs__att_held.id[j];
+                memobs__att_held.bytes[hole] = memobs__att_held.bytes[j];
+                memobs__att_held.addr[j] = 0;
+                hole = j;
+            }
+        }
+    }
+    memobs__mutex_unlock(&memobs__att_held.lock);
+    if (bytes) memobs__att_mem(id, bytes, -1);
+}
 
 /* A tenant's name: 1 to 63 bytes of UTF-8, no control character. */
 static int memobs__att_name_ok(const char *s) {
@@ -4856,6 +4931,9 @@ static void memobs__att_info(const memobs__req_t *r, memobs_request_state_t stat
     o->peak_bytes = l->peak;
 }
 
+/* memobs_request_state_t's names in the outputs. */
+static const char *const memobs__att_state_name[5] = {"in_flight", "completed", "aborted", "abandoned", "dropped"};
+
 /* The bytes a request moved, all phases and directions. */
 static uint64_t memobs__att_moved(const memobs_request_info_t *i) {
     uint64_t b = 0;
@@ -4931,9 +5009,13 @@ static void memobs__att_rebase(void) {
    (before 1): the threads that did not come along leave no binding. */
 static void memobs__att_fork(int stage) {
     memobs__shard_t *s;
-    if (stage == 0) pthread_mutex_lock(&memobs__att.lock);
-    else if (stage == 1) pthread_mutex_unlock(&memobs__att.lock);
-    else
+    if (stage == 0) {
+        pthread_mutex_lock(&memobs__att.lock);
+        pthread_mutex_lock(&memobs__att_held.lock);
+    } else if (stage == 1) {
+        pthread_mutex_unlock(&memobs__att_held.lock);
+        pthread_mutex_unlock(&memobs__att.lock);
+    } else
         for (s = memobs__g.shards; s; s = s->next)
             if (!s->shared && s != memobs__tls.shard) s->bind_depth = s->bind_over = 0;
 }
@@ -6923,6 +7005,8 @@ static void memobs__trk_alloc(const void *ptr, uint64_t bytes, unsigned kind, in
         fit = st->mask != mask && memobs__trk_over(); /* a table grew */
         memobs__spin_unlock(&st->lock);
         if (fit) memobs__trk_fit();
+        if (dup) memobs__att_freed(old.addr); /* the old block's request holds it no more */
+        if (!full && MEMOBS__UNLIKELY(memobs__tls.req != 0)) memobs__att_alloc(addr, bytes);
         if (dup && (old.phase & MEMOBS__PENDING)) {
             memobs__trk_retire(&old, &rold, out); /* stream-ordered reuse of a pending block */
         } else if (dup) {
@@ -7013,6 +7097,7 @@ static int memobs__trk_free_how(const void *ptr, int on, int how) {
             st->freed[st->ring_pos++ % MEMOBS__FREED_RING] = addr;
             fit = memobs__trk_slack(st);
             memobs__spin_unlock(&st->lock);
+            memobs__att_freed(addr);
             memobs__trk_retire(&old, &r, out);
             if (fit) memobs__trk_fit();
             return 0;
@@ -10277,6 +10362,95 @@ static void memobs__text_sizes(memobs__out_t *o, const memobs_summary_t *s) {
 }
 
 /* The text summary; at a crash, a first line that says so. */
+/* Attribution's figures for the writers: what was attributed at all
+   (the figures, an orphan, a finished request's place in a top list). */
+static int memobs__att_shown(const memobs_summary_t *s) {
+    unsigned k;
+    for (k = 0; k < MEMOBS_DIRS; k++)
+        if (memobs_dirs_get(&s->attributed.total, k)->count) return 1;
+    return s->attributed.orphan_bytes || s->attributed.bind_misuse || s->attributed.tenant_misuse;
+}
+
+/* total - attributed, per direction (the attributed part is read first:
+   never above the total). */
+static void memobs__att_unattr(const memobs_dirs_t *total, const memobs_dirs_t *att, memobs_dirs_t *out) {
+    unsigned k;
+    for (k = 0; k < MEMOBS_DIRS; k++) {
+        const memobs_xfer_t *t = memobs_dirs_get(total, k), *a = memobs_dirs_get(att, k);
+        memobs_xfer_t *x = memobs_dirs_at(out, k);
+        x->bytes = t->bytes == UINT64_MAX ? UINT64_MAX : t->bytes > a->bytes ? t->bytes - a->bytes : 0;
+        x->count = t->count > a->count ? t->count - a->count : 0;
+    }
+}
+
+/* Tenant t's figure in the window: what 0 bytes, 1 operations (of
+   direction k), 2 requests finished. Lock-free (the crash writer too). */
+static uint64_t memobs__att_tenant_fig(uint32_t t, int what, unsigned k) {
+    if (what == 2) return MEMOBS__LOAD(&memobs__att.treq[t].v) - memobs__att.treq_base[t];
+    if (what == 0) return memobs__win(MEMOBS__LOAD(&memobs__att.tx[t][0][k].v), memobs__att.tx_base[t][0][k]);
+    return MEMOBS__LOAD(&memobs__att.tx[t][1][k].v) - memobs__att.tx_base[t][1][k];
+}
+
+/* "other" has had a request (tenant t = MEMOBS_MAX_TENANTS). */
+static int memobs__att_tenant_used(uint32_t t) {
+    unsigned k;
+    if (MEMOBS__LOAD(&memobs__att.treq[t].v)) return 1;
+    for (k = 0; k < MEMOBS_DIRS; k++)
+        if (MEMOBS__LOAD(&memobs__att.tx[t][1][k].v)) return 1;
+    return 0;
+}
+
+/* A top list for a writer: up to n, under attribution's lock; none at a
+   crash (sig), whose writer takes no lock. */
+static uint32_t memobs__att_top_copy(int by, memobs_request_info_t *out, uint32_t n, int sig) {
+    uint32_t k;
+    if (sig) return 0;
+    pthread_mutex_lock(&memobs__att.lock);
+    k = memobs__att.ntop[by] < n ? memobs__att.ntop[by] : n;
+    memcpy(out, memobs__att.top[by], k * sizeof *out);
+    pthread_mutex_unlock(&memobs__att.lock);
+    return k;
+}
+
+/* The text summary's attribution block: per direction shown, attributed
+   and not, then the top 5 requests by bytes and by wait. */
+static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p, unsigned nd) {
+    const memobs_summary_t *s = &p->s;
+    memobs_request_info_t top[5];
+    memobs_dirs_t un;
+    char b[32];
+    uint32_t n, j;
+    unsigned d;
+    int by;
+    if (!memobs__att_shown(s)) return;
+    memobs__att_unattr(&s->total, &s->attributed.total, &un);
+    memobs__out_printf(o, "  %-5s | %10s %8s | %12s %8s   (to requests: memobs_request_enter, _xfer)\n", "reqs",
+                       "requests", "ops", "unattributed", "ops");
+    for (d = 0; d < nd; d++) {
+        memobs__out_printf(o, "  %-5s", memobs__dir_name[d]);
+        memobs__text_xfer(o, memobs_dirs_get(&s->attributed.total, d));
+        memobs__out_printf(o, " | %12s %8llu\n", memobs_format_bytes(b, sizeof b, memobs_dirs_get(&un, d)->bytes),
+                           (unsigned long long)memobs_dirs_get(&un, d)->count);
+    }
+    if (s->attributed.orphan_bytes || s->attributed.bind_misuse || s->attributed.tenant_misuse)
+        memobs__out_printf(o, "  attribution: %s to ids not in flight, %llu enter/leave misuses, %llu tenant calls "
+                           "refused\n", memobs_format_bytes(b, sizeof b, s->attributed.orphan_bytes),
+                           (unsigned long long)s->attributed.bind_misuse,
+                           (unsigned long long)s->attributed.tenant_misuse);
+    for (by = 0; by < 2; by++) {
+        if ((n = memobs__att_top_copy(by, top, 5, p->sig)) == 0) continue;
+        memobs__out_printf(o, "  top requests by %s:", by ? "time waited on transfers" : "bytes moved");
+        for (j = 0; j < n; j++) {
+            char t[32];
+            memobs__out_printf(o, "%s %llu%s%s%s %s", j ? "," : "", (unsigned long long)top[j].id,
+                               top[j].tenant[0] ? " (" : "", top[j].tenant, top[j].tenant[0] ? ")" : "",
+                               by ? memobs_format_ns(t, sizeof t, top[j].wait_ns)
+                                  : memobs_format_bytes(t, sizeof t, memobs__att_moved(&top[j])));
+        }
+        memobs__out_write(o, "\n", 1);
+    }
+}
+
 static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     const memobs_dirs_t *cols[4];
@@ -10312,6 +10486,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
         memobs__out_write(o, "\n", 1);
     }
     memobs__text_manual(o, s);
+    memobs__text_att(o, p, nd);
     memobs__text_timed(o, s);
     memobs__text_sizes(o, s);
     memobs__out_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
@@ -10562,6 +10737,78 @@ static void memobs__json_regions(memobs__out_t *o, const memobs__figs_t *p) {
 }
 
 /* The JSON summary; at a crash, "crash" and "partial" after the version. */
+/* A request's ledger as JSON (the top lists). */
+static void memobs__json_request(memobs__out_t *o, const memobs_request_info_t *i) {
+    unsigned k;
+    memobs__out_printf(o, "{\"id\":%llu,\"tenant\":", (unsigned long long)i->id);
+    if (i->tenant[0]) memobs__out_json_str(o, i->tenant);
+    else memobs__out_str(o, "null");
+    memobs__out_printf(o, ",\"state\":\"%s\",\"bytes\":%llu,\"wait_ns\":%llu,\"tokens\":%llu,\"ttft_ns\":%llu,"
+                       "\"e2e_ns\":%llu,\"peak_bytes\":%llu,\"xfer\":{", memobs__att_state_name[i->state],
+                       (unsigned long long)memobs__att_moved(i), (unsigned long long)i->wait_ns,
+                       (unsigned long long)i->tokens, (unsigned long long)i->ttft_ns, (unsigned long long)i->e2e_ns,
+                       (unsigned long long)i->peak_bytes);
+    for (k = 0; k < MEMOBS_DIRS; k++) {
+        uint64_t b = 0, n = 0;
+        unsigned q;
+        for (q = 0; q < MEMOBS_PHASES; q++) {
+            b = memobs__sat(b, memobs_dirs_get(&i->xfer[q], k)->bytes);
+            n += memobs_dirs_get(&i->xfer[q], k)->count;
+        }
+        memobs__out_printf(o, "%s\"%s_bytes\":%llu,\"%s_count\":%llu", k ? "," : "", memobs__dir_key[k],
+                           (unsigned long long)b, memobs__dir_key[k], (unsigned long long)n);
+    }
+    memobs__out_str(o, "}}");
+}
+
+/* ,"attribution":{...}: the attributed figures by phase, the rest
+   (unattributed), the problems, the top lists and the tenants. */
+static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
+    const memobs_summary_t *s = &p->s;
+    memobs_request_info_t top[MEMOBS_REQUEST_TOP];
+    memobs_dirs_t un;
+    uint32_t n, j, t, nten = MEMOBS__LOAD(&memobs__att.nten.v);
+    int by;
+    memobs__out_str(o, ",\"attribution\":{");
+    memobs__json_dirs(o, "total", &s->attributed.total);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "prefill", &s->attributed.prefill);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "decode", &s->attributed.decode);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "unphased", &s->attributed.unphased);
+    memobs__att_unattr(&s->total, &s->attributed.total, &un);
+    memobs__out_write(o, ",", 1);
+    memobs__json_dirs(o, "unattributed", &un);
+    memobs__out_printf(o, ",\"orphan_bytes\":%llu,\"bind_misuse\":%llu,\"tenant_misuse\":%llu",
+                       (unsigned long long)s->attributed.orphan_bytes, (unsigned long long)s->attributed.bind_misuse,
+                       (unsigned long long)s->attributed.tenant_misuse);
+    for (by = 0; by < 2; by++) {
+        n = memobs__att_top_copy(by, top, MEMOBS_REQUEST_TOP, p->sig);
+        memobs__out_printf(o, ",\"top_%s\":[", by ? "wait" : "bytes");
+        for (j = 0; j < n; j++) {
+            if (j) memobs__out_write(o, ",", 1);
+            memobs__json_request(o, &top[j]);
+        }
+        memobs__out_write(o, "]", 1);
+    }
+    memobs__out_str(o, ",\"tenants\":[");
+    for (t = 0; t <= MEMOBS_MAX_TENANTS && nten; t++) {
+        unsigned k;
+        if (t == nten && t < MEMOBS_MAX_TENANTS) t = MEMOBS_MAX_TENANTS; /* then "other" */
+        if (t == MEMOBS_MAX_TENANTS && !memobs__att_tenant_used(t)) break;
+        memobs__out_str(o, t ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, t < MEMOBS_MAX_TENANTS ? memobs__att.ten[t] : "other");
+        memobs__out_printf(o, ",\"requests\":%llu", (unsigned long long)memobs__att_tenant_fig(t, 2, 0));
+        for (k = 0; k < MEMOBS_DIRS; k++)
+            memobs__out_printf(o, ",\"%s_bytes\":%llu,\"%s_count\":%llu", memobs__dir_key[k],
+                               (unsigned long long)memobs__att_tenant_fig(t, 0, k), memobs__dir_key[k],
+                               (unsigned long long)memobs__att_tenant_fig(t, 1, k));
+        memobs__out_write(o, "}", 1);
+    }
+    memobs__out_str(o, "]}");
+}
+
 static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     uint32_t c;
@@ -10601,6 +10848,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__json_latency(o, "tpot", &s->tpot);
     memobs__out_write(o, ",", 1);
     memobs__json_latency(o, "e2e", &s->e2e);
+    memobs__json_att(o, p);
     memobs__out_printf(o,
                        ",\"requests\":{\"begun\":%llu,\"completed\":%llu,\"aborted\":%llu,\"abandoned\":%llu,"
                        "\"in_flight\":%llu,\"dropped\":%llu,\"unknown\":%llu,\"duplicate\":%llu},"
@@ -11806,7 +12054,6 @@ static int memobs__append_end(memobs__append_t *a) {
    PATH.1 (replacing it) before the next line, so at most twice the limit
    and a line are kept; a file that cannot be renamed (another user's, a
    link, a device) gets no more lines once past it (counted, one warning). */
-static const char *const memobs__att_state_name[5] = {"in_flight", "completed", "aborted", "abandoned", "dropped"};
 
 /* att.lock held: the line of request i into buf (at most len - 1 bytes). */
 static void memobs__att_format(memobs__out_t *o, const memobs_request_info_t *i) {
@@ -12065,12 +12312,68 @@ static void memobs__prom_xfer(memobs__out_t *o, const memobs__prom_snap_t *p, co
             char labels[64];
             memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\",phase=\"%s\"", memobs__dir_key[d],
                                 memobs__prom_phase[q]);
-            if (what == 4) memobs__prom_secs(o, p, name, labels, t->ns);
-            else memobs__prom_u64(o, p, name, labels,
-                                  what == 0 || what == 5   ? x->bytes
-                                  : what == 1 || what == 6 ? x->count
-                                  : what == 2              ? t->bytes
-                                                           : t->count);
+            if (what == 4) {
+                memobs__prom_secs(o, p, name, labels, t->ns);
+            } else if (what >= 7) { /* attributed (7, 8), unattributed (9, 10) */
+                const memobs_dirs_t *ap = q == MEMOBS_PHASE_PREFILL ? &s->attributed.prefill
+                                          : q == MEMOBS_PHASE_DECODE ? &s->attributed.decode
+                                                                     : &s->attributed.unphased;
+                const memobs_xfer_t *a = memobs_dirs_get(ap, d);
+                uint64_t v = what == 7 ? a->bytes : what == 8 ? a->count
+                             : what == 9 ? (x->bytes == UINT64_MAX ? x->bytes : x->bytes > a->bytes ? x->bytes - a->bytes : 0)
+                                         : (x->count > a->count ? x->count - a->count : 0);
+                memobs__prom_u64(o, p, name, labels, v);
+            } else {
+                memobs__prom_u64(o, p, name, labels,
+                                 what == 0 || what == 5   ? x->bytes
+                                 : what == 1 || what == 6 ? x->count
+                                 : what == 2              ? t->bytes
+                                                          : t->count);
+            }
+        }
+    }
+}
+
+/* Attribution, once used: the transfer figures split into attributed to
+   requests and not, by direction and phase; the orphans; per tenant (when
+   tenants are set) bytes and operations by direction, requests finished. */
+static void memobs__prom_att(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    uint32_t t, nten = MEMOBS__LOAD(&memobs__att.nten.v);
+    unsigned k;
+    int f;
+    if (!memobs__att_shown(&p->f.s)) return;
+    memobs__prom_xfer(o, p, "memobs_attributed_transfer_bytes_total", "Bytes of the transfers recorded for a "
+                      "request (memobs_request_enter/_leave, memobs_request_xfer), by direction and phase.", 7);
+    memobs__prom_xfer(o, p, "memobs_attributed_transfer_ops_total", "Transfers recorded for a request, by "
+                      "direction and phase.", 8);
+    memobs__prom_xfer(o, p, "memobs_unattributed_transfer_bytes_total", "Bytes of the transfers recorded for no "
+                      "request (memobs_transfer_bytes_total minus the attributed ones).", 9);
+    memobs__prom_xfer(o, p, "memobs_unattributed_transfer_ops_total", "Transfers recorded for no request.", 10);
+    memobs__prom_family(o, "memobs_attribution_orphan_bytes_total", "counter", "Bytes attributed to a request id "
+                        "that was not in flight: in the attributed bytes, in no request's ledger.");
+    memobs__prom_u64(o, p, "memobs_attribution_orphan_bytes_total", "", p->f.s.attributed.orphan_bytes);
+    if (!nten) return;
+    for (f = 0; f < 3; f++) {
+        static const char *const name[3] = {"memobs_tenant_transfer_bytes_total", "memobs_tenant_transfer_ops_total",
+                                            "memobs_tenant_requests_total"};
+        static const char *const help[3] = {"Bytes of the transfers recorded for a tenant's requests, by direction.",
+                                            "Transfers recorded for a tenant's requests, by direction.",
+                                            "A tenant's requests finished (ended, abandoned or dropped)."};
+        memobs__prom_family(o, name[f], "counter", help[f]);
+        for (t = 0; t <= MEMOBS_MAX_TENANTS; t++) {
+            char labels[192];
+            memobs__out_t lo;
+            if (t == nten && t < MEMOBS_MAX_TENANTS) t = MEMOBS_MAX_TENANTS;
+            if (t == MEMOBS_MAX_TENANTS && !memobs__att_tenant_used(t)) break;
+            for (k = 0; k < (f == 2 ? 1u : (unsigned)MEMOBS_DIRS); k++) {
+                memobs__out_string(&lo, labels, sizeof labels);
+                memobs__out_str(&lo, "tenant=\"");
+                memobs__out_escaped(&lo, t < MEMOBS_MAX_TENANTS ? memobs__att.ten[t] : "other", 1);
+                memobs__out_write(&lo, "\"", 1);
+                if (f < 2) memobs__out_printf(&lo, ",direction=\"%s\"", memobs__dir_key[k]);
+                memobs__out_end(&lo);
+                memobs__prom_u64(o, p, name[f], labels, memobs__att_tenant_fig(t, f, k));
+            }
         }
     }
 }
@@ -12318,6 +12621,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     memobs__prom_u64(o, p, "memobs_requests_abandoned_total", "", s->requests_abandoned);
     memobs__prom_family(o, "memobs_requests_in_flight", "gauge", "Requests begun and not ended.");
     memobs__prom_u64(o, p, "memobs_requests_in_flight", "", s->requests_in_flight);
+    memobs__prom_att(o, p);
     memobs__prom_family(o, "memobs_problems_total", "counter", "Misuse and overflow, counted rather than fatal, by "
                         "kind (docs/exports/prometheus.md): alert on any increase.");
     memobs__problem_counts(s, v);

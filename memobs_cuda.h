@@ -1036,6 +1036,8 @@ typedef struct {
     memobs_cuda__pair_t ev;
     uint64_t bytes;
     unsigned dir, phase;
+    int bound;    /* issued by a thread bound to request req (memobs_request_enter) */
+    uint64_t req; /* its device time goes to that request's ledger too */
 } memobs_cuda__timed_t;
 
 typedef struct {
@@ -1455,9 +1457,10 @@ static int memobs_cuda__copy_done(const memobs_cuda__timed_t *e) {
     float ms = 0.0f;
     int q = memobs_cuda__d.event_query(e->ev.end);
     if (q == MEMOBS_CUDA__NOT_READY) return 0;
-    if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f)
+    if (q == 0 && memobs_cuda__d.elapsed1(&ms, e->ev.start, e->ev.end) == 0 && ms >= 0.0f) {
         memobs_record_xfer_timed((memobs_dir_t)e->dir, e->bytes, (memobs_phase_t)e->phase, (uint64_t)(ms * 1e6f));
-    else
+        if (e->bound) memobs__att_device(e->req, e->dir, (uint64_t)(ms * 1e6f));
+    } else
         MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
     memobs_timed_in_flight(-1, -(int64_t)e->bytes);
     memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
@@ -2006,7 +2009,9 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
     if (op->n == 1) memobs__xfer((unsigned)op->dir, phase, op->bytes);
     else memobs__xfer_n((unsigned)op->dir, phase, op->bytes, op->n);
     if (op->mode == 2) {
-        memobs_record_xfer_timed((memobs_dir_t)op->dir, op->bytes, (memobs_phase_t)phase, memobs_now_ns() - op->t0);
+        uint64_t ns = memobs_now_ns() - op->t0, req;
+        memobs_record_xfer_timed((memobs_dir_t)op->dir, op->bytes, (memobs_phase_t)phase, ns);
+        if (memobs_request_current(&req)) memobs__att_device(req, (unsigned)op->dir, ns);
     } else if (op->mode == 1) {
         pthread_mutex_lock(&memobs_cuda__g.tlock);
         if (recorded && memobs_cuda__g.n < MEMOBS_CUDA_MAX_TIMED && !MEMOBS__LOAD(&memobs_cuda__g.stop.v)) {
@@ -2016,6 +2021,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
             e->bytes = op->bytes;
             e->dir = (unsigned)op->dir;
             e->phase = phase;
+            e->bound = memobs_request_current(&e->req);
             memobs_cuda__g.n++;
             memobs_timed_in_flight(1, (int64_t)op->bytes);
         } else {
