@@ -3575,6 +3575,7 @@ static void memobs__init_once(void) {
 #ifdef MEMOBS_DISABLE
     memobs__reg_init(0);
     (void)s;
+    (void)memobs__att_env;
     (void)memobs__parse_bool;
     (void)memobs__outputs_env;
     (void)memobs__track_env;
@@ -4604,8 +4605,11 @@ void memobs_request_enter(uint64_t id) {
     memobs__shard_t *s;
     int nomem;
     if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return;
-    s = memobs__shard_try(&nomem);
-    if (!s || s->shared) return; /* no shard: the records go to the shared one, unattributed */
+    s = memobs__tls.shard ? memobs__tls.shard : memobs__shard_get(1, &nomem); /* waits: never the shared one */
+    if (!s || s->shared) { /* no memory for a shard: the thread's records go to the shared one */
+        MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_BIND].v, 1u);
+        return;
+    }
     if (s->bind_depth >= MEMOBS_REQUEST_DEPTH) {
         s->bind_over++;
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_BIND].v, 1u);
@@ -4866,30 +4870,27 @@ int memobs_request_tenant(uint64_t id, const char *name) {
     memobs__req_stripe_t *st;
     memobs__req_t *r;
     memobs__led_t so_far;
-    uint32_t t;
     const char *why = NULL;
     if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return MEMOBS_OK;
     if (!memobs__att_name_ok(name)) {
         why = "is not 1 to 63 bytes of UTF-8 without control characters";
-    } else {
-        t = memobs__att_tenant_of(name);
-        if ((r = memobs__att_slot(id, &st)) == NULL) {
-            why = "names a request not in flight";
-        } else if (r->tenant && r->tenant != t + 1) {
-            memobs__mutex_unlock(&st->lock);
-            why = "names a request that has a tenant already (kept)";
-        } else {
-            if (!r->tenant) { /* what it moved so far counts for the tenant too */
-                so_far = r->led;
-                memset(&r->led, 0, sizeof r->led);
-                r->tenant = t + 1;
-                memobs__att_add(r, &so_far);
-                r->led.cur = so_far.cur;
-                r->led.peak = so_far.peak;
-            }
-            memobs__mutex_unlock(&st->lock);
-            return MEMOBS_OK;
-        }
+    } else if ((r = memobs__att_slot(id, &st)) == NULL) {
+        why = "names a request not in flight";
+    } else if (r->tenant) { /* the same name again is fine; another is refused (names are never rewritten) */
+        int same = strcmp(r->tenant > MEMOBS_MAX_TENANTS ? "other" : memobs__att.ten[r->tenant - 1], name) == 0 ||
+                   (r->tenant > MEMOBS_MAX_TENANTS && memobs__att_tenant_of(name) == MEMOBS_MAX_TENANTS);
+        memobs__mutex_unlock(&st->lock);
+        if (same) return MEMOBS_OK;
+        why = "names a request that has another tenant already (kept)";
+    } else { /* a name is taken only for a request in flight: stripe, then attribution's lock */
+        so_far = r->led; /* what it moved so far counts for the tenant too */
+        memset(&r->led, 0, sizeof r->led);
+        r->tenant = memobs__att_tenant_of(name) + 1;
+        memobs__att_add(r, &so_far);
+        r->led.cur = so_far.cur;
+        r->led.peak = so_far.peak;
+        memobs__mutex_unlock(&st->lock);
+        return MEMOBS_OK;
     }
     MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_ATT_TENANT].v, 1u);
     memobs__warn_once(MEMOBS__W_ATT_TENANT, "memobs_request_tenant(%llu, ...) %s; ignored (counted)",
@@ -9231,7 +9232,8 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
     for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
-        /* the attributed part first: a record adds to it after the figures, so it never reads above them */
+        /* the attributed part first: a record adds to it after the figures, so (x86-64's store order)
+           it never reads above them; elsewhere by a record in flight at most */
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
                 memobs_xfer_t *x = memobs_dirs_at(by_att[i], c);
@@ -9241,7 +9243,6 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
                 x->count += MEMOBS__LOAD(&s->att.x[1][i][c].v) - s->base_att[0][1][i][c] +
                             MEMOBS__LOAD(&s->attx[1][i][c].v) - s->base_att[1][1][i][c];
             }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
                 memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
@@ -12052,7 +12053,7 @@ static int memobs__append_end(memobs__append_t *a) {
    instances never interleave. The file is bounded: a regular file of the
    process's user at or past MEMOBS_REQUESTS_MAX_BYTES is renamed to
    PATH.1 (replacing it) before the next line, so at most twice the limit
-   and a line are kept; a file that cannot be renamed (another user's, a
+   plus a line is kept; a file that cannot be renamed (another user's, a
    link, a device) gets no more lines once past it (counted, one warning). */
 
 /* att.lock held: the line of request i into buf (at most len - 1 bytes). */
