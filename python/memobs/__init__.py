@@ -55,6 +55,17 @@ record_xfer_ns(dir, nbytes, phase, ns) and `with timed_transfer(dir,
 nbytes):` a transfer the engine timed itself (get_summary()["timed"]);
 get_summary()["sizes"] the size distribution of each direction.
 
+Requests: which request moved the bytes. `with memobs.request(rid):` binds
+the thread to request rid (begun with request_begin, ended with
+request_end): its record_*() calls go to the request's ledger as well as
+to the figures. request_xfer(rid, dir, nbytes) records a transfer made
+for rid from any thread; request_xfer_split(ids, shares, dir, nbytes) one
+made for several, split exactly (the parts add up to nbytes).
+request_info(rid) is the ledger of a request in flight, request_top() the
+finished ones that moved or waited most, get_summary()["attributed"] the
+attributed part of the figures. Ids are ints or strs (request_id(str):
+FNV-1a 64 of its UTF-8 bytes, the id memobs' request lines carry).
+
 Stops: where Python's handler of SIGTERM or SIGHUP is SIG_DFL, the package
 puts its own there (signal.getsignal shows it; a program that saves and
 restores the handlers keeps it): it writes the outputs (MEMOBS_SUMMARY,
@@ -162,9 +173,19 @@ __all__ = [
     "region_get_timing",
     "region_set_timing",
     "region_timing",
+    "request",
     "request_begin",
+    "request_current",
     "request_end",
+    "request_enter",
+    "request_id",
+    "request_info",
+    "request_leave",
+    "request_tenant",
     "request_token",
+    "request_top",
+    "request_xfer",
+    "request_xfer_split",
     "reset",
     "set_enabled",
     "set_phase",

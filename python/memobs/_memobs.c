@@ -843,18 +843,83 @@ PYMOD_VOID(tpot_stop, memobs_tpot_stop())
 PYMOD_LATENCY(record_ttft, memobs_record_ttft)
 PYMOD_LATENCY(record_tpot, memobs_record_tpot)
 
+/* A str request id as memobs' 64-bit id: FNV-1a 64 of its UTF-8 bytes
+   (offset basis 0xcbf29ce484222325, prime 0x100000001b3; per byte, xor
+   then multiply, modulo 2**64), so that a program, its log and memobs'
+   request lines join on one number (request_id's docstring says it). */
+static uint64_t pymod_fnv1a(const char *s, Py_ssize_t n) {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* A request id: an int 0 <= id < 2**64 (or __index__; bools refused), or
+   a non-empty str, hashed (pymod_fnv1a). 0, or -1 with TypeError /
+   ValueError (negative, too large, "", a lone surrogate). */
+static int pymod_req_id(PyObject *o, const char *fname, uint64_t *out) {
+    if (MEMOBS__LIKELY(PyLong_CheckExact(o))) return pymod_u64(o, fname, "id", out);
+    if (PyUnicode_Check(o)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        if (!s) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s(): id %R cannot be encoded as UTF-8 (a lone surrogate)", fname, o);
+            return -1;
+        }
+        if (n == 0) {
+            PyErr_Format(PyExc_ValueError, "%s(): id must not be an empty str", fname);
+            return -1;
+        }
+        *out = pymod_fnv1a(s, n);
+        return 0;
+    }
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): id must be an int (0 to 2**64-1) or a str, not %.200s", fname,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    return pymod_u64(o, fname, "id", out);
+}
+
 /* Functions of one request id. */
 #define PYMOD_REQUEST(name)                                         \
     static PyObject *pymod_##name(PyObject *self, PyObject *arg) {  \
         uint64_t id;                                                \
         (void)self;                                                 \
-        if (pymod_u64(arg, #name, "id", &id) < 0) return NULL;      \
+        if (pymod_req_id(arg, #name, &id) < 0) return NULL;         \
         memobs_##name(id);                                          \
         Py_RETURN_NONE;                                             \
     }
 PYMOD_REQUEST(request_begin)
 PYMOD_REQUEST(request_token)
 PYMOD_REQUEST(request_end)
+PYMOD_REQUEST(request_enter)
+
+static PyObject *pymod_request_leave(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    memobs_request_leave();
+    Py_RETURN_NONE;
+}
+
+/* request_id(id): the 64-bit id memobs keeps for id (an int as it is). */
+static PyObject *pymod_request_id(PyObject *self, PyObject *arg) {
+    uint64_t id;
+    (void)self;
+    if (pymod_req_id(arg, "request_id", &id) < 0) return NULL;
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+/* request_current(): the request the calling thread is bound to, or None. */
+static PyObject *pymod_request_current(PyObject *self, PyObject *unused) {
+    uint64_t id;
+    (void)self, (void)unused;
+    if (!memobs_request_current(&id)) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(id);
+}
 
 /* ======================================================================== */
 /* Regions and markers                                                      */
@@ -1497,7 +1562,17 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
                                 PYMOD_ULL(s->requests_aborted), "abandoned", PYMOD_ULL(s->requests_abandoned),
                                 "in_flight", PYMOD_ULL(s->requests_in_flight), "dropped",
                                 PYMOD_ULL(s->requests_dropped), "unknown", PYMOD_ULL(s->requests_unknown),
-                                "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0 ||
+                                "duplicate", PYMOD_ULL(s->requests_duplicate))) < 0)
+        goto fail;
+    /* the part of the transfer figures made on a request's behalf (attribution) */
+    if (!(x = PyDict_New()) || pymod_put(d, "attributed", x) < 0) goto fail;
+    if (pymod_put(x, "total", pymod_dirs(&s->attributed.total)) < 0 ||
+        pymod_put(x, "prefill", pymod_dirs(&s->attributed.prefill)) < 0 ||
+        pymod_put(x, "decode", pymod_dirs(&s->attributed.decode)) < 0 ||
+        pymod_put(x, "unphased", pymod_dirs(&s->attributed.unphased)) < 0 ||
+        pymod_put(x, "orphan_bytes", PyLong_FromUnsignedLongLong(s->attributed.orphan_bytes)) < 0 ||
+        pymod_put(x, "bind_misuse", PyLong_FromUnsignedLongLong(s->attributed.bind_misuse)) < 0 ||
+        pymod_put(x, "tenant_misuse", PyLong_FromUnsignedLongLong(s->attributed.tenant_misuse)) < 0 ||
         pymod_put(d, "problems",
                   Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "ttft_unmatched", PYMOD_ULL(s->ttft_unmatched),
                                 "tpot_unarmed", PYMOD_ULL(s->tpot_unarmed), "bad_records", PYMOD_ULL(s->bad_records),
@@ -1612,6 +1687,343 @@ static PyObject *pymod_format_prometheus(PyObject *self, PyObject *unused) {
     r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "replace");
     PyMem_Free(buf);
     return r;
+}
+
+/* ======================================================================== */
+/* Requests: attribution                                                    */
+/* ======================================================================== */
+
+/* memobs.request(id): `with` binds the calling thread to request id
+   (memobs_request_enter) and leaves it at the end of the body, also when
+   the body raises. The object keeps the id only: the bindings are
+   memobs' stack of each thread, so one object serves nested entries and
+   any number of threads. */
+typedef struct {
+    PyObject_HEAD
+    uint64_t id;
+} pymod_request_t;
+
+static PyTypeObject pymod_request_type;
+
+static PyObject *pymod_request_make(PyTypeObject *type, PyObject *id) {
+    pymod_request_t *r;
+    uint64_t v;
+    if (pymod_req_id(id, "request", &v) < 0) return NULL;
+    if (!(r = PyObject_New(pymod_request_t, type))) return NULL;
+    r->id = v;
+    return (PyObject *)r;
+}
+
+static PyObject *pymod_request_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"id", NULL};
+    PyObject *id;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:request", kw, &id)) return NULL;
+    return pymod_request_make(type, id);
+}
+
+/* request(id) without a tuple: what `with memobs.request(rid):` pays. */
+static PyObject *pymod_request_vnew(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    static const char *const kw[1] = {"id"};
+    PyObject *a[1];
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (MEMOBS__LIKELY(nargs == 1 && !kwnames)) return pymod_request_make((PyTypeObject *)type, args[0]);
+    if (pymod_args("request", args, nargs, kwnames, kw, 1, 1, a) < 0) return NULL;
+    return pymod_request_make((PyTypeObject *)type, a[0]);
+}
+
+static void pymod_request_dealloc(PyObject *self) {
+    PyObject_Del(self);
+}
+
+static PyObject *pymod_request_repr(PyObject *self) {
+    return PyUnicode_FromFormat("memobs.request(%llu)", PYMOD_ULL(((pymod_request_t *)self)->id));
+}
+
+static PyObject *pymod_request_cm_enter(PyObject *self, PyObject *unused) {
+    (void)unused;
+    memobs_request_enter(((pymod_request_t *)self)->id);
+    Py_INCREF(self);
+    return self;
+}
+
+/* Leaves the thread's innermost binding (this one, unless a request was
+   entered or left behind the with's back); the exception, if any, goes on. */
+static PyObject *pymod_request_cm_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self, (void)args, (void)nargs;
+    memobs_request_leave();
+    Py_RETURN_NONE;
+}
+
+static PyObject *pymod_request_get_id(PyObject *self, void *unused) {
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(((pymod_request_t *)self)->id);
+}
+
+static PyMethodDef pymod_request_methods[] = {
+    {"__enter__", pymod_request_cm_enter, METH_NOARGS,
+     "Binds the calling thread to the request (request_enter); returns the request object."},
+    {"__exit__", PYMOD_FN(pymod_request_cm_exit), METH_FASTCALL,
+     "Leaves the thread's innermost binding (request_leave); an exception propagates unchanged."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pymod_request_getset[] = {
+    {"id", pymod_request_get_id, NULL, "The 64-bit id memobs keeps (a str's is request_id(str)).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+#define PYMOD_REQUEST_DOC                                                                                           \
+    "request(id)\n--\n\nThe calling thread bound to request id for a `with` body: `with memobs.request(rid): ...` " \
+    "calls request_enter(rid) on entry and request_leave() on exit, also when the body raises (the exception "     \
+    "goes on). Every transfer record the thread makes in between (record_h2d and the others, record_xfer, "        \
+    "timed_transfer; under the LD_PRELOAD library the copies it observes) goes to the request's ledger as well "   \
+    "as to the figures; regions the thread ends add their time. Bindings nest (8 deep; the innermost gets the "     \
+    "records) and belong to a thread: do not keep one across an await or a yield. id: an int (0 to 2**64-1) or a " \
+    "str (request_id(str)); the request is begun and ended with request_begin / request_end, outside or inside "   \
+    "the body. One object may be entered any number of times, nested, from any thread."
+
+static PyTypeObject pymod_request_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "memobs.request",
+    .tp_basicsize = sizeof(pymod_request_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = PYMOD_REQUEST_DOC,
+    .tp_new = pymod_request_new,
+    .tp_vectorcall = pymod_request_vnew,
+    .tp_dealloc = pymod_request_dealloc,
+    .tp_repr = pymod_request_repr,
+    .tp_methods = pymod_request_methods,
+    .tp_getset = pymod_request_getset,
+};
+
+/* request_xfer(id, dir, nbytes, phase=None, ns=None): memobs_request_xfer,
+   or memobs_request_xfer_ns when ns is given; arguments checked before
+   anything is recorded. */
+static PyObject *pymod_request_xfer(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[5] = {"id", "dir", "nbytes", "phase", "ns"};
+    PyObject *a[5];
+    pymod_xfer_args_t x;
+    uint64_t id, ns = 0;
+    (void)self;
+    if (pymod_args("request_xfer", args, nargs, kwnames, kw, 5, 3, a) < 0 ||
+        pymod_req_id(a[0], "request_xfer", &id) < 0 || pymod_xfer_args(a[1], a[2], a[3], "request_xfer", &x) < 0 ||
+        (a[4] && a[4] != Py_None && pymod_u64_max(a[4], "request_xfer", "ns", MEMOBS_MAX_NS, "MEMOBS_MAX_NS", &ns) < 0))
+        return NULL;
+    if (a[4] && a[4] != Py_None)
+        memobs_request_xfer_ns(id, (memobs_dir_t)x.dir, x.bytes, (memobs_phase_t)pymod_xfer_phase(&x), ns);
+    else
+        memobs_request_xfer(id, (memobs_dir_t)x.dir, x.bytes, (memobs_phase_t)pymod_xfer_phase(&x));
+    Py_RETURN_NONE;
+}
+
+/* request_xfer_split(ids, shares, dir, nbytes, phase=None):
+   memobs_request_xfer_split, every argument checked first (ids a
+   non-empty sequence of ids, shares None or as many ints >= 0 adding up to
+   at most 2**64-1). */
+static PyObject *pymod_request_xfer_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames) {
+    static const char *const kw[5] = {"ids", "shares", "dir", "nbytes", "phase"};
+    static const char *const fname = "request_xfer_split";
+    PyObject *a[5], *ids = NULL, *shares = NULL, *r = NULL;
+    pymod_xfer_args_t x;
+    uint64_t *v = NULL, sum = 0;
+    Py_ssize_t n, i;
+    int rc;
+    (void)self;
+    if (pymod_args(fname, args, nargs, kwnames, kw, 5, 4, a) < 0 || pymod_xfer_args(a[2], a[3], a[4], fname, &x) < 0)
+        return NULL;
+    if (PyUnicode_Check(a[0]) || PyBytes_Check(a[0]) || PyByteArray_Check(a[0])) {
+        PyErr_Format(PyExc_TypeError, "%s(): ids must be a sequence of ids (a list, a tuple), not %.200s (one "
+                     "request: request_xfer)", fname, Py_TYPE(a[0])->tp_name);
+        return NULL;
+    }
+    /* tuples: copies that no __index__ called below can change */
+    if (!(ids = PySequence_Tuple(a[0]))) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s(): ids must be a sequence of ids (a list, a tuple), not %.200s", fname,
+                         Py_TYPE(a[0])->tp_name);
+        }
+        return NULL;
+    }
+    if ((n = PyTuple_GET_SIZE(ids)) == 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): ids must not be empty", fname);
+        goto done;
+    }
+    if (a[1] != Py_None) {
+        if (PyUnicode_Check(a[1]) || PyBytes_Check(a[1]) || PyByteArray_Check(a[1]) ||
+            !(shares = PySequence_Tuple(a[1]))) {
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s(): shares must be None (equal shares) or a sequence of ints, not "
+                             "%.200s", fname, Py_TYPE(a[1])->tp_name);
+            }
+            goto done;
+        }
+        if (PyTuple_GET_SIZE(shares) != n) {
+            PyErr_Format(PyExc_ValueError, "%s(): %zd ids but %zd shares (one share per id)", fname, n,
+                         PyTuple_GET_SIZE(shares));
+            goto done;
+        }
+    }
+    if ((size_t)n > PY_SSIZE_T_MAX / (2 * sizeof *v) || !(v = (uint64_t *)PyMem_Malloc((size_t)n * 2 * sizeof *v))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < n; i++)
+        if (pymod_req_id(PyTuple_GET_ITEM(ids, i), fname, &v[i]) < 0) goto done;
+    for (i = 0; shares && i < n; i++) {
+        if (pymod_u64(PyTuple_GET_ITEM(shares, i), fname, "a share", &v[n + i]) < 0) goto done;
+        if (sum + v[n + i] < sum) {
+            PyErr_Format(PyExc_ValueError, "%s(): the shares add up past 2**64-1", fname);
+            goto done;
+        }
+        sum += v[n + i];
+    }
+    rc = memobs_request_xfer_split(v, shares ? v + n : NULL, (size_t)n, (memobs_dir_t)x.dir, x.bytes,
+                                   (memobs_phase_t)pymod_xfer_phase(&x));
+    if (rc != MEMOBS_OK)
+        PyErr_Format(PyExc_ValueError, "%s(): memobs refused the transfer: %s", fname, memobs_strerror(rc));
+    else {
+        Py_INCREF(Py_None);
+        r = Py_None;
+    }
+done:
+    PyMem_Free(v);
+    Py_XDECREF(shares);
+    Py_DECREF(ids);
+    return r;
+}
+
+/* request_tenant(id, name): memobs_request_tenant, the name checked here
+   as memobs checks it (1 to 63 bytes of UTF-8, no control character);
+   True when the request is filed under it, False when memobs refused (an
+   id not in flight, a second tenant: counted in tenant_misuse). */
+static PyObject *pymod_request_tenant(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[2] = {"id", "name"};
+    PyObject *a[2];
+    uint64_t id;
+    const char *s;
+    Py_ssize_t n, i;
+    (void)self;
+    if (pymod_args("request_tenant", args, nargs, kwnames, kw, 2, 2, a) < 0 ||
+        pymod_req_id(a[0], "request_tenant", &id) < 0)
+        return NULL;
+    if (!PyUnicode_Check(a[1])) {
+        PyErr_Format(PyExc_TypeError, "request_tenant(): name must be a str, not %.200s", Py_TYPE(a[1])->tp_name);
+        return NULL;
+    }
+    if (!(s = PyUnicode_AsUTF8AndSize(a[1], &n))) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "request_tenant(): name %R cannot be encoded as UTF-8 (a lone surrogate)", a[1]);
+        return NULL;
+    }
+    if (n < 1 || n > 63) {
+        PyErr_Format(PyExc_ValueError, "request_tenant(): name must be 1 to 63 bytes of UTF-8, got %zd", n);
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+            PyErr_Format(PyExc_ValueError, "request_tenant(): name must have no control character, got %R", a[1]);
+            return NULL;
+        }
+    return PyBool_FromLong(memobs_request_tenant(id, s) == MEMOBS_OK);
+}
+
+static const char *const pymod_req_state_names[5] = {"in_flight", "completed", "aborted", "abandoned", "dropped"};
+
+/* {dir: ns} of a ledger's engine_ns or device_ns */
+static PyObject *pymod_dir_ns(const uint64_t *ns) {
+    PyObject *d = PyDict_New();
+    unsigned k;
+    for (k = 0; d && k < MEMOBS_DIRS; k++)
+        if (pymod_put(d, pymod_dir_names[k], PyLong_FromUnsignedLongLong(ns[k])) < 0) Py_CLEAR(d);
+    return d;
+}
+
+/* A request's ledger (memobs_request_info_t) as a dict of its fields;
+   "xfer" per phase as get_summary()["phases"] has them, with "total" (the
+   phases summed), and "bytes": every byte it moved. */
+static PyObject *pymod_request_info_dict(const memobs_request_info_t *i) {
+    PyObject *d, *x = NULL;
+    memobs_dirs_t total;
+    uint64_t bytes = 0;
+    unsigned p, k;
+    memset(&total, 0, sizeof total);
+    for (p = 0; p < MEMOBS_PHASES; p++)
+        for (k = 0; k < MEMOBS_DIRS; k++) {
+            const memobs_xfer_t *f = memobs_dirs_get(&i->xfer[p], k);
+            memobs_xfer_t *t = memobs_dirs_at(&total, k);
+            t->bytes = t->bytes + f->bytes < t->bytes ? UINT64_MAX : t->bytes + f->bytes;
+            t->count += f->count;
+        }
+    for (k = 0; k < MEMOBS_DIRS; k++) {
+        uint64_t b = memobs_dirs_get(&total, k)->bytes;
+        bytes = bytes + b < bytes ? UINT64_MAX : bytes + b;
+    }
+    if (!(d = PyDict_New())) return NULL;
+    if (pymod_put(d, "id", PyLong_FromUnsignedLongLong(i->id)) < 0 ||
+        pymod_put(d, "tenant", pymod_text(i->tenant, 1)) < 0 ||
+        pymod_put(d, "state", PyUnicode_FromString(pymod_req_state_names[(unsigned)i->state < 5 ? i->state : 0])) < 0 ||
+        pymod_put(d, "begin_ns", PyLong_FromUnsignedLongLong(i->begin_ns)) < 0 ||
+        pymod_put(d, "end_ns", PyLong_FromUnsignedLongLong(i->end_ns)) < 0 || !(x = PyDict_New()) ||
+        pymod_put(d, "xfer", x) < 0 || pymod_put(x, "total", pymod_dirs(&total)) < 0 ||
+        pymod_put(x, "prefill", pymod_dirs(&i->xfer[MEMOBS_PHASE_PREFILL])) < 0 ||
+        pymod_put(x, "decode", pymod_dirs(&i->xfer[MEMOBS_PHASE_DECODE])) < 0 ||
+        pymod_put(x, "unphased", pymod_dirs(&i->xfer[MEMOBS_PHASE_NONE])) < 0 ||
+        pymod_put(d, "bytes", PyLong_FromUnsignedLongLong(bytes)) < 0 ||
+        pymod_put(d, "engine_ns", pymod_dir_ns(i->engine_ns)) < 0 ||
+        pymod_put(d, "device_ns", pymod_dir_ns(i->device_ns)) < 0 ||
+        pymod_put(d, "wait_ns", PyLong_FromUnsignedLongLong(i->wait_ns)) < 0 ||
+        pymod_put(d, "region_ns", PyLong_FromUnsignedLongLong(i->region_ns)) < 0 ||
+        pymod_put(d, "tokens", PyLong_FromUnsignedLongLong(i->tokens)) < 0 ||
+        pymod_put(d, "ttft_ns", PyLong_FromUnsignedLongLong(i->ttft_ns)) < 0 ||
+        pymod_put(d, "tpot_ns", PyLong_FromUnsignedLongLong(i->tpot_ns)) < 0 ||
+        pymod_put(d, "e2e_ns", PyLong_FromUnsignedLongLong(i->e2e_ns)) < 0 ||
+        pymod_put(d, "current_bytes", PyLong_FromUnsignedLongLong(i->current_bytes)) < 0 ||
+        pymod_put(d, "peak_bytes", PyLong_FromUnsignedLongLong(i->peak_bytes)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* request_info(id): the ledger of request id while it is in flight, None
+   when it is not (or memobs is off). */
+static PyObject *pymod_request_info(PyObject *self, PyObject *arg) {
+    memobs_request_info_t info;
+    uint64_t id;
+    (void)self;
+    if (pymod_req_id(arg, "request_info", &id) < 0) return NULL;
+    if (memobs_request_info(id, &info) != MEMOBS_OK) Py_RETURN_NONE;
+    return pymod_request_info_dict(&info);
+}
+
+/* request_top(by="bytes", n=10): memobs_request_top as a list of dicts. */
+static PyObject *pymod_request_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[2] = {"by", "n"};
+    static const char *const bys[2] = {"bytes", "wait"};
+    PyObject *a[2], *list;
+    memobs_request_info_t *top;
+    int by = MEMOBS_REQUEST_TOP_BYTES, n = MEMOBS_REQUEST_TOP;
+    size_t got, i;
+    (void)self;
+    if (pymod_args("request_top", args, nargs, kwnames, kw, 2, 0, a) < 0 ||
+        (a[0] && (by = pymod_choice(a[0], "request_top", "by", bys, 2)) < 0) ||
+        (a[1] && pymod_int(a[1], "request_top", "n", 0, INT_MAX, &n) < 0))
+        return NULL;
+    if (n > MEMOBS_REQUEST_TOP) n = MEMOBS_REQUEST_TOP; /* memobs keeps no more */
+    if (!(top = (memobs_request_info_t *)PyMem_Malloc(MEMOBS_REQUEST_TOP * sizeof *top))) return PyErr_NoMemory();
+    got = memobs_request_top(by ? MEMOBS_REQUEST_TOP_WAIT : MEMOBS_REQUEST_TOP_BYTES, top, (size_t)n);
+    if ((list = PyList_New(0)) != NULL)
+        for (i = 0; i < got; i++) {
+            PyObject *d = pymod_request_info_dict(&top[i]);
+            if (!d || PyList_Append(list, d) < 0) {
+                Py_XDECREF(d);
+                Py_CLEAR(list);
+                break;
+            }
+            Py_DECREF(d);
+        }
+    PyMem_Free(top);
+    return list;
 }
 
 /* ======================================================================== */
@@ -2477,10 +2889,63 @@ static PyMethodDef pymod_methods[] = {
      "record_tpot(ns)\n--\n\nOne TPOT sample the engine measured on its own clock, in ns (an int from 0 to 2**56; 0 "
      "is ignored)."},
     {"request_begin", pymod_request_begin, METH_O,
-     "request_begin(id)\n--\n\nStarts timing request id (an int >= 0)."},
+     "request_begin(id)\n--\n\nStarts timing request id (an int 0 to 2**64-1, or a str: request_id(str)); its "
+     "ledger (request_info) lives until request_end."},
     {"request_token", pymod_request_token, METH_O,
      "request_token(id)\n--\n\nA token of request id: the first gives a TTFT sample, later ones TPOT samples."},
-    {"request_end", pymod_request_end, METH_O, "request_end(id)\n--\n\nEnds request id: an E2E sample."},
+    {"request_end", pymod_request_end, METH_O,
+     "request_end(id)\n--\n\nEnds request id: an E2E sample; its ledger is finished (MEMOBS_REQUESTS writes its "
+     "line, request_top() may keep it)."},
+    {"request_id", pymod_request_id, METH_O,
+     "request_id(id)\n--\n\nThe 64-bit id memobs keeps for id, as every request_* call takes it: an int (0 to "
+     "2**64-1) is itself; a str is FNV-1a 64 of its UTF-8 bytes: h = 0xcbf29ce484222325, then for each byte "
+     "h = ((h ^ byte) * 0x100000001b3) % 2**64 (in Python: for b in s.encode(\"utf-8\"): h = ((h ^ b) * "
+     "0x100000001b3) & 0xFFFFFFFFFFFFFFFF). The \"id\" of memobs' request lines (MEMOBS_REQUESTS) is this number: "
+     "compute it to join them with an engine's own log. ValueError for \"\", a lone surrogate, a negative int or "
+     "one above 2**64-1; TypeError for another type (bools included)."},
+    {"request_enter", pymod_request_enter, METH_O,
+     "request_enter(id)\n--\n\nBinds the calling thread to request id (memobs_request_enter): its transfer "
+     "records from now on go to the request's ledger as well as to the figures, until request_leave(). Nests 8 "
+     "deep (the innermost gets the records; deeper enters are counted in get_summary()[\"attributed\"]"
+     "[\"bind_misuse\"]). Prefer `with memobs.request(id):`."},
+    {"request_leave", pymod_request_leave, METH_NOARGS,
+     "request_leave()\n--\n\nEnds the calling thread's innermost binding (request_enter); back to the one "
+     "outside, or none. A leave with no enter is counted (bind_misuse), never an error."},
+    {"request_current", pymod_request_current, METH_NOARGS,
+     "request_current()\n--\n\nThe id of the request the calling thread is bound to (innermost), None when "
+     "none is."},
+    {"request_xfer", PYMOD_FN(pymod_request_xfer), PYMOD_KW,
+     "request_xfer(id, dir, nbytes, phase=None, ns=None)\n--\n\nOne transfer made on request id's behalf, from "
+     "any thread (a scheduler moving a request's blocks): recorded as record_xfer(dir, nbytes, phase) records it, "
+     "and its bytes and one operation in the request's ledger; the calling thread's binding does not take it. ns "
+     "(0 to 2**56): a transfer the engine timed, as record_xfer_ns, its time also the ledger's engine_ns[dir]. An "
+     "id not in flight: in the attributed figures and orphan_bytes, in no ledger. memobs_request_xfer(_ns)."},
+    {"request_xfer_split", PYMOD_FN(pymod_request_xfer_split), PYMOD_KW,
+     "request_xfer_split(ids, shares, dir, nbytes, phase=None)\n--\n\nOne transfer of nbytes made for several "
+     "requests (a batch's blocks in one copy), shared by weights: ids a non-empty sequence of ids, shares None "
+     "(equal shares) or as many ints >= 0 (tokens, blocks; all 0: equal). Part i is floor(nbytes * C_i / S) - "
+     "floor(nbytes * C_(i-1) / S), C_i the sum of shares[0..i], S of all: whole bytes, each within one byte of "
+     "its exact share, adding up to nbytes exactly (1000 over [1, 1, 1]: 333, 333, 334). One operation of the "
+     "figures and one of each ledger. memobs_request_xfer_split; TypeError / ValueError (nothing recorded) for "
+     "bad arguments."},
+    {"request_tenant", PYMOD_FN(pymod_request_tenant), PYMOD_KW,
+     "request_tenant(id, name)\n--\n\nFiles request id (in flight) under a tenant: name 1 to 63 bytes of UTF-8, "
+     "no control character (else ValueError). The first 32 names (MEMOBS_MAX_TENANTS) have counters of their own, "
+     "later ones are filed as \"other\". True when filed; False when memobs refused it (an id not in flight, a "
+     "request with another tenant already: counted in get_summary()[\"attributed\"][\"tenant_misuse\"])."},
+    {"request_info", pymod_request_info, METH_O,
+     "request_info(id)\n--\n\nThe ledger of request id while it is in flight, None when it is not (never begun, "
+     "ended) or memobs is off: a dict with memobs_request_info_t's fields: \"id\", \"tenant\" (None when none), "
+     "\"state\" (\"in_flight\"; for finished ones \"completed\", \"aborted\", \"abandoned\", \"dropped\"), "
+     "\"begin_ns\", \"end_ns\" (memobs' clock; 0 in flight), \"xfer\" (\"total\", \"prefill\", \"decode\", "
+     "\"unphased\", each as get_summary()[\"total\"]: h2d_bytes, h2d_count, ...), \"bytes\" (every byte it moved), "
+     "\"engine_ns\" and \"device_ns\" ({dir: ns}), \"wait_ns\" (their sum), \"region_ns\", \"tokens\", "
+     "\"ttft_ns\", \"tpot_ns\" (the mean), \"e2e_ns\", \"current_bytes\", \"peak_bytes\" (tracked memory its "
+     "bound threads allocated)."},
+    {"request_top", PYMOD_FN(pymod_request_top), PYMOD_KW,
+     "request_top(by=\"bytes\", n=10)\n--\n\nThe requests finished since start-up or reset() that moved the most "
+     "bytes (by=\"bytes\") or waited longest on transfers (by=\"wait\": wait_ns), largest first: a list of up to "
+     "n (at most the 10 memobs keeps) dicts as request_info() returns, with their final state and end_ns."},
     {"mark", pymod_mark, METH_O,
      "mark(name)\n--\n\nA marker: a named instant, counted per name (get_regions()[...][\"marks\"]). name: a "
      "non-empty str (interned on each call) or a region (its name, no lookup)."},
@@ -2513,7 +2978,9 @@ static PyMethodDef pymod_methods[] = {
      "\"phases\" (every phase, every direction and counts), "
      "\"manual\" (the program's own records, apart from the observed ones under the LD_PRELOAD library: \"apart\" "
      "and \"total\", \"prefill\", \"decode\", \"unphased\" as \"total\"), \"ttft\", \"tpot\", "
-     "\"e2e\", \"requests\", \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\" (per phase and "
+     "\"e2e\", \"requests\", \"attributed\" (the part of the transfers made on a request's behalf: \"total\", "
+     "\"prefill\", \"decode\", \"unphased\" as \"total\", and \"orphan_bytes\", \"bind_misuse\", "
+     "\"tenant_misuse\"; unattributed = the phase's figures - these), \"problems\", \"counters\", \"memory\", \"tracker\", \"timed\" (per phase and "
      "direction: bytes, count, ns), \"sizes\" (per direction: count, bytes, p50, p90, p99, max and \"buckets\", "
      "[[upper_bound, count], ...] of the non-empty log2 buckets), \"regions\" (as "
      "get_regions()), \"identity\", "
@@ -2773,7 +3240,8 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
         }
     }
     if (!pymod_update_wrapper || !(pymod_region_cache = PyDict_New()) || PyType_Ready(&pymod_region_type) < 0 ||
-        PyType_Ready(&pymod_rfunc_type) < 0 || PyType_Ready(&pymod_timed_xfer_type) < 0) {
+        PyType_Ready(&pymod_rfunc_type) < 0 || PyType_Ready(&pymod_timed_xfer_type) < 0 ||
+        PyType_Ready(&pymod_request_type) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -2786,6 +3254,12 @@ PyMODINIT_FUNC PYMOD_INIT(void) {
     Py_INCREF(&pymod_timed_xfer_type);
     if (PyModule_AddObject(m, "timed_transfer", (PyObject *)&pymod_timed_xfer_type) < 0) {
         Py_DECREF(&pymod_timed_xfer_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&pymod_request_type);
+    if (PyModule_AddObject(m, "request", (PyObject *)&pymod_request_type) < 0) {
+        Py_DECREF(&pymod_request_type);
         Py_DECREF(m);
         return NULL;
     }

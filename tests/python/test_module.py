@@ -39,7 +39,7 @@ ALL_DIRS = set(ALL_DIRS_KEYS)
 LATENCY = {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "last_ns"}
 TOP = {"total", "prefill", "decode", "unphased", "phases", "ttft", "tpot", "e2e", "requests", "problems",
        "counters", "memory", "tracker", "timed", "sizes", "regions", "identity", "enabled", "window_ns", "memobs_version",
-       "manual"}
+       "manual", "attributed"}
 
 
 class Check:
@@ -334,7 +334,8 @@ def _(c):
         ("record_h2d(1, <__bool__ raises>)", RuntimeError, memobs.record_h2d, (1, Boom()), {}),
         ("record_h2d(-1, 'bogus') (bytes checked first)", ValueError, memobs.record_h2d, (-1, "bogus"), {}),
         ("request_begin(-1)", ValueError, memobs.request_begin, (-1,), {}),
-        ("request_token('a')", TypeError, memobs.request_token, ("a",), {}),
+        ("request_token(1.5) (an id is an int or a str)", TypeError, memobs.request_token, (1.5,), {}),
+        ("request_token('') (a str id is not empty)", ValueError, memobs.request_token, ("",), {}),
         ("enable(1, 2)", TypeError, memobs.enable, (1, 2), {}),
         ("write_summary(path, fmt='xml')", ValueError, memobs.write_summary, (os.path.join(TMP, "x"), "xml"), {}),
         ("write_summary(None)", TypeError, memobs.write_summary, (None,), {}),
