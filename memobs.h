@@ -1977,10 +1977,15 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    records, binned); timed bandwidth per direction and phase (device-timed
    copies, engine-timed storage transfers); transfer sizes per direction (ops,
    p50/p90/p99/max as log2 bucket bounds, a bar chart of the buckets);
-   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked memory by kind,
-   memory over time from the sampler (RSS, anonymous, heap, tracked
-   host/pinned/device, the driver's device used; without samples, tracked bytes
-   by kind from the timeline's allocations) with each series' peak marked, the
+   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; once a transfer was
+   attributed to a request (memobs_request_enter, memobs_request_xfer*),
+   Requests: attributed and unattributed bytes per direction (a table, a bar
+   per direction), the top requests by bytes moved and by time waited
+   (memobs_request_top: a table and bars each) and the tenants' rows;
+   tracked memory by kind, memory over time from the sampler (RSS,
+   anonymous, heap, tracked host/pinned/device, the driver's device used;
+   without samples, tracked bytes by kind from the timeline's allocations)
+   with each series' peak marked, the
    leak detector's verdict and fit; the traces holding the most live bytes with
    their tags and stacks (memobs_format_trace: C and provider frames); user
    counters and the problems counted. Every figure of the summary it shows
@@ -1989,11 +1994,13 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    integer". Text from tags, names, hosts and paths is escaped; bytes that are
    not UTF-8 become U+FFFD. Size: bounded whatever was recorded, under 1 MB at
    default limits (the worst case: 20 stacks of 4 KB that escape sixfold, every
-   counter used, every size bucket of every direction): the samples are cut to
+   counter used, every size bucket of every direction, both top lists and
+   every tenant with names that escape sixfold): the samples are cut to
    400 points per series (the largest sample of each stretch, so peaks stay),
    the timeline to 120 bins (its allocations to 400), the traces to the 20
    holding the most (the rest summed in one row), each stack to 4 KB of text;
-   counters are bounded by MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK,
+   counters are bounded by MEMOBS_MAX_COUNTERS, the requests to 2 x
+   MEMOBS_REQUEST_TOP, the tenants to MEMOBS_REPORT_ROWS. Returns MEMOBS_OK,
    MEMOBS_ERR_INVALID (f NULL), MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO.
    MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
@@ -16620,8 +16627,9 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
 /* Requests: what attribution (memobs_request_enter/_leave,
    memobs_request_xfer*) put on the requests. Only once a transfer was
    attributed. At most 2 x MEMOBS_REQUEST_TOP rows and bars and
-   MEMOBS_MAX_TENANTS + 1 tenant rows: about 120 KB at worst (63-byte
-   names of quotes, 7 directions). */
+   MEMOBS_REPORT_ROWS tenant rows and "other": about 120 KB at worst at
+   default limits (33 tenants' names of quotes, 20-digit ids, 7
+   directions; tests/outputs/test_html_requests.c full). */
 static const char *const memobs__html_rstate[5] = {"in flight", "completed", "aborted", "abandoned", "dropped"};
 
 /* A request's bytes (by 0) or time waited (by 1) in direction d. */
@@ -16761,15 +16769,22 @@ static void memobs__html_rtop(memobs__out_t *o, const memobs_request_info_t *r, 
 
 /* The tenants' counters (memobs_request_tenant): the window's bytes and
    operations by direction and the requests finished, largest first,
-   "other" (names past MEMOBS_MAX_TENANTS) last. */
+   "other" (names past MEMOBS_MAX_TENANTS) last; a name with nothing in the
+   window has no row. At most MEMOBS_REPORT_ROWS named rows (the rest
+   counted), "other" always. */
+typedef struct {
+    uint32_t t;
+    uint64_t bytes[MEMOBS_DIRS], ops[MEMOBS_DIRS], total, nops, req;
+} memobs__html_trow_t;
+
 static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
-    struct {
-        uint32_t t;
-        uint64_t bytes[MEMOBS_DIRS], ops[MEMOBS_DIRS], total, nops, req;
-    } row[MEMOBS_MAX_TENANTS + 1], tmp;
-    uint32_t nt, t, n = 0, i, j;
+    memobs__html_trow_t *row, tmp;
+    uint32_t nt, t, n = 0, i, j, shown = 0, left = 0;
+    uint32_t limit = memobs__g.trk.rows > 0 ? (uint32_t)memobs__g.trk.rows : UINT32_MAX;
     unsigned d;
     char key[48], b[32];
+    row = (memobs__html_trow_t *)MEMOBS_MALLOC((MEMOBS_MAX_TENANTS + 1) * sizeof *row);
+    if (!row) return;
     pthread_mutex_lock(&memobs__att.lock);
     nt = __atomic_load_n(&memobs__att.nten.v, __ATOMIC_ACQUIRE);
     if (nt > MEMOBS_MAX_TENANTS) nt = MEMOBS_MAX_TENANTS;
@@ -16784,21 +16799,28 @@ static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
             row[n].nops = memobs__sat(row[n].nops, row[n].ops[d]);
         }
         row[n].req = MEMOBS__LOAD(&memobs__att.treq[t].v) - memobs__att.treq_base[t];
-        if (row[n].nops || row[n].req) n++; /* a name with nothing in the window: no row */
+        if (row[n].nops || row[n].req) n++;
     }
     pthread_mutex_unlock(&memobs__att.lock);
-    if (!n) return;
     for (i = 1; i < n; i++) /* insertion sort by bytes, "other" kept last */
         for (j = i; j > 0 && row[j].t < MEMOBS_MAX_TENANTS && row[j - 1].total < row[j].total; j--)
             tmp = row[j], row[j] = row[j - 1], row[j - 1] = tmp;
-    memobs__out_str(o, "<h3>Tenants</h3>\n<p>Bytes moved for each tenant's requests in the window (in flight ones "
-                       "too, as far as their ledgers were brought up to date), and its requests finished.</p>\n"
-                       "<table id=\"requests-tenants\"><tr><th>tenant</th><th>requests</th><th>moved</th><th>ops</th>");
-    for (d = 0; d < nd; d++) memobs__html_printf(o, "<th>%s</th><th>ops</th>", memobs__dir_name[d]);
-    memobs__out_str(o, "</tr>\n");
+    if (n) {
+        memobs__out_str(o, "<h3>Tenants</h3>\n<p>Bytes moved for each tenant's requests in the window (in flight "
+                           "ones too, as far as their ledgers were brought up to date), and its requests "
+                           "finished.</p>\n<table id=\"requests-tenants\"><tr><th>tenant</th><th>requests</th>"
+                           "<th>moved</th><th>ops</th>");
+        for (d = 0; d < nd; d++) memobs__html_printf(o, "<th>%s</th><th>ops</th>", memobs__dir_name[d]);
+        memobs__out_str(o, "</tr>\n");
+    }
     for (i = 0; i < n; i++) {
         /* names are never written again once taken (nten read with acquire) */
         const char *nm = row[i].t < MEMOBS_MAX_TENANTS ? memobs__att.ten[row[i].t] : "other";
+        if (row[i].t < MEMOBS_MAX_TENANTS && shown >= limit) {
+            left++;
+            continue;
+        }
+        shown += row[i].t < MEMOBS_MAX_TENANTS;
         memobs__html_printf(o, "<tr data-tenant=\"%u\"><th>", (unsigned)row[i].t);
         memobs__html_esc(o, nm);
         memobs__out_str(o, "</th>");
@@ -16813,7 +16835,9 @@ static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
         }
         memobs__out_str(o, "</tr>\n");
     }
-    memobs__out_str(o, "</table>\n");
+    if (n) memobs__out_str(o, "</table>\n");
+    if (left) memobs__html_printf(o, "<p>%u more tenants (MEMOBS_REPORT_ROWS)</p>\n", (unsigned)left);
+    MEMOBS_FREE(row);
 }
 
 static void memobs__html_requests(memobs__out_t *o, const memobs_summary_t *s) {

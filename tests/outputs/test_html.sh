@@ -257,6 +257,17 @@ for mode in requests full; do
     fi
 done
 
+# MEMOBS_REPORT_ROWS=5 cuts the tenants' rows: the 5 largest named, "other" kept, the rest counted
+MEMOBS_REPORT_ROWS=5 "$tmp/reqprog" full "$tmp/rows.html" >/dev/null 2>"$tmp/rows.err"
+got=$(grep -o 'data-tenant="[0-9]*"' "$tmp/rows.html" | tr '\n' ' ')
+if [ "$got" = 'data-tenant="4" data-tenant="3" data-tenant="2" data-tenant="1" data-tenant="0" data-tenant="32" ' ] &&
+    grep -q '<p>27 more tenants (MEMOBS_REPORT_ROWS)</p>' "$tmp/rows.html"; then
+    pass "MEMOBS_REPORT_ROWS=5: the 5 largest tenants (named 5th to 1st: 2 requests each), \"other\" kept, 27 more counted"
+else
+    fail "MEMOBS_REPORT_ROWS=5: the 5 largest tenants (named 5th to 1st: 2 requests each), \"other\" kept, 27 more counted" \
+        "rows: $got" "$(grep -o '<p>[0-9]* more tenants[^<]*</p>' "$tmp/rows.html")"
+fi
+
 # --- an unwritable MEMOBS_HTML: one warning, no crash
 MEMOBS_HTML=/nonexistent-memobs-dir/r%r.html "$tmp/prog" empty 2>"$tmp/unw.err"
 st=$?
