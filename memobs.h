@@ -17189,7 +17189,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     struct {
         const char *key;
         uint64_t v;
-    } pr[21];
+    } pr[24];
     unsigned c, np = 0, bad = 0;
     memobs__out_str(o, "<section id=\"counters\"><h2>User counters</h2>\n");
     if (!s->ncounters) {
