@@ -1977,10 +1977,15 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    records, binned); timed bandwidth per direction and phase (device-timed
    copies, engine-timed storage transfers); transfer sizes per direction (ops,
    p50/p90/p99/max as log2 bucket bounds, a bar chart of the buckets);
-   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; tracked memory by kind,
-   memory over time from the sampler (RSS, anonymous, heap, tracked
-   host/pinned/device, the driver's device used; without samples, tracked bytes
-   by kind from the timeline's allocations) with each series' peak marked, the
+   TTFT/TPOT/E2E histograms with p50/p90/p99 marked; once a transfer was
+   attributed to a request (memobs_request_enter, memobs_request_xfer*),
+   Requests: attributed and unattributed bytes per direction (a table, a bar
+   per direction), the top requests by bytes moved and by time waited
+   (memobs_request_top: a table and bars each) and the tenants' rows;
+   tracked memory by kind, memory over time from the sampler (RSS,
+   anonymous, heap, tracked host/pinned/device, the driver's device used;
+   without samples, tracked bytes by kind from the timeline's allocations)
+   with each series' peak marked, the
    leak detector's verdict and fit; the traces holding the most live bytes with
    their tags and stacks (memobs_format_trace: C and provider frames); user
    counters and the problems counted. Every figure of the summary it shows
@@ -1989,11 +1994,13 @@ MEMOBS_API int memobs_write_prometheus_file(const char *path);
    integer". Text from tags, names, hosts and paths is escaped; bytes that are
    not UTF-8 become U+FFFD. Size: bounded whatever was recorded, under 1 MB at
    default limits (the worst case: 20 stacks of 4 KB that escape sixfold, every
-   counter used, every size bucket of every direction): the samples are cut to
+   counter used, every size bucket of every direction, both top lists and
+   every tenant with names that escape sixfold): the samples are cut to
    400 points per series (the largest sample of each stretch, so peaks stay),
    the timeline to 120 bins (its allocations to 400), the traces to the 20
    holding the most (the rest summed in one row), each stack to 4 KB of text;
-   counters are bounded by MEMOBS_MAX_COUNTERS. Returns MEMOBS_OK,
+   counters are bounded by MEMOBS_MAX_COUNTERS, the requests to 2 x
+   MEMOBS_REQUEST_TOP, the tenants to MEMOBS_REPORT_ROWS. Returns MEMOBS_OK,
    MEMOBS_ERR_INVALID (f NULL), MEMOBS_ERR_NOMEM or MEMOBS_ERR_IO.
    MEMOBS_HTML=PATH writes it at exit. */
 MEMOBS_API int memobs_write_html(FILE *f);
@@ -16922,6 +16929,324 @@ static void memobs__html_latency(memobs__out_t *o, const memobs_summary_t *s, co
     memobs__out_str(o, "</section>\n");
 }
 
+/* Requests: what attribution (memobs_request_enter/_leave,
+   memobs_request_xfer*) put on the requests. Only once a transfer was
+   attributed. At most 2 x MEMOBS_REQUEST_TOP rows and bars and
+   MEMOBS_REPORT_ROWS tenant rows and "other": about 120 KB at worst at
+   default limits (33 tenants' names of quotes, 20-digit ids, 7
+   directions; tests/outputs/test_html_requests.c full). */
+static const char *const memobs__html_rstate[5] = {"in flight", "completed", "aborted", "abandoned", "dropped"};
+
+/* A request's bytes (by 0) or time waited (by 1) in direction d. */
+static uint64_t memobs__html_rval(const memobs_request_info_t *r, int by, unsigned d) {
+    uint64_t v = 0;
+    unsigned p;
+    if (by) return memobs__sat(r->engine_ns[d], r->device_ns[d]);
+    for (p = 0; p < MEMOBS_PHASES; p++) v = memobs__sat(v, memobs_dirs_get(&r->xfer[p], d)->bytes);
+    return v;
+}
+
+/* part of all as a percentage, "<0.1%" and ">99.9%" rather than a
+   rounded 0 or 100 that is not. */
+static const char *memobs__html_share(char *b, size_t len, uint64_t part, uint64_t all) {
+    double p = all ? 100.0 * (double)part / (double)all : 0;
+    if (!all) return "-";
+    if (part && p < 0.05) return "&lt;0.1%";
+    if (part < all && p >= 99.95) return "&gt;99.9%";
+    return memobs__out_sprintf(b, len, "%.1f%%", p);
+}
+
+/* A request's tenant as a cell: the name as text, or "-" marked
+   data-none (no tenant set). */
+static void memobs__html_tenant_cell(memobs__out_t *o, const char *tenant) {
+    if (!tenant[0]) {
+        memobs__out_str(o, "<td data-memobs=\"request.tenant\" data-none=\"1\">-</td>");
+        return;
+    }
+    memobs__out_str(o, "<td data-memobs=\"request.tenant\">");
+    memobs__html_esc(o, tenant);
+    memobs__out_str(o, "</td>");
+}
+
+/* Horizontal bars, one per request, split by direction: bytes moved (by
+   0) or time waited on transfers (by 1). */
+static void memobs__html_rbars(memobs__out_t *o, const char *id, const memobs_request_info_t *r, size_t n, int by,
+                               unsigned nd) {
+    const double L = 160, R = 90, row = 22;
+    double pw = MEMOBS__HTML_W - L - R, h = MEMOBS__HTML_T + row * (double)n + MEMOBS__HTML_B, top = 0;
+    unsigned d, g;
+    size_t i;
+    char b[32];
+    for (i = 0; i < n; i++) {
+        uint64_t t = by ? r[i].wait_ns : memobs__att_moved(&r[i]);
+        if ((double)t > top) top = (double)t;
+    }
+    if (!(top > 0)) top = 1;
+    memobs__html_printf(o, "<svg id=\"%s\" class=\"chart\" viewBox=\"0 0 %d %.0f\" width=\"%d\" height=\"%.0f\" "
+                        "role=\"img\">\n", id, MEMOBS__HTML_W, h, MEMOBS__HTML_W, h);
+    for (g = 0; g <= 4; g++) {
+        double xx = L + pw * g / 4.0;
+        memobs__html_printf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                            "<text class=\"ax\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", xx,
+                            MEMOBS__HTML_T, xx, h - MEMOBS__HTML_B, xx, h - 8,
+                            memobs__html_label(top * g / 4.0, by ? 2 : 0, b, sizeof b));
+    }
+    for (i = 0; i < n; i++) {
+        double y = MEMOBS__HTML_T + row * (double)i, x = L;
+        uint64_t t = by ? r[i].wait_ns : memobs__att_moved(&r[i]);
+        memobs__html_printf(o, "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">#%llu</text>\n", L - 6,
+                            y + row / 2 + 4, (unsigned long long)r[i].id);
+        for (d = 0; d < nd; d++) {
+            uint64_t v = memobs__html_rval(&r[i], by, d);
+            double w = pw * (double)v / top;
+            if (!v) continue;
+            if (w < 1) w = 1; /* seen, if not to scale */
+            memobs__html_printf(o, "<rect data-request=\"%llu\" data-dir=\"%s\" data-v=\"%llu\" x=\"%.1f\" "
+                                "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>#%llu",
+                                (unsigned long long)r[i].id, memobs__dir_key[d], (unsigned long long)v, x, y + 3, w,
+                                row - 6, memobs__html_dcolor[d], (unsigned long long)r[i].id);
+            memobs__html_printf(o, " %s: %s</title></rect>\n", memobs__dir_name[d],
+                                by ? memobs_format_ns(b, sizeof b, v) : memobs_format_bytes(b, sizeof b, v));
+            x += w;
+        }
+        memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 4, y + row / 2 + 4,
+                            by ? memobs_format_ns(b, sizeof b, t) : memobs_format_bytes(b, sizeof b, t));
+    }
+    memobs__out_str(o, "</svg>\n");
+}
+
+/* A top list (memobs_request_top) as a table and its bars. */
+static void memobs__html_rtop(memobs__out_t *o, const memobs_request_info_t *r, size_t n, int by, unsigned nd) {
+    static const char *const name[2] = {"bytes", "wait"};
+    unsigned d, p;
+    size_t i;
+    char b[32], key[48];
+    memobs__html_printf(o, "<h3>Top requests by %s</h3>\n", by ? "time waited on transfers" : "bytes moved");
+    if (!n) {
+        if (by)
+            memobs__html_absent(o, "no finished request waited on a timed transfer",
+                                "memobs_request_xfer_ns, or memobs_cuda.h's timing and memobs_record_xfer_ns while "
+                                "a thread is bound (memobs_request_enter)");
+        else
+            memobs__out_str(o, "<p>No finished request moved bytes yet (requests in flight are not listed).</p>\n");
+        return;
+    }
+    memobs__html_printf(o, "<table id=\"requests-top-%s\"><tr><th>#</th><th>request</th><th>tenant</th>"
+                        "<th>state</th><th>moved</th><th>ops</th>", name[by]);
+    for (d = 0; d < nd; d++) memobs__html_printf(o, "<th>%s</th>", memobs__dir_name[d]);
+    memobs__out_str(o, "<th>waited</th><th>TTFT</th><th>E2E</th><th>tokens</th><th>peak tracked</th></tr>\n");
+    for (i = 0; i < n; i++) {
+        uint64_t ops = 0;
+        unsigned st = (unsigned)r[i].state < 5 ? (unsigned)r[i].state : 0;
+        for (p = 0; p < MEMOBS_PHASES; p++)
+            for (d = 0; d < MEMOBS_DIRS; d++) ops = memobs__sat(ops, memobs_dirs_get(&r[i].xfer[p], d)->count);
+        memobs__html_printf(o, "<tr data-by=\"%s\" data-rank=\"%u\" data-request=\"%llu\"><td>%u</td>", name[by],
+                            (unsigned)i + 1, (unsigned long long)r[i].id, (unsigned)i + 1);
+        snprintf(b, sizeof b, "%llu", (unsigned long long)r[i].id);
+        memobs__html_cell(o, "request.id", r[i].id, b);
+        memobs__html_tenant_cell(o, r[i].tenant);
+        memobs__html_printf(o, "<td data-memobs=\"request.state\" data-v=\"%u\">%s</td>", (unsigned)r[i].state,
+                            memobs__html_rstate[st]);
+        memobs__html_bytes_cell(o, "request.bytes", memobs__att_moved(&r[i]));
+        memobs__html_count_cell(o, "request.ops", ops);
+        for (d = 0; d < nd; d++) {
+            snprintf(key, sizeof key, "request.%s.bytes", memobs__dir_key[d]);
+            memobs__html_bytes_cell(o, key, memobs__html_rval(&r[i], 0, d));
+        }
+        memobs__html_cell(o, "request.wait_ns", r[i].wait_ns,
+                          r[i].wait_ns ? memobs_format_ns(b, sizeof b, r[i].wait_ns) : "-");
+        memobs__html_cell(o, "request.ttft_ns", r[i].ttft_ns,
+                          r[i].ttft_ns ? memobs_format_ns(b, sizeof b, r[i].ttft_ns) : "-");
+        memobs__html_cell(o, "request.e2e_ns", r[i].e2e_ns, r[i].e2e_ns ? memobs_format_ns(b, sizeof b, r[i].e2e_ns)
+                                                                       : "-");
+        memobs__html_count_cell(o, "request.tokens", r[i].tokens);
+        memobs__html_bytes_cell(o, "request.peak_bytes", r[i].peak_bytes);
+        memobs__out_str(o, "</tr>\n");
+    }
+    memobs__out_str(o, "</table>\n");
+    memobs__html_rbars(o, by ? "requests-top-wait-chart" : "requests-top-bytes-chart", r, n, by, nd);
+    {
+        const char *nm[MEMOBS_DIRS], *co[MEMOBS_DIRS];
+        for (d = 0; d < nd; d++) nm[d] = memobs__dir_name[d], co[d] = memobs__html_dcolor[d];
+        memobs__html_legend(o, nm, co, nd);
+    }
+}
+
+/* The tenants' counters (memobs_request_tenant): the window's bytes and
+   operations by direction and the requests finished, largest first,
+   "other" (names past MEMOBS_MAX_TENANTS) last; a name with nothing in the
+   window has no row. At most MEMOBS_REPORT_ROWS named rows (the rest
+   counted), "other" always. */
+typedef struct {
+    uint32_t t;
+    uint64_t bytes[MEMOBS_DIRS], ops[MEMOBS_DIRS], total, nops, req;
+} memobs__html_trow_t;
+
+static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
+    memobs__html_trow_t *row, tmp;
+    uint32_t nt, t, n = 0, i, j, shown = 0, left = 0;
+    uint32_t limit = memobs__g.trk.rows > 0 ? (uint32_t)memobs__g.trk.rows : UINT32_MAX;
+    unsigned d;
+    char key[48], b[32];
+    row = (memobs__html_trow_t *)MEMOBS_MALLOC((MEMOBS_MAX_TENANTS + 1) * sizeof *row);
+    if (!row) return;
+    pthread_mutex_lock(&memobs__att.lock);
+    nt = __atomic_load_n(&memobs__att.nten.v, __ATOMIC_ACQUIRE);
+    if (nt > MEMOBS_MAX_TENANTS) nt = MEMOBS_MAX_TENANTS;
+    for (t = 0; t <= MEMOBS_MAX_TENANTS; t++) {
+        if (t >= nt && t < MEMOBS_MAX_TENANTS) continue;
+        memset(&row[n], 0, sizeof row[n]);
+        row[n].t = t;
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            row[n].bytes[d] = memobs__win(MEMOBS__LOAD(&memobs__att.tx[t][0][d].v), memobs__att.tx_base[t][0][d]);
+            row[n].ops[d] = MEMOBS__LOAD(&memobs__att.tx[t][1][d].v) - memobs__att.tx_base[t][1][d];
+            row[n].total = memobs__sat(row[n].total, row[n].bytes[d]);
+            row[n].nops = memobs__sat(row[n].nops, row[n].ops[d]);
+        }
+        row[n].req = MEMOBS__LOAD(&memobs__att.treq[t].v) - memobs__att.treq_base[t];
+        if (row[n].nops || row[n].req) n++;
+    }
+    pthread_mutex_unlock(&memobs__att.lock);
+    for (i = 1; i < n; i++) /* insertion sort by bytes, "other" kept last */
+        for (j = i; j > 0 && row[j].t < MEMOBS_MAX_TENANTS && row[j - 1].total < row[j].total; j--)
+            tmp = row[j], row[j] = row[j - 1], row[j - 1] = tmp;
+    if (n) {
+        memobs__out_str(o, "<h3>Tenants</h3>\n<p>Bytes moved for each tenant's requests in the window (in flight "
+                           "ones too, as far as their ledgers were brought up to date), and its requests "
+                           "finished.</p>\n<table id=\"requests-tenants\"><tr><th>tenant</th><th>requests</th>"
+                           "<th>moved</th><th>ops</th>");
+        for (d = 0; d < nd; d++) memobs__html_printf(o, "<th>%s</th><th>ops</th>", memobs__dir_name[d]);
+        memobs__out_str(o, "</tr>\n");
+    }
+    for (i = 0; i < n; i++) {
+        /* names are never written again once taken (nten read with acquire) */
+        const char *nm = row[i].t < MEMOBS_MAX_TENANTS ? memobs__att.ten[row[i].t] : "other";
+        if (row[i].t < MEMOBS_MAX_TENANTS && shown >= limit) {
+            left++;
+            continue;
+        }
+        shown += row[i].t < MEMOBS_MAX_TENANTS;
+        memobs__html_printf(o, "<tr data-tenant=\"%u\"><th>", (unsigned)row[i].t);
+        memobs__html_esc(o, nm);
+        memobs__out_str(o, "</th>");
+        memobs__html_count_cell(o, "tenant.requests", row[i].req);
+        memobs__html_bytes_cell(o, "tenant.bytes", row[i].total);
+        memobs__html_count_cell(o, "tenant.count", row[i].nops);
+        for (d = 0; d < nd; d++) {
+            snprintf(key, sizeof key, "tenant.%s.bytes", memobs__dir_key[d]);
+            memobs__html_cell(o, key, row[i].bytes[d], memobs_format_bytes(b, sizeof b, row[i].bytes[d]));
+            snprintf(key, sizeof key, "tenant.%s.count", memobs__dir_key[d]);
+            memobs__html_count_cell(o, key, row[i].ops[d]);
+        }
+        memobs__out_str(o, "</tr>\n");
+    }
+    if (n) memobs__out_str(o, "</table>\n");
+    if (left) memobs__html_printf(o, "<p>%u more tenants (MEMOBS_REPORT_ROWS)</p>\n", (unsigned)left);
+    MEMOBS_FREE(row);
+}
+
+static void memobs__html_requests(memobs__out_t *o, const memobs_summary_t *s) {
+    static const char *const mn[4] = {"prefill", "decode", "unphased", "total"};
+    const memobs_dirs_t *m[4];
+    memobs_request_info_t *top;
+    uint64_t any = 0, most = 0;
+    unsigned d, k, nd = memobs__dirs_shown(s), bi;
+    size_t n[2] = {0, 0};
+    double pw, row = 26, h;
+    char key[64], b[3][32];
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        any |= memobs_dirs_get(&s->attributed.total, d)->count;
+        if (memobs_dirs_get(&s->total, d)->bytes > most) most = memobs_dirs_get(&s->total, d)->bytes;
+    }
+    if (!any) return;
+    m[0] = &s->attributed.prefill, m[1] = &s->attributed.decode, m[2] = &s->attributed.unphased;
+    m[3] = &s->attributed.total;
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        if (memobs_dirs_get(&s->attributed.total, d)->count && d >= MEMOBS__NGPU) nd = MEMOBS_DIRS;
+    memobs__out_str(o, "<section id=\"requests\"><h2>Requests: attributed transfers</h2>\n"
+                       "<p>The part of the transfers made on a request's behalf (memobs_request_enter/leave, "
+                       "memobs_request_xfer); unattributed = total - attributed.");
+    memobs__html_printf(o, " Of the attributed bytes, <span data-memobs=\"attributed.orphan_bytes\" data-v=\"%llu\">"
+                        "%s</span> were for requests not in flight (in no request's ledger).</p>\n",
+                        (unsigned long long)s->attributed.orphan_bytes,
+                        memobs_format_bytes(b[0], sizeof b[0], s->attributed.orphan_bytes));
+    memobs__out_str(o, "<table id=\"requests-split\"><tr><th></th><th>total</th><th>ops</th><th>attributed</th>"
+                       "<th>ops</th><th>share</th><th>prefill</th><th>decode</th><th>unphased</th>"
+                       "<th>unattributed</th><th>ops</th></tr>\n");
+    for (d = 0; d < nd; d++) {
+        const memobs_xfer_t *t = memobs_dirs_get(&s->total, d), *a = memobs_dirs_get(&s->attributed.total, d);
+        memobs__html_printf(o, "<tr><th>%s</th>", memobs__dir_name[d]);
+        snprintf(key, sizeof key, "%s.total.bytes", memobs__dir_key[d]);
+        memobs__html_bytes_cell(o, key, t->bytes);
+        snprintf(key, sizeof key, "%s.total.count", memobs__dir_key[d]);
+        memobs__html_count_cell(o, key, t->count);
+        snprintf(key, sizeof key, "attributed.%s.total.bytes", memobs__dir_key[d]);
+        memobs__html_bytes_cell(o, key, a->bytes);
+        snprintf(key, sizeof key, "attributed.%s.total.count", memobs__dir_key[d]);
+        memobs__html_count_cell(o, key, a->count);
+        memobs__html_printf(o, "<td class=\"n\">%s</td>", memobs__html_share(b[0], sizeof b[0], a->bytes, t->bytes));
+        for (k = 0; k < 3; k++) {
+            const memobs_xfer_t *x = memobs_dirs_get(m[k], d);
+            snprintf(key, sizeof key, "attributed.%s.%s.bytes", memobs__dir_key[d], mn[k]);
+            memobs__html_printf(o, "<td class=\"n\" data-memobs=\"%s\" data-v=\"%llu\" data-ops=\"%llu\">%s</td>",
+                                key, (unsigned long long)x->bytes, (unsigned long long)x->count,
+                                memobs_format_bytes(b[0], sizeof b[0], x->bytes));
+        }
+        snprintf(key, sizeof key, "unattributed.%s.bytes", memobs__dir_key[d]);
+        memobs__html_bytes_cell(o, key, t->bytes > a->bytes ? t->bytes - a->bytes : 0);
+        snprintf(key, sizeof key, "unattributed.%s.count", memobs__dir_key[d]);
+        memobs__html_count_cell(o, key, t->count > a->count ? t->count - a->count : 0);
+        memobs__out_str(o, "</tr>\n");
+    }
+    memobs__out_str(o, "</table>\n");
+    if (most) { /* a bar per direction, its total as 100%: attributed, then unattributed */
+        const double L = 60, R = 90;
+        pw = MEMOBS__HTML_W - L - R;
+        h = MEMOBS__HTML_T + row * nd + 8;
+        memobs__html_printf(o, "<svg id=\"requests-split-chart\" class=\"chart\" viewBox=\"0 0 %d %.0f\" width=\"%d\" "
+                            "height=\"%.0f\" role=\"img\">\n", MEMOBS__HTML_W, h, MEMOBS__HTML_W, h);
+        for (d = 0; d < nd; d++) {
+            const memobs_xfer_t *t = memobs_dirs_get(&s->total, d), *a = memobs_dirs_get(&s->attributed.total, d);
+            uint64_t v[2];
+            double y = MEMOBS__HTML_T + row * d, x = L;
+            v[0] = a->bytes, v[1] = t->bytes > a->bytes ? t->bytes - a->bytes : 0;
+            memobs__html_printf(o, "<text class=\"ax\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", L - 6,
+                                y + row / 2 + 4, memobs__dir_name[d]);
+            for (bi = 0; bi < 2; bi++) {
+                double w = t->bytes ? pw * (double)v[bi] / (double)t->bytes : 0;
+                if (!v[bi]) continue;
+                if (w < 1) w = 1; /* seen, if not to scale */
+                memobs__html_printf(o, "<rect data-dir=\"%s\" data-part=\"%s\" data-v=\"%llu\" x=\"%.1f\" "
+                                    "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"%s><title>%s %s: %s of "
+                                    "%s (%s)</title></rect>\n", memobs__dir_key[d], bi ? "unattributed" : "attributed",
+                                    (unsigned long long)v[bi], x, y + 4, w, row - 8, memobs__html_dcolor[d],
+                                    bi ? " fill-opacity=\"0.3\"" : "", memobs__dir_name[d],
+                                    bi ? "unattributed" : "attributed", memobs_format_bytes(b[1], sizeof b[1], v[bi]),
+                                    memobs_format_bytes(b[2], sizeof b[2], t->bytes),
+                                    memobs__html_share(b[0], sizeof b[0], v[bi], t->bytes));
+                x += w;
+            }
+            memobs__html_printf(o, "<text class=\"ax\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", L + pw + 4,
+                                y + row / 2 + 4, memobs_format_bytes(b[1], sizeof b[1], t->bytes));
+        }
+        memobs__out_str(o, "</svg>\n<p class=\"legend\"><span><i style=\"background:#555\"></i>attributed</span> "
+                           "<span><i style=\"background:#555;opacity:0.3\"></i>unattributed</span> (each bar: "
+                           "the direction's total as 100%)</p>\n");
+    }
+    top = (memobs_request_info_t *)MEMOBS_MALLOC(2 * MEMOBS_REQUEST_TOP * sizeof *top);
+    if (top) {
+        n[0] = memobs_request_top(MEMOBS_REQUEST_TOP_BYTES, top, MEMOBS_REQUEST_TOP);
+        n[1] = memobs_request_top(MEMOBS_REQUEST_TOP_WAIT, top + MEMOBS_REQUEST_TOP, MEMOBS_REQUEST_TOP);
+        memobs__html_printf(o, "<p>Finished requests since start-up or the last reset, largest first (the %d "
+                            "largest of each are kept).</p>\n", MEMOBS_REQUEST_TOP);
+        memobs__html_rtop(o, top, n[0], MEMOBS_REQUEST_TOP_BYTES, nd);
+        memobs__html_rtop(o, top + MEMOBS_REQUEST_TOP, n[1], MEMOBS_REQUEST_TOP_WAIT, nd);
+        MEMOBS_FREE(top);
+    }
+    memobs__html_tenants(o, nd);
+    memobs__out_str(o, "</section>\n");
+}
+
 #define MEMOBS__HTML_SERIES 7
 /* Tracked live bytes by kind over time from the timeline's allocation and
    free events (each carries its kind's live bytes after it), binned like
@@ -17169,7 +17494,7 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     struct {
         const char *key;
         uint64_t v;
-    } pr[21];
+    } pr[24];
     unsigned c, np = 0, bad = 0;
     memobs__out_str(o, "<section id=\"counters\"><h2>User counters</h2>\n");
     if (!s->ncounters) {
@@ -17200,6 +17525,8 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     MEMOBS__HTML_PR("requests.dropped", s->requests_dropped);
     MEMOBS__HTML_PR("requests.unknown", s->requests_unknown);
     MEMOBS__HTML_PR("requests.duplicate", s->requests_duplicate);
+    MEMOBS__HTML_PR("attributed.bind_misuse", s->attributed.bind_misuse);
+    MEMOBS__HTML_PR("attributed.tenant_misuse", s->attributed.tenant_misuse);
     MEMOBS__HTML_PR("tracker.frees_unknown", t->frees_unknown);
     MEMOBS__HTML_PR("tracker.frees_double", t->frees_double);
     MEMOBS__HTML_PR("tracker.allocs_null", t->allocs_null);
@@ -17393,6 +17720,7 @@ int memobs_write_html(FILE *f) {
     memobs__html_bandwidth(&o, s);
     memobs__html_sizes(&o, s);
     memobs__html_latency(&o, s, cnt);
+    memobs__html_requests(&o, s);
     memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);
     memobs__html_coll(&o);

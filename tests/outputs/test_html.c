@@ -79,7 +79,9 @@ static int many(void) {
    once escaped), a tag of 63 of them; every counter slot has a 63-byte
    name and 127 bytes of help of '<'; latencies across 9 decades; the
    sampler's ring and the timeline full; every direction (the storage
-   tier's too) with a record in every size bucket, 1 B to 2^56 B. */
+   tier's too) with a record in every size bucket, 1 B to 2^56 B; the
+   Requests block with both top lists full and 32 tenants and "other",
+   names of quotes. */
 static uintptr_t worst_seq;
 static int worst_capture(memobs_frame_t *frames, int max, void *user) {
     int i;
@@ -134,6 +136,24 @@ static int worst(void) {
         memobs_record_xfer((memobs_dir_t)(i / MEMOBS_SIZE_BUCKETS), (uint64_t)1 << (i % MEMOBS_SIZE_BUCKETS),
                            (memobs_phase_t)(i % MEMOBS_PHASES));
     for (i = 0; i < 5000; i++) memobs_sample_now();
+    /* the Requests block at its largest: 45 requests with 20-digit ids
+       moving and waiting in every direction, 40 tenants of quotes (32 with
+       counters of their own, the rest "other") */
+    for (i = 1; i <= 45; i++) {
+        uint64_t id = UINT64_MAX - 45 + (uint64_t)i;
+        unsigned d;
+        memset(name, '"', sizeof name - 1);
+        name[sizeof name - 1] = 0;
+        name[62] = (char)('A' + i % 40 % 26);
+        name[61] = (char)('A' + i % 40 / 26);
+        memobs_request_begin(id);
+        memobs_request_tenant(id, name);
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            memobs_request_xfer_ns(id, (memobs_dir_t)d, (uint64_t)i << 40, (memobs_phase_t)(d % MEMOBS_PHASES),
+                                   (uint64_t)i << 30);
+        memobs_request_token(id);
+        memobs_request_end(id);
+    }
     return 0;
 }
 

@@ -3,7 +3,8 @@
 # opened in headless Chromium (Debian's chromium; tests/deps.sh installs
 # it): for the demo engine (examples/offload_engine.c with the timeline,
 # the sampler and C stacks on) and for an empty run, odd strings and a run
-# with more data than the report shows (tests/outputs/test_html.c). Checks, with
+# with more data than the report shows (tests/outputs/test_html.c), and runs
+# that attribute transfers to requests (tests/outputs/test_html_requests.c). Checks, with
 # tests/python/html_check.py over the DOM Chromium rendered:
 #   - no script error (an injected window.onerror, and Chromium's console
 #     log), and the detector itself sees a deliberate error;
@@ -16,6 +17,11 @@
 #     table and bucket bars exact;
 #   - odd strings (quotes, <script>, bytes that are not UTF-8, a path)
 #     arrive as text;
+#   - the Requests block (attribution) against the API's own figures:
+#     attributed + unattributed = total per direction, the top requests by
+#     bytes and by wait (tables and bars) row by row, the tenants' rows
+#     against the scenario counted by hand, a hostile tenant name as text;
+#     its size with every list full; no block without attribution;
 #   - the size bound (2 MB) with 5000 traces, a full sampler ring and a full
 #     timeline; under 1 MB for the worst case at default limits;
 #   - MEMOBS_HTML's %r/%p; an unwritable path (one warning, exit 0); the
@@ -95,10 +101,12 @@ size() {
 # --- the build
 if $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. examples/offload_engine.c -o "$tmp/engine" -lm -rdynamic \
     >"$tmp/build.log" 2>&1 && $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. tests/outputs/test_html.c \
-    -o "$tmp/prog" >>"$tmp/build.log" 2>&1; then
-    pass "build the demo engine and tests/outputs/test_html.c (C99, -Werror)"
+    -o "$tmp/prog" >>"$tmp/build.log" 2>&1 && $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. \
+    tests/outputs/test_html_requests.c -o "$tmp/reqprog" >>"$tmp/build.log" 2>&1; then
+    pass "build the demo engine, tests/outputs/test_html.c and test_html_requests.c (C99, -Werror)"
 else
-    fail "build the demo engine and tests/outputs/test_html.c (C99, -Werror)" "$(head -n 30 "$tmp/build.log")"
+    fail "build the demo engine, tests/outputs/test_html.c and test_html_requests.c (C99, -Werror)" \
+        "$(head -n 30 "$tmp/build.log")"
     exit 1
 fi
 
@@ -225,6 +233,39 @@ if [ -s "$tmp/worst.html" ]; then
     opens worst "$tmp/worst.html"
 else
     fail "worst: MEMOBS_HTML written at exit" "$(tail -n 5 "$tmp/worst.err")"
+fi
+
+# --- attribution to requests: the Requests block against the API's figures
+# (tests/outputs/test_html_requests.c prints them, as JSON, right after it
+# writes the report), and the JSON summary at exit for the rest of the page
+for mode in requests full; do
+    MEMOBS_SUMMARY="$tmp/$mode.json" MEMOBS_FORMAT=json "$tmp/reqprog" $mode "$tmp/$mode.html" \
+        >"$tmp/$mode.api.json" 2>"$tmp/$mode.err"
+    st=$?
+    if [ "$st" -eq 0 ] && [ -s "$tmp/$mode.html" ] && [ -s "$tmp/$mode.api.json" ]; then
+        pass "$mode: memobs_write_html_file wrote the report, the program printed the API's figures"
+        chrome "$tmp/$mode.html" "$tmp/$mode.dom"
+        $CHECK requests "$tmp/$mode.dom" "$tmp/$mode.html" "$tmp/$mode.api.json" $mode $mode || rc=1
+        $CHECK requests "$tmp/$mode.html" "$tmp/$mode.html" "$tmp/$mode.api.json" $mode \
+            "$mode, the markup without scripts" || rc=1
+        $CHECK summary "$tmp/$mode.dom" "$tmp/$mode.json" $mode || rc=1
+        opens $mode "$tmp/$mode.html"
+        size $mode "$tmp/$mode.html"
+    else
+        fail "$mode: memobs_write_html_file wrote the report, the program printed the API's figures" "exit $st" \
+            "$(tail -n 5 "$tmp/$mode.err")"
+    fi
+done
+
+# MEMOBS_REPORT_ROWS=5 cuts the tenants' rows: the 5 largest named, "other" kept, the rest counted
+MEMOBS_REPORT_ROWS=5 "$tmp/reqprog" full "$tmp/rows.html" >/dev/null 2>"$tmp/rows.err"
+got=$(grep -o 'data-tenant="[0-9]*"' "$tmp/rows.html" | tr '\n' ' ')
+if [ "$got" = 'data-tenant="4" data-tenant="3" data-tenant="2" data-tenant="1" data-tenant="0" data-tenant="32" ' ] &&
+    grep -q '<p>27 more tenants (MEMOBS_REPORT_ROWS)</p>' "$tmp/rows.html"; then
+    pass "MEMOBS_REPORT_ROWS=5: the 5 largest tenants (named 5th to 1st: 2 requests each), \"other\" kept, 27 more counted"
+else
+    fail "MEMOBS_REPORT_ROWS=5: the 5 largest tenants (named 5th to 1st: 2 requests each), \"other\" kept, 27 more counted" \
+        "rows: $got" "$(grep -o '<p>[0-9]* more tenants[^<]*</p>' "$tmp/rows.html")"
 fi
 
 # --- an unwritable MEMOBS_HTML: one warning, no crash

@@ -14,6 +14,16 @@
         U+FFFD); the raw file is UTF-8 and holds one <script> element only
     html_check.py errors DOM [LABEL]         the injected window.onerror
         recorded no error
+    html_check.py requests DOM RAW API MODE [LABEL]  the "Requests" block
+        (attribution) against API, the JSON that
+        tests/outputs/test_html_requests.c MODE printed (memobs_get_summary's
+        transfer and attributed figures, the memobs_request_top lists, read
+        right after the report): attributed + unattributed = total per
+        direction, the top tables and bars row by row, the tenants' rows,
+        the misuse counts; MODE "requests" (the figures also against the
+        program's scenario, counted by hand; a hostile tenant name as text)
+        or "full" (10 rows per top list, 32 tenants + "other", the block's
+        size)
 
 One "ok - html: ..." or "not ok - html: ..." line per check."""
 
@@ -118,6 +128,9 @@ def expected(js, key):
 
 
 NOT_IN_JSON = {"window_ns", "samples.rss_peak", "enabled", "leak.kind", "identity.job_id", "identity.host"}
+# the Requests block's figures: checked by `requests` against the API's
+# values, which the program printed (the JSON summary does not hold them yet)
+NOT_IN_JSON_PREFIX = ("attributed.", "unattributed.", "request.", "tenant.")
 
 
 def cmd_summary(t, dom, jpath):
@@ -134,7 +147,7 @@ def cmd_summary(t, dom, jpath):
       "identity)" % len(must), not missing, "missing: %s" % missing)
     bad, unknown, n = [], [], 0
     for k, (v, text, node) in sorted(fig.items()):
-        if k in NOT_IN_JSON:
+        if k in NOT_IN_JSON or k.startswith(NOT_IN_JSON_PREFIX):
             continue
         try:
             want = expected(js, k)
@@ -196,6 +209,7 @@ def cmd_sections(t, dom, mode):
               len(a) == k and all("not recorded" in x and "turn on" in x for x in texts), texts)
         svgs = [n for n in root.walk() if n.tag == "svg"]
         t("empty run: no chart drawn from no data", not svgs, "%d svg elements" % len(svgs))
+        t("empty run: no Requests section (nothing attributed)", section(root, "requests") is None)
     elif mode == "storage":
         storage(t, root)
     elif mode in ("demo", "many"):
@@ -212,6 +226,7 @@ def cmd_sections(t, dom, mode):
             names = row_names(section(root, "transfers"))
             t("many: no storage transfer, the transfers table as before: H2D, D2H, D2D",
               names == ["H2D", "D2H", "D2D"], names)
+            t("many: 3000 requests timed, none attributed: no Requests section", section(root, "requests") is None)
         if mode == "demo":  # the demo engine has a disk tier: 7 directions
             bars = by_id(root, "transfers-bars")
             rects = [n for n in bars.walk() if n.tag == "rect"] if bars else []
@@ -366,6 +381,223 @@ def cmd_odd(t, dom, raw):
     return t.failed
 
 
+# tests/outputs/test_html_requests.c requests, counted by hand from its
+# scenario: what the API must say (and so the report)
+HOSTILE = "</script><b>&\"'"
+REQ_TOTAL = {"h2d": [9003715, 9], "d2h": [1005819, 4], "d2d": [13345, 2]}
+REQ_ATTR = {"h2d": [8003715, 8], "d2h": [1005777, 3], "d2d": [1000, 1]}
+REQ_MISUSE = {"orphan_bytes": 555, "bind_misuse": 1, "tenant_misuse": 2}
+REQ_TOP = {"bytes": [(1, 9000000), (2, 8000), (3, 1027), (4, 750), (5, 100), (6, 40)],
+           "wait": [(5, 9000000), (2, 2000000)]}
+# tenant: requests finished, {direction: (bytes, ops)}; largest first
+REQ_TENANTS = [("alpha", 3, {"h2d": (8000040, 4), "d2h": (1000777, 2), "d2d": (250, 1)}),
+               (HOSTILE, 1, {"h2d": (3000, 1), "d2h": (5000, 1), "d2d": (0, 0)}),
+               ("caf\u00e9-\u03b2", 1, {"h2d": (0, 0), "d2h": (0, 0), "d2d": (750, 1)}),
+               ("beta", 0, {"h2d": (20, 1), "d2h": (0, 0), "d2d": (0, 0)})]
+BLOCK_MAX = 128 * 1024  # memobs.h: "about 120 KB at worst"
+
+
+def full_tenants():
+    """tests/outputs/test_html_requests.c full: requests k = 1..45 under
+    tenant k % 40; the first 32 names met (1..32) have rows of their own,
+    the rest are "other" (last)."""
+    rows, other = {}, [0, {d: [0, 0] for d in DIRS}]
+    for k in range(1, 46):
+        t = k % 40
+        row = other if not 1 <= t <= 32 else rows.setdefault(t, [0, {d: [0, 0] for d in DIRS}])
+        row[0] += 1
+        for i, d in enumerate(DIRS):
+            row[1][d][0] += k * 1000003 + i
+            row[1][d][1] += 1
+    named = [('"' * 61 + chr(65 + t // 26) + chr(65 + t % 26), r[0], {d: tuple(v) for d, v in r[1].items()})
+             for t, r in rows.items()]
+    named.sort(key=lambda r: -sum(b for b, _ in r[2].values()))
+    return named + [("other", other[0], {d: tuple(v) for d, v in other[1].items()})]
+
+
+def info_dir(r, d, by):
+    """A memobs_request_info_t (the program's JSON) in direction d: bytes
+    (by "bytes") or time waited (by "wait")."""
+    i = DIRS.index(d)
+    if by == "wait":
+        return r["engine_ns"][i] + r["device_ns"][i]
+    return sum(r["xfer"][p][d][0] for p in ("unphased", "prefill", "decode"))
+
+
+def dv(n):
+    v = n.attrs.get("data-v") if n is not None else None
+    return int(v) if v is not None else None
+
+
+def cells(row):
+    """data-memobs KEY -> cell, of one table row."""
+    return {k.attrs["data-memobs"]: k for k in row.kids if "data-memobs" in k.attrs}
+
+
+def cmd_requests(t, dom, raw, api_path, mode):
+    root = parse(dom)
+    with open(api_path, encoding="utf-8") as f:
+        api = json.load(f)
+    with open(raw, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
+    sec = section(root, "requests")
+    t("the Requests section is there (attributed transfers recorded)", sec is not None)
+    if sec is None:
+        return t.failed
+    dirs = list(DIRS[:3]) if mode == "requests" else list(DIRS)
+    if mode == "requests":  # the scenario did what it says: the API counted by hand
+        got = ({d: api["total"][d] for d in dirs}, {d: api["attributed"]["total"][d] for d in dirs},
+               {k: api["attributed"][k] for k in REQ_MISUSE},
+               {by: [(r["id"], sum(info_dir(r, d, by) for d in DIRS)) for r in api["top"][by]] for by in REQ_TOP})
+        want = (REQ_TOTAL, REQ_ATTR, REQ_MISUSE, REQ_TOP)
+        t("the API's figures are the scenario's, counted by hand (totals, attributed, orphans, misuse, "
+          "top lists)", got == want, "expected %s" % (want,), "got %s" % (got,))
+    fig = figures(root)
+    # (a) attributed vs unattributed, a row per direction
+    split = section(root, "requests-split")
+    rows = [n for n in split.walk() if n.tag == "tr" and cells(n)] if split else []
+    t("the split table has a row per direction shown (%d)" % len(dirs),
+      [r.kids[0].all_text() for r in rows] == [d.upper() for d in dirs], [r.kids[0].all_text() for r in rows])
+    bad, sums = [], []
+    for r, d in zip(rows, dirs):
+        c = cells(r)
+        tot, att = api["total"][d], api["attributed"]["total"][d]
+        want = {"%s.total.bytes" % d: tot[0], "%s.total.count" % d: tot[1],
+                "attributed.%s.total.bytes" % d: att[0], "attributed.%s.total.count" % d: att[1],
+                "unattributed.%s.bytes" % d: tot[0] - att[0], "unattributed.%s.count" % d: tot[1] - att[1]}
+        for p in ("prefill", "decode", "unphased"):
+            want["attributed.%s.%s.bytes" % (d, p)] = api["attributed"][p][d][0]
+        for k, v in want.items():
+            if dv(c.get(k)) != v:
+                bad.append("%s: expected %s, got %s" % (k, v, dv(c.get(k))))
+        for p in ("prefill", "decode", "unphased"):
+            k = "attributed.%s.%s.bytes" % (d, p)
+            if k in c and int(c[k].attrs.get("data-ops", -1)) != api["attributed"][p][d][1]:
+                bad.append("%s ops: expected %s, got %s" % (k, api["attributed"][p][d][1], c[k].attrs.get("data-ops")))
+        for w in ("bytes", "count"):
+            a = dv(c.get("attributed.%s.total.%s" % (d, "bytes" if w == "bytes" else "count")))
+            u = dv(c.get("unattributed.%s.%s" % (d, w)))
+            tt = dv(c.get("%s.total.%s" % (d, w)))
+            if a is None or u is None or a + u != tt:
+                sums.append("%s %s: attributed %s + unattributed %s != total %s" % (d, w, a, u, tt))
+    t("the split table's figures equal the API's (total, attributed by phase with ops, unattributed)", not bad, *bad)
+    t("attributed + unattributed = total, bytes and ops, in every direction", not sums and rows, *sums)
+    t("orphan bytes (ids not in flight) equal the API's",
+      dv(fig.get("attributed.orphan_bytes", (None, None, None))[2]) == api["attributed"]["orphan_bytes"],
+      fig.get("attributed.orphan_bytes"))
+    for k in ("bind_misuse", "tenant_misuse"):
+        got = dv(fig.get("attributed." + k, (None, None, None))[2])
+        t("Problems: attributed.%s equals the API's (%d)" % (k, api["attributed"][k]), got == api["attributed"][k],
+          "got %s" % got)
+    chart = by_id(root, "requests-split-chart")
+    bars = [n for n in chart.walk() if n.tag == "rect"] if chart else []
+    bad = []
+    for d in dirs:
+        tot, att = api["total"][d][0], api["attributed"]["total"][d][0]
+        parts = [(n.attrs.get("data-part"), dv(n), float(n.attrs["width"])) for n in bars if n.attrs.get("data-dir") == d]
+        want = [(p, v) for p, v in (("attributed", att), ("unattributed", tot - att)) if v]
+        if [(p, v) for p, v, _ in parts] != want:
+            bad.append("%s: expected parts %s, got %s" % (d, want, parts))
+            continue
+        for p, v, w in parts:  # the direction's total as 100% of 570 px; a part under 1 px drawn as 1
+            if abs(w - max(1.0, 570.0 * v / tot)) > 0.11:
+                bad.append("%s %s: width %s, expected %.1f" % (d, p, w, 570.0 * v / tot))
+    t("the split bars: attributed then unattributed per direction, exact values, widths their share of 100%",
+      not bad and bars, *bad)
+    # (b) the top lists, row by row, and their bars
+    for by in ("bytes", "wait"):
+        tab = by_id(root, "requests-top-" + by)
+        rows = [n for n in tab.walk() if n.tag == "tr" and "data-request" in n.attrs] if tab else []
+        want = api["top"][by]
+        heads = [n.all_text() for n in tab.walk() if n.tag == "th"] if tab else []
+        t("top by %s: the direction columns are the directions shown (%s)" % (by, ",".join(dirs)),
+          [h for h in heads if h.lower() in DIRS] == [d.upper() for d in dirs], heads)
+        t("top by %s: %d rows, in the API's order (ids %s...)" % (by, len(want), [r["id"] for r in want][:3]),
+          [int(r.attrs["data-request"]) for r in rows] == [r["id"] for r in want] and len(want) > 0,
+          [r.attrs.get("data-request") for r in rows])
+        bad = []
+        for r, w in zip(rows, want):
+            c = cells(r)
+            exp = {"request.id": w["id"], "request.state": w["state"], "request.wait_ns": w["wait_ns"],
+                   "request.ttft_ns": w["ttft_ns"], "request.e2e_ns": w["e2e_ns"], "request.tokens": w["tokens"],
+                   "request.peak_bytes": w["peak_bytes"],
+                   "request.bytes": sum(info_dir(w, d, "bytes") for d in DIRS),
+                   "request.ops": sum(w["xfer"][p][d][1] for p in w["xfer"] for d in DIRS)}
+            for d in dirs:
+                exp["request.%s.bytes" % d] = info_dir(w, d, "bytes")
+            for k, v in exp.items():
+                if dv(c.get(k)) != v:
+                    bad.append("#%s %s: expected %s, got %s" % (w["id"], k, v, dv(c.get(k))))
+            tc = c.get("request.tenant")
+            got = "" if tc is not None and tc.attrs.get("data-none") == "1" else (tc.all_text() if tc else None)
+            if got != w["tenant"]:
+                bad.append("#%s tenant: expected %r, got %r" % (w["id"], w["tenant"], got))
+        t("top by %s: every cell equals the API's (id, tenant as text, state, bytes, ops, per direction, wait, "
+          "TTFT, E2E, tokens, peak)" % by, not bad and rows, *bad[:20])
+        chart = by_id(root, "requests-top-%s-chart" % by)
+        rects = [n for n in chart.walk() if n.tag == "rect"] if chart else []
+        got = [(int(n.attrs["data-request"]), n.attrs["data-dir"], dv(n)) for n in rects]
+        exp = [(w["id"], d, info_dir(w, d, by)) for w in want for d in dirs if info_dir(w, d, by)]
+        t("top by %s: the bar chart, a bar per request split by direction, in order, values exact (%d parts)"
+          % (by, len(exp)), got == exp, "expected %s" % exp[:12], "got %s" % got[:12])
+        labels = [n.all_text() for n in chart.walk() if n.tag == "text" and n.all_text().startswith("#")] \
+            if chart else []
+        t("top by %s: each bar labelled with its request's id" % by, labels == ["#%d" % w["id"] for w in want],
+          labels)
+    # (c) the tenants
+    tab = by_id(root, "requests-tenants")
+    rows = [n for n in tab.walk() if n.tag == "tr" and cells(n)] if tab else []
+    got = []
+    for r in rows:
+        c = cells(r)
+        got.append((r.kids[0].all_text(), dv(c.get("tenant.requests")),
+                    {d: (dv(c.get("tenant.%s.bytes" % d)), dv(c.get("tenant.%s.count" % d))) for d in dirs}))
+    want = REQ_TENANTS if mode == "requests" else [(n, q, {d: v[d] for d in dirs}) for n, q, v in full_tenants()]
+    t("tenants: a row per tenant with anything in the window, largest first%s; requests, bytes and ops per "
+      "direction as counted by hand" % (", \"other\" last" if mode == "full" else ""), got == want,
+      "expected %s" % want[:6], "got %s" % got[:6])
+    bad = []
+    for r in rows:
+        c = cells(r)
+        tb = sum(dv(c.get("tenant.%s.bytes" % d)) or 0 for d in dirs)
+        to = sum(dv(c.get("tenant.%s.count" % d)) or 0 for d in dirs)
+        if dv(c.get("tenant.bytes")) != tb or dv(c.get("tenant.count")) != to:
+            bad.append("%s: moved %s ops %s, directions add up to %s, %s" % (r.kids[0].all_text(),
+                       dv(c.get("tenant.bytes")), dv(c.get("tenant.count")), tb, to))
+    t("tenants: moved and ops are the sums of the directions", not bad and rows, *bad)
+    if mode == "requests":
+        # every attributed byte is a tenant's, a request's without one (r5, finished) or an orphan's
+        sums = []
+        for d in dirs:
+            ten = sum(v[d][0] for _, _, v in got)
+            none = sum(info_dir(w, d, "bytes") for w in api["top"]["bytes"] if not w["tenant"])
+            orphan = api["attributed"]["orphan_bytes"] if d == "h2d" else 0
+            if ten + none + orphan != api["attributed"]["total"][d][0]:
+                sums.append("%s: tenants %d + no tenant %d + orphans %d != attributed %d"
+                            % (d, ten, none, orphan, api["attributed"]["total"][d][0]))
+        t("tenants + requests without one + orphans = attributed, per direction", not sums, *sums)
+        t("a tenant name taken by a refused call (an id not in flight), with nothing in the window, has no row",
+          "nobody" not in [g[0] for g in got], [g[0] for g in got])
+        bolds = [n for n in sec.walk() if n.tag in ("b", "script")]
+        t("the hostile tenant name </script><b>&\"' makes no element in the block", not bolds,
+          ["<%s>" % n.tag for n in bolds])
+        shown = [n.all_text() for n in sec.walk() if n.tag in ("td", "th") and "script" in n.all_text()]
+        t("the hostile tenant name shows as text, exactly, in the two top tables and the tenants table (3)",
+          shown == [HOSTILE] * 3, shown)
+        t("raw report: the hostile name only escaped (&lt;/script&gt;&lt;b&gt;&amp;&quot;&#39;), one <script>",
+          text.count("<script") == 1 and "</script><b>" not in text and
+          text.count("&lt;/script&gt;&lt;b&gt;&amp;&quot;&#39;") == 3,
+          "%d <script, %d escaped" % (text.count("<script"), text.count("&lt;/script&gt;&lt;b&gt;&amp;&quot;&#39;")))
+    else:
+        t("the top lists keep %d each" % 10, [len(api["top"][b]) for b in ("bytes", "wait")] == [10, 10],
+          [len(api["top"][b]) for b in ("bytes", "wait")])
+        i = text.index('<section id="requests">')
+        n = text.index("</section>", i) + len("</section>") - i
+        t("the Requests block is %d bytes <= %d (32 tenants and \"other\", names of 61 quotes, 20-digit "
+          "ids, 7 directions)" % (n, BLOCK_MAX), n <= BLOCK_MAX)
+    return t.failed
+
+
 def cmd_errors(t, dom):
     root = parse(dom)
     html = [n for n in root.walk() if n.tag == "html"]
@@ -388,6 +620,9 @@ def main(argv):
         return cmd_sections(Tap("html", label), argv[2], argv[3])
     if cmd == "odd":
         return cmd_odd(Tap("html"), argv[2], argv[3])
+    if cmd == "requests" and len(argv) >= 6:
+        label = argv[6] + ": " if len(argv) > 6 else ""
+        return cmd_requests(Tap("html", label), argv[2], argv[3], argv[4], argv[5])
     if cmd == "errors":
         label = argv[3] + ": " if len(argv) > 3 else ""
         return cmd_errors(Tap("html", label), argv[2])
