@@ -3149,8 +3149,16 @@ __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
 
 /* The timeline's pushes (its section follows the tracker's), called from
    the record paths when memobs__tl_on is set. */
-static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns);
+static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns, int has_id, uint64_t id);
 static void memobs__tl_phase(unsigned phase);
+/* memobs_request_xfer*'s transfer on the timeline, then (n > 1) each
+   request's part of it: the tick they share. */
+static uint64_t memobs__tl_req_xfer(unsigned dir, unsigned phase, uint64_t bytes, size_t n, uint64_t id);
+static void memobs__tl_req_part(uint64_t tick, unsigned dir, unsigned phase, uint64_t part, uint64_t id);
+/* A request finished (memobs__att_done, memobs__att.lock held): kept for
+   its slice on the timeline and its Stormlog event (their sections). */
+static void memobs__tl_req_done(const memobs_request_info_t *i, uint32_t tenant);
+static void memobs__sl_req_done(const memobs_request_info_t *i, uint32_t tenant);
 typedef struct memobs__esc_res_s memobs__esc_res_t;
 static void memobs__tl_track(uint64_t addr, uint64_t bytes, unsigned kind, int device, uint32_t trace,
                              unsigned phase, int freed, const memobs__esc_res_t *r);
@@ -3960,7 +3968,8 @@ static int memobs__xfer_do(unsigned dir, unsigned phase, uint64_t bytes, uint64_
             if (!on) memobs__add_sat_atomic(&memobs__g.st[MEMOBS__ST_ATT_ORPHAN], bytes);
         }
     }
-    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
+    /* on a request's behalf: memobs__att_xfer puts it on the timeline with its requests */
+    if (!on && MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_xfer(dir, phase, bytes);
     return 1;
 }
 
@@ -3989,20 +3998,21 @@ void memobs_record_xfer(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) 
     memobs__xfer((unsigned)dir, (unsigned)phase, bytes);
 }
 
-/* Adds a timed transfer to the timed figures and the timeline. */
-static void memobs__timed_add(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns) {
+/* Adds a timed transfer to the timed figures and the timeline (with the
+   request it was made for when has_id). */
+static void memobs__timed_add(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns, int has_id, uint64_t id) {
     memobs__u64_t *t = memobs__g.timed[phase][dir];
     memobs__add_sat_atomic(&t[0], bytes);
     MEMOBS__ADD(&t[1].v, 1u);
     memobs__add_sat_atomic(&t[2], ns);
-    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed(dir, phase, bytes, ns);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_timed(dir, phase, bytes, ns, has_id, id);
 }
 
 void memobs_record_xfer_timed(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
     if (memobs__bad_dir((unsigned)dir, (unsigned)phase) || memobs__too_big(bytes, 0, "a timed copy") ||
         memobs__too_big(ns, 1, "a timed copy"))
         return;
-    memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns);
+    memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns, 0, 0); /* device-timed: no request known here */
 }
 
 void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase, uint64_t ns) {
@@ -4015,7 +4025,8 @@ void memobs_record_xfer_ns(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phas
     if (ns && ((unsigned)dir >= MEMOBS__NGPU || memobs__tls.observing ||
                !(MEMOBS__LOAD(&memobs__on.v) & MEMOBS__ON_APART))) {
         memobs__shard_t *s = memobs__tls.shard;
-        memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns);
+        int bound = memobs__tls.req && s && !s->shared && s->bind_depth;
+        memobs__timed_add((unsigned)dir, (unsigned)phase, bytes, ns, bound, bound ? s->bind_id[s->bind_depth - 1] : 0);
         if (memobs__tls.req && s && !s->shared && MEMOBS__OWN_OK()) { /* bound: the request waited for it */
             MEMOBS__OWN_BEGIN();
             memobs__own_add_sat(&s->att.eng[dir], ns);
@@ -4696,8 +4707,9 @@ static uint64_t memobs__muldiv(uint64_t a, uint64_t b, uint64_t c) {
    every one of them waited for it). */
 static int memobs__att_xfer(const uint64_t *ids, const uint64_t *shares, size_t n, unsigned dir, uint64_t bytes,
                             unsigned phase, uint64_t ns) {
-    uint64_t sum = 0, cum = 0, prev = 0;
+    uint64_t sum = 0, cum = 0, prev = 0, tick = 0;
     size_t i;
+    int tl;
     if (!ids || !n) {
         MEMOBS__ADD(&memobs__g.st[MEMOBS__ST_BAD_RECORD].v, 1u);
         memobs__warn_once(MEMOBS__W_NULL_ARG, "memobs_request_xfer_split with %s; ignored (a bad record)",
@@ -4718,13 +4730,16 @@ static int memobs__att_xfer(const uint64_t *ids, const uint64_t *shares, size_t 
     }
     if (!MEMOBS__LOAD(&memobs__on.v) || memobs__req_nested()) return MEMOBS_OK;
     if (!memobs__xfer_do(dir, phase, bytes, 1, 1)) return MEMOBS_OK; /* counted apart as manual */
-    if (ns) memobs__timed_add(dir, phase, bytes, ns);
+    tl = MEMOBS__LOAD(&memobs__tl_on.v) != 0;
+    if (tl) tick = memobs__tl_req_xfer(dir, phase, bytes, n, ids[0]);
+    if (ns) memobs__timed_add(dir, phase, bytes, ns, n == 1, ids[0]);
     for (i = 0; i < n; i++) {
         memobs__led_t d;
         uint64_t part;
         cum += sum ? shares[i] : 1u;
         part = memobs__muldiv(bytes, cum, sum ? sum : (uint64_t)n) - prev;
         prev += part;
+        if (tl && n > 1) memobs__tl_req_part(tick, dir, phase, part, ids[i]);
         memset(&d, 0, sizeof d);
         d.x[0][phase][dir] = part;
         d.x[1][phase][dir] = 1u;
@@ -4976,6 +4991,8 @@ static void memobs__att_done(const memobs__req_t *r, memobs_request_state_t stat
     memobs__att_top_put(MEMOBS_REQUEST_TOP_BYTES, &info);
     memobs__att_top_put(MEMOBS_REQUEST_TOP_WAIT, &info);
     if (memobs__att.lines[0]) memobs__att_line(&info);
+    if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_req_done(&info, r->tenant);
+    memobs__sl_req_done(&info, r->tenant);
     pthread_mutex_unlock(&memobs__att.lock);
 }
 
@@ -7687,8 +7704,13 @@ enum {
     MEMOBS__TL_REGION,
     MEMOBS__TL_MARK,
     MEMOBS__TL_COLL,
-    MEMOBS__TL_PEER
+    MEMOBS__TL_PEER,
+    MEMOBS__TL_PART
 };
+/* meta flags of XFER and TIMED: c holds the request id (RID), or the
+   transfer's parts for its requests follow as PART events (SPLIT). */
+#define MEMOBS__TL_RID (1u << 13)
+#define MEMOBS__TL_SPLIT (1u << 14)
 
 /* meta: type (bits 0-3), direction or kind (4-7), phase (8-11), ts in
    ticks (12), device + 1 (16-31), trace id or region id (32-63). a, b, c
@@ -7701,6 +7723,10 @@ enum {
      COLL   duration, bytes, sequence number (ts: its start, ns; the rest
             of meta: memobs__tl_coll)
      PEER   bytes, ns (meta: direction, phase, peer id)
+     PART   a request's part of the SPLIT transfer before it: bytes,
+            request id (ts: the transfer's tick; meta: direction, phase)
+   XFER and TIMED keep c for the request they were made for (MEMOBS__TL_RID:
+   the thread's binding, or memobs_request_xfer*'s one request).
    seq: the chunk's generation (bits 32-63), then 2i+1 while slot i is
    written and 2i+2 once it is (0: never written). */
 typedef struct {
@@ -7905,13 +7931,103 @@ static uint64_t memobs__tl_meta(unsigned type, unsigned sub, unsigned phase, int
            (uint64_t)((uint32_t)(device + 1) & 0xffffu) << 16 | (uint64_t)trace << 32;
 }
 
+/* The record paths call this only while the timeline is on: the
+   binding's test costs nothing when it is off. */
 void memobs__tl_xfer(unsigned dir, unsigned phase, uint64_t bytes) {
-    memobs__tl_push(memobs__ticks(), bytes, 0, 0, memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0) | MEMOBS__TL_TICKS);
+    uint64_t meta = memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0) | MEMOBS__TL_TICKS, id = 0;
+    memobs__shard_t *s = memobs__tls.shard;
+    if (memobs__tls.req && s && !s->shared && s->bind_depth) { /* bound: the innermost request's */
+        id = s->bind_id[s->bind_depth - 1];
+        meta |= MEMOBS__TL_RID;
+    }
+    memobs__tl_push(memobs__ticks(), bytes, 0, id, meta);
 }
 
 /* ts: when it was reported; the writer puts the slice ns before it. */
-static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns) {
-    memobs__tl_push(memobs__ticks(), bytes, ns, 0, memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0) | MEMOBS__TL_TICKS);
+static void memobs__tl_timed(unsigned dir, unsigned phase, uint64_t bytes, uint64_t ns, int has_id, uint64_t id) {
+    memobs__tl_push(memobs__ticks(), bytes, ns, has_id ? id : 0,
+                    memobs__tl_meta(MEMOBS__TL_TIMED, dir, phase, -1, 0) | MEMOBS__TL_TICKS |
+                        (has_id ? MEMOBS__TL_RID : 0u));
+}
+
+static uint64_t memobs__tl_req_xfer(unsigned dir, unsigned phase, uint64_t bytes, size_t n, uint64_t id) {
+    uint64_t t = memobs__ticks();
+    memobs__tl_push(t, bytes, 0, n == 1 ? id : 0,
+                    memobs__tl_meta(MEMOBS__TL_XFER, dir, phase, -1, 0) | MEMOBS__TL_TICKS |
+                        (n == 1 ? MEMOBS__TL_RID : MEMOBS__TL_SPLIT));
+    return t;
+}
+
+static void memobs__tl_req_part(uint64_t tick, unsigned dir, unsigned phase, uint64_t part, uint64_t id) {
+    memobs__tl_push(tick, part, id, 0, memobs__tl_meta(MEMOBS__TL_PART, dir, phase, -1, 0) | MEMOBS__TL_TICKS);
+}
+
+/* Requests on the timeline. A request's end is seen under its part of the
+   request table's lock, where a push may not take the pool's lock (fork()
+   takes that one first), so finished requests go to a ring of their own,
+   under memobs__att.lock (taken under a stripe's, and held across fork()
+   after them); the writer takes the ones of its pool's epoch from it and
+   those in flight from the table, and gives each a track of at most
+   MEMOBS__TL_REQ_LANES, reused once its request has ended; a request that
+   finds them all taken is not drawn (counted in otherData). */
+#define MEMOBS__TL_REQS 4096     /* finished requests kept (the newest) */
+#define MEMOBS__TL_REQ_LANES 64  /* request tracks */
+#define MEMOBS__TL_REQ_SLACK 1000000u /* ns: a transfer this far outside its request's slice still links to it */
+typedef struct {
+    uint64_t id, begin, end, bytes, ops;
+    uint32_t epoch;  /* in the ring: the pool's; in a write: the flows linked so far */
+    uint32_t state;  /* memobs_request_state_t */
+    uint32_t tenant; /* memobs__req_t's */
+    int32_t lane;    /* in a write: its track, or -1 (not drawn) */
+} memobs__tl_req_t;
+
+static struct {
+    memobs__tl_req_t *r; /* MEMOBS__TL_REQS, made at the first (memobs__pages) */
+    uint32_t head, n, epoch; /* epoch: the one dropped counts */
+    uint64_t dropped;        /* finished requests of that epoch overwritten, or with no ring */
+} memobs__tl_rq;
+
+/* The bytes and operations of a request's ledger. */
+static void memobs__tl_req_moved(const memobs_request_info_t *i, uint64_t *bytes, uint64_t *ops) {
+    unsigned p, k;
+    *bytes = *ops = 0;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) {
+            const memobs_xfer_t *x = memobs_dirs_get(&i->xfer[p], k);
+            *bytes = memobs__sat(*bytes, x->bytes);
+            *ops += x->count;
+        }
+}
+
+static void memobs__tl_req_done(const memobs_request_info_t *i, uint32_t tenant) {
+    uint32_t ep = MEMOBS__LOAD(&memobs__tl_on.v), slot;
+    memobs__tl_req_t *q;
+    if (!ep) return;
+    if (memobs__tl_rq.epoch != ep) {
+        memobs__tl_rq.epoch = ep;
+        memobs__tl_rq.dropped = 0;
+    }
+    if (!memobs__tl_rq.r) memobs__tl_rq.r = (memobs__tl_req_t *)memobs__pages(MEMOBS__TL_REQS * sizeof(memobs__tl_req_t));
+    if (!memobs__tl_rq.r) {
+        memobs__tl_rq.dropped++;
+        return;
+    }
+    if (memobs__tl_rq.n < MEMOBS__TL_REQS) {
+        slot = (memobs__tl_rq.head + memobs__tl_rq.n++) % MEMOBS__TL_REQS;
+    } else {
+        slot = memobs__tl_rq.head;
+        memobs__tl_rq.head = (memobs__tl_rq.head + 1) % MEMOBS__TL_REQS;
+        if (memobs__tl_rq.r[slot].epoch == ep) memobs__tl_rq.dropped++;
+    }
+    q = &memobs__tl_rq.r[slot];
+    q->id = i->id;
+    q->begin = i->begin_ns;
+    q->end = i->end_ns > i->begin_ns ? i->end_ns : i->begin_ns;
+    memobs__tl_req_moved(i, &q->bytes, &q->ops);
+    q->epoch = ep;
+    q->state = (uint32_t)i->state;
+    q->tenant = tenant;
+    q->lane = -1;
 }
 
 static void memobs__tl_phase(unsigned phase) {
@@ -8291,6 +8407,8 @@ static const char *const memobs__tl_ph[3] = {"unphased", "prefill", "decode"};
 #define MEMOBS__TL_TID_PHASE 1000  /* + timeline thread slot */
 #define MEMOBS__TL_TID_REGION 3000 /* + timeline thread slot */
 #define MEMOBS__TL_TID_COLL 5000   /* + communicator */
+#define MEMOBS__TL_TID_REQ 7000    /* + request track */
+#define MEMOBS__TL_REQ_ARGS 64     /* requests a split transfer's slice lists in its args (all have flows) */
 
 typedef struct {
     uint32_t id;
@@ -8599,6 +8717,7 @@ typedef struct {
     unsigned char thr_has[MEMOBS__TL_THREADS]; /* 1: phase events, 2: region or marker events */
     unsigned char coll_seen[MEMOBS_MAX_COMMS];  /* communicators with a slice: their tracks */
     unsigned lanes[MEMOBS__NDIR], seen, nthr;
+    struct memobs__tl_rqw_s *rq;              /* the requests (memobs__tl_reqs) */
     char xname[MEMOBS__NDIR][3][16];          /* "H2D prefill" */
     char cname[MEMOBS__NDIR][16];             /* "H2D bytes" */
     char aname[2][MEMOBS_MEM_KINDS][16];      /* "alloc device", "free device" */
@@ -8627,7 +8746,8 @@ static void memobs__tl_ws_init(memobs__tl_ws_t *w) {
    tier's either way "storage". */
 static char *memobs__tl_xfer_head(memobs__tl_out_t *o, const memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
                                   unsigned ph, int tid, uint64_t ts, int timed) {
-    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+    /* room for the requests' ids and parts (memobs__tl_req_args) */
+    char *p = memobs__tl_room(o, MEMOBS__TL_ROOM + MEMOBS__TL_REQ_ARGS * 48);
     p = memobs__tl_head(o, p, "X", w->xname[d][ph], 1, tid, ts);
     p = MEMOBS__TL_LIT(p, ",\"dur\":");
     p = memobs__tl_usec(p, e->b);
@@ -8639,24 +8759,143 @@ static char *memobs__tl_xfer_head(memobs__tl_out_t *o, const memobs__tl_ws_t *w,
     return memobs__tl_str(p, memobs__tl_ph[ph]);
 }
 
-/* A host-side transfer record: a slice on its direction's track, and the
-   direction's running sum. */
-static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
-                               unsigned ph, int out) {
+/* The requests of a transfer on the timeline, written by the writer.
+   by_begin: the requests finished (of the pool's epoch) and in flight, by
+   begin, each with its track; by_id: the same by id, then begin, where a
+   transfer finds its request. */
+typedef struct memobs__tl_rqw_s {
+    memobs__tl_req_t *by_begin, *by_id;
+    size_t n;
+    uint32_t tracks;                 /* request tracks used */
+    uint64_t drawn, not_drawn, in_flight, dropped, flows, unlinked;
+} memobs__tl_rqw_t;
+
+/* The request a transfer at t made for id belongs to: of the requests
+   with that id, the last one begun at or before t (else the first), when
+   t is inside its slice give or take MEMOBS__TL_REQ_SLACK (the ticks'
+   conversion against the request table's clock); NULL otherwise. */
+static memobs__tl_req_t *memobs__tl_req_find(const memobs__tl_rqw_t *rq, uint64_t id, uint64_t t) {
+    size_t lo = 0, hi = rq ? rq->n : 0;
+    memobs__tl_req_t *q;
+    while (lo < hi) { /* the first of id */
+        size_t mid = lo + (hi - lo) / 2;
+        if (rq->by_id[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (!rq || lo >= rq->n || rq->by_id[lo].id != id) return NULL;
+    q = &rq->by_id[lo];
+    while (q + 1 < rq->by_id + rq->n && q[1].id == id && q[1].begin <= t) q++;
+    if (t + MEMOBS__TL_REQ_SLACK < q->begin || t > q->end + MEMOBS__TL_REQ_SLACK) return NULL;
+    return q;
+}
+
+/* The next part (a PART event) of the SPLIT transfer ev[i] after ev[j]:
+   its index, or n. Its parts follow it at its time (ties by chunk and
+   slot), up to the next split transfer of its direction. */
+static size_t memobs__tl_next_part(const memobs__tl_ev_t *ev, size_t n, size_t i, size_t j) {
+    uint64_t dir = ev[i].meta >> 4 & 15u;
+    for (j++; j < n && ev[j].ts == ev[i].ts; j++) {
+        unsigned type = (unsigned)(ev[j].meta & 15u);
+        if ((ev[j].meta >> 4 & 15u) != dir) continue;
+        if (type == MEMOBS__TL_PART) return j;
+        if (type == MEMOBS__TL_XFER && (ev[j].meta & MEMOBS__TL_SPLIT)) break;
+    }
+    return n;
+}
+
+/* A transfer slice's request args: "request" (the one it was made for),
+   or "requests" and "request_bytes" (a split transfer's, the first
+   MEMOBS__TL_REQ_ARGS, "requests_total" all of them); then the args'
+   and the event's end. */
+static char *memobs__tl_req_args(char *p, const memobs__tl_ev_t *ev, size_t n, size_t i) {
+    const memobs__tl_ev_t *e = &ev[i];
+    size_t j, k = 0, total = 0;
+    if (e->meta & MEMOBS__TL_RID) {
+        p = MEMOBS__TL_LIT(p, ",\"request\":");
+        p = memobs__tl_dec(p, e->c);
+    } else if ((e->meta & 15u) == MEMOBS__TL_XFER && (e->meta & MEMOBS__TL_SPLIT)) {
+        p = MEMOBS__TL_LIT(p, ",\"requests\":[");
+        for (j = memobs__tl_next_part(ev, n, i, i); j < n; j = memobs__tl_next_part(ev, n, i, j), total++) {
+            if (k >= MEMOBS__TL_REQ_ARGS) continue;
+            if (k++) *p++ = ',';
+            p = memobs__tl_dec(p, ev[j].b);
+        }
+        p = MEMOBS__TL_LIT(p, "],\"request_bytes\":[");
+        for (j = memobs__tl_next_part(ev, n, i, i), k = 0; j < n && k < MEMOBS__TL_REQ_ARGS;
+             j = memobs__tl_next_part(ev, n, i, j)) {
+            if (k++) *p++ = ',';
+            p = memobs__tl_dec(p, ev[j].a);
+        }
+        p = MEMOBS__TL_LIT(p, "],\"requests_total\":");
+        p = memobs__tl_dec(p, total);
+    }
+    return MEMOBS__TL_LIT(p, "}}");
+}
+
+/* One flow from request id's slice to the transfer slice at ts on track
+   tid: "s" on the request's track (at ts, kept inside its slice: a slice
+   ends, for the importers, at its end), "f" at the transfer slice's start,
+   bound to it ("bp":"e"; a slice of its track that ends there is closed
+   by then, and the transfer's is written first). A request not
+   drawn has none; a transfer whose request is not on the timeline
+   (finished before the ring kept it, ended earlier) is counted. */
+static void memobs__tl_flow(memobs__tl_out_t *o, memobs__tl_rqw_t *rq, uint64_t id, int tid, uint64_t ts) {
+    memobs__tl_req_t *q = memobs__tl_req_find(rq, id, ts);
+    uint64_t at;
+    char *p;
+    if (!q) {
+        if (rq) rq->unlinked++;
+        return;
+    }
+    if (q->lane < 0) return;
+    at = ts < q->begin ? q->begin : ts < q->end ? ts : q->end > q->begin ? q->end - 1 : q->begin; /* before its end */
+    q->epoch++; /* its flows */
+    rq->flows++;
+    p = memobs__tl_room(o, 2 * MEMOBS__TL_ROOM);
+    p = memobs__tl_head(o, p, "s", "request", 1, MEMOBS__TL_TID_REQ + q->lane, at);
+    p = MEMOBS__TL_LIT(p, ",\"cat\":\"request\",\"id\":");
+    p = memobs__tl_dec(p, rq->flows);
+    *p++ = '}';
+    p = memobs__tl_head(o, p, "f", "request", 1, tid, ts);
+    p = MEMOBS__TL_LIT(p, ",\"cat\":\"request\",\"id\":");
+    p = memobs__tl_dec(p, rq->flows);
+    p = MEMOBS__TL_LIT(p, ",\"bp\":\"e\"}");
+    memobs__tl_end(o, p);
+}
+
+/* The flows of transfer ev[i], its slice at ts on track tid. */
+static void memobs__tl_flows(memobs__tl_out_t *o, memobs__tl_rqw_t *rq, const memobs__tl_ev_t *ev, size_t n, size_t i,
+                             int tid, uint64_t ts) {
+    size_t j;
+    if (ev[i].meta & MEMOBS__TL_RID) memobs__tl_flow(o, rq, ev[i].c, tid, ts);
+    else if ((ev[i].meta & 15u) == MEMOBS__TL_XFER && (ev[i].meta & MEMOBS__TL_SPLIT))
+        for (j = memobs__tl_next_part(ev, n, i, i); j < n; j = memobs__tl_next_part(ev, n, i, j))
+            memobs__tl_flow(o, rq, ev[j].b, tid, ts);
+}
+
+/* A host-side transfer record (ev[i]): a slice on its direction's track,
+   the direction's running sum, its requests' flows. */
+static void memobs__tl_ev_xfer(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *ev, size_t n, size_t i,
+                               unsigned d, unsigned ph, int out) {
+    const memobs__tl_ev_t *e = &ev[i];
     char *p;
     w->cum[d] += e->a;
     w->seen |= 1u << d;
     if (!out) return;
     p = memobs__tl_xfer_head(o, w, e, d, ph, MEMOBS__TL_TID_COPY + (int)d, e->ts, 0);
-    p = MEMOBS__TL_LIT(p, "\"}}");
+    *p++ = '"';
+    p = memobs__tl_req_args(p, ev, n, i);
     memobs__tl_end(o, p);
     memobs__tl_counter(o, w->cname[d], 1, e->ts, w->cum[d]);
+    if (e->meta & (MEMOBS__TL_RID | MEMOBS__TL_SPLIT))
+        memobs__tl_flows(o, w->rq, ev, n, i, MEMOBS__TL_TID_COPY + (int)d, e->ts);
 }
 
 /* A device-timed transfer: on the first of its direction's lanes free at
    its start, or after the one that ends first when all are busy. */
-static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *e, unsigned d,
-                                unsigned ph, int out) {
+static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const memobs__tl_ev_t *ev, size_t n,
+                                size_t i, unsigned d, unsigned ph, int out) {
+    const memobs__tl_ev_t *e = &ev[i];
     unsigned best = 0, l;
     uint64_t ts = e->ts;
     int tid;
@@ -8678,8 +8917,9 @@ static void memobs__tl_ev_timed(memobs__tl_out_t *o, memobs__tl_ws_t *w, const m
     p = MEMOBS__TL_LIT(p, "\",\"GB/s\":");
     p += snprintf(p, 64, "%.3f", e->b ? (double)e->a / (double)e->b : 0.0);
     if (ts != e->ts) p = MEMOBS__TL_LIT(p, ",\"moved\":true");
-    p = MEMOBS__TL_LIT(p, "}}");
+    p = memobs__tl_req_args(p, ev, n, i);
     memobs__tl_end(o, p);
+    if (e->meta & MEMOBS__TL_RID) memobs__tl_flows(o, w->rq, ev, n, i, tid, ts);
 }
 
 /* An allocation or a free (freed): an instant on the allocations track,
@@ -8784,6 +9024,10 @@ static void memobs__tl_track_names(memobs__tl_out_t *o, const memobs__tl_ws_t *w
         }
     }
     memobs__tl_thread_name(o, MEMOBS__TL_TID_ALLOC, "allocations", 100);
+    for (k = 0; w->rq && k < w->rq->tracks; k++) {
+        snprintf(name, sizeof name, "requests %u", k + 1);
+        memobs__tl_thread_name(o, MEMOBS__TL_TID_REQ + (int)k, name, (int)(7000 + k));
+    }
     for (k = 0; k < MEMOBS_MAX_COMMS; k++) {
         const memobs__comm_def_t *c = &memobs__coll.comm[k];
         char cn[MEMOBS__REG_NAME + 24];
@@ -8805,13 +9049,131 @@ static void memobs__tl_track_names(memobs__tl_out_t *o, const memobs__tl_ws_t *w
     }
 }
 
+static int memobs__tl_req_by_begin(const void *x, const void *y) {
+    const memobs__tl_req_t *a = (const memobs__tl_req_t *)x, *b = (const memobs__tl_req_t *)y;
+    if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+static int memobs__tl_req_by_id(const void *x, const void *y) {
+    const memobs__tl_req_t *a = (const memobs__tl_req_t *)x, *b = (const memobs__tl_req_t *)y;
+    if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* Caller holds memobs__tl.lock. The requests of a write (see
+   memobs__tl_rqw_t): the finished ones of epoch ep from the ring, those in
+   flight from the request table (ending at now, the table's clock), each
+   given the first request track whose last slice ended before it began.
+   0, or MEMOBS_ERR_NOMEM (then none: the transfers keep their ids). */
+static int memobs__tl_reqs(memobs__tl_rqw_t *rq, uint32_t ep) {
+    size_t cap, k = 0, i;
+    uint64_t lane_end[MEMOBS__TL_REQ_LANES], now = MEMOBS__REQ_NOW();
+    uint32_t busy = memobs__tls.busy, j, l;
+    int table = MEMOBS__LOAD(&memobs__g.req_used.v) != 0;
+    memset(rq, 0, sizeof *rq);
+    pthread_mutex_lock(&memobs__att.lock);
+    cap = memobs__tl_rq.n;
+    if (memobs__tl_rq.epoch == ep) rq->dropped = memobs__tl_rq.dropped;
+    pthread_mutex_unlock(&memobs__att.lock);
+    if (table) cap += (size_t)MEMOBS__REQ_STRIPES * MEMOBS__REQ_PER_STRIPE;
+    if (!cap || !ep) return MEMOBS_OK;
+    memobs__tls.busy = 1;
+    rq->by_begin = (memobs__tl_req_t *)MEMOBS_MALLOC(2 * cap * sizeof *rq->by_begin);
+    memobs__tls.busy = busy;
+    if (!rq->by_begin) return MEMOBS_ERR_NOMEM;
+    pthread_mutex_lock(&memobs__att.lock);
+    for (j = 0; j < memobs__tl_rq.n && k < cap; j++) {
+        const memobs__tl_req_t *q = &memobs__tl_rq.r[(memobs__tl_rq.head + j) % MEMOBS__TL_REQS];
+        if (q->epoch == ep) rq->by_begin[k++] = *q;
+    }
+    pthread_mutex_unlock(&memobs__att.lock);
+    for (j = 0; table && j < MEMOBS__REQ_STRIPES; j++) {
+        memobs__req_stripe_t *st = &memobs__g.req[j];
+        memobs__mutex_lock(&st->lock);
+        for (i = 0; i < MEMOBS__REQ_PER_STRIPE && k < cap; i++) {
+            const memobs__req_t *r = &st->slot[i];
+            memobs__tl_req_t *q = &rq->by_begin[k];
+            unsigned p, d;
+            if (!r->used) continue;
+            memset(q, 0, sizeof *q);
+            q->id = r->id;
+            q->begin = r->begin_ns;
+            q->end = now > r->begin_ns ? now : r->begin_ns;
+            for (p = 0; p < MEMOBS__NPHASE; p++)
+                for (d = 0; d < MEMOBS__NDIR; d++) {
+                    q->bytes = memobs__sat(q->bytes, r->led.x[0][p][d]);
+                    q->ops += r->led.x[1][p][d];
+                }
+            q->state = MEMOBS_REQUEST_IN_FLIGHT;
+            q->tenant = r->tenant;
+            k++;
+            rq->in_flight++;
+        }
+        memobs__mutex_unlock(&st->lock);
+    }
+    rq->n = k;
+    qsort(rq->by_begin, k, sizeof *rq->by_begin, memobs__tl_req_by_begin);
+    for (i = 0; i < k; i++) {
+        memobs__tl_req_t *q = &rq->by_begin[i];
+        for (l = 0; l < rq->tracks && lane_end[l] >= q->begin; l++) {
+        }
+        if (l == rq->tracks && rq->tracks < MEMOBS__TL_REQ_LANES) rq->tracks++;
+        q->epoch = 0; /* from here on: its flows */
+        if (l == rq->tracks) {
+            q->lane = -1;
+            rq->not_drawn++;
+            continue;
+        }
+        q->lane = (int32_t)l;
+        lane_end[l] = q->end;
+        rq->drawn++;
+    }
+    rq->by_id = rq->by_begin + k;
+    memcpy(rq->by_id, rq->by_begin, k * sizeof *rq->by_id);
+    qsort(rq->by_id, k, sizeof *rq->by_id, memobs__tl_req_by_id);
+    return MEMOBS_OK;
+}
+
+/* The slices of the requests drawn, before the events (a flow's start
+   binds to the slice around it, which must come first at a tie). */
+static void memobs__tl_req_slices(memobs__tl_out_t *o, const memobs__tl_rqw_t *rq) {
+    static const char *const state[5] = {"in flight", "completed", "aborted", "abandoned", "dropped"};
+    size_t i;
+    char name[40], *p;
+    for (i = 0; i < rq->n; i++) {
+        const memobs__tl_req_t *q = &rq->by_begin[i];
+        const char *ten = NULL;
+        if (q->lane < 0) continue;
+        if (q->tenant) ten = q->tenant > MEMOBS_MAX_TENANTS ? "other" : memobs__att.ten[q->tenant - 1];
+        snprintf(name, sizeof name, "request %llu", (unsigned long long)q->id);
+        p = memobs__tl_room(o, MEMOBS__TL_ROOM + 6 * 64);
+        p = memobs__tl_head(o, p, "X", name, 1, MEMOBS__TL_TID_REQ + q->lane, q->begin);
+        p = MEMOBS__TL_LIT(p, ",\"dur\":");
+        p = memobs__tl_usec(p, q->end - q->begin);
+        p = MEMOBS__TL_LIT(p, ",\"cat\":\"request\",\"args\":{\"request\":");
+        p = memobs__tl_dec(p, q->id);
+        p = MEMOBS__TL_LIT(p, ",\"state\":\"");
+        p = memobs__tl_str(p, state[q->state < 5 ? q->state : 0]);
+        p = MEMOBS__TL_LIT(p, "\",\"tenant\":");
+        p = ten ? memobs__tl_jstr(p, ten) : MEMOBS__TL_LIT(p, "null");
+        p = MEMOBS__TL_LIT(p, ",\"bytes\":");
+        p = memobs__tl_dec(p, q->bytes);
+        p = MEMOBS__TL_LIT(p, ",\"transfers\":");
+        p = memobs__tl_dec(p, q->ops);
+        p = MEMOBS__TL_LIT(p, "}}");
+        memobs__tl_end(o, p);
+    }
+}
+
 static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
-                                    memobs__tl_cut_t *cut) {
+                                    memobs__tl_cut_t *cut, memobs__tl_rqw_t *rq) {
     memobs__tl_ws_t ws, *w = &ws;
     uint64_t written = 0, tf = MEMOBS__TL_WRITE_NOW();
     size_t i, from = 0; /* events before from are left out (the write limit) */
     unsigned d, k;
     memobs__tl_ws_init(w);
+    w->rq = rq;
+    memobs__tl_req_slices(o, rq);
     /* Host-side records: end before the next one of the direction. */
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
@@ -8832,8 +9194,8 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
         out = i >= from;
         written += (uint64_t)out;
         switch (type) {
-        case MEMOBS__TL_XFER: memobs__tl_ev_xfer(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
-        case MEMOBS__TL_TIMED: memobs__tl_ev_timed(o, w, e, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_XFER: memobs__tl_ev_xfer(o, w, ev, n, i, sub % MEMOBS__NDIR, ph, out); break;
+        case MEMOBS__TL_TIMED: memobs__tl_ev_timed(o, w, ev, n, i, sub % MEMOBS__NDIR, ph, out); break;
         case MEMOBS__TL_ALLOC:
         case MEMOBS__TL_FREE:
             if (out) memobs__tl_ev_alloc(o, w, e, sub % MEMOBS_MEM_KINDS, ph, type == MEMOBS__TL_FREE);
@@ -8882,6 +9244,7 @@ int memobs_write_timeline(FILE *f) {
     memobs__tl_ev_t *ev;
     memobs_identity_t id;
     memobs_timeline_stats_t st;
+    memobs__tl_rqw_t rq;
     uint64_t tkept[MEMOBS__TL_THREADS], tdropped[MEMOBS__TL_THREADS], limit;
     size_t n, i;
     uint32_t busy = memobs__tls.busy;
@@ -8931,7 +9294,9 @@ int memobs_write_timeline(FILE *f) {
     p = MEMOBS__TL_LIT(p, "\"}}");
     memobs__tl_end(&o, p);
     o.n = 1;
-    memobs__tl_write_events(&o, ev, n, memobs_now_ns(), &cut);
+    if (memobs__tl_reqs(&rq, st.capacity ? memobs__tl.epoch : 0) != MEMOBS_OK)
+        memobs__log(MEMOBS_LOG_ERROR, "cannot allocate the timeline's requests; the trace has no request tracks");
+    memobs__tl_write_events(&o, ev, n, memobs_now_ns(), &cut, &rq);
     p = memobs__tl_room(&o, MEMOBS__TL_ROOM + 6 * sizeof id.host);
     p = MEMOBS__TL_LIT(p, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"writer\":\"memobs " MEMOBS_VERSION
                           "\",\"host\":");
@@ -8964,6 +9329,24 @@ int memobs_write_timeline(FILE *f) {
         }
         p = MEMOBS__TL_LIT(p, ",\"chunk\":");
         p = memobs__tl_dec(p, st.chunk);
+        /* the requests: drawn on a track, not (all tracks taken), in flight
+           at the write, finished but no longer kept; the flows drawn, the
+           transfers whose request is not on the timeline */
+        p = MEMOBS__TL_LIT(p, ",\"requests\":{\"tracks\":");
+        p = memobs__tl_dec(p, rq.tracks);
+        p = MEMOBS__TL_LIT(p, ",\"drawn\":");
+        p = memobs__tl_dec(p, rq.drawn);
+        p = MEMOBS__TL_LIT(p, ",\"not_drawn\":");
+        p = memobs__tl_dec(p, rq.not_drawn);
+        p = MEMOBS__TL_LIT(p, ",\"in_flight\":");
+        p = memobs__tl_dec(p, rq.in_flight);
+        p = MEMOBS__TL_LIT(p, ",\"dropped\":");
+        p = memobs__tl_dec(p, rq.dropped);
+        p = MEMOBS__TL_LIT(p, ",\"flows\":");
+        p = memobs__tl_dec(p, rq.flows);
+        p = MEMOBS__TL_LIT(p, ",\"unlinked\":");
+        p = memobs__tl_dec(p, rq.unlinked);
+        *p++ = '}';
         p = MEMOBS__TL_LIT(p, ",\"clock\":\"");
         p = memobs__tl_str(p, memobs_clock_source());
         p = MEMOBS__TL_LIT(p, "\",\"ns_per_tick\":");
@@ -9004,6 +9387,7 @@ int memobs_write_timeline(FILE *f) {
     if (o.cache) MEMOBS_FREE(o.cache);
     if (o.buf != memobs__tl_small) MEMOBS_FREE(o.buf);
     if (ev) MEMOBS_FREE(ev);
+    if (rq.by_begin) MEMOBS_FREE(rq.by_begin);
     memobs__tls.busy = busy;
     if (o.err || fflush(f) != 0 || ferror(f)) rc = MEMOBS_ERR_IO;
     return rc;
@@ -15626,6 +16010,51 @@ static uint32_t memobs__ring_put(uint32_t *head, uint32_t *n, uint64_t *dropped,
     return slot;
 }
 
+/* Requests that moved bytes, for their "request" events: a ring of the
+   newest MEMOBS__SL_REQS, filled where a request finishes (under
+   memobs__att.lock, which guards it: see memobs__tl_rq), made at the
+   first (memobs__pages); overwritten ones are counted. */
+#define MEMOBS__SL_REQS 1024
+typedef struct {
+    uint64_t end, begin, id, wait;
+    uint64_t x[2][MEMOBS__NDIR]; /* bytes, operations by direction */
+    uint32_t state, tenant;      /* memobs_request_state_t; memobs__req_t's tenant */
+} memobs__sl_req_t;
+
+static struct {
+    memobs__sl_req_t *r;
+    uint32_t head, n;
+    uint64_t dropped;
+} memobs__sl_rq;
+
+static void memobs__sl_req_done(const memobs_request_info_t *i, uint32_t tenant) {
+    memobs__sl_req_t q;
+    unsigned p, k;
+    uint64_t ops = 0;
+    memset(&q, 0, sizeof q);
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++) {
+            const memobs_xfer_t *x = memobs_dirs_get(&i->xfer[p], k);
+            q.x[0][k] = memobs__sat(q.x[0][k], x->bytes);
+            q.x[1][k] += x->count;
+            ops += x->count;
+        }
+    if (!ops) return; /* moved nothing: no event */
+    q.end = i->end_ns > i->begin_ns ? i->end_ns : i->begin_ns;
+    q.begin = i->begin_ns;
+    q.id = i->id;
+    q.wait = i->wait_ns;
+    q.state = (uint32_t)i->state;
+    q.tenant = tenant;
+    if (!memobs__sl_rq.r) memobs__sl_rq.r = (memobs__sl_req_t *)memobs__pages(MEMOBS__SL_REQS * sizeof q);
+    if (!memobs__sl_rq.r) {
+        memobs__sl_rq.dropped++;
+        return;
+    }
+    memobs__sl_rq.r[memobs__ring_put(&memobs__sl_rq.head, &memobs__sl_rq.n, &memobs__sl_rq.dropped,
+                                     MEMOBS__SL_REQS)] = q;
+}
+
 static void memobs__sl_push(const memobs__sl_event_t *e) {
     memobs__spin_lock(&memobs__smp.ev_lock);
     memobs__smp.ev[memobs__ring_put(&memobs__smp.ev_head, &memobs__smp.ev_n, &memobs__smp.ev_dropped,
@@ -16022,7 +16451,8 @@ static void memobs__sl_peer_event(FILE *f, int *first, const memobs_identity_t *
    bytes per phase, the timed bytes and ns, the size percentiles (log2
    bucket bounds). */
 static void memobs__sl_xfer_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, uint64_t t,
-                                  const memobs_summary_t *sm, int device, const memobs__sl_fig_t *g) {
+                                  const memobs_summary_t *sm, int device, const memobs__sl_fig_t *g,
+                                  uint64_t rq_dropped) {
     unsigned d, ph;
     memobs__sl_head(f, first, id, wall, t, "transfers", 0, device);
     memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
@@ -16052,6 +16482,39 @@ static void memobs__sl_xfer_event(FILE *f, int *first, const memobs_identity_t *
                 (unsigned long long)z->p50, k, (unsigned long long)z->p90, k, (unsigned long long)z->p99, k,
                 (unsigned long long)z->max);
     }
+    /* "request" events the ring no longer held */
+    if (rq_dropped) fprintf(f, ",\"request_events_dropped\":%llu", (unsigned long long)rq_dropped);
+    fputs("}}", f);
+}
+
+static int memobs__sl_req_cmp(const void *x, const void *y) {
+    const memobs__sl_req_t *a = (const memobs__sl_req_t *)x, *b = (const memobs__sl_req_t *)y;
+    if (a->end != b->end) return a->end < b->end ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* A request that moved bytes, at its end: event_type "request", context
+   "request <id>", figures of the sample before it as a region's; in
+   metadata its id, tenant, state, time and time waited on transfers, and
+   per direction it used its bytes and operations (its ledger's). */
+static void memobs__sl_req_event(FILE *f, int *first, const memobs_identity_t *id, int64_t wall,
+                                 const memobs__sl_req_t *q, int device, const memobs__sl_fig_t *g) {
+    static const char *const state[5] = {"in flight", "completed", "aborted", "abandoned", "dropped"};
+    unsigned d;
+    memobs__sl_head(f, first, id, wall, q->end, "request", 0, device);
+    memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                      g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+    fprintf(f, ",\"context\":\"request %llu\",\"metadata\":{\"source\":\"memobs\",\"figures_from\":\"%s\","
+            "\"request_id\":%llu,\"tenant\":", (unsigned long long)q->id, g->ok ? "previous sample" : "none",
+            (unsigned long long)q->id);
+    if (q->tenant) memobs__json_str(f, q->tenant > MEMOBS_MAX_TENANTS ? "other" : memobs__att.ten[q->tenant - 1]);
+    else fputs("null", f);
+    fprintf(f, ",\"state\":\"%s\",\"duration_ns\":%llu,\"wait_ns\":%llu", state[q->state < 5 ? q->state : 0],
+            (unsigned long long)(q->end - q->begin), (unsigned long long)q->wait);
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        if (q->x[1][d])
+            fprintf(f, ",\"%s_bytes\":%llu,\"%s_ops\":%llu", memobs__dir_key[d], (unsigned long long)q->x[0][d],
+                    memobs__dir_key[d], (unsigned long long)q->x[1][d]);
     fputs("}}", f);
 }
 
@@ -16061,8 +16524,10 @@ static int memobs__sl_write(FILE *f, int host_only) {
     memobs__sl_event_t ev[MEMOBS__SL_EVENTS];
     memobs__sl_mark_t *mk = NULL;
     memobs__sl_edge_t *edge = NULL;
+    memobs__sl_req_t *rq = NULL;
     memobs__sl_fig_t last, cur;
-    size_t n, i = 0, j = 0, k = 0, nev, nmk = 0, nedge = 0;
+    size_t n, i = 0, j = 0, k = 0, r = 0, nev, nmk = 0, nedge = 0, nrq = 0;
+    uint64_t rq_dropped;
     int first = 1, device_series = 0, dev_id = MEMOBS_MAX_DEVICES, have_last = 0;
     int64_t wall;
     uint64_t phys = MEMOBS_UNKNOWN;
@@ -16077,12 +16542,14 @@ static int memobs__sl_write(FILE *f, int host_only) {
     if (n) s = (memobs_sample_t *)MEMOBS_MALLOC(n * sizeof *s);
     mk = (memobs__sl_mark_t *)MEMOBS_MALLOC(MEMOBS__SL_MARKS * sizeof *mk);
     edge = (memobs__sl_edge_t *)MEMOBS_MALLOC(2 * MEMOBS__SL_MARKS * sizeof *edge);
+    if (!host_only) rq = (memobs__sl_req_t *)MEMOBS_MALLOC(MEMOBS__SL_REQS * sizeof *rq);
     memobs__tls.busy = busy;
-    if ((n && !s) || !mk || !edge) {
+    if ((n && !s) || !mk || !edge || (!host_only && !rq)) {
         memobs__tls.busy = 1;
         if (s) MEMOBS_FREE(s);
         if (mk) MEMOBS_FREE(mk);
         if (edge) MEMOBS_FREE(edge);
+        if (rq) MEMOBS_FREE(rq);
         memobs__tls.busy = busy;
         return MEMOBS_ERR_NOMEM;
     }
@@ -16095,6 +16562,12 @@ static int memobs__sl_write(FILE *f, int host_only) {
     nmk = memobs__smp.mk_n;
     for (j = 0; j < nmk; j++) mk[j] = memobs__smp.mk[(memobs__smp.mk_head + j) % MEMOBS__SL_MARKS];
     memobs__spin_unlock(&memobs__smp.mk_lock);
+    pthread_mutex_lock(&memobs__att.lock);
+    nrq = rq ? memobs__sl_rq.n : 0;
+    for (j = 0; j < nrq; j++) rq[j] = memobs__sl_rq.r[(memobs__sl_rq.head + j) % MEMOBS__SL_REQS];
+    rq_dropped = memobs__sl_rq.dropped;
+    pthread_mutex_unlock(&memobs__att.lock);
+    if (nrq > 1) qsort(rq, nrq, sizeof *rq, memobs__sl_req_cmp); /* ends seen on several threads: nearly in order */
     for (j = 0; j < nmk; j++) {
         edge[nedge].t = mk[j].t0;
         edge[nedge].mark = (uint32_t)j;
@@ -16121,11 +16594,11 @@ static int memobs__sl_write(FILE *f, int host_only) {
     memset(&last, 0, sizeof last);
     wall = memobs__wall_offset_ns();
     fputc('[', f);
-    /* The three lists are each in time order: merge them. */
-    for (i = j = k = 0; i < n || j < nev || k < nedge;) {
+    /* The four lists are each in time order: merge them. */
+    for (i = j = k = r = 0; i < n || j < nev || k < nedge || r < nrq;) {
         uint64_t ts = i < n ? s[i].time_ns : UINT64_MAX, te = j < nev ? ev[j].time_ns : UINT64_MAX;
-        uint64_t tm = k < nedge ? edge[k].t : UINT64_MAX;
-        if (i < n && ts <= te && ts <= tm) {
+        uint64_t tm = k < nedge ? edge[k].t : UINT64_MAX, tq = r < nrq ? rq[r].end : UINT64_MAX;
+        if (i < n && ts <= te && ts <= tm && ts <= tq) {
             cur = memobs__sl_figures(&s[i], device_series, dev_id, phys);
             if (cur.ok) {
                 memobs__sl_sample(f, &first, &id, wall, &s[i], &cur, have_last ? &last : NULL);
@@ -16133,8 +16606,10 @@ static int memobs__sl_write(FILE *f, int host_only) {
                 have_last = 1;
             }
             i++;
-        } else if (j < nev && te <= tm) {
+        } else if (j < nev && te <= tm && te <= tq) {
             memobs__sl_event(f, &first, &id, wall, &ev[j++]);
+        } else if (r < nrq && (k >= nedge || tq < tm)) {
+            memobs__sl_req_event(f, &first, &id, wall, &rq[r++], dev_id, &last);
         } else {
             memobs__sl_fig_t g = last;
             size_t q;
@@ -16152,6 +16627,7 @@ static int memobs__sl_write(FILE *f, int host_only) {
             if (n && s[n - 1].time_ns > t) t = s[n - 1].time_ns;
             if (nev && ev[nev - 1].time_ns > t) t = ev[nev - 1].time_ns;
             if (nedge && edge[nedge - 1].t > t) t = edge[nedge - 1].t;
+            if (nrq && rq[nrq - 1].end > t) t = rq[nrq - 1].end;
             memobs__sl_peer_event(f, &first, &id, wall, t, &ps, dev_id, &last);
         }
     }
@@ -16169,7 +16645,8 @@ static int memobs__sl_write(FILE *f, int host_only) {
                 if (n && s[n - 1].time_ns > t) t = s[n - 1].time_ns;
                 if (nev && ev[nev - 1].time_ns > t) t = ev[nev - 1].time_ns;
                 if (nedge && edge[nedge - 1].t > t) t = edge[nedge - 1].t;
-                memobs__sl_xfer_event(f, &first, &id, wall, t, sm, dev_id, &last);
+                if (nrq && rq[nrq - 1].end > t) t = rq[nrq - 1].end;
+                memobs__sl_xfer_event(f, &first, &id, wall, t, sm, dev_id, &last, rq_dropped);
             }
             memobs__tls.busy = 1;
             MEMOBS_FREE(sm);
@@ -16181,6 +16658,7 @@ static int memobs__sl_write(FILE *f, int host_only) {
     if (s) MEMOBS_FREE(s);
     MEMOBS_FREE(mk);
     MEMOBS_FREE(edge);
+    if (rq) MEMOBS_FREE(rq);
     memobs__tls.busy = busy;
     if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
     return MEMOBS_OK;
@@ -16239,6 +16717,8 @@ static void memobs__sl_coll(uint64_t t0, uint64_t dur, int32_t comm, int32_t kin
 static void memobs__sl_peak(int device, uint64_t dc, uint64_t before, uint32_t trace) {
     (void)device, (void)dc, (void)before, (void)trace;
 }
+
+static void memobs__sl_req_done(const memobs_request_info_t *i, uint32_t tenant) { (void)i, (void)tenant; }
 
 static __attribute__((unused)) void memobs__sl_oom(const char *call, uint64_t size, int device) {
     (void)call, (void)size, (void)device;

@@ -62,6 +62,7 @@ $(call tests_prog,prom/prom,tests/serving/test_prom.c,-pthread -lm,$(TESTS_FOUR)
 $(call tests_prog,requests/requests,tests/serving/test_requests.c,-pthread,c99 cxx17 asan+ubsan tsan,requests,ways)
 $(call tests_prog,trace_write/tw,tests/outputs/test_trace_write.c,-pthread,c99 cxx17 asan+ubsan tsan)
 $(call tests_prog,timeline/timeline,tests/outputs/test_timeline.c,-pthread,$(TESTS_FOUR),timeline)
+$(call tests_prog,request_outputs/req_out,tests/outputs/test_request_outputs.c,-pthread,$(TESTS_FOUR),request-outputs)
 $(call tests_prog,timeline/clock,tests/outputs/test_clock.c,-pthread,c99 tsan,clock)
 $(call tests_prog,sampler/sampler,tests/tracker/test_sampler.c,-pthread -rdynamic -lm,$(TESTS_FOUR),sampler)
 $(TESTS_B)/sampler/sampler_asan $(TESTS_B)/sampler/sampler_tsan: TESTS_EXTRA := -DTEST_FORK_NO_THREADS
