@@ -10436,6 +10436,10 @@ typedef struct {
     int sig;             /* the crash's signal, else 0 */
     const char *signame; /* its name ("SIGSEGV"), or "" */
     char host[1024];     /* the host-memory line or JSON member (memobs__leak_write), or "" */
+    /* the top requests by bytes ([0 .. ntop[0])) and by wait (from
+       MEMOBS_REQUEST_TOP on): a copy; NULL at a crash (taken under a lock) */
+    memobs_request_info_t *top;
+    uint32_t ntop[2];
 } memobs__figs_t;
 
 static void memobs__figs_region(const memobs__figs_t *p, uint32_t i, memobs_region_stats_t *r) {
@@ -10458,6 +10462,13 @@ static int memobs__figs_get(memobs__figs_t *p, int host) {
     n = memobs_get_regions(r, want);
     p->regions = r;
     p->nregions = (uint32_t)(n < want ? n : want);
+    p->top = (memobs_request_info_t *)MEMOBS_MALLOC(2 * MEMOBS_REQUEST_TOP * sizeof *p->top);
+    p->ntop[0] = p->ntop[1] = 0;
+    if (p->top) {
+        p->ntop[0] = (uint32_t)memobs_request_top(MEMOBS_REQUEST_TOP_BYTES, p->top, MEMOBS_REQUEST_TOP);
+        p->ntop[1] = (uint32_t)memobs_request_top(MEMOBS_REQUEST_TOP_WAIT, p->top + MEMOBS_REQUEST_TOP,
+                                                  MEMOBS_REQUEST_TOP);
+    }
     p->sig = 0;
     p->signame = "";
     p->host[0] = 0;
@@ -10473,7 +10484,9 @@ static int memobs__figs_get(memobs__figs_t *p, int host) {
 
 static void memobs__figs_free(memobs__figs_t *p) {
     if (p->regions) MEMOBS_FREE(p->regions);
+    if (p->top) MEMOBS_FREE(p->top);
     p->regions = NULL;
+    p->top = NULL;
 }
 
 static void memobs__text_xfer(memobs__out_t *o, const memobs_xfer_t *x) {
@@ -10792,23 +10805,17 @@ static int memobs__att_tenant_used(uint32_t t) {
     return 0;
 }
 
-/* A top list for a writer: up to n, under attribution's lock; none at a
-   crash (sig), whose writer takes no lock. */
-static uint32_t memobs__att_top_copy(int by, memobs_request_info_t *out, uint32_t n, int sig) {
-    uint32_t k;
-    if (sig) return 0;
-    pthread_mutex_lock(&memobs__att.lock);
-    k = memobs__att.ntop[by] < n ? memobs__att.ntop[by] : n;
-    memcpy(out, memobs__att.top[by], k * sizeof *out);
-    pthread_mutex_unlock(&memobs__att.lock);
-    return k;
+/* Top list `by` of the figures (none at a crash): its first entry, *n. */
+static const memobs_request_info_t *memobs__att_top_of(const memobs__figs_t *p, int by, uint32_t *n) {
+    *n = p->top ? p->ntop[by] : 0;
+    return p->top ? p->top + (by ? MEMOBS_REQUEST_TOP : 0) : NULL;
 }
 
 /* The text summary's attribution block: per direction shown, attributed
    and not, then the top 5 requests by bytes and by wait. */
 static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p, unsigned nd) {
     const memobs_summary_t *s = &p->s;
-    memobs_request_info_t top[5];
+    const memobs_request_info_t *top;
     memobs_dirs_t un;
     char b[32];
     uint32_t n, j;
@@ -10830,7 +10837,9 @@ static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p, unsigned
                            (unsigned long long)s->attributed.bind_misuse,
                            (unsigned long long)s->attributed.tenant_misuse);
     for (by = 0; by < 2; by++) {
-        if ((n = memobs__att_top_copy(by, top, 5, p->sig)) == 0) continue;
+        top = memobs__att_top_of(p, by, &n);
+        if (n > 5) n = 5;
+        if (!n) continue;
         memobs__out_printf(o, "  top requests by %s:", by ? "time waited on transfers" : "bytes moved");
         for (j = 0; j < n; j++) {
             char t[32];
@@ -11157,7 +11166,7 @@ static void memobs__json_request(memobs__out_t *o, const memobs_request_info_t *
    (unattributed), the problems, the top lists and the tenants. */
 static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
-    memobs_request_info_t top[MEMOBS_REQUEST_TOP];
+    const memobs_request_info_t *top;
     memobs_dirs_t un;
     uint32_t n, j, t, nten = MEMOBS__LOAD(&memobs__att.nten.v);
     int by;
@@ -11176,7 +11185,7 @@ static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
                        (unsigned long long)s->attributed.orphan_bytes, (unsigned long long)s->attributed.bind_misuse,
                        (unsigned long long)s->attributed.tenant_misuse);
     for (by = 0; by < 2; by++) {
-        n = memobs__att_top_copy(by, top, MEMOBS_REQUEST_TOP, p->sig);
+        top = memobs__att_top_of(p, by, &n);
         memobs__out_printf(o, ",\"top_%s\":[", by ? "wait" : "bytes");
         for (j = 0; j < n; j++) {
             if (j) memobs__out_write(o, ",", 1);
@@ -18417,6 +18426,8 @@ static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
     memobs__hist_cumulative(&memobs__g.tpot, memobs__prom_itl_le, MEMOBS__PROM_ITL_N, &p->tpot);
     memobs__hist_cumulative(&memobs__g.e2e, memobs__prom_ttft_le, MEMOBS__PROM_TTFT_N, &p->e2e);
     p->f.regions = NULL;
+    p->f.top = NULL; /* no top requests: they are copied under a lock */
+    p->f.ntop[0] = p->f.ntop[1] = 0;
     p->f.nregions = memobs__regions_n();
     p->f.sig = sig;
     p->f.signame = memobs__crash_signame(sig);
