@@ -791,6 +791,9 @@ static void wave_ready(const request_t *r) {
     pthread_mutex_unlock(&E.wave_lock);
 }
 
+/* Before r ends. It cannot wait forever: the queue hands out every
+   request of a wave before any of the next, and nothing waits before
+   wave_ready, so the waves become ready, and are gathered, in order. */
 static void wave_wait(const request_t *r) {
     wave_t *v = wave_of(r);
     pthread_mutex_lock(&E.wave_lock);
