@@ -30,14 +30,44 @@
    with two workers decoding at once, nano-vllm's single global TTFT/TPOT
    clock would interleave the tokens of different requests.
 
-   Two worker threads pull requests from a queue, so memobs records from
-   several threads at once. The engine keeps its own tallies of every copy
-   and checks memobs' figures against them at the end: exit 1 on a mismatch.
+   Two worker threads (--workers N: 1 to 8) pull requests from a queue, so
+   memobs records from several threads at once. The engine keeps its own
+   tallies of every copy and checks memobs' figures against them at the
+   end: exit 1 on a mismatch.
+
+   The main thread is the scheduler. In waves of as many requests as there
+   are workers, once every request of a wave has stored its prompt, it
+   gathers the wave's prompt blocks from the host pool into a device prefix
+   cache: one batch transfer (H2D, prefill) for several requests at once,
+   the wave's block table and its blocks. A request's worker waits for its
+   wave's gather before the request ends: its blocks stay in the pool while
+   the gather reads them.
+
+   Attribution to requests, both ways memobs allows (docs/requests.md):
+     bound    a worker serving request r calls memobs_request_enter(r) first
+              and memobs_request_leave() after memobs_request_end(r): every
+              copy and disk transfer it records in between is r's, the disk
+              tier's with the time the engine waited for it;
+     on behalf  the scheduler's gather is made for a wave of requests from
+              a thread bound to none: memobs_request_xfer_split shares it by
+              the requests' block counts (the table's offsets make it no
+              multiple of a block, so the parts show the rounding).
+   The weights' upload, before any request, stays the engine's own
+   (unattributed). Each request has a tenant (acme, globex, initech:
+   memobs_request_tenant). The engine keeps its own ledger of each request
+   (bytes and operations per direction and phase, the time of its timed
+   transfers; the gather's parts by the same rounding rule, computed by the
+   engine) and checks memobs' ledgers (memobs_request_top, all 8) and the
+   summary's attributed figures against it. After the requests the demo
+   prints the three requests that moved the most and how much of the
+   traffic is attributed; MEMOBS_REQUESTS=FILE writes memobs' JSON line of
+   every request as it ends.
 
    Memory, through memobs' allocation tracker, as a real engine would:
      device  every buffer carved from the arena is a tracked allocation with
              a tag per kind of buffer ("weights", "kv_slots",
-             "prefill_buffer", "decode_buffer", "activations"); sampling
+             "prefill_buffer", "decode_buffer", "activations",
+             "prefix_cache"); sampling
              takes a per-step "logits" buffer from the device allocator
              (here malloc) and gives it back.
      pinned  a request that takes a block from the host pool (pool_alloc)
@@ -64,19 +94,26 @@
        cc -std=c99 -O2 -Wall -Wextra -Werror -pthread -I. \
           examples/offload_engine.c -o offload_engine -lm -rdynamic
    Run (make demo runs it with --reports build/demo_reports.txt):
-       ./offload_engine [--json] [--leak] [--tallies FILE] [--reports FILE]
+       ./offload_engine [--json] [--leak] [--workers N] [--tallies FILE] [--ledger FILE]
+                        [--attributed FILE] [--reports FILE]
    --leak: request 100 never gives its last host block back, so the leak
    report at the end shows one live pinned kv_block, with its stack (the
    engine's tallies expect it: the run still exits 0).
    stderr, in this order: memobs_print_summary() first, one line per
-   request, the reports written during the run (the peak report, the
+   request, the top three requests by bytes moved and the attributed share,
+   the reports written during the run (the peak report, the
    group-by report; with --reports FILE they stay in FILE and one line
    names it), then the leak report.
    stdout: nothing, or with --json the memobs JSON summary (one line).
    --tallies FILE: the engine's own tallies, for tests/docs/test_demo.sh, as one
    line "engine tallies: key=value ..." (copies, requests, counters, then
    per memory kind: device_current_bytes, _peak_bytes, _live, _allocs,
-   _frees, _alloc_bytes; host_...; pinned_...). */
+   _frees, _alloc_bytes; host_...; pinned_...).
+   --ledger FILE: the engine's ledger of each request, a JSON line each in
+   the shape of memobs' request lines, then a line of its attributed and
+   unattributed figures and each gather's split (write_ledger).
+   --attributed FILE: memobs_summary_t.attributed as one JSON line (the
+   JSON summary does not carry it yet). */
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pread, pwrite under -std=c99 */
@@ -105,7 +142,8 @@ enum {
     BLOCK = 16,  /* tokens per KV block */
     N_SLOTS = 4, /* device slots per layer */
     N_REQUESTS = 8,
-    N_WORKERS = 2,
+    N_WORKERS = 2,   /* the default; --workers N, 1 to MAX_WORKERS */
+    MAX_WORKERS = 8,
     MIN_PROMPT = 64,
     MAX_PROMPT = 256,
     MIN_OUT = 16,
@@ -114,7 +152,11 @@ enum {
     MAX_BLOCKS = (MAX_TOKENS + BLOCK - 1) / BLOCK,
     /* Blocks go back to the pool when a request ends, so the pool only has
        to hold what the workers have in flight. */
-    N_CPU_BLOCKS = N_WORKERS * MAX_BLOCKS + 4
+    N_CPU_BLOCKS = MAX_WORKERS * MAX_BLOCKS + 4,
+    PREFIX_BLOCKS = MAX_PROMPT / BLOCK, /* a prompt's full blocks, at most */
+    /* The device prefix cache's table: a wave's n + 1 offsets, then the
+       host block of each of its prompts' full blocks (int32 each). */
+    PREFIX_TABLE = MAX_WORKERS + 1 + MAX_WORKERS * PREFIX_BLOCKS
 };
 
 /* One layer of one block: K[BLOCK][HIDDEN], then V[BLOCK][HIDDEN]. Keeping
@@ -137,8 +179,19 @@ typedef struct {
     uint64_t tokens, blocks_offloaded, attention_flops;
 } tally_t;
 
+/* The engine's own ledger of one request: what it moved on the request's
+   behalf, by [memobs_phase_t][memobs_dir_t], and the time it waited for
+   its timed transfers (the disk tier's), by direction. */
+typedef struct {
+    uint64_t bytes[3][MEMOBS_DIRS], ops[3][MEMOBS_DIRS], ns[MEMOBS_DIRS];
+} ledger_t;
+
+struct request;
+
 typedef struct {
     int id;
+    struct request *cur; /* the request it serves, bound with memobs_request_enter; NULL between requests */
+    ledger_t own;        /* its copies bound to no request: the engine's own (unattributed) */
     /* Mirrors memobs_set_phase(), so the copy helpers can tally by phase
        from the engine's state while memobs uses its own per-thread phase. */
     memobs_phase_t phase;
@@ -152,8 +205,9 @@ typedef struct {
     tally_t t;
 } worker_t;
 
-typedef struct {
+typedef struct request {
     uint64_t id;
+    const char *tenant;
     int prompt_len, out_len;
     int tokens[MAX_TOKENS];
     int table[MAX_BLOCKS]; /* host blocks holding this request's full KV blocks */
@@ -162,7 +216,25 @@ typedef struct {
     int ctx_len; /* tokens whose K/V is cached (host blocks + decode buffer) */
     int worker;
     uint32_t checksum; /* of the generated tokens: shows the run is deterministic */
+    /* Its ledger: [0] its worker's, [1] the scheduler's share of the batch
+       gathers (each written by one thread, read after both are done). */
+    ledger_t led[2];
 } request_t;
+
+/* One batch transfer made for a wave of requests (memobs_request_xfer_split):
+   its bytes, the requests' shares and the parts the engine gave them. */
+typedef struct {
+    uint64_t bytes;
+    int n;
+    uint64_t ids[MAX_WORKERS], shares[MAX_WORKERS], parts[MAX_WORKERS];
+} split_t;
+
+/* A wave: the requests [first, first + n), as many as there are workers.
+   ready: how many have stored their prompt; done: the scheduler gathered
+   them. Under wave_lock. */
+typedef struct {
+    int first, n, ready, done;
+} wave_t;
 
 /* The engine's own account of tracked memory, per memobs_mem_kind_t, kept
    under the lock of the allocator that hands that kind out. */
@@ -170,7 +242,7 @@ typedef struct {
     uint64_t current, peak, allocs, frees, alloc_bytes;
 } mem_tally_t;
 
-enum { MAX_DEV_BUFS = 32 };
+enum { MAX_DEV_BUFS = 48 };
 
 static struct {
     float *arena; /* the "GPU" */
@@ -187,6 +259,19 @@ static struct {
     request_t req[N_REQUESTS];
     int next_req;
     pthread_mutex_t queue_lock;
+    int n_workers;
+    /* The scheduler (the main thread): in waves of n_workers requests, it
+       gathers each wave's prompt blocks into the device prefix cache in one
+       batch transfer (gather_wave). */
+    pthread_mutex_t wave_lock;
+    pthread_cond_t wave_cond;
+    wave_t wave[N_REQUESTS];
+    int nwaves;
+    float *prefix_cache;  /* device: [n_workers * PREFIX_BLOCKS] host blocks */
+    float *prefix_table;  /* device: PREFIX_TABLE int32s */
+    tally_t sched;        /* the scheduler's copies */
+    split_t split[N_REQUESTS]; /* one per wave */
+    const worker_t *workers, *loader; /* for the engine's attributed figures */
     memobs_counter_t c_offloaded;
     const request_t *leaky; /* --leak: this request keeps its last host block */
     FILE *disk;             /* the disk tier: request i's block k at (i * MAX_BLOCKS + k) blocks */
@@ -225,6 +310,8 @@ void serve(worker_t *w, request_t *r);
 void store_prefix(worker_t *w, request_t *r);
 void check_prefix(worker_t *w, request_t *r);
 void *worker_main(void *arg);
+static void wave_ready(const struct request *r);
+static void wave_wait(const struct request *r);
 
 /* Caller holds the lock of the allocator of that kind. */
 static void mem_tally_alloc(memobs_mem_kind_t kind, size_t bytes) {
@@ -324,9 +411,14 @@ STACK_FRAME void pool_free(int b) {
 /* Copies: every memcpy between buffers is here, tallied and recorded      */
 /* ======================================================================== */
 
+/* A worker's copy: in its tallies and, while it serves a request (bound to
+   it in memobs), in that request's ledger. */
 static void tally(worker_t *w, memobs_dir_t dir, memobs_phase_t ph, size_t bytes) {
+    ledger_t *l = w->cur ? &w->cur->led[0] : &w->own;
     w->t.bytes[ph][dir] += bytes;
     w->t.ops[ph][dir]++;
+    l->bytes[ph][dir] += bytes;
+    l->ops[ph][dir]++;
 }
 
 static void set_phase(worker_t *w, memobs_phase_t ph) {
@@ -576,6 +668,10 @@ static void emit_token(worker_t *w, request_t *r, int tok, int k) {
 STACK_FRAME void serve(worker_t *w, request_t *r) {
     int pos, k, n = 0;
     r->worker = w->id;
+    /* From here to the end, every copy and disk transfer this thread
+       records is r's (and in r's ledger: tally). */
+    memobs_request_enter(r->id);
+    w->cur = r;
     set_phase(w, MEMOBS_PHASE_PREFILL);
     for (pos = 0; pos < r->prompt_len; pos += n) {
         n = r->prompt_len - pos < BLOCK ? r->prompt_len - pos : BLOCK;
@@ -596,6 +692,7 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
         MEMOBS_REGION_END();
     }
     store_prefix(w, r);
+    wave_ready(r);
     emit_token(w, r, sample(w, n - 1), 0);
 
     set_phase(w, MEMOBS_PHASE_DECODE);
@@ -612,8 +709,13 @@ STACK_FRAME void serve(worker_t *w, request_t *r) {
         emit_token(w, r, sample(w, 0), k);
         MEMOBS_REGION_END();
     }
+    /* Its blocks stay in the pool, and its ledger open, until the
+       scheduler's gather has read them. */
+    wave_wait(r);
     check_prefix(w, r);
     memobs_request_end(r->id);
+    memobs_request_leave();
+    w->cur = NULL;
 
     set_phase(w, MEMOBS_PHASE_NONE);
     if (r == &E.req[N_REQUESTS - 1]) {
@@ -651,6 +753,7 @@ static void disk_xfer(worker_t *w, memobs_dir_t dir, float *block, off_t off) {
     memobs_record_xfer_ns(dir, HOST_BLOCK_BYTES, w->phase, ns);
     tally(w, dir, w->phase, HOST_BLOCK_BYTES);
     w->t.ns[w->phase][dir] += ns;
+    if (w->cur) w->cur->led[0].ns[dir] += ns; /* bound: memobs files the wait under the request too */
 }
 
 /* End of prefill: the prompt's full blocks go to the disk tier. */
@@ -672,6 +775,101 @@ STACK_FRAME void check_prefix(worker_t *w, request_t *r) {
     if (memcmp(w->disk_buf, E.pool + (size_t)r->table[0] * (HOST_BLOCK_BYTES / sizeof(float)), HOST_BLOCK_BYTES))
         die("disk tier: a block read back differs from the pool's");
     MEMOBS_REGION_END();
+}
+
+/* ======================================================================== */
+/* The scheduler: a batch transfer for a wave of requests                   */
+/* ======================================================================== */
+
+static wave_t *wave_of(const request_t *r) { return &E.wave[(int)(r - E.req) / E.n_workers]; }
+
+/* r has stored its prompt: its full blocks are in the pool for good. */
+static void wave_ready(const request_t *r) {
+    pthread_mutex_lock(&E.wave_lock);
+    wave_of(r)->ready++;
+    pthread_cond_broadcast(&E.wave_cond);
+    pthread_mutex_unlock(&E.wave_lock);
+}
+
+/* Before r ends. It cannot wait forever: the queue hands out every
+   request of a wave before any of the next, and nothing waits before
+   wave_ready, so the waves become ready, and are gathered, in order. */
+static void wave_wait(const request_t *r) {
+    wave_t *v = wave_of(r);
+    pthread_mutex_lock(&E.wave_lock);
+    while (!v->done) pthread_cond_wait(&E.wave_cond, &E.wave_lock);
+    pthread_mutex_unlock(&E.wave_lock);
+}
+
+/* Part i of a transfer of `bytes` shared by shares[0..n): the difference
+   of the rounded cumulative shares, floor(bytes x C_i / S) - floor(bytes x
+   C_(i-1) / S), C_i = shares[0] + ... + shares[i], S their sum (all 0:
+   equal shares), the rule memobs_request_xfer_split documents; written
+   out here so the engine's ledger does not come from memobs. bytes x C_i
+   fits in 64 bits: a wave's gather is under 2^25 bytes, C_i under 2^8. */
+static uint64_t split_part(uint64_t bytes, const uint64_t *shares, int n, int i) {
+    uint64_t sum = 0, cum = 0, prev = 0;
+    int j;
+    for (j = 0; j < n; j++) sum += shares[j];
+    for (j = 0; j <= i; j++) {
+        prev = cum;
+        cum += sum ? shares[j] : 1u;
+    }
+    if (!sum) sum = (uint64_t)n;
+    return bytes * cum / sum - bytes * prev / sum;
+}
+
+/* Once every request of wave v has stored its prompt, one batch transfer
+   brings the wave's prompt blocks into the device prefix cache (H2D): on a
+   GPU one gather launch reads the wave's table (n + 1 offsets, then a
+   block number per block) and copies the blocks it names, so table and
+   blocks are one transfer, made for n requests at once from this thread.
+   memobs_request_xfer_split shares it by the requests' block counts; the
+   table's offsets make the bytes no multiple of the blocks, so the parts
+   show the rounding. Filed under prefill: it is the prompts' KV. */
+static void gather_wave(int v) {
+    wave_t *wv = &E.wave[v];
+    split_t *sp = &E.split[v];
+    int32_t table[PREFIX_TABLE];
+    int i, k, nb = 0;
+    size_t tbytes;
+    pthread_mutex_lock(&E.wave_lock);
+    while (wv->ready < wv->n) pthread_cond_wait(&E.wave_cond, &E.wave_lock);
+    pthread_mutex_unlock(&E.wave_lock);
+    sp->n = wv->n;
+    for (i = 0; i < wv->n; i++) {
+        const request_t *r = &E.req[wv->first + i];
+        table[i] = nb;
+        for (k = 0; k < r->nstored; k++) table[wv->n + 1 + nb++] = r->table[k];
+        sp->ids[i] = r->id;
+        sp->shares[i] = (uint64_t)r->nstored;
+    }
+    table[wv->n] = nb;
+    tbytes = (size_t)(wv->n + 1 + nb) * sizeof(int32_t);
+    memcpy(E.prefix_table, table, tbytes);
+    for (k = 0; k < nb; k++)
+        memcpy(E.prefix_cache + (size_t)k * (HOST_BLOCK_BYTES / sizeof(float)), host_block(table[wv->n + 1 + k]),
+               HOST_BLOCK_BYTES);
+    sp->bytes = tbytes + (uint64_t)nb * HOST_BLOCK_BYTES;
+    if (memobs_request_xfer_split(sp->ids, sp->shares, (size_t)sp->n, MEMOBS_DIR_H2D, sp->bytes,
+                                  MEMOBS_PHASE_PREFILL) != MEMOBS_OK)
+        die("memobs_request_xfer_split refused the gather");
+    E.sched.bytes[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D] += sp->bytes;
+    E.sched.ops[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D]++;
+    for (i = 0; i < sp->n; i++) {
+        ledger_t *l = &E.req[wv->first + i].led[1];
+        sp->parts[i] = split_part(sp->bytes, sp->shares, sp->n, i);
+        l->bytes[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D] += sp->parts[i];
+        l->ops[MEMOBS_PHASE_PREFILL][MEMOBS_DIR_H2D]++; /* one operation in each request's ledger */
+    }
+    for (k = 0; k < nb; k++)
+        if (memcmp(E.prefix_cache + (size_t)k * (HOST_BLOCK_BYTES / sizeof(float)),
+                   host_block(table[wv->n + 1 + k]), HOST_BLOCK_BYTES))
+            die("prefix cache: a gathered block differs from the pool's");
+    pthread_mutex_lock(&E.wave_lock);
+    wv->done = 1;
+    pthread_cond_broadcast(&E.wave_cond);
+    pthread_mutex_unlock(&E.wave_lock);
 }
 
 static request_t *next_request(void) {
@@ -713,7 +911,12 @@ static void carve_device(worker_t *workers, size_t *used) {
     E.wk = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
     E.wv = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
     E.wo = dev_take(used, (size_t)N_LAYERS * HIDDEN * HIDDEN, "weights");
-    for (i = 0; i < N_WORKERS; i++) {
+    /* The prefix cache: a wave's prompt blocks, and their table (int32s, in
+       float-sized words). */
+    E.prefix_cache = dev_take(used, (size_t)E.n_workers * PREFIX_BLOCKS * (HOST_BLOCK_BYTES / sizeof(float)),
+                              "prefix_cache");
+    E.prefix_table = dev_take(used, PREFIX_TABLE, "prefix_cache");
+    for (i = 0; i < E.n_workers; i++) {
         worker_t *w = &workers[i];
         float *ws;
         w->id = i;
@@ -760,14 +963,22 @@ static void load_weights(worker_t *loader) {
     tracked_free(host, staging, MEMOBS_MEM_HOST);
 }
 
+/* The requests, their tenants (three customers of the service) and the
+   scheduler's waves (as many requests as workers). */
 static void make_requests(void) {
+    static const char *const tenants[3] = {"acme", "globex", "initech"};
     uint64_t seed = 0x1234abcdu;
     int i, j;
+    for (i = 0; i < N_REQUESTS; i += E.n_workers) {
+        E.wave[E.nwaves].first = i;
+        E.wave[E.nwaves++].n = N_REQUESTS - i < E.n_workers ? N_REQUESTS - i : E.n_workers;
+    }
     for (i = 0; i < N_REQUESTS; i++) {
         request_t *r = &E.req[i];
         uint64_t ts = 0x70c0000u + (uint64_t)i;
         memset(r, 0, sizeof *r);
         r->id = 100 + (uint64_t)i;
+        r->tenant = tenants[i % 3];
         r->prompt_len = MIN_PROMPT + (int)(rng_next(&seed) % (MAX_PROMPT - MIN_PROMPT + 1));
         r->out_len = MIN_OUT + (int)(rng_next(&seed) % (MAX_OUT - MIN_OUT + 1));
         for (j = 0; j < r->prompt_len; j++) r->tokens[j] = (int)(rng_next(&ts) % VOCAB);
@@ -961,20 +1172,252 @@ static void write_tallies(FILE *f, const tally_t *t) {
 }
 
 /* ======================================================================== */
+/* Attribution: the engine's ledgers beside memobs'                         */
+/* ======================================================================== */
+
+static const char *const phase_name[3] = {"unphased", "prefill", "decode"};
+
+/* Request r's whole ledger: its worker's part and the scheduler's. */
+static void ledger_of(const request_t *r, ledger_t *l) {
+    int p, d;
+    *l = r->led[0];
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            l->bytes[p][d] += r->led[1].bytes[p][d];
+            l->ops[p][d] += r->led[1].ops[p][d];
+        }
+}
+
+static uint64_t ledger_bytes(const ledger_t *l) {
+    uint64_t b = 0;
+    int p, d;
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++) b += l->bytes[p][d];
+    return b;
+}
+
+/* The engine's attributed figures, counted as memobs counts them: bytes
+   and operations its workers made bound to a request, plus each batch
+   gather once (one operation, however many requests share it); and its
+   unattributed ones, the copies bound to none (the weights' upload). */
+static void engine_attributed(ledger_t *att, ledger_t *unatt) {
+    int i, p, d;
+    memset(att, 0, sizeof *att);
+    *unatt = E.loader->own;
+    for (i = 0; i < N_REQUESTS; i++)
+        for (p = 0; p < 3; p++)
+            for (d = 0; d < MEMOBS_DIRS; d++) {
+                att->bytes[p][d] += E.req[i].led[0].bytes[p][d];
+                att->ops[p][d] += E.req[i].led[0].ops[p][d];
+            }
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            att->bytes[p][d] += E.sched.bytes[p][d];
+            att->ops[p][d] += E.sched.ops[p][d];
+            for (i = 0; i < E.n_workers; i++) {
+                unatt->bytes[p][d] += E.workers[i].own.bytes[p][d];
+                unatt->ops[p][d] += E.workers[i].own.ops[p][d];
+            }
+        }
+}
+
+static void json_phases(FILE *f, const uint64_t bytes[3][MEMOBS_DIRS], const uint64_t ops[3][MEMOBS_DIRS]) {
+    int p, d;
+    fprintf(f, "{");
+    for (p = 0; p < 3; p++) {
+        fprintf(f, "%s\"%s\":{", p ? "," : "", phase_name[p]);
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            fprintf(f, "%s\"%s\":[%llu,%llu]", d ? "," : "", dir_name[d], (unsigned long long)bytes[p][d],
+                    (unsigned long long)ops[p][d]);
+        fprintf(f, "}");
+    }
+    fprintf(f, "}");
+}
+
+static void json_u64s(FILE *f, const char *key, const uint64_t *v, int n) {
+    int i;
+    fprintf(f, ",\"%s\":[", key);
+    for (i = 0; i < n; i++) fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)v[i]);
+    fprintf(f, "]");
+}
+
+/* --ledger FILE: the engine's own ledger of each request, one JSON line
+   each in the shape of memobs' request lines (MEMOBS_REQUESTS): id,
+   tenant, tokens, and per direction bytes, ops, [bytes, ops] per phase and
+   engine_ns (the time it gave memobs with the request's timed transfers);
+   then one line "engine": its attributed and unattributed figures by phase
+   and direction ([bytes, ops]) and each batch gather's split (bytes, ids,
+   shares, the parts it gave). */
+static void write_ledger(FILE *f) {
+    ledger_t l, att, unatt;
+    int i, p, d;
+    for (i = 0; i < N_REQUESTS; i++) {
+        const request_t *r = &E.req[i];
+        ledger_of(r, &l);
+        fprintf(f, "{\"id\":%llu,\"tenant\":\"%s\",\"tokens\":%d,\"xfer\":{", (unsigned long long)r->id, r->tenant,
+                r->out_len);
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            uint64_t b = 0, n = 0;
+            for (p = 0; p < 3; p++) {
+                b += l.bytes[p][d];
+                n += l.ops[p][d];
+            }
+            fprintf(f, "%s\"%s\":{\"bytes\":%llu,\"ops\":%llu", d ? "," : "", dir_name[d], (unsigned long long)b,
+                    (unsigned long long)n);
+            for (p = 0; p < 3; p++)
+                fprintf(f, ",\"%s\":[%llu,%llu]", phase_name[p], (unsigned long long)l.bytes[p][d],
+                        (unsigned long long)l.ops[p][d]);
+            fprintf(f, ",\"engine_ns\":%llu}", (unsigned long long)l.ns[d]);
+        }
+        fprintf(f, "}}\n");
+    }
+    engine_attributed(&att, &unatt);
+    fprintf(f, "{\"engine\":{\"attributed\":");
+    json_phases(f, (const uint64_t(*)[MEMOBS_DIRS])att.bytes, (const uint64_t(*)[MEMOBS_DIRS])att.ops);
+    fprintf(f, ",\"unattributed\":");
+    json_phases(f, (const uint64_t(*)[MEMOBS_DIRS])unatt.bytes, (const uint64_t(*)[MEMOBS_DIRS])unatt.ops);
+    fprintf(f, ",\"splits\":[");
+    for (i = 0; i < E.nwaves; i++) {
+        const split_t *sp = &E.split[i];
+        fprintf(f, "%s{\"dir\":\"h2d\",\"phase\":\"prefill\",\"bytes\":%llu", i ? "," : "",
+                (unsigned long long)sp->bytes);
+        json_u64s(f, "ids", sp->ids, sp->n);
+        json_u64s(f, "shares", sp->shares, sp->n);
+        json_u64s(f, "parts", sp->parts, sp->n);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}}\n");
+}
+
+/* --attributed FILE: memobs' attributed figures (memobs_summary_t.attributed),
+   one JSON line, for the test: keyed as the JSON summary's phases
+   ("h2d_bytes", "h2d_count", ...), plus orphan_bytes, bind_misuse and
+   tenant_misuse. */
+static void write_attributed(FILE *f, const memobs_summary_t *s) {
+    static const char *const pname[4] = {"total", "prefill", "decode", "unphased"};
+    int p, d;
+    fprintf(f, "{");
+    for (p = 0; p < 4; p++) {
+        const memobs_dirs_t *md = p == 0 ? &s->attributed.total : p == 1 ? &s->attributed.prefill
+                                : p == 2 ? &s->attributed.decode : &s->attributed.unphased;
+        fprintf(f, "%s\"%s\":{", p ? "," : "", pname[p]);
+        for (d = 0; d < MEMOBS_DIRS; d++)
+            fprintf(f, "%s\"%s_bytes\":%llu,\"%s_count\":%llu", d ? "," : "", dir_name[d],
+                    (unsigned long long)memobs_dirs_get(md, (unsigned)d)->bytes, dir_name[d],
+                    (unsigned long long)memobs_dirs_get(md, (unsigned)d)->count);
+        fprintf(f, "}");
+    }
+    fprintf(f, ",\"orphan_bytes\":%llu,\"bind_misuse\":%llu,\"tenant_misuse\":%llu}\n",
+            (unsigned long long)s->attributed.orphan_bytes, (unsigned long long)s->attributed.bind_misuse,
+            (unsigned long long)s->attributed.tenant_misuse);
+}
+
+/* The bytes a request moved, by memobs' ledger of it. */
+static uint64_t info_moved(const memobs_request_info_t *i) {
+    uint64_t b = 0;
+    int p, d;
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++) b += memobs_dirs_get(&i->xfer[p], (unsigned)d)->bytes;
+    return b;
+}
+
+/* memobs' attributed figures and every request's ledger (all N_REQUESTS
+   are in memobs_request_top's list of MEMOBS_REQUEST_TOP) against the
+   engine's. */
+static void cross_check_attribution(const memobs_summary_t *s) {
+    memobs_request_info_t top[MEMOBS_REQUEST_TOP];
+    size_t n = memobs_request_top(MEMOBS_REQUEST_TOP_BYTES, top, MEMOBS_REQUEST_TOP), k;
+    ledger_t att, unatt, l;
+    char what[96];
+    int p, d, i;
+    engine_attributed(&att, &unatt);
+    for (p = 0; p < 3; p++) {
+        const memobs_dirs_t *md = p == 0 ? &s->attributed.unphased : p == 1 ? &s->attributed.prefill
+                                                                            : &s->attributed.decode;
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            snprintf(what, sizeof what, "attributed %s %s bytes", phase_name[p], dir_name[d]);
+            expect(what, memobs_dirs_get(md, (unsigned)d)->bytes, att.bytes[p][d]);
+            snprintf(what, sizeof what, "attributed %s %s ops", phase_name[p], dir_name[d]);
+            expect(what, memobs_dirs_get(md, (unsigned)d)->count, att.ops[p][d]);
+        }
+    }
+    expect("attributed orphan bytes, bind and tenant misuse",
+           s->attributed.orphan_bytes + s->attributed.bind_misuse + s->attributed.tenant_misuse, 0);
+    expect("requests in memobs_request_top's list", n, N_REQUESTS);
+    for (k = 0; k < n; k++) {
+        const request_t *r = NULL;
+        for (i = 0; i < N_REQUESTS; i++)
+            if (E.req[i].id == top[k].id) r = &E.req[i];
+        if (!r) {
+            snprintf(what, sizeof what, "request %llu in memobs_request_top is one of the engine's",
+                     (unsigned long long)top[k].id);
+            expect(what, 0, 1);
+            continue;
+        }
+        ledger_of(r, &l);
+        for (p = 0; p < 3; p++)
+            for (d = 0; d < MEMOBS_DIRS; d++) {
+                const memobs_xfer_t *x = memobs_dirs_get(&top[k].xfer[p], (unsigned)d);
+                snprintf(what, sizeof what, "request %llu's %s %s bytes, ops", (unsigned long long)r->id,
+                         phase_name[p], dir_name[d]);
+                expect(what, x->bytes, l.bytes[p][d]);
+                expect(what, x->count, l.ops[p][d]);
+            }
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            snprintf(what, sizeof what, "request %llu's %s engine-timed ns", (unsigned long long)r->id, dir_name[d]);
+            expect(what, top[k].engine_ns[d], l.ns[d]);
+        }
+        snprintf(what, sizeof what, "request %llu's tenant %s", (unsigned long long)r->id, r->tenant);
+        expect(what, (uint64_t)strcmp(top[k].tenant, r->tenant), 0);
+        snprintf(what, sizeof what, "request %llu completed, its tokens", (unsigned long long)r->id);
+        expect(what, (uint64_t)top[k].state * 1000 + top[k].tokens, MEMOBS_REQUEST_COMPLETED * 1000 + (uint64_t)r->out_len);
+        if (k > 0 && ledger_bytes(&l) > info_moved(&top[k - 1])) expect("memobs_request_top's order", 0, 1);
+    }
+}
+
+/* What a first-time user wants from attribution: which requests moved the
+   most (memobs_request_top), and how much of the traffic is the requests'
+   at all. */
+static void print_attribution(const memobs_summary_t *s) {
+    memobs_request_info_t top[3];
+    size_t n = memobs_request_top(MEMOBS_REQUEST_TOP_BYTES, top, 3), i;
+    uint64_t all = 0, att = 0;
+    char b1[32], b2[32], b3[32], b4[32];
+    int d;
+    fprintf(stderr, "top %zu requests by bytes moved (memobs_request_top; MEMOBS_REQUESTS=FILE: a JSON line each):\n", n);
+    for (i = 0; i < n; i++)
+        fprintf(stderr, "  request %llu, tenant %s: %s moved, %s waited on the disk tier, TTFT %s, E2E %s\n",
+                (unsigned long long)top[i].id, top[i].tenant[0] ? top[i].tenant : "(none)",
+                memobs_format_bytes(b1, sizeof b1, info_moved(&top[i])),
+                memobs_format_ns(b2, sizeof b2, top[i].wait_ns), memobs_format_ns(b3, sizeof b3, top[i].ttft_ns),
+                memobs_format_ns(b4, sizeof b4, top[i].e2e_ns));
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        all += memobs_dirs_get(&s->total, (unsigned)d)->bytes;
+        att += memobs_dirs_get(&s->attributed.total, (unsigned)d)->bytes;
+    }
+    fprintf(stderr, "attributed to requests: %s of %s moved; the engine's own (the weights' upload): %s\n",
+            memobs_format_bytes(b1, sizeof b1, att), memobs_format_bytes(b2, sizeof b2, all),
+            memobs_format_bytes(b3, sizeof b3, all - att));
+}
+
+/* ======================================================================== */
 /* Main                                                                     */
 /* ======================================================================== */
 
 int main(int argc, char **argv) {
-    static worker_t workers[N_WORKERS];
-    pthread_t th[N_WORKERS];
-    worker_t loader;
+    static worker_t workers[MAX_WORKERS];
+    static worker_t loader;
+    pthread_t th[MAX_WORKERS];
+    memobs_summary_t *s;
     tally_t t;
     size_t used;
     uint64_t t0, t1;
     char buf[32];
-    const char *tallies = NULL, *reports = NULL;
+    const char *tallies = NULL, *reports = NULL, *ledger = NULL, *attributed = NULL;
     FILE *tf = NULL;
     int json = 0, i, p, d;
+
+    E.n_workers = N_WORKERS;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
@@ -985,8 +1428,16 @@ int main(int argc, char **argv) {
             tallies = argv[++i];
         } else if (strcmp(argv[i], "--reports") == 0 && i + 1 < argc) {
             reports = argv[++i];
+        } else if (strcmp(argv[i], "--ledger") == 0 && i + 1 < argc) {
+            ledger = argv[++i];
+        } else if (strcmp(argv[i], "--attributed") == 0 && i + 1 < argc) {
+            attributed = argv[++i];
+        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 1 &&
+                   atoi(argv[i + 1]) <= MAX_WORKERS) {
+            E.n_workers = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--json] [--leak] [--tallies FILE] [--reports FILE|stderr]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--json] [--leak] [--workers 1-%d] [--tallies FILE] [--ledger FILE] "
+                    "[--attributed FILE] [--reports FILE|stderr]\n", argv[0], MAX_WORKERS);
             return 2;
         }
     }
@@ -996,6 +1447,10 @@ int main(int argc, char **argv) {
     pthread_mutex_init(&E.pool_lock, NULL);
     pthread_mutex_init(&E.alloc_lock, NULL);
     pthread_mutex_init(&E.queue_lock, NULL);
+    pthread_mutex_init(&E.wave_lock, NULL);
+    pthread_cond_init(&E.wave_cond, NULL);
+    E.workers = workers;
+    E.loader = &loader;
     carve_device(workers, &used); /* measure */
     /* Peak report: quiet up to the planned device footprint (weights, KV
        slots, buffers: the arena), then at the first byte past it and at
@@ -1007,7 +1462,7 @@ int main(int argc, char **argv) {
     E.pool = (float *)calloc((size_t)N_CPU_BLOCKS * N_LAYERS * LB_FLOATS, sizeof(float));
     if (!E.arena || !E.pool) die("out of memory");
     if (!(E.disk = tmpfile())) die("disk tier: tmpfile() failed");
-    for (i = 0; i < N_WORKERS; i++)
+    for (i = 0; i < E.n_workers; i++)
         if (!(workers[i].disk_buf = (float *)malloc(HOST_BLOCK_BYTES))) die("out of memory");
     carve_device(workers, &used); /* and track */
     for (i = 0; i < N_CPU_BLOCKS; i++) E.free_blocks[E.nfree++] = N_CPU_BLOCKS - 1 - i;
@@ -1021,21 +1476,31 @@ int main(int argc, char **argv) {
         memobs_counter_register("attention_flops", "q.k and p.v multiplies and adds") < 0)
         die("memobs_counter_register failed");
 
-    memset(&loader, 0, sizeof loader);
-    load_weights(&loader);
+    load_weights(&loader); /* bound to no request: the engine's own */
 
     make_requests();
     t0 = memobs_now_ns();
     /* All requests arrive at once; like nano-vllm's scheduler.add(), TTFT
        counts from here, so it includes the wait for a free worker. */
-    for (i = 0; i < N_REQUESTS; i++) memobs_request_begin(E.req[i].id);
-    for (i = 0; i < N_WORKERS; i++)
+    for (i = 0; i < N_REQUESTS; i++) {
+        memobs_request_begin(E.req[i].id);
+        if (memobs_request_tenant(E.req[i].id, E.req[i].tenant) != MEMOBS_OK)
+            die("memobs_request_tenant failed");
+    }
+    for (i = 0; i < E.n_workers; i++)
         if (pthread_create(&th[i], NULL, worker_main, &workers[i]) != 0) die("pthread_create failed");
-    for (i = 0; i < N_WORKERS; i++) pthread_join(th[i], NULL);
+    /* This thread is the scheduler: a gather per wave, in order. */
+    for (i = 0; i < E.nwaves; i++) gather_wave(i);
+    for (i = 0; i < E.n_workers; i++) pthread_join(th[i], NULL);
     t1 = memobs_now_ns();
 
     t = loader.t;
-    for (i = 0; i < N_WORKERS; i++) {
+    for (p = 0; p < 3; p++)
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            t.bytes[p][d] += E.sched.bytes[p][d];
+            t.ops[p][d] += E.sched.ops[p][d];
+        }
+    for (i = 0; i < E.n_workers; i++) {
         const tally_t *wt = &workers[i].t;
         for (p = 0; p < 3; p++)
             for (d = 0; d < MEMOBS_DIRS; d++) {
@@ -1052,21 +1517,32 @@ int main(int argc, char **argv) {
        then the reports memobs and the engine wrote during the run. */
     memobs_print_summary();
     fprintf(stderr, "served %d requests, %llu tokens, on %d workers in %s\n", N_REQUESTS,
-            (unsigned long long)t.tokens, N_WORKERS, memobs_format_ns(buf, sizeof buf, t1 - t0));
+            (unsigned long long)t.tokens, E.n_workers, memobs_format_ns(buf, sizeof buf, t1 - t0));
     for (i = 0; i < N_REQUESTS; i++) {
         const request_t *r = &E.req[i];
-        fprintf(stderr, "request %llu: prompt %3d, generated %2d, worker %d, host blocks %2d, tokens %08x\n",
-                (unsigned long long)r->id, r->prompt_len, r->out_len, r->worker, r->nblocks, r->checksum);
+        fprintf(stderr, "request %llu: prompt %3d, generated %2d, worker %d, host blocks %2d, tokens %08x, tenant %s\n",
+                (unsigned long long)r->id, r->prompt_len, r->out_len, r->worker, r->nblocks, r->checksum, r->tenant);
     }
+    if (!(s = (memobs_summary_t *)malloc(sizeof *s))) die("out of memory");
+    memobs_get_summary(s); /* the requests have all ended: their figures are final */
+    print_attribution(s);
     close_reports(reports);
 
     if (tallies && !(tf = fopen(tallies, "w"))) die("--tallies: cannot open the file");
     if (tf) write_tallies(tf, &t);
     if (tf && fclose(tf) != 0) die("--tallies: cannot write the file");
+    if (ledger && !(tf = fopen(ledger, "w"))) die("--ledger: cannot open the file");
+    if (ledger) write_ledger(tf);
+    if (ledger && fclose(tf) != 0) die("--ledger: cannot write the file");
+    if (attributed && !(tf = fopen(attributed, "w"))) die("--attributed: cannot open the file");
+    if (attributed) write_attributed(tf, s);
+    if (attributed && fclose(tf) != 0) die("--attributed: cannot write the file");
     if (json) memobs_write_summary(stdout, MEMOBS_FORMAT_JSON);
     fflush(stdout);
 
     cross_check(&t);
+    cross_check_attribution(s);
+    free(s);
 
     /* Shut-down: the device buffers go; the pool's pinned blocks are all
        back by now (--leak: all but one). What memobs still sees live is
@@ -1075,7 +1551,7 @@ int main(int argc, char **argv) {
     if (!getenv("MEMOBS_LEAKS")) memobs_print_leaks(stderr);
     free(E.arena);
     free(E.pool);
-    for (i = 0; i < N_WORKERS; i++) free(workers[i].disk_buf);
+    for (i = 0; i < E.n_workers; i++) free(workers[i].disk_buf);
     fclose(E.disk);
     if (mismatches) {
         fprintf(stderr, "offload_engine: %d memobs figure(s) differ from the engine's tallies%s\n", mismatches,

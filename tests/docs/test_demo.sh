@@ -4,7 +4,12 @@
 # of the memory it tracked (--tallies FILE), and the tracker's reports on
 # stderr (the peak report, the allocations-by-trace report, the leak report
 # with --leak); that the summary comes first (stderr's first line, and
-# make demo's), the reports after it or in --reports FILE.
+# make demo's), the reports after it or in --reports FILE. Attribution to
+# requests (2 workers, then 5): each request's MEMOBS_REQUESTS line against
+# the engine's own ledger of it (--ledger FILE), the requests' lines plus
+# the unattributed figures against the total per direction and phase (the
+# attributed figures from --attributed FILE), the batch gathers' split
+# recomputed, the tenants, the top 3 requests the demo prints.
 #
 # Run from anywhere (it changes to the repository root): bash tests/docs/test_demo.sh
 # Prints one line per check, "ok - demo: <what>" or
@@ -18,7 +23,8 @@ cd "$(dirname "$0")/../.." || exit 1
 # Recording must be on, the summary and the reports must go only where the
 # demo puts them.
 unset MEMOBS MEMOBS_SUMMARY MEMOBS_FORMAT MEMOBS_PEAK_REPORT MEMOBS_PEAK_GROWTH MEMOBS_PEAK_MIN MEMOBS_LEAKS \
-    MEMOBS_CALLSTACK MEMOBS_REPORT_ROWS MEMOBS_TRACK_CAPACITY
+    MEMOBS_CALLSTACK MEMOBS_REPORT_ROWS MEMOBS_TRACK_CAPACITY MEMOBS_REQUESTS MEMOBS_REQUESTS_MAX_BYTES \
+    MEMOBS_REQUEST_TIMEOUT_S
 
 failed=0
 pass() { echo "ok - demo: $1"; }
@@ -53,7 +59,8 @@ else
 fi
 
 # The run under test.
-"$bin" --json --tallies "$tmp/tallies" >"$tmp/out" 2>"$tmp/err"
+MEMOBS_REQUESTS="$tmp/lines" "$bin" --json --tallies "$tmp/tallies" --ledger "$tmp/ledger" \
+    --attributed "$tmp/attributed" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ]; then
     pass "--json run exits 0 (its own cross-check found memobs agreeing)"
@@ -384,7 +391,127 @@ def leak_run(lines, err):
           [("kv_block", 1, "pinned")], [(g["tag"], g["count"], g["kinds"]) for g in groups])
 
 
+DIRS = ("h2d", "d2h", "d2d", "h2s", "s2h", "d2s", "s2d")
+PHASES = ("unphased", "prefill", "decode")
+TENANTS = ["acme", "globex", "initech"]
+
+
+def split_parts(b, shares):
+    """memobs_request_xfer_split's rule, in Python's exact integers: part i
+    is floor(b C_i / S) - floor(b C_(i-1) / S), C the cumulative shares
+    (all 0: equal shares)."""
+    s = sum(shares) or len(shares)
+    cum, prev, parts = 0, 0, []
+    for x in shares:
+        cum += x if sum(shares) else 1
+        parts.append(b * cum // s - prev)
+        prev = b * cum // s
+    return parts
+
+
+def att_run(pre, workers, out, err, lines_path, ledger_path, att_path):
+    """Attribution: memobs' request lines (MEMOBS_REQUESTS) against the
+    engine's ledger (--ledger), and the lines plus the unattributed part
+    against the JSON summary's totals; attributed figures from --attributed."""
+    j = json.loads(open(out).read().splitlines()[-1])
+    lines = [json.loads(l) for l in open(lines_path).read().splitlines()]
+    led = [json.loads(l) for l in open(ledger_path).read().splitlines()]
+    eng = led[-1]["engine"]
+    led = {x["id"]: x for x in led[:-1]}
+    a = json.loads(open(att_path).read())
+    ids = sorted(m["id"] for m in lines)
+    check("%sMEMOBS_REQUESTS: one line per request (100 to 107), each completed, none abandoned" % pre,
+          (list(range(100, 108)), ["completed"] * 8, [False] * 8),
+          (ids, [m["state"] for m in lines], [m["abandoned"] for m in lines]))
+
+    # Each request's line equals the engine's ledger of it: every direction,
+    # total bytes and ops, [bytes, ops] per phase, the time of its timed
+    # transfers; its tenant and tokens.
+    for m in sorted(lines, key=lambda m: m["id"]):
+        e = led.get(m["id"])
+        if e is None:
+            check("%srequest %d: in the engine's ledger" % (pre, m["id"]), True, False)
+            continue
+        diff = ["tenant %r != %r" % (m["tenant"], e["tenant"])] if m["tenant"] != e["tenant"] else []
+        if m["tokens"] != e["tokens"]:
+            diff.append("tokens %d != %d" % (m["tokens"], e["tokens"]))
+        for d in DIRS:
+            for k in ("bytes", "ops") + PHASES + ("engine_ns",):
+                if m["xfer"][d][k] != e["xfer"][d][k]:
+                    diff.append("%s %s: memobs %s, engine %s" % (d, k, m["xfer"][d][k], e["xfer"][d][k]))
+            if m["xfer"][d]["device_ns"] != 0:
+                diff.append("%s device_ns %d (no device-timed copy)" % (d, m["xfer"][d]["device_ns"]))
+        check("%srequest %d (%s): its line equals the engine's ledger: bytes, ops, [bytes, ops] per phase and "
+              "engine_ns of every direction, tenant, tokens" % (pre, m["id"], e["tenant"]), [], diff)
+    check("%stenants: each request's, and the three of them" % pre,
+          ([TENANTS[(i - 100) % 3] for i in range(100, 108)], TENANTS),
+          ([m["tenant"] for m in sorted(lines, key=lambda m: m["id"])], sorted({m["tenant"] for m in lines})))
+    check("%swait_ns: the sum of its engine_ns (the disk tier's waits), every request" % pre,
+          [sum(m["xfer"][d]["engine_ns"] for d in DIRS) for m in lines], [m["wait_ns"] for m in lines])
+    tm = j["timed"]
+    check("%sengine-timed: the requests' engine_ns add up to the summary's timed ns (H2S prefill, S2H decode)" % pre,
+          (tm["prefill"]["h2s"]["ns"], tm["decode"]["s2h"]["ns"]),
+          (sum(m["xfer"]["h2s"]["engine_ns"] for m in lines), sum(m["xfer"]["s2h"]["engine_ns"] for m in lines)))
+
+    # The gathers: one per wave of `workers` requests, the parts recomputed.
+    sp = eng["splits"]
+    check("%sgathers: one per wave of %d, every request in one" % (pre, workers),
+          ((8 + workers - 1) // workers, list(range(100, 108))), (len(sp), sorted(i for x in sp for i in x["ids"])))
+    want = [split_parts(x["bytes"], x["shares"]) for x in sp]
+    uneven = sum(1 for x in sp for c in range(1, len(x["shares"]) + 1) if x["bytes"] * sum(x["shares"][:c]) %
+                 (sum(x["shares"]) or len(x["shares"])))
+    check("%sgathers: the engine's parts are floor(b C_i / S) - floor(b C_(i-1) / S) and add up to b" % pre,
+          (want, [x["bytes"] for x in sp]), ([x["parts"] for x in sp], [sum(x["parts"]) for x in sp]))
+    check_true("%sgathers: the rounding shows (some b C_i / S not whole)" % pre, workers == 1 or uneven > 0,
+               "expected some part rounded down, got every b C_i / S whole")
+
+    # Exactness, per phase and direction: the requests' lines plus the
+    # unattributed part (the summary's figure less the attributed one) are
+    # the summary's figure. Bytes exactly; operations with each gather once
+    # (it is one operation of the figures and one of each of its requests).
+    for ph in PHASES + ("total",):
+        diff = []
+        for d in DIRS:
+            if ph == "total":
+                lb, ln = sum(m["xfer"][d]["bytes"] for m in lines), sum(m["xfer"][d]["ops"] for m in lines)
+                extra = sum(len(x["ids"]) - 1 for x in sp if x["dir"] == d)
+                ub = sum(eng["unattributed"][p][d][0] for p in PHASES)
+                un = sum(eng["unattributed"][p][d][1] for p in PHASES)
+            else:
+                lb, ln = sum(m["xfer"][d][ph][0] for m in lines), sum(m["xfer"][d][ph][1] for m in lines)
+                extra = sum(len(x["ids"]) - 1 for x in sp if x["dir"] == d and x["phase"] == ph)
+                ub, un = eng["unattributed"][ph][d]
+            tb, tn = j[ph][d + "_bytes"], j[ph][d + "_count"]
+            mb, mn = tb - a[ph][d + "_bytes"], tn - a[ph][d + "_count"]
+            if (lb + mb, ln - extra + mn) != (tb, tn):
+                diff.append("%s: lines %d B %d ops + unattributed %d B %d ops != total %d B %d ops"
+                            % (d, lb, ln - extra, mb, mn, tb, tn))
+            if (mb, mn) != (ub, un):
+                diff.append("%s: memobs' unattributed %d B %d ops, the engine's own %d B %d ops" % (d, mb, mn, ub, un))
+        check("%s%s: the requests' lines + unattributed == the summary's figure, and unattributed == the engine's "
+              "own copies, every direction (bytes, ops)" % (pre, ph), [], diff)
+    un = sum(j["total"][d + "_bytes"] - a["total"][d + "_bytes"] for d in DIRS)
+    check_true("%sunattributed: nonzero (the weights' upload, %d bytes)" % (pre, eng["unattributed"]["unphased"]["h2d"][0]),
+               un > 0 and un == eng["unattributed"]["unphased"]["h2d"][0],
+               "expected the weights' upload, got %d unattributed bytes" % un)
+    check("%sattributed: no orphan bytes, no bind or tenant misuse" % pre, [0, 0, 0],
+          [a["orphan_bytes"], a["bind_misuse"], a["tenant_misuse"]])
+
+    # What the demo prints: the three requests that moved the most.
+    errl = open(err, encoding="utf-8", errors="replace").read()
+    shown = [int(x) for x in re.findall(r"^  request (\d+), tenant \w+: [\d.]+ [kMG]?B moved,", errl, re.M)]
+    moved = sorted(lines, key=lambda m: -sum(m["xfer"][d]["bytes"] for d in DIRS))
+    check("%sthe top 3 requests by bytes moved, as printed, are the 3 largest lines" % pre,
+          [m["id"] for m in moved[:3]], shown)
+    check_true("%sthe attributed line printed" % pre,
+               re.search(r"^attributed to requests: [\d.]+ [kMG]?B of [\d.]+ [kMG]?B moved;", errl, re.M),
+               "expected a line 'attributed to requests: X of Y moved; ...'")
+
+
 def main():
+    if sys.argv[1] == "att":
+        att_run(sys.argv[2], int(sys.argv[3]), *sys.argv[4:9])
+        return
     mode, out, err, tallies = sys.argv[1:5]
     lines = open(out).read().splitlines()
     check("%sstdout: the JSON summary, one line" % ("--leak: " if mode == "leak" else ""), 1, len(lines))
@@ -403,6 +530,22 @@ except Exception as e:  # a missing key or a bad number: say so, do not just die
 sys.exit(1 if failed else 0)
 PY
 python3 "$tmp/check.py" main "$tmp/out" "$tmp/err" "$tmp/tallies" || failed=1
+python3 "$tmp/check.py" att "attribution: " 2 "$tmp/out" "$tmp/err" "$tmp/lines" "$tmp/ledger" "$tmp/attributed" ||
+    failed=1
+
+# Attribution under more threads: 5 workers (waves of 5 and 3 for the
+# scheduler's gathers), the same checks.
+MEMOBS_REQUESTS="$tmp/lines5" "$bin" --workers 5 --json --ledger "$tmp/ledger5" --attributed "$tmp/attributed5" \
+    >"$tmp/out5" 2>"$tmp/err5"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+    pass "--workers 5 run exits 0 (its own cross-check, ledgers included, found memobs agreeing)"
+else
+    fail "--workers 5 run exits 0 (its own cross-check, ledgers included, found memobs agreeing)" \
+        "expected 0, got $rc" "$tmp/err5"
+fi
+python3 "$tmp/check.py" att "attribution, 5 workers: " 5 "$tmp/out5" "$tmp/err5" "$tmp/lines5" "$tmp/ledger5" \
+    "$tmp/attributed5" || failed=1
 
 # Same workload, same figures, whichever worker got which request. The
 # device and pinned peaks are the exception: they depend on how the two
