@@ -35,11 +35,13 @@ step compile bash tests/core/test_compile.sh
 step core bash tests/core/test_core.sh
 step cutout bash tests/core/test_cutout.sh
 step storage bash tests/core/test_storage.sh
+step attribution bash tests/core/test_attribution.sh
 step track bash tests/tracker/test_track.sh
 step table bash tests/tracker/test_table.sh
 step snapshot bash tests/tracker/test_snapshot.sh
 step unwind bash tests/tracker/test_unwind.sh
 step timeline bash tests/outputs/test_timeline.sh
+step request-outputs bash tests/outputs/test_request_outputs.sh
 step regions bash tests/core/test_regions.sh
 step prom bash tests/serving/test_prom.sh
 step dashboard bash tests/serving/test_dashboard.sh
@@ -77,6 +79,7 @@ step handlers bash tests/serving/test_handlers.sh
 step signals bash tests/serving/test_signals.sh
 step stops bash tests/serving/test_stops.sh
 step requests bash tests/serving/test_requests.sh
+step requests-py bash tests/python/test_requests_py.sh
 step churn bash tests/core/test_churn.sh
 step trace-write bash tests/outputs/test_trace_write.sh
 step shared bash tests/core/test_shared.sh
@@ -120,6 +123,7 @@ declare -A est=(
     [preload-driver]=2 [preload-entry]=35 [preload-majors]=20 [preload-vmm]=45
     [preload-engine]=20 [vmm]=55 [hostile-files]=210 [hostile-signals]=240 [hostile-host]=60
     [hostile-numbers]=70 [hostile-nccl]=60 [cuda-review]=45 [coll]=60 [nccl]=60 [nccl-plugin]=15 [real-nccl]=15
+    [attribution]=40 [requests-py]=78 [request-outputs]=40
 )
 if [ -f "$LOGS/times.txt" ]; then
     while read -r n w _; do [ -n "${cmd[$n]+x}" ] && est[$n]=${w%.*}; done <"$LOGS/times.txt"
