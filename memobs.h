@@ -72,6 +72,9 @@
        >>shards           per-thread shards, memobs_record_xfer, phases
        >>histograms       latency histograms, the TTFT/TPOT clock
        >>requests         the per-request table (striped, timeouts)
+       >>attribution      requests' ledgers: bindings (enter/leave),
+                          records on a request's behalf, the split,
+                          tenants, tracked bytes held, top lists
        >>counters         user counters: names and handles
        >>regions          region and marker names, per-thread stacks
        >>collectives      communicators, kinds, peers and their rows
@@ -98,6 +101,8 @@
        >>whole-files      a file written whole (temporary, rename) or in
                           place (devices, FIFOs, links), the crash's kind
        >>append           appended reports (peak, out of memory)
+       >>request-lines    MEMOBS_REQUESTS: a JSON line per finished
+                          request, the file's bound
        >>prometheus       the Prometheus exposition and its file
        >>multiproc        prometheus_client's multiprocess files: the
                           exposition as its .db files, their layout
@@ -139,6 +144,8 @@
      shard SHARD     shards         a thread's shard of counts
      hist HIST       histograms     log-linear latency histograms
      req REQ         requests       the per-request table
+     att ATT led     attribution    ATTribution to requests: bindings, the
+                                    ledger (LEDger) of a request
      reg REG         regions        region and marker names and stats
      coll COLL peer  collectives    collectives, communicators (comm), peers
      trk TRK         tracker        the allocation table (TRacKer)
@@ -205,6 +212,17 @@
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
+     Attribution (docs/requests.md): which request moved the bytes. A
+       thread bound to a request (memobs_request_enter/_leave) files its
+       transfer records, its engine- and device-timed time, its regions'
+       time and its tracked allocations' bytes in that request's ledger;
+       memobs_request_xfer(_ns, _split) files one transfer for one request
+       or shares it exactly among several. A ledger holds bytes and ops
+       per direction and phase, waits, tokens, TTFT/TPOT/E2E, the peak of
+       tracked bytes held and a tenant (the first MEMOBS_MAX_TENANTS names;
+       the rest "other"). A record with no request bound costs what it did;
+       a bound one adds two plain adds. Attributed + unattributed = total,
+       per direction and phase, exact under threads.
      User counters: named uint64 counters you declare once and add to from
        anywhere; they appear in every summary.
      Allocations (when you call MEMOBS_TRACK_*): a live table of address,
@@ -255,6 +273,14 @@
      A one-file HTML report for people (memobs_write_html, MEMOBS_HTML):
      charts as inline SVG of transfers, latency histograms, memory over
      time and the traces holding memory; opens offline; at most ~2 MB.
+     Requests' ledgers (attribution): a JSON line per finished request
+     (MEMOBS_REQUESTS, appended whole, the file bounded); attributed and
+     unattributed bytes per direction, the top requests by bytes moved
+     and by time waited in the summary (text, JSON) and the HTML report
+     (tables, bars); memobs_attributed_/_unattributed_transfer_* and, with
+     tenants, memobs_tenant_* families; a timeline track per request in
+     flight (at most 64) with flow events to its transfers; a Stormlog
+     "request" event per finished request that moved bytes.
      Collectives and peers appear in each of them once recorded: summary
      blocks, memobs_collective_* and memobs_peer_transfer_* families, a
      timeline slice per collective and a counter per peer and direction, a
@@ -294,7 +320,12 @@
      MEMOBS_MAX_REQUESTS      implementation only. Per-request table slots
                               (rounded up to a multiple of 16), default 4096.
                               A begin that finds its sixteenth full drops
-                              the request idle longest (counted).
+                              the request idle longest (counted). Each slot
+                              holds a request's ledger: 520 bytes a slot
+                              (2.1 MB at the default, touched as used).
+     MEMOBS_MAX_TENANTS       implementation only. Tenant names with their
+                              own counters (memobs_request_tenant), default
+                              32; later names are filed as "other".
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free),
@@ -461,6 +492,11 @@
                               seconds is ended as abandoned, counted,
                               untimed (default 600; decimals allowed; 0 =
                               never; memobs_request_set_timeout).
+     MEMOBS_REQUESTS=DEST     a JSON line per finished request (its ledger),
+                              appended, one write(2) each.
+     MEMOBS_REQUESTS_MAX_BYTES=N  a regular file of the process's user at
+                              or past N bytes is renamed to DEST.1 before
+                              the next line (default 256M; 0 = never).
      MEMOBS_PROM_FILE=DEST    Prometheus exposition for node_exporter's textfile
                               collector, written at exit and every interval
                               below (a stream: at exit only).
@@ -4876,7 +4912,7 @@ static int memobs__att_name_ok(const char *s) {
    one while there is room. */
 static uint32_t memobs__att_tenant_of(const char *name) {
     uint32_t t, n;
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     n = MEMOBS__LOAD(&memobs__att.nten.v);
     for (t = 0; t < n && strcmp(memobs__att.ten[t], name) != 0; t++) {
     }
@@ -4884,7 +4920,7 @@ static uint32_t memobs__att_tenant_of(const char *name) {
         memcpy(memobs__att.ten[n], name, strlen(name) + 1);
         __atomic_store_n(&memobs__att.nten.v, n + 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     return t;
 }
 
@@ -4987,13 +5023,13 @@ static void memobs__att_done(const memobs__req_t *r, memobs_request_state_t stat
     memobs_request_info_t info;
     memobs__att_info(r, state, now, &info);
     if (r->tenant) MEMOBS__ADD(&memobs__att.treq[r->tenant - 1].v, 1u);
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     memobs__att_top_put(MEMOBS_REQUEST_TOP_BYTES, &info);
     memobs__att_top_put(MEMOBS_REQUEST_TOP_WAIT, &info);
     if (memobs__att.lines[0]) memobs__att_line(&info);
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_req_done(&info, r->tenant);
     memobs__sl_req_done(&info, r->tenant);
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
 }
 
 int memobs_request_info(uint64_t id, memobs_request_info_t *out) {
@@ -5012,22 +5048,22 @@ size_t memobs_request_top(int by, memobs_request_info_t *out, size_t n) {
     if (!out || (by != MEMOBS_REQUEST_TOP_BYTES && by != MEMOBS_REQUEST_TOP_WAIT)) return 0;
     memobs_init();
     memobs__req_sweep(); /* the abandoned ones finished first */
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     k = memobs__att.ntop[by] < n ? memobs__att.ntop[by] : n;
     memcpy(out, memobs__att.top[by], k * sizeof *out);
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     return k;
 }
 
 /* memobs_reset: the tenants' counters and the top lists start again. */
 static void memobs__att_rebase(void) {
     unsigned i;
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     for (i = 0; i < (MEMOBS_MAX_TENANTS + 1) * 2 * MEMOBS__NDIR; i++)
         (&memobs__att.tx_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__att.tx[0][0][0])[i].v);
     for (i = 0; i <= MEMOBS_MAX_TENANTS; i++) memobs__att.treq_base[i] = MEMOBS__LOAD(&memobs__att.treq[i].v);
     memobs__att.ntop[0] = memobs__att.ntop[1] = 0;
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
 }
 
 /* fork(): 0 before (the lock held), 1 the parent after, 2 the child
@@ -9071,22 +9107,22 @@ static int memobs__tl_reqs(memobs__tl_rqw_t *rq, uint32_t ep) {
     uint32_t busy = memobs__tls.busy, j, l;
     int table = MEMOBS__LOAD(&memobs__g.req_used.v) != 0;
     memset(rq, 0, sizeof *rq);
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     cap = memobs__tl_rq.n;
     if (memobs__tl_rq.epoch == ep) rq->dropped = memobs__tl_rq.dropped;
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     if (table) cap += (size_t)MEMOBS__REQ_STRIPES * MEMOBS__REQ_PER_STRIPE;
     if (!cap || !ep) return MEMOBS_OK;
     memobs__tls.busy = 1;
     rq->by_begin = (memobs__tl_req_t *)MEMOBS_MALLOC(2 * cap * sizeof *rq->by_begin);
     memobs__tls.busy = busy;
     if (!rq->by_begin) return MEMOBS_ERR_NOMEM;
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     for (j = 0; j < memobs__tl_rq.n && k < cap; j++) {
         const memobs__tl_req_t *q = &memobs__tl_rq.r[(memobs__tl_rq.head + j) % MEMOBS__TL_REQS];
         if (q->epoch == ep) rq->by_begin[k++] = *q;
     }
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     for (j = 0; table && j < MEMOBS__REQ_STRIPES; j++) {
         memobs__req_stripe_t *st = &memobs__g.req[j];
         memobs__mutex_lock(&st->lock);
@@ -10811,34 +10847,35 @@ static const memobs_request_info_t *memobs__att_top_of(const memobs__figs_t *p, 
     return p->top ? p->top + (by ? MEMOBS_REQUEST_TOP : 0) : NULL;
 }
 
-/* The text summary's attribution block: per direction shown, attributed
-   and not, then the top 5 requests by bytes and by wait. */
-static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p, unsigned nd) {
+/* The text summary's attribution lines: per direction with bytes, the
+   part attributed to requests; then the top 3 requests by bytes moved and
+   by time waited (the JSON summary has 10 of each, and the unattributed
+   bytes and ops). */
+static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     const memobs_request_info_t *top;
-    memobs_dirs_t un;
     char b[32];
     uint32_t n, j;
-    unsigned d;
+    unsigned d, k = 0;
     int by;
     if (!memobs__att_shown(s)) return;
-    memobs__att_unattr(&s->total, &s->attributed.total, &un);
-    memobs__out_printf(o, "  %-5s | %10s %8s | %12s %8s   (to requests: memobs_request_enter, _xfer)\n", "reqs",
-                       "requests", "ops", "unattributed", "ops");
-    for (d = 0; d < nd; d++) {
-        memobs__out_printf(o, "  %-5s", memobs__dir_name[d]);
-        memobs__text_xfer(o, memobs_dirs_get(&s->attributed.total, d));
-        memobs__out_printf(o, " | %12s %8llu\n", memobs_format_bytes(b, sizeof b, memobs_dirs_get(&un, d)->bytes),
-                           (unsigned long long)memobs_dirs_get(&un, d)->count);
+    memobs__out_str(o, "  attributed to requests:");
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        uint64_t t = memobs_dirs_get(&s->total, d)->bytes, a = memobs_dirs_get(&s->attributed.total, d)->bytes;
+        if (!t && !a) continue;
+        memobs__out_printf(o, "%s %s %s", k++ ? "," : "", memobs__dir_name[d], memobs_format_bytes(b, sizeof b, a));
+        memobs__out_printf(o, " (%.1f%%)", t ? 100.0 * (double)a / (double)t : 100.0);
     }
+    if (!k) memobs__out_str(o, " nothing moved");
     if (s->attributed.orphan_bytes || s->attributed.bind_misuse || s->attributed.tenant_misuse)
-        memobs__out_printf(o, "  attribution: %s to ids not in flight, %llu enter/leave misuses, %llu tenant calls "
-                           "refused\n", memobs_format_bytes(b, sizeof b, s->attributed.orphan_bytes),
+        memobs__out_printf(o, "; %s to ids not in flight, %llu enter/leave misuses, %llu tenant calls refused",
+                           memobs_format_bytes(b, sizeof b, s->attributed.orphan_bytes),
                            (unsigned long long)s->attributed.bind_misuse,
                            (unsigned long long)s->attributed.tenant_misuse);
+    memobs__out_write(o, "\n", 1);
     for (by = 0; by < 2; by++) {
         top = memobs__att_top_of(p, by, &n);
-        if (n > 5) n = 5;
+        if (n > 3) n = 3;
         if (!n) continue;
         memobs__out_printf(o, "  top requests by %s:", by ? "time waited on transfers" : "bytes moved");
         for (j = 0; j < n; j++) {
@@ -10887,7 +10924,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
         memobs__out_write(o, "\n", 1);
     }
     memobs__text_manual(o, s);
-    memobs__text_att(o, p, nd);
+    memobs__text_att(o, p);
     memobs__text_timed(o, s);
     memobs__text_sizes(o, s);
     memobs__out_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
@@ -11162,7 +11199,7 @@ static void memobs__json_request(memobs__out_t *o, const memobs_request_info_t *
     memobs__out_str(o, "}}");
 }
 
-/* ,"attribution":{...}: the attributed figures by phase, the rest
+/* ,"attributed":{...}: the attributed figures by phase, the rest
    (unattributed), the problems, the top lists and the tenants. */
 static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
@@ -11170,7 +11207,7 @@ static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
     memobs_dirs_t un;
     uint32_t n, j, t, nten = MEMOBS__LOAD(&memobs__att.nten.v);
     int by;
-    memobs__out_str(o, ",\"attribution\":{");
+    memobs__out_str(o, ",\"attributed\":{");
     memobs__json_dirs(o, "total", &s->attributed.total);
     memobs__out_write(o, ",", 1);
     memobs__json_dirs(o, "prefill", &s->attributed.prefill);
@@ -12445,7 +12482,7 @@ static int memobs__append_end(memobs__append_t *a) {
 }
 
 /* ======================================================================== */
-/* Private: the request lines (MEMOBS_REQUESTS)               >>request-lines */
+/* Private: request lines (MEMOBS_REQUESTS)                 >>request-lines */
 /* ======================================================================== */
 
 /* One JSON line a finished request (docs/requests.md), appended with one
@@ -16571,11 +16608,11 @@ static int memobs__sl_write(FILE *f, int host_only) {
     nmk = memobs__smp.mk_n;
     for (j = 0; j < nmk; j++) mk[j] = memobs__smp.mk[(memobs__smp.mk_head + j) % MEMOBS__SL_MARKS];
     memobs__spin_unlock(&memobs__smp.mk_lock);
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     nrq = rq ? memobs__sl_rq.n : 0;
     for (j = 0; j < nrq; j++) rq[j] = memobs__sl_rq.r[(memobs__sl_rq.head + j) % MEMOBS__SL_REQS];
     rq_dropped = memobs__sl_rq.dropped;
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     if (nrq > 1) qsort(rq, nrq, sizeof *rq, memobs__sl_req_cmp); /* ends seen on several threads: nearly in order */
     for (j = 0; j < nmk; j++) {
         edge[nedge].t = mk[j].t0;
@@ -17579,7 +17616,7 @@ static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
     char key[48], b[32];
     row = (memobs__html_trow_t *)MEMOBS_MALLOC((MEMOBS_MAX_TENANTS + 1) * sizeof *row);
     if (!row) return;
-    pthread_mutex_lock(&memobs__att.lock);
+    memobs__mutex_lock(&memobs__att.lock);
     nt = __atomic_load_n(&memobs__att.nten.v, __ATOMIC_ACQUIRE);
     if (nt > MEMOBS_MAX_TENANTS) nt = MEMOBS_MAX_TENANTS;
     for (t = 0; t <= MEMOBS_MAX_TENANTS; t++) {
@@ -17595,7 +17632,7 @@ static void memobs__html_tenants(memobs__out_t *o, unsigned nd) {
         row[n].req = MEMOBS__LOAD(&memobs__att.treq[t].v) - memobs__att.treq_base[t];
         if (row[n].nops || row[n].req) n++;
     }
-    pthread_mutex_unlock(&memobs__att.lock);
+    memobs__mutex_unlock(&memobs__att.lock);
     for (i = 1; i < n; i++) /* insertion sort by bytes, "other" kept last */
         for (j = i; j > 0 && row[j].t < MEMOBS_MAX_TENANTS && row[j - 1].total < row[j].total; j--)
             tmp = row[j], row[j] = row[j - 1], row[j - 1] = tmp;

@@ -174,6 +174,7 @@ enum {
     F_T_DEV, F_T_DEV2, F_T_DEVNH, F_T_DEVNH2, /* device blocks: snapshot history on, off (the default) */
     F_TICKS2,        /* memobs_ticks() on 2 threads: the timeline's 2-thread baseline */
     F_PAIR, F_PAIR2, /* bench_loop_pairs, timeline on: only its pairs are reported */
+    F_BOUND,         /* MEMOBS_RECORD_H2D on a thread bound to a request (memobs_request_enter) */
     F_COUNT
 };
 
@@ -430,6 +431,17 @@ static void bench_trk_post(const bench_fig_t *f) {
 static void bench_phase_decode(void) { memobs_set_phase(MEMOBS_PHASE_DECODE); }
 static void bench_phase_none(void) { memobs_set_phase(MEMOBS_PHASE_NONE); }
 static void bench_memobs_off(void) { memobs_set_enabled(0); }
+/* The bound record's request: begun and entered on the worker, left and
+   ended after (its ledger gets the run's bytes at the leave). */
+#define BENCH_REQ 4242u
+static void bench_bind(void) {
+    memobs_request_begin(BENCH_REQ);
+    memobs_request_enter(BENCH_REQ);
+}
+static void bench_unbind(void) {
+    memobs_request_leave();
+    memobs_request_end(BENCH_REQ);
+}
 static void bench_memobs_on(void) { memobs_set_enabled(1); }
 static void bench_region_timing_off(void) { (void)memobs_region_set_timing(0); }
 static void bench_region_timing_on(void) { (void)memobs_region_set_timing(1); }
@@ -497,6 +509,9 @@ static void bench_figs_init(void) {
     bench_fig(F_TICKS, bench_loop_ticks, NULL, 1, NULL);
     B.fig[F_TICKS].n = B.iters / BENCH_TL_DIV;
     bench_fig(F_TICKS2, bench_loop_ticks, NULL, 2, NULL);
+    bench_fig(F_BOUND, bench_loop_record, NULL, 1, &B.prefill);
+    B.fig[F_BOUND].before = bench_bind;
+    B.fig[F_BOUND].after = bench_unbind;
     B.fig[F_TICKS2].n = B.iters / BENCH_TL_DIV;
     for (k = 0; k < 2; k++) {
         bench_fig(F_PAIR + k, bench_loop_pairs, &bench_pairs[k], k + 1, &B.prefill);
@@ -865,6 +880,9 @@ static void bench_report(void) {
     bench_row("memobs_ticks(), 2 threads", F_TICKS2, 0, note);
     bench_row("memobs_now_ns() (clock_gettime CLOCK_MONOTONIC)", F_NOW, 0, "summaries' and regions' clock");
     bench_row("MEMOBS_RECORD_H2D_CUR (phase from TLS)", F_CUR, 1, "");
+    snprintf(note, sizeof note, "memobs_request_enter: %+.2f ns, %.2fx the record bound to none (row 1)",
+             B.fig[F_BOUND].ns - B.fig[F_REC].ns, B.fig[F_BOUND].ns / B.fig[F_REC].ns);
+    bench_row("MEMOBS_RECORD_H2D bound to a request, 1 thread", F_BOUND, 1, note);
     bench_row("MEMOBS_REGION_BEGIN + _END, timing off", F_REG_NT, 1,
               "memobs_region_set_timing(0): an id and a depth on the thread");
     snprintf(note, sizeof note, "the default: two clock reads, %+.1f ns over timing off",

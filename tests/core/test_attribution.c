@@ -456,10 +456,9 @@ static void test_outputs(void) {
     memobs_write_summary(f, MEMOBS_FORMAT_JSON);
     memobs_write_prometheus(f);
     fclose(f);
-    CHECK_HAS(buf, "  reqs  |   requests      ops | unattributed      ops");
-    CHECK_HAS(buf, "  D2H   |    2.05 KB        1 |        100 B        1\n");
+    CHECK_HAS(buf, "  attributed to requests: D2H 2.05 KB (95.3%)\n");
     CHECK_HAS(buf, "  top requests by bytes moved: 5 2.05 KB\n");
-    CHECK_HAS(buf, "\"attribution\":{\"total\":{\"h2d_bytes\":0,\"h2d_count\":0,\"d2h_bytes\":2048,\"d2h_count\":1,");
+    CHECK_HAS(buf, "\"attributed\":{\"total\":{\"h2d_bytes\":0,\"h2d_count\":0,\"d2h_bytes\":2048,\"d2h_count\":1,");
     CHECK_HAS(buf, "\"unattributed\":{\"h2d_bytes\":0,\"h2d_count\":0,\"d2h_bytes\":100,\"d2h_count\":1,");
     CHECK_HAS(buf, "\"top_bytes\":[{\"id\":5,\"tenant\":null,\"state\":\"completed\",\"bytes\":2048,");
     CHECK_HAS(buf, "direction=\"d2h\",phase=\"decode\"} 2048\n");

@@ -975,6 +975,47 @@ static void test_timing(void) {
 
 /* Copies on two devices with timing on: each device's copies are timed,
    and a successful wrapped copy leaves no runtime error behind. */
+/* A timed copy issued by a thread bound to a request: its device time is
+   the request's when its event completes, after the thread left it. */
+static void test_timing_request(void) {
+    char h[4096], *d = NULL;
+    cudaStream_t s = NULL;
+    memobs_request_info_t info;
+    float t0;
+    fresh();
+    CHECK_ERR(cudaSuccess, cudaStreamCreate(&s));
+    CHECK_ERR(cudaSuccess, cudaMalloc((void **)&d, sizeof h));
+    fill(h, 4, sizeof h);
+    memobs_cuda_set_timing(1);
+    cudadbl_set_copy_time(0.5f, 0);
+    t0 = cudadbl_clock();
+    memobs_request_begin(31);
+    memobs_request_enter(31);
+    memobs_set_phase(MEMOBS_PHASE_DECODE);
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(d, h, 1000, cudaMemcpyHostToDevice, s)); /* t0 .. t0+0.5 */
+    memobs_request_leave();
+    CHECK_ERR(cudaSuccess, memobs_cudaMemcpyAsync(h, d, 700, cudaMemcpyDeviceToHost, s)); /* not bound */
+    memobs_set_phase(MEMOBS_PHASE_NONE);
+    CHECK_U64(MEMOBS_OK, memobs_request_info(31, &info));
+    CHECK_U64(1000, info.xfer[MEMOBS_PHASE_DECODE].h2d.bytes); /* counted when issued */
+    CHECK_U64(0, info.device_ns[MEMOBS_DIR_H2D]);              /* not complete yet */
+    cudadbl_complete_until(t0 + 1.0f);
+    CHECK_U64(2, (unsigned)memobs_cuda_poll());
+    CHECK_U64(MEMOBS_OK, memobs_request_info(31, &info));
+    CHECK_U64(500000, info.device_ns[MEMOBS_DIR_H2D]);
+    CHECK_U64(0, info.device_ns[MEMOBS_DIR_D2H]);
+    CHECK_U64(500000, info.wait_ns);
+    CHECK_U64(0, info.xfer[MEMOBS_PHASE_DECODE].d2h.bytes);
+    snap();
+    CHECK_U64(1000, S.attributed.total.h2d.bytes);
+    CHECK_U64(0, S.attributed.total.d2h.bytes);
+    CHECK_U64(0, S.signal_dropped);
+    memobs_request_end(31);
+    memobs_cuda_set_timing(0);
+    CHECK_ERR(cudaSuccess, cudaFree(d));
+    CHECK_ERR(cudaSuccess, cudaStreamDestroy(s));
+}
+
 static void test_timing_two_devices(void) {
     char h[256], *d0 = NULL, *d1 = NULL;
     cudaStream_t s0 = NULL, s1 = NULL;
@@ -1964,6 +2005,7 @@ int main(int argc, char **argv) {
         RUN(test_free_async_reuse);
         RUN(test_free_async_many);
         RUN(test_timing);
+        RUN(test_timing_request);
         RUN(test_copy_3d);
         RUN(test_copy_symbol);
 #if CUDART_VERSION >= 13000

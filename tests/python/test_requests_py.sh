@@ -79,7 +79,7 @@ timeout 300 env PYTHONPATH="$B/py" MEMOBS_REQUESTS="$B/lines.jsonl" "$PY" tests/
 echo $? >"$B/private.st"
 checks private
 want="memobs: warning: memobs_request_leave() with no request entered on this thread; ignored (counted)
-memobs: warning: memobs_request_tenant(801, ...) names a request that has a tenant already (kept); ignored (counted)
+memobs: warning: memobs_request_tenant(801, ...) names a request that has another tenant already (kept); ignored (counted)
 memobs: warning: 751 bytes attributed to request 1103, which is not in flight (never begun, or ended); in the attributed figures, in no request's ledger (counted)"
 if [ "$(cat "$B/private.err")" = "$want" ]; then
     ok "stderr: memobs' three warnings (a leave with no enter, a second tenant, an orphan), each once, nothing else"
