@@ -446,6 +446,14 @@ def att_run(pre, workers, out, err, lines_path, ledger_path, att_path):
     check("%stenants: each request's, and the three of them" % pre,
           ([TENANTS[(i - 100) % 3] for i in range(100, 108)], TENANTS),
           ([m["tenant"] for m in sorted(lines, key=lambda m: m["id"])], sorted({m["tenant"] for m in lines})))
+    # Tracked bytes: a worker bound to its request takes its host blocks
+    # (pinned, 196608 bytes each) and each step's logits (2048, freed in the
+    # step), and frees its blocks after the request ended.
+    hb = {int(x.group(1)): int(x.group(2))
+          for x in re.finditer(r"^request (\d+): .* host blocks +(\d+),", open(err).read(), re.M)}
+    check("%stracked bytes: each request's peak is its host blocks and one step's logits, held at its end its "
+          "blocks" % pre, [(hb.get(m["id"], -1) * 196608 + 2048, hb.get(m["id"], -1) * 196608) for m in lines],
+          [(m["peak_bytes"], m["held_bytes"]) for m in lines])
     check("%swait_ns: the sum of its engine_ns (the disk tier's waits), every request" % pre,
           [sum(m["xfer"][d]["engine_ns"] for d in DIRS) for m in lines], [m["wait_ns"] for m in lines])
     tm = j["timed"]
