@@ -557,7 +557,11 @@
      tag provider or write a peak report: with glibc's malloc a handler
      that interrupted malloc can hang there. From a handler, track only
      with an async-signal-safe MEMOBS_MALLOC, depth 0, no tag provider and
-     no peak report.
+     no peak report. Likewise a request call that finishes a request while
+     MEMOBS_REQUESTS is set (an end, or a begin, token or end that finds
+     one abandoned or drops one) writes its line (open, malloc, write):
+     from a handler, only without MEMOBS_REQUESTS. memobs_request_enter on
+     a thread that has not recorded yet may wait for the registry's lock.
      Not from a handler: regions and markers, the first add of a
      MEMOBS_COUNTER_ADD site (it registers the name: register it before),
      and every other call (set-up, summaries, reports, exports, flush).
@@ -3171,6 +3175,7 @@ static struct {
     uint64_t treq_base[MEMOBS_MAX_TENANTS + 1];
     memobs_request_info_t top[2][MEMOBS_REQUEST_TOP]; /* by bytes, by wait; largest first */
     uint32_t ntop[2];
+    pthread_mutex_t lines_lock;   /* one line written at a time; nothing of memobs' taken under it */
     char lines[MEMOBS__SPEC_LEN]; /* MEMOBS_REQUESTS: "" off, "stderr", "stdout" or a path */
     uint64_t lines_max;           /* MEMOBS_REQUESTS_MAX_BYTES: a file at or past it is rotated; 0 never */
     memobs__u64_t lines_written, lines_failed, rotations;
@@ -3601,6 +3606,7 @@ static void memobs__init_once(void) {
     unsigned i;
     pthread_mutex_init(&memobs__g.lock, NULL);
     pthread_mutex_init(&memobs__att.lock, NULL);
+    pthread_mutex_init(&memobs__att.lines_lock, NULL);
     pthread_mutex_init(&memobs__g.flush_lock, NULL);
     atexit(memobs__exit_all);
     for (i = 0; i < MEMOBS__REQ_STRIPES; i++) pthread_mutex_init(&memobs__g.req[i].lock, NULL);
@@ -4710,9 +4716,24 @@ static void memobs__att_end_bound(uint64_t id) {
     if (s && !s->shared && s->bind_depth && s->bind_id[s->bind_depth - 1] == id) memobs__att_flush(s);
 }
 
+/* A binding given up with no ledger to bring up to date (no request was
+   ever begun, or a fork() child's thread that did not come along): its
+   bytes since bind_at are orphans. One atomic add. */
+static void memobs__att_drop(memobs__shard_t *s) {
+    uint64_t b = 0;
+    unsigned p, k;
+    for (p = 0; p < MEMOBS__NPHASE; p++)
+        for (k = 0; k < MEMOBS__NDIR; k++)
+            b = memobs__sat(b, memobs__win(MEMOBS__LOAD(&s->att.x[0][p][k].v), s->bind_at.x[0][p][k].v));
+    if (b) memobs__add_sat_atomic(&memobs__g.st[MEMOBS__ST_ATT_ORPHAN], b);
+}
+
 /* Thread exit, bound: the ledger gets the thread's last records. */
 static void memobs__att_release(memobs__shard_t *s) {
-    if (!s->shared && s->bind_depth && MEMOBS__LOAD(&memobs__g.req_used.v)) memobs__att_flush(s);
+    if (!s->shared && s->bind_depth) {
+        if (MEMOBS__LOAD(&memobs__g.req_used.v)) memobs__att_flush(s);
+        else memobs__att_drop(s);
+    }
     s->bind_depth = s->bind_over = 0;
     memobs__tls.req = 0;
 }
@@ -4834,10 +4855,11 @@ static size_t memobs__utf8_len(const unsigned char *p);
    otherwise. */
 #define MEMOBS__ATT_MEM 4096
 static struct {
+    memobs__u32_t n; /* read by every tracked free: a line of its own, not the lock's */
+    char pad[60];
     pthread_mutex_t lock; /* PTHREAD_MUTEX_INITIALIZER: used before memobs_init may have run */
-    memobs__u32_t n;
     uint64_t addr[MEMOBS__ATT_MEM], id[MEMOBS__ATT_MEM], bytes[MEMOBS__ATT_MEM];
-} memobs__att_held = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, {0}, {0}};
+} memobs__att_held __attribute__((aligned(64))) = {{0}, {0}, PTHREAD_MUTEX_INITIALIZER, {0}, {0}, {0}};
 
 static uint32_t memobs__att_home(uint64_t addr) { return (uint32_t)(memobs__mix(addr) & (MEMOBS__ATT_MEM - 1)); }
 
@@ -5026,10 +5048,14 @@ static void memobs__att_done(const memobs__req_t *r, memobs_request_state_t stat
     memobs__mutex_lock(&memobs__att.lock);
     memobs__att_top_put(MEMOBS_REQUEST_TOP_BYTES, &info);
     memobs__att_top_put(MEMOBS_REQUEST_TOP_WAIT, &info);
-    if (memobs__att.lines[0]) memobs__att_line(&info);
     if (MEMOBS__LOAD(&memobs__tl_on.v)) memobs__tl_req_done(&info, r->tenant);
     memobs__sl_req_done(&info, r->tenant);
     memobs__mutex_unlock(&memobs__att.lock);
+    if (memobs__att.lines[0]) { /* the line: under a lock of its own, which takes none of memobs' */
+        memobs__mutex_lock(&memobs__att.lines_lock);
+        memobs__att_line(&info);
+        memobs__mutex_unlock(&memobs__att.lines_lock);
+    }
 }
 
 int memobs_request_info(uint64_t id, memobs_request_info_t *out) {
@@ -5073,12 +5099,17 @@ static void memobs__att_fork(int stage) {
     if (stage == 0) {
         pthread_mutex_lock(&memobs__att.lock);
         pthread_mutex_lock(&memobs__att_held.lock);
+        pthread_mutex_lock(&memobs__att.lines_lock);
     } else if (stage == 1) {
+        pthread_mutex_unlock(&memobs__att.lines_lock);
         pthread_mutex_unlock(&memobs__att_held.lock);
         pthread_mutex_unlock(&memobs__att.lock);
     } else
         for (s = memobs__g.shards; s; s = s->next)
-            if (!s->shared && s != memobs__tls.shard) s->bind_depth = s->bind_over = 0;
+            if (!s->shared && s != memobs__tls.shard) {
+                if (s->bind_depth) memobs__att_drop(s);
+                s->bind_depth = s->bind_over = 0;
+            }
 }
 
 /* Runs inside memobs__init_once. */
@@ -9643,6 +9674,7 @@ static void memobs__str_read(char *to, const char *from, size_t len) {
    bytes per kind, read just before (the peaks are read after them). */
 static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     memobs_dirs_t *by_phase[MEMOBS__NPHASE], *by_att[MEMOBS__NPHASE];
+    uint64_t ab[MEMOBS__NPHASE][MEMOBS__NDIR], an[MEMOBS__NPHASE][MEMOBS__NDIR]; /* a shard's attributed part */
     const memobs_identity_t *gid = &memobs__g.identity;
     memobs__shard_t *s;
     uint64_t st[MEMOBS__ST_COUNT];
@@ -9659,28 +9691,31 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     out->ncounters = __atomic_load_n(&memobs__g.ncounters.v, __ATOMIC_ACQUIRE);
     if (out->ncounters > MEMOBS_MAX_COUNTERS) out->ncounters = MEMOBS_MAX_COUNTERS;
     for (s = memobs__shard_first(), n = 0; s && n < MEMOBS__MAX_SHARDS; s = memobs__shard_next(s), n++) {
-        /* the attributed part first: a record adds to it after the figures, so (x86-64's store order)
-           it never reads above them; elsewhere by a record in flight at most */
+        /* the attributed part first: a record adds to it after the figures; and
+           no more than this shard's own figures (a reset's baselines are
+           taken one after the other: a record between them is in one) */
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
-                memobs_xfer_t *x = memobs_dirs_at(by_att[i], c);
-                uint64_t b = memobs__sat(memobs__win(MEMOBS__LOAD(&s->att.x[0][i][c].v), s->base_att[0][0][i][c]),
-                                         memobs__win(MEMOBS__LOAD(&s->attx[0][i][c].v), s->base_att[1][0][i][c]));
-                x->bytes = memobs__sat(x->bytes, b);
-                x->count += MEMOBS__LOAD(&s->att.x[1][i][c].v) - s->base_att[0][1][i][c] +
-                            MEMOBS__LOAD(&s->attx[1][i][c].v) - s->base_att[1][1][i][c];
+                ab[i][c] = memobs__sat(memobs__win(MEMOBS__LOAD(&s->att.x[0][i][c].v), s->base_att[0][0][i][c]),
+                                       memobs__win(MEMOBS__LOAD(&s->attx[0][i][c].v), s->base_att[1][0][i][c]));
+                an[i][c] = MEMOBS__LOAD(&s->att.x[1][i][c].v) - s->base_att[0][1][i][c] +
+                           MEMOBS__LOAD(&s->attx[1][i][c].v) - s->base_att[1][1][i][c];
             }
         for (i = 0; i < MEMOBS__NPHASE; i++)
             for (c = 0; c < MEMOBS__NDIR; c++) {
-                memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c);
+                memobs_xfer_t *x = memobs_dirs_at(by_phase[i], c), *a = memobs_dirs_at(by_att[i], c), own = {0, 0};
                 uint64_t k[MEMOBS__XSLOTS];
                 uint32_t b;
                 for (b = 0; b < MEMOBS__XSLOTS; b++) { /* the count is the slots' sum */
                     k[b] = MEMOBS__LOAD(&s->xsize[i][c][b].v) - s->base_xsize[i][c][b];
                     out->sizes[c].buckets[b < MEMOBS_SIZE_BUCKETS ? b : 0] += k[b]; /* slot 63: size 0 */
-                    x->count += k[b];
+                    own.count += k[b];
                 }
-                memobs__xfer_sum(x, s, i, c, k); /* after the counts */
+                memobs__xfer_sum(&own, s, i, c, k); /* after the counts */
+                x->bytes = memobs__sat(x->bytes, own.bytes);
+                x->count += own.count;
+                a->bytes = memobs__sat(a->bytes, ab[i][c] < own.bytes ? ab[i][c] : own.bytes);
+                a->count += an[i][c] < own.count ? an[i][c] : own.count;
             }
         for (c = 0; c < out->ncounters; c++)
             out->counters[c].value = memobs__sat(out->counters[c].value,
@@ -12411,17 +12446,28 @@ typedef struct {
     int fd, own;
 } memobs__append_t;
 
+static FILE *memobs__append_open(memobs__append_t *a, const char *dest, const char *full, const char *what);
+
 /* dest: "stderr", "stdout" or a path (%r, %p, %% expanded). NULL, with a
    warning naming what, when it cannot be opened. */
 static FILE *memobs__append_begin(memobs__append_t *a, const char *dest, const char *what) {
     char full[MEMOBS__PATH_LEN];
+    if (strcmp(dest, "stderr") != 0 && strcmp(dest, "stdout") != 0 &&
+        !memobs__expand_path(dest, full, sizeof full)) {
+        memset(a, 0, sizeof *a);
+        memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
+        return NULL;
+    }
+    return memobs__append_open(a, dest, full, what);
+}
+
+/* memobs__append_begin's, dest's path expanded already as full (unread
+   for "stderr" and "stdout"): takes no lock of memobs'. */
+static FILE *memobs__append_open(memobs__append_t *a, const char *dest, const char *full, const char *what) {
     memset(a, 0, sizeof *a);
     if (strcmp(dest, "stderr") == 0) a->fd = 2;
     else if (strcmp(dest, "stdout") == 0) a->fd = 1;
-    else if (!memobs__expand_path(dest, full, sizeof full)) {
-        memobs__log(MEMOBS_LOG_WARN, "%s path '%s' is too long once expanded", what, dest);
-        return NULL;
-    } else if ((a->fd = memobs__fd_name(full)) >= 0) { /* one of the process's descriptors: as stderr */
+    else if ((a->fd = memobs__fd_name(full)) >= 0) { /* one of the process's descriptors: as stderr */
         if (fcntl(a->fd, F_GETFD) < 0) {
             memobs__log(MEMOBS_LOG_WARN, "cannot write the %s to '%s': %s", what, full, strerror(errno));
             return NULL;
@@ -12493,7 +12539,8 @@ static int memobs__append_end(memobs__append_t *a) {
    plus a line is kept; a file that cannot be renamed (another user's, a
    link, a device) gets no more lines once past it (counted, one warning). */
 
-/* att.lock held: the line of request i into buf (at most len - 1 bytes). */
+/* Request i's line into the sink (at most 2.6 KB: every figure at
+   UINT64_MAX, a tenant name of 63 escaped quotes). */
 static void memobs__att_format(memobs__out_t *o, const memobs_request_info_t *i) {
     static const char *const ph[MEMOBS__NPHASE] = {"unphased", "prefill", "decode"};
     uint64_t mono = memobs_now_ns(), real = memobs__realtime_ns();
@@ -12532,8 +12579,8 @@ static void memobs__att_format(memobs__out_t *o, const memobs_request_info_t *i)
     memobs__out_str(o, "}}\n");
 }
 
-/* att.lock held: before a line to path full, a file past the limit is
-   rotated; 0 when the line may be written. */
+/* att.lines_lock held: before a line to path full, a file past the limit
+   is rotated; 0 when the line may be written. */
 static int memobs__att_rotate(const char *full) {
 #ifdef MEMOBS__OUT_LINUX
     struct stat st;
@@ -12557,25 +12604,35 @@ static int memobs__att_rotate(const char *full) {
 #endif
 }
 
-/* att.lock held: request i's line, appended. */
+/* att.lines_lock held (and maybe a request stripe's): request i's line,
+   appended; takes no lock of memobs'. */
 static void memobs__att_line(const memobs_request_info_t *i) {
     char line[4096], full[MEMOBS__PATH_LEN];
     memobs__out_t o;
     memobs__append_t a;
     const char *dest = memobs__att.lines;
     int e;
+    int stream = strcmp(dest, "stderr") == 0 || strcmp(dest, "stdout") == 0;
     memobs__out_string(&o, line, sizeof line);
     memobs__att_format(&o, i);
     memobs__out_end(&o);
-    if (strcmp(dest, "stderr") != 0 && strcmp(dest, "stdout") != 0 && memobs__expand_path(dest, full, sizeof full) &&
-        memobs__fd_name(full) < 0) {
+    /* the identity read as the line's: no lock (memobs_get_identity takes one) */
+    full[0] = 0;
+    if (!stream && !memobs__expand_as(dest, full, sizeof full,
+                                      (int)__atomic_load_n(&memobs__g.identity.rank, __ATOMIC_RELAXED),
+                                      (int64_t)getpid())) {
+        MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
+        memobs__warn_once(MEMOBS__W_ATT_LINES, "request lines: MEMOBS_REQUESTS='%s' is too long once expanded", dest);
+        return;
+    }
+    if (!stream && memobs__fd_name(full) < 0) {
         errno = 0;
         if (memobs__att_rotate(full) != 0) {
             MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
             return;
         }
     }
-    if (!memobs__append_begin(&a, dest, "request lines")) {
+    if (!memobs__append_open(&a, dest, full, "request lines")) {
         MEMOBS__ADD(&memobs__att.lines_failed.v, 1u);
         return;
     }

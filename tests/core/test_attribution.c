@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef TEST_SUITE
 #define TEST_SUITE "attribution"
@@ -489,8 +491,50 @@ static int lines_mode(unsigned n) {
     return 0;
 }
 
+/* --busy N: N requests ended on 3 threads while a fourth resets the window
+   and forks (the child exits at once), under MEMOBS_REQUESTS: a line is
+   written while the others take memobs' locks; the run ends (the script
+   gives it a time limit) with one line a request. */
+static int busy_stop;
+static unsigned busy_total;
+static void *busy_ender(void *arg) {
+    unsigned t = (unsigned)(uintptr_t)arg, k;
+    for (k = t; k < busy_total; k += 3) {
+        memobs_request_begin(20000 + k);
+        memobs_request_enter(20000 + k);
+        memobs_record_xfer(MEMOBS_DIR_D2H, 64, MEMOBS_PHASE_DECODE);
+        memobs_request_token(20000 + k);
+        memobs_request_end(20000 + k);
+        memobs_request_leave();
+    }
+    return NULL;
+}
+static void *busy_other(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&busy_stop, __ATOMIC_ACQUIRE)) {
+        pid_t c;
+        memobs_reset();
+        if ((c = fork()) == 0) _exit(0);
+        if (c > 0) waitpid(c, NULL, 0);
+    }
+    return NULL;
+}
+static int busy_mode(unsigned n) {
+    pthread_t th[3], other;
+    unsigned t;
+    busy_total = n;
+    if (pthread_create(&other, NULL, busy_other, NULL) != 0) return 1;
+    for (t = 0; t < 3; t++)
+        if (pthread_create(&th[t], NULL, busy_ender, (void *)(uintptr_t)t) != 0) return 1;
+    for (t = 0; t < 3; t++) pthread_join(th[t], NULL);
+    __atomic_store_n(&busy_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(other, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--lines") == 0) return lines_mode((unsigned)atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "--busy") == 0) return busy_mode((unsigned)atoi(argv[2]));
     check__suite = TEST_SUITE;
     RUN(test_enter_leave);
     RUN(test_nested_and_misuse);

@@ -77,6 +77,15 @@ if [ -x "$prog" ]; then
     else
         echo "not ok - attribution: lines: malformed bound"; sed 's/^/    # /' "$d/err_m"; rc=1
     fi
+    # lines written while other threads reset the window and fork: no
+    # deadlock (a line takes no lock of memobs' but its own), one line each
+    if MEMOBS_REQUESTS="$d/busy.jsonl" timeout 120 "$prog" --busy 3000 >/dev/null 2>"$d/err_busy" &&
+        [ "$(wc -l <"$d/busy.jsonl")" = 3000 ] && [ "$(sort -u "$d/busy.jsonl" | wc -l)" = 3000 ]; then
+        echo "ok - attribution: lines: 3000 requests ended on 3 threads while a fourth resets and forks: no deadlock, 3000 lines"
+    else
+        echo "not ok - attribution: lines: ended while another thread resets and forks (status $?)"
+        echo "    # lines: $(wc -l <"$d/busy.jsonl" 2>/dev/null)"; sed 's/^/    # /' "$d/err_busy" | head -5; rc=1
+    fi
     # an unwritable folder: one warning, the program runs on
     if MEMOBS_REQUESTS="$d/none/x.jsonl" "$prog" --lines 3 >/dev/null 2>"$d/err_u" &&
         [ "$(grep -c "cannot open '$d/none/x.jsonl' for the request lines" "$d/err_u")" -ge 1 ]; then
