@@ -134,6 +134,8 @@
      spin mutex      state          locks that mark the thread as in memobs
      ST W            state          STatistics of problems and drops
                                     (memobs__g.st[]); Warn-once bits
+     add             state          add_sat_atomic: an atomic add that
+                                    saturates (the shared sums)
      warn            diagnostics    one warning per kind
      parse env       startup        the environment's values (bool, int,
                                     bytes, seconds); report_env: a
