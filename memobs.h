@@ -1831,6 +1831,28 @@ typedef struct {
        outermost first, -1 between threads (memobs_region_label). */
     uint32_t nregion;
     memobs_region_t region[MEMOBS_SAMPLE_REGIONS];
+    /* The container's memory: the memory cgroup the process is in (found
+       from /proc/self/cgroup and /proc/self/mountinfo at the first sample,
+       again after fork). cgroup_version 0: none found (the figures are
+       MEMOBS_UNKNOWN), 1 or 2. usage: v2 memory.current, v1
+       memory.usage_in_bytes; working set: usage - inactive file, at least
+       0 (the kubelet's figure, the one Kubernetes evicts by); limit: v2
+       memory.max, v1 the lower of memory.limit_in_bytes and memory.stat's
+       hierarchical_memory_limit, MEMOBS_UNKNOWN when there is none
+       (cgroup_unlimited 1: the file said "max", or v1's near-2^63) or it
+       was not read; shmem, anon, file, inactive_file from memory.stat (v2
+       shmem anon file inactive_file; v1 total_shmem total_rss total_cache
+       total_inactive_file). */
+    uint32_t cgroup_version;
+    uint32_t cgroup_unlimited;
+    uint64_t cgroup_usage_bytes;
+    uint64_t cgroup_working_set_bytes;
+    uint64_t cgroup_limit_bytes;
+    uint64_t cgroup_shmem_bytes;
+    uint64_t cgroup_anon_bytes;
+    uint64_t cgroup_file_bytes;
+    uint64_t cgroup_inactive_file_bytes;
+    uint64_t rss_shmem_bytes; /* /proc/self/status RssShmem: this process's resident shared memory */
 } memobs_sample_t;
 
 /* Background sampling every interval_ms (>= 1) into a ring of
@@ -1869,6 +1891,21 @@ typedef struct {
     double heap_mb_min, heap_r2;
     double tracked_mb_min, tracked_r2; /* tracked host + pinned bytes */
     double growth_mb_min, growth_r2;   /* the series the verdict names */
+    /* The container's working set against its limit (the newest sample's
+       figures; see memobs_sample_t): ws_known when every sample in the
+       window has it. limit_bytes and headroom_bytes (limit - working set,
+       0 at or over it) are MEMOBS_UNKNOWN without a limit. limit_eta_s:
+       seconds until the working set reaches the limit at its slope, when
+       it grows linearly (ws_mb_min > 0, ws_r2 >= 0.9, 10 samples or
+       more); else -1. limit_warn: 1 when that is within
+       MEMOBS_LIMIT_HORIZON_S (default 3600 s, limit_horizon_s); the first
+       time, memobs logs a warning. */
+    int ws_known;
+    double ws_mb_min, ws_r2;
+    uint64_t ws_bytes, limit_bytes, headroom_bytes;
+    double limit_eta_s;
+    int limit_warn;
+    uint32_t limit_horizon_s;
 } memobs_leak_t;
 /* Fills *out; MEMOBS_OK (kind NONE with fewer than 10 samples), or
    MEMOBS_ERR_INVALID for NULL. */
@@ -10508,7 +10545,7 @@ typedef struct {
     uint32_t nregions;
     int sig;             /* the crash's signal, else 0 */
     const char *signame; /* its name ("SIGSEGV"), or "" */
-    char host[1024];     /* the host-memory line or JSON member (memobs__leak_write), or "" */
+    char host[2048];     /* the host-memory line or JSON member (memobs__leak_write), or "" */
     /* the top requests by bytes ([0 .. ntop[0])) and by wait (from
        MEMOBS_REQUEST_TOP on): a copy; NULL at a crash (taken under a lock) */
     memobs_request_info_t *top;
@@ -12735,6 +12772,8 @@ typedef struct {
     size_t nsmp;
     memobs_sample_t smp;
     memobs_leak_t leak;
+    int cg_have;        /* cg holds the container's figures (never at a crash) */
+    memobs_sample_t cg; /* memobs__cg_now: the newest sample, or read at the write */
 } memobs__prom_snap_t;
 
 static void memobs__prom_family(memobs__out_t *o, const char *name, const char *type, const char *help) {
@@ -12951,6 +12990,32 @@ static void memobs__prom_host(memobs__out_t *o, const memobs__prom_snap_t *p) {
     memobs__prom_family(o, "memobs_leak_samples", "gauge", "Samples in the leak detector's window (it judges from "
                         "10 on).");
     memobs__prom_u64(o, p, "memobs_leak_samples", "", l->samples);
+}
+
+static void memobs__cg_now(memobs_sample_t *s);
+
+/* The container's memory (memobs__cg_now: the newest sample while the
+   sampler runs, else read at the write) and the process's RssShmem; the
+   limit absent when there is none. Not at a crash. */
+static void memobs__prom_cgroup(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    static const char *const fam[5][2] = {
+        {"memobs_cgroup_memory_usage_bytes", "The container's memory use: its memory cgroup's memory.current (v2) "
+                                             "or memory.usage_in_bytes (v1)."},
+        {"memobs_cgroup_memory_working_set_bytes", "The container's working set as the kubelet computes it: usage "
+                                                   "less inactive file pages, at least 0."},
+        {"memobs_cgroup_memory_limit_bytes", "The container's memory limit (memory.max, memory.limit_in_bytes); "
+                                             "absent when it has none."},
+        {"memobs_cgroup_memory_shmem_bytes", "Shared memory (tmpfs, /dev/shm) charged to the container's cgroup."},
+        {"memobs_process_rss_shmem_bytes", "This process's resident shared memory (/proc/self/status RssShmem)."}};
+    const memobs_sample_t *m = &p->cg;
+    const uint64_t v[5] = {m->cgroup_usage_bytes, m->cgroup_working_set_bytes, m->cgroup_limit_bytes,
+                           m->cgroup_shmem_bytes, m->rss_shmem_bytes};
+    unsigned i;
+    if (!p->cg_have) return;
+    for (i = m->cgroup_version ? 0u : 4u; i < 5; i++) {
+        memobs__prom_family(o, fam[i][0], "gauge", fam[i][1]);
+        memobs__prom_known(o, p, fam[i][0], "", v[i]);
+    }
 }
 
 /* Per memory kind: field is the offset of a uint64_t in memobs_mem_stats_t. */
@@ -13171,6 +13236,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
 
     memobs__prom_coll(o, p);
     memobs__prom_host(o, p);
+    memobs__prom_cgroup(o, p);
 
     for (c = 0; c < s->ncounters; c++) {
         char name[96], help[128];
@@ -13203,6 +13269,8 @@ static int memobs__prom_gen(memobs__out_t *o) {
         pthread_mutex_unlock(&memobs__g.lock);
         p->nsmp = memobs_get_samples(&p->smp, 1);
         if (!p->nsmp || memobs_leak_check(&p->leak) != MEMOBS_OK) memset(&p->leak, 0, sizeof p->leak);
+        memobs__cg_now(&p->cg);
+        p->cg_have = 1;
         memobs__prom_write(o, p);
         memobs__figs_free(&p->f);
     }
@@ -13332,11 +13400,14 @@ static void memobs__prom_env(void) {
 static const char *const memobs__pmp_kind[MEMOBS__PMP_FILES] = {"counter", "histogram", "gauge_livesum",
                                                                  "gauge_livemax"};
 /* Gauges merged by their maximum: always 1, a peak, a device-wide figure
-   two processes of one device both read, the leak detector's fit. Every
+   two processes of one device both read, the leak detector's fit, the
+   container's figures (every process of it reads the same cgroup). Every
    other gauge is an amount this process holds: summed. */
 static const char *const memobs__pmp_max[] = {
     "memobs_info", "memobs_collective_info", "memobs_tracked_peak_bytes", "memobs_device_used_bytes",
-    "memobs_device_total_bytes", "memobs_leak_slope_bytes_per_second", "memobs_leak_samples", "memobs_crash_signal"};
+    "memobs_device_total_bytes", "memobs_leak_slope_bytes_per_second", "memobs_leak_samples", "memobs_crash_signal",
+    "memobs_cgroup_memory_usage_bytes", "memobs_cgroup_memory_working_set_bytes", "memobs_cgroup_memory_limit_bytes",
+    "memobs_cgroup_memory_shmem_bytes"};
 
 typedef struct {
     char *p;
@@ -15685,12 +15756,34 @@ static struct {
 
 static pthread_mutex_t *memobs__smp_lock(void) { return &memobs__smp.lock; }
 
+#define MEMOBS__LIMIT_HORIZON_S 3600u /* MEMOBS_LIMIT_HORIZON_S's default */
+#define MEMOBS__CG_PATH 1024
+/* v1 writes "no limit" as the largest page-aligned long (9223372036854771712
+   with 4 KiB pages); anything this large is no limit. */
+#define MEMOBS__CG_V1_UNLIMITED ((uint64_t)1 << 62)
+
+/* Where the process's memory cgroup is: found once (the first sample; a
+   fork() child again), kept as a path only. memobs is a guest: it holds no
+   descriptor, each sample opens, reads and closes the files it needs. */
+static struct {
+    memobs__u32_t state; /* 0 not found yet, 1 being stored, 2 stored (dir, version) */
+    uint32_t version;    /* 0 none found, 1, 2 */
+    char dir[MEMOBS__CG_PATH];
+    char root[256]; /* tests: a directory read in place of / (memobs__cg_set_root) */
+    memobs__u32_t off;   /* tests and the bench: no cgroup or RssShmem reads */
+    memobs__u64_t bad;   /* figures that were not numbers (read as unknown) */
+    memobs__u32_t bad_warned, limit_warned;
+    uint32_t horizon_s; /* MEMOBS_LIMIT_HORIZON_S */
+} memobs__cg;
+
+
 /* fork(): stage 0 (prepare, after memobs' other locks) takes the worker's
    and the sampler's locks, 1 (parent, and the child's last step) releases
    them; 2 (child, first) resets the child: no worker thread, an empty
    ring and event list (they were the parent's), the cond made afresh (a
    waiter of the parent's may be recorded in it). */
 static void memobs__bg_fork(int stage) {
+    if (stage == 2) __atomic_store_n(&memobs__cg.state.v, 0u, __ATOMIC_RELAXED); /* found afresh: a path, no lock */
     if (stage == 0) {
         memobs__bg.fork_held = __atomic_load_n(&memobs__bg.ready.v, __ATOMIC_ACQUIRE) != 0;
         if (!memobs__bg.fork_held) return;
@@ -15737,6 +15830,290 @@ static long memobs__read_proc(const char *path, char *buf, size_t len) {
     close(fd);
     buf[got] = 0;
     return got ? (long)got : -1;
+}
+
+/* ---- the container's memory (cgroup) ---- */
+
+/* Bytes of a "Field: N kB" line of /proc/self/status (field with or
+   without its colon), MEMOBS_UNKNOWN when absent. */
+static uint64_t memobs__proc_status_bytes(const char *field) {
+    char buf[4096];
+    const char *p;
+    size_t n = strlen(field);
+    if (n && field[n - 1] == ':') n--;
+    if (n == 0 || memobs__read_proc("/proc/self/status", buf, sizeof buf) <= 0) return MEMOBS_UNKNOWN;
+    for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        unsigned long long kb = 0;
+        const char *q;
+        int digits = 0;
+        if (strncmp(p, field, n) != 0 || p[n] != ':') continue;
+        for (q = p + n + 1; *q == ' ' || *q == '\t'; q++) {
+        }
+        for (; *q >= '0' && *q <= '9' && kb < (~0ull >> 11); q++, digits++) kb = kb * 10u + (unsigned)(*q - '0');
+        return digits && strncmp(q, " kB", 3) == 0 ? (uint64_t)kb * 1024u : MEMOBS_UNKNOWN;
+    }
+    return MEMOBS_UNKNOWN;
+}
+
+/* A figure that is not a number: counted, one warning for all. */
+static void memobs__cg_bad(const char *dir, const char *file) {
+    MEMOBS__ADD(&memobs__cg.bad.v, 1u);
+    if (__atomic_exchange_n(&memobs__cg.bad_warned.v, 1u, __ATOMIC_RELAXED) == 0)
+        memobs__log(MEMOBS_LOG_WARN, "%s/%s: a figure that is not a number; the container's figure is unknown "
+                    "(counted once per read)", dir, file);
+}
+
+/* The decimal number at p (digits, then a space, a newline or the end);
+   1 with *v, 0 if there is none. */
+static int memobs__cg_num(const char *p, uint64_t *v) {
+    uint64_t x = 0;
+    const char *q = p;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        if (x > (UINT64_MAX - 9u) / 10u) return 0;
+        x = x * 10u + (uint64_t)(*q - '0');
+    }
+    if (q == p || (*q && *q != '\n' && *q != ' ')) return 0;
+    *v = x;
+    return 1;
+}
+
+/* root (tests) + a + b + c into out; 0 if it does not fit. */
+static int memobs__cg_join(char *out, size_t len, const char *a, const char *b, const char *c) {
+    int n = snprintf(out, len, "%s%s%s%s", memobs__cg.root, a, b, c);
+    return n > 0 && (size_t)n < len;
+}
+
+/* A mountinfo field unescaped in place (\040 for a space, as the kernel
+   writes them). */
+static void memobs__cg_unescape(char *s) {
+    char *w = s;
+    for (; *s; s++) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+            *w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 3;
+        } else {
+            *w++ = *s;
+        }
+    }
+    *w = 0;
+}
+
+/* Whether dir holds the cgroup's usage file (a memory cgroup of version v). */
+static int memobs__cg_has(const char *dir, uint32_t v) {
+    char path[MEMOBS__CG_PATH + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, v == 2 ? "memory.current" : "memory.usage_in_bytes");
+    return access(path, R_OK) == 0;
+}
+
+/* The process's memory cgroup: its directory into dir (the root of tests
+   included) and its version, 0 if none was found. /proc/self/cgroup
+   names the cgroup (v1: the line whose controllers hold "memory"; v2: the
+   "0::" line), /proc/self/mountinfo where its hierarchy is mounted (v1:
+   fstype cgroup with the memory option; v2: cgroup2): the mount point,
+   plus the path below the mount's root. A machine with both (v2's line
+   and v1's memory controller) has its memory on v1. Where the joined
+   directory does not exist (a cgroup namespace whose mount shows an
+   outer root, or a path that is not below the mount's), the mount point
+   itself: inside a container, the container's cgroup. */
+static uint32_t memobs__cg_find(char *dir, size_t len) {
+    char cg[4096], path[2][MEMOBS__CG_PATH], file[MEMOBS__CG_PATH];
+    char *mi, *line, *next;
+    int have[2] = {0, 0}; /* v1, v2 */
+    uint32_t found = 0;
+    unsigned pass;
+    dir[0] = 0;
+    if (!memobs__cg_join(file, sizeof file, "/proc/self/cgroup", "", "") ||
+        memobs__read_proc(file, cg, sizeof cg) <= 0)
+        return 0;
+    for (line = cg; line && *line; line = next) {
+        char *c1, *c2, *tok;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        if (!(c1 = strchr(line, ':')) || !(c2 = strchr(c1 + 1, ':'))) continue;
+        *c2 = 0;
+        if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) {
+            have[1] = snprintf(path[1], sizeof path[1], "%s", c2 + 1) < (int)sizeof path[1];
+            continue;
+        }
+        for (tok = c1 + 1; tok && *tok; tok = strchr(tok, ','), tok = tok ? tok + 1 : NULL)
+            if (strncmp(tok, "memory", 6) == 0 && (tok[6] == ',' || tok[6] == 0))
+                have[0] = snprintf(path[0], sizeof path[0], "%s", c2 + 1) < (int)sizeof path[0];
+    }
+    if (!have[0] && !have[1]) return 0;
+    mi = (char *)MEMOBS_MALLOC(1u << 18);
+    if (!mi) return 0;
+    if (!memobs__cg_join(file, sizeof file, "/proc/self/mountinfo", "", "") ||
+        memobs__read_proc(file, mi, 1u << 18) <= 0) {
+        MEMOBS_FREE(mi);
+        return 0;
+    }
+    /* v1 first (the memory controller is there when it has a line), then v2 */
+    for (pass = 0; pass < 2 && !found; pass++) {
+        char fallback[MEMOBS__CG_PATH];
+        fallback[0] = 0;
+        if (!have[pass]) continue;
+        for (line = mi; *line && !found; line = next) {
+            char lb[2048], *f[5], *dash, *p, *fs, *opt;
+            size_t ll, rl;
+            unsigned nf = 0;
+            const char *rel = NULL;
+            int match = 0;
+            next = strchr(line, '\n');
+            ll = next ? (size_t)(next - line) : strlen(line);
+            next = next ? next + 1 : line + ll;
+            if (ll >= sizeof lb) continue; /* an overlay's long options: no cgroup */
+            memcpy(lb, line, ll);
+            lb[ll] = 0;
+            /* id parent major:minor root mountpoint options [optional...] - fstype source superoptions */
+            if (!(dash = strstr(lb, " - "))) continue;
+            *dash = 0;
+            for (p = lb; nf < 5 && p;) {
+                f[nf++] = p;
+                p = strchr(p, ' ');
+                if (p) *p++ = 0;
+            }
+            if (nf < 5) continue;
+            fs = dash + 3;
+            if ((p = strchr(fs, ' ')) == NULL) continue;
+            *p++ = 0;
+            opt = strchr(p, ' '); /* after the source */
+            if (pass == 1) {
+                match = strcmp(fs, "cgroup2") == 0;
+            } else if (opt && strcmp(fs, "cgroup") == 0) {
+                for (p = opt + 1; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+                    if (strncmp(p, "memory", 6) == 0 && (p[6] == ',' || p[6] == 0)) match = 1;
+            }
+            if (!match) continue;
+            memobs__cg_unescape(f[3]);
+            memobs__cg_unescape(f[4]);
+            rl = strlen(f[3]);
+            if (strcmp(f[3], "/") == 0) rel = path[pass];
+            else if (strncmp(path[pass], f[3], rl) == 0 && (path[pass][rl] == '/' || path[pass][rl] == 0))
+                rel = path[pass] + rl;
+            if (rel && strcmp(rel, "/") == 0) rel = "";
+            if (rel && memobs__cg_join(dir, len, f[4], rel, "") && memobs__cg_has(dir, pass + 1)) found = pass + 1;
+            else if (!fallback[0] && memobs__cg_join(fallback, sizeof fallback, f[4], "", "") &&
+                     !memobs__cg_has(fallback, pass + 1))
+                fallback[0] = 0;
+        }
+        if (!found && fallback[0] && strlen(fallback) < len) {
+            memcpy(dir, fallback, strlen(fallback) + 1);
+            found = pass + 1;
+        }
+    }
+    MEMOBS_FREE(mi);
+    if (!found) dir[0] = 0;
+    return found;
+}
+
+/* The cgroup's directory (into buf, or the one stored) and version, 0
+   for none. The first caller stores it; a caller meanwhile finds its own. */
+static uint32_t memobs__cg_dir(char *buf, size_t len, const char **dir) {
+    uint32_t v, idle = 0;
+    if (__atomic_load_n(&memobs__cg.state.v, __ATOMIC_ACQUIRE) == 2) {
+        *dir = memobs__cg.dir;
+        return memobs__cg.version;
+    }
+    v = memobs__cg_find(buf, len);
+    *dir = buf;
+    if (__atomic_compare_exchange_n(&memobs__cg.state.v, &idle, 1u, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        memcpy(memobs__cg.dir, buf, strlen(buf) + 1); /* len <= sizeof dir */
+        memobs__cg.version = v;
+        __atomic_store_n(&memobs__cg.state.v, 2u, __ATOMIC_RELEASE);
+    }
+    return v;
+}
+
+/* Tests only: read DIR/proc/self/cgroup, DIR/proc/self/mountinfo and the
+   cgroup's files under DIR (NULL or "": the real ones); found afresh at
+   the next sample. Single-threaded (no sample being taken). */
+static __attribute__((unused)) void memobs__cg_set_root(const char *dir) {
+    snprintf(memobs__cg.root, sizeof memobs__cg.root, "%s", dir ? dir : "");
+    memobs__cg.dir[0] = 0;
+    memobs__cg.version = 0;
+    __atomic_store_n(&memobs__cg.state.v, 0u, __ATOMIC_RELEASE);
+}
+
+/* Tests and the bench: samples without (0) or with (1) the cgroup and
+   RssShmem reads. */
+static __attribute__((unused)) void memobs__cg_set_enabled(int on) { MEMOBS__STORE(&memobs__cg.off.v, on ? 0u : 1u); }
+
+/* A file of one figure: 1 with *v; *unlimited for "max" (v2) or v1's
+   near-2^63. 0 (not counted) when it cannot be read, 0 counted when it is
+   not a number. */
+static int memobs__cg_value(const char *dir, const char *name, uint64_t *v, uint32_t *unlimited) {
+    char path[MEMOBS__CG_PATH + 32], buf[64];
+    *unlimited = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (memobs__read_proc(path, buf, sizeof buf) <= 0) return 0;
+    if (strcmp(buf, "max\n") == 0 || strcmp(buf, "max") == 0) {
+        *unlimited = 1;
+        return 1;
+    }
+    if (!memobs__cg_num(buf, v)) {
+        memobs__cg_bad(dir, name);
+        return 0;
+    }
+    if (*v >= MEMOBS__CG_V1_UNLIMITED) *unlimited = 1;
+    return 1;
+}
+
+/* A memory.stat key's figure ("key N" on a line of its own), MEMOBS_UNKNOWN
+   when absent or not a number (counted). */
+static uint64_t memobs__cg_stat(const char *dir, const char *stat, const char *key) {
+    size_t n = strlen(key);
+    const char *p;
+    uint64_t v;
+    for (p = stat; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, n) != 0 || p[n] != ' ') continue;
+        if (memobs__cg_num(p + n + 1, &v)) return v;
+        memobs__cg_bad(dir, "memory.stat");
+        return MEMOBS_UNKNOWN;
+    }
+    return MEMOBS_UNKNOWN;
+}
+
+/* The sample's container figures and the process's RssShmem. */
+static void memobs__cg_read(memobs_sample_t *s) {
+    static const char *const key[2][5] = {{"total_shmem", "total_rss", "total_cache", "total_inactive_file",
+                                           "hierarchical_memory_limit"},
+                                          {"shmem", "anon", "file", "inactive_file", ""}};
+    char buf[MEMOBS__CG_PATH], stat[8192], path[MEMOBS__CG_PATH + 32];
+    const char *dir;
+    uint32_t v, unl = 0, k;
+    uint64_t x, st[5];
+    s->cgroup_version = s->cgroup_unlimited = 0;
+    s->cgroup_usage_bytes = s->cgroup_working_set_bytes = s->cgroup_limit_bytes = MEMOBS_UNKNOWN;
+    s->cgroup_shmem_bytes = s->cgroup_anon_bytes = s->cgroup_file_bytes = MEMOBS_UNKNOWN;
+    s->cgroup_inactive_file_bytes = s->rss_shmem_bytes = MEMOBS_UNKNOWN;
+    if (MEMOBS__LOAD(&memobs__cg.off.v)) return;
+    s->rss_shmem_bytes = memobs__proc_status_bytes("RssShmem");
+    if ((v = memobs__cg_dir(buf, sizeof buf, &dir)) == 0) return;
+    s->cgroup_version = v;
+    if (memobs__cg_value(dir, v == 2 ? "memory.current" : "memory.usage_in_bytes", &x, &unl) && !unl)
+        s->cgroup_usage_bytes = x;
+    if (memobs__cg_value(dir, v == 2 ? "memory.max" : "memory.limit_in_bytes", &x, &unl)) {
+        s->cgroup_unlimited = unl;
+        if (!unl) s->cgroup_limit_bytes = x;
+    }
+    snprintf(path, sizeof path, "%s/memory.stat", dir);
+    for (k = 0; k < 5; k++) st[k] = MEMOBS_UNKNOWN;
+    if (memobs__read_proc(path, stat, sizeof stat) > 0)
+        for (k = 0; k < 5; k++)
+            if (key[v - 1][k][0]) st[k] = memobs__cg_stat(dir, stat, key[v - 1][k]);
+    s->cgroup_shmem_bytes = st[0];
+    s->cgroup_anon_bytes = st[1];
+    s->cgroup_file_bytes = st[2];
+    s->cgroup_inactive_file_bytes = st[3];
+    /* v1: a parent's lower limit binds (hierarchical_memory_limit) */
+    if (st[4] != MEMOBS_UNKNOWN && st[4] < MEMOBS__CG_V1_UNLIMITED &&
+        (s->cgroup_limit_bytes == MEMOBS_UNKNOWN || st[4] < s->cgroup_limit_bytes)) {
+        s->cgroup_limit_bytes = st[4];
+        s->cgroup_unlimited = 0;
+    }
+    /* the kubelet's working set: usage less inactive file, never below 0 */
+    if (s->cgroup_usage_bytes != MEMOBS_UNKNOWN && st[3] != MEMOBS_UNKNOWN)
+        s->cgroup_working_set_bytes = s->cgroup_usage_bytes > st[3] ? s->cgroup_usage_bytes - st[3] : 0;
 }
 
 #ifdef MEMOBS__HAVE_MALLINFO2
@@ -15795,6 +16172,7 @@ static void memobs__sample_fill(memobs_sample_t *s, uint64_t now) {
         }
     }
     s->nregion = memobs__reg_open(s->region, MEMOBS_SAMPLE_REGIONS);
+    memobs__cg_read(s);
 }
 
 /* A sample's known figures as counter tracks of the timeline (when on). */
@@ -15810,7 +16188,10 @@ static void memobs__sample_to_timeline(const memobs_sample_t *s) {
              {"anonymous bytes", s->anon_bytes},
              {"malloc heap bytes", s->heap_bytes},
              {"tracked host+pinned bytes", s->tracked_host_bytes == MEMOBS_UNKNOWN ? MEMOBS_UNKNOWN
-                                                                                   : s->tracked_host_bytes + s->tracked_pinned_bytes}};
+                                                                                   : s->tracked_host_bytes + s->tracked_pinned_bytes},
+             {"cgroup usage bytes", s->cgroup_usage_bytes},
+             {"cgroup working set bytes", s->cgroup_working_set_bytes},
+             {"cgroup limit bytes", s->cgroup_limit_bytes}};
     unsigned i;
     if (!MEMOBS__LOAD(&memobs__tl_on.v)) return;
     for (i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -15916,6 +16297,17 @@ static size_t memobs__samples_copy(memobs_sample_t *out, size_t max) {
     return n - skip;
 }
 
+/* Prometheus and the HTML report without the sampler: the newest sample
+   while the sampler runs, else the figures read now. */
+static void memobs__cg_now(memobs_sample_t *s) {
+    if (!(MEMOBS__LOAD(&memobs__smp.interval_ms.v) && memobs__samples_copy(NULL, 0) &&
+          memobs__samples_copy(s, 1) == 1)) {
+        memset(s, 0, sizeof *s);
+        s->time_ns = memobs_now_ns();
+        memobs__cg_read(s);
+    }
+}
+
 size_t memobs_get_samples(memobs_sample_t *out, size_t max) {
     memobs__bg_poke();
     return memobs__samples_copy(out, max);
@@ -15955,6 +16347,38 @@ static int memobs__leak_fit(const double *x, const double *y, size_t n, double *
     return 1;
 }
 
+/* The container's working set against its limit over the window's m
+   samples (oldest first): memobs_leak_t's ws_* and limit_* figures. */
+static void memobs__leak_limit(const memobs_sample_t *s, size_t m, memobs_leak_t *out) {
+    const memobs_sample_t *e = m ? &s[m - 1] : NULL;
+    double *x;
+    size_t i;
+    out->limit_horizon_s = memobs__cg.horizon_s ? memobs__cg.horizon_s : MEMOBS__LIMIT_HORIZON_S;
+    out->limit_eta_s = -1;
+    out->ws_bytes = out->limit_bytes = out->headroom_bytes = MEMOBS_UNKNOWN;
+    if (!e || !e->cgroup_version) return;
+    out->ws_bytes = e->cgroup_working_set_bytes;
+    out->limit_bytes = e->cgroup_limit_bytes;
+    if (out->limit_bytes != MEMOBS_UNKNOWN && out->ws_bytes != MEMOBS_UNKNOWN)
+        out->headroom_bytes = out->limit_bytes > out->ws_bytes ? out->limit_bytes - out->ws_bytes : 0;
+    for (i = 0; i < m; i++)
+        if (!s[i].cgroup_version || s[i].cgroup_working_set_bytes == MEMOBS_UNKNOWN) return;
+    x = (double *)MEMOBS_MALLOC(2 * m * sizeof(double));
+    if (!x) return;
+    for (i = 0; i < m; i++) {
+        x[i] = (double)(s[i].time_ns - s[0].time_ns) / 60e9; /* minutes */
+        x[m + i] = (double)s[i].cgroup_working_set_bytes / 1e6; /* MB */
+    }
+    out->ws_known = 1;
+    memobs__leak_fit(x, x + m, m, &out->ws_mb_min, &out->ws_r2);
+    MEMOBS_FREE(x);
+    if (m < MEMOBS__LEAK_MIN_SAMPLES || !(out->ws_mb_min > 0) || out->ws_r2 < MEMOBS__LEAK_R2 ||
+        out->headroom_bytes == MEMOBS_UNKNOWN)
+        return;
+    out->limit_eta_s = (double)out->headroom_bytes / 1e6 / out->ws_mb_min * 60.0;
+    out->limit_warn = out->limit_eta_s <= (double)out->limit_horizon_s;
+}
+
 /* The verdict over memobs_sample_t values (oldest first). */
 static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t window_s, memobs_leak_t *out) {
     double *x, *y;
@@ -15990,6 +16414,7 @@ static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t windo
     out->anon_mb_min = slope[1], out->anon_r2 = r2[1];
     out->heap_mb_min = slope[2], out->heap_r2 = r2[2];
     out->tracked_mb_min = slope[3], out->tracked_r2 = r2[3];
+    memobs__leak_limit(s + first, m, out);
     if (m < MEMOBS__LEAK_MIN_SAMPLES) return;
     /* Anonymous memory when the kernel gives it: RSS also grows when a
        file (model weights) is mapped and read, which is no leak. */
@@ -16018,6 +16443,17 @@ static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t windo
     }
 }
 
+/* The first time the working set is due to reach the limit within the
+   horizon: one warning. */
+static void memobs__leak_limit_warn(const memobs_leak_t *l) {
+    char a[32], b[32];
+    if (!l->limit_warn || __atomic_exchange_n(&memobs__cg.limit_warned.v, 1u, __ATOMIC_RELAXED)) return;
+    memobs__log(MEMOBS_LOG_WARN, "the container's working set (%s) grows at %.1f MB/min and reaches its memory "
+                "limit (%s) in about %.0f s, within MEMOBS_LIMIT_HORIZON_S=%u: the kernel's OOM killer (Kubernetes: "
+                "OOMKilled) may end it", memobs_format_bytes(a, sizeof a, l->ws_bytes), l->ws_mb_min,
+                memobs_format_bytes(b, sizeof b, l->limit_bytes), l->limit_eta_s, (unsigned)l->limit_horizon_s);
+}
+
 int memobs_leak_check(memobs_leak_t *out) {
     memobs_sample_t *s;
     size_t n;
@@ -16035,6 +16471,7 @@ int memobs_leak_check(memobs_leak_t *out) {
     n = memobs__samples_copy(s, n);
     memobs__leak_eval(s, n, memobs__smp.window_s ? memobs__smp.window_s : 120u, out);
     MEMOBS_FREE(s);
+    memobs__leak_limit_warn(out);
     return MEMOBS_OK;
 }
 
@@ -16046,6 +16483,57 @@ static double memobs__r2_cut(double r2) { return (double)(long)(r2 * 100.0) / 10
 static void memobs__json_num(memobs__out_t *o, const char *key, int known, double v) {
     if (known) memobs__out_printf(o, ",\"%s\":%.6g", key, v);
     else memobs__out_printf(o, ",\"%s\":null", key);
+}
+
+static void memobs__json_u64(memobs__out_t *o, const char *key, uint64_t v) {
+    if (v == MEMOBS_UNKNOWN) memobs__out_printf(o, ",\"%s\":null", key);
+    else memobs__out_printf(o, ",\"%s\":%llu", key, (unsigned long long)v);
+}
+
+/* The summary's container piece (after the host memory's): a line (text)
+   or a "cgroup" member (json), from the newest sample and the leak
+   detector's fit l. */
+static void memobs__cg_write(memobs__out_t *o, int json, const memobs_leak_t *l) {
+    memobs_sample_t m;
+    char u[32], w[32], lim[32], h[32], sh[32], rs[32];
+    if (memobs__samples_copy(&m, 1) != 1) return;
+    if (json) {
+        memobs__out_printf(o, ",\"cgroup\":{\"version\":%u", (unsigned)m.cgroup_version);
+        memobs__json_u64(o, "usage_bytes", m.cgroup_usage_bytes);
+        memobs__json_u64(o, "working_set_bytes", m.cgroup_working_set_bytes);
+        memobs__json_u64(o, "limit_bytes", m.cgroup_limit_bytes);
+        memobs__out_printf(o, ",\"unlimited\":%s", m.cgroup_unlimited ? "true" : "false");
+        memobs__json_u64(o, "headroom_bytes", l->headroom_bytes);
+        memobs__json_u64(o, "shmem_bytes", m.cgroup_shmem_bytes);
+        memobs__json_u64(o, "anon_bytes", m.cgroup_anon_bytes);
+        memobs__json_u64(o, "file_bytes", m.cgroup_file_bytes);
+        memobs__json_u64(o, "inactive_file_bytes", m.cgroup_inactive_file_bytes);
+        memobs__json_u64(o, "rss_shmem_bytes", m.rss_shmem_bytes);
+        memobs__json_num(o, "working_set_mb_per_min", l->ws_known, l->ws_mb_min);
+        memobs__json_num(o, "working_set_r2", l->ws_known, l->ws_r2);
+        memobs__json_num(o, "limit_eta_s", l->limit_eta_s >= 0, l->limit_eta_s);
+        memobs__out_printf(o, ",\"limit_horizon_s\":%u,\"limit_warning\":%s,\"read_errors\":%llu}",
+                           (unsigned)l->limit_horizon_s, l->limit_warn ? "true" : "false",
+                           (unsigned long long)MEMOBS__LOAD(&memobs__cg.bad.v));
+        return;
+    }
+#define MEMOBS__CG_B(buf, v) ((v) == MEMOBS_UNKNOWN ? "unknown" : memobs_format_bytes(buf, sizeof buf, v))
+    memobs__out_printf(o, "  container memory: ");
+    if (!m.cgroup_version) memobs__out_str(o, "no memory cgroup found");
+    else
+        memobs__out_printf(o, "cgroup v%u, usage %s, working set %s, limit %s%s%s%s, shmem %s",
+                           (unsigned)m.cgroup_version, MEMOBS__CG_B(u, m.cgroup_usage_bytes),
+                           MEMOBS__CG_B(w, m.cgroup_working_set_bytes),
+                           m.cgroup_unlimited ? "none" : MEMOBS__CG_B(lim, m.cgroup_limit_bytes),
+                           l->headroom_bytes != MEMOBS_UNKNOWN ? " (headroom " : "",
+                           l->headroom_bytes != MEMOBS_UNKNOWN ? memobs_format_bytes(h, sizeof h, l->headroom_bytes) : "",
+                           l->headroom_bytes != MEMOBS_UNKNOWN ? ")" : "", MEMOBS__CG_B(sh, m.cgroup_shmem_bytes));
+    memobs__out_printf(o, "; process RssShmem %s\n", MEMOBS__CG_B(rs, m.rss_shmem_bytes));
+#undef MEMOBS__CG_B
+    if (l->limit_warn)
+        memobs__out_printf(o, "  warning: the container's working set grows at %.1f MB/min (R^2 = %.2f) and reaches "
+                           "its limit in about %.0f s (within MEMOBS_LIMIT_HORIZON_S=%u s): an OOM kill\n",
+                           l->ws_mb_min, memobs__r2_cut(l->ws_r2), l->limit_eta_s, (unsigned)l->limit_horizon_s);
 }
 
 static void memobs__leak_write(memobs__out_t *o, int json) {
@@ -16069,6 +16557,7 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
         memobs__json_num(o, "growth_mb_per_min", 1, l.growth_mb_min);
         memobs__json_num(o, "growth_r2", 1, l.growth_r2);
         memobs__out_str(o, "}}");
+        memobs__cg_write(o, 1, &l);
         return;
     }
     switch (l.kind) {
@@ -16095,6 +16584,7 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
                            l.anon_known ? l.anon_mb_min : l.rss_mb_min);
         break;
     }
+    memobs__cg_write(o, 0, &l);
 }
 
 /* ======================================================================== */
@@ -16373,6 +16863,22 @@ static void memobs__sl_context(FILE *f, const memobs_sample_t *s) {
     else fputs("null", f);
 }
 
+/* The container's figures of a sample as metadata members (cgroup_*,
+   null when unknown; cgroup_limit_bytes null when unlimited too), and the
+   process's RssShmem (prefixed as the host's). */
+static void memobs__sl_cgroup(FILE *f, const memobs_sample_t *s, const char *prefix) {
+    char name[64];
+    if (s->cgroup_version) {
+        fprintf(f, ",\"cgroup_version\":%u", (unsigned)s->cgroup_version);
+        memobs__sl_u64(f, "cgroup_usage_bytes", s->cgroup_usage_bytes);
+        memobs__sl_u64(f, "cgroup_working_set_bytes", s->cgroup_working_set_bytes);
+        memobs__sl_u64(f, "cgroup_limit_bytes", s->cgroup_limit_bytes);
+        memobs__sl_u64(f, "cgroup_shmem_bytes", s->cgroup_shmem_bytes);
+    }
+    snprintf(name, sizeof name, "%srss_shmem_bytes", prefix);
+    if (s->rss_shmem_bytes != MEMOBS_UNKNOWN) memobs__sl_u64(f, name, s->rss_shmem_bytes);
+}
+
 /* The host's figures of a sample as metadata members, names prefixed. */
 static void memobs__sl_host(FILE *f, const memobs_sample_t *s, const char *prefix) {
     const char *const key[5] = {"rss_bytes", "anon_bytes", "heap_bytes", "tracked_host_bytes", "tracked_pinned_bytes"};
@@ -16382,7 +16888,7 @@ static void memobs__sl_host(FILE *f, const memobs_sample_t *s, const char *prefi
     for (i = 0; i < 5; i++) {
         snprintf(name, sizeof name, "%s%s", prefix, key[i]);
         memobs__sl_u64(f, name, v[i]);
-    }
+    }    memobs__sl_cgroup(f, s, prefix);
 }
 
 /* Device figures read before the sample (CUDA had shut down: the last
@@ -16875,6 +17381,12 @@ static void memobs__smp_env(void) {
     if (memobs__env_int("MEMOBS_LEAK_WINDOW_S", &v, &found)) {
         if (v >= 1) memobs__smp.window_s = (uint32_t)v;
         else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LEAK_WINDOW_S=0: must be at least 1; using 120");
+    }
+    memobs__cg.horizon_s = MEMOBS__LIMIT_HORIZON_S;
+    if (memobs__env_int("MEMOBS_LIMIT_HORIZON_S", &v, &found)) {
+        if (v >= 1) memobs__cg.horizon_s = (uint32_t)v;
+        else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_LIMIT_HORIZON_S=0: must be at least 1; using %u",
+                         MEMOBS__LIMIT_HORIZON_S);
     }
 #ifndef MEMOBS_NO_STORMLOG
     (void)memobs__output_env(MEMOBS__OUT_STORMLOG);
@@ -17880,6 +18392,8 @@ static int memobs__html_tl_memory(memobs__out_t *o, const memobs__tl_ev_t *ev, s
     return 1;
 }
 
+static void memobs__html_cgroup(memobs__out_t *o, const memobs_leak_t *lk, int known);
+
 static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, const memobs__tl_ev_t *ev, size_t nev) {
     static const char *const sname[MEMOBS__HTML_SERIES] = {
         "RSS", "anonymous", "malloc heap", "tracked host", "tracked pinned", "tracked device", "device used (driver)"};
@@ -17996,8 +18510,63 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
                                                            : " (a series the kernel or libc did not give reads 0)");
     } else {
         memobs__html_absent(o, "the leak detector has no samples", "the sampler (MEMOBS_SAMPLE_MS=N)");
+        lk.samples = 0;
     }
+    memobs__html_cgroup(o, &lk, lk.samples != 0);
     memobs__out_str(o, "</section>\n");
+}
+
+/* The container's memory (memobs__cg_now) and, from the leak detector
+   (lk, when it ran: known), the working set's slope, the time to the limit
+   and the warning. Figures as data-cgroup (not data-memobs: read apart
+   from the JSON summary, they may differ from its). */
+static void memobs__html_cgroup(memobs__out_t *o, const memobs_leak_t *lk, int known) {
+    static const char *const head[7] = {"cgroup", "usage", "working set", "limit", "headroom", "shmem",
+                                        "process RssShmem"};
+    static const char *const key[7] = {"version", "usage_bytes", "working_set_bytes", "limit_bytes", "headroom_bytes",
+                                       "shmem_bytes", "rss_shmem_bytes"};
+    memobs_sample_t *m = (memobs_sample_t *)MEMOBS_MALLOC(sizeof *m);
+    uint64_t v[7];
+    char b[32];
+    unsigned i;
+    if (!m) return;
+    memobs__cg_now(m);
+    v[0] = m->cgroup_version, v[1] = m->cgroup_usage_bytes, v[2] = m->cgroup_working_set_bytes;
+    v[3] = m->cgroup_limit_bytes, v[5] = m->cgroup_shmem_bytes, v[6] = m->rss_shmem_bytes;
+    v[4] = v[3] != MEMOBS_UNKNOWN && v[2] != MEMOBS_UNKNOWN ? (v[3] > v[2] ? v[3] - v[2] : 0) : MEMOBS_UNKNOWN;
+    memobs__out_str(o, "<h3>Container memory</h3>\n");
+    if (!m->cgroup_version) {
+        memobs__html_printf(o, "<p data-cgroup=\"version\" data-v=\"0\">no memory cgroup found (process RssShmem "
+                            "%s).</p>\n", v[6] == MEMOBS_UNKNOWN ? "unknown" : memobs_format_bytes(b, sizeof b, v[6]));
+        MEMOBS_FREE(m);
+        return;
+    }
+    memobs__out_str(o, "<table><tr>");
+    for (i = 0; i < 7; i++) memobs__html_printf(o, "<th>%s</th>", head[i]);
+    memobs__out_str(o, "</tr>\n<tr>");
+    for (i = 0; i < 7; i++) {
+        const char *t = i == 0 ? (v[0] == 2 ? "v2" : "v1")
+                      : v[i] != MEMOBS_UNKNOWN ? memobs_format_bytes(b, sizeof b, v[i])
+                      : i == 3 && m->cgroup_unlimited ? "none" : "unknown";
+        if (v[i] == MEMOBS_UNKNOWN) memobs__html_printf(o, "<td class=\"n\" data-cgroup=\"%s\">", key[i]);
+        else memobs__html_printf(o, "<td class=\"n\" data-cgroup=\"%s\" data-v=\"%llu\">", key[i],
+                                 (unsigned long long)v[i]);
+        memobs__html_esc(o, t);
+        memobs__out_str(o, "</td>");
+    }
+    memobs__out_str(o, "</tr>\n</table>\n");
+    if (known && lk->ws_known)
+        memobs__html_printf(o, "<p>working set %.2f MB/min (R&sup2; %.2f) over the leak detector's window%s.</p>\n",
+                            lk->ws_mb_min, memobs__r2_cut(lk->ws_r2),
+                            lk->limit_eta_s >= 0 ? "; at this slope it reaches the limit" : "");
+    if (known && lk->limit_eta_s >= 0)
+        memobs__html_printf(o, "<p class=\"verdict %s\" data-cgroup=\"limit_eta_s\" data-v=\"%.0f\" "
+                            "data-warn=\"%d\">the working set reaches the limit in about %.0f s%s (horizon "
+                            "MEMOBS_LIMIT_HORIZON_S = %u s).</p>\n", lk->limit_warn ? "bad" : "good", lk->limit_eta_s,
+                            lk->limit_warn, lk->limit_eta_s,
+                            lk->limit_warn ? ": the kernel's OOM killer (Kubernetes: OOMKilled) is near" : "",
+                            (unsigned)lk->limit_horizon_s);
+    MEMOBS_FREE(m);
 }
 
 /* The traces holding the most live bytes, with their stacks. */
