@@ -15769,7 +15769,7 @@ static struct {
     memobs__u32_t state; /* 0 not found yet, 1 being stored, 2 stored (dir, version) */
     uint32_t version;    /* 0 none found, 1, 2 */
     char dir[MEMOBS__CG_PATH];
-    char root[256]; /* tests: a directory read in place of / (memobs__cg_set_root) */
+    char root[512]; /* tests: a directory read in place of / (memobs__cg_set_root) */
     memobs__u32_t off;   /* tests and the bench: no cgroup or RssShmem reads */
     memobs__u64_t bad;   /* figures that were not numbers (read as unknown) */
     memobs__u32_t bad_warned, limit_warned;
@@ -18516,10 +18516,11 @@ static void memobs__html_memory(memobs__out_t *o, const memobs_summary_t *s, con
     memobs__out_str(o, "</section>\n");
 }
 
-/* The container's memory (memobs__cg_now) and, from the leak detector
-   (lk, when it ran: known), the working set's slope, the time to the limit
-   and the warning. Figures as data-cgroup (not data-memobs: read apart
-   from the JSON summary, they may differ from its). */
+/* The container's memory (the newest sample, else read now) and, from the
+   leak detector (lk, when it ran: known), the working set's slope, the
+   time to the limit and the warning. Figures as data-cgroup (not
+   data-memobs: read apart from the JSON summary, they may differ from
+   its). */
 static void memobs__html_cgroup(memobs__out_t *o, const memobs_leak_t *lk, int known) {
     static const char *const head[7] = {"cgroup", "usage", "working set", "limit", "headroom", "shmem",
                                         "process RssShmem"};
@@ -18530,7 +18531,7 @@ static void memobs__html_cgroup(memobs__out_t *o, const memobs_leak_t *lk, int k
     char b[32];
     unsigned i;
     if (!m) return;
-    memobs__cg_now(m);
+    if (memobs__samples_copy(m, 1) != 1) memobs__cg_now(m); /* the samples' (the leak detector's), else now */
     v[0] = m->cgroup_version, v[1] = m->cgroup_usage_bytes, v[2] = m->cgroup_working_set_bytes;
     v[3] = m->cgroup_limit_bytes, v[5] = m->cgroup_shmem_bytes, v[6] = m->rss_shmem_bytes;
     v[4] = v[3] != MEMOBS_UNKNOWN && v[2] != MEMOBS_UNKNOWN ? (v[3] > v[2] ? v[3] - v[2] : 0) : MEMOBS_UNKNOWN;

@@ -65,6 +65,7 @@ $(call tests_prog,timeline/timeline,tests/outputs/test_timeline.c,-pthread,$(TES
 $(call tests_prog,request_outputs/req_out,tests/outputs/test_request_outputs.c,-pthread,$(TESTS_FOUR),request-outputs)
 $(call tests_prog,timeline/clock,tests/outputs/test_clock.c,-pthread,c99 tsan,clock)
 $(call tests_prog,sampler/sampler,tests/tracker/test_sampler.c,-pthread -rdynamic -lm,$(TESTS_FOUR),sampler)
+$(call tests_prog,cgroup/cgroup,tests/tracker/test_cgroup.c,-pthread -lm,$(TESTS_FOUR),cgroup)
 $(TESTS_B)/sampler/sampler_asan $(TESTS_B)/sampler/sampler_tsan: TESTS_EXTRA := -DTEST_FORK_NO_THREADS
 $(call tests_prog,crash/crash,tests/serving/crash/crash.c,-pthread -lm,$(TESTS_FOUR))
 $(TESTS_B)/crash/crash_c99 $(TESTS_B)/crash/crash_cxx17: TESTS_EXTRA := -DCRASH_INTERPOSE
