@@ -483,6 +483,11 @@
      MEMOBS_SAMPLES=N         samples kept (default 4096; oldest dropped).
      MEMOBS_LEAK_WINDOW_S=N   seconds of samples the leak detector fits
                               (default 120).
+     MEMOBS_LIMIT_HORIZON_S=N the leak detector warns (once, and in the
+                              summary and HTML) when the container's
+                              working set, at its slope, reaches the
+                              cgroup's memory limit within N s (default
+                              3600).
      MEMOBS_STORMLOG=DEST     Stormlog telemetry (schema v2) at exit.
      MEMOBS_STORMLOG_HOST=DEST
                               the host series alone, at exit (a companion
@@ -16532,7 +16537,7 @@ static void memobs__cg_write(memobs__out_t *o, int json, const memobs_leak_t *l)
 #undef MEMOBS__CG_B
     if (l->limit_warn)
         memobs__out_printf(o, "  warning: the container's working set grows at %.1f MB/min (R^2 = %.2f) and reaches "
-                           "its limit in about %.0f s (within MEMOBS_LIMIT_HORIZON_S=%u s): an OOM kill\n",
+                           "its limit in about %.0f s (within MEMOBS_LIMIT_HORIZON_S=%u s): the OOM killer is near\n",
                            l->ws_mb_min, memobs__r2_cut(l->ws_r2), l->limit_eta_s, (unsigned)l->limit_horizon_s);
 }
 
