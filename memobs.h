@@ -16531,7 +16531,7 @@ static void memobs__cg_write(memobs__out_t *o, int json, const memobs_leak_t *l)
                            MEMOBS__CG_B(w, m.cgroup_working_set_bytes),
                            m.cgroup_unlimited ? "none" : MEMOBS__CG_B(lim, m.cgroup_limit_bytes),
                            l->headroom_bytes != MEMOBS_UNKNOWN ? " (headroom " : "",
-                           l->headroom_bytes != MEMOBS_UNKNOWN ? memobs_format_bytes(h, sizeof h, l->headroom_bytes) : "",
+                           l->headroom_bytes != MEMOBS_UNKNOWN ? MEMOBS__CG_B(h, l->headroom_bytes) : "",
                            l->headroom_bytes != MEMOBS_UNKNOWN ? ")" : "", MEMOBS__CG_B(sh, m.cgroup_shmem_bytes));
     memobs__out_printf(o, "; process RssShmem %s\n", MEMOBS__CG_B(rs, m.rss_shmem_bytes));
 #undef MEMOBS__CG_B
