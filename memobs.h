@@ -16368,13 +16368,13 @@ static void memobs__leak_limit(const memobs_sample_t *s, size_t m, memobs_leak_t
         out->headroom_bytes = out->limit_bytes > out->ws_bytes ? out->limit_bytes - out->ws_bytes : 0;
     for (i = 0; i < m; i++)
         if (!s[i].cgroup_version || s[i].cgroup_working_set_bytes == MEMOBS_UNKNOWN) return;
-    x = (double *)MEMOBS_MALLOC(2 * m * sizeof(double));
-    if (!x) return;
+    out->ws_known = 1;
+    if (m < 2 || (x = (double *)MEMOBS_MALLOC(2 * m * sizeof(double))) == NULL) return;
+    memset(x, 0, 2 * m * sizeof(double)); /* (gcc -O1 cannot tell the loop below fills it) */
     for (i = 0; i < m; i++) {
         x[i] = (double)(s[i].time_ns - s[0].time_ns) / 60e9; /* minutes */
         x[m + i] = (double)s[i].cgroup_working_set_bytes / 1e6; /* MB */
     }
-    out->ws_known = 1;
     memobs__leak_fit(x, x + m, m, &out->ws_mb_min, &out->ws_r2);
     MEMOBS_FREE(x);
     if (m < MEMOBS__LEAK_MIN_SAMPLES || !(out->ws_mb_min > 0) || out->ws_r2 < MEMOBS__LEAK_R2 ||
