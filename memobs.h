@@ -17027,8 +17027,7 @@ static struct {
     memobs__u32_t hwm;         /* slots [0, hwm) were ever used */
     uint32_t free;             /* the first free slot below hwm, index + 1; 0: none */
     memobs__u64_t n[MEMOBS__NDIR], b[MEMOBS__NDIR]; /* in flight now, their bytes */
-    memobs__u64_t due;         /* no transfer not yet warned about is stuck before this; UINT64_MAX: none */
-    memobs__u64_t stuck_ns;    /* MEMOBS_STUCK_S; 0: off */
+    memobs__u64_t due;         /* no transfer not yet warned about is stuck before this; 0: none is in flight */
     memobs__u64_t c[MEMOBS__XIN_C_N];
     uint64_t base[MEMOBS__XIN_C_N]; /* memobs_reset's, under the lock */
     memobs__u32_t warned;      /* MEMOBS__XIN_W_* */
@@ -17037,7 +17036,8 @@ static struct {
     uint32_t ev_head, ev_n;
     uint64_t ev_dropped;
     memobs__u32_t bg;          /* the worker's task: 0 none, 1 scheduled, 2 never again (exit) */
-} memobs__xin = {{0}, NULL, {0}, 0, {{0}}, {{0}}, {UINT64_MAX}, {60000000000ull}, {{0}}, {0}, {0}, {0}, {{0}}, 0, 0, 0, {0}};
+} memobs__xin;
+static memobs__u64_t memobs__xin_stuck_ns = {60000000000ull}; /* MEMOBS_STUCK_S; 0: off */
 static pthread_mutex_t memobs__xin_bg_lock = PTHREAD_MUTEX_INITIALIZER; /* the task's scheduling; held across fork() */
 
 static void memobs__xin_warn(uint32_t bit, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -17058,7 +17058,7 @@ static void memobs__xin_env(void) {
 #endif
     uint64_t ns;
     if (!s) return;
-    if (memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) MEMOBS__STORE(&memobs__xin.stuck_ns.v, ns);
+    if (memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) MEMOBS__STORE(&memobs__xin_stuck_ns.v, ns);
     else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_STUCK_S='%s' is not a number of seconds from 0 (never) to 1000000000 "
                      "(like 60 or 0.5); using 60", s);
 }
@@ -17067,7 +17067,7 @@ static void memobs__xin_tick(uint64_t now_ns);
 
 /* The worker's period: a quarter of MEMOBS_STUCK_S, from 1 ms to 1 s. */
 static uint64_t memobs__xin_period(void) {
-    uint64_t p = MEMOBS__LOAD(&memobs__xin.stuck_ns.v) / 4u;
+    uint64_t p = MEMOBS__LOAD(&memobs__xin_stuck_ns.v) / 4u;
     return p < 1000000u ? 1000000u : p > 1000000000u ? 1000000000u : p;
 }
 
@@ -17078,7 +17078,7 @@ static uint64_t memobs__xin_period(void) {
    sees the other, so a transfer is never left in flight with no task. */
 void memobs__xin_arm(void) {
     int rc;
-    if (__atomic_load_n(&memobs__xin.bg.v, __ATOMIC_SEQ_CST) || !MEMOBS__LOAD(&memobs__xin.stuck_ns.v)) return;
+    if (__atomic_load_n(&memobs__xin.bg.v, __ATOMIC_SEQ_CST) || !MEMOBS__LOAD(&memobs__xin_stuck_ns.v)) return;
     pthread_mutex_lock(&memobs__xin_bg_lock);
     if (!__atomic_load_n(&memobs__xin.bg.v, __ATOMIC_SEQ_CST)) {
         rc = memobs__bg_schedule(memobs__xin_tick, memobs__xin_period());
@@ -17121,7 +17121,7 @@ static memobs__xin_slot_t *memobs__xin_take(uint32_t *idx) {
 /* A transfer into the table: its token, or 0 (counted, said once). */
 static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, uint32_t flags, uint64_t req) {
     memobs__xin_slot_t *e;
-    uint64_t now = MEMOBS__XIN_NOW(), lim = MEMOBS__LOAD(&memobs__xin.stuck_ns.v), tok = 0;
+    uint64_t now = MEMOBS__XIN_NOW(), lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), tok = 0, due;
     uint32_t i = 0;
     int nomem = 0;
     memobs__spin_lock(&memobs__xin.lock);
@@ -17134,7 +17134,8 @@ static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, ui
         __atomic_store_n(&e->meta.v, MEMOBS__XIN_LIVE | dir << 1 | phase << 5 | flags, __ATOMIC_RELEASE);
         __atomic_add_fetch(&memobs__xin.n[dir].v, 1u, __ATOMIC_SEQ_CST);
         MEMOBS__ADD(&memobs__xin.b[dir].v, bytes);
-        if (lim && now + lim < MEMOBS__LOAD(&memobs__xin.due.v)) MEMOBS__STORE(&memobs__xin.due.v, now + lim);
+        due = MEMOBS__LOAD(&memobs__xin.due.v);
+        if (lim && (!due || now + lim < due)) MEMOBS__STORE(&memobs__xin.due.v, now + lim);
         tok = (uint64_t)e->gen << 32 | (i + 1u);
     } else {
         nomem = !memobs__xin.slot;
@@ -17251,9 +17252,10 @@ void memobs__xin_drop(uint64_t token) {
    MEMOBS__XIN_WARN_MAX) warned about, outside the lock. */
 static void memobs__xin_check(uint64_t now) {
     memobs__xin_ev_t found[8];
-    uint64_t lim = MEMOBS__LOAD(&memobs__xin.stuck_ns.v), due = UINT64_MAX, wall;
+    uint64_t lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), due = 0, wall;
     uint32_t i, n, nf = 0, more = 0;
-    if (!lim || now < MEMOBS__LOAD(&memobs__xin.due.v)) return;
+    if (!lim || !(due = MEMOBS__LOAD(&memobs__xin.due.v)) || now < due) return;
+    due = 0;
     wall = memobs_now_ns();
     memobs__spin_lock(&memobs__xin.lock);
     n = memobs__xin.slot ? MEMOBS__LOAD(&memobs__xin.hwm.v) : 0;
@@ -17280,7 +17282,7 @@ static void memobs__xin_check(uint64_t now) {
             }
             if (nf < 8) found[nf++] = ev;
             else more++;
-        } else if (t0 + lim < due) {
+        } else if (!due || t0 + lim < due) {
             due = t0 + lim;
         }
     }
@@ -17326,7 +17328,7 @@ static void memobs__xin_tick(uint64_t now_ns) {
 static void memobs__xin_read(memobs_inflight_t *out, uint64_t now) {
     const memobs__xin_slot_t *t = __atomic_load_n(&memobs__xin.slot, __ATOMIC_ACQUIRE);
     uint32_t i, n = t ? __atomic_load_n(&memobs__xin.hwm.v, __ATOMIC_ACQUIRE) : 0;
-    uint64_t lim = MEMOBS__LOAD(&memobs__xin.stuck_ns.v);
+    uint64_t lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v);
     unsigned d;
     memset(out, 0, sizeof *out);
     for (d = 0; d < MEMOBS__NDIR; d++) {
@@ -17403,7 +17405,7 @@ static void memobs__xin_fork(int stage) {
             MEMOBS__STORE(&memobs__xin.n[i].v, 0u);
             MEMOBS__STORE(&memobs__xin.b[i].v, 0u);
         }
-        MEMOBS__STORE(&memobs__xin.due.v, UINT64_MAX);
+        MEMOBS__STORE(&memobs__xin.due.v, 0u);
         return;
     }
     memobs__spin_unlock(&memobs__xin.lock);
@@ -17471,7 +17473,7 @@ static void memobs__xin_sl(FILE *f, int *first, const memobs_identity_t *id, int
                 "\"stuck_after_ns\":%llu,\"phase\":\"%s\",\"origin\":\"%s\",\"request_id\":",
                 memobs__dir_name[d], g->ok ? "previous sample" : "none", memobs__dir_key[d],
                 (unsigned long long)ev[j].bytes, (unsigned long long)ev[j].age_ns,
-                (unsigned long long)MEMOBS__LOAD(&memobs__xin.stuck_ns.v),
+                (unsigned long long)MEMOBS__LOAD(&memobs__xin_stuck_ns.v),
                 memobs__prom_phase[MEMOBS__XIN_PHASE(ev[j].meta) % 3u], memobs__xin_origin(ev[j].meta));
         if (ev[j].meta & MEMOBS__XIN_BOUND) fprintf(f, "%llu}}", (unsigned long long)ev[j].req);
         else fputs("null}}", f);
