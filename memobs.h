@@ -112,6 +112,8 @@
        >>worker           the background thread of periodic tasks
        >>sampler          host memory samples, the leak detector
        >>stormlog         notable events, Stormlog telemetry (schema v2)
+       >>inflight         transfers in flight: the table, tokens, the
+                          stuck check, their figures in every output
        >>html             the one-file HTML report and its SVG charts
      Process life: stops and crashes
        >>crash            the async-signal-safe crash writer
@@ -183,6 +185,8 @@
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
      sl              stormlog       StormLog telemetry and notable events
+     xin XIN         inflight       transfers in flight (X IN flight): the
+                                    table, tokens, the stuck check
      html HTML       html           the HTML report
      crash CRASH     crash          the crash writer
      sig SIG         signals        stop and crash SIGnal handling
@@ -328,6 +332,11 @@
      MEMOBS_MAX_TENANTS       implementation only. Tenant names with their
                               own counters (memobs_request_tenant), default
                               32; later names are filed as "other".
+     MEMOBS_MAX_INFLIGHT      implementation only. Transfers in flight at
+                              once (memobs_xfer_begin, timed CUDA copies),
+                              default 4096, 1 to 16777216; beyond, a begin
+                              is refused (token 0, counted). 40 bytes a
+                              slot, made at the first begin.
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free),
@@ -494,6 +503,12 @@
                               seconds is ended as abandoned, counted,
                               untimed (default 600; decimals allowed; 0 =
                               never; memobs_request_set_timeout).
+     MEMOBS_STUCK_S=S         a transfer in flight longer than S seconds
+                              (memobs_xfer_begin without its end, a timed
+                              CUDA copy not seen complete) is warned about
+                              once, counted, and marked on the timeline and
+                              in Stormlog (default 60; decimals allowed; 0 =
+                              never).
      MEMOBS_REQUESTS=DEST     a JSON line per finished request (its ledger),
                               appended, one write(2) each.
      MEMOBS_REQUESTS_MAX_BYTES=N  a regular file of the process's user at

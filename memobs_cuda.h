@@ -83,7 +83,10 @@
        recorded but not timed (memobs_cuda_get_untimed() counts them). At exit
        the copies in flight are resolved as they complete, for at most
        MEMOBS_CUDA_EXIT_WAIT_MS (see EXIT AND FORK); those that have not
-       are reported in flight.
+       are reported in flight. Timed copies are among memobs.h's transfers
+       in flight (memobs_get_inflight) until then, a synchronous one for
+       its call: not recorded again when they leave, and one past
+       MEMOBS_STUCK_S is warned about once, as stuck.
 
      Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
        not reusable: still in current bytes, "(free pending)" in reports)
