@@ -17133,10 +17133,12 @@ static memobs__xin_slot_t *memobs__xin_take(uint32_t *idx) {
     return &t[i];
 }
 
-/* A transfer into the table: its token, or 0 (counted, said once). */
-static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, uint32_t flags, uint64_t req) {
+/* A transfer into the table at *now (read here): its token, or 0
+   (counted, said once). */
+static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, uint32_t flags, uint64_t req,
+                                uint64_t *at) {
     memobs__xin_slot_t *e;
-    uint64_t now = MEMOBS__XIN_NOW(), lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), tok = 0, due;
+    uint64_t now = *at = MEMOBS__XIN_NOW(), lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), tok = 0, due;
     uint32_t i = 0;
     int nomem = 0;
     memobs__spin_lock(&memobs__xin.lock);
@@ -17168,8 +17170,9 @@ static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, ui
 }
 
 /* Takes token out of the table: 1 with *out (the slot as it was) and the
-   time it was in flight, 0 when it is not in flight. */
-static int memobs__xin_take_out(uint64_t token, memobs__xin_slot_t *out, uint64_t *ns) {
+   time it was in flight, 0 when it is not in flight (or is memobs_cuda.h's
+   when held is 0, the caller's when 1). */
+static int memobs__xin_take_out(uint64_t token, int held, memobs__xin_slot_t *out, uint64_t *ns) {
     uint32_t i = (uint32_t)token - 1u, m;
     memobs__xin_slot_t *e;
     int ok = 0;
@@ -17178,7 +17181,7 @@ static int memobs__xin_take_out(uint64_t token, memobs__xin_slot_t *out, uint64_
     if (memobs__xin.slot && i < MEMOBS__LOAD(&memobs__xin.hwm.v)) {
         e = &memobs__xin.slot[i];
         m = MEMOBS__LOAD(&e->meta.v);
-        if ((m & MEMOBS__XIN_LIVE) && e->gen == (uint32_t)(token >> 32)) {
+        if ((m & MEMOBS__XIN_LIVE) && e->gen == (uint32_t)(token >> 32) && !(m & MEMOBS__XIN_HELD) == !held) {
             uint64_t now = MEMOBS__XIN_NOW(), t0 = MEMOBS__LOAD(&e->start.v);
             unsigned d = MEMOBS__XIN_DIR(m);
             *out = *e;
@@ -17205,13 +17208,13 @@ static void memobs__xin_misuse(const char *fn, uint64_t token) {
 static void memobs__xin_check(uint64_t now);
 
 uint64_t memobs_xfer_begin(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
-    uint64_t req = 0, tok;
+    uint64_t req = 0, tok, now;
     int bound;
     if (!MEMOBS__LOAD(&memobs__on.v)) return 0;
     if (memobs__bad_dir((unsigned)dir, (unsigned)phase) || memobs__too_big(bytes, 0, "memobs_xfer_begin")) return 0;
     bound = memobs_request_current(&req);
-    tok = memobs__xin_put((unsigned)dir, bytes, (unsigned)phase, bound ? MEMOBS__XIN_BOUND : 0u, req);
-    memobs__xin_check(MEMOBS__XIN_NOW());
+    tok = memobs__xin_put((unsigned)dir, bytes, (unsigned)phase, bound ? MEMOBS__XIN_BOUND : 0u, req, &now);
+    memobs__xin_check(now);
     if (tok) memobs__xin_arm();
     return tok;
 }
@@ -17220,7 +17223,7 @@ int memobs_xfer_end(uint64_t token) {
     memobs__xin_slot_t e;
     uint64_t ns;
     unsigned m, dir, phase;
-    if (!memobs__xin_take_out(token, &e, &ns) || (MEMOBS__LOAD(&e.meta.v) & MEMOBS__XIN_HELD)) {
+    if (!memobs__xin_take_out(token, 0, &e, &ns)) {
         memobs__xin_misuse("memobs_xfer_end", token);
         return MEMOBS_ERR_INVALID;
     }
@@ -17239,7 +17242,7 @@ int memobs_xfer_end(uint64_t token) {
 int memobs_xfer_cancel(uint64_t token) {
     memobs__xin_slot_t e;
     uint64_t ns;
-    if (!memobs__xin_take_out(token, &e, &ns) || (MEMOBS__LOAD(&e.meta.v) & MEMOBS__XIN_HELD)) {
+    if (!memobs__xin_take_out(token, 0, &e, &ns)) {
         memobs__xin_misuse("memobs_xfer_cancel", token);
         return MEMOBS_ERR_INVALID;
     }
@@ -17252,14 +17255,15 @@ int memobs_xfer_cancel(uint64_t token) {
    the table has no room (the copy is then not in flight). Under
    memobs_cuda.h's tlock: memobs__xin_arm after. */
 uint64_t memobs__xin_hold(unsigned dir, uint64_t bytes, unsigned phase, int bound, uint64_t req) {
+    uint64_t now;
     if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE || bytes > MEMOBS_MAX_BYTES) return 0;
-    return memobs__xin_put(dir, bytes, phase, MEMOBS__XIN_HELD | (bound ? MEMOBS__XIN_BOUND : 0u), req);
+    return memobs__xin_put(dir, bytes, phase, MEMOBS__XIN_HELD | (bound ? MEMOBS__XIN_BOUND : 0u), req, &now);
 }
 
 void memobs__xin_drop(uint64_t token) {
     memobs__xin_slot_t e;
     uint64_t ns;
-    if (token) (void)memobs__xin_take_out(token, &e, &ns);
+    if (token) (void)memobs__xin_take_out(token, 1, &e, &ns);
 }
 
 /* The stuck check: every transfer in flight longer than MEMOBS_STUCK_S
@@ -17561,8 +17565,8 @@ static void memobs__xin_prom(memobs__out_t *o, const memobs__prom_snap_t *p) {
             else memobs__prom_u64(o, p, fam[k][0], labels, k ? x->dir[d].bytes : x->dir[d].count);
         }
     }
-    memobs__prom_family(o, "memobs_transfers_stuck", "gauge", "Transfers in flight past MEMOBS_STUCK_S now.");
-    memobs__prom_u64(o, p, "memobs_transfers_stuck", "", x->stuck);
+    memobs__prom_family(o, "memobs_transfers_stuck_in_flight", "gauge", "Transfers in flight past MEMOBS_STUCK_S now.");
+    memobs__prom_u64(o, p, "memobs_transfers_stuck_in_flight", "", x->stuck);
     memobs__prom_family(o, "memobs_transfers_stuck_total", "counter", "Transfers found in flight past "
                         "MEMOBS_STUCK_S (each once, with a warning).");
     memobs__prom_u64(o, p, "memobs_transfers_stuck_total", "", x->stuck_total);
