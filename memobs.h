@@ -112,6 +112,8 @@
        >>worker           the background thread of periodic tasks
        >>sampler          host memory samples, the leak detector
        >>stormlog         notable events, Stormlog telemetry (schema v2)
+       >>inflight         transfers in flight: the table, tokens, the
+                          stuck check, their figures in every output
        >>html             the one-file HTML report and its SVG charts
      Process life: stops and crashes
        >>crash            the async-signal-safe crash writer
@@ -183,6 +185,8 @@
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
      sl              stormlog       StormLog telemetry and notable events
+     xin XIN         inflight       transfers in flight (X IN flight): the
+                                    table, tokens, the stuck check
      html HTML       html           the HTML report
      crash CRASH     crash          the crash writer
      sig SIG         signals        stop and crash SIGnal handling
@@ -328,6 +332,11 @@
      MEMOBS_MAX_TENANTS       implementation only. Tenant names with their
                               own counters (memobs_request_tenant), default
                               32; later names are filed as "other".
+     MEMOBS_MAX_INFLIGHT      implementation only. Transfers in flight at
+                              once (memobs_xfer_begin, timed CUDA copies),
+                              default 4096, 1 to 16777216; beyond, a begin
+                              is refused (token 0, counted). 40 bytes a
+                              slot, made at the first begin.
      MEMOBS_MALLOC(sz) / MEMOBS_FREE(p)
                               implementation only; both or neither. Allocator
                               for memobs' own bookkeeping (default malloc/free),
@@ -499,6 +508,12 @@
                               seconds is ended as abandoned, counted,
                               untimed (default 600; decimals allowed; 0 =
                               never; memobs_request_set_timeout).
+     MEMOBS_STUCK_S=S         a transfer in flight longer than S seconds
+                              (memobs_xfer_begin without its end, a timed
+                              CUDA copy not seen complete) is warned about
+                              once, counted, and marked on the timeline and
+                              in Stormlog (default 60; decimals allowed; 0 =
+                              never).
      MEMOBS_REQUESTS=DEST     a JSON line per finished request (its ledger),
                               appended, one write(2) each.
      MEMOBS_REQUESTS_MAX_BYTES=N  a regular file of the process's user at
@@ -802,6 +817,25 @@ typedef struct {
     uint64_t capacity;          /* allocation table capacity (MEMOBS_TRACK_CAPACITY) */
 } memobs_track_problems_t;
 
+/* One direction's transfers in flight now. */
+typedef struct {
+    uint64_t count, bytes;
+    uint64_t oldest_ns; /* age of the oldest, ns; 0 when none */
+} memobs_inflight_dir_t;
+/* Transfers in flight now (memobs_xfer_begin's and memobs_cuda.h's timed
+   copies), and the window's counts of what went wrong. */
+typedef struct {
+    memobs_inflight_dir_t dir[MEMOBS_DIRS]; /* by memobs_dir_t */
+    uint64_t count, bytes, oldest_ns;       /* all directions */
+    uint64_t stuck;        /* of them, in flight past MEMOBS_STUCK_S now */
+    uint64_t stuck_total;  /* transfers found past it in the window (each warned about once) */
+    uint64_t ended, cancelled; /* memobs_xfer_end / _cancel calls that ended one, in the window */
+    uint64_t refused;      /* begins refused in the window: every slot taken */
+    uint64_t misuse;       /* ends and cancels of a token not in flight, in the window */
+    uint64_t stuck_after_ns; /* MEMOBS_STUCK_S in ns; 0: the check is off */
+    uint64_t capacity;     /* MEMOBS_MAX_INFLIGHT */
+} memobs_inflight_t;
+
 typedef struct {
     int enabled;
     uint64_t window_ns; /* time since start-up or the last memobs_reset() */
@@ -860,6 +894,7 @@ typedef struct {
     uint32_t ncounters;
     memobs_counter_value_t counters[MEMOBS_MAX_COUNTERS];
     memobs_identity_t identity;
+    memobs_inflight_t in_flight; /* transfers in flight (memobs_xfer_begin, memobs_cuda.h's timed copies) */
 } memobs_summary_t;
 
 typedef int32_t memobs_counter_t; /* counter handle; negative = invalid */
@@ -953,6 +988,39 @@ MEMOBS_API void memobs_timed_in_flight(int64_t copies, int64_t bytes);
    program's records of them are the figures. */
 MEMOBS_API int memobs_set_manual_apart(int on);
 MEMOBS_API int memobs_get_manual_apart(void);
+
+/* Transfers in flight. memobs_xfer_begin(dir, bytes, phase) when the
+   engine starts a transfer it will wait for elsewhere (an asynchronous
+   file read, a network fetch of KV blocks, a GPUDirect Storage read);
+   memobs_xfer_end(token) when it is done: the transfer is then recorded
+   as memobs_record_xfer_ns records it, its duration the time between the
+   two calls. A thread bound to a request at the begin
+   (memobs_request_enter) has the transfer filed for that request at the
+   end, on whatever thread ends it (memobs_request_xfer_ns); else the
+   ending thread's binding, if any, takes it. memobs_xfer_cancel(token)
+   ends one with no record (a transfer abandoned). From begin to end the
+   transfer is in flight: counted per direction with its bytes and age
+   (memobs_get_inflight, every summary and export), and one warning, a
+   timeline instant and a Stormlog "transfer_stuck" event say so once
+   when it has been in flight longer than MEMOBS_STUCK_S (default 60 s;
+   0: never). memobs_cuda.h's timed copies are in flight the same way
+   from issue until their end event is seen complete (recorded at issue,
+   not again).
+   A token is never 0 and names one transfer only (a slot and its
+   generation): 0 from memobs_xfer_begin means no token (memobs off; a bad
+   direction, phase or size: a bad record; all MEMOBS_MAX_INFLIGHT slots
+   taken: refused). memobs_xfer_end and _cancel return MEMOBS_OK, or
+   MEMOBS_ERR_INVALID for a token not in flight (0, never issued, ended
+   already, from before a fork()): counted as misuse, with one warning.
+   Not from a signal handler. */
+MEMOBS_API uint64_t memobs_xfer_begin(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase);
+MEMOBS_API int memobs_xfer_end(uint64_t token);
+MEMOBS_API int memobs_xfer_cancel(uint64_t token);
+
+/* Fills *out (memobs_inflight_t, with the types; also every summary's
+   in_flight): MEMOBS_OK, MEMOBS_ERR_INVALID for NULL. Settles
+   memobs_cuda.h's completed copies first and runs the stuck check. */
+MEMOBS_API int memobs_get_inflight(memobs_inflight_t *out);
 
 /* ======================================================================== */
 /* Timing                                                      >>api-timing */
@@ -2399,6 +2467,12 @@ MEMOBS_API void memobs__counter_slow(memobs_counter_t c, uint64_t n);
    (memobs_cuda.h): its ns in that request's ledger. */
 MEMOBS_API void memobs__att_device(uint64_t id, unsigned dir, uint64_t ns);
 MEMOBS_API int32_t memobs__counter_site(const char *name);
+/* memobs_cuda.h's timed copies in flight (section inflight): hold at
+   issue (a token, 0: no room), drop when seen complete or given up (no
+   record: the copy was recorded at issue); arm after, outside its lock. */
+MEMOBS_API uint64_t memobs__xin_hold(unsigned dir, uint64_t bytes, unsigned phase, int bound, uint64_t req);
+MEMOBS_API void memobs__xin_drop(uint64_t token);
+MEMOBS_API void memobs__xin_arm(void);
 
 /* Adds to the calling thread's own shard, which a signal handler on this
    thread may also add to, in the middle of it. On x86-64 the add is one
@@ -2661,6 +2735,16 @@ static const char *const memobs__dir_key[MEMOBS_DIRS] = {"h2d", "d2h", "d2d", "h
 #endif
 #ifndef MEMOBS_MAX_TENANTS
 #define MEMOBS_MAX_TENANTS 32
+#endif
+#ifndef MEMOBS_MAX_INFLIGHT
+#define MEMOBS_MAX_INFLIGHT 4096
+#endif
+#if MEMOBS_MAX_INFLIGHT < 1 || MEMOBS_MAX_INFLIGHT > 16777216
+#error "MEMOBS_MAX_INFLIGHT must be from 1 to 16777216"
+#endif
+/* The clock of transfers in flight (the tests give it one they move by hand). */
+#ifndef MEMOBS__XIN_NOW
+#define MEMOBS__XIN_NOW() memobs_now_ns()
 #endif
 #ifndef MEMOBS_CALLSTACK
 #define MEMOBS_CALLSTACK 0
@@ -3503,6 +3587,11 @@ static size_t memobs__utf8_len(const unsigned char *p);
 static int memobs__bg_schedule(void (*fn)(uint64_t now_ns), uint64_t period_ns);
 static void memobs__req_env(void);
 static void memobs__req_sweep(void);
+static void memobs__xin_env(void); /* transfers in flight */
+static void memobs__xin_fork(int stage);
+static void memobs__xin_reset(void);
+static void memobs__xin_check(uint64_t now);
+static void memobs__xin_read(memobs_inflight_t *out, uint64_t now);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -3672,6 +3761,7 @@ static void memobs__init_once(void) {
     memobs__identity_from_env();
     memobs__tl_env(); /* the timeline's lock; its environment unless compiled out */
     memobs__req_env(); /* the request timeout; its variable unless compiled out */
+    memobs__xin_env(); /* MEMOBS_STUCK_S, unless compiled out */
     memobs__prom_env();
 #ifdef MEMOBS_DISABLE
     memobs__reg_init(0);
@@ -3944,6 +4034,7 @@ static void memobs__atfork_prepare(void) {
     memobs__esc_lock_all(1);                    /* every stripe */
     memobs__tsn_fork(1);
     memobs__coll_fork(1);
+    memobs__xin_fork(0);
     memobs__bg_fork(0);
     memobs__att_fork(0);
 }
@@ -3951,6 +4042,7 @@ static void memobs__atfork_parent(void) {
     unsigned i;
     memobs__att_fork(1);
     memobs__bg_fork(1);
+    memobs__xin_fork(1);
     memobs__coll_fork(0);
     memobs__tsn_fork(0);
     memobs__esc_lock_all(0);
@@ -3967,6 +4059,7 @@ static void memobs__atfork_child(void) {
     for (s = memobs__g.shards; s; s = s->next)
         if (!s->shared && s != memobs__tls.shard) s->in_use = 0;
     memobs__att_fork(2);
+    memobs__xin_fork(2);
     /* The threads that did not come along leave their escrow records in
        the totals (every lock is held: the cut is exact). */
     memobs__esc_fold_held(-1);
@@ -9276,6 +9369,7 @@ static void memobs__tl_req_slices(memobs__tl_out_t *o, const memobs__tl_rqw_t *r
     }
 }
 
+static void memobs__xin_tl(memobs__tl_out_t *o); /* stuck transfers (section inflight) */
 static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, size_t n, uint64_t now,
                                     memobs__tl_cut_t *cut, memobs__tl_rqw_t *rq) {
     memobs__tl_ws_t ws, *w = &ws;
@@ -9285,6 +9379,7 @@ static void memobs__tl_write_events(memobs__tl_out_t *o, memobs__tl_ev_t *ev, si
     memobs__tl_ws_init(w);
     w->rq = rq;
     memobs__tl_req_slices(o, rq);
+    memobs__xin_tl(o);
     /* Host-side records: end before the next one of the direction. */
     for (i = n; i-- > 0;) {
         memobs__tl_ev_t *e = &ev[i];
@@ -9795,6 +9890,7 @@ static void memobs__summary_read(memobs_summary_t *out, const uint64_t *cur) {
     }
     out->timed_in_flight_copies = MEMOBS__LOAD(&memobs__g.timed_in_flight[0].v);
     out->timed_in_flight_bytes = MEMOBS__LOAD(&memobs__g.timed_in_flight[1].v);
+    memobs__xin_read(&out->in_flight, MEMOBS__XIN_NOW());
     out->manual.apart = __atomic_load_n(&memobs__g.apart, __ATOMIC_RELAXED) != 0;
     for (i = 0; i < MEMOBS__NPHASE; i++) {
         memobs_dirs_t *m = i == MEMOBS_PHASE_PREFILL ? &out->manual.prefill
@@ -9867,6 +9963,7 @@ void memobs_get_summary(memobs_summary_t *out) {
     memobs_init();
     if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
     memobs__req_sweep(); /* abandoned requests counted before the counts are read */
+    memobs__xin_check(MEMOBS__XIN_NOW()); /* stuck transfers said before the figures are read */
     pthread_mutex_lock(&memobs__g.lock);
     memobs__esc_read(cur);
     memobs__summary_read(out, cur);
@@ -9882,6 +9979,7 @@ void memobs_reset(void) {
     memobs__shard_t *s;
     unsigned i;
     memobs_init();
+    memobs__xin_reset();
     pthread_mutex_lock(&memobs__g.lock);
     for (s = memobs__g.shards; s; s = s->next) {
         uint64_t *bx = &s->base_xfer[0][0];
@@ -10720,6 +10818,8 @@ static void memobs__text_problems(memobs__out_t *o, const memobs_summary_t *s) {
 /* Timed transfers, a row per direction and phase that has any: the
    copies timed on the device, then the storage tier's, which the engine
    timed (memobs_record_xfer_ns). */
+static void memobs__xin_text(memobs__out_t *o, const memobs_inflight_t *x); /* section inflight */
+static void memobs__xin_json(memobs__out_t *o, const memobs_inflight_t *x);
 static void memobs__text_timed(memobs__out_t *o, const memobs_summary_t *s) {
     static const char *const pname[3] = {"unphased", "prefill", "decode"};
     char b[32], t[32];
@@ -11005,6 +11105,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__text_manual(o, s);
     memobs__text_att(o, p);
     memobs__text_timed(o, s);
+    memobs__xin_text(o, &s->in_flight);
     memobs__text_sizes(o, s);
     memobs__out_printf(o, "  %-5s %8s %10s %10s %10s %10s %10s %10s\n", "time", "count", "mean", "p50", "p90", "p99",
                        "max", "last");
@@ -11389,6 +11490,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__json_memory(o, s);
     memobs__out_write(o, ",", 1);
     memobs__json_timed(o, s);
+    memobs__xin_json(o, &s->in_flight);
     memobs__json_sizes(o, s);
     memobs__json_regions(o, p);
     memobs__json_coll(o);
@@ -13128,6 +13230,7 @@ static void memobs__prom_coll(memobs__out_t *o, const memobs__prom_snap_t *p) {
 
 /* The exposition of p's figures: every writer's, the crash writer's too
    (then one family more, memobs_crash_signal, last). */
+static void memobs__xin_prom(memobs__out_t *o, const memobs__prom_snap_t *p); /* section inflight */
 static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     const memobs_summary_t *s = &p->f.s;
     memobs__out_t so;
@@ -13168,6 +13271,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     memobs__prom_family(o, "memobs_timed_in_flight_bytes", "gauge", "Bytes of timed copies issued, not yet seen "
                         "complete.");
     memobs__prom_u64(o, p, "memobs_timed_in_flight_bytes", "", s->timed_in_flight_bytes);
+    memobs__xin_prom(o, p);
     memobs__prom_sizes(o, p);
 
     memobs__prom_histogram(o, p, "memobs_ttft_seconds", "Time to first token (vLLM's TTFT buckets).", &p->ttft,
@@ -13412,7 +13516,7 @@ static const char *const memobs__pmp_max[] = {
     "memobs_info", "memobs_collective_info", "memobs_tracked_peak_bytes", "memobs_device_used_bytes",
     "memobs_device_total_bytes", "memobs_leak_slope_bytes_per_second", "memobs_leak_samples", "memobs_crash_signal",
     "memobs_cgroup_memory_usage_bytes", "memobs_cgroup_memory_working_set_bytes", "memobs_cgroup_memory_limit_bytes",
-    "memobs_cgroup_memory_shmem_bytes"};
+    "memobs_cgroup_memory_shmem_bytes", "memobs_transfer_oldest_in_flight_seconds"};
 
 typedef struct {
     char *p;
@@ -17134,6 +17238,8 @@ static void memobs__sl_req_event(FILE *f, int *first, const memobs_identity_t *i
     fputs("}}", f);
 }
 
+static void memobs__xin_sl(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, int device,
+                           const memobs__sl_fig_t *g); /* stuck transfers (section inflight) */
 static int memobs__sl_write(FILE *f, int host_only) {
     memobs_identity_t id;
     memobs_sample_t *s = NULL;
@@ -17247,6 +17353,7 @@ static int memobs__sl_write(FILE *f, int host_only) {
             memobs__sl_peer_event(f, &first, &id, wall, t, &ps, dev_id, &last);
         }
     }
+    if (!host_only) memobs__xin_sl(f, &first, &id, wall, dev_id, &last); /* stuck transfers */
     if (!host_only) {
         memobs_summary_t *sm;
         unsigned d, any = 0;
@@ -17401,6 +17508,610 @@ static void memobs__smp_env(void) {
     memobs__cut_env(memobs__out_info[MEMOBS__OUT_STORMLOG_HOST].var, "NO_STORMLOG");
 #endif
     if (memobs__env_int("MEMOBS_SAMPLE_MS", &v, &found) && v > 0) (void)memobs__sampler_start((unsigned)v);
+}
+
+/* ======================================================================== */
+/* Private: transfers in flight                                   >>inflight */
+/* ======================================================================== */
+
+/* A bounded table of MEMOBS_MAX_INFLIGHT slots under one spin lock (begin
+   and end are not the inline record path: a lock, a few stores), made at
+   the first begin from memobs__pages. A token is the slot's generation
+   (bumped at each release) over its index + 1, so a token is never 0 and
+   a stale one never ends a later transfer of its slot. What the summaries
+   and exports read is read without the lock (the crash writer reads it
+   too): per direction an atomic count and bytes, the slots' start times
+   scanned for the oldest. The stuck check runs at each begin, whenever
+   the figures are read through memobs_get_inflight or memobs_get_summary,
+   and on the background worker while anything is in flight (its task is
+   scheduled at the first begin, and removes itself when the table has
+   been found empty). */
+#define MEMOBS__XIN_WARN_MAX 16 /* stuck warnings given; later ones counted only */
+#define MEMOBS__XIN_EVENTS 256  /* stuck events kept for the timeline and Stormlog (oldest dropped) */
+#define MEMOBS__XIN_LIVE 1u
+#define MEMOBS__XIN_HELD 0x80u  /* memobs_cuda.h's copy: recorded at issue, not at the end */
+#define MEMOBS__XIN_BOUND 0x100u
+#define MEMOBS__XIN_DIR(m) ((m) >> 1 & 15u)
+#define MEMOBS__XIN_PHASE(m) ((m) >> 5 & 3u)
+enum { MEMOBS__XIN_C_STUCK, MEMOBS__XIN_C_ENDED, MEMOBS__XIN_C_CANCELLED, MEMOBS__XIN_C_REFUSED,
+       MEMOBS__XIN_C_MISUSE, MEMOBS__XIN_C_N };
+enum { MEMOBS__XIN_W_FULL = 1u, MEMOBS__XIN_W_TOKEN = 2u, MEMOBS__XIN_W_NOMEM = 4u, MEMOBS__XIN_W_MORE = 8u };
+
+typedef struct {
+    memobs__u64_t start;  /* MEMOBS__XIN_NOW() at the begin; written before meta */
+    memobs__u64_t bytes;
+    memobs__u32_t meta;   /* 0: free; else MEMOBS__XIN_LIVE | dir << 1 | phase << 5 | HELD | BOUND (release) */
+    uint32_t gen;         /* the rest under the lock */
+    uint32_t next;        /* the free list: the next free slot's index + 1, 0: none */
+    uint32_t warned;      /* its stuck warning was given */
+    uint64_t req;         /* the request bound at the begin (BOUND) */
+} memobs__xin_slot_t;
+
+typedef struct {
+    uint64_t time_ns, age_ns, bytes, req; /* time_ns: memobs_now_ns() when found */
+    uint32_t meta;
+} memobs__xin_ev_t;
+
+static struct {
+    memobs__u32_t lock;        /* everything below but what is atomic */
+    memobs__xin_slot_t *slot;  /* MEMOBS_MAX_INFLIGHT, made at the first begin (published with release) */
+    memobs__u32_t hwm;         /* slots [0, hwm) were ever used */
+    uint32_t free;             /* the first free slot below hwm, index + 1; 0: none */
+    memobs__u64_t n[MEMOBS__NDIR], b[MEMOBS__NDIR]; /* in flight now, their bytes */
+    memobs__u64_t due;         /* no transfer not yet warned about is stuck before this; 0: none is in flight */
+    memobs__u64_t c[MEMOBS__XIN_C_N];
+    uint64_t base[MEMOBS__XIN_C_N]; /* memobs_reset's, under the lock */
+    memobs__u32_t warned;      /* MEMOBS__XIN_W_* */
+    memobs__u32_t said;        /* stuck warnings given */
+    memobs__xin_ev_t ev[MEMOBS__XIN_EVENTS];
+    uint32_t ev_head, ev_n;
+    uint64_t ev_dropped;
+    memobs__u32_t bg;          /* the worker's task: 0 none, 1 scheduled, 2 never again (exit) */
+} memobs__xin;
+static memobs__u64_t memobs__xin_stuck_ns = {60000000000ull}; /* MEMOBS_STUCK_S; 0: off */
+static pthread_mutex_t memobs__xin_bg_lock = PTHREAD_MUTEX_INITIALIZER; /* the task's scheduling; held across fork() */
+
+static void memobs__xin_warn(uint32_t bit, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void memobs__xin_warn(uint32_t bit, const char *fmt, ...) {
+    va_list ap;
+    if (MEMOBS__FETCH_OR(&memobs__xin.warned.v, bit) & bit) return;
+    va_start(ap, fmt);
+    memobs__vlog(MEMOBS_LOG_WARN, fmt, ap);
+    va_end(ap);
+}
+
+/* Runs inside memobs__init_once. */
+static void memobs__xin_env(void) {
+#ifdef MEMOBS_DISABLE
+    const char *s = NULL; /* compiled out: read nothing */
+#else
+    const char *s = getenv("MEMOBS_STUCK_S");
+#endif
+    uint64_t ns;
+    if (!s) return;
+    if (memobs__parse_seconds(s, MEMOBS__REQ_TIMEOUT_MAX_NS, &ns)) MEMOBS__STORE(&memobs__xin_stuck_ns.v, ns);
+    else memobs__log(MEMOBS_LOG_WARN, "MEMOBS_STUCK_S='%s' is not a number of seconds from 0 (never) to 1000000000 "
+                     "(like 60 or 0.5); using 60", s);
+}
+
+static void memobs__xin_tick(uint64_t now_ns);
+
+/* The worker's period: a quarter of MEMOBS_STUCK_S, from 1 ms to 1 s. */
+static uint64_t memobs__xin_period(void) {
+    uint64_t p = MEMOBS__LOAD(&memobs__xin_stuck_ns.v) / 4u;
+    return p < 1000000u ? 1000000u : p > 1000000000u ? 1000000000u : p;
+}
+
+/* After a begin, outside every lock of memobs' but memobs_cuda.h's: the
+   worker's task, if the check is on and it is not scheduled. The task
+   clears bg before it looks for an empty table, a begin adds to the
+   table before it reads bg (both sequentially consistent): one of them
+   sees the other, so a transfer is never left in flight with no task. */
+void memobs__xin_arm(void) {
+    int rc;
+    if (__atomic_load_n(&memobs__xin.bg.v, __ATOMIC_SEQ_CST) || !MEMOBS__LOAD(&memobs__xin_stuck_ns.v)) return;
+    pthread_mutex_lock(&memobs__xin_bg_lock);
+    if (!__atomic_load_n(&memobs__xin.bg.v, __ATOMIC_SEQ_CST)) {
+        rc = memobs__bg_schedule(memobs__xin_tick, memobs__xin_period());
+        __atomic_store_n(&memobs__xin.bg.v, rc == MEMOBS_OK ? 1u : 2u, __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&memobs__xin_bg_lock);
+}
+
+static uint64_t memobs__xin_total(void) {
+    uint64_t t = 0;
+    unsigned d;
+    for (d = 0; d < MEMOBS__NDIR; d++) t += __atomic_load_n(&memobs__xin.n[d].v, __ATOMIC_SEQ_CST);
+    return t;
+}
+
+/* Caller holds the lock: a slot, or NULL (full, or no memory). */
+static memobs__xin_slot_t *memobs__xin_take(uint32_t *idx) {
+    memobs__xin_slot_t *t = memobs__xin.slot;
+    uint32_t i;
+    if (!t) {
+        uint32_t busy = memobs__tls.busy;
+        memobs__tls.busy = 1;
+        t = (memobs__xin_slot_t *)memobs__pages((size_t)MEMOBS_MAX_INFLIGHT * sizeof *t);
+        memobs__tls.busy = busy;
+        if (!t) return NULL;
+        __atomic_store_n(&memobs__xin.slot, t, __ATOMIC_RELEASE);
+    }
+    if (memobs__xin.free) {
+        i = memobs__xin.free - 1;
+        memobs__xin.free = t[i].next;
+    } else if ((i = MEMOBS__LOAD(&memobs__xin.hwm.v)) < MEMOBS_MAX_INFLIGHT) {
+        __atomic_store_n(&memobs__xin.hwm.v, i + 1, __ATOMIC_RELEASE);
+    } else {
+        return NULL;
+    }
+    *idx = i;
+    return &t[i];
+}
+
+/* A transfer into the table at *now (read here): its token, or 0
+   (counted, said once). */
+static uint64_t memobs__xin_put(unsigned dir, uint64_t bytes, unsigned phase, uint32_t flags, uint64_t req,
+                                uint64_t *at) {
+    memobs__xin_slot_t *e;
+    uint64_t now = *at = MEMOBS__XIN_NOW(), lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), tok = 0, due;
+    uint32_t i = 0;
+    int nomem = 0;
+    memobs__spin_lock(&memobs__xin.lock);
+    if ((e = memobs__xin_take(&i)) != NULL) {
+        e->gen = e->gen + 1u ? e->gen + 1u : 1u;
+        e->warned = 0;
+        e->req = req;
+        MEMOBS__STORE(&e->start.v, now);
+        MEMOBS__STORE(&e->bytes.v, bytes);
+        __atomic_store_n(&e->meta.v, MEMOBS__XIN_LIVE | dir << 1 | phase << 5 | flags, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&memobs__xin.n[dir].v, 1u, __ATOMIC_SEQ_CST);
+        MEMOBS__ADD(&memobs__xin.b[dir].v, bytes);
+        due = MEMOBS__LOAD(&memobs__xin.due.v);
+        if (lim && (!due || now + lim < due)) MEMOBS__STORE(&memobs__xin.due.v, now + lim);
+        tok = (uint64_t)e->gen << 32 | (i + 1u);
+    } else {
+        nomem = !memobs__xin.slot;
+        MEMOBS__ADD(&memobs__xin.c[MEMOBS__XIN_C_REFUSED].v, 1u);
+    }
+    memobs__spin_unlock(&memobs__xin.lock);
+    if (!tok && nomem)
+        memobs__xin_warn(MEMOBS__XIN_W_NOMEM, "transfers in flight: no memory for the table; begins refused "
+                         "(counted: in_flight.refused)");
+    else if (!tok)
+        memobs__xin_warn(MEMOBS__XIN_W_FULL, "transfers in flight: all %u slots (MEMOBS_MAX_INFLIGHT) are taken; "
+                         "this begin and later ones beyond are refused, their token 0 (counted: in_flight.refused)",
+                         (unsigned)MEMOBS_MAX_INFLIGHT);
+    return tok;
+}
+
+/* Takes token out of the table: 1 with *out (the slot as it was) and the
+   time it was in flight, 0 when it is not in flight (or is memobs_cuda.h's
+   when held is 0, the caller's when 1). */
+static int memobs__xin_take_out(uint64_t token, int held, memobs__xin_slot_t *out, uint64_t *ns) {
+    uint32_t i = (uint32_t)token - 1u, m;
+    memobs__xin_slot_t *e;
+    int ok = 0;
+    if (!(uint32_t)token || i >= MEMOBS_MAX_INFLIGHT) return 0;
+    memobs__spin_lock(&memobs__xin.lock);
+    if (memobs__xin.slot && i < MEMOBS__LOAD(&memobs__xin.hwm.v)) {
+        e = &memobs__xin.slot[i];
+        m = MEMOBS__LOAD(&e->meta.v);
+        if ((m & MEMOBS__XIN_LIVE) && e->gen == (uint32_t)(token >> 32) && !(m & MEMOBS__XIN_HELD) == !held) {
+            uint64_t now = MEMOBS__XIN_NOW(), t0 = MEMOBS__LOAD(&e->start.v);
+            unsigned d = MEMOBS__XIN_DIR(m);
+            *out = *e;
+            *ns = now > t0 ? now - t0 : 0;
+            __atomic_store_n(&e->meta.v, 0u, __ATOMIC_RELEASE);
+            e->gen = e->gen + 1u ? e->gen + 1u : 1u; /* the token is spent */
+            e->next = memobs__xin.free;
+            memobs__xin.free = i + 1u;
+            __atomic_sub_fetch(&memobs__xin.n[d].v, 1u, __ATOMIC_SEQ_CST);
+            MEMOBS__ADD(&memobs__xin.b[d].v, (uint64_t)0 - MEMOBS__LOAD(&out->bytes.v));
+            ok = 1;
+        }
+    }
+    memobs__spin_unlock(&memobs__xin.lock);
+    return ok;
+}
+
+static void memobs__xin_misuse(const char *fn, uint64_t token) {
+    MEMOBS__ADD(&memobs__xin.c[MEMOBS__XIN_C_MISUSE].v, 1u);
+    memobs__xin_warn(MEMOBS__XIN_W_TOKEN, "%s(%llu): not a transfer in flight (0, never issued, ended already, or "
+                     "from before a fork); ignored (counted: in_flight.misuse)", fn, (unsigned long long)token);
+}
+
+static void memobs__xin_check(uint64_t now);
+
+uint64_t memobs_xfer_begin(memobs_dir_t dir, uint64_t bytes, memobs_phase_t phase) {
+    uint64_t req = 0, tok, now;
+    int bound;
+    if (!MEMOBS__LOAD(&memobs__on.v)) return 0;
+    if (memobs__bad_dir((unsigned)dir, (unsigned)phase) || memobs__too_big(bytes, 0, "memobs_xfer_begin")) return 0;
+    bound = memobs_request_current(&req);
+    tok = memobs__xin_put((unsigned)dir, bytes, (unsigned)phase, bound ? MEMOBS__XIN_BOUND : 0u, req, &now);
+    memobs__xin_check(now);
+    if (tok) memobs__xin_arm();
+    return tok;
+}
+
+int memobs_xfer_end(uint64_t token) {
+    memobs__xin_slot_t e;
+    uint64_t ns;
+    unsigned m, dir, phase;
+    if (!memobs__xin_take_out(token, 0, &e, &ns)) {
+        memobs__xin_misuse("memobs_xfer_end", token);
+        return MEMOBS_ERR_INVALID;
+    }
+    MEMOBS__ADD(&memobs__xin.c[MEMOBS__XIN_C_ENDED].v, 1u);
+    m = MEMOBS__LOAD(&e.meta.v);
+    dir = MEMOBS__XIN_DIR(m);
+    phase = MEMOBS__XIN_PHASE(m);
+    if (ns > MEMOBS_MAX_NS) ns = MEMOBS_MAX_NS; /* years in flight: the bytes still count */
+    if (m & MEMOBS__XIN_BOUND)
+        memobs_request_xfer_ns(e.req, (memobs_dir_t)dir, MEMOBS__LOAD(&e.bytes.v), (memobs_phase_t)phase, ns);
+    else
+        memobs_record_xfer_ns((memobs_dir_t)dir, MEMOBS__LOAD(&e.bytes.v), (memobs_phase_t)phase, ns);
+    return MEMOBS_OK;
+}
+
+int memobs_xfer_cancel(uint64_t token) {
+    memobs__xin_slot_t e;
+    uint64_t ns;
+    if (!memobs__xin_take_out(token, 0, &e, &ns)) {
+        memobs__xin_misuse("memobs_xfer_cancel", token);
+        return MEMOBS_ERR_INVALID;
+    }
+    MEMOBS__ADD(&memobs__xin.c[MEMOBS__XIN_C_CANCELLED].v, 1u);
+    return MEMOBS_OK;
+}
+
+/* memobs_cuda.h's timed copy, recorded at issue: in flight until
+   memobs__xin_drop (its end event seen complete, or given up); 0 when
+   the table has no room (the copy is then not in flight). Under
+   memobs_cuda.h's tlock: memobs__xin_arm after. */
+uint64_t memobs__xin_hold(unsigned dir, uint64_t bytes, unsigned phase, int bound, uint64_t req) {
+    uint64_t now;
+    if (dir >= MEMOBS__NDIR || phase >= MEMOBS__NPHASE || bytes > MEMOBS_MAX_BYTES) return 0;
+    return memobs__xin_put(dir, bytes, phase, MEMOBS__XIN_HELD | (bound ? MEMOBS__XIN_BOUND : 0u), req, &now);
+}
+
+void memobs__xin_drop(uint64_t token) {
+    memobs__xin_slot_t e;
+    uint64_t ns;
+    if (token) (void)memobs__xin_take_out(token, 1, &e, &ns);
+}
+
+/* The stuck check: every transfer in flight longer than MEMOBS_STUCK_S
+   and not yet said is marked, counted, kept as an event and (the first
+   MEMOBS__XIN_WARN_MAX) warned about, outside the lock. */
+static void memobs__xin_check(uint64_t now) {
+    memobs__xin_ev_t found[8];
+    uint64_t lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v), due = 0, wall;
+    uint32_t i, n, nf = 0, more = 0;
+    if (!lim || !(due = MEMOBS__LOAD(&memobs__xin.due.v)) || now < due) return;
+    due = 0;
+    wall = memobs_now_ns();
+    memobs__spin_lock(&memobs__xin.lock);
+    n = memobs__xin.slot ? MEMOBS__LOAD(&memobs__xin.hwm.v) : 0;
+    for (i = 0; i < n; i++) {
+        memobs__xin_slot_t *e = &memobs__xin.slot[i];
+        uint32_t m = MEMOBS__LOAD(&e->meta.v);
+        uint64_t t0 = MEMOBS__LOAD(&e->start.v);
+        if (!(m & MEMOBS__XIN_LIVE) || e->warned) continue;
+        if (now >= t0 && now - t0 >= lim) {
+            memobs__xin_ev_t ev;
+            e->warned = 1;
+            MEMOBS__ADD(&memobs__xin.c[MEMOBS__XIN_C_STUCK].v, 1u);
+            ev.time_ns = wall;
+            ev.age_ns = now - t0;
+            ev.bytes = MEMOBS__LOAD(&e->bytes.v);
+            ev.req = e->req;
+            ev.meta = m;
+            if (memobs__xin.ev_n < MEMOBS__XIN_EVENTS) {
+                memobs__xin.ev[(memobs__xin.ev_head + memobs__xin.ev_n++) % MEMOBS__XIN_EVENTS] = ev;
+            } else { /* the oldest makes room */
+                memobs__xin.ev[memobs__xin.ev_head] = ev;
+                memobs__xin.ev_head = (memobs__xin.ev_head + 1u) % MEMOBS__XIN_EVENTS;
+                memobs__xin.ev_dropped++;
+            }
+            if (nf < 8) found[nf++] = ev;
+            else more++;
+        } else if (!due || t0 + lim < due) {
+            due = t0 + lim;
+        }
+    }
+    MEMOBS__STORE(&memobs__xin.due.v, due);
+    memobs__spin_unlock(&memobs__xin.lock);
+    for (i = 0; i < nf + more; i++) {
+        uint32_t k = __atomic_fetch_add(&memobs__xin.said.v, 1u, __ATOMIC_RELAXED);
+        char b[32], t[32], r[40];
+        const memobs__xin_ev_t *ev = &found[i < nf ? i : nf - 1];
+        if (k >= MEMOBS__XIN_WARN_MAX) {
+            memobs__xin_warn(MEMOBS__XIN_W_MORE, "transfers in flight: more stuck transfers; after %u warnings they "
+                             "are counted only (in_flight.stuck_total)", (unsigned)MEMOBS__XIN_WARN_MAX);
+            break;
+        }
+        if (i >= nf) { /* more than 8 found at once: the rest by count */
+            memobs__log(MEMOBS_LOG_WARN, "transfers in flight: %u more stuck past MEMOBS_STUCK_S (counted: "
+                        "in_flight.stuck_total)", (unsigned)more);
+            break;
+        }
+        r[0] = 0;
+        if (ev->meta & MEMOBS__XIN_BOUND) memobs__out_sprintf(r, sizeof r, ", request %llu", (unsigned long long)ev->req);
+        memobs__log(MEMOBS_LOG_WARN, "a %s transfer of %s (%s%s) has been in flight for %s, past MEMOBS_STUCK_S=%.9g s: "
+                    "stuck?", memobs__dir_name[MEMOBS__XIN_DIR(ev->meta) % MEMOBS__NDIR],
+                    memobs_format_bytes(b, sizeof b, ev->bytes),
+                    (ev->meta & MEMOBS__XIN_HELD) ? "a timed CUDA copy" : "memobs_xfer_begin", r,
+                    memobs_format_ns(t, sizeof t, ev->age_ns), (double)lim / 1e9);
+    }
+}
+
+/* The worker's task (see memobs__xin_arm). */
+static void memobs__xin_tick(uint64_t now_ns) {
+    (void)now_ns; /* the worker's clock; the check reads its own */
+    memobs__xin_check(MEMOBS__XIN_NOW());
+    pthread_mutex_lock(&memobs__xin_bg_lock);
+    __atomic_store_n(&memobs__xin.bg.v, 0u, __ATOMIC_SEQ_CST);
+    if (memobs__xin_total() == 0) (void)memobs__bg_schedule(memobs__xin_tick, 0); /* removes itself */
+    else __atomic_store_n(&memobs__xin.bg.v, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&memobs__xin_bg_lock);
+}
+
+/* The figures, without a lock (the crash writer reads them too): atomic
+   loads only. */
+static void memobs__xin_read(memobs_inflight_t *out, uint64_t now) {
+    const memobs__xin_slot_t *t = __atomic_load_n(&memobs__xin.slot, __ATOMIC_ACQUIRE);
+    uint32_t i, n = t ? __atomic_load_n(&memobs__xin.hwm.v, __ATOMIC_ACQUIRE) : 0;
+    uint64_t lim = MEMOBS__LOAD(&memobs__xin_stuck_ns.v);
+    unsigned d;
+    memset(out, 0, sizeof *out);
+    for (d = 0; d < MEMOBS__NDIR; d++) {
+        out->dir[d].count = MEMOBS__LOAD(&memobs__xin.n[d].v);
+        out->dir[d].bytes = MEMOBS__LOAD(&memobs__xin.b[d].v);
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t m = __atomic_load_n(&t[i].meta.v, __ATOMIC_ACQUIRE);
+        uint64_t t0 = MEMOBS__LOAD(&t[i].start.v), age = now > t0 ? now - t0 : 0;
+        memobs_inflight_dir_t *r;
+        if (!(m & MEMOBS__XIN_LIVE)) continue;
+        r = &out->dir[MEMOBS__XIN_DIR(m) % MEMOBS__NDIR];
+        if (age > r->oldest_ns) r->oldest_ns = age;
+        if (lim && age >= lim) out->stuck++;
+    }
+    for (d = 0; d < MEMOBS__NDIR; d++) {
+        if (!out->dir[d].count) out->dir[d].oldest_ns = 0; /* a slot read as it was released */
+        out->count += out->dir[d].count;
+        out->bytes = memobs__sat(out->bytes, out->dir[d].bytes);
+        if (out->dir[d].oldest_ns > out->oldest_ns) out->oldest_ns = out->dir[d].oldest_ns;
+    }
+    out->stuck_total = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_STUCK].v) - memobs__xin.base[MEMOBS__XIN_C_STUCK];
+    out->ended = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_ENDED].v) - memobs__xin.base[MEMOBS__XIN_C_ENDED];
+    out->cancelled =
+        MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_CANCELLED].v) - memobs__xin.base[MEMOBS__XIN_C_CANCELLED];
+    out->refused = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_REFUSED].v) - memobs__xin.base[MEMOBS__XIN_C_REFUSED];
+    out->misuse = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_MISUSE].v) - memobs__xin.base[MEMOBS__XIN_C_MISUSE];
+    out->stuck_after_ns = lim;
+    out->capacity = MEMOBS_MAX_INFLIGHT;
+}
+
+int memobs_get_inflight(memobs_inflight_t *out) {
+    if (!out) {
+        memobs__warn_once(MEMOBS__W_NULL_ARG, "NULL output pointer passed to a memobs_get_* call; ignored");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if (__atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE)) memobs__g.pre_summary();
+    memobs__xin_check(MEMOBS__XIN_NOW());
+    memobs__xin_read(out, MEMOBS__XIN_NOW());
+    return MEMOBS_OK;
+}
+
+/* memobs_reset: the window's counts start again (in flight stays). */
+static void memobs__xin_reset(void) {
+    unsigned k;
+    memobs__spin_lock(&memobs__xin.lock);
+    for (k = 0; k < MEMOBS__XIN_C_N; k++) memobs__xin.base[k] = MEMOBS__LOAD(&memobs__xin.c[k].v);
+    memobs__spin_unlock(&memobs__xin.lock);
+}
+
+/* fork(): 0 takes the locks (after memobs__g.lock, before the worker's),
+   1 releases them; 2 (the child, before its 1) empties the table: the
+   transfers in flight are the parent's, whose threads end them; their
+   tokens are refused in the child (the generations move on). */
+static void memobs__xin_fork(int stage) {
+    uint32_t i, n;
+    if (stage == 0) {
+        pthread_mutex_lock(&memobs__xin_bg_lock);
+        memobs__spin_lock(&memobs__xin.lock);
+        return;
+    }
+    if (stage == 2) {
+        n = memobs__xin.slot ? MEMOBS__LOAD(&memobs__xin.hwm.v) : 0;
+        memobs__xin.free = 0;
+        for (i = n; i-- > 0;) {
+            memobs__xin_slot_t *e = &memobs__xin.slot[i];
+            if (MEMOBS__LOAD(&e->meta.v)) e->gen = e->gen + 1u ? e->gen + 1u : 1u;
+            MEMOBS__STORE(&e->meta.v, 0u);
+            e->next = memobs__xin.free;
+            memobs__xin.free = i + 1u;
+        }
+        for (i = 0; i < MEMOBS__NDIR; i++) {
+            MEMOBS__STORE(&memobs__xin.n[i].v, 0u);
+            MEMOBS__STORE(&memobs__xin.b[i].v, 0u);
+        }
+        MEMOBS__STORE(&memobs__xin.due.v, 0u);
+        return;
+    }
+    memobs__spin_unlock(&memobs__xin.lock);
+    pthread_mutex_unlock(&memobs__xin_bg_lock);
+}
+
+/* The stuck events, oldest first, into ev (n at most); their count. */
+static size_t memobs__xin_events(memobs__xin_ev_t *ev, size_t n) {
+    size_t j, k;
+    memobs__spin_lock(&memobs__xin.lock);
+    k = memobs__xin.ev_n < n ? memobs__xin.ev_n : n;
+    for (j = 0; j < k; j++)
+        ev[j] = memobs__xin.ev[(memobs__xin.ev_head + memobs__xin.ev_n - k + j) % MEMOBS__XIN_EVENTS];
+    memobs__spin_unlock(&memobs__xin.lock);
+    return k;
+}
+
+static const char *memobs__xin_origin(uint32_t meta) {
+    return (meta & MEMOBS__XIN_HELD) ? "cuda_timed_copy" : "memobs_xfer_begin";
+}
+
+/* The timeline's stuck transfers: an instant each on its direction's
+   track, when it was found stuck. */
+static void memobs__xin_tl(memobs__tl_out_t *o) {
+    static const char *const pname[3] = {"unphased", "prefill", "decode"};
+    memobs__xin_ev_t ev[MEMOBS__XIN_EVENTS];
+    size_t j, n = memobs__xin_events(ev, MEMOBS__XIN_EVENTS);
+    for (j = 0; j < n; j++) {
+        unsigned d = MEMOBS__XIN_DIR(ev[j].meta) % MEMOBS__NDIR;
+        char *p = memobs__tl_room(o, MEMOBS__TL_ROOM);
+        p = memobs__tl_head(o, p, "i", "transfer stuck", 1, MEMOBS__TL_TID_COPY + (int)d, ev[j].time_ns);
+        p = MEMOBS__TL_LIT(p, ",\"s\":\"t\",\"cat\":\"transfer\",\"args\":{\"direction\":\"");
+        p = memobs__tl_str(p, memobs__dir_name[d]);
+        p = MEMOBS__TL_LIT(p, "\",\"bytes\":");
+        p = memobs__tl_dec(p, ev[j].bytes);
+        p = MEMOBS__TL_LIT(p, ",\"in_flight_ns\":");
+        p = memobs__tl_dec(p, ev[j].age_ns);
+        p = MEMOBS__TL_LIT(p, ",\"phase\":\"");
+        p = memobs__tl_str(p, pname[MEMOBS__XIN_PHASE(ev[j].meta) % 3u]);
+        p = MEMOBS__TL_LIT(p, "\",\"origin\":\"");
+        p = memobs__tl_str(p, memobs__xin_origin(ev[j].meta));
+        p = MEMOBS__TL_LIT(p, "\",\"request\":");
+        if (ev[j].meta & MEMOBS__XIN_BOUND) p = memobs__tl_dec(p, ev[j].req);
+        else p = MEMOBS__TL_LIT(p, "null");
+        p = MEMOBS__TL_LIT(p, "}}");
+        memobs__tl_end(o, p);
+    }
+}
+
+#ifndef MEMOBS_NO_STORMLOG
+/* Stormlog's stuck transfers: event_type "transfer_stuck" (any type
+   but "sample" is a notable event to its loader), figures of the sample
+   before it as a region's. */
+static void memobs__xin_sl(FILE *f, int *first, const memobs_identity_t *id, int64_t wall, int device,
+                           const memobs__sl_fig_t *g) {
+    memobs__xin_ev_t ev[MEMOBS__XIN_EVENTS];
+    size_t j, n = memobs__xin_events(ev, MEMOBS__XIN_EVENTS);
+    for (j = 0; j < n; j++) {
+        unsigned d = MEMOBS__XIN_DIR(ev[j].meta) % MEMOBS__NDIR;
+        memobs__sl_head(f, first, id, wall, ev[j].time_ns, "transfer_stuck", 0, device);
+        memobs__sl_fields(f, g->ok ? g->alloc : 0, g->ok ? g->reserved : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN,
+                          g->ok ? g->used : 0, MEMOBS_UNKNOWN, MEMOBS_UNKNOWN, 0);
+        fprintf(f, ",\"context\":\"%s transfer in flight past MEMOBS_STUCK_S\",\"metadata\":{\"source\":\"memobs\","
+                "\"figures_from\":\"%s\",\"direction\":\"%s\",\"bytes\":%llu,\"in_flight_ns\":%llu,"
+                "\"stuck_after_ns\":%llu,\"phase\":\"%s\",\"origin\":\"%s\",\"request_id\":",
+                memobs__dir_name[d], g->ok ? "previous sample" : "none", memobs__dir_key[d],
+                (unsigned long long)ev[j].bytes, (unsigned long long)ev[j].age_ns,
+                (unsigned long long)MEMOBS__LOAD(&memobs__xin_stuck_ns.v),
+                memobs__prom_phase[MEMOBS__XIN_PHASE(ev[j].meta) % 3u], memobs__xin_origin(ev[j].meta));
+        if (ev[j].meta & MEMOBS__XIN_BOUND) fprintf(f, "%llu}}", (unsigned long long)ev[j].req);
+        else fputs("null}}", f);
+    }
+}
+#endif
+
+/* ---- what the summaries and exports show (s->in_flight, read without a
+   lock: the crash writer formats these too) ---- */
+
+/* The text summary: a line when anything is or was in flight, stuck,
+   refused or misused in the window. */
+static void memobs__xin_text(memobs__out_t *o, const memobs_inflight_t *x) {
+    char b[32], t[32];
+    unsigned d, n = 0;
+    if (!x->count && !x->stuck_total && !x->ended && !x->cancelled && !x->refused && !x->misuse) return;
+    memobs__out_printf(o, "  transfers in flight: %llu, %s", (unsigned long long)x->count,
+                       memobs_format_bytes(b, sizeof b, x->bytes));
+    for (d = 0; d < MEMOBS_DIRS; d++) {
+        if (!x->dir[d].count) continue;
+        memobs__out_printf(o, "%s%s %llu, %s, oldest %s", n++ ? "; " : " (", memobs__dir_name[d],
+                           (unsigned long long)x->dir[d].count, memobs_format_bytes(b, sizeof b, x->dir[d].bytes),
+                           memobs_format_ns(t, sizeof t, x->dir[d].oldest_ns));
+    }
+    if (n) memobs__out_write(o, ")", 1);
+    memobs__out_printf(o, "; ended %llu, cancelled %llu", (unsigned long long)x->ended,
+                       (unsigned long long)x->cancelled);
+    if (x->stuck_after_ns)
+        memobs__out_printf(o, "; stuck past %s: %llu now, %llu in the window", memobs_format_ns(t, sizeof t, x->stuck_after_ns),
+                           (unsigned long long)x->stuck, (unsigned long long)x->stuck_total);
+    if (x->refused) memobs__out_printf(o, "; refused (table full) %llu", (unsigned long long)x->refused);
+    if (x->misuse) memobs__out_printf(o, "; ends of tokens not in flight %llu", (unsigned long long)x->misuse);
+    memobs__out_write(o, "\n", 1);
+}
+
+/* The JSON summary's "in_flight" member (always there), after a comma. */
+static void memobs__xin_json(memobs__out_t *o, const memobs_inflight_t *x) {
+    unsigned d;
+    memobs__out_str(o, ",\"in_flight\":{\"directions\":{");
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        memobs__out_printf(o, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu,\"oldest_ns\":%llu}", d ? "," : "",
+                           memobs__dir_key[d], (unsigned long long)x->dir[d].count,
+                           (unsigned long long)x->dir[d].bytes, (unsigned long long)x->dir[d].oldest_ns);
+    memobs__out_printf(o, "},\"count\":%llu,\"bytes\":%llu,\"oldest_ns\":%llu,\"stuck\":%llu,\"stuck_total\":%llu,"
+                       "\"ended\":%llu,\"cancelled\":%llu,\"refused\":%llu,\"misuse\":%llu,\"stuck_after_ns\":%llu,"
+                       "\"capacity\":%llu}", (unsigned long long)x->count, (unsigned long long)x->bytes,
+                       (unsigned long long)x->oldest_ns, (unsigned long long)x->stuck,
+                       (unsigned long long)x->stuck_total, (unsigned long long)x->ended,
+                       (unsigned long long)x->cancelled, (unsigned long long)x->refused,
+                       (unsigned long long)x->misuse, (unsigned long long)x->stuck_after_ns,
+                       (unsigned long long)x->capacity);
+}
+
+/* Prometheus: gauges for every direction (0 when none is in flight: a
+   series never vanishes), the counts as counters. */
+static void memobs__xin_prom(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    const memobs_inflight_t *x = &p->f.s.in_flight;
+    char labels[64];
+    unsigned d, k;
+    static const char *const fam[3][2] = {
+        {"memobs_transfers_in_flight", "Transfers in flight now (memobs_xfer_begin, memobs_cuda.h's timed copies), "
+                                       "by direction."},
+        {"memobs_transfer_in_flight_bytes", "Bytes of the transfers in flight now, by direction."},
+        {"memobs_transfer_oldest_in_flight_seconds", "Age of the oldest transfer in flight, by direction (0: none)."}};
+    for (k = 0; k < 3; k++) {
+        memobs__prom_family(o, fam[k][0], "gauge", fam[k][1]);
+        for (d = 0; d < MEMOBS_DIRS; d++) {
+            memobs__out_sprintf(labels, sizeof labels, "direction=\"%s\"", memobs__dir_key[d]);
+            if (k == 2) memobs__prom_secs(o, p, fam[k][0], labels, x->dir[d].oldest_ns);
+            else memobs__prom_u64(o, p, fam[k][0], labels, k ? x->dir[d].bytes : x->dir[d].count);
+        }
+    }
+    memobs__prom_family(o, "memobs_transfers_stuck_in_flight", "gauge", "Transfers in flight past MEMOBS_STUCK_S now.");
+    memobs__prom_u64(o, p, "memobs_transfers_stuck_in_flight", "", x->stuck);
+    memobs__prom_family(o, "memobs_transfers_stuck_total", "counter", "Transfers found in flight past "
+                        "MEMOBS_STUCK_S (each once, with a warning).");
+    memobs__prom_u64(o, p, "memobs_transfers_stuck_total", "", x->stuck_total);
+    memobs__prom_family(o, "memobs_transfer_misuse_total", "counter", "memobs_xfer_begin refused (table full), "
+                        "memobs_xfer_end and _cancel of a token not in flight, by kind.");
+    memobs__prom_u64(o, p, "memobs_transfer_misuse_total", "kind=\"table_full\"", x->refused);
+    memobs__prom_u64(o, p, "memobs_transfer_misuse_total", "kind=\"token_not_in_flight\"", x->misuse);
+}
+
+/* The HTML report: a small table when anything is or was in flight. */
+static void memobs__xin_html(memobs__out_t *o, const memobs_inflight_t *x) __attribute__((unused));
+static void memobs__xin_html(memobs__out_t *o, const memobs_inflight_t *x) {
+    char b[32], t[32];
+    unsigned d;
+    if (!x->count && !x->stuck_total && !x->ended && !x->refused && !x->misuse) return;
+    memobs__out_printf(o, "<h3>Transfers in flight</h3>\n<table id=\"in-flight\"><tr><th>direction</th><th>in flight"
+                       "</th><th>bytes</th><th>oldest</th></tr>\n");
+    for (d = 0; d < MEMOBS_DIRS; d++)
+        if (x->dir[d].count)
+            memobs__out_printf(o, "<tr><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">%s</td><td class=\"n\">%s"
+                               "</td></tr>\n", memobs__dir_name[d], (unsigned long long)x->dir[d].count,
+                               memobs_format_bytes(b, sizeof b, x->dir[d].bytes),
+                               memobs_format_ns(t, sizeof t, x->dir[d].oldest_ns));
+    memobs__out_printf(o, "</table>\n<p>%llu in flight now (%llu past MEMOBS_STUCK_S); in the window %llu ended, "
+                       "%llu cancelled, %llu found stuck, %llu refused (table full), %llu ends of tokens not in "
+                       "flight.</p>\n", (unsigned long long)x->count, (unsigned long long)x->stuck,
+                       (unsigned long long)x->ended, (unsigned long long)x->cancelled,
+                       (unsigned long long)x->stuck_total, (unsigned long long)x->refused,
+                       (unsigned long long)x->misuse);
 }
 
 /* ======================================================================== */
@@ -17838,6 +18549,7 @@ static void memobs__html_bandwidth(memobs__out_t *o, const memobs_summary_t *s) 
         memobs__html_printf(o, "<p>%llu timed copies (%llu bytes) still in flight.</p>\n",
                             (unsigned long long)s->timed_in_flight_copies,
                             (unsigned long long)s->timed_in_flight_bytes);
+    memobs__xin_html(o, &s->in_flight);
     memobs__out_str(o, "</section>\n");
 }
 

@@ -83,7 +83,10 @@
        recorded but not timed (memobs_cuda_get_untimed() counts them). At exit
        the copies in flight are resolved as they complete, for at most
        MEMOBS_CUDA_EXIT_WAIT_MS (see EXIT AND FORK); those that have not
-       are reported in flight.
+       are reported in flight. Timed copies are among memobs.h's transfers
+       in flight (memobs_get_inflight) until then, a synchronous one for
+       its call: not recorded again when they leave, and one past
+       MEMOBS_STUCK_S is warned about once, as stuck.
 
      Stream-ordered frees: cudaFreeAsync marks the block pending (freed,
        not reusable: still in current bytes, "(free pending)" in reports)
@@ -466,6 +469,7 @@ typedef struct {
     cudaStream_t stream;        /* with stream 0 resolved */
     unsigned long long capture; /* the capture sequence the copy went into; 0: none */
     uint64_t bytes, t0;         /* t0: host clock before a synchronous copy */
+    uint64_t xin;               /* a synchronous timed copy's token among the transfers in flight (mode 2) */
     uint64_t n;                 /* copies it stands for: 1, or those of one direction in a batch */
     int dir;                    /* MEMOBS_DIR_*, or -1: nothing to record */
     int mode;                   /* 0 not timed, 1 device events, 2 host clock, 3 untimed (counted if recorded) */
@@ -1038,6 +1042,7 @@ typedef struct {
     unsigned dir, phase;
     int bound;    /* issued by a thread bound to request req (memobs_request_enter) */
     uint64_t req; /* its device time goes to that request's ledger too */
+    uint64_t xin; /* its token among the transfers in flight (memobs__xin_hold), 0: none */
 } memobs_cuda__timed_t;
 
 typedef struct {
@@ -1295,6 +1300,7 @@ static void memobs_cuda__drop_ctx_locked(void *ctx, int dead_only, unsigned long
         if (MEMOBS_CUDA__DOOMED(e.ev)) {
             MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
             memobs_timed_in_flight(-1, -(int64_t)e.bytes);
+            memobs__xin_drop(e.xin);
             memobs_cuda__g.created--;
         } else {
             memobs_cuda__g.queue[(memobs_cuda__g.head + k++) % MEMOBS_CUDA_MAX_TIMED] = e;
@@ -1463,6 +1469,7 @@ static int memobs_cuda__copy_done(const memobs_cuda__timed_t *e) {
     } else
         MEMOBS__ADD(&memobs_cuda__g.untimed.v, 1u);
     memobs_timed_in_flight(-1, -(int64_t)e->bytes);
+    memobs__xin_drop(e->xin);
     memobs_cuda__g.pool[memobs_cuda__g.npool++] = e->ev;
     return 1;
 }
@@ -1933,7 +1940,12 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
     if (!memobs_cuda__on() || (op->dir = memobs_cuda__dir(dst, src, kind)) < 0) return;
     if (how == 0) { /* synchronous: the host clock */
         if (MEMOBS__LOAD(&memobs_cuda__g.timing.v)) {
+            uint64_t req = 0;
+            int bound = memobs_request_current(&req);
             op->mode = 2;
+            /* in flight for the call: a copy that never returns is seen stuck */
+            if ((op->xin = memobs__xin_hold((unsigned)op->dir, bytes, memobs__tls.phase, bound, req)) != 0)
+                memobs__xin_arm();
             op->t0 = memobs_now_ns();
         }
         return;
@@ -1982,7 +1994,8 @@ void memobs_cuda__copy_pre(memobs_cuda__op_t *op, const void *dst, const void *s
 cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
     memobs_cuda__pair_t ev;
     unsigned phase;
-    int recorded = 0;
+    int recorded = 0, held = 0;
+    if (op->mode == 2) memobs__xin_drop(op->xin); /* the call returned */
     memobs_cuda__seen((int)rc);
     memset(&ev, 0, sizeof ev);
     if (op->mode == 1) {
@@ -2022,6 +2035,8 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
             e->dir = (unsigned)op->dir;
             e->phase = phase;
             e->bound = memobs_request_current(&e->req);
+            e->xin = memobs__xin_hold((unsigned)op->dir, op->bytes, phase, e->bound, e->req);
+            held = e->xin != 0;
             memobs_cuda__g.n++;
             memobs_timed_in_flight(1, (int64_t)op->bytes);
         } else {
@@ -2030,6 +2045,7 @@ cudaError_t memobs_cuda__copy_post(memobs_cuda__op_t *op, cudaError_t rc) {
             MEMOBS__ADD(&memobs_cuda__g.untimed.v, op->n);
         }
         pthread_mutex_unlock(&memobs_cuda__g.tlock);
+        if (held) memobs__xin_arm();
     } else if (op->mode == 3) {
         MEMOBS__ADD(&memobs_cuda__g.untimed.v, op->n);
     }

@@ -56,6 +56,7 @@ TESTS_FOUR := c99 cxx17 asan tsan
 $(call tests_prog,core,tests/core/test_core.c,-pthread -lm,$(TESTS_FOUR),core)
 $(call tests_prog,storage,tests/core/test_storage.c,-pthread -lm,$(TESTS_FOUR),storage)
 $(call tests_prog,attribution,tests/core/test_attribution.c,-pthread -lm,$(TESTS_FOUR),attribution)
+$(call tests_prog,inflight,tests/core/test_inflight.c,-pthread -lm,$(TESTS_FOUR),inflight)
 $(call tests_prog,track/track,tests/tracker/test_track.c,-pthread -rdynamic -lm,$(TESTS_FOUR),track)
 $(call tests_prog,table/table,tests/tracker/test_table.c,-pthread -lm,$(TESTS_FOUR),table)
 $(call tests_prog,prom/prom,tests/serving/test_prom.c,-pthread -lm,$(TESTS_FOUR),prom)

@@ -535,6 +535,35 @@ static PyObject *pymod_record_xfer_ns(PyObject *self, PyObject *const *args, Py_
     return pymod_xfer("record_xfer_ns", 1, args, nargs, kwnames);
 }
 
+/* xfer_begin(dir, nbytes, phase=None): memobs_xfer_begin, its token (0:
+   none). xfer_end(token), xfer_cancel(token): True, or False for a token
+   not in flight (counted by memobs, one warning). */
+static PyObject *pymod_xfer_begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    static const char *const kw[3] = {"dir", "nbytes", "phase"};
+    PyObject *a[3];
+    pymod_xfer_args_t x;
+    (void)self;
+    if (pymod_args("xfer_begin", args, nargs, kwnames, kw, 3, 2, a) < 0 ||
+        pymod_xfer_args(a[0], a[1], a[2], "xfer_begin", &x) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(
+        memobs_xfer_begin((memobs_dir_t)x.dir, x.bytes, (memobs_phase_t)pymod_xfer_phase(&x)));
+}
+
+static PyObject *pymod_xfer_done(PyObject *arg, const char *fname, int end) {
+    uint64_t t;
+    if (pymod_u64(arg, fname, "token", &t) < 0) return NULL;
+    return PyBool_FromLong((end ? memobs_xfer_end(t) : memobs_xfer_cancel(t)) == MEMOBS_OK);
+}
+static PyObject *pymod_xfer_end(PyObject *self, PyObject *arg) {
+    (void)self;
+    return pymod_xfer_done(arg, "xfer_end", 1);
+}
+static PyObject *pymod_xfer_cancel(PyObject *self, PyObject *arg) {
+    (void)self;
+    return pymod_xfer_done(arg, "xfer_cancel", 0);
+}
+
 /* timed_transfer(dir, nbytes, phase=None): a context manager that times
    its body with memobs' clock (memobs_now_ns) and, when the body returns,
    records the transfer with that duration (memobs_record_xfer_ns). A body
@@ -1461,6 +1490,28 @@ static PyObject *pymod_tracker(const memobs_summary_t *s) {
     return d;
 }
 
+/* Transfers in flight (memobs_inflight_t): per direction count, bytes and
+   the oldest's age, the totals and the window's counts. */
+static PyObject *pymod_inflight(const memobs_inflight_t *x) {
+    PyObject *d, *dirs = PyDict_New();
+    unsigned k;
+    if (!dirs) return NULL;
+    for (k = 0; k < MEMOBS_DIRS; k++)
+        if (pymod_put(dirs, pymod_dir_names[k], Py_BuildValue("{s:K,s:K,s:K}", "count", PYMOD_ULL(x->dir[k].count),
+                                                              "bytes", PYMOD_ULL(x->dir[k].bytes), "oldest_ns",
+                                                              PYMOD_ULL(x->dir[k].oldest_ns))) < 0) {
+            Py_DECREF(dirs);
+            return NULL;
+        }
+    d = Py_BuildValue("{s:N,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "directions", dirs, "count",
+                      PYMOD_ULL(x->count), "bytes", PYMOD_ULL(x->bytes), "oldest_ns", PYMOD_ULL(x->oldest_ns), "stuck",
+                      PYMOD_ULL(x->stuck), "stuck_total", PYMOD_ULL(x->stuck_total), "ended", PYMOD_ULL(x->ended),
+                      "cancelled", PYMOD_ULL(x->cancelled), "refused", PYMOD_ULL(x->refused), "misuse",
+                      PYMOD_ULL(x->misuse), "stuck_after_ns", PYMOD_ULL(x->stuck_after_ns), "capacity",
+                      PYMOD_ULL(x->capacity));
+    return d;
+}
+
 static PyObject *pymod_timed(const memobs_summary_t *s) {
     const char *const *dname = pymod_dir_names;
     PyObject *d = PyDict_New(), *ph = NULL;
@@ -1586,6 +1637,7 @@ static PyObject *pymod_summary_dict(const memobs_summary_t *s) {
         if (pymod_put(x, s->counters[c].name, PyLong_FromUnsignedLongLong(s->counters[c].value)) < 0) goto fail;
     if (pymod_put(d, "memory", pymod_memory(s)) < 0 || pymod_put(d, "tracker", pymod_tracker(s)) < 0 ||
         pymod_put(d, "timed", pymod_timed(s)) < 0 || pymod_put(d, "sizes", pymod_sizes(s)) < 0 ||
+        pymod_put(d, "in_flight", pymod_inflight(&s->in_flight)) < 0 ||
         pymod_put(d, "regions", pymod_regions_list()) < 0 || pymod_put(d, "identity", pymod_identity(&s->identity)) < 0 ||
         pymod_put(d, "enabled", PyBool_FromLong(s->enabled)) < 0 ||
         pymod_put(d, "window_ns", PyLong_FromUnsignedLongLong(s->window_ns)) < 0 ||
@@ -2871,6 +2923,18 @@ static PyMethodDef pymod_methods[] = {
      "for, an asynchronous I/O's completion): record_xfer, and nbytes, 1 and ns (0 to 2**56; 0: recorded, not "
      "timed) in get_summary()[\"timed\"][phase][dir], so its bandwidth shows beside the device-timed copies'. "
      "memobs_record_xfer_ns. timed_transfer() times a `with` block this way."},
+    {"xfer_begin", PYMOD_FN(pymod_xfer_begin), PYMOD_KW,
+     "xfer_begin(dir, nbytes, phase=None)\n--\n\nA transfer starts that the engine waits for elsewhere (an "
+     "asynchronous read, a network fetch): its token (an int, never 0), in flight until xfer_end(token) records it "
+     "as record_xfer_ns with the time between the two. 0: no token (memobs off, the table full). dir and phase as "
+     "record_xfer. The request the calling thread is bound to gets it, whatever thread ends it. "
+     "memobs_xfer_begin."},
+    {"xfer_end", pymod_xfer_end, METH_O,
+     "xfer_end(token)\n--\n\nThe transfer of xfer_begin's token is done: recorded with its duration (ns). True, "
+     "or False for a token not in flight (0, ended already; counted, one warning). memobs_xfer_end."},
+    {"xfer_cancel", pymod_xfer_cancel, METH_O,
+     "xfer_cancel(token)\n--\n\nThe transfer of xfer_begin's token was abandoned: out of flight, nothing "
+     "recorded. True, or False for a token not in flight. memobs_xfer_cancel."},
     {"set_phase", pymod_set_phase, METH_O,
      "set_phase(phase)\n--\n\nThe calling thread's phase, read by record_*(n, None): \"prefill\", \"decode\" or "
      "None (unphased)."},
