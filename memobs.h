@@ -1592,9 +1592,13 @@ MEMOBS_API int memobs_get_pinned(memobs_pinned_t *out);
 
 /* Private (memobs_cuda.h's wrappers and the LD_PRELOAD library): a block
    the runtime gave (registered 0) or pinned in place (1), after the call
-   succeeded; a block the runtime took back, after the call succeeded. */
+   succeeded. A free marks its block leaving BEFORE the runtime call
+   (memobs__pin_mark: 1 when it is in the table), and settles it after
+   (freed: the call succeeded): a block the runtime gives another thread
+   at that address in between retires the leaving one, never the reverse. */
 MEMOBS_API void memobs__pin_add(const void *block, uint64_t bytes, int registered);
-MEMOBS_API void memobs__pin_del(const void *block);
+MEMOBS_API int memobs__pin_mark(const void *block);
+MEMOBS_API void memobs__pin_settle(const void *block, int freed);
 
 /* ======================================================================== */
 /* PyTorch memory snapshot                                   >>api-snapshot */
@@ -7531,7 +7535,8 @@ enum { MEMOBS__PIN_W_NULL = 1, MEMOBS__PIN_W_UNKNOWN = 2, MEMOBS__PIN_W_OVER = 4
 typedef struct {
     uint64_t addr; /* 0: empty slot */
     uint64_t held, asked;
-    uint32_t cls, reg;
+    uint16_t cls, reg;
+    uint32_t leaving; /* its free is under way (memobs__pin_mark) */
 } memobs__pin_blk_t;
 
 static struct {
@@ -7642,7 +7647,10 @@ void memobs__pin_add(const void *block, uint64_t bytes, int registered) {
     if (!block || !MEMOBS__LOAD(&memobs__on.v)) return;
     memobs__spin_lock(&memobs__pin.lock);
     MEMOBS__PIN_SET(memobs__pin.f[MEMOBS__PIN_SEEN], 1u);
-    if ((b = memobs__pin_find(a)) != NULL) memobs__pin_remove(b); /* a free memobs did not see: the new block counts */
+    if ((b = memobs__pin_find(a)) != NULL) { /* the runtime gave its address again: the old block is gone */
+        if (b->leaving) MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_FREES], 1u); /* its free, not settled yet */
+        memobs__pin_remove(b);
+    }
     if (!memobs__pin_room()) {
         MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_UNTRACKED], 1u);
         memobs__spin_unlock(&memobs__pin.lock);
@@ -7653,23 +7661,40 @@ void memobs__pin_add(const void *block, uint64_t bytes, int registered) {
     b = &memobs__pin.slot[i];
     b->addr = a;
     b->held = b->asked = bytes;
-    b->cls = memobs__pin_class(bytes);
+    b->cls = (uint16_t)memobs__pin_class(bytes);
     b->reg = registered != 0;
+    b->leaving = 0;
     memobs__pin.n++;
     memobs__pin_sum(b, 1);
     MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_ALLOCS], 1u);
     memobs__spin_unlock(&memobs__pin.lock);
 }
 
-/* Also while memobs is off, so blocks seen before still leave; a block
-   not in the table (never seen, or left out) is the tracker's to count. */
-void memobs__pin_del(const void *block) {
+/* Both also while memobs is off, so blocks seen before still leave; a
+   block not in the table (never seen, or left out) is the tracker's to
+   count. */
+int memobs__pin_mark(const void *block) {
+    memobs__pin_blk_t *b;
+    int found = 0;
+    if (!block) return 0;
+    memobs__spin_lock(&memobs__pin.lock);
+    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && !b->leaving) b->leaving = found = 1;
+    memobs__spin_unlock(&memobs__pin.lock);
+    return found;
+}
+
+void memobs__pin_settle(const void *block, int freed) {
     memobs__pin_blk_t *b;
     if (!block) return;
     memobs__spin_lock(&memobs__pin.lock);
-    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL) {
-        memobs__pin_remove(b);
-        MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_FREES], 1u);
+    /* not leaving: a new block at the address (the marked one retired) */
+    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && b->leaving) {
+        if (freed) {
+            memobs__pin_remove(b);
+            MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_FREES], 1u);
+        } else {
+            b->leaving = 0;
+        }
     }
     memobs__spin_unlock(&memobs__pin.lock);
 }
