@@ -2412,7 +2412,7 @@ extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
      (((uint64_t)sizeof(memobs_coll_stats_t) ^ ((uint64_t)sizeof(memobs_peer_stats_t) << 9) ^               \
        ((uint64_t)sizeof(memobs_coll_info_t) << 18) ^ ((uint64_t)sizeof(memobs_coll_record_t) << 27) ^       \
        ((uint64_t)sizeof(memobs_host_api_t) << 36)) << 4) ^                                                   \
-     (uint64_t)MEMOBS_VERSION_NUM)
+     ((uint64_t)sizeof(memobs_pinned_t) << 44) ^ (uint64_t)MEMOBS_VERSION_NUM)
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
 /* n transfers of one direction and phase moving bytes in all, recorded at
