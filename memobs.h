@@ -42,6 +42,8 @@
        >>api-collectives  Collectives and peers: memobs_coll_*, peers
        >>api-tracker      Allocation tracker: memobs_track_*, device bytes,
                           the allocation, group and leak reports
+       >>api-pinned       Pinned memory as asked and as held:
+                          memobs_pinned_asked, memobs_get_pinned
        >>api-snapshot     PyTorch memory snapshot: memobs_write_torch_*
        >>api-timeline     Timeline: memobs_timeline_*, the clock, the
                           Chrome trace writers
@@ -80,6 +82,7 @@
        >>collectives      communicators, kinds, peers and their rows
        >>tracker          the allocation table, traces, C stacks, the
                           escrow (current and peak), peak reports' trigger
+       >>pinned           pinned blocks as held and asked, per size class
        >>timeline         the clock (TSC), per-thread chunks, the merge,
                           the Chrome trace writer
        >>identity         job id, ranks, host: set and read
@@ -157,6 +160,8 @@
                                     ACCounT (memory kind or device)
      trace           tracker        an allocation's trace: tag and stack
                                     (the timeline is "timeline" inside)
+     pin PIN         pinned         the PINned-memory table: blocks, held
+                                    and asked per size class
      clk             timeline       the timeline's CLocK (TSC to ns)
      tl TL TLC       timeline       TimeLine: events, chunks (TLC_ states)
      dir             implementation
@@ -1604,6 +1609,71 @@ MEMOBS_API int memobs_print_alloc_groups(FILE *f);
 MEMOBS_API int memobs_print_leaks(FILE *f);
 
 /* ======================================================================== */
+/* Pinned memory: as asked and as held                         >>api-pinned */
+/* ======================================================================== */
+
+/* Page-locked host memory that the CUDA runtime gave or pinned, block by
+   block, as held and as asked. Held: a block's bytes as the call named
+   them (cudaHostAlloc, cudaMallocHost, cuMemHostAlloc, cuMemAllocHost:
+   the size; cudaHostRegister: the range's length), not rounded to pages
+   (the driver pins whole pages: a block that is not a whole number of
+   pages holds up to one page more, two for a range that is not
+   page-aligned). Asked: what the program's user asked for: the block's
+   size unless an allocator on top tells memobs otherwise
+   (memobs_pinned_asked). Fed by memobs_cuda.h's wrappers and the
+   LD_PRELOAD library (never by MEMOBS_TRACK_*), in a table of its own
+   (not the allocation tracker's: a full tracker table loses nothing
+   here), exact under threads. A size class c holds the blocks whose held
+   size is in [2^c, 2^(c+1)) bytes (class 0: 0 and 1 byte). */
+#define MEMOBS_PINNED_CLASSES 64
+typedef struct {
+    uint64_t blocks;      /* live blocks of the class */
+    uint64_t held_bytes;  /* their sizes */
+    uint64_t asked_bytes; /* what was asked of them (newest ask of each) */
+} memobs_pinned_class_t;
+typedef struct {
+    uint64_t blocks, held_bytes, asked_bytes; /* live, all classes */
+    uint64_t registered_bytes; /* of held_bytes: cudaHostRegister ranges (the program's own pages pinned in
+                                  place: RssAnon or RssFile, not RssShmem) */
+    uint64_t peak_held_bytes;  /* the window's peak of held_bytes (memobs_reset starts it at held_bytes) */
+    uint64_t rss_shmem_bytes;  /* RssShmem of /proc/self/status when read; MEMOBS_UNKNOWN if it was not */
+    uint64_t allocs, frees;    /* blocks that came and went, since start-up */
+    uint64_t asks;             /* memobs_pinned_asked calls taken */
+    uint64_t asks_null;        /* memobs_pinned_asked(NULL, ...): refused */
+    uint64_t asks_unknown;     /* of a block that is not live pinned memory: refused */
+    uint64_t asks_over;        /* asked_bytes > the block's held bytes: refused */
+    uint64_t untracked;        /* blocks left out: no memory for the table (MEMOBS_MALLOC failed) */
+    int seen;                  /* any block or ask since start-up: the outputs show the figures */
+    memobs_pinned_class_t cls[MEMOBS_PINNED_CLASSES];
+} memobs_pinned_t;
+
+/* An allocator that hands out pinned memory from blocks it got from the
+   runtime (a pool that rounds requests up, like PyTorch's
+   CachingHostAllocator) tells memobs what its user asked of a live block:
+   after it gets the block, and again each time it hands the block out
+   anew (the newest ask counts); 0 when it takes the block back into its
+   cache. MEMOBS_OK; MEMOBS_ERR_INVALID for NULL, a block that is not live
+   pinned memory (by its start address), or asked_bytes above the block's
+   held bytes: refused, counted (asks_null, asks_unknown, asks_over), one
+   warning per kind. A block nobody tells of is asked as held. Takes a
+   lock of its own (not for a per-token path). */
+MEMOBS_API int memobs_pinned_asked(const void *block, uint64_t asked_bytes);
+
+/* The table now (exact: read under its lock), and RssShmem read from
+   /proc/self/status. MEMOBS_OK, or MEMOBS_ERR_INVALID for NULL. */
+MEMOBS_API int memobs_get_pinned(memobs_pinned_t *out);
+
+/* Private (memobs_cuda.h's wrappers and the LD_PRELOAD library): a block
+   the runtime gave (registered 0) or pinned in place (1), after the call
+   succeeded. A free marks its block leaving BEFORE the runtime call
+   (memobs__pin_mark: 1 when it is in the table), and settles it after
+   (freed: the call succeeded): a block the runtime gives another thread
+   at that address in between retires the leaving one, never the reverse. */
+MEMOBS_API void memobs__pin_add(const void *block, uint64_t bytes, int registered);
+MEMOBS_API int memobs__pin_mark(const void *block);
+MEMOBS_API void memobs__pin_settle(const void *block, int freed);
+
+/* ======================================================================== */
 /* PyTorch memory snapshot                                   >>api-snapshot */
 /* ======================================================================== */
 
@@ -2452,7 +2522,7 @@ extern MEMOBS_API __thread memobs__tls_t memobs__tls MEMOBS__TLS_MODEL;
      (((uint64_t)sizeof(memobs_coll_stats_t) ^ ((uint64_t)sizeof(memobs_peer_stats_t) << 9) ^               \
        ((uint64_t)sizeof(memobs_coll_info_t) << 18) ^ ((uint64_t)sizeof(memobs_coll_record_t) << 27) ^       \
        ((uint64_t)sizeof(memobs_host_api_t) << 36)) << 4) ^                                                   \
-     (uint64_t)MEMOBS_VERSION_NUM)
+     ((uint64_t)sizeof(memobs_pinned_t) << 44) ^ (uint64_t)MEMOBS_VERSION_NUM)
 
 MEMOBS_API void memobs__xfer_slow(unsigned dir, unsigned phase, uint64_t bytes);
 /* n transfers of one direction and phase moving bytes in all, recorded at
@@ -3727,6 +3797,7 @@ static void memobs__track_env(void) {
 static void memobs__atfork_prepare(void);
 static void memobs__atfork_parent(void);
 static void memobs__atfork_child(void);
+static void memobs__pin_fork(int hold);
 static void memobs__att_fork(int stage);
 static void memobs__att_release(memobs__shard_t *s);
 static void memobs__att_env(void);
@@ -4037,9 +4108,11 @@ static void memobs__atfork_prepare(void) {
     memobs__xin_fork(0);
     memobs__bg_fork(0);
     memobs__att_fork(0);
+    memobs__pin_fork(1);
 }
 static void memobs__atfork_parent(void) {
     unsigned i;
+    memobs__pin_fork(0);
     memobs__att_fork(1);
     memobs__bg_fork(1);
     memobs__xin_fork(1);
@@ -7576,6 +7649,287 @@ size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max) {
 }
 
 /* ======================================================================== */
+/* Private: pinned memory as asked and as held                     >>pinned */
+/* ======================================================================== */
+
+/* The live pinned blocks (memobs_pinned_t): an open-addressing table by
+   start address (linear probing, backward-shift delete, grown at 1/2
+   load through MEMOBS_MALLOC, never cut) and the sums per size class,
+   all under one spin lock. Pinned allocations are few and slow (the
+   runtime maps and locks pages): a lock per call costs nothing there,
+   and keeps the sums exact under threads. The sums are also stored with
+   relaxed atomics, so the crash writer reads them without the lock
+   (memobs__pin_peek: a change half in, never a crash). */
+enum { /* memobs__pin.f[] */
+    MEMOBS__PIN_BLOCKS, MEMOBS__PIN_HELD, MEMOBS__PIN_ASKED, MEMOBS__PIN_REG, MEMOBS__PIN_PEAK, MEMOBS__PIN_ALLOCS,
+    MEMOBS__PIN_FREES, MEMOBS__PIN_ASKS, MEMOBS__PIN_ASKS_NULL, MEMOBS__PIN_ASKS_UNKNOWN, MEMOBS__PIN_ASKS_OVER,
+    MEMOBS__PIN_UNTRACKED, MEMOBS__PIN_SEEN, MEMOBS__PIN_NF
+};
+enum { MEMOBS__PIN_W_NULL = 1, MEMOBS__PIN_W_UNKNOWN = 2, MEMOBS__PIN_W_OVER = 4 }; /* warned once each */
+
+typedef struct {
+    uint64_t addr; /* 0: empty slot */
+    uint64_t held, asked;
+    uint16_t cls, reg;
+    uint32_t leaving; /* its free is under way (memobs__pin_mark) */
+} memobs__pin_blk_t;
+
+static struct {
+    memobs__u32_t lock;
+    memobs__pin_blk_t *slot; /* NULL: none yet */
+    uint32_t mask, n;        /* slots - 1; live blocks */
+    uint32_t warned;         /* MEMOBS__PIN_W_ bits */
+    uint64_t f[MEMOBS__PIN_NF];             /* totals and counts (MEMOBS__PIN_BLOCKS, ...) */
+    uint64_t cls[MEMOBS_PINNED_CLASSES][3]; /* per size class: blocks, held, asked */
+} memobs__pin;
+
+/* The crash writer and the locked readers read these as they are written. */
+#define MEMOBS__PIN_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define MEMOBS__PIN_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define MEMOBS__PIN_ADD(x, d) MEMOBS__PIN_SET(x, MEMOBS__PIN_GET(x) + (uint64_t)(d)) /* under the lock */
+
+static uint64_t memobs__proc_status_bytes(const char *field); /* the sampler's */
+
+static uint32_t memobs__pin_class(uint64_t held) { return held > 1 ? 63u - (uint32_t)__builtin_clzll(held) : 0u; }
+
+static uint32_t memobs__pin_hash(uint64_t a, uint32_t mask) {
+    a ^= a >> 29;
+    a *= 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(a >> 32) & mask;
+}
+
+/* Caller holds the lock. The slot of addr, or NULL. */
+static memobs__pin_blk_t *memobs__pin_find(uint64_t addr) {
+    uint32_t i;
+    if (!memobs__pin.slot) return NULL;
+    for (i = memobs__pin_hash(addr, memobs__pin.mask); memobs__pin.slot[i].addr; i = (i + 1) & memobs__pin.mask)
+        if (memobs__pin.slot[i].addr == addr) return &memobs__pin.slot[i];
+    return NULL;
+}
+
+/* Caller holds the lock. One block in (sign 1) or out (-1) of the sums. */
+static void memobs__pin_sum(const memobs__pin_blk_t *b, int sign) {
+    uint64_t *c = memobs__pin.cls[b->cls];
+    uint64_t one = sign > 0 ? 1u : ~(uint64_t)0, held = sign > 0 ? b->held : 0u - b->held,
+             asked = sign > 0 ? b->asked : 0u - b->asked;
+    MEMOBS__PIN_ADD(c[0], one);
+    MEMOBS__PIN_ADD(c[1], held);
+    MEMOBS__PIN_ADD(c[2], asked);
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_BLOCKS], one);
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_HELD], held);
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_ASKED], asked);
+    if (b->reg) MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_REG], held);
+    if (MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_HELD]) > MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_PEAK]))
+        MEMOBS__PIN_SET(memobs__pin.f[MEMOBS__PIN_PEAK], MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_HELD]));
+}
+
+/* Caller holds the lock. Takes the slot out (backward-shift delete). */
+static void memobs__pin_remove(memobs__pin_blk_t *b) {
+    uint32_t i = (uint32_t)(b - memobs__pin.slot), j = i, k, m = memobs__pin.mask;
+    memobs__pin_sum(b, -1);
+    for (;;) {
+        memobs__pin.slot[i].addr = 0;
+        for (;;) {
+            j = (j + 1) & m;
+            if (!memobs__pin.slot[j].addr) {
+                memobs__pin.n--;
+                return;
+            }
+            k = memobs__pin_hash(memobs__pin.slot[j].addr, m);
+            /* j's entry may move to i when its home k is not in (i, j] */
+            if (i <= j ? (i < k && k <= j) : (i < k || k <= j)) continue;
+            memobs__pin.slot[i] = memobs__pin.slot[j];
+            i = j;
+            break;
+        }
+    }
+}
+
+/* Caller holds the lock. Room for one more at 1/2 load; 0 when there is
+   no memory for it. */
+static int memobs__pin_room(void) {
+    uint32_t slots = memobs__pin.slot ? memobs__pin.mask + 1 : 0, ns, i, j;
+    memobs__pin_blk_t *t;
+    int busy;
+    if (2u * (memobs__pin.n + 1) <= slots) return 1;
+    ns = slots ? 2 * slots : 64;
+    if (ns < slots) return 0;
+    busy = memobs__tls.busy;
+    memobs__tls.busy = 1; /* MEMOBS_MALLOC may be an allocator the tracker watches */
+    t = (memobs__pin_blk_t *)MEMOBS_MALLOC((size_t)ns * sizeof *t);
+    memobs__tls.busy = busy;
+    if (!t) return 0;
+    memset(t, 0, (size_t)ns * sizeof *t);
+    for (i = 0; i < slots; i++) {
+        if (!memobs__pin.slot[i].addr) continue;
+        for (j = memobs__pin_hash(memobs__pin.slot[i].addr, ns - 1); t[j].addr; j = (j + 1) & (ns - 1)) {
+        }
+        t[j] = memobs__pin.slot[i];
+    }
+    busy = memobs__tls.busy;
+    memobs__tls.busy = 1;
+    if (memobs__pin.slot) MEMOBS_FREE(memobs__pin.slot);
+    memobs__tls.busy = busy;
+    memobs__pin.slot = t;
+    memobs__pin.mask = ns - 1;
+    return 1;
+}
+
+void memobs__pin_add(const void *block, uint64_t bytes, int registered) {
+    uint64_t a = (uint64_t)(uintptr_t)block;
+    memobs__pin_blk_t *b;
+    uint32_t i;
+    if (!block || !MEMOBS__LOAD(&memobs__on.v)) return;
+    memobs__spin_lock(&memobs__pin.lock);
+    MEMOBS__PIN_SET(memobs__pin.f[MEMOBS__PIN_SEEN], 1u);
+    if ((b = memobs__pin_find(a)) != NULL) { /* the runtime gave its address again: the old block is gone */
+        if (b->leaving) MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_FREES], 1u); /* its free, not settled yet */
+        memobs__pin_remove(b);
+    }
+    if (!memobs__pin_room()) {
+        MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_UNTRACKED], 1u);
+        memobs__spin_unlock(&memobs__pin.lock);
+        return;
+    }
+    for (i = memobs__pin_hash(a, memobs__pin.mask); memobs__pin.slot[i].addr; i = (i + 1) & memobs__pin.mask) {
+    }
+    b = &memobs__pin.slot[i];
+    b->addr = a;
+    b->held = b->asked = bytes;
+    b->cls = (uint16_t)memobs__pin_class(bytes);
+    b->reg = registered != 0;
+    b->leaving = 0;
+    memobs__pin.n++;
+    memobs__pin_sum(b, 1);
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_ALLOCS], 1u);
+    memobs__spin_unlock(&memobs__pin.lock);
+}
+
+/* Both also while memobs is off, so blocks seen before still leave; a
+   block not in the table (never seen, or left out) is the tracker's to
+   count. */
+int memobs__pin_mark(const void *block) {
+    memobs__pin_blk_t *b;
+    int found = 0;
+    if (!block) return 0;
+    memobs__spin_lock(&memobs__pin.lock);
+    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && !b->leaving) b->leaving = found = 1;
+    memobs__spin_unlock(&memobs__pin.lock);
+    return found;
+}
+
+void memobs__pin_settle(const void *block, int freed) {
+    memobs__pin_blk_t *b;
+    if (!block) return;
+    memobs__spin_lock(&memobs__pin.lock);
+    /* not leaving: a new block at the address (the marked one retired) */
+    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && b->leaving) {
+        if (freed) {
+            memobs__pin_remove(b);
+            MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_FREES], 1u);
+        } else {
+            b->leaving = 0;
+        }
+    }
+    memobs__spin_unlock(&memobs__pin.lock);
+}
+
+int memobs_pinned_asked(const void *block, uint64_t asked_bytes) {
+    memobs__pin_blk_t *b = NULL;
+    uint64_t held = 0;
+    unsigned bad = block ? 0u : (unsigned)MEMOBS__PIN_W_NULL, warn;
+    memobs__spin_lock(&memobs__pin.lock);
+    if (!bad) {
+        b = memobs__pin_find((uint64_t)(uintptr_t)block);
+        if (!b && !MEMOBS__LOAD(&memobs__on.v)) { /* off: memobs saw no block, and says nothing */
+            memobs__spin_unlock(&memobs__pin.lock);
+            return MEMOBS_OK;
+        }
+        if (!b) bad = MEMOBS__PIN_W_UNKNOWN;
+        else if (asked_bytes > b->held) bad = MEMOBS__PIN_W_OVER, held = b->held;
+    }
+    if (bad) {
+        MEMOBS__PIN_SET(memobs__pin.f[MEMOBS__PIN_SEEN], 1u);
+        MEMOBS__PIN_ADD(memobs__pin.f[bad == MEMOBS__PIN_W_NULL      ? MEMOBS__PIN_ASKS_NULL
+                                      : bad == MEMOBS__PIN_W_UNKNOWN ? MEMOBS__PIN_ASKS_UNKNOWN
+                                                                     : MEMOBS__PIN_ASKS_OVER],
+                        1u);
+        warn = bad & ~memobs__pin.warned;
+        memobs__pin.warned |= bad;
+        memobs__spin_unlock(&memobs__pin.lock);
+        if (warn == MEMOBS__PIN_W_NULL)
+            memobs__log(MEMOBS_LOG_WARN, "memobs_pinned_asked: NULL block; refused and counted (asks_null)");
+        else if (warn == MEMOBS__PIN_W_UNKNOWN)
+            memobs__log(MEMOBS_LOG_WARN, "memobs_pinned_asked(%p): not the start of a live pinned block memobs saw "
+                        "(cudaHostAlloc, cudaMallocHost, cudaHostRegister through memobs_cuda.h or the preload); "
+                        "refused and counted (asks_unknown)", block);
+        else if (warn == MEMOBS__PIN_W_OVER)
+            memobs__log(MEMOBS_LOG_WARN, "memobs_pinned_asked(%p, %llu): more than the block's %llu bytes held; "
+                        "refused and counted (asks_over)", block, (unsigned long long)asked_bytes,
+                        (unsigned long long)held);
+        return MEMOBS_ERR_INVALID;
+    }
+    MEMOBS__PIN_ADD(memobs__pin.cls[b->cls][2], asked_bytes - b->asked);
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_ASKED], asked_bytes - b->asked);
+    b->asked = asked_bytes;
+    MEMOBS__PIN_ADD(memobs__pin.f[MEMOBS__PIN_ASKS], 1u);
+    memobs__spin_unlock(&memobs__pin.lock);
+    return MEMOBS_OK;
+}
+
+/* The figures as they stand, without the lock (the crash writer; under
+   the lock: exact). RssShmem is not read here. */
+static void memobs__pin_peek(memobs_pinned_t *out) {
+    unsigned c;
+    memset(out, 0, sizeof *out);
+    out->blocks = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_BLOCKS]);
+    out->held_bytes = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_HELD]);
+    out->asked_bytes = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ASKED]);
+    out->registered_bytes = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_REG]);
+    out->peak_held_bytes = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_PEAK]);
+    out->rss_shmem_bytes = MEMOBS_UNKNOWN;
+    out->allocs = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ALLOCS]);
+    out->frees = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_FREES]);
+    out->asks = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ASKS]);
+    out->asks_null = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ASKS_NULL]);
+    out->asks_unknown = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ASKS_UNKNOWN]);
+    out->asks_over = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_ASKS_OVER]);
+    out->untracked = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_UNTRACKED]);
+    out->seen = MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_SEEN]) != 0;
+    for (c = 0; c < MEMOBS_PINNED_CLASSES; c++) {
+        out->cls[c].blocks = MEMOBS__PIN_GET(memobs__pin.cls[c][0]);
+        out->cls[c].held_bytes = MEMOBS__PIN_GET(memobs__pin.cls[c][1]);
+        out->cls[c].asked_bytes = MEMOBS__PIN_GET(memobs__pin.cls[c][2]);
+    }
+}
+
+int memobs_get_pinned(memobs_pinned_t *out) {
+    if (!out) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_get_pinned: NULL out");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs__spin_lock(&memobs__pin.lock);
+    memobs__pin_peek(out);
+    memobs__spin_unlock(&memobs__pin.lock);
+    out->rss_shmem_bytes = memobs__proc_status_bytes("RssShmem");
+    return MEMOBS_OK;
+}
+
+/* memobs_reset (memobs__g.lock held): the window's peak starts at what is
+   held now. */
+static void memobs__pin_rebase(void) {
+    memobs__spin_lock(&memobs__pin.lock);
+    MEMOBS__PIN_SET(memobs__pin.f[MEMOBS__PIN_PEAK], MEMOBS__PIN_GET(memobs__pin.f[MEMOBS__PIN_HELD]));
+    memobs__spin_unlock(&memobs__pin.lock);
+}
+
+/* fork(): the lock held across it (1 before, 0 after, in both). */
+static void memobs__pin_fork(int hold) {
+    if (hold) memobs__spin_lock(&memobs__pin.lock);
+    else memobs__spin_unlock(&memobs__pin.lock);
+}
+
+/* ======================================================================== */
 /* Private: timeline                                             >>timeline */
 /* ======================================================================== */
 
@@ -9999,6 +10353,7 @@ void memobs_reset(void) {
     memobs__att_rebase();
     /* The window's peak starts at what is allocated now. */
     memobs__esc_rebase();
+    memobs__pin_rebase();
     for (i = 0; i < MEMOBS__ST_COUNT; i++) memobs__g.st_base[i] = MEMOBS__LOAD(&memobs__g.st[i].v);
     for (i = 0; i < MEMOBS__NPHASE * MEMOBS__NDIR * 3; i++)
         (&memobs__g.timed_base[0][0][0])[i] = MEMOBS__LOAD(&(&memobs__g.timed[0][0][0])[i].v);
@@ -10653,6 +11008,7 @@ typedef struct {
        MEMOBS_REQUEST_TOP on): a copy; NULL at a crash (taken under a lock) */
     memobs_request_info_t *top;
     uint32_t ntop[2];
+    memobs_pinned_t pin; /* memobs_get_pinned; at a crash read as it stands, RssShmem unknown */
 } memobs__figs_t;
 
 static void memobs__figs_region(const memobs__figs_t *p, uint32_t i, memobs_region_stats_t *r) {
@@ -10685,6 +11041,7 @@ static int memobs__figs_get(memobs__figs_t *p, int host) {
     p->sig = 0;
     p->signame = "";
     p->host[0] = 0;
+    (void)memobs_get_pinned(&p->pin);
     if (host >= 0) {
         memobs__out_t o;
         memobs__out_string(&o, p->host, sizeof p->host);
@@ -11068,6 +11425,58 @@ static void memobs__text_att(memobs__out_t *o, const memobs__figs_t *p) {
     }
 }
 
+/* Bytes in binary units, as pinned blocks come (2.00 MiB). */
+static const char *memobs__pin_bytes(char *b, size_t len, uint64_t v) {
+    static const char *const unit[6] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double x = (double)v / 1024.0;
+    unsigned u = 0;
+    if (v < 1024) return memobs__out_sprintf(b, len, "%llu B", (unsigned long long)v);
+    while (x >= 1023.995 && u < 5) {
+        x /= 1024.0;
+        u++;
+    }
+    return memobs__out_sprintf(b, len, "%.2f %s", x, unit[u]);
+}
+
+/* held / asked as "1.92x", or "-" when nothing is asked. */
+static const char *memobs__pin_ratio(char *b, size_t len, uint64_t held, uint64_t asked) {
+    if (!asked) return "-";
+    return memobs__out_sprintf(b, len, "%.2fx", (double)held / (double)asked);
+}
+
+/* The pinned-memory block (once any pinned block or ask was seen): held
+   and asked, their ratio, RssShmem beside them, a row per size class
+   with blocks, then what was refused. */
+static void memobs__text_pinned(memobs__out_t *o, const memobs_pinned_t *x) {
+    char b[5][32];
+    unsigned c;
+    if (!x->seen) return;
+    memobs__out_printf(o, "  pinned: held %s in %llu block%s, asked %s: held/asked %s; peak held %s; RssShmem %s\n",
+                       memobs__pin_bytes(b[0], sizeof b[0], x->held_bytes), (unsigned long long)x->blocks,
+                       x->blocks == 1 ? "" : "s", memobs__pin_bytes(b[1], sizeof b[1], x->asked_bytes),
+                       memobs__pin_ratio(b[2], sizeof b[2], x->held_bytes, x->asked_bytes),
+                       memobs__pin_bytes(b[3], sizeof b[3], x->peak_held_bytes),
+                       x->rss_shmem_bytes == MEMOBS_UNKNOWN ? "unknown"
+                                                            : memobs__pin_bytes(b[4], sizeof b[4], x->rss_shmem_bytes));
+    if (x->blocks) memobs__out_printf(o, "    %-12s %8s %12s %12s %10s\n", "class", "blocks", "held", "asked",
+                                      "held/asked");
+    for (c = 0; c < MEMOBS_PINNED_CLASSES; c++) {
+        const memobs_pinned_class_t *k = &x->cls[c];
+        if (!k->blocks) continue;
+        memobs__out_printf(o, "    %-12s %8llu %12s %12s %10s\n", memobs__size_bound(b[0], sizeof b[0], (uint64_t)1 << c),
+                           (unsigned long long)k->blocks, memobs__pin_bytes(b[1], sizeof b[1], k->held_bytes),
+                           memobs__pin_bytes(b[2], sizeof b[2], k->asked_bytes),
+                           memobs__pin_ratio(b[3], sizeof b[3], k->held_bytes, k->asked_bytes));
+    }
+    if (x->registered_bytes)
+        memobs__out_printf(o, "    of held, %s registered in place (cudaHostRegister: not in RssShmem)\n",
+                           memobs__pin_bytes(b[0], sizeof b[0], x->registered_bytes));
+    if (x->asks_null || x->asks_unknown || x->asks_over || x->untracked)
+        memobs__out_printf(o, "    refused asks: %llu NULL, %llu unknown block, %llu above held; %llu blocks left out "
+                           "(no memory)\n", (unsigned long long)x->asks_null, (unsigned long long)x->asks_unknown,
+                           (unsigned long long)x->asks_over, (unsigned long long)x->untracked);
+}
+
 static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     const memobs_dirs_t *cols[4];
@@ -11148,6 +11557,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     }
     memobs__text_regions(o, p);
     memobs__text_coll(o);
+    memobs__text_pinned(o, &p->pin);
     memobs__out_str(o, p->host);
     memobs__text_problems(o, s);
 }
@@ -11427,6 +11837,36 @@ static void memobs__json_att(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__out_str(o, "]}");
 }
 
+/* "pinned" of the JSON summary (see memobs__text_pinned): once seen. */
+static void memobs__json_pinned(memobs__out_t *o, const memobs_pinned_t *x) {
+    unsigned c, n = 0;
+    if (!x->seen) return;
+    memobs__out_printf(o, ",\"pinned\":{\"blocks\":%llu,\"held_bytes\":%llu,\"asked_bytes\":%llu,"
+                       "\"registered_bytes\":%llu,\"peak_held_bytes\":%llu,\"held_per_asked\":",
+                       (unsigned long long)x->blocks, (unsigned long long)x->held_bytes,
+                       (unsigned long long)x->asked_bytes, (unsigned long long)x->registered_bytes,
+                       (unsigned long long)x->peak_held_bytes);
+    if (x->asked_bytes) memobs__out_printf(o, "%.6g", (double)x->held_bytes / (double)x->asked_bytes);
+    else memobs__out_str(o, "null");
+    memobs__out_str(o, ",\"rss_shmem_bytes\":");
+    if (x->rss_shmem_bytes != MEMOBS_UNKNOWN) memobs__out_printf(o, "%llu", (unsigned long long)x->rss_shmem_bytes);
+    else memobs__out_str(o, "null");
+    memobs__out_printf(o, ",\"allocs\":%llu,\"frees\":%llu,\"asks\":%llu,\"asks_null\":%llu,\"asks_unknown\":%llu,"
+                       "\"asks_over\":%llu,\"untracked\":%llu,\"classes\":[",
+                       (unsigned long long)x->allocs, (unsigned long long)x->frees, (unsigned long long)x->asks,
+                       (unsigned long long)x->asks_null, (unsigned long long)x->asks_unknown,
+                       (unsigned long long)x->asks_over, (unsigned long long)x->untracked);
+    for (c = 0; c < MEMOBS_PINNED_CLASSES; c++) {
+        const memobs_pinned_class_t *k = &x->cls[c];
+        if (!k->blocks) continue;
+        memobs__out_printf(o, "%s{\"class\":%u,\"min_bytes\":%llu,\"blocks\":%llu,\"held_bytes\":%llu,"
+                           "\"asked_bytes\":%llu}", n++ ? "," : "", c, (unsigned long long)((uint64_t)1 << c),
+                           (unsigned long long)k->blocks, (unsigned long long)k->held_bytes,
+                           (unsigned long long)k->asked_bytes);
+    }
+    memobs__out_str(o, "]}");
+}
+
 static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     const memobs_summary_t *s = &p->s;
     uint32_t c;
@@ -11494,6 +11934,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__json_sizes(o, s);
     memobs__json_regions(o, p);
     memobs__json_coll(o);
+    memobs__json_pinned(o, &p->pin);
     memobs__out_str(o, p->host);
     memobs__out_str(o, "}\n");
 }
@@ -13231,6 +13672,52 @@ static void memobs__prom_coll(memobs__out_t *o, const memobs__prom_snap_t *p) {
 /* The exposition of p's figures: every writer's, the crash writer's too
    (then one family more, memobs_crash_signal, last). */
 static void memobs__xin_prom(memobs__out_t *o, const memobs__prom_snap_t *p); /* section inflight */
+/* The pinned-memory families (once any pinned block or ask was seen):
+   per size class (class="2MiB": held sizes in [2 MiB, 4 MiB)), only the
+   classes with live blocks; totals are their sums. RssShmem when read
+   (never at a crash). */
+static void memobs__prom_pinned(memobs__out_t *o, const memobs__prom_snap_t *p) {
+    static const char *const fam[3][2] = {
+        {"memobs_pinned_held_bytes", "Pinned host memory held (cudaHostAlloc, cudaMallocHost, cudaHostRegister "
+                                     "blocks live), by the held size's power-of-two class."},
+        {"memobs_pinned_asked_bytes", "Of it, what the program's user asked for (memobs_pinned_asked; else the "
+                                      "held size), by class."},
+        {"memobs_pinned_blocks", "Live pinned blocks, by class."}};
+    static const char *const unit[7] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static const char *const why[3] = {"null", "unknown", "over"};
+    const memobs_pinned_t *x = &p->f.pin;
+    char labels[48];
+    unsigned i, c;
+    if (!x->seen) return;
+    for (i = 0; i < 3; i++) {
+        memobs__prom_family(o, fam[i][0], "gauge", fam[i][1]);
+        for (c = 0; c < MEMOBS_PINNED_CLASSES; c++) {
+            const memobs_pinned_class_t *k = &x->cls[c];
+            if (!k->blocks) continue;
+            memobs__out_sprintf(labels, sizeof labels, "class=\"%llu%s\"", (unsigned long long)1 << (c % 10),
+                                unit[c / 10]);
+            memobs__prom_u64(o, p, fam[i][0], labels, i == 0 ? k->held_bytes : i == 1 ? k->asked_bytes : k->blocks);
+        }
+    }
+    memobs__prom_family(o, "memobs_pinned_peak_held_bytes", "gauge", "Most pinned host memory held at once in "
+                        "the window.");
+    memobs__prom_u64(o, p, "memobs_pinned_peak_held_bytes", "", x->peak_held_bytes);
+    memobs__prom_family(o, "memobs_pinned_registered_bytes", "gauge", "Of the pinned bytes held, cudaHostRegister "
+                        "ranges (the program's own pages, pinned in place: not in RssShmem).");
+    memobs__prom_u64(o, p, "memobs_pinned_registered_bytes", "", x->registered_bytes);
+    if (x->rss_shmem_bytes != MEMOBS_UNKNOWN) {
+        memobs__prom_family(o, "memobs_pinned_rss_shmem_bytes", "gauge", "The process's RssShmem (/proc/self/"
+                            "status) when this was written: where memory from cudaHostAlloc shows.");
+        memobs__prom_u64(o, p, "memobs_pinned_rss_shmem_bytes", "", x->rss_shmem_bytes);
+    }
+    memobs__prom_family(o, "memobs_pinned_asks_refused_total", "counter", "memobs_pinned_asked calls refused, by "
+                        "reason: a NULL block, an unknown block, more than the block holds.");
+    for (i = 0; i < 3; i++)
+        memobs__prom_u64(o, p, "memobs_pinned_asks_refused_total",
+                         memobs__out_sprintf(labels, sizeof labels, "reason=\"%s\"", why[i]),
+                         i == 0 ? x->asks_null : i == 1 ? x->asks_unknown : x->asks_over);
+}
+
 static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     const memobs_summary_t *s = &p->f.s;
     memobs__out_t so;
@@ -13344,6 +13831,7 @@ static void memobs__prom_write(memobs__out_t *o, memobs__prom_snap_t *p) {
     }
 
     memobs__prom_coll(o, p);
+    memobs__prom_pinned(o, p);
     memobs__prom_host(o, p);
     memobs__prom_cgroup(o, p);
 
@@ -13516,7 +14004,8 @@ static const char *const memobs__pmp_max[] = {
     "memobs_info", "memobs_collective_info", "memobs_tracked_peak_bytes", "memobs_device_used_bytes",
     "memobs_device_total_bytes", "memobs_leak_slope_bytes_per_second", "memobs_leak_samples", "memobs_crash_signal",
     "memobs_cgroup_memory_usage_bytes", "memobs_cgroup_memory_working_set_bytes", "memobs_cgroup_memory_limit_bytes",
-    "memobs_cgroup_memory_shmem_bytes", "memobs_transfer_oldest_in_flight_seconds"};
+    "memobs_cgroup_memory_shmem_bytes", "memobs_transfer_oldest_in_flight_seconds",
+    "memobs_pinned_peak_held_bytes"};
 
 typedef struct {
     char *p;
@@ -19422,6 +19911,42 @@ static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
 /* Collectives per communicator, kind and phase, and peers shaded by their
    bytes; at most MEMOBS_REPORT_ROWS rows each (the rest counted). Only
    when the summary shows collectives. */
+/* Pinned memory as held and asked, per size class (once seen). */
+static void memobs__html_pinned(memobs__out_t *o) {
+    memobs_pinned_t *x;
+    char b[5][32];
+    unsigned c;
+    int busy = memobs__tls.busy;
+    memobs__tls.busy = 1;
+    x = (memobs_pinned_t *)MEMOBS_MALLOC(sizeof *x);
+    memobs__tls.busy = busy;
+    if (!x) return;
+    if (memobs_get_pinned(x) == MEMOBS_OK && x->seen) {
+        memobs__html_printf(o, "<section id=\"pinned\"><h2>Pinned memory</h2>\n<p>held %s in %llu blocks, asked %s: "
+                            "held/asked %s; peak held %s; RssShmem %s</p>\n<table><tr><th>class</th><th>blocks</th>"
+                            "<th>held</th><th>asked</th><th>held/asked</th></tr>\n",
+                            memobs__pin_bytes(b[0], sizeof b[0], x->held_bytes), (unsigned long long)x->blocks,
+                            memobs__pin_bytes(b[1], sizeof b[1], x->asked_bytes),
+                            memobs__pin_ratio(b[2], sizeof b[2], x->held_bytes, x->asked_bytes),
+                            memobs__pin_bytes(b[3], sizeof b[3], x->peak_held_bytes),
+                            x->rss_shmem_bytes == MEMOBS_UNKNOWN
+                                ? "unknown"
+                                : memobs__pin_bytes(b[4], sizeof b[4], x->rss_shmem_bytes));
+        for (c = 0; c < MEMOBS_PINNED_CLASSES; c++) {
+            const memobs_pinned_class_t *k = &x->cls[c];
+            if (!k->blocks) continue;
+            memobs__html_printf(o, "<tr><td>%s</td>", memobs__size_bound(b[0], sizeof b[0], (uint64_t)1 << c));
+            memobs__html_count_cell(o, "blocks", k->blocks);
+            memobs__html_bytes_cell(o, "held", k->held_bytes);
+            memobs__html_bytes_cell(o, "asked", k->asked_bytes);
+            memobs__html_printf(o, "<td>%s</td></tr>\n", memobs__pin_ratio(b[1], sizeof b[1], k->held_bytes,
+                                                                           k->asked_bytes));
+        }
+        memobs__out_str(o, "</table></section>\n");
+    }
+    MEMOBS_FREE(x);
+}
+
 static void memobs__html_coll(memobs__out_t *o) {
     static const char *const ph_name[3] = {"unphased", "prefill", "decode"};
     uint32_t nc, nk, np, c, k, ph, d, rows = 0, left = 0;
@@ -19596,6 +20121,7 @@ int memobs_write_html(FILE *f) {
     memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);
     memobs__html_coll(&o);
+    memobs__html_pinned(&o);
     memobs__html_counters(&o, s);
     memobs__html_printf(&o, "<script>%s</script>\n</body></html>\n", memobs__html_js);
     if (cnt) MEMOBS_FREE(cnt);
@@ -19814,6 +20340,7 @@ static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
     p->f.nregions = memobs__regions_n();
     p->f.sig = sig;
     p->f.signame = memobs__crash_signame(sig);
+    memobs__pin_peek(&p->f.pin);
     p->f.host[0] = 0;
 }
 

@@ -506,6 +506,12 @@ MEMOBS_API cudaError_t memobs_cuda__batch_post(memobs_cuda__op_t op[3], cudaErro
 #endif
 MEMOBS_API int memobs_cuda__free_pre(const void *p);
 MEMOBS_API cudaError_t memobs_cuda__free_post(cudaError_t rc, const void *p, int marked);
+/* Pinned blocks: into (registered: cudaHostRegister) and out of the
+   pinned table as well as the tracker (memobs_get_pinned). */
+MEMOBS_API cudaError_t memobs_cuda__pinned_allocated(cudaError_t rc, const char *call, const void *p, size_t size,
+                                                     int registered);
+MEMOBS_API int memobs_cuda__pinned_free_pre(const void *p);
+MEMOBS_API cudaError_t memobs_cuda__pinned_freed(cudaError_t rc, const void *p, int marked);
 MEMOBS_API cudaError_t memobs_cuda__free_async_post(cudaError_t rc, const void *p, int marked, cudaStream_t stream);
 MEMOBS_API cudaError_t memobs_cuda__malloc_async_post(cudaError_t rc, void **p, size_t size, cudaStream_t stream);
 /* An allocation from a memory pool (cudaMallocFromPoolAsync,
@@ -2388,21 +2394,43 @@ cudaError_t memobs_cudaFree(void *devPtr) {
     return memobs_cuda__free_post(cudaFree(devPtr), devPtr, marked);
 }
 
+/* Pinned memory the runtime gave (registered 0) or pinned in place (1):
+   into the tracker as MEMOBS_MEM_PINNED and into the pinned table
+   (memobs_get_pinned), which keeps its own blocks: a full tracker table
+   loses none of them. */
+cudaError_t memobs_cuda__pinned_allocated(cudaError_t rc, const char *call, const void *p, size_t size,
+                                          int registered) {
+    if (rc == cudaSuccess && p && memobs_cuda__on()) memobs__pin_add(p, (uint64_t)size, registered);
+    return memobs_cuda__allocated(rc, call, rc == cudaSuccess ? p : NULL, size, MEMOBS_MEM_PINNED, -1, NULL);
+}
+
+/* A pinned block's free (cudaFreeHost, cudaHostUnregister,
+   cuMemFreeHost): marked in the tracker (bit 0) and the pinned table (bit
+   1) before the runtime call; out of both once the runtime took it back,
+   the marks taken back when it did not. */
+int memobs_cuda__pinned_free_pre(const void *p) {
+    int marked = memobs_cuda__free_pre(p);
+    return marked | (p && memobs__pin_mark(p) ? 2 : 0);
+}
+
+cudaError_t memobs_cuda__pinned_freed(cudaError_t rc, const void *p, int marked) {
+    if (marked & 2) memobs__pin_settle(p, rc == cudaSuccess);
+    return memobs_cuda__free_post(rc, p, marked & 1);
+}
+
 cudaError_t memobs_cudaMallocHost(void **ptr, size_t size) {
     cudaError_t rc = cudaMallocHost(ptr, size);
-    return memobs_cuda__allocated(rc, "cudaMallocHost", rc == cudaSuccess ? *ptr : NULL, size, MEMOBS_MEM_PINNED,
-                                  -1, NULL);
+    return memobs_cuda__pinned_allocated(rc, "cudaMallocHost", rc == cudaSuccess ? *ptr : NULL, size, 0);
 }
 
 cudaError_t memobs_cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
     cudaError_t rc = cudaHostAlloc(pHost, size, flags);
-    return memobs_cuda__allocated(rc, "cudaHostAlloc", rc == cudaSuccess ? *pHost : NULL, size, MEMOBS_MEM_PINNED,
-                                  -1, NULL);
+    return memobs_cuda__pinned_allocated(rc, "cudaHostAlloc", rc == cudaSuccess ? *pHost : NULL, size, 0);
 }
 
 cudaError_t memobs_cudaFreeHost(void *ptr) {
-    int marked = memobs_cuda__free_pre(ptr);
-    return memobs_cuda__free_post(cudaFreeHost(ptr), ptr, marked);
+    int marked = memobs_cuda__pinned_free_pre(ptr);
+    return memobs_cuda__pinned_freed(cudaFreeHost(ptr), ptr, marked);
 }
 
 cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
@@ -2413,13 +2441,12 @@ cudaError_t memobs_cudaMallocManaged(void **devPtr, size_t size, unsigned int fl
 }
 
 cudaError_t memobs_cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-    return memobs_cuda__allocated(cudaHostRegister(ptr, size, flags), "cudaHostRegister", ptr, size,
-                                  MEMOBS_MEM_PINNED, -1, NULL);
+    return memobs_cuda__pinned_allocated(cudaHostRegister(ptr, size, flags), "cudaHostRegister", ptr, size, 1);
 }
 
 cudaError_t memobs_cudaHostUnregister(void *ptr) {
-    int marked = memobs_cuda__free_pre(ptr);
-    return memobs_cuda__free_post(cudaHostUnregister(ptr), ptr, marked);
+    int marked = memobs_cuda__pinned_free_pre(ptr);
+    return memobs_cuda__pinned_freed(cudaHostUnregister(ptr), ptr, marked);
 }
 
 /* ======================================================================== */

@@ -675,7 +675,9 @@ MEMOBS_PL__CU_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, cudaStreamPerThread)
 static cudaError_t memobs_pl__cu_allocated(CUresult rc, const char *call, const void *p, size_t size,
                                            memobs_mem_kind_t kind) {
     int device = -1;
-    if (kind != MEMOBS_MEM_PINNED && (rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY))
+    if (kind == MEMOBS_MEM_PINNED) /* cuMemHostAlloc, cuMemAllocHost: the pinned table too */
+        return memobs_cuda__pinned_allocated((cudaError_t)rc, call, rc == CUDA_SUCCESS ? p : NULL, size, 0);
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY)
         device = memobs_cuda__on() ? memobs_cuda__cur_device() : 0;
     return memobs_cuda__allocated((cudaError_t)rc, call, rc == CUDA_SUCCESS ? p : NULL, size, kind, device, NULL);
 }
@@ -762,7 +764,15 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
                              hStream ? hStream : cudaStreamPerThread)
 }
 CUresult cuMemFree_v2(CUdeviceptr dptr) { MEMOBS_PL__CU_FREE(cuMemFree_v2, dptr, real(dptr)) }
-CUresult cuMemFreeHost(void *p) { MEMOBS_PL__CU_FREE(cuMemFreeHost, p, real(p)) }
+/* A pinned block: out of the pinned table too. */
+CUresult cuMemFreeHost(void *p) {
+    MEMOBS_PL__CU_GET(cuMemFreeHost);
+    if (!memobs_pl__cu_begin()) return real(p);
+    {
+        int marked = memobs_cuda__pinned_free_pre(p);
+        return memobs_pl__cu_end(memobs_cuda__pinned_freed((cudaError_t)real(p), p, marked));
+    }
+}
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
     MEMOBS_PL__CU_FREE_ASYNC(cuMemFreeAsync, dptr, hStream ? hStream : cudaStreamLegacy, real(dptr, hStream))
 }

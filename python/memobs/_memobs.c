@@ -2658,6 +2658,62 @@ static PyObject *pymod_device_bytes(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(KK)", PYMOD_ULL(now), PYMOD_ULL(most));
 }
 
+/* get_pinned(): memobs_get_pinned as a dict; the size classes with live
+   blocks as a list (RssShmem None when it could not be read). */
+static PyObject *pymod_get_pinned(PyObject *self, PyObject *unused) {
+    memobs_pinned_t x;
+    PyObject *d, *cls, *c, *rss;
+    unsigned k;
+    (void)self, (void)unused;
+    memobs_get_pinned(&x);
+    if (!(cls = PyList_New(0))) return NULL;
+    for (k = 0; k < MEMOBS_PINNED_CLASSES; k++) {
+        if (!x.cls[k].blocks) continue;
+        c = Py_BuildValue("{s:I,s:K,s:K,s:K,s:K}", "class", k, "min_bytes", PYMOD_ULL((uint64_t)1 << k), "blocks",
+                          PYMOD_ULL(x.cls[k].blocks), "held_bytes", PYMOD_ULL(x.cls[k].held_bytes), "asked_bytes",
+                          PYMOD_ULL(x.cls[k].asked_bytes));
+        if (!c || PyList_Append(cls, c) < 0) {
+            Py_XDECREF(c);
+            Py_DECREF(cls);
+            return NULL;
+        }
+        Py_DECREF(c);
+    }
+    if (x.rss_shmem_bytes == MEMOBS_UNKNOWN) {
+        Py_INCREF(Py_None);
+        rss = Py_None;
+    } else if (!(rss = PyLong_FromUnsignedLongLong(PYMOD_ULL(x.rss_shmem_bytes)))) {
+        Py_DECREF(cls);
+        return NULL;
+    }
+    d = Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:O}", "blocks",
+                      PYMOD_ULL(x.blocks), "held_bytes", PYMOD_ULL(x.held_bytes), "asked_bytes",
+                      PYMOD_ULL(x.asked_bytes), "registered_bytes", PYMOD_ULL(x.registered_bytes), "peak_held_bytes",
+                      PYMOD_ULL(x.peak_held_bytes), "rss_shmem_bytes", rss, "allocs", PYMOD_ULL(x.allocs), "frees",
+                      PYMOD_ULL(x.frees), "asks", PYMOD_ULL(x.asks), "asks_null", PYMOD_ULL(x.asks_null),
+                      "asks_unknown", PYMOD_ULL(x.asks_unknown), "asks_over", PYMOD_ULL(x.asks_over), "untracked",
+                      PYMOD_ULL(x.untracked), "seen", x.seen ? Py_True : Py_False, "classes", cls);
+    Py_DECREF(rss);
+    Py_DECREF(cls);
+    return d;
+}
+
+/* pinned_asked(block, asked_bytes): True when taken, False when refused
+   (counted and warned once, as memobs_pinned_asked). */
+static PyObject *pymod_pinned_asked(PyObject *self, PyObject *args) {
+    PyObject *a, *n;
+    uint64_t block, asked;
+    (void)self;
+    if (!PyArg_UnpackTuple(args, "pinned_asked", 2, 2, &a, &n)) return NULL;
+    if (pymod_u64(a, "pinned_asked", "block", &block) < 0 || pymod_u64(n, "pinned_asked", "asked_bytes", &asked) < 0)
+        return NULL;
+    if ((uint64_t)(uintptr_t)block != block) {
+        PyErr_Format(PyExc_ValueError, "pinned_asked(): block %R is not an address", a);
+        return NULL;
+    }
+    return PyBool_FromLong(memobs_pinned_asked((const void *)(uintptr_t)block, asked) == MEMOBS_OK);
+}
+
 /* ======================================================================== */
 /* Python stacks                                                            */
 /* ======================================================================== */
@@ -3147,6 +3203,16 @@ static PyMethodDef pymod_methods[] = {
      "there ever were in this process (reset() keeps it)."},
     {"device_bytes", pymod_device_bytes, METH_O,
      "device_bytes(device)\n--\n\nDeprecated name of get_device_bytes(device)."},
+    {"get_pinned", pymod_get_pinned, METH_NOARGS,
+     "get_pinned()\n--\n\nPinned host memory as held and as asked (memobs_get_pinned): a dict of \"blocks\", "
+     "\"held_bytes\", \"asked_bytes\", \"registered_bytes\", \"peak_held_bytes\", \"rss_shmem_bytes\" (RssShmem "
+     "of /proc/self/status, None when unread), \"allocs\", \"frees\", \"asks\", \"asks_null\", \"asks_unknown\", "
+     "\"asks_over\", \"untracked\", \"seen\" and \"classes\": the power-of-two size classes with live blocks "
+     "(\"class\", \"min_bytes\", \"blocks\", \"held_bytes\", \"asked_bytes\"). Bytes."},
+    {"pinned_asked", pymod_pinned_asked, METH_VARARGS,
+     "pinned_asked(block, asked_bytes)\n--\n\nA pool tells what its user asked of a live pinned block (its start "
+     "address, an int; the newest ask counts; 0 when the pool takes it back). True when taken; False when "
+     "refused (an unknown block, more than it holds: counted, one warning)."},
     {"peer_intern", pymod_peer_intern, METH_O,
      "peer_intern(name)\n--\n\nThe handle (an int) of a named peer: another instance or host that bytes go to or "
      "come from (\"decode-3\", \"10.0.0.7:5600\"). name: a non-empty str, kept as at most 63 UTF-8 bytes; the "

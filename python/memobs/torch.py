@@ -31,6 +31,7 @@ copy() take any objects with PyTorch's tensor interface (.device.type,
 .numel(), .element_size()).
 """
 import os
+import sys as _sys
 from typing import Any, Dict, Optional, Union
 
 from . import _ext as _memobs  # the extension memobs chose at import (memobs.instance())
@@ -38,7 +39,7 @@ from . import _ext as _memobs  # the extension memobs chose at import (memobs.in
 _Path = Union[str, "os.PathLike[str]"]
 
 __all__ = ["AllocatorError", "available", "use_allocator", "allocator_settings", "record_copy", "copy", "report",
-           "poll"]
+           "poll", "pinned_stats"]
 
 
 class AllocatorError(RuntimeError):
@@ -190,3 +191,29 @@ def poll() -> int:
         raise AllocatorError(_ATTACHED.replace("use_allocator", "poll") if _memobs.instance() == "preload" else
                              "memobs.torch.poll(): this memobs was built without the CUDA Toolkit's headers")
     return _memobs._cuda_poll()
+
+
+def pinned_stats() -> Dict[str, Any]:
+    """Pinned host memory, memobs' view beside PyTorch's own where PyTorch
+    gives one: {"memobs": memobs.get_pinned(), "torch": ...}. memobs' table
+    holds the blocks the CUDA runtime gave or pinned (cudaHostAlloc,
+    cudaMallocHost, cudaHostRegister), observed by the LD_PRELOAD library
+    (or memobs_cuda.h's wrappers): PyTorch's pinned pool
+    (CachingHostAllocator) rounds each block up to a power of two, and its
+    blocks show there as held, by size class, beside RssShmem (asked =
+    held: PyTorch does not tell memobs its asks). The allocator of
+    use_allocator() sees device memory only, never pinned memory. "torch"
+    is torch.cuda.host_memory_stats() as PyTorch returns it (PyTorch 2.1
+    and later; its keys differ between versions: "allocated_bytes.current",
+    "reserved_bytes.current" or "active_bytes.current"...), or None: PyTorch
+    not imported by the program (this does not import it), no such
+    function, or it raised."""
+    out: Dict[str, Any] = {"memobs": _memobs.get_pinned(), "torch": None}
+    torch = _sys.modules.get("torch")
+    fn = getattr(getattr(torch, "cuda", None), "host_memory_stats", None) if torch is not None else None
+    if fn is not None:
+        try:
+            out["torch"] = dict(fn())
+        except Exception:  # noqa: BLE001 (no CUDA, an old driver: PyTorch's figures are unknown then)
+            out["torch"] = None
+    return out

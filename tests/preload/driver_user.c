@@ -128,6 +128,8 @@ static int mode_main(void) {
              "\"allocs\": 8, \"frees\": 6, \"pending_frees\": 0}, "
              "\"pinned\": {\"current_bytes\": %d, \"peak_bytes\": %d, \"live\": 1, \"allocs\": 2, \"frees\": 1}, "
              "\"managed\": {\"current_bytes\": 8192, \"peak_bytes\": 8192, \"live\": 1, \"allocs\": 1, \"frees\": 0}}, "
+             "\"pinned\": {\"blocks\": 1, \"held_bytes\": 1048576, \"peak_held_bytes\": 1052672, \"allocs\": 2, "
+             "\"frees\": 1}, "
              "\"counters\": {\"preload_failed_calls\": 9}}",
              3500 + 96 + 42, 300 + 700 + 64 + 45, 400 + 600 + 500 + 256 + 128 + 68, 96 + 42, 300 + 700 + 64 + 45,
              400 + 600 + 500 + 256 + 128 + 68, (1ull << 20) + 65536, dev_peak, 1 << 20, (1 << 20) + 4096);

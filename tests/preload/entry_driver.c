@@ -111,6 +111,7 @@ static const char *expect =
     "\"memory\": {\"device\": {\"current_bytes\": 1048576, \"peak_bytes\": 1118208, \"live\": 1, \"allocs\": 3, "
     "\"frees\": 2, \"pending_frees\": 0}, "
     "\"pinned\": {\"current_bytes\": 0, \"peak_bytes\": 8192, \"live\": 0, \"allocs\": 1, \"frees\": 1}}, "
+    "\"pinned\": {\"blocks\": 0, \"held_bytes\": 0, \"peak_held_bytes\": 8192, \"allocs\": 1, \"frees\": 1}, "
     "\"counters\": {\"preload_failed_calls\": 1}}";
 
 /* The sequence: device 1 MiB + 64 KiB + 4096 (stream-ordered), pinned

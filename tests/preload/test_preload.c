@@ -128,6 +128,8 @@ static int mode_main(void) {
              "\"allocs\": 5, \"frees\": 3, \"pending_frees\": 0}, "
              "\"pinned\": {\"current_bytes\": %llu, \"peak_bytes\": %llu, \"live\": 1, \"allocs\": 3, \"frees\": 2}, "
              "\"managed\": {\"current_bytes\": 8192, \"peak_bytes\": 8192, \"live\": 1, \"allocs\": 1, \"frees\": 0}}, "
+             "\"pinned\": {\"blocks\": 1, \"held_bytes\": 1048576, \"asked_bytes\": 1048576, \"registered_bytes\": 0, "
+             "\"peak_held_bytes\": 1052672, \"allocs\": 2, \"frees\": 1}, "
              "\"counters\": {\"preload_failed_calls\": 3}}",
              h2d, nh2d, d2h, nd2h, d2d, nd2d, ph2d, dd2h, dd2d, (1ull << 20) + 65536, (2ull << 20) + 65536 + 4096,
              1ull << 20, (1ull << 20) + 4096);
@@ -179,6 +181,7 @@ static int mode_reentry(void) {
     check("cudaMallocHost", cudaMallocHost(&h, 4096), 0);
     check("cudaFreeHost", cudaFreeHost(h), 0);
     return done("{\"memory\": {\"pinned\": {\"allocs\": 1, \"frees\": 1, \"current_bytes\": 0, \"peak_bytes\": 4096}}, "
+                "\"pinned\": {\"blocks\": 0, \"held_bytes\": 0, \"peak_held_bytes\": 4096, \"allocs\": 1, \"frees\": 1}, "
                 "\"problems\": {\"bad_records\": 0}}");
 }
 
@@ -366,6 +369,8 @@ static int mode_copies(void) {
                 "\"unphased\": {\"h2d_count\": 0, \"d2h_count\": 0, \"d2d_count\": 0}, "
                 "\"memory\": {\"device\": {\"current_bytes\": 0, \"peak_bytes\": 2162688, \"allocs\": 3, \"frees\": 3}, "
                 "\"pinned\": {\"current_bytes\": 0, \"peak_bytes\": 4096, \"allocs\": 1, \"frees\": 1}}, "
+                "\"pinned\": {\"blocks\": 0, \"held_bytes\": 0, \"peak_held_bytes\": 4096, \"allocs\": 1, "
+                "\"frees\": 1}, "
                 "\"counters\": {\"preload_failed_calls\": 15}}");
 }
 

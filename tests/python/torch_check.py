@@ -305,12 +305,53 @@ def run_nocuda():
     check("record_copy works without the allocator", n == 40 and delta(t0, traffic()) == {("decode", "h2d"): (40, 1)})
 
 
+def run_pinned(torch):
+    """pinned_stats(): memobs' table (empty: no pinned block in this
+    process) and PyTorch's host_memory_stats() when there is one; this
+    PyTorch (1.13) has none: the present case with a stand-in function."""
+    st = memobs.torch.pinned_stats()
+    m = st["memobs"]
+    check("pinned_stats(): memobs' table, no block seen",
+          m["seen"] is False and m["blocks"] == 0 and m["held_bytes"] == 0 and m["classes"] == [] and
+          (m["rss_shmem_bytes"] is None or isinstance(m["rss_shmem_bytes"], int)), repr(m))
+    if torch is None:
+        check("pinned_stats() without PyTorch: torch None, PyTorch not imported",
+              st["torch"] is None and "torch" not in sys.modules, repr(st))
+        return
+    had = hasattr(torch.cuda, "host_memory_stats")
+    check("pinned_stats(): torch None where PyTorch has no host_memory_stats (%s)" % torch.__version__,
+          had or st["torch"] is None, repr(st["torch"]))
+    figures = {"allocated_bytes.current": 6291456, "reserved_bytes.current": 8388608}
+    old = getattr(torch.cuda, "host_memory_stats", None)
+    try:
+        torch.cuda.host_memory_stats = lambda: dict(figures)
+        got = memobs.torch.pinned_stats()["torch"]
+        check("pinned_stats(): PyTorch's host_memory_stats() as it returns it", got == figures, repr(got))
+
+        def no_cuda():
+            raise RuntimeError("no CUDA GPUs are available")
+        torch.cuda.host_memory_stats = no_cuda
+        got = memobs.torch.pinned_stats()["torch"]
+        check("pinned_stats(): torch None when host_memory_stats() raises", got is None, repr(got))
+    finally:
+        if old is None:
+            del torch.cuda.host_memory_stats
+        else:
+            torch.cuda.host_memory_stats = old
+    e1, e2 = raised(memobs.pinned_asked, "x", 1), raised(memobs.pinned_asked, 4096, -1)
+    check("pinned_asked(): TypeError for a block that is not an int, ValueError for a negative ask",
+          isinstance(e1, TypeError) and isinstance(e2, ValueError), "%r %r" % (e1, e2))
+
+
 if __name__ == "__main__":
     if MODE == "notorch":
         run_notorch()
+        run_pinned(None)
     elif MODE == "torch":
         run_record_copy()
         run_allocator()
+        import torch
+        run_pinned(torch)
     elif MODE == "nocuda":
         run_nocuda()
     sys.stdout.flush()
