@@ -16203,16 +16203,20 @@ static struct {
 
 static const char *const memobs__comp_from[4] = {"tag", "region", "frame", "unknown"};
 
+/* A device's figures: tracked bytes, the driver's (have_drv), its pool's
+   (have_pool). */
+typedef struct {
+    int device, have_drv, have_pool;
+    uint64_t tracked, used, free_b, total, pool_reserved, pool_used;
+} memobs__comp_dev_t;
+
 /* The breakdown of one device (or all: -1), and the devices' figures. */
 typedef struct {
     int device;
     memobs_component_t *c; /* all of them, largest first */
     size_t n;
     uint64_t bytes, blocks; /* live device memory seen */
-    struct memobs__comp_dev_s {
-        int device, have_drv, have_pool;
-        uint64_t tracked, used, free_b, total, pool_reserved, pool_used;
-    } dev[MEMOBS_MAX_DEVICES];
+    memobs__comp_dev_t dev[MEMOBS_MAX_DEVICES];
     unsigned ndev;
 } memobs__comp_set_t;
 
@@ -16278,14 +16282,20 @@ static memobs_component_from_t memobs__comp_name(const memobs__trace_t *e, char 
         if ((nl = strchr(buf, '\n')) != NULL) *nl = 0;
         if (buf[0]) return MEMOBS_COMPONENT_FRAME;
     }
-    for (i = 0; i < e->nc; i++) {
-        memobs__dlinfo_t di;
-        uintptr_t pc = fr[e->np + i].pc;
-        memset(&di, 0, sizeof di);
-        if (i + 1 < e->nc && memobs__dladdr && memobs__dladdr((const void *)(pc - 1), &di) &&
-            ((di.sname && strncmp(di.sname, "memobs", 6) == 0) || memobs__comp_own_module(&di)))
-            continue; /* memobs' own frame: the next one called it */
-        (void)memobs__sym(pc, buf, len);
+    if (e->nc) {
+        /* The frame after memobs' own: the leading frames up to the last
+           one named memobs* (or in memobs' shared library), through frames
+           with no name (memobs' static functions have none in an
+           executable), up to the first named frame of the program. */
+        unsigned top = 0;
+        for (i = 0; i + 1 < e->nc; i++) {
+            memobs__dlinfo_t di;
+            memset(&di, 0, sizeof di);
+            if (!memobs__dladdr || !memobs__dladdr((const void *)(fr[e->np + i].pc - 1), &di)) break;
+            if ((di.sname && strncmp(di.sname, "memobs", 6) == 0) || memobs__comp_own_module(&di)) top = i + 1;
+            else if (di.sname && di.saddr) break;
+        }
+        (void)memobs__sym(fr[e->np + top].pc, buf, len);
         return MEMOBS_COMPONENT_FRAME;
     }
     snprintf(buf, len, "(unknown)");
@@ -16317,7 +16327,7 @@ static void memobs__comp_devices(memobs__comp_set_t *cs, int device) {
     int d, lo = device < 0 ? 0 : device, hi = device < 0 ? MEMOBS_MAX_DEVICES - 1 : device;
     cs->ndev = 0;
     for (d = lo; d <= hi; d++) {
-        struct memobs__comp_dev_s *x = &cs->dev[cs->ndev];
+        memobs__comp_dev_t *x = &cs->dev[cs->ndev];
         uint64_t as_of = 0;
         memset(x, 0, sizeof *x);
         x->device = d;
@@ -16464,7 +16474,7 @@ static void memobs__comp_text(memobs__out_t *o, const memobs__comp_set_t *cs) {
                                memobs__s(cs->n - top));
     }
     for (d = 0; d < cs->ndev; d++) {
-        const struct memobs__comp_dev_s *x = &cs->dev[d];
+        const memobs__comp_dev_t *x = &cs->dev[d];
         char b2[32];
         if (!x->have_drv) {
             memobs__out_printf(o, "  device %d: memobs tracks %llu bytes; the memory used outside memobs is not known "
@@ -16514,7 +16524,7 @@ static void memobs__comp_json(memobs__out_t *o, const memobs__comp_set_t *cs) {
     memobs__out_printf(o, "],\"rest\":{\"components\":%llu,\"bytes\":%llu,\"blocks\":%llu},\"devices\":[",
                        (unsigned long long)(cs->n - top), (unsigned long long)rb, (unsigned long long)rn);
     for (d = 0; d < cs->ndev; d++) {
-        const struct memobs__comp_dev_s *x = &cs->dev[d];
+        const memobs__comp_dev_t *x = &cs->dev[d];
         memobs__out_printf(o, "%s{\"device\":%d,\"tracked\":%llu", d ? "," : "", x->device,
                            (unsigned long long)x->tracked);
         if (x->have_drv)
@@ -18648,7 +18658,7 @@ static void memobs__html_components(memobs__out_t *o) {
         memobs__out_str(o, "</table>\n");
     }
     for (d = 0; d < cs->ndev; d++) {
-        const struct memobs__comp_dev_s *x = &cs->dev[d];
+        const memobs__comp_dev_t *x = &cs->dev[d];
         if (!x->have_drv) {
             memobs__html_printf(o, "<p>device %d: memobs tracks %s; the memory used outside memobs is not known (no "
                                 "driver figures)</p>\n", x->device, memobs_format_bytes(b, sizeof b, x->tracked));
