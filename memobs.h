@@ -1540,11 +1540,11 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
              group reports);
      frame   else its top frame: with a tag provider's stack (Python), its
              innermost frame as the provider writes it ("path:line in
-             name"); else the first C frame that is not memobs' own (a
-             function named memobs*, or any frame of the shared library
-             memobs is built into, such as the preload library),
-             symbolized as the reports do ("function+0x1c (module+0x1a2c)"
-             or "module+0x1a2c");
+             name"); else the C frame that called memobs: past the
+             leading frames named memobs* (and the frames with no name
+             among them: memobs' static functions have none), or of the
+             preload library, symbolized as the reports do
+             ("function+0x1c (module+0x1a2c)" or "module+0x1a2c");
      unknown else "(unknown)": no tag, no region, no stack (set
              MEMOBS_CALLSTACK=N, or tag the allocation).
    Components with the same name and rule are one. device: a device index,
@@ -16237,24 +16237,30 @@ static int memobs__comp_enabled(void) {
     return v == 2;
 }
 
-/* Whether pc lies in memobs' own code: the shared library memobs is built
-   into (the preload library, a Python extension), never the executable. */
+/* Whether a frame lies in memobs' own library: a library built with
+   MEMOBS__COMP_OWN_MODULE (the preload library, whose every frame is
+   memobs'), never a program's or an engine's library that memobs is
+   compiled into. */
 static int memobs__comp_own_module(const memobs__dlinfo_t *di) {
+#ifdef MEMOBS__COMP_OWN_MODULE
     static memobs__dlinfo_t self;
-    static memobs__u32_t state; /* 0 unread, 1 a shared library, 2 not */
+    static memobs__u32_t state; /* 0 unread, 1 known, 2 unknown */
     uint32_t st = MEMOBS__LOAD(&state.v);
     if (st == 0) {
         memobs__dlinfo_t me;
         memset(&me, 0, sizeof me);
         st = 2;
-        if (memobs__dladdr && memobs__dladdr((const void *)&memobs__comp_own_module, &me) && me.fname &&
-            (strstr(me.fname, ".so") != NULL)) {
+        if (memobs__dladdr && memobs__dladdr((const void *)&memobs__comp_own_module, &me) && me.fbase) {
             self = me;
             st = 1;
         }
         MEMOBS__STORE(&state.v, st);
     }
     return st == 1 && di->fbase == self.fbase;
+#else
+    (void)di;
+    return 0;
+#endif
 }
 
 /* The name and rule of trace e's component (e NULL: no trace). */
@@ -16597,7 +16603,8 @@ int memobs_print_components(FILE *f, int device) {
    PyTorch snapshot's history recording, the snapshot, once, to
    MEMOBS_OOM_SNAPSHOT (off: none), else next to the report (its path +
    ".pickle") when the report goes to a file, else memobs_oom_%p.pickle in
-   the working directory. Where it went is written to f (the report; may
+   the working directory when it goes to stderr or stdout; none when the
+   report is off and MEMOBS_OOM_SNAPSHOT unset. Where it went is written to f (the report; may
    be NULL). Tried once: a later error, or a path that cannot be written
    (one warning), writes none. */
 static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) __attribute__((unused));
@@ -16610,6 +16617,7 @@ static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) {
     if (MEMOBS__LOAD(&memobs__comp.snapped.v) || MEMOBS__XCHG(&memobs__comp.snapped.v, 1u)) return;
     k = memobs__dest_parse("MEMOBS_OOM_SNAPSHOT", s, MEMOBS__PATH_LEN);
     if (s && k == 0) return; /* off */
+    if (!s && (!report_dest || !report_dest[0])) return; /* no report, no path named: none */
     if (s) snprintf(path, sizeof path, "%s", k == 2 ? "stderr" : k == 1 ? "stdout" : s);
     else if (report_dest && report_dest[0] && strcmp(report_dest, "stderr") != 0 && strcmp(report_dest, "stdout") != 0)
         snprintf(path, sizeof path, "%s.pickle", report_dest);

@@ -86,6 +86,10 @@ PY
         bad "MEMOBS_OOM_SNAPSHOT=path (%p), MEMOBS_OOM_REPORT=0: the snapshot still" "$(ls "$d" | tr '\n' ' ')"
     fi
 
+    mode MEMOBS_OOM_REPORT=0 -- history
+    [ -z "$(ls "$d" | grep pickle)" ] && [ ! -s "$d/err" ] && ok "MEMOBS_OOM_REPORT=0, MEMOBS_OOM_SNAPSHOT unset: none" ||
+        bad "MEMOBS_OOM_REPORT=0, MEMOBS_OOM_SNAPSHOT unset: none" "$(ls "$d")"
+
     mode MEMOBS_OOM_SNAPSHOT=off -- history
     [ -z "$(ls "$d" | grep pickle)" ] && ok "MEMOBS_OOM_SNAPSHOT=off: none" || bad "MEMOBS_OOM_SNAPSHOT=off: none" "$(ls "$d")"
 
