@@ -111,6 +111,8 @@
        >>snapshot         device event rings, the pickle writer
        >>worker           the background thread of periodic tasks
        >>sampler          host memory samples, the leak detector
+       >>components       live device memory by component (tag,
+                          region, top frame); the out-of-memory snapshot
        >>stormlog         notable events, Stormlog telemetry (schema v2)
        >>html             the one-file HTML report and its SVG charts
      Process life: stops and crashes
@@ -182,6 +184,7 @@
      pk PK           snapshot       PicKle writer (protocol 4) and its keys
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
+     comp COMP       components     COMPonents of live device memory
      sl              stormlog       StormLog telemetry and notable events
      html HTML       html           the HTML report
      crash CRASH     crash          the crash writer
@@ -451,6 +454,10 @@
                               K, M, G, T are binary).
      MEMOBS_LEAKS=DEST        at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_COMPONENTS=0|1    live device memory by component
+                              (memobs_print_components) in the text and
+                              JSON summaries and the HTML report (default
+                              0). Read at the first summary.
      MEMOBS_TORCH_SNAPSHOT=DEST
                               at exit, tracked device memory as PyTorch's
                               memory snapshot (a pickle: not to a terminal).
@@ -1556,9 +1563,9 @@ MEMOBS_API int memobs_print_leaks(FILE *f);
    components with their bytes, blocks and share of the device's tracked
    device bytes, "the rest" summed, then per device what memobs_cuda.h can
    read (the driver's used and free bytes and the memory used outside
-   memobs: driver used - tracked; a cudaMallocAsync pool's bytes reserved
-   but not in use) and what it cannot ("largest free block: not reported":
-   the CUDA driver gives only the free total). It is in the out-of-memory
+   memobs: driver used - tracked) and what it cannot ("largest free block:
+   not reported": the CUDA driver gives only the free total; memobs sees
+   allocations, not an allocator's free lists). It is in the out-of-memory
    report of memobs_cuda.h, and in the text and JSON summaries and the
    HTML report with MEMOBS_COMPONENTS=1. MEMOBS_OK, MEMOBS_ERR_INVALID
    (f NULL, device out of range) or MEMOBS_ERR_IO. */
@@ -16179,7 +16186,7 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
 }
 
 /* ======================================================================== */
-/* Private: live device memory by component                   >>components */
+/* Private: live device memory by component                    >>components */
 /* ======================================================================== */
 
 /* memobs_get_components and memobs_print_components; the block of the
@@ -16190,24 +16197,17 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
    locks, allocates and symbolizes. */
 #define MEMOBS__COMP_TOP 20 /* rows of the printed table; the rest summed */
 
-/* memobs_cuda.h's implementation sets this: a device's cudaMallocAsync
-   pool (the one cudaMallocAsync uses now), its bytes reserved and those in
-   use; 0 on success. NULL without memobs_cuda.h. */
-typedef int (*memobs__comp_pool_fn_t)(int device, uint64_t *reserved, uint64_t *used);
-
 static struct {
     memobs__u32_t on;       /* MEMOBS_COMPONENTS: 0 not read yet, 1 off, 2 on */
     memobs__u32_t snapped;  /* the out-of-memory snapshot was tried */
-    memobs__comp_pool_fn_t pool;
 } memobs__comp;
 
 static const char *const memobs__comp_from[4] = {"tag", "region", "frame", "unknown"};
 
-/* A device's figures: tracked bytes, the driver's (have_drv), its pool's
-   (have_pool). */
+/* A device's figures: tracked bytes, the driver's (have_drv). */
 typedef struct {
-    int device, have_drv, have_pool;
-    uint64_t tracked, used, free_b, total, pool_reserved, pool_used;
+    int device, have_drv;
+    uint64_t tracked, used, free_b, total;
 } memobs__comp_dev_t;
 
 /* The breakdown of one device (or all: -1), and the devices' figures. */
@@ -16329,7 +16329,6 @@ static void memobs__comp_free(memobs__comp_set_t *cs) {
 /* The devices' figures: tracked bytes, and what memobs_cuda.h reads. */
 static void memobs__comp_devices(memobs__comp_set_t *cs, int device) {
     memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
-    memobs__comp_pool_fn_t pool = __atomic_load_n(&memobs__comp.pool, __ATOMIC_ACQUIRE);
     int d, lo = device < 0 ? 0 : device, hi = device < 0 ? MEMOBS_MAX_DEVICES - 1 : device;
     cs->ndev = 0;
     for (d = lo; d <= hi; d++) {
@@ -16339,7 +16338,6 @@ static void memobs__comp_devices(memobs__comp_set_t *cs, int device) {
         x->device = d;
         x->tracked = memobs_get_device_bytes(d, NULL);
         x->have_drv = fn && fn(d, &x->used, &x->free_b, &x->total, &as_of) == 0;
-        x->have_pool = x->have_drv && pool && pool(d, &x->pool_reserved, &x->pool_used) == 0;
         if (x->tracked || x->have_drv || device >= 0) cs->ndev++;
     }
 }
@@ -16481,7 +16479,6 @@ static void memobs__comp_text(memobs__out_t *o, const memobs__comp_set_t *cs) {
     }
     for (d = 0; d < cs->ndev; d++) {
         const memobs__comp_dev_t *x = &cs->dev[d];
-        char b2[32];
         if (!x->have_drv) {
             memobs__out_printf(o, "  device %d: memobs tracks %llu bytes; the memory used outside memobs is not known "
                                "(no driver figures: memobs_cuda.h reads them while the device is in use)\n",
@@ -16494,14 +16491,6 @@ static void memobs__comp_text(memobs__out_t *o, const memobs__comp_set_t *cs) {
                            (long long)(x->used - x->tracked), x->used < x->tracked ? "-" : "",
                            memobs_format_bytes(b, sizeof b, x->used >= x->tracked ? x->used - x->tracked
                                                                                   : x->tracked - x->used));
-        if (x->have_pool)
-            memobs__out_printf(o, "  device %d: cudaMallocAsync pool: %llu bytes reserved, %llu in use: %llu "
-                               "reserved, not in use (%s; the pool's total, not one block)\n", x->device,
-                               (unsigned long long)x->pool_reserved, (unsigned long long)x->pool_used,
-                               (unsigned long long)(x->pool_reserved > x->pool_used ? x->pool_reserved - x->pool_used
-                                                                                    : 0),
-                               memobs_format_bytes(b2, sizeof b2, x->pool_reserved > x->pool_used
-                                                                       ? x->pool_reserved - x->pool_used : 0));
         memobs__out_printf(o, "  device %d: largest free block: not reported (the CUDA driver gives only the free "
                            "total, %s)\n", x->device, memobs_format_bytes(b, sizeof b, x->free_b));
     }
@@ -16539,9 +16528,6 @@ static void memobs__comp_json(memobs__out_t *o, const memobs__comp_set_t *cs) {
                                (unsigned long long)x->total, (long long)(x->used - x->tracked));
         else
             memobs__out_str(o, ",\"driver_used\":null,\"driver_free\":null,\"driver_total\":null,\"outside\":null");
-        if (x->have_pool)
-            memobs__out_printf(o, ",\"pool_reserved\":%llu,\"pool_used\":%llu", (unsigned long long)x->pool_reserved,
-                               (unsigned long long)x->pool_used);
         memobs__out_str(o, ",\"largest_free_block\":null}");
     }
     memobs__out_str(o, "]}");
@@ -18676,10 +18662,6 @@ static void memobs__html_components(memobs__out_t *o) {
                             "outside memobs %lld bytes", x->device, (unsigned long long)x->used,
                             (unsigned long long)x->total, (unsigned long long)x->free_b,
                             (unsigned long long)x->tracked, (long long)(x->used - x->tracked));
-        if (x->have_pool)
-            memobs__html_printf(o, "; cudaMallocAsync pool: %llu bytes reserved, not in use",
-                                (unsigned long long)(x->pool_reserved > x->pool_used ? x->pool_reserved - x->pool_used
-                                                                                     : 0));
         memobs__out_str(o, "; largest free block: not reported (the CUDA driver gives only the free total)</p>\n");
     }
     memobs__out_str(o, "</section>\n");

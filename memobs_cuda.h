@@ -58,9 +58,13 @@
      Out of memory: when an allocation wrapper gets cudaErrorMemoryAllocation,
        it writes the flight recorder before returning: what failed, the
        driver's free/total memory of the device asked (the stream's for
-       cudaMallocAsync), the summary and the live block table (largest
-       first, with tags and stacks). The first 3 per process; later ones
-       are counted.
+       cudaMallocAsync), for a device allocation its live memory by
+       component (memobs_print_components: tag, else region, else top
+       frame; the memory used outside memobs), the summary and the live
+       block table (largest first, with tags and stacks). The first 3 per
+       process; later ones are counted. At the first device allocation
+       that fails while the PyTorch snapshot's history is recorded, the
+       snapshot is written once (MEMOBS_OOM_SNAPSHOT below).
      Device memory outside memobs: memobs_cuda_get_mem_info() sets the driver's
        used memory beside what the tracker holds for that device; the
        difference is memory allocated around the wrappers (communication
@@ -318,6 +322,16 @@
                               (unset: stderr; memobs.h's OUTPUTS rule: 0 or
                               off is nowhere; a PATH is appended to, one
                               write a report, %r/%p expanded).
+     MEMOBS_OOM_SNAPSHOT=PATH where the PyTorch memory snapshot goes at the
+                              first device out-of-memory error, written
+                              once when its history is recorded
+                              (MEMOBS_TORCH_SNAPSHOT set, or
+                              memobs_torch_history_start). Unset: the
+                              report's path + ".pickle" when the report
+                              goes to a file, memobs_oom_%p.pickle in the
+                              working directory when it goes to stderr or
+                              stdout, none when it is off; 0 or off: none.
+                              A path that cannot be written: one warning.
    Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
    wrappers make their CUDA call and nothing else, and NVTX is not
    compiled in).
