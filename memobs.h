@@ -16596,15 +16596,16 @@ int memobs_print_components(FILE *f, int device) {
 static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) __attribute__((unused));
 static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) {
     memobs_torch_history_t h;
-    char path[MEMOBS__PATH_LEN + 8];
-    const char *s = getenv("MEMOBS_OOM_SNAPSHOT");
-    int k, rc;
+    char path[MEMOBS__PATH_LEN + 8], spec[MEMOBS__PATH_LEN];
+    int set, rc;
     if (memobs_get_torch_history(0, &h) != MEMOBS_OK || !h.recording) return;
     if (MEMOBS__LOAD(&memobs__comp.snapped.v) || MEMOBS__XCHG(&memobs__comp.snapped.v, 1u)) return;
-    k = memobs__dest_parse("MEMOBS_OOM_SNAPSHOT", s, MEMOBS__PATH_LEN);
-    if (s && k == 0) return; /* off */
-    if (!s && (!report_dest || !report_dest[0])) return; /* no report, no path named: none */
-    if (s) snprintf(path, sizeof path, "%s", k == 2 ? "stderr" : k == 1 ? "stdout" : s);
+    spec[0] = 1; /* kept when the variable is unset; "" when it is off */
+    spec[1] = 0;
+    set = memobs__report_env("MEMOBS_OOM_SNAPSHOT", spec, sizeof spec);
+    if (!set && !spec[0]) return; /* off */
+    if (!set && (!report_dest || !report_dest[0])) return; /* no report, no path named: none */
+    if (set) snprintf(path, sizeof path, "%s", spec);
     else if (report_dest && report_dest[0] && strcmp(report_dest, "stderr") != 0 && strcmp(report_dest, "stdout") != 0)
         snprintf(path, sizeof path, "%s.pickle", report_dest);
     else snprintf(path, sizeof path, "memobs_oom_%%p.pickle");
