@@ -114,6 +114,8 @@
        >>snapshot         device event rings, the pickle writer
        >>worker           the background thread of periodic tasks
        >>sampler          host memory samples, the leak detector
+       >>components       live device memory by component (tag,
+                          region, top frame); the out-of-memory snapshot
        >>stormlog         notable events, Stormlog telemetry (schema v2)
        >>inflight         transfers in flight: the table, tokens, the
                           stuck check, their figures in every output
@@ -189,6 +191,7 @@
      pk PK           snapshot       PicKle writer (protocol 4) and its keys
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
+     comp COMP       components     COMPonents of live device memory
      sl              stormlog       StormLog telemetry and notable events
      xin XIN         inflight       transfers in flight (X IN flight): the
                                     table, tokens, the stuck check
@@ -465,6 +468,10 @@
                               K, M, G, T are binary).
      MEMOBS_LEAKS=DEST        at exit, what is still live, by trace.
      MEMOBS_REPORT_ROWS=N     rows per report table (default 50; 0 = all).
+     MEMOBS_COMPONENTS=0|1    live device memory by component
+                              (memobs_print_components) in the text and
+                              JSON summaries and the HTML report (default
+                              0). Read at the first summary.
      MEMOBS_TORCH_SNAPSHOT=DEST
                               at exit, tracked device memory as PyTorch's
                               memory snapshot (a pickle: not to a terminal).
@@ -1590,7 +1597,8 @@ typedef struct {
 } memobs_alloc_info_t;
 MEMOBS_API size_t memobs_get_allocations(memobs_alloc_info_t *out, size_t max);
 
-/* Text of a trace: the tag on the first line, then one line per frame
+/* Text of a trace: the tag on the first line (an untagged trace made
+   inside a region: "region NAME"), then one line per frame
    (C frames symbolized now: "#0 function+offset (module+offset)"). A C
    stack walked by frame pointers has the line "C stack (frame pointers)"
    before its frames, and one cut short the last line "... cut short: bad
@@ -1607,6 +1615,52 @@ MEMOBS_API int memobs_print_alloc_groups(FILE *f);
 /* What is still live, grouped by trace, largest first (MEMOBS_LEAKS=1
    writes it at exit). */
 MEMOBS_API int memobs_print_leaks(FILE *f);
+
+/* Live device memory by component: which part of the program holds it.
+   The component of a live MEMOBS_MEM_DEVICE allocation is, in this order:
+     tag     its tag (MEMOBS_TRACK_ALLOC_N, memobs_track_alloc_full);
+     region  else the innermost region open on the allocating thread when
+             it was made (memobs_region_begin; an untagged trace keeps it,
+             so untagged allocations are also split by region in the
+             group reports);
+     frame   else its top frame: with a tag provider's stack (Python), its
+             innermost frame as the provider writes it ("path:line in
+             name"); else the C frame that called memobs: past the
+             leading frames named memobs* (and the frames with no name
+             among them: memobs' static functions have none), or of the
+             preload library, symbolized as the reports do
+             ("function+0x1c (module+0x1a2c)" or "module+0x1a2c");
+     unknown else "(unknown)": no tag, no region, no stack (set
+             MEMOBS_CALLSTACK=N, or tag the allocation).
+   Components with the same name and rule are one. device: a device index,
+   or -1 for every device. memobs_get_components writes at most max of them,
+   largest first (ties: by rule, then first seen), and returns how many
+   there are; out may be NULL when max is 0. It takes the table's stripe
+   locks in turn and symbolizes each trace once: call it per report, not
+   per allocation. memobs_print_components writes the table: the top 20
+   components with their bytes, blocks and share of the device's tracked
+   device bytes, "the rest" summed, then per device what memobs_cuda.h can
+   read (the driver's used and free bytes and the memory used outside
+   memobs: driver used - tracked) and what it cannot ("largest free block:
+   not reported": the CUDA driver gives only the free total; memobs sees
+   allocations, not an allocator's free lists). It is in the out-of-memory
+   report of memobs_cuda.h, and in the text and JSON summaries and the
+   HTML report with MEMOBS_COMPONENTS=1. MEMOBS_OK, MEMOBS_ERR_INVALID
+   (f NULL, device out of range) or MEMOBS_ERR_IO. */
+typedef enum {
+    MEMOBS_COMPONENT_TAG = 0,
+    MEMOBS_COMPONENT_REGION = 1,
+    MEMOBS_COMPONENT_FRAME = 2,
+    MEMOBS_COMPONENT_UNKNOWN = 3
+} memobs_component_from_t;
+typedef struct {
+    char name[160];              /* the tag, the region's name, the frame, or "(unknown)" */
+    memobs_component_from_t from; /* which rule named it */
+    uint64_t bytes;              /* live device bytes */
+    uint64_t blocks;             /* live device allocations */
+} memobs_component_t;
+MEMOBS_API size_t memobs_get_components(int device, memobs_component_t *out, size_t max);
+MEMOBS_API int memobs_print_components(FILE *f, int device);
 
 /* ======================================================================== */
 /* Pinned memory: as asked and as held                         >>api-pinned */
@@ -3137,6 +3191,7 @@ typedef struct {
     uint8_t prov;  /* provider slot + 1; 0 = none */
     uint8_t how;   /* how the C frames were captured: MEMOBS__C_FP, MEMOBS__C_CUT */
     char tag[MEMOBS__TAG_LEN];
+    uint16_t reg;  /* an untagged trace's innermost open region + 1; 0 = none (in the padding: 88 bytes) */
 } memobs__trace_t;
 
 typedef struct {
@@ -6671,20 +6726,21 @@ static uint64_t memobs__trace_hash(const char *tag, size_t len, unsigned prov, c
 }
 
 static int memobs__trace_eq(const memobs__trace_t *t, const char *tag, unsigned prov, const memobs_frame_t *fr,
-                            unsigned np, unsigned nc, unsigned how) {
-    return t->np == np && t->nc == nc && t->prov == prov && t->how == how && strcmp(t->tag, tag) == 0 &&
+                            unsigned np, unsigned nc, unsigned how, unsigned reg) {
+    return t->np == np && t->nc == nc && t->prov == prov && t->how == how && t->reg == reg &&
+           strcmp(t->tag, tag) == 0 &&
            (np + nc == 0 || memcmp(&MEMOBS__TRK.frames[t->off], fr, (np + nc) * sizeof *fr) == 0);
 }
 
 /* Slot of the trace with this content, or the empty slot ending its probe. */
 static uint32_t memobs__trace_probe(uint64_t h, const char *tag, unsigned prov, const memobs_frame_t *fr,
-                                    unsigned np, unsigned nc, unsigned how, int *found) {
+                                    unsigned np, unsigned nc, unsigned how, unsigned reg, int *found) {
     uint32_t i = (uint32_t)(h >> 32) & (MEMOBS__TRACE_SLOTS - 1);
     for (;; i = (i + 1) & (MEMOBS__TRACE_SLOTS - 1)) {
         memobs__trace_t *t = &MEMOBS__TRK.traces[i];
         uint64_t k = __atomic_load_n(&t->key, __ATOMIC_ACQUIRE);
         if (k == 0) break;
-        if (k == h && memobs__trace_eq(t, tag, prov, fr, np, nc, how)) {
+        if (k == h && memobs__trace_eq(t, tag, prov, fr, np, nc, how, reg)) {
             *found = 1;
             return i;
         }
@@ -6693,15 +6749,29 @@ static uint32_t memobs__trace_probe(uint64_t h, const char *tag, unsigned prov, 
     return i;
 }
 
+/* The innermost region open on the calling thread + 1 (the deepest kept
+   when it is nested past MEMOBS_REGION_DEPTH), 0 when none is: the
+   thread's own stack, read with no lock. */
+static unsigned memobs__trace_region(void) {
+    memobs__shard_t *s = memobs__tls.shard;
+    uint32_t d;
+    if (!s || s->shared || (d = MEMOBS__LOAD(&s->rdepth.v)) == 0) return 0;
+    if (d > MEMOBS_REGION_DEPTH) d = MEMOBS_REGION_DEPTH;
+    return MEMOBS__LOAD(&s->rid[d - 1].v) + 1u;
+}
+
 /* Trace id of (tag, provider frames, C frames and how they were
-   captured), interning it on first sight; MEMOBS_NO_TRACE when there is
-   nothing to record or no room. nc_in: memobs__capture_c's count and
-   flags. */
+   captured; with no tag, the innermost region open on the thread),
+   interning it on first sight; MEMOBS_NO_TRACE when there is nothing to
+   record or no room. nc_in: memobs__capture_c's count and flags. The
+   region is kept for untagged allocations only: a tag names the
+   component already (memobs_print_components), and tagged traces are
+   not split by region. */
 static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int nc_in) {
     memobs__trk_t *t = &MEMOBS__TRK;
     memobs_frame_t fr[2 * MEMOBS_MAX_STACK];
     char tag[MEMOBS__TAG_LEN];
-    unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, how, i;
+    unsigned prov = __atomic_load_n(&t->prov_on.v, __ATOMIC_ACQUIRE), np = 0, nc, how, i, reg;
     size_t len;
     uint32_t slot, id;
     uint64_t h;
@@ -6723,16 +6793,18 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
         fr[np + i].aux = 0;
     }
     if (!tag_in) tag_in = "";
-    if (!*tag_in && np + nc == 0) return MEMOBS_NO_TRACE;
+    reg = *tag_in ? 0u : memobs__trace_region();
+    if (!*tag_in && np + nc == 0 && !reg) return MEMOBS_NO_TRACE;
     for (len = 0; len + 1 < sizeof tag && tag_in[len]; len++) {
     }
     memcpy(tag, tag_in, len);
     memset(tag + len, 0, 8 - (len & 7)); /* the terminator, and zeros to a whole word */
     h = memobs__trace_hash(tag, len, prov, fr, np, nc, how);
-    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
+    if (reg) h = memobs__mix(h ^ ((uint64_t)reg << 24)) | 1u; /* never 0 */
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, reg, &found);
     if (found) return t->traces[slot].id;
     memobs__mutex_lock(&t->trace_lock);
-    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, &found);
+    slot = memobs__trace_probe(h, tag, prov, fr, np, nc, how, reg, &found);
     if (found) {
         id = t->traces[slot].id;
     } else if (MEMOBS__LOAD(&t->ntraces.v) >= MEMOBS_MAX_TRACES || t->frames_used + np + nc > MEMOBS__TRACE_FRAMES) {
@@ -6746,6 +6818,7 @@ static uint32_t memobs__trace_intern(const char *tag_in, void *const *cst, int n
         e->nc = (uint16_t)nc;
         e->prov = (uint8_t)prov;
         e->how = (uint8_t)how;
+        e->reg = (uint16_t)reg;
         memcpy(e->tag, tag, sizeof tag);
         if (np + nc) memcpy(&t->frames[e->off], fr, (np + nc) * sizeof *fr);
         t->frames_used += np + nc;
@@ -11009,6 +11082,7 @@ typedef struct {
     memobs_request_info_t *top;
     uint32_t ntop[2];
     memobs_pinned_t pin; /* memobs_get_pinned; at a crash read as it stands, RssShmem unknown */
+    char *comp; /* MEMOBS_COMPONENTS' block or JSON member (memobs__comp_render), or NULL (at a crash too) */
 } memobs__figs_t;
 
 static void memobs__figs_region(const memobs__figs_t *p, uint32_t i, memobs_region_stats_t *r) {
@@ -11017,6 +11091,7 @@ static void memobs__figs_region(const memobs__figs_t *p, uint32_t i, memobs_regi
 }
 
 static void memobs__leak_write(memobs__out_t *o, int json);
+static char *memobs__comp_render(int json);
 
 /* The figures now, outside a crash: memobs_get_summary, a copy of
    memobs_get_regions, and the host-memory piece as format host has it
@@ -11049,14 +11124,17 @@ static int memobs__figs_get(memobs__figs_t *p, int host) {
         memobs__out_end(&o);
         if (o.err) p->host[0] = 0; /* never cut JSON */
     }
+    p->comp = host >= 0 ? memobs__comp_render(host == MEMOBS_FORMAT_JSON) : NULL;
     return MEMOBS_OK;
 }
 
 static void memobs__figs_free(memobs__figs_t *p) {
     if (p->regions) MEMOBS_FREE(p->regions);
     if (p->top) MEMOBS_FREE(p->top);
+    if (p->comp) MEMOBS_FREE(p->comp);
     p->regions = NULL;
     p->top = NULL;
+    p->comp = NULL;
 }
 
 static void memobs__text_xfer(memobs__out_t *o, const memobs_xfer_t *x) {
@@ -11559,6 +11637,7 @@ static void memobs__summary_text(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__text_coll(o);
     memobs__text_pinned(o, &p->pin);
     memobs__out_str(o, p->host);
+    if (p->comp) memobs__out_str(o, p->comp);
     memobs__text_problems(o, s);
 }
 
@@ -11936,6 +12015,7 @@ static void memobs__summary_json(memobs__out_t *o, const memobs__figs_t *p) {
     memobs__json_coll(o);
     memobs__json_pinned(o, &p->pin);
     memobs__out_str(o, p->host);
+    if (p->comp) memobs__out_str(o, p->comp);
     memobs__out_str(o, "}\n");
 }
 
@@ -14622,7 +14702,10 @@ int memobs_format_trace(char *buf, size_t len, uint32_t trace) {
     const memobs__trace_t *e = memobs__trace_get(trace);
     size_t o;
     if (!e || !buf || len == 0) return MEMOBS_ERR_INVALID;
-    o = (size_t)snprintf(buf, len, "%s", e->tag);
+    if (!e->tag[0] && e->reg)
+        o = (size_t)snprintf(buf, len, "region %s", memobs_region_label((memobs_region_t)e->reg - 1));
+    else
+        o = (size_t)snprintf(buf, len, "%s", e->tag);
     if (o >= len) return (int)(len - 1);
     if (e->np && o + 1 < len) {
         buf[o++] = '\n';
@@ -14767,11 +14850,16 @@ static void memobs__trace_boxes(FILE *f, const memobs__trace_t *e, char *buf, si
         memobs__box(f, e->how & MEMOBS__C_FP ? "C Stack Trace (frame pointers)" : "C Stack Trace", buf);
 }
 
-/* The TAG cell of a trace: its tag, else "[Multi-Line Stack]" when a box
-   follows, else "". */
-static const char *memobs__tag_cell(const memobs__trace_t *e, int boxed) {
+/* The TAG cell of a trace: its tag, else the region it was made in
+   ("region NAME", written into buf), else "[Multi-Line Stack]" when a box
+   follows, else "[stack above]". */
+static const char *memobs__tag_cell(const memobs__trace_t *e, int boxed, char *buf, size_t len) {
     if (!e) return "";
     if (e->tag[0]) return e->tag;
+    if (e->reg) {
+        snprintf(buf, len, "region %s", memobs_region_label((memobs_region_t)e->reg - 1));
+        return buf;
+    }
     return boxed ? "[Multi-Line Stack]" : "[stack above]";
 }
 
@@ -14799,10 +14887,10 @@ static void memobs__write_blocks(FILE *f, const memobs__alloc_t *a, size_t n, in
         const memobs__trace_t *e = memobs__trace_get(a[i].trace);
         int box = e && (e->np || e->nc) && shown && buf && !shown[a[i].trace];
         unsigned ph = a[i].phase & ~MEMOBS__PENDING;
-        char tr[16], dev[8], tag[96];
+        char tr[16], dev[8], tag[96], rg[80];
         memobs__trace_cell(a[i].trace, tr, sizeof tr);
         snprintf(tag, sizeof tag, "%s%s", a[i].phase & MEMOBS__PENDING ? "(free pending) " : "",
-                 memobs__tag_cell(e, box || !e || !(e->np || e->nc)));
+                 memobs__tag_cell(e, box || !e || !(e->np || e->nc), rg, sizeof rg));
         if (a[i].device < 0) snprintf(dev, sizeof dev, "-");
         else snprintf(dev, sizeof dev, "%d", (int)a[i].device);
         memobs__row_end(f, fprintf(f, "| 0x%016llx | %12llu (%10.2f) | %-7s | %3s | %-8s | %5s | ",
@@ -14874,7 +14962,7 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
     memobs__rule(f);
     for (g = 0; g < ng; g++) {
         const memobs__trace_t *e = memobs__trace_get(grp[g].trace);
-        char tr[16], kinds[40], age[32];
+        char tr[16], kinds[40], age[32], rg[80];
         unsigned k;
         int o = 0;
         if (rows > 0 && g >= (uint32_t)rows) {
@@ -14891,7 +14979,7 @@ static void memobs__write_groups(FILE *f, const memobs__alloc_t *a, size_t n, in
                                    (unsigned long long)grp[g].bytes, MEMOBS__MIB(grp[g].bytes),
                                    (unsigned long long)grp[g].count, kinds,
                                    memobs_format_ns(age, sizeof age, grp[g].oldest_ns)),
-                        e ? memobs__tag_cell(e, 1) : "(no tag, no stack)");
+                        e ? memobs__tag_cell(e, 1, rg, sizeof rg) : "(no tag, no stack)");
         if (e) memobs__trace_boxes(f, e, buf, 8192, unnamed);
     }
     if (rows > 0 && ng > (uint32_t)rows) {
@@ -17183,6 +17271,449 @@ static void memobs__leak_write(memobs__out_t *o, int json) {
         break;
     }
     memobs__cg_write(o, 0, &l);
+}
+
+/* ======================================================================== */
+/* Private: live device memory by component                    >>components */
+/* ======================================================================== */
+
+/* memobs_get_components and memobs_print_components; the block of the
+   out-of-memory report (memobs_cuda.h), the summaries' and the HTML
+   report's with MEMOBS_COMPONENTS=1; the PyTorch snapshot written once at
+   the first device out-of-memory error (MEMOBS_OOM_SNAPSHOT). Nothing here
+   runs in the crash writer or a signal handler: it takes the tracker's
+   locks, allocates and symbolizes. */
+#define MEMOBS__COMP_TOP 20 /* rows of the printed table; the rest summed */
+
+static struct {
+    memobs__u32_t on;       /* MEMOBS_COMPONENTS: 0 not read yet, 1 off, 2 on */
+    memobs__u32_t snapped;  /* the out-of-memory snapshot was tried */
+} memobs__comp;
+
+static const char *const memobs__comp_from[4] = {"tag", "region", "frame", "unknown"};
+
+/* A device's figures: tracked bytes, the driver's (have_drv). */
+typedef struct {
+    int device, have_drv;
+    uint64_t tracked, used, free_b, total;
+} memobs__comp_dev_t;
+
+/* The breakdown of one device (or all: -1), and the devices' figures. */
+typedef struct {
+    int device;
+    memobs_component_t *c; /* all of them, largest first */
+    size_t n;
+    uint64_t bytes, blocks; /* live device memory seen */
+    memobs__comp_dev_t dev[MEMOBS_MAX_DEVICES];
+    unsigned ndev;
+} memobs__comp_set_t;
+
+/* MEMOBS_COMPONENTS, read once. */
+static int memobs__comp_enabled(void) {
+    uint32_t v = MEMOBS__LOAD(&memobs__comp.on.v);
+    if (v == 0) {
+        const char *s = getenv("MEMOBS_COMPONENTS");
+        int b = s ? memobs__parse_bool(s) : 0;
+        if (b < 0) {
+            memobs__log(MEMOBS_LOG_WARN, "MEMOBS_COMPONENTS='%s' is not 0/1/on/off/true/false/yes/no; the "
+                        "breakdown by component stays out of the summaries", s);
+            b = 0;
+        }
+        v = b ? 2u : 1u;
+        MEMOBS__STORE(&memobs__comp.on.v, v);
+    }
+    return v == 2;
+}
+
+/* Whether a frame lies in memobs' own library: a library built with
+   MEMOBS__COMP_OWN_MODULE (the preload library, whose every frame is
+   memobs'), never a program's or an engine's library that memobs is
+   compiled into. */
+static int memobs__comp_own_module(const memobs__dlinfo_t *di) {
+#ifdef MEMOBS__COMP_OWN_MODULE
+    static memobs__dlinfo_t self;
+    static memobs__u32_t state; /* 0 unread, 1 known, 2 unknown */
+    uint32_t st = MEMOBS__LOAD(&state.v);
+    if (st == 0) {
+        memobs__dlinfo_t me;
+        memset(&me, 0, sizeof me);
+        st = 2;
+        if (memobs__dladdr && memobs__dladdr((const void *)&memobs__comp_own_module, &me) && me.fbase) {
+            self = me;
+            st = 1;
+        }
+        MEMOBS__STORE(&state.v, st);
+    }
+    return st == 1 && di->fbase == self.fbase;
+#else
+    (void)di;
+    return 0;
+#endif
+}
+
+/* The name and rule of trace e's component (e NULL: no trace). */
+static memobs_component_from_t memobs__comp_name(const memobs__trace_t *e, char *buf, size_t len) {
+    const memobs_frame_t *fr;
+    unsigned i;
+    if (!e) {
+        snprintf(buf, len, "(unknown)");
+        return MEMOBS_COMPONENT_UNKNOWN;
+    }
+    if (e->tag[0]) {
+        snprintf(buf, len, "%s", e->tag);
+        return MEMOBS_COMPONENT_TAG;
+    }
+    if (e->reg) {
+        snprintf(buf, len, "%s", memobs_region_label((memobs_region_t)e->reg - 1));
+        return MEMOBS_COMPONENT_REGION;
+    }
+    fr = &MEMOBS__TRK.frames[e->off];
+    if (e->np && e->prov) { /* a provider's frames are outermost first: its last is the innermost */
+        const memobs_tag_provider_t *p = &MEMOBS__TRK.prov[e->prov - 1];
+        size_t o = p->format(&fr[e->np - 1], 1, buf, len, p->user);
+        char *nl;
+        buf[o < len ? o : len - 1] = 0;
+        if ((nl = strchr(buf, '\n')) != NULL) *nl = 0;
+        if (buf[0]) return MEMOBS_COMPONENT_FRAME;
+    }
+    if (e->nc) {
+        /* The frame after memobs' own: the leading frames up to the last
+           one named memobs* (or in memobs' shared library), through frames
+           with no name (memobs' static functions have none in an
+           executable), up to the first named frame of the program. */
+        unsigned top = 0;
+        for (i = 0; i + 1 < e->nc; i++) {
+            memobs__dlinfo_t di;
+            memset(&di, 0, sizeof di);
+            if (!memobs__dladdr || !memobs__dladdr((const void *)(fr[e->np + i].pc - 1), &di)) break;
+            if ((di.sname && strncmp(di.sname, "memobs", 6) == 0) || memobs__comp_own_module(&di)) top = i + 1;
+            else if (di.sname && di.saddr) break;
+        }
+        (void)memobs__sym(fr[e->np + top].pc, buf, len);
+        return MEMOBS_COMPONENT_FRAME;
+    }
+    snprintf(buf, len, "(unknown)");
+    return MEMOBS_COMPONENT_UNKNOWN;
+}
+
+typedef struct {
+    uint64_t bytes;
+    uint32_t idx, from;
+} memobs__comp_key_t;
+
+static int memobs__comp_first(const void *x, const void *y) {
+    const memobs__comp_key_t *a = (const memobs__comp_key_t *)x, *b = (const memobs__comp_key_t *)y;
+    if (a->bytes != b->bytes) return a->bytes > b->bytes;
+    if (a->from != b->from) return a->from < b->from;
+    return a->idx < b->idx;
+}
+
+static void memobs__comp_free(memobs__comp_set_t *cs) {
+    if (cs->c) MEMOBS_FREE(cs->c);
+    cs->c = NULL;
+    cs->n = 0;
+}
+
+/* The devices' figures: tracked bytes, and what memobs_cuda.h reads. */
+static void memobs__comp_devices(memobs__comp_set_t *cs, int device) {
+    memobs__devmem_fn_t fn = __atomic_load_n(&memobs__devmem_fn, __ATOMIC_ACQUIRE);
+    int d, lo = device < 0 ? 0 : device, hi = device < 0 ? MEMOBS_MAX_DEVICES - 1 : device;
+    cs->ndev = 0;
+    for (d = lo; d <= hi; d++) {
+        memobs__comp_dev_t *x = &cs->dev[cs->ndev];
+        uint64_t as_of = 0;
+        memset(x, 0, sizeof *x);
+        x->device = d;
+        x->tracked = memobs_get_device_bytes(d, NULL);
+        x->have_drv = fn && fn(d, &x->used, &x->free_b, &x->total, &as_of) == 0;
+        if (x->tracked || x->have_drv || device >= 0) cs->ndev++;
+    }
+}
+
+/* The breakdown of device (-1: all); MEMOBS_OK or MEMOBS_ERR_NOMEM. */
+static int memobs__comp_collect(memobs__comp_set_t *cs, int device) {
+    uint32_t ntr, busy = memobs__tls.busy, *map = NULL, *hash = NULL, hmask = 0;
+    memobs__alloc_t *a;
+    memobs__comp_key_t *key = NULL;
+    memobs_component_t *c = NULL, *sorted = NULL;
+    size_t n = 0, i, nc = 0, k = 0;
+    int rc = MEMOBS_OK;
+    memset(cs, 0, sizeof *cs);
+    cs->device = device;
+    memobs__tls.busy = 1; /* our buffers are not the program's allocations */
+    memobs__comp_devices(cs, device);
+    a = memobs__report_snapshot(-1, &n);
+    for (i = 0; i < n; i++)
+        if (a[i].kind == MEMOBS_MEM_DEVICE && (device < 0 || a[i].device == device)) a[k++] = a[i];
+    n = k;
+    ntr = __atomic_load_n(&MEMOBS__TRK.ntraces.v, __ATOMIC_ACQUIRE);
+    if (n) {
+        for (hmask = 16; hmask < 2 * (ntr + 1); hmask <<= 1) {
+        }
+        map = (uint32_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *map);
+        hash = (uint32_t *)MEMOBS_MALLOC(hmask * sizeof *hash);
+        c = (memobs_component_t *)MEMOBS_MALLOC((ntr + 1) * sizeof *c);
+        hmask--;
+    }
+    if (n && (!map || !hash || !c)) {
+        rc = MEMOBS_ERR_NOMEM;
+        n = 0;
+    }
+    if (n) {
+        memset(map, 0xff, (ntr + 1) * sizeof *map);
+        memset(hash, 0, (hmask + 1) * sizeof *hash);
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t t = a[i].trace < ntr ? a[i].trace : ntr, j;
+        if (map[t] == UINT32_MAX) {
+            memobs_component_t tmp;
+            uint64_t h;
+            memset(&tmp, 0, sizeof tmp);
+            tmp.from = memobs__comp_name(t < ntr ? memobs__trace_get(t) : NULL, tmp.name, sizeof tmp.name);
+            h = memobs__reg_hash(tmp.name) ^ (uint64_t)tmp.from;
+            for (j = (uint32_t)h & hmask; hash[j]; j = (j + 1) & hmask) {
+                const memobs_component_t *y = &c[hash[j] - 1];
+                if (y->from == tmp.from && strcmp(y->name, tmp.name) == 0) break;
+            }
+            if (!hash[j]) {
+                c[nc] = tmp;
+                hash[j] = (uint32_t)++nc;
+            }
+            map[t] = hash[j] - 1;
+        }
+        c[map[t]].bytes += a[i].bytes;
+        c[map[t]].blocks++;
+        cs->bytes += a[i].bytes;
+        cs->blocks++;
+    }
+    if (nc) {
+        key = (memobs__comp_key_t *)MEMOBS_MALLOC(nc * sizeof *key);
+        sorted = (memobs_component_t *)MEMOBS_MALLOC(nc * sizeof *sorted);
+    }
+    if (nc && key && sorted) {
+        for (i = 0; i < nc; i++) {
+            key[i].bytes = c[i].bytes;
+            key[i].idx = (uint32_t)i;
+            key[i].from = (uint32_t)c[i].from;
+        }
+        memobs__sort(key, nc, sizeof *key, memobs__comp_first);
+        for (i = 0; i < nc; i++) sorted[i] = c[key[i].idx];
+        cs->c = sorted;
+        cs->n = nc;
+        sorted = NULL;
+    } else if (nc) {
+        rc = MEMOBS_ERR_NOMEM;
+    }
+    if (sorted) MEMOBS_FREE(sorted);
+    if (key) MEMOBS_FREE(key);
+    if (c) MEMOBS_FREE(c);
+    if (hash) MEMOBS_FREE(hash);
+    if (map) MEMOBS_FREE(map);
+    if (a) MEMOBS_FREE(a);
+    memobs__tls.busy = busy;
+    return rc;
+}
+
+size_t memobs_get_components(int device, memobs_component_t *out, size_t max) {
+    memobs__comp_set_t *cs;
+    size_t n, i;
+    if ((!out && max) || device < -1 || device >= MEMOBS_MAX_DEVICES) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_get_components: %s", !out && max ? "NULL output" : "device out of range");
+        return 0;
+    }
+    memobs_init();
+    if (!(cs = (memobs__comp_set_t *)MEMOBS_MALLOC(sizeof *cs))) return 0;
+    (void)memobs__comp_collect(cs, device);
+    n = cs->n;
+    for (i = 0; i < n && i < max; i++) out[i] = cs->c[i];
+    memobs__comp_free(cs);
+    MEMOBS_FREE(cs);
+    return n;
+}
+
+static double memobs__comp_share(uint64_t part, uint64_t all) {
+    return all ? 100.0 * (double)part / (double)all : 0.0;
+}
+
+/* The text block. */
+static void memobs__comp_text(memobs__out_t *o, const memobs__comp_set_t *cs) {
+    char b[32], dev[24];
+    size_t i, top = cs->n < MEMOBS__COMP_TOP ? cs->n : MEMOBS__COMP_TOP;
+    uint64_t rb = 0, rn = 0;
+    unsigned d;
+    if (cs->device < 0) snprintf(dev, sizeof dev, "all devices");
+    else snprintf(dev, sizeof dev, "device %d", cs->device);
+    memobs__out_printf(o, "== memobs components == %s: %llu live device allocation%s, %llu bytes (%s) by "
+                       "component (tag, else region, else top frame)\n", dev, (unsigned long long)cs->blocks,
+                       memobs__s(cs->blocks), (unsigned long long)cs->bytes, memobs_format_bytes(b, sizeof b, cs->bytes));
+    if (cs->n) {
+        memobs__out_printf(o, "  %14s %10s %8s %7s  %-7s %s\n", "bytes", "", "blocks", "share", "rule", "component");
+        for (i = 0; i < cs->n; i++) {
+            const memobs_component_t *c = &cs->c[i];
+            if (i >= top) {
+                rb += c->bytes;
+                rn += c->blocks;
+                continue;
+            }
+            memobs__out_printf(o, "  %14llu %10s %8llu %6.1f%%  %-7s %s\n", (unsigned long long)c->bytes,
+                               memobs_format_bytes(b, sizeof b, c->bytes), (unsigned long long)c->blocks,
+                               memobs__comp_share(c->bytes, cs->bytes), memobs__comp_from[c->from], c->name);
+        }
+        if (cs->n > top)
+            memobs__out_printf(o, "  %14llu %10s %8llu %6.1f%%  %-7s (the rest: %llu more component%s)\n",
+                               (unsigned long long)rb, memobs_format_bytes(b, sizeof b, rb), (unsigned long long)rn,
+                               memobs__comp_share(rb, cs->bytes), "rest", (unsigned long long)(cs->n - top),
+                               memobs__s(cs->n - top));
+    }
+    for (d = 0; d < cs->ndev; d++) {
+        const memobs__comp_dev_t *x = &cs->dev[d];
+        if (!x->have_drv) {
+            memobs__out_printf(o, "  device %d: memobs tracks %llu bytes; the memory used outside memobs is not known "
+                               "(no driver figures: memobs_cuda.h reads them while the device is in use)\n",
+                               x->device, (unsigned long long)x->tracked);
+            continue;
+        }
+        memobs__out_printf(o, "  device %d: driver %llu bytes used of %llu, %llu free; memobs tracks %llu; outside "
+                           "memobs %lld bytes (%s%s)\n", x->device, (unsigned long long)x->used,
+                           (unsigned long long)x->total, (unsigned long long)x->free_b, (unsigned long long)x->tracked,
+                           (long long)(x->used - x->tracked), x->used < x->tracked ? "-" : "",
+                           memobs_format_bytes(b, sizeof b, x->used >= x->tracked ? x->used - x->tracked
+                                                                                  : x->tracked - x->used));
+        memobs__out_printf(o, "  device %d: largest free block: not reported (the CUDA driver gives only the free "
+                           "total, %s)\n", x->device, memobs_format_bytes(b, sizeof b, x->free_b));
+    }
+}
+
+/* The JSON member: ,"components":{...}. */
+static void memobs__comp_json(memobs__out_t *o, const memobs__comp_set_t *cs) {
+    size_t i, top = cs->n < MEMOBS__COMP_TOP ? cs->n : MEMOBS__COMP_TOP;
+    uint64_t rb = 0, rn = 0;
+    unsigned d;
+    memobs__out_printf(o, ",\"components\":{\"device\":%d,\"bytes\":%llu,\"blocks\":%llu,\"count\":%llu,\"top\":[",
+                       cs->device, (unsigned long long)cs->bytes, (unsigned long long)cs->blocks,
+                       (unsigned long long)cs->n);
+    for (i = 0; i < cs->n; i++) {
+        const memobs_component_t *c = &cs->c[i];
+        if (i >= top) {
+            rb += c->bytes;
+            rn += c->blocks;
+            continue;
+        }
+        memobs__out_str(o, i ? ",{\"name\":" : "{\"name\":");
+        memobs__out_json_str(o, c->name);
+        memobs__out_printf(o, ",\"rule\":\"%s\",\"bytes\":%llu,\"blocks\":%llu}", memobs__comp_from[c->from],
+                           (unsigned long long)c->bytes, (unsigned long long)c->blocks);
+    }
+    memobs__out_printf(o, "],\"rest\":{\"components\":%llu,\"bytes\":%llu,\"blocks\":%llu},\"devices\":[",
+                       (unsigned long long)(cs->n - top), (unsigned long long)rb, (unsigned long long)rn);
+    for (d = 0; d < cs->ndev; d++) {
+        const memobs__comp_dev_t *x = &cs->dev[d];
+        memobs__out_printf(o, "%s{\"device\":%d,\"tracked\":%llu", d ? "," : "", x->device,
+                           (unsigned long long)x->tracked);
+        if (x->have_drv)
+            memobs__out_printf(o, ",\"driver_used\":%llu,\"driver_free\":%llu,\"driver_total\":%llu,\"outside\":%lld",
+                               (unsigned long long)x->used, (unsigned long long)x->free_b,
+                               (unsigned long long)x->total, (long long)(x->used - x->tracked));
+        else
+            memobs__out_str(o, ",\"driver_used\":null,\"driver_free\":null,\"driver_total\":null,\"outside\":null");
+        memobs__out_str(o, ",\"largest_free_block\":null}");
+    }
+    memobs__out_str(o, "]}");
+}
+
+/* The summaries' piece (figs): the text block or the JSON member, in a
+   string of its own; NULL when MEMOBS_COMPONENTS is off or no memory. */
+static char *memobs__comp_render(int json) {
+    memobs__comp_set_t *cs;
+    memobs__out_t o;
+    char *s = NULL;
+    uint32_t busy = memobs__tls.busy;
+    if (!memobs__comp_enabled()) return NULL;
+    memobs__tls.busy = 1;
+    cs = (memobs__comp_set_t *)MEMOBS_MALLOC(sizeof *cs);
+    if (cs && memobs__comp_collect(cs, -1) == MEMOBS_OK) {
+        memobs__out_string(&o, NULL, 0); /* counted first */
+        if (json) memobs__comp_json(&o, cs);
+        else memobs__comp_text(&o, cs);
+        if ((s = (char *)MEMOBS_MALLOC(o.total + 1)) != NULL) {
+            memobs__out_string(&o, s, o.total + 1);
+            if (json) memobs__comp_json(&o, cs);
+            else memobs__comp_text(&o, cs);
+            memobs__out_end(&o);
+        }
+    }
+    if (cs) {
+        memobs__comp_free(cs);
+        MEMOBS_FREE(cs);
+    }
+    memobs__tls.busy = busy;
+    return s;
+}
+
+int memobs_print_components(FILE *f, int device) {
+    memobs__comp_set_t *cs;
+    memobs__out_t o;
+    char buf[MEMOBS__OUT_BUF];
+    int rc;
+    if (!f || device < -1 || device >= MEMOBS_MAX_DEVICES) {
+        memobs__log(MEMOBS_LOG_WARN, "memobs_print_components: %s", !f ? "NULL FILE" : "device out of range");
+        return MEMOBS_ERR_INVALID;
+    }
+    memobs_init();
+    if (!(cs = (memobs__comp_set_t *)MEMOBS_MALLOC(sizeof *cs))) return MEMOBS_ERR_NOMEM;
+    rc = memobs__comp_collect(cs, device);
+    memobs__out_file(&o, f, buf, sizeof buf);
+    memobs__comp_text(&o, cs);
+    if (rc != MEMOBS_OK) memobs__out_str(&o, "  (no memory for the whole breakdown)\n");
+    memobs__out_end(&o);
+    memobs__comp_free(cs);
+    MEMOBS_FREE(cs);
+    if (fflush(f) != 0 || ferror(f)) return MEMOBS_ERR_IO;
+    return rc;
+}
+
+/* memobs_cuda.h's out-of-memory report (the allocating thread, no memobs
+   lock held): at the first device out-of-memory error that finds the
+   PyTorch snapshot's history recording, the snapshot, once, to
+   MEMOBS_OOM_SNAPSHOT (off: none), else next to the report (its path +
+   ".pickle") when the report goes to a file, else memobs_oom_%p.pickle in
+   the working directory when it goes to stderr or stdout; none when the
+   report is off and MEMOBS_OOM_SNAPSHOT unset. Where it went is written to f (the report; may
+   be NULL). Tried once: a later error, or a path that cannot be written
+   (one warning), writes none. */
+static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) __attribute__((unused));
+static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) {
+    memobs_torch_history_t h;
+    char path[MEMOBS__PATH_LEN + 8], spec[MEMOBS__PATH_LEN];
+    int set, rc;
+    if (memobs_get_torch_history(0, &h) != MEMOBS_OK || !h.recording) return;
+    if (MEMOBS__LOAD(&memobs__comp.snapped.v) || MEMOBS__XCHG(&memobs__comp.snapped.v, 1u)) return;
+    spec[0] = 1; /* kept when the variable is unset; "" when it is off */
+    spec[1] = 0;
+    set = memobs__report_env("MEMOBS_OOM_SNAPSHOT", spec, sizeof spec);
+    if (!set && !spec[0]) return; /* off */
+    if (!set && (!report_dest || !report_dest[0])) return; /* no report, no path named: none */
+    if (set) snprintf(path, sizeof path, "%s", spec);
+    else if (report_dest && report_dest[0] && strcmp(report_dest, "stderr") != 0 && strcmp(report_dest, "stdout") != 0)
+        snprintf(path, sizeof path, "%s.pickle", report_dest);
+    else snprintf(path, sizeof path, "memobs_oom_%%p.pickle");
+    rc = memobs_write_torch_snapshot_file(path);
+    if (f) {
+        char full[MEMOBS__PATH_LEN + 8];
+        if (!memobs__expand_path(path, full, sizeof full)) memcpy(full, path, sizeof full);
+        if (rc == MEMOBS_OK)
+            fprintf(f, "  PyTorch memory snapshot (with its history) written to %s\n", full);
+        else
+            fprintf(f, "  PyTorch memory snapshot not written to %s: %s\n", full, memobs_strerror(rc));
+    }
+}
+
+/* memobs_cuda.h's out-of-memory report: the breakdown of device (a
+   device allocation failed there; -1: unknown), then the snapshot. */
+static void memobs__comp_oom(FILE *f, int device, int device_kind, const char *report_dest) __attribute__((unused));
+static void memobs__comp_oom(FILE *f, int device, int device_kind, const char *report_dest) {
+    if (f && device >= -1 && device < MEMOBS_MAX_DEVICES) (void)memobs_print_components(f, device);
+    if (device_kind) memobs__comp_oom_snapshot(f, report_dest);
 }
 
 /* ======================================================================== */
@@ -19850,6 +20381,71 @@ static void memobs__html_traces(memobs__out_t *o) {
     memobs__out_str(o, "</section>\n");
 }
 
+/* Live device memory by component (MEMOBS_COMPONENTS=1): the table of
+   memobs_print_components, and the devices' figures. */
+static void memobs__html_components(memobs__out_t *o) {
+    memobs__comp_set_t *cs;
+    char b[32];
+    size_t i, top;
+    uint64_t rb = 0, rn = 0;
+    unsigned d;
+    if (!memobs__comp_enabled()) return;
+    memobs__out_str(o, "<section id=\"components\"><h2>Device memory by component</h2>\n");
+    if (!(cs = (memobs__comp_set_t *)MEMOBS_MALLOC(sizeof *cs)) || memobs__comp_collect(cs, -1) != MEMOBS_OK) {
+        memobs__out_str(o, "<p>(no memory for the breakdown)</p>\n</section>\n");
+        if (cs) {
+            memobs__comp_free(cs);
+            MEMOBS_FREE(cs);
+        }
+        return;
+    }
+    top = cs->n < MEMOBS__COMP_TOP ? cs->n : MEMOBS__COMP_TOP;
+    memobs__html_printf(o, "<p>%llu live device allocation%s, %s, by component: the allocation's tag, else the "
+                        "region it was made in, else its top frame.</p>\n", (unsigned long long)cs->blocks,
+                        memobs__s(cs->blocks), memobs_format_bytes(b, sizeof b, cs->bytes));
+    if (cs->n) {
+        memobs__out_str(o, "<table class=\"comp\"><tr><th>component</th><th>rule</th><th>live bytes</th>"
+                           "<th>blocks</th><th>share</th></tr>\n");
+        for (i = 0; i < cs->n; i++) {
+            const memobs_component_t *c = &cs->c[i];
+            if (i >= top) {
+                rb += c->bytes;
+                rn += c->blocks;
+                continue;
+            }
+            memobs__out_str(o, "<tr><td>");
+            memobs__html_esc(o, c->name);
+            memobs__html_printf(o, "</td><td>%s</td><td class=\"n\" data-v=\"%llu\">%s</td><td class=\"n\">%llu</td>"
+                                "<td class=\"n\">%.1f%%</td></tr>\n", memobs__comp_from[c->from],
+                                (unsigned long long)c->bytes, memobs_format_bytes(b, sizeof b, c->bytes),
+                                (unsigned long long)c->blocks, memobs__comp_share(c->bytes, cs->bytes));
+        }
+        if (cs->n > top)
+            memobs__html_printf(o, "<tr><td>the rest: %llu more components</td><td>rest</td><td class=\"n\" "
+                                "data-v=\"%llu\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%.1f%%</td></tr>\n",
+                                (unsigned long long)(cs->n - top), (unsigned long long)rb,
+                                memobs_format_bytes(b, sizeof b, rb), (unsigned long long)rn,
+                                memobs__comp_share(rb, cs->bytes));
+        memobs__out_str(o, "</table>\n");
+    }
+    for (d = 0; d < cs->ndev; d++) {
+        const memobs__comp_dev_t *x = &cs->dev[d];
+        if (!x->have_drv) {
+            memobs__html_printf(o, "<p>device %d: memobs tracks %s; the memory used outside memobs is not known (no "
+                                "driver figures)</p>\n", x->device, memobs_format_bytes(b, sizeof b, x->tracked));
+            continue;
+        }
+        memobs__html_printf(o, "<p>device %d: driver %llu bytes used of %llu, %llu free; memobs tracks %llu; "
+                            "outside memobs %lld bytes", x->device, (unsigned long long)x->used,
+                            (unsigned long long)x->total, (unsigned long long)x->free_b,
+                            (unsigned long long)x->tracked, (long long)(x->used - x->tracked));
+        memobs__out_str(o, "; largest free block: not reported (the CUDA driver gives only the free total)</p>\n");
+    }
+    memobs__out_str(o, "</section>\n");
+    memobs__comp_free(cs);
+    MEMOBS_FREE(cs);
+}
+
 static void memobs__html_counters(memobs__out_t *o, const memobs_summary_t *s) {
     const memobs_track_problems_t *t = &s->track;
     struct {
@@ -20120,6 +20716,7 @@ int memobs_write_html(FILE *f) {
     memobs__html_requests(&o, s);
     memobs__html_memory(&o, s, ev, nev);
     memobs__html_traces(&o);
+    memobs__html_components(&o);
     memobs__html_coll(&o);
     memobs__html_pinned(&o);
     memobs__html_counters(&o, s);
@@ -20342,6 +20939,7 @@ static void memobs__crash_gather(memobs__prom_snap_t *p, int sig) {
     p->f.signame = memobs__crash_signame(sig);
     memobs__pin_peek(&p->f.pin);
     p->f.host[0] = 0;
+    p->f.comp = NULL; /* MEMOBS_COMPONENTS' block is never made here */
 }
 
 /* ---- destinations ---- */

@@ -58,9 +58,13 @@
      Out of memory: when an allocation wrapper gets cudaErrorMemoryAllocation,
        it writes the flight recorder before returning: what failed, the
        driver's free/total memory of the device asked (the stream's for
-       cudaMallocAsync), the summary and the live block table (largest
-       first, with tags and stacks). The first 3 per process; later ones
-       are counted.
+       cudaMallocAsync), for a device allocation its live memory by
+       component (memobs_print_components: tag, else region, else top
+       frame; the memory used outside memobs), the summary and the live
+       block table (largest first, with tags and stacks). The first 3 per
+       process; later ones are counted. At the first device allocation
+       that fails while the PyTorch snapshot's history is recorded, the
+       snapshot is written once (MEMOBS_OOM_SNAPSHOT below).
      Device memory outside memobs: memobs_cuda_get_mem_info() sets the driver's
        used memory beside what the tracker holds for that device; the
        difference is memory allocated around the wrappers (communication
@@ -321,6 +325,16 @@
                               (unset: stderr; memobs.h's OUTPUTS rule: 0 or
                               off is nowhere; a PATH is appended to, one
                               write a report, %r/%p expanded).
+     MEMOBS_OOM_SNAPSHOT=PATH where the PyTorch memory snapshot goes at the
+                              first device out-of-memory error, written
+                              once when its history is recorded
+                              (MEMOBS_TORCH_SNAPSHOT set, or
+                              memobs_torch_history_start). Unset: the
+                              report's path + ".pickle" when the report
+                              goes to a file, memobs_oom_%p.pickle in the
+                              working directory when it goes to stderr or
+                              stdout, none when it is off; 0 or off: none.
+                              A path that cannot be written: one warning.
    Everything in memobs.h's doc block applies (with MEMOBS_DISABLE the
    wrappers make their CUDA call and nothing else, and NVTX is not
    compiled in).
@@ -2231,8 +2245,11 @@ static int memobs_cuda__devinfo(int device, uint64_t *free_out, uint64_t *total_
     return rc;
 }
 
-/* Runs after an allocation wrapper got cudaErrorMemoryAllocation. */
-static void memobs_cuda__oom(const char *call, size_t size, int device) {
+/* Runs after an allocation wrapper got cudaErrorMemoryAllocation, on the
+   allocating thread with no memobs lock held. The breakdown by component
+   and the snapshot at the first device error are memobs.h's
+   (memobs__comp_oom). */
+static void memobs_cuda__oom(const char *call, size_t size, int device, memobs_mem_kind_t kind) {
     char dest[sizeof memobs_cuda__g.oom_dest], b[32];
     memobs_cuda_mem_t m;
     uint64_t n = MEMOBS__ADD(&memobs_cuda__g.ooms.v, 1u) + 1;
@@ -2249,7 +2266,10 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
     pthread_mutex_lock(&memobs_cuda__g.lock);
     memcpy(dest, memobs_cuda__g.oom_dest, sizeof dest);
     pthread_mutex_unlock(&memobs_cuda__g.lock);
-    if (!dest[0] || (f = memobs__append_begin(&ap, dest, "out-of-memory report")) == NULL) return;
+    if (!dest[0] || (f = memobs__append_begin(&ap, dest, "out-of-memory report")) == NULL) {
+        if (kind == MEMOBS_MEM_DEVICE) memobs__comp_oom(NULL, -2, 1, dest); /* the snapshot still */
+        return;
+    }
     fprintf(f, "memobs: [rank %d] %s(%llu bytes, %s) failed: cudaErrorMemoryAllocation (out of memory %llu of %d)\n",
             memobs__rank(), call, (unsigned long long)size, memobs_format_bytes(b, sizeof b, size),
             (unsigned long long)n, MEMOBS_CUDA__OOM_REPORTS);
@@ -2257,6 +2277,8 @@ static void memobs_cuda__oom(const char *call, size_t size, int device) {
         fprintf(f, "  device %d: driver %llu bytes free of %llu, %llu used; memobs tracks %llu; outside memobs %lld\n",
                 m.device, (unsigned long long)m.driver_free, (unsigned long long)m.driver_total,
                 (unsigned long long)m.driver_used, (unsigned long long)m.tracked, (long long)m.outside);
+    /* device memory by component; the PyTorch snapshot at the first device error */
+    memobs__comp_oom(f, kind == MEMOBS_MEM_DEVICE ? device : -2, kind == MEMOBS_MEM_DEVICE, dest);
     memobs_cuda__vmm_report(f); /* cuMemCreate handles, mappings, reservations */
     memobs_write_summary(f, MEMOBS_FORMAT_TEXT);
     memobs_print_allocations(f);
@@ -2282,7 +2304,7 @@ static cudaError_t memobs_cuda__allocated(cudaError_t rc, const char *call, cons
         memobs_track_alloc_full(p, size, kind, device, stream, NULL, -1);
     }
     if (rc == cudaErrorMemoryAllocation) /* counted also while memobs is off */
-        memobs_cuda__oom(call, size, device >= 0 || !on ? device : memobs_cuda__cur_device());
+        memobs_cuda__oom(call, size, device >= 0 || !on ? device : memobs_cuda__cur_device(), kind);
     return rc;
 }
 

@@ -221,6 +221,7 @@ static cudaError_t memobs_pl__missing(const char *name);
 #define MEMOBS_EXPORT_HOST /* memobs_host_api: the NCCL profiler plugin records into this instance */
 #define MEMOBS_HOST_INSTANCE "preload"
 #define MEMOBS__CLAIM_LATE /* output names are claimed at the first intercepted call or write, not at start-up */
+#define MEMOBS__COMP_OWN_MODULE /* every frame here is memobs': a component's top frame is the caller's */
 #include "memobs_cuda.h"
 
 #undef cudaMalloc

@@ -486,13 +486,15 @@ void memobs_torch_free(void *ptr, ssize_t size, int device, cudaStream_t stream)
 /* ======================================================================== */
 
 /* memobs.torch.report(path): the live block table, the live bytes per
-   trace and the driver's view of each device against the tracker (through
-   _memobs.c's pymod_report: path or stderr). */
+   trace, device memory by component and the driver's view of each device
+   against the tracker (through _memobs.c's pymod_report: path or
+   stderr). */
 static int memobs_torch__report(FILE *f) {
     int rc, r;
     (void)memobs_cuda_poll(); /* stream-ordered frees that have completed leave the table first */
     rc = memobs_print_allocations(f);
     if ((r = memobs_print_alloc_groups(f)) != MEMOBS_OK) rc = r;
+    if ((r = memobs_print_components(f, -1)) != MEMOBS_OK) rc = r;
     fputs("== memobs devices == driver's view against the tracker\n", f);
     if ((r = memobs_cuda_print_mem(f)) != MEMOBS_OK) rc = r;
     return rc;

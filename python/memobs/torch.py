@@ -176,8 +176,10 @@ def copy(dst: Any, src: Any, non_blocking: bool = False, is_prefill: Optional[bo
 
 def report(path: Optional[_Path] = None) -> None:
     """Writes the live block table, the live bytes per trace (which Python
-    line holds the memory) and the driver's view of each device against the
-    tracker to path (None: stderr). After use_allocator()."""
+    line holds the memory), device memory by component (tag, else region,
+    else top frame: memobs_print_components) and the driver's view of each
+    device against the tracker to path (None: stderr). After
+    use_allocator()."""
     if not available():
         raise AllocatorError(_ATTACHED.replace("use_allocator", "report") if _memobs.instance() == "preload" else
                              "memobs.torch.report(): this memobs was built without the CUDA Toolkit's headers")

@@ -139,6 +139,25 @@ else
     bad "main: each device block on its context's device" "$out"
 fi
 
+# the out-of-memory error of cuMemAlloc(1 TiB) through the preload: the
+# report's breakdown by component (the top frame is the program's, past
+# the preload library's own) and, with the history on, the snapshot next
+# to the report, once
+run oom "$D" "$P" main LD_PRELOAD="$LIB" MEMOBS_OOM_REPORT="$D/oom.txt" MEMOBS_CALLSTACK=8 \
+    MEMOBS_TORCH_SNAPSHOT="$D/oom_exit.pickle"
+sec=$(sed -n '/^== memobs components == device 0: /,/largest free block/p' "$B/oom.txt" 2>/dev/null)
+rows=$(echo "$sec" | grep -c '  frame   driver_user+0x')
+if [ "$(cat "$B/oom.st")" = 0 ] && [ "$rows" -ge 1 ] && ! echo "$sec" | grep -q 'libmemobs_preload' &&
+    echo "$sec" | grep -q '^  device 0: driver .* outside memobs ' &&
+    [ "$(grep -c '^  PyTorch memory snapshot (with its history) written to '"$D"'/oom.txt.pickle$' "$B/oom.txt")" = 1 ] &&
+    python3 -c 'import pickle, sys; s = pickle.load(open(sys.argv[1], "rb")); sys.exit(0 if s["segments"] else 1)' \
+        "$B/oom.txt.pickle"; then
+    ok "cuMemAlloc out of memory through the preload: the breakdown by component ($rows top frames in driver_user, none in the preload library), the outside-memobs line, the snapshot once"
+else
+    bad "cuMemAlloc out of memory through the preload: the breakdown by component, the snapshot once" \
+        "status $(cat "$B/oom.st")" "$sec" "$(grep PyTorch "$B/oom.txt")"
+fi
+
 # 4. threads: 4 threads, each 50 H2D + 50 inferred D2H
 run thr "$D" "$P" threads "${PRE[@]}" MEMOBS_SUMMARY="$D/thr.json"
 if [ "$(cat "$B/thr.st")" = 0 ] && [ ! -s "$B/thr.err" ] && out=$(expect_check "$B/thr.json" "$(line expect "$B/thr.out")"); then
