@@ -474,6 +474,32 @@ def e_file_gauge(name, label=None):
     return f
 
 
+def inflight_after(r):
+    """Transfers left in flight after round 2, by direction (rank.c's inflight)."""
+    return {"h2s": (2 * (r + 1), 2 * (r + 1) * MIB), "d2s": (2, 2 * 4096 * (r + 1))}
+
+
+def e_inflight(ctx):
+    """Every direction the files carry: the model's count there, else 0."""
+    out = {}
+    for r in ctx.ranks:
+        for labels, _ in series(ctx.f2, r, "memobs_transfers_in_flight"):
+            k = key(direction=labels["direction"])
+            out[k] = out.get(k, 0) + inflight_after(r).get(labels["direction"], (0, 0))[0]
+    return out
+
+
+def e_file_max(name, label):
+    def f(ctx):
+        out = {}
+        for r in ctx.ranks:
+            for labels, v in series(ctx.f2, r, name):
+                k = key(**{label: labels[label]})
+                out[k] = max(out.get(k, v), v)
+        return out
+    return f
+
+
 def e_region_share(ctx):
     per = {}
     for r in ctx.ranks:
@@ -550,6 +576,11 @@ EXPECT = {
     ("Host memory", "B"): e_file_gauge("memobs_host_anon_bytes"),
     ("Host memory", "C"): e_file_gauge("memobs_host_heap_bytes"),
     ("Leak detector slope", "A"): e_file_gauge("memobs_leak_slope_bytes_per_second", "series"),
+    ("Container memory", "A"): e_file_gauge("memobs_cgroup_memory_usage_bytes"),
+    ("Container memory", "B"): e_file_gauge("memobs_cgroup_memory_working_set_bytes"),
+    ("Container memory", "C"): e_file_gauge("memobs_cgroup_memory_limit_bytes"),
+    ("Transfers in flight", "A"): e_inflight,
+    ("Transfers in flight", "B"): e_file_max("memobs_transfer_oldest_in_flight_seconds", "direction"),
     ("Region time share", "A"): e_region_share,
     ("Per rank: transfer rate", "A"): rate_of("bytes", lambda k: key(rank=str(k[0]))),
     ("Per rank: TTFT p90", "A"): e_latency("ttft", ttft_samples, 0.9, per_rank=True),

@@ -47,6 +47,9 @@
                 (r + 1) x 50 us each
      samples    12 (memobs_sample_now), so the host, device and leak gauges
                 exist
+     in flight  r + 1 transfers of 1 MiB to storage (h2s, prefill) and one
+                of 4096 (r + 1) bytes from the device to storage (d2s,
+                decode) begun (memobs_xfer_begin) and never ended
      counter    memobs_user_dash_round_total: the round */
 #define MEMOBS_IMPLEMENTATION
 #include "../../../memobs_cuda.h"
@@ -145,6 +148,13 @@ static int memory(int r, int round) {
     return 0;
 }
 
+static int inflight(int r) {
+    int i;
+    for (i = 0; i < r + 1; i++)
+        if (!memobs_xfer_begin(MEMOBS_DIR_H2S, MIB, MEMOBS_PHASE_PREFILL)) return 1;
+    return !memobs_xfer_begin(MEMOBS_DIR_D2S, 4096u * (uint64_t)(r + 1), MEMOBS_PHASE_DECODE);
+}
+
 static void collectives(int r) {
     memobs_comm_t tp = memobs_coll_register_comm("tp", 0x7470u, r, 4, 1);
     int i;
@@ -176,6 +186,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         collectives(r);
+        if (inflight(r)) {
+            fprintf(stderr, "rank %d: memobs_xfer_begin gave no token\n", r);
+            return 1;
+        }
         for (i = 0; i < 12; i++) (void)memobs_sample_now();
         memobs_counter_add(round_counter, 1);
         if (mp && memobs_flush() != MEMOBS_OK) return 1; /* the multiprocess files, with the same figures */
