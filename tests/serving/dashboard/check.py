@@ -474,6 +474,46 @@ def e_file_gauge(name, label=None):
     return f
 
 
+def inflight_after(r):
+    """Transfers left in flight after round 2, by direction (rank.c's inflight)."""
+    return {"h2s": (2 * (r + 1), 2 * (r + 1) * MIB), "d2s": (2, 2 * 4096 * (r + 1))}
+
+
+def e_inflight(ctx):
+    """Every direction the files carry: the model's count there, else 0."""
+    out = {}
+    for r in ctx.ranks:
+        for labels, _ in series(ctx.f2, r, "memobs_transfers_in_flight"):
+            k = key(direction=labels["direction"])
+            out[k] = out.get(k, 0) + inflight_after(r).get(labels["direction"], (0, 0))[0]
+    return out
+
+
+def e_cgroup(name, model):
+    """The fixture ranks' figures from the model; the others' (this machine's
+    cgroup, measured) from their files."""
+    def f(ctx):
+        out = {}
+        for r in ctx.ranks:
+            if r in CG_FIXTURE:
+                out[key(rank=str(r))] = float(model(*CG_FIXTURE[r]))
+            else:
+                out.update(e_file_gauge(name)(Ctx([r], ctx.phases, ctx.dirs, ctx.w, ctx.f1, ctx.f2, ctx.les)))
+        return out
+    return f
+
+
+def e_file_max(name, label):
+    def f(ctx):
+        out = {}
+        for r in ctx.ranks:
+            for labels, v in series(ctx.f2, r, name):
+                k = key(**{label: labels[label]})
+                out[k] = max(out.get(k, v), v)
+        return out
+    return f
+
+
 def e_region_share(ctx):
     per = {}
     for r in ctx.ranks:
@@ -550,6 +590,11 @@ EXPECT = {
     ("Host memory", "B"): e_file_gauge("memobs_host_anon_bytes"),
     ("Host memory", "C"): e_file_gauge("memobs_host_heap_bytes"),
     ("Leak detector slope", "A"): e_file_gauge("memobs_leak_slope_bytes_per_second", "series"),
+    ("Container memory", "A"): e_cgroup("memobs_cgroup_memory_usage_bytes", lambda c, i, m: c),
+    ("Container memory", "B"): e_cgroup("memobs_cgroup_memory_working_set_bytes", lambda c, i, m: c - i),
+    ("Container memory", "C"): e_cgroup("memobs_cgroup_memory_limit_bytes", lambda c, i, m: m),
+    ("Transfers in flight", "A"): e_inflight,
+    ("Transfers in flight", "B"): e_file_max("memobs_transfer_oldest_in_flight_seconds", "direction"),
     ("Region time share", "A"): e_region_share,
     ("Per rank: transfer rate", "A"): rate_of("bytes", lambda k: key(rank=str(k[0]))),
     ("Per rank: TTFT p90", "A"): e_latency("ttft", ttft_samples, 0.9, per_rank=True),
@@ -620,6 +665,27 @@ def wait_round(prom, job, rnd, deadline):
         time.sleep(0.1)
 
 
+# Ranks 2 and 3 read the container's memory from a cgroup v2 fixture (with a
+# limit: this machine's cgroup may have none), ranks 0 and 1 from the real one.
+CG_FIXTURE = {2: (700 * MIB, 200 * MIB, 4 << 30), 3: (900 * MIB, 50 * MIB, 6 << 30)}  # current, inactive_file, max
+
+
+def cgroup_fixture(root, r):
+    cur, inactive, mx = CG_FIXTURE[r]
+    d = os.path.join(root, "rank%d" % r)
+    cg = os.path.join(d, "sys/fs/cgroup/kubepods/pod%d/engine" % r)
+    os.makedirs(os.path.join(d, "proc/self"), exist_ok=True)
+    os.makedirs(cg, exist_ok=True)
+    files = {os.path.join(d, "proc/self/cgroup"): "0::/kubepods/pod%d/engine\n" % r,
+             os.path.join(d, "proc/self/mountinfo"): "30 22 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n",
+             os.path.join(cg, "memory.current"): "%d\n" % cur, os.path.join(cg, "memory.max"): "%d\n" % mx,
+             os.path.join(cg, "memory.stat"): "anon %d\nfile %d\nshmem 0\ninactive_file %d\n" % (cur - 300 * MIB, 300 * MIB, inactive)}
+    for p, text in files.items():
+        with open(p, "w") as f:
+            f.write(text)
+    return d
+
+
 def run(args, dash):
     prom = Prom(args.prom)
     deadline = time.monotonic() + 60
@@ -631,7 +697,10 @@ def run(args, dash):
         for r in RANKS:
             path = os.path.join(args.dir, "rank%d.prom" % r)
             err = open(os.path.join(args.keep, "rank%d.err" % r), "wb")
-            procs.append(subprocess.Popen([args.bin, args.job, str(r), path], stdin=subprocess.PIPE,
+            argv = [args.bin, args.job, str(r), path]
+            if r in CG_FIXTURE:
+                argv.append(cgroup_fixture(os.path.join(args.keep, "cgroup"), r))
+            procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=err))
         ndirs = None
         for rnd in (1, 2):
@@ -713,6 +782,20 @@ def run(args, dash):
             if not [v for _, v in f.get(n, []) if v > 0]:
                 odd.append("rank %d: %s %r, want one value above 0" % (r, n, f.get(n)))
     check(not odd, "each rank's file has RSS, anonymous and heap bytes, 4 leak slopes over its 24 samples", *odd)
+
+    # the container's memory: the fixture ranks' exact, this machine's sane
+    odd = []
+    for r in RANKS:
+        f = files[1][r]
+        got = [[v for _, v in f.get("memobs_cgroup_memory_%s_bytes" % n, [])] for n in ("usage", "working_set", "limit")]
+        if r in CG_FIXTURE:
+            cur, inactive, mx = CG_FIXTURE[r]
+            if got != [[cur], [cur - inactive], [mx]]:
+                odd.append("rank %d (fixture): usage, working set, limit %r, want %r" % (r, got, [[cur], [cur - inactive], [mx]]))
+        elif len(got[0]) != 1 or len(got[1]) != 1 or not 0 < got[1][0] <= got[0][0] or len(got[2]) > 1:
+            odd.append("rank %d (this machine): usage, working set, limit %r: want one usage above 0, a working set"
+                       " in (0, usage], at most one limit" % (r, got))
+    check(not odd, "each rank's file has its container's usage, working set and limit", *odd)
 
     # the size percentiles are bucket bounds (the model's, as Prometheus would have them)
     ctx = Ctx(RANKS, PHASES, dirs, w, files[0], files[1], {"size": [str(1 << b) for b in range(57)] + ["+Inf"]})

@@ -2,7 +2,7 @@
    records known, rank-dependent figures in two rounds and writes its
    Prometheus text after each, for node_exporter's textfile collector.
 
-     rank JOB_ID RANK PROM_FILE
+     rank JOB_ID RANK PROM_FILE [CGROUP_ROOT]
 
    Round 1: records, samples, writes PROM_FILE, prints "written 1 DIRS" on
    stdout (DIRS: the transfer directions this memobs.h has), then waits for
@@ -46,7 +46,12 @@
                 (r + 1) MiB, 200 us each; 2 all_gather in decode of 256 KiB,
                 (r + 1) x 50 us each
      samples    12 (memobs_sample_now), so the host, device and leak gauges
-                exist
+                exist; the container's memory is this machine's cgroup, or,
+                given CGROUP_ROOT, a cgroup v2 fixture tree the test wrote
+                there (with a limit: the machine's may have none)
+     in flight  r + 1 transfers of 1 MiB to storage (h2s, prefill) and one
+                of 4096 (r + 1) bytes from the device to storage (d2s,
+                decode) begun (memobs_xfer_begin) and never ended
      counter    memobs_user_dash_round_total: the round */
 #define MEMOBS_IMPLEMENTATION
 #include "../../../memobs_cuda.h"
@@ -145,6 +150,13 @@ static int memory(int r, int round) {
     return 0;
 }
 
+static int inflight(int r) {
+    int i;
+    for (i = 0; i < r + 1; i++)
+        if (!memobs_xfer_begin(MEMOBS_DIR_H2S, MIB, MEMOBS_PHASE_PREFILL)) return 1;
+    return !memobs_xfer_begin(MEMOBS_DIR_D2S, 4096u * (uint64_t)(r + 1), MEMOBS_PHASE_DECODE);
+}
+
 static void collectives(int r) {
     memobs_comm_t tp = memobs_coll_register_comm("tp", 0x7470u, r, 4, 1);
     int i;
@@ -158,10 +170,11 @@ int main(int argc, char **argv) {
     memobs_counter_t round_counter;
     char line[64];
     int r, round, i, mp = getenv("PROMETHEUS_MULTIPROC_DIR") != NULL;
-    if (argc != 4) {
-        fprintf(stderr, "usage: rank JOB_ID RANK PROM_FILE\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: rank JOB_ID RANK PROM_FILE [CGROUP_ROOT]\n");
         return 2;
     }
+    if (argc == 5) memobs__cg_set_root(argv[4]); /* a test-only root */
     r = atoi(argv[2]);
     if (memobs_set_identity(argv[1], r, r, 4) != MEMOBS_OK) return 2;
     cudadbl_set_total(0, (size_t)1 << 30);
@@ -176,6 +189,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         collectives(r);
+        if (inflight(r)) {
+            fprintf(stderr, "rank %d: memobs_xfer_begin gave no token\n", r);
+            return 1;
+        }
         for (i = 0; i < 12; i++) (void)memobs_sample_now();
         memobs_counter_add(round_counter, 1);
         if (mp && memobs_flush() != MEMOBS_OK) return 1; /* the multiprocess files, with the same figures */
