@@ -13401,7 +13401,7 @@ typedef struct {
     memobs_sample_t smp;
     memobs_leak_t leak;
     int cg_have;        /* cg holds the container's figures (never at a crash) */
-    memobs_sample_t cg; /* memobs__cg_now: the newest sample, or read at the write */
+    memobs_sample_t cg; /* the container's figures: the newest sample (p->smp) */
 } memobs__prom_snap_t;
 
 static void memobs__prom_family(memobs__out_t *o, const char *name, const char *type, const char *help) {
@@ -13622,9 +13622,10 @@ static void memobs__prom_host(memobs__out_t *o, const memobs__prom_snap_t *p) {
 
 static void memobs__cg_now(memobs_sample_t *s);
 
-/* The container's memory (memobs__cg_now: the newest sample while the
-   sampler runs, else read at the write) and the process's RssShmem; the
-   limit absent when there is none. Not at a crash. */
+/* The container's memory and the process's RssShmem, from the newest
+   sample as the host memory's gauges (none without samples: a text and
+   prometheus_client's files written one after the other agree); the limit
+   absent when there is none. Not at a crash. */
 static void memobs__prom_cgroup(memobs__out_t *o, const memobs__prom_snap_t *p) {
     static const char *const fam[5][2] = {
         {"memobs_cgroup_memory_usage_bytes", "The container's memory use: its memory cgroup's memory.current (v2) "
@@ -13946,8 +13947,8 @@ static int memobs__prom_gen(memobs__out_t *o) {
         pthread_mutex_unlock(&memobs__g.lock);
         p->nsmp = memobs_get_samples(&p->smp, 1);
         if (!p->nsmp || memobs_leak_check(&p->leak) != MEMOBS_OK) memset(&p->leak, 0, sizeof p->leak);
-        memobs__cg_now(&p->cg);
-        p->cg_have = 1;
+        p->cg = p->smp; /* the container's figures: the newest sample's, as the host's */
+        p->cg_have = p->nsmp != 0;
         memobs__prom_write(o, p);
         memobs__figs_free(&p->f);
     }

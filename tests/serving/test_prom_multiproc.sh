@@ -346,8 +346,16 @@ ENV=(env PROMETHEUS_MULTIPROC_DIR="$D" MEMOBS_PROM_INTERVAL_MS=0)
 start py "${ENV[@]}" PYTHONPATH="$PKG" MEMOBS_JOB_ID=$JOB RANK=0 LOCAL_RANK=0 WORLD_SIZE=4 \
     "$PY" tests/serving/multiproc/pyworker.py "$B/py.round%d.prom"
 await py ready || exit 1 # its own counter's file is in the folder now
-start wa "${ENV[@]}" "$B/rank" $JOB 0 "$B/wa.prom"
-start wb "${ENV[@]}" "$B/rank" $JOB 0 "$B/wb.prom"
+# the two workers' container: a cgroup v2 fixture with a limit (this
+# machine's cgroup changes between the text and the files, and may have none)
+CG=$B/cgroup && mkdir -p "$CG/proc/self" "$CG/sys/fs/cgroup/kubepods/engine"
+echo "0::/kubepods/engine" >"$CG/proc/self/cgroup"
+echo "30 22 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw" >"$CG/proc/self/mountinfo"
+echo 734003200 >"$CG/sys/fs/cgroup/kubepods/engine/memory.current"
+echo 4294967296 >"$CG/sys/fs/cgroup/kubepods/engine/memory.max"
+printf 'anon 419430400\nfile 314572800\nshmem 1048576\ninactive_file 209715200\n' >"$CG/sys/fs/cgroup/kubepods/engine/memory.stat"
+start wa "${ENV[@]}" "$B/rank" $JOB 0 "$B/wa.prom" "$CG"
+start wb "${ENV[@]}" "$B/rank" $JOB 0 "$B/wb.prom" "$CG"
 say py go
 for n in py wa wb; do await $n "written 1.*" || exit 1; done
 cp "$B/wa.prom" "$B/wa.round1.prom" && cp "$B/wb.prom" "$B/wb.round1.prom"
