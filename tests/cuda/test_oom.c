@@ -49,7 +49,11 @@ static void log_start(void) {
 
 static void *blocks[8];
 
-/* The untagged allocation with a stack: its top frame names it. */
+/* The untagged allocation with a stack: its top frame names it (one name
+   in C and C++). */
+#ifdef __cplusplus
+extern "C" void test_oom_scratch_alloc(void **p, size_t n);
+#endif
 __attribute__((noinline)) void test_oom_scratch_alloc(void **p, size_t n) {
     memobs_track_set_callstack(8);
     CHECK_ERR(cudaSuccess, memobs_cudaMalloc(p, n));
