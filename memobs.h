@@ -13620,7 +13620,7 @@ static void memobs__prom_host(memobs__out_t *o, const memobs__prom_snap_t *p) {
     memobs__prom_u64(o, p, "memobs_leak_samples", "", l->samples);
 }
 
-static void memobs__cg_now(memobs_sample_t *s);
+static int memobs__cg_now(memobs_sample_t *s);
 
 /* The container's memory and the process's RssShmem, from the newest
    sample as the host memory's gauges (none without samples: a text and
@@ -13641,9 +13641,10 @@ static void memobs__prom_cgroup(memobs__out_t *o, const memobs__prom_snap_t *p) 
                            m->cgroup_shmem_bytes, m->rss_shmem_bytes};
     unsigned i;
     if (!p->cg_have) return;
-    for (i = m->cgroup_version ? 0u : 4u; i < 5; i++) {
+    for (i = 0; i < 5; i++) {
+        if (v[i] == MEMOBS_UNKNOWN) continue; /* no family without a sample */
         memobs__prom_family(o, fam[i][0], "gauge", fam[i][1]);
-        memobs__prom_known(o, p, fam[i][0], "", v[i]);
+        memobs__prom_u64(o, p, fam[i][0], "", v[i]);
     }
 }
 
@@ -16985,14 +16986,17 @@ static size_t memobs__samples_copy(memobs_sample_t *out, size_t max) {
 }
 
 /* Prometheus and the HTML report without the sampler: the newest sample
-   while the sampler runs, else the figures read now. */
-static void memobs__cg_now(memobs_sample_t *s) {
+   while the sampler runs, else the figures read now; 0 (nothing) when the
+   reads are off (memobs__cg_set_enabled). */
+static int memobs__cg_now(memobs_sample_t *s) {
+    if (MEMOBS__LOAD(&memobs__cg.off.v)) return 0;
     if (!(MEMOBS__LOAD(&memobs__smp.interval_ms.v) && memobs__samples_copy(NULL, 0) &&
           memobs__samples_copy(s, 1) == 1)) {
         memset(s, 0, sizeof *s);
         s->time_ns = memobs_now_ns();
         memobs__cg_read(s);
     }
+    return 1;
 }
 
 size_t memobs_get_samples(memobs_sample_t *out, size_t max) {
@@ -20269,7 +20273,10 @@ static void memobs__html_cgroup(memobs__out_t *o, const memobs_leak_t *lk, int k
     char b[32];
     unsigned i;
     if (!m) return;
-    if (memobs__samples_copy(m, 1) != 1) memobs__cg_now(m); /* the samples' (the leak detector's), else now */
+    if (memobs__samples_copy(m, 1) != 1 && !memobs__cg_now(m)) { /* the samples' (the leak detector's), else now */
+        MEMOBS_FREE(m);
+        return;
+    }
     v[0] = m->cgroup_version, v[1] = m->cgroup_usage_bytes, v[2] = m->cgroup_working_set_bytes;
     v[3] = m->cgroup_limit_bytes, v[5] = m->cgroup_shmem_bytes, v[6] = m->rss_shmem_bytes;
     v[4] = v[3] != MEMOBS_UNKNOWN && v[2] != MEMOBS_UNKNOWN ? (v[3] > v[2] ? v[3] - v[2] : 0) : MEMOBS_UNKNOWN;

@@ -485,13 +485,18 @@ static void prometheus(void) {
     memobs__cg_set_root(root);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(n > 0 && n < sizeof buf);
-    CHECK_HAS(buf, "# TYPE memobs_cgroup_memory_limit_bytes gauge\n# HELP memobs_cgroup_memory_shmem_bytes");
-    CHECK(strstr(buf, "memobs_cgroup_memory_limit_bytes{") == NULL);
+    CHECK(strstr(buf, "memobs_cgroup_memory_limit_bytes") == NULL); /* no family without a sample */
+    CHECK_HAS(buf, "# TYPE memobs_cgroup_memory_shmem_bytes gauge\n");
     snprintf(root, sizeof root, "%s/none", fix());
     memobs__cg_set_root(root);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(strstr(buf, "memobs_cgroup_memory") == NULL);
     CHECK_HAS(buf, "memobs_process_rss_shmem_bytes{");
+    /* the reads off: no container family */
+    memobs__cg_set_enabled(0);
+    n = memobs_format_prometheus(buf, sizeof buf);
+    CHECK(n > 0 && strstr(buf, "memobs_process_rss_shmem_bytes") == NULL);
+    memobs__cg_set_enabled(1);
 }
 
 /* Stormlog: a sample's metadata carries the cgroup_* keys; HTML: the
