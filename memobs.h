@@ -191,6 +191,8 @@
      pk PK           snapshot       PicKle writer (protocol 4) and its keys
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
+     cg              sampler        the container's memory CGroup (v1, v2):
+                                    found once, read with each sample
      comp COMP       components     COMPonents of live device memory
      sl              stormlog       StormLog telemetry and notable events
      xin XIN         inflight       transfers in flight (X IN flight): the
@@ -18536,7 +18538,7 @@ static void memobs__smp_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: transfers in flight                                   >>inflight */
+/* Private: transfers in flight                                  >>inflight */
 /* ======================================================================== */
 
 /* A bounded table of MEMOBS_MAX_INFLIGHT slots under one spin lock (begin
