@@ -65,11 +65,13 @@ step preload-vmm bash tests/preload/test_preload_vmm.sh
 step preload-engine bash tests/preload/test_preload_engine.sh
 step vmm bash tests/cuda/test_vmm.sh
 step cuda-review bash tests/cuda/test_cuda_review.sh
+step cuda-oom bash tests/cuda/test_oom.sh
 step coll bash tests/nccl/test_coll.sh
 step nccl-plugin bash tests/nccl/test_nccl_plugin.sh
 step nccl bash tests/nccl/test_nccl.sh
 step real-nccl bash tests/nccl/test_real_nccl.sh
 step sampler bash tests/tracker/test_sampler.sh
+step cgroup bash tests/tracker/test_cgroup.sh
 step distributed bash tests/nccl/test_distributed.sh
 step env bash tests/core/test_env.sh
 step outputs bash tests/outputs/test_outputs.sh
