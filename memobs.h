@@ -7825,7 +7825,7 @@ static void memobs__pin_remove(memobs__pin_blk_t *b) {
 static int memobs__pin_room(void) {
     uint32_t slots = memobs__pin.slot ? memobs__pin.mask + 1 : 0, ns, i, j;
     memobs__pin_blk_t *t;
-    int busy;
+    uint32_t busy;
     if (2u * (memobs__pin.n + 1) <= slots) return 1;
     ns = slots ? 2 * slots : 64;
     if (ns < slots) return 0;
@@ -7888,7 +7888,10 @@ int memobs__pin_mark(const void *block) {
     int found = 0;
     if (!block) return 0;
     memobs__spin_lock(&memobs__pin.lock);
-    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && !b->leaving) b->leaving = found = 1;
+    if ((b = memobs__pin_find((uint64_t)(uintptr_t)block)) != NULL && !b->leaving) {
+        b->leaving = 1;
+        found = 1;
+    }
     memobs__spin_unlock(&memobs__pin.lock);
     return found;
 }
@@ -20522,7 +20525,7 @@ static void memobs__html_pinned(memobs__out_t *o) {
     memobs_pinned_t *x;
     char b[5][32];
     unsigned c;
-    int busy = memobs__tls.busy;
+    uint32_t busy = memobs__tls.busy;
     memobs__tls.busy = 1;
     x = (memobs_pinned_t *)MEMOBS_MALLOC(sizeof *x);
     memobs__tls.busy = busy;
@@ -20793,7 +20796,7 @@ static void memobs__html_env(void) { memobs__cut_env(memobs__out_info[MEMOBS__OU
    Left out: the summary's "host_memory" (the sampler's ring and the leak
    fit are read under locks) and a companion header's settling of what it
    measures (memobs_cuda.h's timed copies stay as last seen).
-   Static storage: 73 KB (the 64 KB buffer, the 5 KB snapshot, three paths);
+   Static storage: 79 KB (the 64 KB buffer, the 12 KB snapshot, three paths);
    stack: about 3.5 KB beyond the kernel's signal frame (x86-64, -O2,
    measured by tests/serving/crash/crash.c on an alternate stack). */
 #include <fcntl.h>
