@@ -66,6 +66,7 @@ step preload-engine bash tests/preload/test_preload_engine.sh
 step vmm bash tests/cuda/test_vmm.sh
 step cuda-review bash tests/cuda/test_cuda_review.sh
 step cuda-oom bash tests/cuda/test_oom.sh
+step pinned bash tests/cuda/test_pinned.sh
 step coll bash tests/nccl/test_coll.sh
 step nccl-plugin bash tests/nccl/test_nccl_plugin.sh
 step nccl bash tests/nccl/test_nccl.sh
