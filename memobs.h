@@ -16995,7 +16995,7 @@ static void memobs__smp_env(void) {
 }
 
 /* ======================================================================== */
-/* Private: transfers in flight                                   >>inflight */
+/* Private: transfers in flight                                  >>inflight */
 /* ======================================================================== */
 
 /* A bounded table of MEMOBS_MAX_INFLIGHT slots under one spin lock (begin
