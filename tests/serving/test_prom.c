@@ -275,6 +275,17 @@ static void test_every_family(void) {
     }
     CHECK_SAMPLE(t, "memobs_timed_in_flight_copies", "", "3");
     CHECK_SAMPLE(t, "memobs_timed_in_flight_bytes", "", "12288");
+    /* transfers in flight: none, every direction's series at 0 */
+    for (d = 0; d < 7; d++) {
+        snprintf(lab, sizeof lab, "direction=\"%s\"", DIRS[d]);
+        CHECK_SAMPLE(t, "memobs_transfers_in_flight", lab, "0");
+        CHECK_SAMPLE(t, "memobs_transfer_in_flight_bytes", lab, "0");
+        CHECK_SAMPLE(t, "memobs_transfer_oldest_in_flight_seconds", lab, "0");
+    }
+    CHECK_SAMPLE(t, "memobs_transfers_stuck_in_flight", "", "0");
+    CHECK_SAMPLE(t, "memobs_transfers_stuck_total", "", "0");
+    CHECK_SAMPLE(t, "memobs_transfer_misuse_total", "kind=\"table_full\"", "0");
+    CHECK_SAMPLE(t, "memobs_transfer_misuse_total", "kind=\"token_not_in_flight\"", "0");
     for (k = 0; k < 22; k++) cum[k] = (TTFT_NS[k] > 3 * MS) + (TTFT_NS[k] > 30 * MS) + (TTFT_NS[k] > 300 * MS);
     check_hist(t, "memobs_ttft_seconds", TTFT_LE, 22, cum, 4, "3000.333");
     for (k = 0; k < 19; k++) cum[k] = 2u * (k >= 1) + (k >= 6); /* 0.025 holds 12 ms twice, 0.2 holds 160 ms */
