@@ -36,6 +36,7 @@ step core bash tests/core/test_core.sh
 step cutout bash tests/core/test_cutout.sh
 step storage bash tests/core/test_storage.sh
 step attribution bash tests/core/test_attribution.sh
+step inflight bash tests/core/test_inflight.sh
 step track bash tests/tracker/test_track.sh
 step table bash tests/tracker/test_table.sh
 step snapshot bash tests/tracker/test_snapshot.sh
@@ -67,6 +68,7 @@ step vmm bash tests/cuda/test_vmm.sh
 step cuda-review bash tests/cuda/test_cuda_review.sh
 step cuda-oom bash tests/cuda/test_oom.sh
 step pinned bash tests/cuda/test_pinned.sh
+step inflight-cuda bash tests/cuda/test_inflight_cuda.sh
 step coll bash tests/nccl/test_coll.sh
 step nccl-plugin bash tests/nccl/test_nccl_plugin.sh
 step nccl bash tests/nccl/test_nccl.sh
