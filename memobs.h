@@ -225,6 +225,11 @@
        observer of the real copies in the process (the LD_PRELOAD
        library), the program's own records are counted apart as "manual"
        and shown beside the observed ones (memobs_set_manual_apart).
+     Transfers in flight: memobs_xfer_begin to memobs_xfer_end (recorded at
+       the end as memobs_record_xfer_ns would, for the request bound at the
+       begin) and memobs_cuda.h's timed copies until seen complete; per
+       direction count, bytes and the oldest's age, in a bounded table
+       (MEMOBS_MAX_INFLIGHT); one warning when one passes MEMOBS_STUCK_S.
      Timings: TTFT, TPOT and end-to-end latency as histograms (count, mean,
        p50, p90, p99, max, last), through a global nano-vllm style clock or
        per request id (many requests in flight, any thread).
@@ -250,7 +255,10 @@
        A trace is a tag string and/or a stack (C return addresses captured
        with backtrace() or, opt-in, by walking frame pointers; or frames
        from a tag provider such as memobs_python.h), interned once:
-       identical ones share a dense id.
+       identical ones share a dense id. An untagged trace also keeps the
+       innermost region open on the allocating thread. Live device memory
+       by component (the tag, else that region, else the top frame):
+       memobs_get_components, and in the out-of-memory report.
        Stacks are symbolized only when a report is written. Reports: block
        table, live bytes per trace, leaks at exit, and a throttled report at
        each new device peak (boxed stacks, UTF-8 box drawing). Device memory
@@ -271,8 +279,15 @@
        every export.
      Host memory (off by default; MEMOBS_SAMPLE_MS): a background thread
        samples RSS, anonymous memory, the malloc heap, tracked and device
-       memory into a bounded ring; a leak detector fits their slopes and
-       says in the summary when memory mapped outside malloc grows.
+       memory into a bounded ring, with the container's memory (its cgroup,
+       v1 or v2: usage, the kubelet's working set, limit, shmem) and the
+       process's RssShmem; a leak detector fits their slopes and says in
+       the summary when memory mapped outside malloc grows, and when the
+       working set will reach the limit within MEMOBS_LIMIT_HORIZON_S.
+     Pinned memory (memobs_cuda.h, the LD_PRELOAD library): each live block
+       cudaHostAlloc, cudaMallocHost or cudaHostRegister gave, as held and
+       as asked (memobs_pinned_asked: a pool's rounding shows as a ratio),
+       per power-of-two size class, beside RssShmem; exact under threads.
      Timeline (off by default; MEMOBS_TIMELINE): a bounded record of transfer,
        allocation, phase, region, collective, peer and sample events, each thread writing its
        own chunk with a TSC time stamp (about 11 ns a record:
@@ -297,6 +312,18 @@
      tenants, memobs_tenant_* families; a timeline track per request in
      flight (at most 64) with flow events to its transfers; a Stormlog
      "request" event per finished request that moved bytes.
+     Host memory truth in every output: the container's memory
+     (memobs_cgroup_memory_* gauges from the newest sample, the summaries,
+     Stormlog's samples, timeline counters, the HTML report's headroom);
+     pinned memory once seen (a summary block, "pinned" in JSON,
+     memobs_pinned_* families, an HTML table); transfers in flight (a text
+     line, "in_flight" in JSON, memobs_transfers_in_flight and
+     memobs_transfer_in_flight_bytes/_oldest_in_flight_seconds by
+     direction, an HTML table, a timeline instant and a Stormlog
+     "transfer_stuck" event per stuck transfer); device memory by
+     component in the out-of-memory report and, with MEMOBS_COMPONENTS=1,
+     the summaries and the HTML report; the PyTorch snapshot at the first
+     device out-of-memory error (MEMOBS_OOM_SNAPSHOT).
      Collectives and peers appear in each of them once recorded: summary
      blocks, memobs_collective_* and memobs_peer_transfer_* families, a
      timeline slice per collective and a counter per peer and direction, a
