@@ -149,12 +149,12 @@ def merged(texts, livemax):
 
 # Gauges that are an age at the time of the write: the text and the files
 # are written one after the other, so their figures differ by the time
-# between; both must be there and above 0.
+# between; both must be 0 (nothing in flight) or both above 0.
 AGES = {"memobs_transfer_oldest_in_flight_seconds"}
 
 
 def same_fig(name, a, b):
-    return a > 0 and b > 0 if name in AGES else same_value(a, b)
+    return (a > 0) == (b > 0) if name in AGES else same_value(a, b)
 
 
 def same_value(a, b):
