@@ -16712,9 +16712,9 @@ static uint32_t memobs__cg_find(char *dir, size_t len) {
                 rel = path[pass] + rl;
             if (rel && strcmp(rel, "/") == 0) rel = "";
             if (rel && memobs__cg_join(dir, len, f[4], rel, "") && memobs__cg_has(dir, pass + 1)) found = pass + 1;
-            else if (!fallback[0] && memobs__cg_join(fallback, sizeof fallback, f[4], "", "") &&
-                     !memobs__cg_has(fallback, pass + 1))
-                fallback[0] = 0;
+            else if (!fallback[0] && (!memobs__cg_join(fallback, sizeof fallback, f[4], "", "") ||
+                                      !memobs__cg_has(fallback, pass + 1)))
+                fallback[0] = 0; /* none (a join too long leaves a cut path: not kept) */
         }
         if (!found && fallback[0] && strlen(fallback) < len) {
             memcpy(dir, fallback, strlen(fallback) + 1);
@@ -16830,6 +16830,25 @@ static void memobs__cg_read(memobs_sample_t *s) {
         (s->cgroup_limit_bytes == MEMOBS_UNKNOWN || st[4] < s->cgroup_limit_bytes)) {
         s->cgroup_limit_bytes = st[4];
         s->cgroup_unlimited = 0;
+    }
+    /* v2: a parent's lower memory.max binds too (a limit set on a job, a
+       slice or a pod, the process in a child): up the tree while the
+       parent has the file (a root cgroup has none, nor the folder above a
+       cgroup namespace's mount point) */
+    if (v == 2) {
+        char up[MEMOBS__CG_PATH];
+        char *sl;
+        unsigned depth = 0;
+        snprintf(up, sizeof up, "%s", dir);
+        while ((sl = strrchr(up, '/')) != NULL && sl != up && depth++ < 64u) {
+            uint32_t u = 0;
+            *sl = 0;
+            if (!memobs__cg_value(up, "memory.max", &x, &u)) break;
+            if (!u && (s->cgroup_limit_bytes == MEMOBS_UNKNOWN || x < s->cgroup_limit_bytes)) {
+                s->cgroup_limit_bytes = x;
+                s->cgroup_unlimited = 0;
+            }
+        }
     }
     /* the kubelet's working set: usage less inactive file, never below 0 */
     if (s->cgroup_usage_bytes != MEMOBS_UNKNOWN && st[3] != MEMOBS_UNKNOWN)
@@ -17110,6 +17129,7 @@ static void memobs__leak_eval(const memobs_sample_t *s, size_t n, uint32_t windo
     double slope[4] = {0, 0, 0, 0}, r2[4] = {0, 0, 0, 0};
     unsigned k;
     memset(out, 0, sizeof *out);
+    memobs__leak_limit(s, 0, out); /* the limit's figures unknown (none read), whatever returns below */
     if (n == 0) return;
     while (first < n && s[n - 1].time_ns - s[first].time_ns > (uint64_t)window_s * 1000000000u) first++;
     m = n - first;
@@ -18582,7 +18602,7 @@ static void memobs__smp_env(void) {
    the figures are read through memobs_get_inflight or memobs_get_summary,
    and on the background worker while anything is in flight (its task is
    scheduled at the first begin, and removes itself when the table has
-   been found empty). */
+   been found empty MEMOBS__XIN_IDLE_TICKS times in a row). */
 #define MEMOBS__XIN_WARN_MAX 16 /* stuck warnings given; later ones counted only */
 #define MEMOBS__XIN_EVENTS 256  /* stuck events kept for the timeline and Stormlog (oldest dropped) */
 #define MEMOBS__XIN_LIVE 1u
@@ -18617,7 +18637,7 @@ static struct {
     memobs__u64_t n[MEMOBS__NDIR], b[MEMOBS__NDIR]; /* in flight now, their bytes */
     memobs__u64_t due;         /* no transfer not yet warned about is stuck before this; 0: none is in flight */
     memobs__u64_t c[MEMOBS__XIN_C_N];
-    uint64_t base[MEMOBS__XIN_C_N]; /* memobs_reset's, under the lock */
+    uint64_t base[MEMOBS__XIN_C_N]; /* memobs_reset's, stored under the lock, read atomically without it */
     memobs__u32_t warned;      /* MEMOBS__XIN_W_* */
     memobs__u32_t said;        /* stuck warnings given */
     memobs__xin_ev_t ev[MEMOBS__XIN_EVENTS];
@@ -18904,14 +18924,29 @@ static void memobs__xin_check(uint64_t now) {
     }
 }
 
-/* The worker's task (see memobs__xin_arm). */
+/* The worker's task (see memobs__xin_arm). When a transfer is due, the
+   timed CUDA copies that completed are settled first (memobs_cuda.h's
+   poll, as a summary does), so a finished copy is never called stuck. The
+   task stays while the table has been empty for fewer than
+   MEMOBS__XIN_IDLE_TICKS ticks: a worker that only served it is not
+   stopped and started again by every burst of transfers. */
+#define MEMOBS__XIN_IDLE_TICKS 64u
+static uint32_t memobs__xin_idle; /* empty ticks in a row, under memobs__xin_bg_lock */
 static void memobs__xin_tick(uint64_t now_ns) {
+    uint64_t due = MEMOBS__LOAD(&memobs__xin.due.v);
     (void)now_ns; /* the worker's clock; the check reads its own */
+    if (due && MEMOBS__XIN_NOW() >= due && __atomic_load_n(&memobs__g.pre_summary, __ATOMIC_ACQUIRE))
+        memobs__g.pre_summary();
     memobs__xin_check(MEMOBS__XIN_NOW());
     pthread_mutex_lock(&memobs__xin_bg_lock);
     __atomic_store_n(&memobs__xin.bg.v, 0u, __ATOMIC_SEQ_CST);
-    if (memobs__xin_total() == 0) (void)memobs__bg_schedule(memobs__xin_tick, 0); /* removes itself */
-    else __atomic_store_n(&memobs__xin.bg.v, 1u, __ATOMIC_SEQ_CST);
+    if (memobs__xin_total() != 0) memobs__xin_idle = 0;
+    if (memobs__xin_total() == 0 && ++memobs__xin_idle >= MEMOBS__XIN_IDLE_TICKS) {
+        memobs__xin_idle = 0;
+        (void)memobs__bg_schedule(memobs__xin_tick, 0); /* removes itself */
+    } else {
+        __atomic_store_n(&memobs__xin.bg.v, 1u, __ATOMIC_SEQ_CST);
+    }
     pthread_mutex_unlock(&memobs__xin_bg_lock);
 }
 
@@ -18942,12 +18977,12 @@ static void memobs__xin_read(memobs_inflight_t *out, uint64_t now) {
         out->bytes = memobs__sat(out->bytes, out->dir[d].bytes);
         if (out->dir[d].oldest_ns > out->oldest_ns) out->oldest_ns = out->dir[d].oldest_ns;
     }
-    out->stuck_total = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_STUCK].v) - memobs__xin.base[MEMOBS__XIN_C_STUCK];
-    out->ended = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_ENDED].v) - memobs__xin.base[MEMOBS__XIN_C_ENDED];
+    out->stuck_total = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_STUCK].v) - MEMOBS__LOAD(&memobs__xin.base[MEMOBS__XIN_C_STUCK]);
+    out->ended = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_ENDED].v) - MEMOBS__LOAD(&memobs__xin.base[MEMOBS__XIN_C_ENDED]);
     out->cancelled =
-        MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_CANCELLED].v) - memobs__xin.base[MEMOBS__XIN_C_CANCELLED];
-    out->refused = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_REFUSED].v) - memobs__xin.base[MEMOBS__XIN_C_REFUSED];
-    out->misuse = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_MISUSE].v) - memobs__xin.base[MEMOBS__XIN_C_MISUSE];
+        MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_CANCELLED].v) - MEMOBS__LOAD(&memobs__xin.base[MEMOBS__XIN_C_CANCELLED]);
+    out->refused = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_REFUSED].v) - MEMOBS__LOAD(&memobs__xin.base[MEMOBS__XIN_C_REFUSED]);
+    out->misuse = MEMOBS__LOAD(&memobs__xin.c[MEMOBS__XIN_C_MISUSE].v) - MEMOBS__LOAD(&memobs__xin.base[MEMOBS__XIN_C_MISUSE]);
     out->stuck_after_ns = lim;
     out->capacity = MEMOBS_MAX_INFLIGHT;
 }
@@ -18968,7 +19003,7 @@ int memobs_get_inflight(memobs_inflight_t *out) {
 static void memobs__xin_reset(void) {
     unsigned k;
     memobs__spin_lock(&memobs__xin.lock);
-    for (k = 0; k < MEMOBS__XIN_C_N; k++) memobs__xin.base[k] = MEMOBS__LOAD(&memobs__xin.c[k].v);
+    for (k = 0; k < MEMOBS__XIN_C_N; k++) MEMOBS__STORE(&memobs__xin.base[k], MEMOBS__LOAD(&memobs__xin.c[k].v));
     memobs__spin_unlock(&memobs__xin.lock);
 }
 
@@ -18998,6 +19033,10 @@ static void memobs__xin_fork(int stage) {
             MEMOBS__STORE(&memobs__xin.b[i].v, 0u);
         }
         MEMOBS__STORE(&memobs__xin.due.v, 0u);
+        /* the child has no worker: the next begin schedules the task again
+           (which starts one), unless it is never to run again (exit) */
+        if (MEMOBS__LOAD(&memobs__xin.bg.v) == 1u) MEMOBS__STORE(&memobs__xin.bg.v, 0u);
+        memobs__xin_idle = 0;
         return;
     }
     memobs__spin_unlock(&memobs__xin.lock);

@@ -85,6 +85,12 @@ static void v2_unlimited(void) {
     CHECK_U64(300000000u, s.cgroup_usage_bytes);
     /* inactive file above usage (the kernel's figures are read apart): 0, as the kubelet does */
     CHECK_U64(0, s.cgroup_working_set_bytes);
+    /* the parents' memory.max binds, the lowest of them, up to the mount
+       point (here a cgroup namespace's root, with one lower still) */
+    sample_of("v2_parent", &s);
+    CHECK_U64(2, s.cgroup_version);
+    CHECK_U64(1073741824u, s.cgroup_limit_bytes);
+    CHECK_U64(0, s.cgroup_unlimited);
 }
 
 static void v2_namespace(void) {

@@ -36,6 +36,14 @@ put v2_max proc/self/mountinfo "$V2MNT"
 put v2_max sys/fs/cgroup/a/memory.current '300000000\n'
 put v2_max sys/fs/cgroup/a/memory.max 'max\n'
 put v2_max sys/fs/cgroup/a/memory.stat 'anon 1\ninactive_file 300000001\nshmem 0\n'
+# v2, the limits on the parents (a job and its step, the step's own max;
+# the mount point a namespace's root cgroup, with a lower one still)
+put v2_parent proc/self/cgroup '0::/job_1/step_0\n'
+put v2_parent proc/self/mountinfo "$V2MNT"
+put v2_parent sys/fs/cgroup/job_1/memory.max '3221225472\n'
+put v2_parent sys/fs/cgroup/job_1/step_0/memory.current '1000\n'
+put v2_parent sys/fs/cgroup/job_1/step_0/memory.max 'max\n'
+put v2_parent sys/fs/cgroup/memory.max '1073741824\n'
 # v2 in a cgroup namespace: "0::/", the mount's root "/"
 put v2_ns proc/self/cgroup '0::/\n'
 put v2_ns proc/self/mountinfo "$V2MNT"
