@@ -476,6 +476,11 @@ static void prometheus(void) {
     ring_clear();
     snprintf(root, sizeof root, "%s/v2", fix());
     memobs__cg_set_root(root);
+    /* the gauges are the newest sample's, as the host memory's: none before one */
+    n = memobs_format_prometheus(buf, sizeof buf);
+    CHECK(n > 0 && n < sizeof buf);
+    CHECK(strstr(buf, "memobs_cgroup_memory") == NULL && strstr(buf, "memobs_process_rss_shmem_bytes") == NULL);
+    CHECK(memobs_sample_now() == MEMOBS_OK);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(n > 0 && n < sizeof buf);
     CHECK_HAS(buf, "# TYPE memobs_cgroup_memory_usage_bytes gauge\n");
@@ -489,17 +494,20 @@ static void prometheus(void) {
     CHECK_HAS(buf, "# TYPE memobs_process_rss_shmem_bytes gauge\nmemobs_process_rss_shmem_bytes{");
     snprintf(root, sizeof root, "%s/v2_max", fix());
     memobs__cg_set_root(root);
+    CHECK(memobs_sample_now() == MEMOBS_OK);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(n > 0 && n < sizeof buf);
     CHECK(strstr(buf, "memobs_cgroup_memory_limit_bytes") == NULL); /* no family without a sample */
     CHECK_HAS(buf, "# TYPE memobs_cgroup_memory_shmem_bytes gauge\n");
     snprintf(root, sizeof root, "%s/none", fix());
     memobs__cg_set_root(root);
+    CHECK(memobs_sample_now() == MEMOBS_OK);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(strstr(buf, "memobs_cgroup_memory") == NULL);
     CHECK_HAS(buf, "memobs_process_rss_shmem_bytes{");
     /* the reads off: no container family */
     memobs__cg_set_enabled(0);
+    CHECK(memobs_sample_now() == MEMOBS_OK);
     n = memobs_format_prometheus(buf, sizeof buf);
     CHECK(n > 0 && strstr(buf, "memobs_process_rss_shmem_bytes") == NULL);
     memobs__cg_set_enabled(1);
