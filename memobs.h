@@ -18602,7 +18602,8 @@ static void memobs__smp_env(void) {
    the figures are read through memobs_get_inflight or memobs_get_summary,
    and on the background worker while anything is in flight (its task is
    scheduled at the first begin, and removes itself when the table has
-   been found empty MEMOBS__XIN_IDLE_TICKS times in a row). */
+   been found empty MEMOBS__XIN_IDLE_TICKS times in a row; never in a
+   fork() child, which starts no thread for it). */
 #define MEMOBS__XIN_WARN_MAX 16 /* stuck warnings given; later ones counted only */
 #define MEMOBS__XIN_EVENTS 256  /* stuck events kept for the timeline and Stormlog (oldest dropped) */
 #define MEMOBS__XIN_LIVE 1u
@@ -19033,9 +19034,11 @@ static void memobs__xin_fork(int stage) {
             MEMOBS__STORE(&memobs__xin.b[i].v, 0u);
         }
         MEMOBS__STORE(&memobs__xin.due.v, 0u);
-        /* the child has no worker: the next begin schedules the task again
-           (which starts one), unless it is never to run again (exit) */
-        if (MEMOBS__LOAD(&memobs__xin.bg.v) == 1u) MEMOBS__STORE(&memobs__xin.bg.v, 0u);
+        /* the child has no worker, and gets none for this: a begin or a
+           timed copy there starts no thread (a fork child of a server, a
+           data loader's worker); its stuck check runs at its begins and
+           reads only */
+        MEMOBS__STORE(&memobs__xin.bg.v, 2u);
         memobs__xin_idle = 0;
         return;
     }
