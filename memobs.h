@@ -3746,6 +3746,7 @@ static void memobs__xin_fork(int stage);
 static void memobs__xin_reset(void);
 static void memobs__xin_check(uint64_t now);
 static void memobs__xin_read(memobs_inflight_t *out, uint64_t now);
+static void memobs__xin_tick(uint64_t now_ns);
 
 /* Whole-string byte count with an optional binary suffix: 512, 64K, 64M,
    1G, 2T (also KiB, MB...: all binary). */
@@ -16519,9 +16520,17 @@ static void memobs__bg_fork(int stage) {
         pthread_mutex_unlock(&memobs__smp.lock);
         pthread_mutex_unlock(&memobs__bg.lock);
     } else if (memobs__bg.fork_held) {
+        unsigned i;
         memobs__bg.running = 0;
         memobs__bg.busy = NULL;
         memobs__bg.gen++;
+        /* the in-flight check's task is the parent's: the child starts no
+           thread for it (memobs__xin_fork), nor at its next sampler call */
+        for (i = 0; i < memobs__bg.ntask; i++)
+            if (memobs__bg.task[i].fn == memobs__xin_tick) {
+                memobs__bg.task[i] = memobs__bg.task[--memobs__bg.ntask];
+                break;
+            }
         memobs__bg_cond_init();
         memobs__smp.head = memobs__smp.n = 0;
         memobs__smp.dropped = 0;
