@@ -39,7 +39,7 @@ ALL_DIRS = set(ALL_DIRS_KEYS)
 LATENCY = {"count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "last_ns"}
 TOP = {"total", "prefill", "decode", "unphased", "phases", "ttft", "tpot", "e2e", "requests", "problems",
        "counters", "memory", "tracker", "timed", "sizes", "regions", "identity", "enabled", "window_ns", "memobs_version",
-       "manual", "attributed"}
+       "manual", "attributed", "in_flight"}
 
 
 class Check:
