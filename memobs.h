@@ -191,7 +191,7 @@
      pk PK           snapshot       PicKle writer (protocol 4) and its keys
      bg              worker         BackGround worker
      smp             sampler        SaMPler state (memobs__smp), its lock
-     cg              sampler        the container's memory CGroup (v1, v2):
+     cg CG           sampler        the container's memory CGroup (v1, v2):
                                     found once, read with each sample
      comp COMP       components     COMPonents of live device memory
      sl              stormlog       StormLog telemetry and notable events
