@@ -13653,8 +13653,6 @@ static void memobs__prom_host(memobs__out_t *o, const memobs__prom_snap_t *p) {
     memobs__prom_u64(o, p, "memobs_leak_samples", "", l->samples);
 }
 
-static int memobs__cg_now(memobs_sample_t *s);
-
 /* The container's memory and the process's RssShmem, from the newest
    sample as the host memory's gauges (none without samples: a text and
    prometheus_client's files written one after the other agree); the limit
@@ -17045,10 +17043,11 @@ static size_t memobs__samples_copy(memobs_sample_t *out, size_t max) {
     return n - skip;
 }
 
-/* Prometheus and the HTML report without the sampler: the newest sample
-   while the sampler runs, else the figures read now; 0 (nothing) when the
-   reads are off (memobs__cg_set_enabled). */
-static int memobs__cg_now(memobs_sample_t *s) {
+/* The HTML report without the sampler (Prometheus reads the newest sample
+   only): the newest sample while the sampler runs, else the figures read
+   now; 0 (nothing) when the reads are off (memobs__cg_set_enabled).
+   Unused with MEMOBS_NO_HTML. */
+static __attribute__((unused)) int memobs__cg_now(memobs_sample_t *s) {
     if (MEMOBS__LOAD(&memobs__cg.off.v)) return 0;
     if (!(MEMOBS__LOAD(&memobs__smp.interval_ms.v) && memobs__samples_copy(NULL, 0) &&
           memobs__samples_copy(s, 1) == 1)) {
