@@ -17742,7 +17742,8 @@ int memobs_print_components(FILE *f, int device) {
    PyTorch snapshot's history recording, the snapshot, once, to
    MEMOBS_OOM_SNAPSHOT (off: none), else next to the report (its path +
    ".pickle") when the report goes to a file, else memobs_oom_%p.pickle in
-   the working directory when it goes to stderr or stdout; none when the
+   the working directory when it goes to stderr, stdout or a device
+   (/dev/..., /proc/...: no file is made beside a device); none when the
    report is off and MEMOBS_OOM_SNAPSHOT unset. Where it went is written to f (the report; may
    be NULL). Tried once: a later error, or a path that cannot be written
    (one warning), writes none. */
@@ -17759,8 +17760,9 @@ static void memobs__comp_oom_snapshot(FILE *f, const char *report_dest) {
     if (!set && !spec[0]) return; /* off */
     if (!set && (!report_dest || !report_dest[0])) return; /* no report, no path named: none */
     if (set) snprintf(path, sizeof path, "%s", spec);
-    else if (report_dest && report_dest[0] && strcmp(report_dest, "stderr") != 0 && strcmp(report_dest, "stdout") != 0)
-        snprintf(path, sizeof path, "%s.pickle", report_dest);
+    else if (report_dest && report_dest[0] && strcmp(report_dest, "stderr") != 0 && strcmp(report_dest, "stdout") != 0 &&
+             strncmp(report_dest, "/dev/", 5) != 0 && strncmp(report_dest, "/proc/", 6) != 0)
+        snprintf(path, sizeof path, "%s.pickle", report_dest); /* never "/dev/stderr.pickle": not memobs' folder */
     else snprintf(path, sizeof path, "memobs_oom_%%p.pickle");
     rc = memobs_write_torch_snapshot_file(path);
     if (f) {
